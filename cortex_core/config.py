@@ -1,0 +1,114 @@
+"""Settings, with their defaults in one place.
+
+Read from `<repo>/.cortex/config.toml` when it exists; every key is optional. Unknown keys and values
+of the wrong type are errors with a clear message rather than silently ignored.
+
+    [index]
+    max_file_bytes = 1000000      # a blob larger than this is recorded at file level only
+    max_diff_lines = 20000        # a file patch with more changed lines is recorded at file level only
+    max_commit_files = 2000       # files of one commit beyond this are recorded at file level only
+    drop_trailers = ["Signed-off-by", "Co-authored-by", ...]   # replaces the default list
+    vendored = ["vendor/", "third_party/", ...]                # path prefixes or segments
+    generated = ["*_pb2.py", "*.pb.go", ...]                   # fnmatch patterns on the path
+
+    [hotspots]
+    half_life_days = 90.0         # recency weight halves every this many days
+
+    [coupling]
+    max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
+    min_support = 2               # a pair must share at least this many commits
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from .errors import CortexError
+
+DEFAULT_TRAILERS = (
+    "Signed-off-by", "Co-authored-by", "Co-Authored-By", "Change-Id", "Reviewed-by", "Reviewed-on",
+    "Acked-by", "Tested-by", "Reported-by", "Suggested-by", "Helped-by", "Cc", "Link",
+    "git-svn-id", "Original-commit", "Backport-of", "Approved-by", "Differential Revision",
+)
+
+DEFAULT_VENDORED = (
+    "vendor/", "vendors/", "vendored/", "_vendor/", "third_party/", "third-party/", "thirdparty/",
+    "node_modules/", "bower_components/", "Pods/", "extern/",
+)
+
+DEFAULT_GENERATED = (
+    "*_pb2.py", "*_pb2_grpc.py", "*.pb.go", "*.pb.cc", "*.pb.h", "*.generated.*", "*_generated.*",
+    "*.g.dart", "*.designer.cs", "dist/*", "*.min.js", "*.min.css", "*.map",
+)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    max_file_bytes: int = 1_000_000
+    max_diff_lines: int = 20_000
+    max_commit_files: int = 2_000
+    drop_trailers: tuple[str, ...] = DEFAULT_TRAILERS
+    vendored: tuple[str, ...] = DEFAULT_VENDORED
+    generated: tuple[str, ...] = DEFAULT_GENERATED
+
+
+@dataclass(frozen=True)
+class HotspotSettings:
+    half_life_days: float = 90.0
+
+
+@dataclass(frozen=True)
+class CouplingSettings:
+    max_changeset: int = 30
+    min_support: int = 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    index: IndexSettings = field(default_factory=IndexSettings)
+    hotspots: HotspotSettings = field(default_factory=HotspotSettings)
+    coupling: CouplingSettings = field(default_factory=CouplingSettings)
+
+
+def load_settings(path: Path) -> Settings:
+    """Settings from a TOML file; defaults when the file does not exist."""
+    if not path.is_file():
+        return Settings()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CortexError(f"cannot read {path}: {exc}") from None
+    settings = Settings()
+    for section, value in data.items():
+        current = getattr(settings, section, None) if section in _SECTIONS else None
+        if current is None or not isinstance(value, dict):
+            raise CortexError(f"{path}: unknown section [{section}] (known: {', '.join(_SECTIONS)})")
+        settings = replace(settings, **{section: _apply(path, section, current, value)})
+    return settings
+
+
+_SECTIONS = ("index", "hotspots", "coupling")
+
+
+def _apply(path: Path, section: str, current, values: dict):
+    known = {f.name: f for f in fields(current)}
+    changes = {}
+    for key, value in values.items():
+        if key not in known:
+            raise CortexError(f"{path}: unknown key {section}.{key} (known: {', '.join(known)})")
+        default = getattr(current, key)
+        if isinstance(default, tuple):
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise CortexError(f"{path}: {section}.{key} must be a list of strings")
+            value = tuple(value)
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise CortexError(f"{path}: {section}.{key} must be a positive number")
+            value = float(value)
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CortexError(f"{path}: {section}.{key} must be a positive integer")
+        changes[key] = value
+    return replace(current, **changes)

@@ -1,0 +1,26 @@
+"""Errors a user can cause. Front ends print their message on one line and exit 1; anything else
+that escapes is a bug in Cortex."""
+
+
+class CortexError(Exception):
+    """A problem the user can fix: the message says what happened and, where possible, what to do."""
+
+
+class NotARepository(CortexError):
+    pass
+
+
+class EmptyRepository(CortexError):
+    pass
+
+
+class StoreError(CortexError):
+    """The database cannot be used: unreadable, corrupt, or written by a newer Cortex."""
+
+
+class IndexerBusy(CortexError):
+    """Another indexer holds the write lock of this repository's store."""
+
+
+class NotFound(CortexError):
+    """A path or symbol that the index does not know; the message suggests close matches."""

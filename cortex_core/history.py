@@ -1,0 +1,146 @@
+"""History of a file or a symbol: the commits that changed it, newest first.
+
+A symbol's history follows its lineage — the renames and moves recorded at indexing — and, for a
+container such as a class, rolls up the changes of its members. A file's history follows renames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from .targets import Target, TargetSpec, resolve
+
+NO_LIMIT = 1 << 62
+COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.author_email,"
+                  " c.subject, c.kind, c.seq")
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    sha: str
+    time: int      # author time, seconds since the epoch
+    offset: int    # author's UTC offset in minutes
+    author: str
+    email: str
+    subject: str
+    kind: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+def commit_ref(row) -> CommitRef:
+    """A CommitRef from the first seven columns of COMMIT_COLUMNS."""
+    return CommitRef(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    commit: CommitRef
+    change: str              # added | modified | deleted | renamed | moved (files: A M D R ...)
+    added: int | None
+    deleted: int | None
+    path: str                # the path at that commit
+    name: str | None = None  # the symbol's qualified name at that commit
+    members: tuple[str, ...] = ()  # for a container: the members whose change it rolls up
+
+
+@dataclass(frozen=True)
+class History:
+    target: Target
+    entries: list[HistoryEntry] = field(default_factory=list)
+    note: str | None = None
+
+
+FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+               "T": "type changed"}
+
+
+def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None) -> History:
+    target = resolve(con, spec)
+    note = None
+    if spec.line is not None and target.symbol_id is None:
+        note = f"no symbol encloses line {spec.line} at HEAD; showing the file's history"
+    if target.symbol_id is None:
+        entries = file_history(con, target.file_id)
+    else:
+        entries = symbol_history(con, target.symbol_id)
+    return History(target, entries[:limit] if limit else entries, note)
+
+
+def file_history(con: apsw.Connection, file_id: int) -> list[HistoryEntry]:
+    entries: list[tuple[int, HistoryEntry]] = []
+    for fid, limit in _lineage(con, file_id, _FILE_LINKS):
+        for row in con.execute(
+                f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path"
+                " from file_changes fc join commits c on c.id = fc.commit_id"
+                " join files f on f.id = fc.file_id"
+                " where fc.file_id = ? and c.reachable = 1 and c.seq < ?", (fid, limit)):
+            entries.append((row[7], HistoryEntry(commit_ref(row), FILE_STATUS.get(row[8], row[8]),
+                                                 row[9], row[10], row[11])))
+    return _newest_first(entries)
+
+
+def symbol_history(con: apsw.Connection, symbol_id: int) -> list[HistoryEntry]:
+    by_commit: dict[str, dict] = {}
+    for sid, limit in _lineage(con, symbol_id, _SYMBOL_LINKS):
+        file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
+                                        (sid,)).fetchone()
+        for row in con.execute(
+                f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname"
+                " from symbols s join symbol_changes sc on sc.symbol_id = s.id"
+                " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
+                " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
+                " and c.reachable = 1 and c.seq < ?",
+                (file_id, qualname, len(qualname) + 1, qualname + ".", limit)):
+            slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
+                                                 "deleted": 0, "members": [], "name": qualname})
+            slot["added"] += row[9]
+            slot["deleted"] += row[10]
+            if row[12] == qualname:
+                slot["own"] = row
+            else:
+                slot["members"].append(row[12][len(qualname) + 1:])
+    entries = []
+    for slot in by_commit.values():
+        own = slot["own"]
+        row = own or slot["row"]
+        # A container whose members changed but not its own lines was still modified.
+        change = own[8] if own is not None else "modified"
+        entries.append((row[7], HistoryEntry(commit_ref(row), change, slot["added"], slot["deleted"],
+                                             row[11], slot["name"], tuple(sorted(slot["members"])))))
+    return _newest_first(entries)
+
+
+# Lineage links: (id, predecessor id, seq of the commit that made the link).
+_FILE_LINKS = ("select fc.old_file_id, c.seq from file_changes fc join commits c on"
+               " c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R' and c.seq < ?"
+               " and c.reachable = 1 and fc.old_file_id is not null")
+_SYMBOL_LINKS = ("select sc.from_symbol_id, c.seq from symbol_changes sc join commits c on"
+                 " c.id = sc.commit_id where sc.symbol_id = ? and c.seq < ?"
+                 " and c.reachable = 1 and sc.from_symbol_id is not null")
+
+
+def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, int]]:
+    """(identity, seq limit) for the target and every identity it was renamed or moved from; each
+    predecessor contributes only the commits before the link. Terminates on cycles (a -> b -> a)
+    because every step back lowers the seq limit."""
+    out: dict[int, int] = {}
+    stack = [(start, NO_LIMIT)]
+    while stack:
+        ident, limit = stack.pop()
+        if out.get(ident, -1) >= limit:
+            continue
+        out[ident] = limit
+        for previous, seq in con.execute(links_sql, (ident, limit)).fetchall():
+            if previous != ident:
+                stack.append((previous, seq))
+    return list(out.items())
+
+
+def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]:
+    entries.sort(key=lambda pair: pair[0], reverse=True)
+    return [entry for _, entry in entries]

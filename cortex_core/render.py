@@ -1,0 +1,209 @@
+"""Plain-text rendering of core results for the terminal (the CLI's readable output)."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
+    from .coupling import Partner, Related
+    from .history import CommitRef, History
+    from .hotspots import Hotspots
+    from .ingest import IndexSummary
+    from .status import Status
+
+
+def relative_time(then: float, now: float) -> str:
+    seconds = max(0, now - then)
+    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400),
+                       ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+    return "just now"
+
+
+def date(ref_time: int, offset_minutes: int = 0) -> str:
+    tz = timezone(timedelta(minutes=offset_minutes))
+    return datetime.fromtimestamp(ref_time, tz).strftime("%Y-%m-%d")
+
+
+def clean(text: str) -> str:
+    """Untrusted text made safe for a terminal: no control characters or escape sequences."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+def _clip(text: str, width: int) -> str:
+    text = clean(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _lines(added, deleted) -> str:
+    if added is None and deleted is None:
+        return "  (not diffed)"
+    return f"+{added or 0} -{deleted or 0}"
+
+
+def _commit_line(ref: CommitRef, now: float) -> str:
+    return (f"{ref.short}  {date(ref.time, ref.offset)}  {relative_time(ref.time, now):>14}  "
+            f"{_clip(ref.author, 18):<18}  {_clip(ref.subject, 72)}")
+
+
+def history(result: History, now: float) -> str:
+    t = result.target
+    head = f"{clean(t.label)}"
+    if t.qualname:
+        where = f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line else "gone at HEAD"
+        head += f"  ({t.kind}, {where})"
+    lines = [f"{head}  —  {len(result.entries)} commit{'s' if len(result.entries) != 1 else ''}"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    for e in result.entries:
+        extra = ""
+        if t.qualname and e.name and e.name != t.qualname:
+            extra = f"  [as {clean(e.path)}::{clean(e.name)}]"
+        elif not t.qualname and e.path != t.path:
+            extra = f"  [as {clean(e.path)}]"
+        if e.members:
+            shown = ", ".join(clean(m) for m in e.members[:3])
+            extra += f"  (via {shown}{', …' if len(e.members) > 3 else ''})"
+        lines.append(f"  {_commit_line(e.commit, now)}  {_lines(e.added, e.deleted):>10}  "
+                     f"{e.change}{extra}")
+    if not result.entries:
+        lines.append("  no commits changed it (at symbol level) in the indexed history")
+    return "\n".join(lines)
+
+
+def hotspots(result: Hotspots, now: float, explain: bool) -> str:
+    window = f"last {result.since_days:g} days" if result.since_days else "all history"
+    lines = [f"hotspots ({window}, half-life {result.half_life_days:g} days)"]
+    for title, rows in (("symbols", result.symbols), ("files", result.files)):
+        lines.append(f"\n{title}:")
+        if not rows:
+            lines.append("  none")
+            continue
+        lines.append(f"  {'score':>7}  {'changes':>7}  {'authors':>7}  {'churn':>6}  "
+                     f"{'last change':>14}  {'what'}")
+        for h in rows:
+            what = f"{h.path}::{h.qualname}" if h.qualname else h.path
+            if h.line:
+                what += f"  (line {h.line})"
+            lines.append(f"  {h.score:7.2f}  {h.changes:7d}  {h.authors:7d}  {h.churn:6d}  "
+                         f"{relative_time(h.last_change, now):>14}  {clean(what)}")
+            if explain:
+                lines.append(f"           R={h.recency_weighted:.3f} A={h.authors} L={h.churn}")
+    lines.append(f"\n{result.formula}")
+    return "\n".join(lines)
+
+
+def _partner_lines(partners: list[Partner]) -> list[str]:
+    lines = [f"  {'support':>7}  {'conf':>5}  {'rev':>5}  what"]
+    for p in partners:
+        what = f"{p.path}::{p.qualname}" if p.qualname else p.path
+        lines.append(f"  {p.support:7d}  {p.confidence:5.2f}  {p.reverse_confidence:5.2f}  {clean(what)}")
+        for ref in p.evidence[:3]:
+            lines.append(f"  {'':7}  {'':5}  {'':5}    {ref.short} {_clip(ref.subject, 70)}")
+    return lines
+
+
+def related(result: Related) -> str:
+    lines = [f"what changes with {clean(result.target.label)}  —  {result.target_commits} commits "
+             f"(merges and commits of more than {result.max_changeset} files left out; "
+             f"min support {result.min_support})"]
+    sections = [("files", result.files)]
+    if result.target.qualname:
+        sections.append(("symbols", result.symbols))
+    for title, partners in sections:
+        lines.append(f"\n{title}:")
+        lines.extend(_partner_lines(partners) if partners else ["  none"])
+    lines.append("\nconf = shared / commits of the target; rev = shared / commits of the partner")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _db_label(db: Path | str, root: Path) -> str:
+    try:
+        return os.path.relpath(db, root) if Path(db).is_relative_to(root) else str(db)
+    except ValueError:
+        return str(db)
+
+
+def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
+    rate = s.new_commits / s.seconds if s.seconds > 0 else 0.0
+    size = _size(sum(os.path.getsize(p) for p in (str(db), f"{db}-wal") if os.path.exists(p)))
+    lines = [f"{'rebuilt' if s.rebuilt else 'indexed'} {s.new_commits} new commit"
+             f"{'s' if s.new_commits != 1 else ''} in {s.seconds:.1f}s ({rate:.0f} commits/s);"
+             f" HEAD {s.head[:10]}",
+             f"  {s.total_commits} commits reachable",
+             f"  {s.file_changes} file changes ({s.skipped_file_changes} at file level only),"
+             f" {s.symbol_changes} symbol changes, {s.blobs_parsed} blobs parsed"]
+    if s.marked_unreachable or s.reachable_again:
+        lines.append(f"  history rewritten: {s.marked_unreachable} commits no longer reachable,"
+                     f" {s.reachable_again} reachable again")
+    lines.append(f"  store: {_db_label(db, root)} ({size})")
+    return "\n".join(lines)
+
+
+def status(s: Status, root: Path, now: float) -> str:
+    span = ""
+    if s.first_commit_time:
+        span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)}"
+    indexed = relative_time(s.indexed_at, now) if s.indexed_at else "never"
+    lines = [
+        f"index: {_db_label(s.db_path, root)} ({_size(s.db_bytes)}, schema {s.schema_version})",
+        f"last indexed commit: {s.head[:10] if s.head else 'none'} ({indexed})"
+        f"{'; all branches' if s.all_branches else ''}",
+        f"commits: {s.commits}{span} by {s.authors} authors; {s.merges} merges"
+        + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
+        f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
+        f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
+        "languages:" + ("" if s.languages else " none with symbols"),
+    ]
+    for lang in s.languages:
+        lines.append(f"  {lang.language:<12} {lang.files:6d} files  {lang.symbols:7d} symbols")
+    lines.append("recorded at file level only:" + ("" if s.skipped else " nothing"))
+    for skip in s.skipped:
+        lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
+                     f"{skip.changes_in_history:7d} changes in history")
+    return "\n".join(lines)
+
+
+class ProgressBar:
+    """A one-line progress display on a terminal: done/total, commits per second, ETA."""
+
+    def __init__(self, stream, min_interval: float = 0.2):
+        self.stream = stream
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.min_interval = min_interval
+        self.shown = False
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < self.min_interval:
+            return
+        self.last = now
+        elapsed = now - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (total - done) / rate if rate > 0 else 0.0
+        width = 24
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\r  indexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+                          f" commits  {rate:5.0f}/s  ETA {int(eta) // 60}:{int(eta) % 60:02d} ")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()

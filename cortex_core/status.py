@@ -1,0 +1,84 @@
+"""What the index holds: counts, languages, skipped files and why, the last indexed commit."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from .store import SCHEMA_VERSION, get_meta
+
+
+@dataclass(frozen=True)
+class LanguageCount:
+    language: str
+    files: int
+    symbols: int
+
+
+@dataclass(frozen=True)
+class SkipCount:
+    reason: str
+    files_at_head: int       # files of the HEAD tree recorded at file level only
+    changes_in_history: int  # file changes recorded at file level only
+
+
+@dataclass(frozen=True)
+class Status:
+    db_path: str
+    db_bytes: int
+    schema_version: int
+    head: str | None
+    indexed_at: int | None
+    all_branches: bool
+    commits: int
+    unreachable_commits: int
+    merges: int
+    authors: int
+    first_commit_time: int | None
+    last_commit_time: int | None
+    files_at_head: int
+    symbols_alive: int
+    symbols_total: int
+    symbol_changes: int
+    file_changes: int
+    languages: list[LanguageCount]
+    skipped: list[SkipCount]
+
+
+def status(con: apsw.Connection, db_path: Path) -> Status:
+    one = lambda sql: con.execute(sql).get  # noqa: E731 - a single value
+    size = sum(os.path.getsize(p) for p in (str(db_path), f"{db_path}-wal") if os.path.exists(p))
+    langs = con.execute(
+        "select f.language, count(*), (select count(*) from symbols s join files g on"
+        " g.id = s.file_id where s.alive = 1 and g.language = f.language)"
+        " from head_files h join files f on f.id = h.file_id"
+        " where f.language is not null and h.skip_reason is null"
+        " group by f.language order by 2 desc").fetchall()
+    head_skips = dict(con.execute(
+        "select skip_reason, count(*) from head_files where skip_reason is not null group by 1"))
+    history_skips = dict(con.execute(
+        "select fc.skip_reason, count(*) from file_changes fc join commits c on c.id = fc.commit_id"
+        " where fc.skip_reason is not null and c.reachable = 1 group by 1"))
+    skipped = [SkipCount(r, head_skips.get(r, 0), history_skips.get(r, 0))
+               for r in sorted(head_skips.keys() | history_skips.keys())]
+    indexed_at = get_meta(con, "indexed_at")
+    return Status(
+        db_path=str(db_path), db_bytes=size, schema_version=SCHEMA_VERSION,
+        head=get_meta(con, "head"), indexed_at=int(indexed_at) if indexed_at else None,
+        all_branches=get_meta(con, "all_branches") == "1",
+        commits=one("select count(*) from commits where reachable = 1"),
+        unreachable_commits=one("select count(*) from commits where reachable = 0"),
+        merges=one("select count(*) from commits where reachable = 1 and is_merge = 1"),
+        authors=one("select count(distinct author_email) from commits where reachable = 1"),
+        first_commit_time=one("select min(author_time) from commits where reachable = 1"),
+        last_commit_time=one("select max(author_time) from commits where reachable = 1"),
+        files_at_head=one("select count(*) from head_files"),
+        symbols_alive=one("select count(*) from symbols where alive = 1"),
+        symbols_total=one("select count(*) from symbols"),
+        symbol_changes=one("select count(*) from symbol_changes"),
+        file_changes=one("select count(*) from file_changes"),
+        languages=[LanguageCount(*row) for row in langs],
+        skipped=skipped)

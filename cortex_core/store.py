@@ -1,0 +1,166 @@
+"""The store: one SQLite file per repository, opened through APSW with sqlite-vec loaded.
+
+WAL mode lets one writer (the indexer) and many readers (CLI, language server, agents) work at once.
+Writers additionally hold an OS file lock beside the database for a whole indexing run, so a second
+indexer waits a bounded time and then says clearly that another one is running; readers never take it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import apsw
+
+from .errors import IndexerBusy, StoreError
+from .schema import MIGRATIONS
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_db_path(repo_root: Path) -> Path:
+    return repo_root / ".cortex" / "cortex.db"
+
+
+def _vec_extension_path() -> str | None:
+    """Where sqlite-vec's loadable library lives. Found without importing the `sqlite_vec` module,
+    which imports numpy (~80 ms): the command line must start fast."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+
+
+def _connect(path: Path, flags: int) -> apsw.Connection:
+    try:
+        con = apsw.Connection(str(path), flags=flags)
+        con.setbusytimeout(5000)
+        ext = _vec_extension_path()
+        if ext is not None:
+            con.enable_load_extension(True)
+            con.load_extension(ext)
+            con.enable_load_extension(False)
+        # A cheap read that fails right away on a file that is not a database.
+        con.execute("select count(*) from sqlite_master").get
+    except apsw.CantOpenError:
+        raise StoreError(f"cannot open the database {path}") from None
+    except (apsw.NotADBError, apsw.CorruptError):
+        raise StoreError(f"{path} is not a readable Cortex database (corrupt?); "
+                         "run `cortex index --rebuild` to recreate it") from None
+    return con
+
+
+def _prepare_folder(path: Path) -> None:
+    """Create the database folder; a `.cortex/` folder ignores itself for git."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.name == ".cortex":
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+
+
+def schema_version(con: apsw.Connection) -> int:
+    row = con.execute("select value from meta where key = 'schema_version'").fetchone() \
+        if _has_table(con, "meta") else None
+    return int(row[0]) if row else 0
+
+
+def _has_table(con: apsw.Connection, name: str) -> bool:
+    return con.execute("select 1 from sqlite_master where type = 'table' and name = ?",
+                       (name,)).fetchone() is not None
+
+
+def _check_not_newer(con: apsw.Connection, path: Path) -> int:
+    version = schema_version(con)
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path} was written by a newer Cortex (schema {version}, this one knows "
+                         f"{SCHEMA_VERSION}); upgrade Cortex or run `cortex index --rebuild`")
+    return version
+
+
+def migrate(con: apsw.Connection, path: Path) -> None:
+    """Bring the schema up to date, one migration per transaction."""
+    version = _check_not_newer(con, path)
+    for number in range(version, SCHEMA_VERSION):
+        with con:
+            con.execute(MIGRATIONS[number])
+            con.execute("insert or replace into meta(key, value) values ('schema_version', ?)",
+                        (str(number + 1),))
+
+
+def open_reader(path: Path) -> apsw.Connection:
+    """A read connection to an existing, up-to-date store. Never blocks on the indexer."""
+    if not path.is_file():
+        raise StoreError(f"no index at {path}; run `cortex index` first")
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    version = _check_not_newer(con, path)
+    if version < SCHEMA_VERSION:
+        raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
+                         "run `cortex index` to upgrade it")
+    return con
+
+
+def open_writer(path: Path) -> apsw.Connection:
+    """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
+    _prepare_folder(path)
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    con.execute("pragma journal_mode=wal").get
+    con.execute("pragma synchronous=normal")
+    con.execute("pragma foreign_keys=on")
+    migrate(con, path)
+    return con
+
+
+def remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+@contextmanager
+def writer_lock(path: Path, wait_seconds: float = 10.0) -> Iterator[None]:
+    """Hold the indexer lock of the store at `path`; wait at most `wait_seconds` for it.
+
+    An flock on `<db>.lock` is released by the OS when its holder dies, so a crashed indexer never
+    leaves a stale lock behind."""
+    _prepare_folder(path)
+    lock_path = Path(str(path) + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(lock_path)
+                    raise IndexerBusy(f"another indexer is running on {path}{holder}; waited "
+                                      f"{wait_seconds:g}s (use --wait to wait longer)") from None
+                time.sleep(0.1)  # polling a lock held by another process; nothing to wait on
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read_holder(lock_path: Path) -> str:
+    try:
+        pid = lock_path.read_text().strip()
+    except OSError:
+        return ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str | None:
+    row = con.execute("select value from meta where key = ?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def set_meta(con: apsw.Connection, key: str, value: str) -> None:
+    con.execute("insert or replace into meta(key, value) values (?, ?)", (key, value))

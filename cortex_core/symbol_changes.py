@@ -1,0 +1,199 @@
+"""From one commit's hunks and the symbols of each file's old and new blob to symbol changes.
+
+Pure functions: no git, no SQL. Lines are credited to the innermost symbol that contains them
+(a method, not its class), deleted lines on the old blob's symbols and added lines on the new
+blob's. Then symbols that disappeared are paired with symbols that appeared in the same commit, so
+that a rename or a move continues one history instead of ending one and starting another:
+
+1. the same body fingerprint (text with the symbol's own name masked), unique on both sides;
+2. children of a pair follow their parent (class `Old` renamed to `New`: `Old.m` -> `New.m`),
+   and a parent follows its children when both sides are otherwise unpaired;
+3. the same qualified name in another file, unique on both sides (a move with edits);
+4. a file rename carries every symbol whose qualified name survives.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+
+from .symbols import Symbol
+
+Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
+
+
+@dataclass
+class FileSymbols:
+    """One changed file of a commit: its identities before and after, and its parsed blobs."""
+    old_file_id: int
+    new_file_id: int
+    old: list[Symbol]
+    new: list[Symbol]
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SymbolChange:
+    file_id: int
+    symbol: Symbol
+    change: str  # added | modified | deleted | renamed | moved
+    added: int
+    deleted: int
+    from_file_id: int | None = None
+    from_symbol: Symbol | None = None
+
+
+def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]]) -> dict[str, int]:
+    """Lines of `ranges` (sorted, disjoint, inclusive) credited to each qualified name: the lines
+    inside a symbol minus those inside its child symbols."""
+    if not ranges or not symbols:
+        return {}
+    starts = [a for a, _ in ranges]
+    ends = [b for _, b in ranges]
+    prefix = [0]
+    for a, b in ranges:
+        prefix.append(prefix[-1] + b - a + 1)
+
+    def overlap(lo: int, hi: int) -> int:
+        first = bisect_left(ends, lo)      # first range ending at or after lo
+        last = bisect_right(starts, hi)    # ranges [first, last) may intersect
+        if first >= last:
+            return 0
+        total = prefix[last] - prefix[first]
+        total -= max(0, lo - starts[first])
+        total -= max(0, ends[last - 1] - hi)
+        return total
+
+    inside = [overlap(s.start_line, s.end_line) for s in symbols]
+    own = list(inside)
+    for i, sym in enumerate(symbols):
+        if sym.parent >= 0:
+            own[sym.parent] -= inside[i]
+    credit: dict[str, int] = {}
+    for sym, lines in zip(symbols, own):
+        if lines > 0:
+            credit[sym.qualname] = credit.get(sym.qualname, 0) + lines
+    return credit
+
+
+def hunk_ranges(hunks: list[Hunk]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(deleted line ranges in the old blob, added line ranges in the new blob)."""
+    deleted = [(o, o + n - 1) for o, n, _, _ in hunks if n > 0]
+    added = [(s, s + n - 1) for _, _, s, n in hunks if n > 0]
+    return sorted(deleted), sorted(added)
+
+
+@dataclass
+class _Side:
+    """A symbol that only one side of the commit has: a candidate for pairing."""
+    file_id: int
+    symbol: Symbol
+    lines: int
+    paired: bool = False
+
+
+def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
+    """Every symbol change of one commit."""
+    changes: list[SymbolChange] = []
+    gone: list[_Side] = []
+    born: list[_Side] = []
+    for f in files:
+        deleted_ranges, added_ranges = hunk_ranges(f.hunks)
+        minus = own_lines(f.old, deleted_ranges)
+        plus = own_lines(f.new, added_ranges)
+        old_by_name = _first_by_qualname(f.old)
+        new_by_name = _first_by_qualname(f.new)
+        moved_file = f.old_file_id != f.new_file_id
+        for qualname, sym in new_by_name.items():
+            a, d = plus.get(qualname, 0), minus.get(qualname, 0)
+            before = old_by_name.get(qualname)
+            if before is None:
+                born.append(_Side(f.new_file_id, sym, a))
+            elif moved_file:
+                changes.append(SymbolChange(f.new_file_id, sym, "moved", a, d,
+                                            f.old_file_id, before))
+                changes.append(SymbolChange(f.old_file_id, before, "moved", 0, d))
+            elif a or d:
+                changes.append(SymbolChange(f.new_file_id, sym, "modified", a, d))
+        for qualname, sym in old_by_name.items():
+            if qualname not in new_by_name:
+                gone.append(_Side(f.old_file_id, sym, minus.get(qualname, 0)))
+
+    pairs = _pair(gone, born)
+    for old, new in pairs:
+        change = "renamed" if old.file_id == new.file_id else "moved"
+        changes.append(SymbolChange(new.file_id, new.symbol, change, new.lines, old.lines,
+                                    old.file_id, old.symbol))
+        # The old identity's history ends with the same event (not with a deletion).
+        changes.append(SymbolChange(old.file_id, old.symbol, change, 0, old.lines))
+    changes.extend(SymbolChange(s.file_id, s.symbol, "added", s.lines, 0)
+                   for s in born if not s.paired)
+    changes.extend(SymbolChange(s.file_id, s.symbol, "deleted", 0, s.lines)
+                   for s in gone if not s.paired)
+    return changes
+
+
+def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
+    """Duplicates (overloads, property setters) share one identity: keep the first."""
+    out: dict[str, Symbol] = {}
+    for sym in symbols:
+        out.setdefault(sym.qualname, sym)
+    return out
+
+
+def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
+    pairs: list[tuple[_Side, _Side]] = []
+
+    def link(old: _Side, new: _Side) -> None:
+        old.paired = new.paired = True
+        pairs.append((old, new))
+
+    # 1. Unique body fingerprints.
+    for key in _unique_keys(gone, born, lambda s: s.symbol.body_hash or None):
+        link(*key)
+    # 2. Parents and children follow each other, until nothing more pairs.
+    gone_at = {(s.file_id, s.symbol.qualname): s for s in gone}
+    born_at = {(s.file_id, s.symbol.qualname): s for s in born}
+    gone_children: dict[tuple[int, str], list[_Side]] = {}
+    for s in gone:
+        gone_children.setdefault((s.file_id, _parent_name(s.symbol.qualname)), []).append(s)
+    queue = list(pairs)
+    while queue:
+        old, new = queue.pop()
+        # Direct children only: grandchildren follow when their parent's pair is dequeued.
+        for child in gone_children.get((old.file_id, old.symbol.qualname), ()):
+            suffix = child.symbol.qualname[len(old.symbol.qualname):]
+            twin = born_at.get((new.file_id, new.symbol.qualname + suffix))
+            if not child.paired and twin is not None and not twin.paired:
+                link(child, twin)
+                queue.append((child, twin))
+        old_parent = _parent_name(old.symbol.qualname)
+        new_parent = _parent_name(new.symbol.qualname)
+        if old_parent and new_parent and old_parent != new_parent:
+            po = gone_at.get((old.file_id, old_parent))
+            pn = born_at.get((new.file_id, new_parent))
+            if po is not None and pn is not None and not po.paired and not pn.paired:
+                link(po, pn)
+                queue.append((po, pn))
+    # 3. The same qualified name in another file.
+    for old, new in _unique_keys(gone, born, lambda s: s.symbol.qualname):
+        if old.file_id != new.file_id:
+            link(old, new)
+    return pairs
+
+
+def _unique_keys(gone: list[_Side], born: list[_Side], key):
+    """Pairs of unpaired candidates whose key occurs exactly once on each side."""
+    def index(sides):
+        seen: dict = {}
+        for s in sides:
+            k = key(s)
+            if k is not None and not s.paired:
+                seen.setdefault(k, []).append(s)
+        return {k: v[0] for k, v in seen.items() if len(v) == 1}
+    olds, news = index(gone), index(born)
+    return [(olds[k], news[k]) for k in sorted(olds.keys() & news.keys())]
+
+
+def _parent_name(qualname: str) -> str:
+    return qualname.rpartition(".")[0]

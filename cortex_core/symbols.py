@@ -1,0 +1,693 @@
+"""Definitions (functions, classes, ...) of a source blob, with their line ranges.
+
+The indexer runs this on every changed blob of a repository's whole history, so extraction walks
+only the nodes that can hold definitions: per language, a table names the definition node types
+(with their kind and how to read their name) and the container node types to descend into. A walk
+never enters expressions, so its cost follows the number of statements at definition level, not
+the size of the tree. It iterates with an explicit stack: untrusted input may nest deeply.
+
+Kinds: function, method, class, interface, struct (also unions), enum, trait, impl, module,
+namespace, type (aliases and other named types), macro (Rust macro_rules!, C function-like
+#define). A function whose enclosing symbol is class-like is a method.
+
+Per-language decisions:
+- Python: defs anywhere in module/class/function bodies and in if/try/with blocks; the range of
+  a decorated definition starts at its first decorator.
+- JavaScript/TypeScript/TSX: `const f = () => {}` / `function () {}` / `class {}` assigned to a
+  variable (anywhere a statement list is walked) takes the variable's name; class fields holding
+  functions are methods; an anonymous `export default` function or class is named "default";
+  `export`, `declare` and decorators belong to the range. Object-literal methods, overload
+  signatures, abstract method signatures and interface members are not symbols.
+- Go: methods are qualified by their receiver type without pointer or type arguments
+  ("Repo.Save"); each type_spec of a grouped `type (...)` is its own symbol.
+- Rust: an impl block is a symbol of kind "impl" named by its type (no path, no generics), so its
+  fns are "Foo.bar" for both `impl Foo` and `impl Trait for Foo`, and the caller's merge of equal
+  qualnames joins a struct with its impls. Trait method signatures are methods ("Trait.m").
+  Preceding #[attributes] belong to the range. `mod m;` without a body is not a symbol.
+- Java: records are classes, annotation types interfaces; constructors are methods named after
+  their class ("Foo.Foo"); enum constant bodies and anonymous classes are skipped.
+- C/C++: only definitions with a body (no prototypes, no forward declarations); a typedef'd
+  struct is named by its tag when it has one, else by the typedef name, and its range is the
+  whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
+  (C has no nested functions; C++ local classes are rare). C++ out-of-line `ns::Foo::bar` is
+  qualified by its written scope and is a method unless that scope is a namespace defined in the
+  same file; the range of a template includes its `template<...>` line.
+- Ruby: `def self.x` and methods of `class << self` are "Class.x"; `def Foo.x` is "Foo.x"
+  under the enclosing scope; a top-level def is a function, a def in a class or module a method.
+- PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
+  says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, NamedTuple
+
+from tree_sitter import Node, Parser, Tree
+from tree_sitter_language_pack import get_parser
+
+__all__ = ["Symbol", "SymbolParser", "extract_symbols"]
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    qualname: str  # "Class.method", "outer.inner", "Repo.Save", "ns.Foo.bar"
+    name: str  # the simple name
+    kind: str  # see the module docstring
+    start_line: int  # 1-based, inclusive, decorators/attributes included
+    end_line: int  # 1-based, inclusive: the last line holding text of the definition
+    parent: int  # index of the innermost enclosing symbol in the same list, -1 at top level
+    body_hash: str  # fingerprint for rename/move detection, "" when too short to trust
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+
+# A name as read from the tree: its scope parts, then the simple name last; raw bytes.
+Parts = tuple[bytes, ...]
+# What a rule reads from a definition node: name parts and a kind overriding the rule's kind.
+_Name = tuple[Parts, "str | None"]
+# Reads the name of a definition node; `outer` is the wrapper whose range it takes, if any.
+_Namer = Callable[[Node, "Node | None"], "_Name | None"]
+
+# Scoped names are split into their parts: C++ a::b, Ruby A::B, TypeScript namespace A.B.
+_SCOPED = {
+    "qualified_identifier": ("scope", "name"),
+    "scope_resolution": ("scope", "name"),
+    "nested_identifier": ("object", "property"),
+}
+# Generic arguments are not part of a name: Foo<T> -> Foo.
+_UNWRAP = {"template_type": "name", "generic_type": "type", "template_function": "name"}
+# Names made of a list of parts.
+_LISTED = frozenset({"nested_namespace_specifier", "namespace_name"})
+
+
+def _name_parts(node: Node | None) -> Parts | None:
+    """The parts of a (possibly scoped) name node, or None when it has no text."""
+    parts: list[bytes] = []
+    todo = [node] if node is not None else []
+    while todo:
+        n = todo.pop()
+        t = n.type
+        if t in _SCOPED:
+            scope_field, name_field = _SCOPED[t]
+            todo.extend(c for c in (n.child_by_field_name(name_field),
+                                    n.child_by_field_name(scope_field)) if c is not None)
+        elif t in _UNWRAP:
+            inner = n.child_by_field_name(_UNWRAP[t])
+            if inner is not None:
+                todo.append(inner)
+        elif t in _LISTED:
+            todo.extend(reversed(n.named_children))
+        elif t == "operator_cast":  # C++ `operator bool`
+            target = n.child_by_field_name("type")
+            parts.append(b"operator " + (target.text if target is not None else b""))
+        else:
+            text = n.text or b""
+            if t == "string":  # TypeScript declare module "name"
+                text = text.strip(b"'\"`")
+            # Whitespace only occurs in operator names: `operator ==` is `operator==`.
+            text = b" ".join(text.split()) if b" " in text else text.strip()
+            if text:
+                parts.append(text)
+    return tuple(parts) or None
+
+
+def _field(field: str) -> _Namer:
+    def namer(node: Node, outer: Node | None) -> _Name | None:
+        parts = _name_parts(node.child_by_field_name(field))
+        return (parts, None) if parts else None
+    return namer
+
+
+_by_name = _field("name")
+
+_JS_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function",
+                           "generator_function"})
+_JS_CLASSES = frozenset({"class"})
+
+
+def _js_variable(node: Node, outer: Node | None) -> _Name | None:
+    """`const f = () => {}`: a function (or class) named by its variable."""
+    value = node.child_by_field_name("value")
+    name = node.child_by_field_name("name")
+    if value is None or name is None or name.type != "identifier":
+        return None
+    if value.type in _JS_FUNCTIONS:
+        kind = "function"
+    elif value.type in _JS_CLASSES:
+        kind = "class"
+    else:
+        return None
+    parts = _name_parts(name)
+    return (parts, kind) if parts else None
+
+
+def _js_field(field: str) -> _Namer:
+    """A class field holding a function is a method."""
+    def namer(node: Node, outer: Node | None) -> _Name | None:
+        value = node.child_by_field_name("value")
+        if value is None or value.type not in _JS_FUNCTIONS:
+            return None
+        parts = _name_parts(node.child_by_field_name(field))
+        return (parts, "method") if parts else None
+    return namer
+
+
+def _js_default_export(node: Node, outer: Node | None) -> _Name | None:
+    """`export default function () {}` / `export default class {}` is named "default"."""
+    value = node.child_by_field_name("value")
+    if value is None:
+        return None
+    if value.type in _JS_FUNCTIONS:
+        return (b"default",), "function"
+    if value.type in _JS_CLASSES:
+        return (b"default",), "class"
+    return None
+
+
+# Receiver and impl types are reduced to their bare name: *Repo[T] -> Repo, &a::Foo<T> -> Foo.
+_TYPE_WRAPPERS = frozenset({"pointer_type", "generic_type", "reference_type", "parenthesized_type",
+                            "scoped_type_identifier"})
+
+
+def _bare_type_name(node: Node | None) -> bytes | None:
+    while node is not None and node.type in _TYPE_WRAPPERS:
+        inner = node.child_by_field_name("name") or node.child_by_field_name("type")
+        node = inner if inner is not None else (node.named_children or [None])[-1]
+    if node is None:
+        return None
+    return node.text or None
+
+
+def _go_method(node: Node, outer: Node | None) -> _Name | None:
+    name = _name_parts(node.child_by_field_name("name"))
+    receiver = node.child_by_field_name("receiver")
+    if name is None:
+        return None
+    params = receiver.named_children if receiver is not None else []
+    receiver_type = _bare_type_name(params[0].child_by_field_name("type")) if params else None
+    return ((receiver_type, *name) if receiver_type else name), "method"
+
+
+_GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
+
+
+def _go_type_spec(node: Node, outer: Node | None) -> _Name | None:
+    parts = _name_parts(node.child_by_field_name("name"))
+    if parts is None:
+        return None
+    target = node.child_by_field_name("type")
+    return parts, _GO_TYPE_KINDS.get(target.type if target is not None else "", "type")
+
+
+def _rust_impl(node: Node, outer: Node | None) -> _Name | None:
+    name = _bare_type_name(node.child_by_field_name("type"))
+    return ((name,), None) if name else None
+
+
+def _ruby_singleton_method(node: Node, outer: Node | None) -> _Name | None:
+    """`def self.x` is x of the enclosing scope; `def Foo.x` is Foo.x under it."""
+    name = _name_parts(node.child_by_field_name("name"))
+    target = node.child_by_field_name("object")
+    if name is None:
+        return None
+    if target is not None and target.type in ("constant", "scope_resolution"):
+        scope = _name_parts(target)
+        if scope:
+            return scope + name, "method"
+    return name, None
+
+
+# C declarators nest around the name: char *(*getfn(void))(int) is pointer > function >
+# parenthesized > pointer > function > identifier.
+_C_NAMES = frozenset({"identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                      "operator_name", "operator_cast", "template_function", "type_identifier"})
+
+
+def _c_declarator(node: Node, outer: Node | None) -> _Name | None:
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.type not in _C_NAMES:
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None and declarator.named_child_count:
+            inner = declarator.named_children[0]  # parenthesized_declarator has no field
+        declarator = inner
+    parts = _name_parts(declarator)
+    return (parts, None) if parts else None
+
+
+def _c_tag(node: Node, outer: Node | None) -> _Name | None:
+    """A struct/union/enum/class with a body: its tag, or for `typedef struct {...} T;` T."""
+    if node.child_by_field_name("body") is None:
+        return None
+    parts = _name_parts(node.child_by_field_name("name"))
+    if parts is None and outer is not None and outer.type == "type_definition":
+        parts = _name_parts(outer.child_by_field_name("declarator"))
+    return (parts, None) if parts else None
+
+
+def _with_body(namer: _Namer) -> _Namer:
+    """Only a definition with a body counts (`mod m;` and `namespace X;` do not)."""
+    def checked(node: Node, outer: Node | None) -> _Name | None:
+        return namer(node, outer) if node.child_by_field_name("body") is not None else None
+    return checked
+
+
+# ---------------------------------------------------------------------------------------------
+# Language tables
+
+
+class _Def(NamedTuple):
+    kind: str
+    namer: _Namer = _by_name
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    # Definition node type -> rule. A node whose namer returns None (anonymous namespace,
+    # `const x = 1`) is walked like a container instead.
+    defs: dict[str, _Def]
+    # Node types walked through without making a symbol.
+    containers: frozenset[str]
+    # Containers whose range belongs to the single definition they hold (decorators, export,
+    # template<...>, typedef); they are walked too.
+    wrappers: frozenset[str] = frozenset()
+    # Siblings that belong to the definition after them (Rust #[attr], TS member decorators).
+    leading: frozenset[str] = frozenset()
+    # Enclosing kinds that make a function a method.
+    method_parents: frozenset[str] = frozenset({"class", "struct", "interface", "trait", "impl",
+                                                "enum"})
+
+    def walks(self, node_type: str) -> bool:
+        return node_type in self.defs or node_type in self.containers or node_type in self.wrappers
+
+
+_JS_DEFS = {
+    "function_declaration": _Def("function"),
+    "generator_function_declaration": _Def("function"),
+    "class_declaration": _Def("class"),
+    "method_definition": _Def("method"),
+    "variable_declarator": _Def("function", _js_variable),
+    "field_definition": _Def("method", _js_field("property")),
+    "export_statement": _Def("function", _js_default_export),
+}
+_JS_CONTAINERS = frozenset({"program", "statement_block", "class_body", "class", "ERROR",
+                            *_JS_FUNCTIONS})
+_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration"})
+
+_TS = _Spec(
+    defs={
+        **_JS_DEFS,
+        "abstract_class_declaration": _Def("class"),
+        "interface_declaration": _Def("interface"),
+        "type_alias_declaration": _Def("type"),
+        "enum_declaration": _Def("enum"),
+        "internal_module": _Def("namespace", _with_body(_by_name)),
+        "module": _Def("namespace", _with_body(_by_name)),
+        "public_field_definition": _Def("method", _js_field("name")),
+    },
+    containers=_JS_CONTAINERS,
+    # `namespace X {}` is an expression statement in this grammar.
+    wrappers=_JS_WRAPPERS | {"ambient_declaration", "expression_statement"},
+    leading=frozenset({"decorator"}),
+)
+
+_C_DEFS = {
+    "function_definition": _Def("function", _c_declarator),
+    "struct_specifier": _Def("struct", _c_tag),
+    "union_specifier": _Def("struct", _c_tag),
+    "enum_specifier": _Def("enum", _c_tag),
+    "preproc_function_def": _Def("macro"),
+}
+_C_CONTAINERS = frozenset({"translation_unit", "preproc_if", "preproc_ifdef", "preproc_else",
+                           "preproc_elif", "preproc_elifdef", "field_declaration_list", "ERROR"})
+_C_WRAPPERS = frozenset({"declaration", "type_definition", "field_declaration"})
+
+_SPECS: dict[str, _Spec] = {
+    "python": _Spec(
+        defs={"function_definition": _Def("function"), "class_definition": _Def("class")},
+        containers=frozenset({"module", "block", "if_statement", "elif_clause", "else_clause",
+                              "try_statement", "except_clause", "except_group_clause",
+                              "finally_clause", "with_statement", "ERROR"}),
+        wrappers=frozenset({"decorated_definition"}),
+    ),
+    "javascript": _Spec(defs=_JS_DEFS, containers=_JS_CONTAINERS, wrappers=_JS_WRAPPERS),
+    "typescript": _TS,
+    "tsx": _TS,
+    "go": _Spec(
+        defs={
+            "function_declaration": _Def("function"),
+            "method_declaration": _Def("method", _go_method),
+            "type_spec": _Def("type", _go_type_spec),
+            "type_alias": _Def("type"),
+        },
+        containers=frozenset({"source_file", "block", "statement_list", "ERROR"}),
+        wrappers=frozenset({"type_declaration"}),
+    ),
+    "rust": _Spec(
+        defs={
+            "function_item": _Def("function"),
+            "function_signature_item": _Def("function"),
+            "struct_item": _Def("struct"),
+            "union_item": _Def("struct"),
+            "enum_item": _Def("enum"),
+            "trait_item": _Def("trait"),
+            "impl_item": _Def("impl", _rust_impl),
+            "mod_item": _Def("module", _with_body(_by_name)),
+            "type_item": _Def("type"),
+            "macro_definition": _Def("macro"),
+        },
+        containers=frozenset({"source_file", "declaration_list", "block", "ERROR"}),
+        leading=frozenset({"attribute_item"}),
+    ),
+    "java": _Spec(
+        defs={
+            "class_declaration": _Def("class"),
+            "record_declaration": _Def("class"),
+            "interface_declaration": _Def("interface"),
+            "annotation_type_declaration": _Def("interface"),
+            "enum_declaration": _Def("enum"),
+            "method_declaration": _Def("method"),
+            "constructor_declaration": _Def("method"),
+            "compact_constructor_declaration": _Def("method"),
+        },
+        containers=frozenset({"program", "class_body", "interface_body", "enum_body",
+                              "enum_body_declarations", "annotation_type_body", "block",
+                              "constructor_body", "ERROR"}),
+    ),
+    "c": _Spec(defs=_C_DEFS, containers=_C_CONTAINERS, wrappers=_C_WRAPPERS),
+    "cpp": _Spec(
+        defs={
+            **_C_DEFS,
+            "class_specifier": _Def("class", _c_tag),
+            "namespace_definition": _Def("namespace", _with_body(_by_name)),
+        },
+        containers=_C_CONTAINERS | {"declaration_list", "linkage_specification"},
+        wrappers=_C_WRAPPERS | {"template_declaration", "friend_declaration"},
+    ),
+    "ruby": _Spec(
+        defs={
+            "module": _Def("module"),
+            "class": _Def("class"),
+            "method": _Def("function"),
+            "singleton_method": _Def("function", _ruby_singleton_method),
+        },
+        containers=frozenset({"program", "body_statement", "singleton_class", "ERROR"}),
+        method_parents=frozenset({"class", "module"}),
+    ),
+    "php": _Spec(
+        defs={
+            "class_declaration": _Def("class"),
+            "interface_declaration": _Def("interface"),
+            "trait_declaration": _Def("trait"),
+            "enum_declaration": _Def("enum"),
+            "function_definition": _Def("function"),
+            "method_declaration": _Def("method"),
+        },
+        containers=frozenset({"program", "namespace_definition", "compound_statement",
+                              "declaration_list", "enum_declaration_list", "if_statement",
+                              "ERROR"}),
+    ),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+
+
+def _end_line(node: Node) -> int:
+    """1-based last line holding text: a node ending at column 0 ends on the line before."""
+    row, column = node.end_point
+    if column == 0 and row > node.start_point[0]:
+        return row
+    return row + 1
+
+
+_WHITESPACE = re.compile(rb"\s+")
+_MIN_FINGERPRINT = 40  # shorter normalized texts (`def f(): pass`) match too much to be evidence
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: bytes) -> re.Pattern[bytes]:
+    # Whole identifiers only: renaming foo must not unmask foo_helper.
+    return re.compile(rb"(?<![\w$])" + re.escape(name) + rb"(?![\w$])")
+
+
+def _body_hash(text: bytes, name: bytes) -> str:
+    normalized = _name_pattern(name).sub(b"\0", _WHITESPACE.sub(b" ", text).strip())
+    if len(normalized) < _MIN_FINGERPRINT:
+        return ""
+    return hashlib.blake2b(normalized, digest_size=8).hexdigest()
+
+
+class _Item(NamedTuple):
+    node: Node
+    parent: int  # index of the enclosing symbol, -1 at top level
+    outer: Node | None  # wrapper whose range the node's definition takes
+    lead: Node | None  # first leading sibling (attribute, decorator) of the node
+
+
+def _children(spec: _Spec, node: Node, parent: int, outer: Node | None) -> list[_Item]:
+    """The children of `node` worth walking, each with its leading siblings."""
+    items: list[_Item] = []
+    lead = None
+    for child in node.named_children:
+        t = child.type
+        if t in spec.leading:
+            lead = lead or child
+        elif spec.walks(t):
+            items.append(_Item(child, parent, outer, lead))
+            lead = None
+        elif not child.is_extra:  # a comment between an attribute and its item keeps it
+            lead = None
+    return items
+
+
+def _extract(spec: _Spec, root: Node, source: bytes) -> list[Symbol]:
+    symbols: list[Symbol] = []
+    namespaces: set[str] = set()  # qualnames of namespaces, to tell C++ ns::f from Foo::f
+    stack = _children(spec, root, -1, None)
+    stack.reverse()
+    while stack:
+        node, parent, outer, lead = stack.pop()
+        rule = spec.defs.get(node.type)
+        read = rule.namer(node, outer) if rule is not None else None
+        if read is not None:
+            symbol = _symbol(spec, rule.kind, read, node, parent, outer, lead, symbols,
+                             namespaces, source)
+            symbols.append(symbol)
+            if symbol.kind == "namespace":
+                namespaces.add(symbol.qualname)
+            children = _children(spec, node, len(symbols) - 1, None)
+        else:
+            children = _children(spec, node, parent, None)
+            # A wrapper lends its range only when it holds a single definition.
+            if node.type in spec.wrappers and len(children) == 1:
+                children[0] = children[0]._replace(outer=outer or node)
+        children.reverse()
+        stack.extend(children)
+    return symbols
+
+
+def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer: Node | None,
+            lead: Node | None, symbols: list[Symbol], namespaces: set[str],
+            source: bytes) -> Symbol:
+    parts, kind_override = read
+    kind = kind_override or kind
+    prefix = symbols[parent].qualname + "." if parent >= 0 else ""
+    names = [p.decode("utf-8", errors="replace") for p in parts]
+    qualname = prefix + ".".join(names)
+    if kind == "function":
+        if len(names) > 1:  # out-of-line Foo::bar, unless Foo is a namespace
+            scope = prefix + ".".join(names[:-1])
+            kind = "function" if scope in namespaces else "method"
+        elif parent >= 0 and symbols[parent].kind in spec.method_parents:
+            kind = "method"
+    first = lead or outer or node
+    last = outer or node
+    return Symbol(
+        qualname=qualname,
+        name=names[-1],
+        kind=kind,
+        start_line=first.start_point[0] + 1,
+        end_line=_end_line(last),
+        parent=parent,
+        body_hash=_body_hash(source[first.start_byte:last.end_byte], parts[-1]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing, caching and incremental re-parsing
+
+
+def _line_starts(source: bytes) -> list[int]:
+    """Byte offset of the start of every line, as tree-sitter rows count them (after each \\n)."""
+    starts = [0]
+    find = source.find
+    i = find(b"\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find(b"\n", i + 1)
+    return starts
+
+
+class _Lines(NamedTuple):
+    """Line geometry of a blob, enough to turn git line numbers into tree-sitter edits."""
+
+    starts: list[int]
+    size: int
+
+    @property
+    def count(self) -> int:
+        """Lines as git counts them: a last line without a newline counts."""
+        return len(self.starts) - (1 if self.starts[-1] == self.size else 0)
+
+    def offset(self, line: int) -> int:
+        """Byte offset where 0-based `line` starts; the end of the blob past the last line."""
+        return self.starts[line] if line < len(self.starts) else self.size
+
+    def point(self, offset: int) -> tuple[int, int]:
+        row = bisect_right(self.starts, offset) - 1
+        return row, offset - self.starts[row]
+
+
+class _Edit(NamedTuple):
+    start_byte: int
+    old_end_byte: int
+    new_end_byte: int
+    start_point: tuple[int, int]
+    old_end_point: tuple[int, int]
+    new_end_point: tuple[int, int]
+
+
+Hunk = tuple[int, int, int, int]
+
+
+def _first_line(start: int, lines: int) -> int:
+    """0-based first line a git hunk side covers. An empty side (pure insertion or deletion)
+    names the line after which the change happened, so its 0-based position is `start`."""
+    return start - 1 if lines else start
+
+
+def _edits(hunks: list[Hunk], old: _Lines, new: _Lines) -> list[_Edit] | None:
+    """tree-sitter edits, in application order, for git zero-context hunks from `old` to `new`;
+    None when the hunks do not describe these two blobs (then a full parse is the safe answer).
+
+    Edits are applied top-down, so when a hunk is applied everything above it is already new
+    text and everything below still old: its start is a position in the new blob, its old end
+    lies the old text's extent further on."""
+    edits: list[_Edit] = []
+    old_done = new_done = 0  # lines consumed on each side
+    for old_start, old_lines, new_start, new_lines in sorted(hunks):
+        old_first = _first_line(old_start, old_lines)
+        new_first = _first_line(new_start, new_lines)
+        if not _same_gap(old, old_done, old_first, new, new_done, new_first):
+            return None
+        old_done, new_done = old_first + old_lines, new_first + new_lines
+        if old_done > old.count or new_done > new.count:
+            return None
+        old_a, old_b = old.offset(old_first), old.offset(old_done)
+        start = new.offset(new_first)
+        start_point = new.point(start)
+        (a_row, a_col), (b_row, b_col) = old.point(old_a), old.point(old_b)
+        old_end_point = (start_point[0] + b_row - a_row,
+                         start_point[1] + b_col - a_col if b_row == a_row else b_col)
+        new_end = new.offset(new_done)
+        edits.append(_Edit(start, start + old_b - old_a, new_end,
+                           start_point, old_end_point, new.point(new_end)))
+    if not _same_gap(old, old_done, old.count, new, new_done, new.count):
+        return None
+    return edits
+
+
+def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: int,
+              new_to: int) -> bool:
+    """Unchanged text between hunks has the same number of lines and bytes on both sides."""
+    return (old_to - old_from == new_to - new_from >= 0
+            and old.offset(old_to) - old.offset(old_from)
+            == new.offset(new_to) - new.offset(new_from))
+
+
+class _Parsed(NamedTuple):
+    tree: Tree  # never mutated: incremental parses edit a copy
+    lines: _Lines
+    symbols: list[Symbol]
+
+
+class SymbolParser:
+    """Parses blobs to symbols, caching by blob id so a blob is never parsed twice.
+
+    Holds one tree-sitter parser per language and the most recently used parsed blobs (trees
+    included, for incremental re-parsing). Not thread-safe: use one per thread.
+    """
+
+    def __init__(self, cache_size: int = 512):
+        self._cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], _Parsed] = OrderedDict()
+        self._parsers: dict[str, Parser] = {}
+        self._parses = 0
+
+    def symbols(self, language: str, blob_id: str, source: bytes,
+                base: tuple[str, list[Hunk]] | None = None) -> list[Symbol]:
+        """Symbols of a blob. `base` = (old blob id, git zero-context hunks old -> this blob):
+        when the old blob's tree is still cached, only the edited regions are re-parsed."""
+        key = (language, blob_id)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return list(cached.symbols)
+        spec = _spec(language)
+        lines = _Lines(_line_starts(source), len(source))
+        old_tree = self._edited_base(language, base, lines)
+        parser = self._parser(language)
+        tree = parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
+        self._parses += 1
+        symbols = _extract(spec, tree.root_node, source)
+        self._cache[key] = _Parsed(tree, lines, symbols)
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return list(symbols)
+
+    def parse_count(self) -> int:
+        """How many real (full or incremental) parses happened."""
+        return self._parses
+
+    def _parser(self, language: str) -> Parser:
+        parser = self._parsers.get(language)
+        if parser is None:
+            parser = self._parsers[language] = get_parser(language)
+        return parser
+
+    def _edited_base(self, language: str, base: tuple[str, list[Hunk]] | None,
+                     lines: _Lines) -> Tree | None:
+        if base is None:
+            return None
+        old = self._cache.get((language, base[0]))
+        if old is None:
+            return None
+        edits = _edits(base[1], old.lines, lines)
+        if edits is None:
+            return None
+        tree = old.tree.copy()
+        for edit in edits:
+            tree.edit(*edit)
+        return tree
+
+
+def _spec(language: str) -> _Spec:
+    try:
+        return _SPECS[language]
+    except KeyError:
+        raise ValueError(f"no symbol table for language {language!r}; "
+                         f"supported: {', '.join(_SPECS)}") from None
+
+
+def extract_symbols(language: str, source: bytes) -> list[Symbol]:
+    """Symbols of `source`, parsed once without caching."""
+    spec = _spec(language)
+    return _extract(spec, get_parser(language).parse(source).root_node, source)

@@ -1,0 +1,109 @@
+"""What a query is about: `PATH`, `PATH::SYMBOL` or `PATH:LINE`, resolved against the index."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+import apsw
+
+from .errors import CortexError, NotFound
+
+_LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A parsed target, not yet looked up."""
+    path: str
+    symbol: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved target: a file, or a symbol in it."""
+    file_id: int
+    path: str
+    symbol_id: int | None = None
+    qualname: str | None = None
+    kind: str | None = None
+    alive: bool = True
+    start_line: int | None = None
+    end_line: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.qualname}" if self.qualname else self.path
+
+
+def parse_target(text: str) -> TargetSpec:
+    text = text.strip()
+    if not text:
+        raise CortexError("empty target: give PATH, PATH::SYMBOL or PATH:LINE")
+    if "::" in text:
+        path, _, symbol = text.partition("::")
+        if not path or not symbol.strip():
+            raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
+        # Accept the separators other tools print: `Class::method`, `Class#method`.
+        return TargetSpec(path, symbol.strip().replace("::", ".").replace("#", "."))
+    match = _LINE.match(text)
+    if match:
+        line = int(match.group("line"))
+        if line < 1:
+            raise CortexError(f"bad line number in {text!r}: lines start at 1")
+        return TargetSpec(match.group("path"), line=line)
+    return TargetSpec(text)
+
+
+def resolve(con: apsw.Connection, spec: TargetSpec) -> Target:
+    file_id = _file_id(con, spec.path)
+    if spec.symbol is not None:
+        return _resolve_symbol(con, file_id, spec.path, spec.symbol)
+    if spec.line is not None:
+        row = con.execute(
+            "select s.id, s.qualname, s.kind, sp.start_line, sp.end_line from symbol_spans sp"
+            " join symbols s on s.id = sp.symbol_id where s.file_id = ? and s.alive = 1"
+            " and sp.start_line <= ? and sp.end_line >= ?"
+            " order by sp.end_line - sp.start_line, sp.start_line desc limit 1",
+            (file_id, spec.line, spec.line)).fetchone()
+        if row is not None:
+            return Target(file_id, spec.path, row[0], row[1], row[2], True, row[3], row[4])
+    return Target(file_id, spec.path)
+
+
+def _file_id(con: apsw.Connection, path: str) -> int:
+    row = con.execute("select id from files where path = ?", (path,)).fetchone()
+    if row is not None:
+        return row[0]
+    paths = [p for (p,) in con.execute("select path from files")]
+    base = path.rsplit("/", 1)[-1]
+    close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
+        difflib.get_close_matches(path, paths, n=5, cutoff=0.6)
+    hint = f"; did you mean: {', '.join(close)}" if close else ""
+    raise NotFound(f"no file {path!r} in the index{hint}")
+
+
+def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) -> Target:
+    rows = con.execute(
+        "select s.id, s.qualname, s.kind, s.alive, min(sp.start_line), max(sp.end_line)"
+        " from symbols s left join symbol_spans sp on sp.symbol_id = s.id"
+        " where s.file_id = ? group by s.id order by s.alive desc, s.qualname",
+        (file_id,)).fetchall()
+    exact = [r for r in rows if r[1] == name]
+    # A short name is enough when it is unambiguous among the symbols alive at HEAD.
+    suffix = [r for r in rows if r[3] and r[1].endswith("." + name)]
+    found = exact[0] if exact else (suffix[0] if len(suffix) == 1 else None)
+    if found is not None:
+        sid, qualname, kind, alive, start, end = found
+        return Target(file_id, path, sid, qualname, kind, bool(alive), start, end)
+    names = [r[1] for r in rows]
+    close = [q for q, *_ in ((r[1],) for r in suffix)][:5] or \
+        difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    elsewhere = [p for (p,) in con.execute(
+        "select f.path from symbols s join files f on f.id = s.file_id"
+        " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
+    hints = [f"{path}::{q}" for q in close] + [f"{p}::{name}" for p in elsewhere]
+    hint = f"; did you mean: {', '.join(hints)}" if hints else ""
+    raise NotFound(f"no symbol {name!r} in {path}{hint}")

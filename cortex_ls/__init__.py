@@ -1,0 +1,1 @@
+"""cortex-ls: the language server (a thin pygls adapter over cortex_core). Not built yet."""

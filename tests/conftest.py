@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_repo import ScriptedRepo  # noqa: E402
+
+from cortex_core.config import Settings  # noqa: E402
+from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.store import open_reader  # noqa: E402
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> ScriptedRepo:
+    return ScriptedRepo(tmp_path / "repo")
+
+
+class Indexed:
+    """Index a scripted repository and query it, the way the CLI does."""
+
+    def __init__(self, repo: ScriptedRepo, db: Path):
+        self.repo = repo
+        self.db = db
+
+    def index(self, settings: Settings | None = None, **kwargs):
+        return index_repository(self.repo.path, self.db, settings or Settings(), **kwargs)
+
+    def reader(self):
+        return open_reader(self.db)
+
+
+@pytest.fixture
+def cortex(repo: ScriptedRepo, tmp_path: Path) -> Indexed:
+    return Indexed(repo, tmp_path / "index" / "cortex.db")

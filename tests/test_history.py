@@ -1,0 +1,204 @@
+"""Symbol and file histories on scripted repositories: the precomputed `git log -L`."""
+
+from __future__ import annotations
+
+import pytest
+
+from cortex_core.errors import NotFound
+from cortex_core.history import history
+from cortex_core.targets import TargetSpec
+
+
+def changes(con, path, symbol=None, line=None):
+    """[(subject, change, added, deleted, name)] newest first."""
+    result = history(con, TargetSpec(path, symbol, line))
+    return [(e.commit.subject, e.change, e.added, e.deleted, e.name) for e in result.entries]
+
+
+def test_function_history_is_per_function_not_per_file(repo, cortex):
+    repo.write("app.py", "def a():\n    return 1\n\n\ndef b():\n    return 2\n")
+    repo.commit("add a and b", days_ago=5)
+    repo.write("app.py", "def a():\n    x = 1\n    return x\n\n\ndef b():\n    return 2\n")
+    repo.commit("change a", days_ago=4)
+    repo.write("app.py", "def a():\n    x = 1\n    return x\n\n\ndef b():\n    return 3\n")
+    repo.commit("change b", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "app.py", "a") == [
+        ("change a", "modified", 2, 1, "a"),
+        ("add a and b", "added", 2, 0, "a"),
+    ]
+    assert changes(con, "app.py", "b") == [
+        ("change b", "modified", 1, 1, "b"),
+        ("add a and b", "added", 2, 0, "b"),
+    ]
+    assert [c[0] for c in changes(con, "app.py")] == ["change b", "change a", "add a and b"]
+
+
+def test_method_credits_innermost_and_class_rolls_up(repo, cortex):
+    repo.write("m.py", "class C:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n")
+    repo.commit("add C")
+    repo.write("m.py", "class C:\n    def f(self):\n        return 10\n\n    def g(self):\n        return 2\n")
+    repo.commit("tune f")
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "m.py", "C.f") == [("tune f", "modified", 1, 1, "C.f"),
+                                          ("add C", "added", 2, 0, "C.f")]
+    assert changes(con, "m.py", "C.g") == [("add C", "added", 2, 0, "C.g")]
+    rolled = history(con, TargetSpec("m.py", "C")).entries
+    assert [(e.commit.subject, e.change, e.members) for e in rolled] == [
+        ("tune f", "modified", ("f",)),
+        ("add C", "added", ("f", "g")),
+    ]
+    # A short name resolves when it is unambiguous.
+    assert changes(con, "m.py", "f") == changes(con, "m.py", "C.f")
+
+
+def test_file_rename_keeps_the_history(repo, cortex):
+    repo.write("old.py", "def keep():\n    a = 1\n    return a\n")
+    repo.commit("create")
+    repo.move("old.py", "new.py")
+    repo.commit("rename file")
+    repo.write("new.py", "def keep():\n    a = 2\n    return a\n")
+    repo.commit("edit after rename")
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "new.py", "keep") == [
+        ("edit after rename", "modified", 1, 1, "keep"),
+        ("rename file", "moved", 0, 0, "keep"),
+        ("create", "added", 3, 0, "keep"),
+    ]
+    file_entries = history(con, TargetSpec("new.py")).entries
+    assert [(e.commit.subject, e.change, e.path) for e in file_entries] == [
+        ("edit after rename", "modified", "new.py"),
+        ("rename file", "renamed", "new.py"),
+        ("create", "added", "old.py"),
+    ]
+
+
+BODY = "    total = 0\n    for item in items:\n        total += item.price * item.count\n    return total\n"
+
+
+def test_function_moved_between_files(repo, cortex):
+    repo.write("a.py", "def stay():\n    return 0\n\n\ndef price(items):\n" + BODY)
+    repo.write("b.py", "def other():\n    return 1\n")
+    repo.commit("start")
+    repo.write("a.py", "def stay():\n    return 0\n\n\ndef price(items):\n" + BODY.replace("0", "0.0"))
+    repo.commit("float total")
+    repo.write("a.py", "def stay():\n    return 0\n")
+    repo.write("b.py", "def other():\n    return 1\n\n\ndef price(items):\n" + BODY.replace("0", "0.0"))
+    repo.commit("move price to b")
+    cortex.index()
+    con = cortex.reader()
+    entries = history(con, TargetSpec("b.py", "price")).entries
+    assert [(e.commit.subject, e.change, e.path) for e in entries] == [
+        ("move price to b", "moved", "b.py"),
+        ("float total", "modified", "a.py"),
+        ("start", "added", "a.py"),
+    ]
+    # The old identity's history ends with the move, not with a deletion.
+    assert changes(con, "a.py", "price")[0][:2] == ("move price to b", "moved")
+
+
+def test_method_whose_class_is_renamed(repo, cortex):
+    repo.write("shop.py", "class Cart:\n    def total(self, items):\n" +
+               BODY.replace("    ", "        ", 1).replace("\n    ", "\n        "))
+    repo.commit("cart")
+    text = (repo.path / "shop.py").read_text()
+    repo.write("shop.py", text.replace("class Cart:", "class Basket:"))
+    repo.commit("rename Cart to Basket")
+    text = (repo.path / "shop.py").read_text()
+    repo.write("shop.py", text.replace("return total", "return round(total, 2)"))
+    repo.commit("round the total")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c, n) for s, c, _, _, n in changes(con, "shop.py", "Basket.total")] == [
+        ("round the total", "modified", "Basket.total"),
+        ("rename Cart to Basket", "renamed", "Basket.total"),
+        ("cart", "added", "Cart.total"),
+    ]
+    assert [(s, c) for s, c, *_ in changes(con, "shop.py", "Basket")] == [
+        ("round the total", "modified"), ("rename Cart to Basket", "renamed"), ("cart", "added")]
+
+
+def test_function_renamed_in_place(repo, cortex):
+    repo.write("r.py", "def compute(items):\n" + BODY)
+    repo.commit("compute")
+    repo.write("r.py", "def subtotal(items):\n" + BODY)
+    repo.commit("rename compute to subtotal")
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "r.py", "subtotal") == [
+        ("rename compute to subtotal", "renamed", 1, 1, "subtotal"),
+        ("compute", "added", 5, 0, "compute"),
+    ]
+
+
+def test_deletion_and_recreation_share_one_identity(repo, cortex):
+    repo.write("d.py", "def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+    repo.commit("both")
+    repo.write("d.py", "def g():\n    return 2\n")
+    repo.commit("drop f")
+    repo.write("d.py", "def g():\n    return 2\n\n\ndef f():\n    return 3\n")
+    repo.commit("bring f back")
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "d.py", "f") == [
+        ("bring f back", "added", 2, 0, "f"),
+        ("drop f", "deleted", 0, 2, "f"),
+        ("both", "added", 2, 0, "f"),
+    ]
+
+
+def test_merge_commits_contribute_no_changes(repo, cortex):
+    repo.write("x.py", "def f():\n    return 1\n\n\ndef g():\n    return 1\n")
+    repo.commit("base", days_ago=9)
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.write("x.py", "def f():\n    return 2\n\n\ndef g():\n    return 1\n")
+    repo.commit("topic changes f", days_ago=8)
+    repo.git("checkout", "-q", "main")
+    repo.write("x.py", "def f():\n    return 1\n\n\ndef g():\n    return 3\n")
+    repo.commit("main changes g", days_ago=7)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge topic", "topic",
+             env={"GIT_AUTHOR_DATE": f"{repo.now - 6 * 86400} +0000",
+                  "GIT_COMMITTER_DATE": f"{repo.now - 6 * 86400} +0000"})
+    cortex.index()
+    con = cortex.reader()
+    assert [c[0] for c in changes(con, "x.py", "f")] == ["topic changes f", "base"]
+    assert [c[0] for c in changes(con, "x.py", "g")] == ["main changes g", "base"]
+    assert "merge topic" not in [c[0] for c in changes(con, "x.py")]
+    assert con.execute("select count(*) from commits where is_merge = 1").get == 1
+
+
+def test_line_maps_to_innermost_symbol_at_head(repo, cortex):
+    repo.write("l.py", "import os\n\n\nclass K:\n    def m(self):\n        return os.sep\n")
+    repo.commit("k")
+    cortex.index()
+    con = cortex.reader()
+    result = history(con, TargetSpec("l.py", line=6))
+    assert (result.target.qualname, result.target.start_line, result.target.end_line) == ("K.m", 5, 6)
+    outside = history(con, TargetSpec("l.py", line=1))
+    assert outside.target.qualname is None and "no symbol encloses line 1" in outside.note
+    assert [e.commit.subject for e in outside.entries] == ["k"]
+
+
+def test_unknown_symbol_suggests_close_matches(repo, cortex):
+    repo.write("s.py", "class Session:\n    def request(self):\n        pass\n")
+    repo.commit("s")
+    cortex.index()
+    con = cortex.reader()
+    with pytest.raises(NotFound, match=r"did you mean: s.py::Session.request"):
+        history(con, TargetSpec("s.py", "Session.requets"))
+    with pytest.raises(NotFound, match=r"no file 'src/s.py'.*did you mean: s.py"):
+        history(con, TargetSpec("src/s.py", "Session"))
+
+
+def test_typescript_class_method_history(repo, cortex):
+    repo.write("src/api.ts", "export class Client {\n  get(url: string): string {\n    return url;\n  }\n}\n")
+    repo.commit("client")
+    repo.write("src/api.ts", "export class Client {\n  get(url: string): string {\n    return url.trim();\n  }\n}\n")
+    repo.commit("trim urls")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c) for s, c, *_ in changes(con, "src/api.ts", "Client.get")] == [
+        ("trim urls", "modified"), ("client", "added")]

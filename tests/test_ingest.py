@@ -1,0 +1,247 @@
+"""Indexing: incremental runs, rewritten histories, odd content, bounds, the store's guarantees."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from cortex_core.config import IndexSettings, Settings
+from cortex_core.errors import EmptyRepository, IndexerBusy, NotARepository, StoreError
+from cortex_core.history import history
+from cortex_core.store import open_reader, writer_lock
+from cortex_core.targets import TargetSpec
+
+
+def subjects(con, path, symbol=None):
+    return [e.commit.subject for e in history(con, TargetSpec(path, symbol)).entries]
+
+
+def test_reindex_adds_only_new_commits(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("one")
+    first = cortex.index()
+    assert (first.new_commits, first.total_commits) == (1, 1)
+    again = cortex.index()
+    assert (again.new_commits, again.total_commits, again.blobs_parsed) == (0, 1, 0)
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("two")
+    third = cortex.index()
+    assert (third.new_commits, third.total_commits) == (1, 2)
+    assert subjects(cortex.reader(), "a.py", "f") == ["two", "one"]
+
+
+def test_force_push_marks_unreachable_and_never_duplicates(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("base", days_ago=3)
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("to be rewritten", days_ago=2)
+    cortex.index()
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.write("a.py", "def f():\n    return 3\n")
+    repo.commit("rewritten", days_ago=1)
+    summary = cortex.index()
+    assert (summary.new_commits, summary.marked_unreachable) == (1, 1)
+    con = cortex.reader()
+    assert subjects(con, "a.py", "f") == ["rewritten", "base"]
+    assert con.execute("select count(*), count(distinct sha) from commits").fetchone() == (3, 3)
+    # Back to the old history: the commit becomes reachable again, still not duplicated.
+    repo.git("reset", "-q", "--hard", "HEAD@{2}")
+    back = cortex.index()
+    assert (back.new_commits, back.reachable_again, back.marked_unreachable) == (0, 1, 1)
+    assert subjects(cortex.reader(), "a.py", "f") == ["to be rewritten", "base"]
+
+
+def test_detached_head(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    first = repo.commit("one")
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("two")
+    repo.git("checkout", "-q", "--detach", first)
+    summary = cortex.index()
+    assert (summary.head, summary.total_commits) == (first, 1)
+
+
+def test_all_branches_option_is_remembered(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("b.py", "def g():\n    return 1\n")
+    repo.commit("on side")
+    repo.git("checkout", "-q", "main")
+    assert cortex.index().total_commits == 1
+    assert cortex.index(all_branches=True).total_commits == 2
+    repo.git("checkout", "-q", "side")
+    repo.write("b.py", "def g():\n    return 2\n")
+    repo.commit("more on side")
+    repo.git("checkout", "-q", "main")
+    assert cortex.index().total_commits == 3  # still all branches
+
+
+def test_empty_repository_is_a_clear_error(repo, cortex):
+    with pytest.raises(EmptyRepository, match="no commits yet"):
+        cortex.index()
+
+
+def test_not_a_repository(tmp_path):
+    from cortex_core.ingest import index_repository
+    with pytest.raises(NotARepository):
+        index_repository(tmp_path, tmp_path / "x.db", Settings())
+
+
+def test_non_utf8_content_names_and_messages(repo, cortex):
+    repo.write("latin.py", "# -*- coding: latin-1 -*-\ndef caf\xe9():\n    return '\xe9t\xe9'\n"
+               .encode("latin-1"))
+    repo.commit_raw_message(b"caf\xe9 \xff broken bytes\n")  # not UTF-8, no encoding header
+    cortex.index()
+    con = cortex.reader()
+    assert con.execute("select count(*) from symbols where alive = 1").get == 1
+    entries = history(con, TargetSpec("latin.py")).entries
+    assert [e.commit.subject for e in entries] == ["caf\ufffd \ufffd broken bytes"]
+
+
+def test_binary_lockfile_vendored_generated_are_file_level(repo, cortex):
+    repo.write("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 4)
+    repo.write("package-lock.json", '{"lockfileVersion": 3}\n')
+    repo.write("vendor/lib.py", "def vendored():\n    return 1\n")
+    repo.write("api_pb2.py", "def generated():\n    return 1\n")
+    repo.write("bundle.js", "function a(){return 1};" * 1000 + "\n")
+    repo.write("real.py", "def real():\n    return 1\n")
+    repo.commit("assets")
+    cortex.index()
+    con = cortex.reader()
+    reasons = dict(con.execute("select f.path, fc.skip_reason from file_changes fc"
+                               " join files f on f.id = fc.file_id"))
+    assert reasons == {"logo.png": "binary", "package-lock.json": "lockfile",
+                       "vendor/lib.py": "vendored", "api_pb2.py": "generated",
+                       "bundle.js": "minified", "real.py": None}
+    names = {q for (q,) in con.execute("select qualname from symbols")}
+    assert names == {"real"}
+    assert con.execute("select count(*) from hunks").get == 1
+
+
+def test_huge_diffs_are_bounded(repo, cortex):
+    repo.write("big.py", "".join(f"def f{i}():\n    return {i}\n" for i in range(400)))
+    repo.write("small.py", "def s():\n    return 1\n")
+    repo.commit("big")
+    settings = Settings(index=IndexSettings(max_diff_lines=500, max_file_bytes=100_000))
+    cortex.index(settings)
+    con = cortex.reader()
+    rows = dict(con.execute("select f.path, fc.skip_reason from file_changes fc"
+                            " join files f on f.id = fc.file_id"))
+    assert rows == {"big.py": "diff too large", "small.py": None}
+    repo.write("huge.py", "x = 1\n" * 30_000)
+    repo.commit("huge")
+    cortex.index(settings)
+    con = cortex.reader()
+    row = con.execute("select fc.skip_reason, fc.added from file_changes fc join files f"
+                      " on f.id = fc.file_id where f.path = 'huge.py'").fetchone()
+    assert row == ("too large", None)
+
+
+def test_too_many_files_in_one_commit_are_bounded(repo, cortex):
+    for i in range(5):
+        repo.write(f"m{i}.py", f"def f{i}():\n    return {i}\n")
+    repo.commit("many")
+    cortex.index(Settings(index=IndexSettings(max_commit_files=3)))
+    con = cortex.reader()
+    assert con.execute("select count(*) from file_changes where skip_reason = 'commit too large'"
+                       ).get == 2
+
+
+def test_interrupted_index_continues_without_loss(repo, cortex, tmp_path):
+    for i in range(6):
+        repo.write("a.py", f"def f():\n    return {i}\n")
+        repo.commit(f"c{i}", days_ago=10 - i)
+
+    def stop_after_three(done, total):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    import cortex_core.ingest as ingest
+    original = ingest.BATCH_SECONDS
+    ingest.BATCH_SECONDS = 0.0  # every commit its own transaction, as a long run would batch
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cortex.index(progress=stop_after_three)
+    finally:
+        ingest.BATCH_SECONDS = original
+    # The batch in flight when the interruption came is rolled back; the two before it stay.
+    assert cortex.reader().execute("select count(*) from commits").get == 2
+    summary = cortex.index()
+    assert (summary.new_commits, summary.total_commits) == (4, 6)
+    assert subjects(cortex.reader(), "a.py", "f") == [f"c{i}" for i in reversed(range(6))]
+
+
+def test_second_indexer_waits_then_says_so(repo, cortex):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("one")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with writer_lock(cortex.db):
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        holding.wait(10)
+        with pytest.raises(IndexerBusy, match="another indexer is running"):
+            cortex.index(wait_seconds=0.3)
+    finally:
+        release.set()
+        holder.join()
+    assert cortex.index().new_commits == 1
+
+
+def test_readers_work_while_the_writer_lock_is_held(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("one")
+    cortex.index()
+    with writer_lock(cortex.db):
+        assert subjects(cortex.reader(), "a.py", "f") == ["one"]
+
+
+def test_newer_schema_and_corrupt_database_are_clear_errors(repo, cortex, tmp_path):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("one")
+    cortex.index()
+    con = cortex.reader()
+    con.execute("update meta set value = '999' where key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreError, match="newer Cortex"):
+        open_reader(cortex.db)
+    with pytest.raises(StoreError, match="newer Cortex"):
+        cortex.index()
+    assert cortex.index(rebuild=True).new_commits == 1
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a readable Cortex database"):
+        open_reader(bad)
+    with pytest.raises(StoreError, match="no index at"):
+        open_reader(tmp_path / "missing.db")
+
+
+def test_default_store_ignores_itself(repo):
+    from cortex_core.ingest import index_repository
+    from cortex_core.store import default_db_path
+    repo.write("a.py", "x = 1\n")
+    repo.commit("one")
+    db = default_db_path(repo.path)
+    index_repository(repo.path, db, Settings())
+    assert (repo.path / ".cortex" / ".gitignore").read_text() == "*\n"
+    assert repo.git("status", "--porcelain") == ""
+
+
+def test_commit_metadata_trailers_and_kind(repo, cortex):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("fix(parser): handle empty input\n\nThe parser crashed on b''.\n\n"
+                "Signed-off-by: Ann <ann@example.com>\nChange-Id: I1234\n",
+                author="Bob <bob@example.com>")
+    cortex.index()
+    row = cortex.reader().execute(
+        "select subject, body, kind, author_name, author_email, files_changed, lines_added"
+        " from commits").fetchone()
+    assert row == ("fix(parser): handle empty input", "The parser crashed on b''.", "fix", "Bob",
+                   "bob@example.com", 1, 1)
