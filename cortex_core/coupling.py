@@ -67,23 +67,23 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10, max_chan
     symbol_rows = con.execute("select commit_id, symbol_id from symbol_changes").fetchall()
     symbols_by_commit = _group(symbol_rows, eligible, symbol_canon)
 
+    own_file = file_canon.get(target.file_id, target.file_id)
     if target.symbol_id is not None:
         me = symbol_canon.get(target.symbol_id, target.symbol_id)
         mine = {c for c, ids in symbols_by_commit.items() if me in ids}
-        exclude_files, exclude_symbols = set(), {me}
     else:
-        me = file_canon.get(target.file_id, target.file_id)
+        me = own_file
         mine = {c for c, ids in files_by_commit.items() if me in ids}
-        exclude_files, exclude_symbols = {me}, set()
 
     alive_files = {fid for (fid,) in con.execute(
         "select file_id from head_files where skip_reason is null")}
     alive_symbols = {sid for (sid,) in con.execute("select id from symbols where alive = 1")}
-    files = _partners(con, mine, files_by_commit, exclude_files | ({target.file_id}
-                      if target.symbol_id is None else set()), alive_files, min_support, top_k,
+    files = _partners(con, mine, files_by_commit, {own_file}, alive_files, min_support, top_k,
                       _file_label)
-    symbols = _partners(con, mine, symbols_by_commit, exclude_symbols, alive_symbols, min_support,
-                        top_k, _symbol_label) if target.symbol_id is not None else []
+    symbols = []
+    if target.symbol_id is not None:
+        symbols = _partners(con, mine, symbols_by_commit, {me}, alive_symbols, min_support, top_k,
+                            _symbol_label)
     return Related(target, len(mine), files, symbols, max_changeset, min_support)
 
 

@@ -1,0 +1,117 @@
+"""The `cortex` command line, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def cortex(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(PROJECT)))
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+    assert proc.returncode == 1, proc
+    assert proc.stderr.startswith("cortex: ") and fragment in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.fixture
+def shop(repo):
+    repo.write("shop/cart.py", "class Cart:\n    def total(self):\n        return 0\n")
+    repo.write("shop/pay.py", "def pay(cart):\n    return cart.total()\n")
+    repo.commit("feat: cart and payment", author="Ann <ann@example.com>", days_ago=3)
+    repo.write("shop/cart.py", "class Cart:\n    def total(self):\n        return 1\n")
+    repo.write("shop/pay.py", "def pay(cart):\n    return cart.total() + 1\n")
+    repo.commit("fix: totals are off by one", author="Bob <bob@example.com>", days_ago=1)
+    return repo
+
+
+def test_index_then_query_everything(shop):
+    out = cortex("index", cwd=shop.path)
+    assert out.returncode == 0, out.stderr
+    assert "indexed 2 new commits" in out.stdout and "store: .cortex/cortex.db" in out.stdout
+
+    text = cortex("history", "shop/cart.py::Cart.total", cwd=shop.path)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("shop/cart.py::Cart.total  (method, lines 2-3)  —  2 commits")
+    assert "fix: totals are off by one" in lines[1] and "+1 -1" in lines[1] and "Bob" in lines[1]
+    assert "feat: cart and payment" in lines[2] and "added" in lines[2]
+
+    data = json.loads(cortex("history", "shop/cart.py:3", "--json", cwd=shop.path).stdout)
+    assert data["target"]["qualname"] == "Cart.total"
+    assert [e["commit"]["subject"] for e in data["entries"]] == [
+        "fix: totals are off by one", "feat: cart and payment"]
+    assert data["entries"][0]["commit"]["kind"] == "fix"
+
+    # A path relative to the current directory works from a subfolder.
+    sub = cortex("history", "cart.py", "--json", cwd=shop.path / "shop")
+    assert [e["change"] for e in json.loads(sub.stdout)["entries"]] == ["modified", "added"]
+
+    hot = json.loads(cortex("hotspots", "--json", cwd=shop.path).stdout)
+    assert {h["qualname"]: h["changes"] for h in hot["symbols"]} == {
+        "Cart.total": 2, "pay": 2, "Cart": 1}  # the class line itself changed once: when added
+    assert "score = R × (1 + ln A)" in cortex("hotspots", cwd=shop.path).stdout
+
+    rel = json.loads(cortex("related", "shop/cart.py", "--json", cwd=shop.path).stdout)
+    assert [(p["path"], p["support"]) for p in rel["files"]] == [("shop/pay.py", 2)]
+
+    status = cortex("status", cwd=shop.path)
+    assert "commits: 2" in status.stdout and "python" in status.stdout
+    assert json.loads(cortex("status", "--json", cwd=shop.path).stdout)["symbols_alive"] == 3
+
+
+def test_user_errors_are_one_line(shop, tmp_path):
+    assert_clean_error(cortex("history", "shop/cart.py::Cart.total", cwd=shop.path),
+                       "no index at")
+    cortex("index", cwd=shop.path)
+    assert_clean_error(cortex("history", "shop/cart.py::Cart.totl", cwd=shop.path),
+                       "did you mean: shop/cart.py::Cart.total")
+    assert_clean_error(cortex("history", "nope.py", cwd=shop.path), "no file 'nope.py'")
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert_clean_error(cortex("status", cwd=outside), "is not inside a git repository")
+    assert_clean_error(cortex("status", "--repo", str(tmp_path / "missing"), cwd=outside),
+                       "does not exist")
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"garbage" * 200)
+    assert_clean_error(cortex("status", "--db", str(bad), cwd=shop.path), "not a readable")
+    usage = cortex("hotspots", "--top-k", "0", cwd=shop.path)
+    assert usage.returncode == 2 and "must be at least 1" in usage.stderr
+
+
+def test_empty_repository(repo):
+    assert_clean_error(cortex("index", cwd=repo.path), "has no commits yet")
+
+
+def test_help_lists_every_command():
+    out = cortex("--help", cwd=PROJECT)
+    for command in ("index", "history", "hotspots", "related", "status"):
+        assert command in out.stdout
+    assert "PATH::SYMBOL" in cortex("history", "--help", cwd=PROJECT).stdout
+
+
+def test_indexes_this_project(tmp_path):
+    """End to end on a real repository: this one."""
+    if not (PROJECT / ".git").exists():
+        pytest.skip("not a git checkout")
+    db = tmp_path / "self.db"
+    out = cortex("index", "--repo", str(PROJECT), "--db", str(db), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(cortex("history", "cortex_core/cli.py::main", "--repo", str(PROJECT),
+                             "--db", str(db), "--json", cwd=tmp_path).stdout)
+    assert data["target"]["kind"] == "function" and data["entries"]
+    assert data["entries"][-1]["change"] == "added"
+    status = json.loads(cortex("status", "--repo", str(PROJECT), "--db", str(db), "--json",
+                               cwd=tmp_path).stdout)
+    assert status["commits"] >= 1 and "python" in [lang["language"] for lang in status["languages"]]
