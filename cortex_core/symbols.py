@@ -46,6 +46,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 from typing import Callable, Iterable, NamedTuple
 
 from tree_sitter import Language, Node, Parser, Tree
@@ -431,6 +432,7 @@ def _end_line(node: Node) -> int:
 
 
 _MIN_FINGERPRINT = 40  # shorter normalized texts (`def f(): pass`) match too much to be evidence
+_ASCII_WHITESPACE = b" \t\n\r\x0b\x0c"
 
 
 @lru_cache(maxsize=4096)
@@ -443,8 +445,11 @@ def _name_pattern(name: bytes) -> re.Pattern[bytes]:
 
 
 def _body_hash(text: bytes, name: bytes) -> str:
-    # bytes.split() collapses ASCII whitespace 5x faster than a regex.
-    normalized = _name_pattern(name).sub(b"\0", b" ".join(text.split()))
+    """Fingerprint of a definition's text that survives renaming it and moving it: its own name
+    masked, then all whitespace dropped (indentation and line breaks never count). Dropping
+    rather than collapsing whitespace is ~3x cheaper (no token list) and conflates only texts
+    that differ by a space between two tokens."""
+    normalized = _name_pattern(name).sub(b"\0", text).translate(None, _ASCII_WHITESPACE)
     if len(normalized) < _MIN_FINGERPRINT:
         return ""
     return hashlib.blake2b(normalized, digest_size=8).hexdigest()
@@ -568,13 +573,7 @@ def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer:
 
 def _line_starts(source: bytes) -> list[int]:
     """Byte offset of the start of every line, as tree-sitter rows count them (after each \\n)."""
-    starts = [0]
-    find = source.find
-    i = find(b"\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find(b"\n", i + 1)
-    return starts
+    return [0, *accumulate(len(line) + 1 for line in source.split(b"\n")[:-1])]
 
 
 class _Lines(NamedTuple):
