@@ -11,7 +11,7 @@ namespace, type (aliases and other named types), macro (Rust macro_rules!, C fun
 #define). A function whose enclosing symbol is class-like is a method.
 
 Per-language decisions:
-- Python: defs anywhere in module/class/function bodies and in if/try/with blocks; the range of
+- Python: defs in module, class and function bodies and in their if/try/with blocks; the range of
   a decorated definition starts at its first decorator.
 - JavaScript/TypeScript/TSX: `const f = () => {}` / `function () {}` / `class {}` assigned to a
   variable (anywhere a statement list is walked) takes the variable's name; class fields holding
@@ -36,6 +36,17 @@ Per-language decisions:
   under the enclosing scope; a top-level def is a function, a def in a class or module a method.
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
+
+body_hash: blake2b (8 bytes, hex) of the definition's text (decorators included) with every
+whole-identifier occurrence of its own simple name masked and all whitespace removed; "" when
+fewer than 40 bytes remain. Equal for a function renamed or re-indented, or for a method whose
+class was renamed (unless the body names the class).
+
+Incremental parsing: SymbolParser keeps each parsed blob's tree and line start offsets. Given the
+old blob's id and git's zero-context hunks, it edits a copy of the old tree and re-parses only what
+changed; hunks that do not fit the two blobs are ignored (full parse). tree-sitter's error recovery
+depends on the subtrees it reuses, so when the incremental tree has errors the blob is parsed again
+from scratch: the symbols are always those of a full parse.
 """
 
 from __future__ import annotations
@@ -70,9 +81,9 @@ class Symbol:
 # Names
 
 # A name as read from the tree: its scope parts, then the simple name last; raw bytes.
-Parts = tuple[bytes, ...]
+_Parts = tuple[bytes, ...]
 # What a rule reads from a definition node: name parts and a kind overriding the rule's kind.
-_Name = tuple[Parts, "str | None"]
+_Name = tuple[_Parts, "str | None"]
 # Reads the name of a definition node; `outer` is the wrapper whose range it takes, if any.
 _Namer = Callable[[Node, "Node | None"], "_Name | None"]
 
@@ -88,7 +99,7 @@ _UNWRAP = {"template_type": "name", "generic_type": "type", "template_function":
 _LISTED = frozenset({"nested_namespace_specifier", "namespace_name"})
 
 
-def _name_parts(node: Node | None) -> Parts | None:
+def _name_parts(node: Node | None) -> _Parts | None:
     """The parts of a (possibly scoped) name node, or None when it has no text."""
     parts: list[bytes] = []
     todo = [node] if node is not None else []
@@ -109,14 +120,24 @@ def _name_parts(node: Node | None) -> Parts | None:
             target = n.child_by_field_name("type")
             parts.append(b"operator " + (target.text if target is not None else b""))
         else:
-            text = n.text or b""
+            text = _tidy(n.text or b"")
             if t == "string":  # TypeScript declare module "name"
                 text = text.strip(b"'\"`")
-            # Whitespace only occurs in operator names: `operator ==` is `operator==`.
-            text = b" ".join(text.split()) if b" " in text else text.strip()
             if text:
                 parts.append(text)
     return tuple(parts) or None
+
+
+_SPACE_BY_PUNCTUATION = re.compile(rb"\s+(?=[^\w\s])|(?<=[^\w\s])\s+")
+
+
+def _tidy(text: bytes) -> bytes:
+    """Spacing never changes a name: `operator ==` is `operator==`, `operator  new` is
+    `operator new` (names with whitespace are C++ operators)."""
+    words = text.split()
+    if len(words) == 1:
+        return words[0]
+    return _SPACE_BY_PUNCTUATION.sub(b"", b" ".join(words))
 
 
 def _named_by(field_name: str) -> _Namer:
@@ -181,9 +202,7 @@ def _bare_type_name(node: Node | None) -> bytes | None:
     while node is not None and node.type in _TYPE_WRAPPERS:
         inner = node.child_by_field_name("name") or node.child_by_field_name("type")
         node = inner if inner is not None else (node.named_children or [None])[-1]
-    if node is None:
-        return None
-    return node.text or None
+    return _tidy(node.text or b"") or None if node is not None else None
 
 
 def _go_method(node: Node, outer: Node | None) -> _Name | None:
@@ -283,7 +302,7 @@ class _Spec:
     # Enclosing kinds that make a function a method.
     method_parents: frozenset[str] = frozenset({"class", "struct", "interface", "trait", "impl",
                                                 "enum"})
-    # Every node type the walk enters: the union of the above, looked up once per child.
+    # Every node type the walk enters: defs, containers and wrappers.
     walked: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -334,6 +353,8 @@ _C_WRAPPERS = frozenset({"declaration", "type_definition", "field_declaration"})
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(
         defs={"function_definition": _Def("function"), "class_definition": _Def("class")},
+        # Control flow is walked inside functions too: tkinter alone defines two closures in
+        # if/else branches of methods. It costs ~1 ms per 5,000 lines.
         containers=frozenset({"module", "block", "if_statement", "elif_clause", "else_clause",
                               "try_statement", "except_clause", "except_group_clause",
                               "finally_clause", "with_statement", "ERROR"}),
@@ -662,8 +683,8 @@ class _Parsed(NamedTuple):
 class SymbolParser:
     """Parses blobs to symbols, caching by blob id so a blob is never parsed twice.
 
-    Holds one tree-sitter parser per language and the most recently used parsed blobs (trees
-    included, for incremental re-parsing). Not thread-safe: use one per thread.
+    Keeps one tree-sitter parser per language and the most recently used blobs with their trees,
+    so that a blob's successor can be re-parsed incrementally. Not thread-safe: one per thread.
     """
 
     def __init__(self, cache_size: int = 512):
@@ -674,8 +695,8 @@ class SymbolParser:
 
     def symbols(self, language: str, blob_id: str, source: bytes,
                 base: tuple[str, list[Hunk]] | None = None) -> list[Symbol]:
-        """Symbols of a blob. `base` = (old blob id, git zero-context hunks old -> this blob):
-        when the old blob's tree is still cached, only the edited regions are re-parsed."""
+        """Symbols of a blob. `base` = (old blob id, git zero-context hunks from the old blob to
+        this one): when the old blob is still cached, only the edited regions are re-parsed."""
         key = (language, blob_id)
         cached = self._cache.get(key)
         if cached is not None:
@@ -683,9 +704,7 @@ class SymbolParser:
             return list(cached.symbols)
         walker = _walker(language)
         lines = _Lines(_line_starts(source), len(source))
-        old_tree = self._edited_base(language, base, lines)
-        parser = self._parser(language)
-        tree = parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
+        tree = self._parse(language, source, self._edited_base(language, base, lines))
         self._parses += 1
         symbols = walker.extract(tree.root_node, source)
         self._cache[key] = _Parsed(tree, lines, symbols)
@@ -694,26 +713,30 @@ class SymbolParser:
         return list(symbols)
 
     def parse_count(self) -> int:
-        """How many real (full or incremental) parses happened."""
+        """How many blobs were parsed (full or incremental), i.e. cache misses."""
         return self._parses
 
-    def _parser(self, language: str) -> Parser:
+    def _parse(self, language: str, source: bytes, edited: Tree | None) -> Tree:
         parser = self._parsers.get(language)
         if parser is None:
             parser = self._parsers[language] = get_parser(language)
-        return parser
+        if edited is None:
+            return parser.parse(source)
+        tree = parser.parse(source, edited)
+        # Error recovery depends on which subtrees are reused: an incremental tree with errors
+        # can differ from a full parse (seen on C), so such a blob is parsed again from scratch.
+        return parser.parse(source) if tree.root_node.has_error else tree
 
     def _edited_base(self, language: str, base: tuple[str, list[Hunk]] | None,
                      lines: _Lines) -> Tree | None:
-        if base is None:
-            return None
-        old = self._cache.get((language, base[0]))
+        """A copy of the old blob's cached tree with the hunks applied, or None."""
+        old = self._cache.get((language, base[0])) if base is not None else None
         if old is None:
             return None
         edits = _edits(base[1], old.lines, lines)
         if edits is None:
             return None
-        tree = old.tree.copy()
+        tree = old.tree.copy()  # the cached tree may serve other successors: never edit it
         for edit in edits:
             tree.edit(*edit)
         return tree

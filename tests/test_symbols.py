@@ -1,0 +1,1132 @@
+"""Symbol extraction: what each language yields, line ranges, fingerprints, caching, and
+incremental re-parsing driven by git-style hunks."""
+
+from __future__ import annotations
+
+import difflib
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+import cortex_core.symbols as symbols_module
+from cortex_core.languages import SUPPORTED_LANGUAGES, language_for_path
+from cortex_core.symbols import Symbol, SymbolParser, extract_symbols
+
+
+def rows(language: str, source: str | bytes) -> list[tuple[str, str, int, int]]:
+    data = source.encode() if isinstance(source, str) else source
+    found = extract_symbols(language, data)
+    assert_well_formed(found)
+    return [(s.qualname, s.kind, s.start_line, s.end_line) for s in found]
+
+
+def assert_well_formed(found: list[Symbol]) -> None:
+    """Parents come first, enclose their children, and prefix their qualified names."""
+    for i, s in enumerate(found):
+        assert s.start_line <= s.end_line
+        if s.parent >= 0:
+            p = found[s.parent]
+            assert s.parent < i
+            assert p.start_line <= s.start_line and s.end_line <= p.end_line
+            assert s.qualname.startswith(p.qualname + ".")
+        assert s.qualname.endswith(s.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# One realistic snippet per language
+
+
+def test_python():
+    source = '''\
+"""A small service module."""
+import functools
+
+
+def retry(times):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+    return decorate
+
+
+@dataclass(frozen=True)
+class Repo:
+    path: str
+
+    @property
+    def name(self):
+        return self.path
+
+    @name.setter
+    def name(self, value):
+        self.path = value
+
+    async def save(self, item):
+        class Batch:
+            pass
+        return Batch()
+
+
+if TYPE_CHECKING:
+    def typed(): ...
+'''
+    assert rows("python", source) == [
+        ("retry", "function", 5, 11),
+        ("retry.decorate", "function", 6, 10),
+        ("retry.decorate.wrapper", "function", 7, 9),
+        ("Repo", "class", 14, 29),
+        ("Repo.name", "method", 18, 20),
+        ("Repo.name", "method", 22, 24),
+        ("Repo.save", "method", 26, 29),
+        ("Repo.save.Batch", "class", 27, 28),
+        ("typed", "function", 33, 33),
+    ]
+
+
+def test_javascript():
+    source = '''\
+import { db } from './db';
+
+export function load(id) {
+  function key() { return `user:${id}`; }
+  return db.get(key());
+}
+
+export const save = async (user) => {
+  await db.put(user.id, user);
+};
+
+const helpers = { format() { return ''; } };
+
+class Cache extends Map {
+  ttl = 60;
+  evict = (key) => this.delete(key);
+
+  get(key) {
+    return super.get(key);
+  }
+
+  static *entriesOf(cache) {
+    yield* cache;
+  }
+}
+
+export default function () {
+  return new Cache();
+}
+'''
+    assert rows("javascript", source) == [
+        ("load", "function", 3, 6),
+        ("load.key", "function", 4, 4),
+        ("save", "function", 8, 10),
+        ("Cache", "class", 14, 25),
+        ("Cache.evict", "method", 16, 16),
+        ("Cache.get", "method", 18, 20),
+        ("Cache.entriesOf", "method", 22, 24),
+        ("default", "function", 27, 29),
+    ]
+
+
+def test_typescript():
+    source = '''\
+export interface User {
+  id: string;
+  name(): string;
+}
+
+export type Id = string;
+
+export enum Role { Admin, Guest }
+
+namespace Store {
+  export function open(path: string): void {}
+}
+
+@Injectable()
+export abstract class Service<T> implements Base {
+  private cache = new Map<string, T>();
+  protected handler = (e: Event): void => {};
+
+  constructor(private readonly http: Http) {
+    super();
+  }
+
+  abstract fetch(id: Id): Promise<T>;
+
+  @Memo()
+  find(id: Id): T | undefined {
+    return this.cache.get(id);
+  }
+}
+
+export function parse(raw: string): User;
+export function parse(raw: unknown): User {
+  return raw as User;
+}
+'''
+    assert rows("typescript", source) == [
+        ("User", "interface", 1, 4),
+        ("Id", "type", 6, 6),
+        ("Role", "enum", 8, 8),
+        ("Store", "namespace", 10, 12),
+        ("Store.open", "function", 11, 11),
+        ("Service", "class", 14, 29),
+        ("Service.handler", "method", 17, 17),
+        ("Service.constructor", "method", 19, 21),
+        ("Service.find", "method", 25, 28),  # its decorator is a sibling in the class body
+        ("parse", "function", 32, 34),  # the overload signature is not a definition
+    ]
+
+
+def test_tsx():
+    source = '''\
+import React from 'react';
+
+interface Props { items: string[] }
+
+export const List = ({ items }: Props) => {
+  const render = (item: string) => <li key={item}>{item}</li>;
+  return <ul>{items.map(render)}</ul>;
+};
+
+export default function App(): JSX.Element {
+  function Header() {
+    return <h1 className="title">Hello</h1>;
+  }
+  return (
+    <div>
+      <Header />
+      <List items={["a", "b"]} />
+    </div>
+  );
+}
+
+class Counter extends React.Component<{}, { n: number }> {
+  state = { n: 0 };
+  increment = () => this.setState({ n: this.state.n + 1 });
+  render() {
+    return <button onClick={this.increment}>{this.state.n}</button>;
+  }
+}
+'''
+    assert rows("tsx", source) == [
+        ("Props", "interface", 3, 3),
+        ("List", "function", 5, 8),
+        ("List.render", "function", 6, 6),
+        ("App", "function", 10, 20),
+        ("App.Header", "function", 11, 13),
+        ("Counter", "class", 22, 28),
+        ("Counter.increment", "method", 24, 24),
+        ("Counter.render", "method", 25, 27),
+    ]
+
+
+def test_go():
+    source = '''\
+package store
+
+import "errors"
+
+// Repo keeps items.
+type Repo[T any] struct {
+\titems map[string]T
+}
+
+type (
+\tSaver interface {
+\t\tSave(item string) error
+\t}
+\tID = string
+\tHandler func(string) error
+)
+
+func New[T any]() *Repo[T] {
+\treturn &Repo[T]{items: map[string]T{}}
+}
+
+func (r *Repo[T]) Save(key string, item T) error {
+\tif key == "" {
+\t\treturn errors.New("empty key")
+\t}
+\tr.items[key] = item
+\treturn nil
+}
+
+func (r Repo[T]) Len() int { return len(r.items) }
+
+func run() {
+\ttype local struct{ n int }
+\tf := func() {}
+\tf()
+}
+'''
+    assert rows("go", source) == [
+        ("Repo", "struct", 6, 8),
+        ("Saver", "interface", 11, 13),
+        ("ID", "type", 14, 14),
+        ("Handler", "type", 15, 15),
+        ("New", "function", 18, 20),
+        ("Repo.Save", "method", 22, 28),
+        ("Repo.Len", "method", 30, 30),
+        ("run", "function", 32, 36),
+        ("run.local", "struct", 33, 33),
+    ]
+
+
+def test_rust():
+    source = '''\
+use std::fmt;
+
+/// A point.
+#[derive(Debug, Clone)]
+pub struct Point {
+    x: i32,
+}
+
+pub enum Shape {
+    Circle(f64),
+}
+
+pub trait Area {
+    fn area(&self) -> f64;
+    fn describe(&self) -> String {
+        format!("{}", self.area())
+    }
+}
+
+impl Point {
+    pub fn new(x: i32) -> Self {
+        fn clamp(v: i32) -> i32 { v.max(0) }
+        Point { x: clamp(x) }
+    }
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.x)
+    }
+}
+
+mod tests {
+    #[test]
+    fn works() {}
+}
+
+macro_rules! square {
+    ($x:expr) => { $x * $x };
+}
+
+type Grid = Vec<Point>;
+'''
+    assert rows("rust", source) == [
+        ("Point", "struct", 4, 7),  # from its attribute, not its doc comment
+        ("Shape", "enum", 9, 11),
+        ("Area", "trait", 13, 18),
+        ("Area.area", "method", 14, 14),
+        ("Area.describe", "method", 15, 17),
+        ("Point", "impl", 20, 25),
+        ("Point.new", "method", 21, 24),
+        ("Point.new.clamp", "function", 22, 22),
+        ("Point", "impl", 27, 31),
+        ("Point.fmt", "method", 28, 30),
+        ("tests", "module", 33, 36),
+        ("tests.works", "function", 34, 35),
+        ("square", "macro", 38, 40),
+        ("Grid", "type", 42, 42),
+    ]
+
+
+def test_java():
+    source = '''\
+package com.example;
+
+import java.util.List;
+
+@Service
+public class OrderService extends Base implements Api {
+    private final List<Order> orders;
+
+    public OrderService(List<Order> orders) {
+        this.orders = orders;
+    }
+
+    @Override
+    public Order find(int id) {
+        return orders.get(id);
+    }
+
+    public Order find(String code) {
+        Runnable r = new Runnable() {
+            public void run() {}
+        };
+        return null;
+    }
+
+    interface Listener {
+        void changed(Order order);
+    }
+
+    enum Status {
+        OPEN, CLOSED;
+        boolean done() { return this == CLOSED; }
+    }
+
+    record Line(int qty) {
+        Line {
+            if (qty < 0) throw new IllegalArgumentException();
+        }
+    }
+}
+
+@interface Audit {
+    String value();
+}
+'''
+    assert rows("java", source) == [
+        ("OrderService", "class", 5, 39),
+        ("OrderService.OrderService", "method", 9, 11),
+        ("OrderService.find", "method", 13, 16),
+        ("OrderService.find", "method", 18, 23),  # the anonymous class's run() is not a symbol
+        ("OrderService.Listener", "interface", 25, 27),
+        ("OrderService.Listener.changed", "method", 26, 26),
+        ("OrderService.Status", "enum", 29, 32),
+        ("OrderService.Status.done", "method", 31, 31),
+        ("OrderService.Line", "class", 34, 38),
+        ("OrderService.Line.Line", "method", 35, 37),
+        ("Audit", "interface", 41, 43),
+    ]
+
+
+def test_c():
+    source = '''\
+#ifndef BUF_H
+#define BUF_H
+#include <stdlib.h>
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef struct {
+    char *data;
+    size_t len;
+} buf_t;
+
+struct node {
+    struct node *next;
+    union {
+        int i;
+        float f;
+    } value;
+};
+
+enum color { RED, GREEN };
+
+int buf_len(const buf_t *b);
+
+static char *buf_data(buf_t *b)
+{
+    return b->data;
+}
+
+int (*pick(int which))(int)
+{
+    return 0;
+}
+
+#ifdef DEBUG
+void buf_dump(const buf_t *b) {}
+#endif
+#endif
+'''
+    assert rows("c", source) == [
+        ("MIN", "macro", 5, 5),  # the #define node ends at column 0 of the next line
+        ("buf_t", "struct", 7, 10),
+        ("node", "struct", 12, 18),
+        ("color", "enum", 20, 20),
+        ("buf_data", "function", 24, 27),
+        ("pick", "function", 29, 32),
+        ("buf_dump", "function", 35, 35),
+    ]
+
+
+def test_cpp():
+    source = '''\
+#include <string>
+
+namespace geo {
+
+template <typename T>
+class Shape : public Base {
+ public:
+  Shape() = default;
+  virtual ~Shape();
+  T area() const { return T(); }
+  struct Cache {
+    void clear() {}
+  };
+
+ private:
+  int id_;
+};
+
+namespace detail {
+inline int helper(int x) { return x * 2; }
+}  // namespace detail
+
+template <typename T>
+Shape<T>::~Shape() {}
+
+}  // namespace geo
+
+std::string geo::Shape<int>::name() const {
+  return "shape";
+}
+
+void geo::detail::log(const char* msg) {}
+
+bool operator==(const geo::Point& a, const geo::Point& b) { return true; }
+
+extern "C" {
+int c_api(void) { return 0; }
+}
+'''
+    assert rows("cpp", source) == [
+        ("geo", "namespace", 3, 26),
+        ("geo.Shape", "class", 5, 17),
+        ("geo.Shape.Shape", "method", 8, 8),
+        ("geo.Shape.area", "method", 10, 10),
+        ("geo.Shape.Cache", "struct", 11, 13),
+        ("geo.Shape.Cache.clear", "method", 12, 12),
+        ("geo.detail", "namespace", 19, 21),
+        ("geo.detail.helper", "function", 20, 20),
+        ("geo.Shape.~Shape", "method", 23, 24),
+        ("geo.Shape.name", "method", 28, 30),
+        ("geo.detail.log", "function", 32, 32),  # geo::detail is a namespace of this file
+        ("operator==", "function", 34, 34),
+        ("c_api", "function", 37, 37),
+    ]
+
+
+def test_ruby():
+    source = '''\
+require 'json'
+
+module Billing
+  class Invoice < Base
+    attr_reader :total
+
+    def self.build(attrs)
+      new(attrs)
+    end
+
+    class << self
+      def registry
+        @registry ||= {}
+      end
+    end
+
+    def initialize(attrs)
+      @total = attrs[:total]
+    end
+
+    def paid?
+      def helper; end
+      total.zero?
+    end
+  end
+end
+
+class Billing::Report
+end
+
+def main
+  puts Billing::Invoice.build(total: 1).total
+end
+'''
+    assert rows("ruby", source) == [
+        ("Billing", "module", 3, 26),
+        ("Billing.Invoice", "class", 4, 25),
+        ("Billing.Invoice.build", "method", 7, 9),
+        ("Billing.Invoice.registry", "method", 12, 14),
+        ("Billing.Invoice.initialize", "method", 17, 19),
+        ("Billing.Invoice.paid?", "method", 21, 24),
+        ("Billing.Invoice.paid?.helper", "function", 22, 22),
+        ("Billing.Report", "class", 28, 29),
+        ("main", "function", 31, 33),
+    ]
+
+
+def test_php():
+    source = '''\
+<?php
+namespace App\\Models;
+
+use Illuminate\\Database\\Eloquent\\Model;
+
+#[Table('users')]
+final class User extends Model implements HasName
+{
+    use Notifiable;
+
+    public function __construct(private string $name) {}
+
+    public function name(): string
+    {
+        return $this->name;
+    }
+
+    public static function make(string $name): self
+    {
+        return new self($name);
+    }
+}
+
+interface HasName
+{
+    public function name(): string;
+}
+
+trait Greets
+{
+    public function greet(): string { return 'hi'; }
+}
+
+enum Status: string
+{
+    case Active = 'active';
+    public function label(): string { return ucfirst($this->value); }
+}
+
+function helper(): void {}
+
+if (!function_exists('legacy')) {
+    function legacy() {}
+}
+
+$closure = function () {};
+'''
+    assert rows("php", source) == [
+        ("User", "class", 6, 22),
+        ("User.__construct", "method", 11, 11),
+        ("User.name", "method", 13, 16),
+        ("User.make", "method", 18, 21),
+        ("HasName", "interface", 24, 27),
+        ("HasName.name", "method", 26, 26),
+        ("Greets", "trait", 29, 32),
+        ("Greets.greet", "method", 31, 31),
+        ("Status", "enum", 34, 38),
+        ("Status.label", "method", 37, 37),
+        ("helper", "function", 40, 40),
+        ("legacy", "function", 43, 43),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranges, nesting, parents
+
+
+def test_nested_functions_have_qualified_names_and_parents():
+    source = b"""\
+def outer():
+    def middle():
+        def inner():
+            return 1
+        return inner
+    return middle
+"""
+    found = extract_symbols("python", source)
+    assert [(s.qualname, s.name, s.kind, s.parent) for s in found] == [
+        ("outer", "outer", "function", -1),
+        ("outer.middle", "middle", "function", 0),
+        ("outer.middle.inner", "inner", "function", 1),
+    ]
+
+
+def test_definitions_in_branches_are_symbols():
+    source = """\
+try:
+    from fast import parse
+except ImportError:
+    def parse(text):
+        return text
+
+def after(ms, func=None):
+    if func is None:
+        return None
+    else:
+        def callit():
+            func()
+        return callit
+"""
+    assert rows("python", source) == [
+        ("parse", "function", 4, 5), ("after", "function", 7, 13),
+        ("after.callit", "function", 11, 12)]
+
+
+def test_python_decorators_belong_to_the_range():
+    source = """\
+import functools
+
+@functools.lru_cache(
+    maxsize=None,
+)
+@trace
+def cached(x):
+    return x
+"""
+    assert rows("python", source) == [("cached", "function", 3, 8)]
+
+
+def test_end_line_is_the_last_line_with_text():
+    # No trailing newline, trailing blank lines, and a C #define whose node swallows its newline.
+    assert rows("python", "def f():\n    return 1") == [("f", "function", 1, 2)]
+    assert rows("python", "def f():\n    return 1\n\n\n") == [("f", "function", 1, 2)]
+    assert rows("c", "#define SQ(x) ((x) * (x))\nint y;\n") == [("SQ", "macro", 1, 1)]
+    assert rows("rust", "#[inline]\n// why\n#[must_use]\nfn f() {}\n") == [("f", "function", 1, 4)]
+
+
+def test_a_wrapper_lends_its_range_to_a_single_definition_only():
+    source = ("export const inc = (x) => x + 1,\n  dec = (x) => x - 1;\n"
+              "export const one = () => 1;\n")
+    assert rows("javascript", source) == [
+        ("inc", "function", 1, 1), ("dec", "function", 2, 2), ("one", "function", 3, 3)]
+
+
+@pytest.mark.parametrize("language", SUPPORTED_LANGUAGES)
+def test_nothing_to_read(language):
+    for source in (b"", b"\n\n", b"   ", b"\xff\xfe\x00"):
+        assert extract_symbols(language, source) == []
+
+
+@pytest.mark.parametrize("language, comment", [
+    ("python", "# nothing here\n# at all\n"), ("javascript", "// none\n/* at all */\n"),
+    ("typescript", "// none\n"), ("tsx", "/* none */"), ("go", "// Package x.\npackage x\n"),
+    ("rust", "//! crate docs\n/// dangling\n"), ("java", "/** none */\n"),
+    ("c", "/* none */\n// at all\n"), ("cpp", "// none\n"), ("ruby", "# none\n=begin\nx\n=end\n"),
+    ("php", "<?php\n// none\n# at all\n"),
+])
+def test_comments_only(language, comment):
+    assert extract_symbols(language, comment.encode()) == []
+
+
+def test_syntax_errors_still_yield_readable_symbols():
+    python = b"""\
+import x
+x = (
+def ok():
+    pass
+class Broken:
+    def m(self):
+        return [
+def after(): pass
+"""
+    assert [s.qualname for s in extract_symbols("python", python)] == [
+        "ok", "Broken", "Broken.m", "after"]
+    javascript = b"class A {\n  m() {\n    if (x {\n  }\n  n() {}\n}\nfunction g() {}\n"
+    assert "g" in [s.qualname for s in extract_symbols("javascript", javascript)]
+    c = b"int ok(void) { return 0; }\nint broken( { \nint after(void) { return 1; }\n"
+    names = [s.qualname for s in extract_symbols("c", c)]
+    assert names[0] == "ok" and "after" in names
+
+
+def test_non_utf8_bytes_are_replaced_in_names():
+    source = b'declare module "caf\xe9" {\n  export function f(): void {}\n}\n'
+    found = extract_symbols("typescript", source)
+    assert [(s.qualname, s.name) for s in found] == [("caf\ufffd", "caf\ufffd"),
+                                                     ("caf\ufffd.f", "f")]
+    # Invalid bytes elsewhere neither break parsing nor leak into names.
+    latin1 = b'def caf\xe9():\n    return "\xff"\n\ndef ok():\n    pass\n'
+    assert [s.qualname for s in extract_symbols("python", latin1)][-1] == "ok"
+
+
+def test_deep_nesting_does_not_recurse():
+    depth = 1500  # beyond Python's default recursion limit
+    source = "".join(f"function f{i}() {{\n" for i in range(depth)) + "}\n" * depth
+    found = extract_symbols("javascript", source.encode())
+    assert len(found) == depth
+    assert found[-1].qualname == ".".join(f"f{i}" for i in range(depth))
+    assert found[-1].parent == depth - 2
+    deep_expression = "x = " + "(" * 5000 + "1" + ")" * 5000 + "\ndef f(): pass\n"
+    assert rows("python", deep_expression) == [("f", "function", 2, 2)]
+
+
+def test_unknown_language_is_a_clear_error():
+    with pytest.raises(ValueError, match="cobol"):
+        extract_symbols("cobol", b"")
+    with pytest.raises(ValueError, match="cobol"):
+        SymbolParser().symbols("cobol", "abc", b"")
+
+
+# ---------------------------------------------------------------------------------------------
+# body_hash
+
+
+def hashes(language: str, source: str) -> dict[str, str]:
+    return {s.qualname: s.body_hash for s in extract_symbols(language, source.encode())}
+
+
+LOAD = """\
+def {name}(user_id, cache):
+    if user_id in cache:
+        return cache[user_id]
+    value = load_uncached(user_id)
+    cache[user_id] = value
+    return {name}(user_id, cache) if value is None else value
+"""
+
+
+def test_body_hash_survives_renaming_the_function():
+    # Whole names only are masked: `load_uncached` is another name and stays as it is.
+    before = hashes("python", LOAD.format(name="load"))["load"]
+    after = hashes("python", LOAD.format(name="fetch"))["fetch"]
+    assert before == after != ""
+
+
+def test_body_hash_survives_renaming_the_class_and_moving():
+    method = "    def total(self, items):\n        return sum(i.price * i.qty for i in items)\n"
+    original = hashes("python", "class Cart:\n" + method)
+    renamed = hashes("python", "import os\n\n\nclass Basket(Base):\n    x = 1\n\n" + method)
+    assert original["Cart.total"] == renamed["Basket.total"] != ""
+    # Moved out of the class: indentation differs, the text does not.
+    moved = hashes("python", "\n\n" + method.replace("\n    ", "\n").lstrip())
+    assert moved["total"] == original["Cart.total"]
+
+
+def test_body_hash_changes_with_the_body():
+    before = hashes("python", LOAD.format(name="load"))["load"]
+    changed = hashes("python", LOAD.format(name="load").replace("return cache", "return None"))
+    assert changed["load"] != before
+
+
+def test_body_hash_sees_other_names():
+    before = hashes("python", LOAD.format(name="load"))["load"]
+    other_helper = LOAD.format(name="load").replace("load_uncached", "load_slowly")
+    assert hashes("python", other_helper)["load"] != before
+
+
+def test_body_hash_is_empty_for_tiny_definitions():
+    assert hashes("python", "def f():\n    pass\n") == {"f": ""}
+    assert hashes("go", "package x\nfunc (r *R) Len() int { return r.n }\n") == {"R.Len": ""}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cache
+
+
+def test_a_blob_is_parsed_once():
+    parser = SymbolParser()
+    first = parser.symbols("python", "blob1", LOAD.format(name="load").encode())
+    first.clear()  # the caller's list is its own
+    again = parser.symbols("python", "blob1", LOAD.format(name="load").encode())
+    assert parser.parse_count() == 1
+    assert [s.qualname for s in again] == ["load"]
+    # The same id in another language is another parse (a renamed .h -> .cpp).
+    parser.symbols("cpp", "blob1", b"int f() { return 0; }\n")
+    assert parser.parse_count() == 2
+
+
+def test_least_recently_used_blobs_are_evicted():
+    parser = SymbolParser(cache_size=2)
+    for blob in ("a", "b", "a", "c", "a", "b"):
+        parser.symbols("python", blob, f"def {blob}(): pass\n".encode())
+    assert parser.parse_count() == 4  # a, b, c, and b again: c's arrival evicted it
+
+
+def test_extract_symbols_matches_the_parser():
+    source = LOAD.format(name="load").encode()
+    assert extract_symbols("python", source) == SymbolParser().symbols("python", "x", source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Incremental re-parsing
+
+
+def git_lines(data: bytes) -> list[bytes]:
+    """Lines as git splits them: on \\n only, the last one possibly without it."""
+    parts = data.split(b"\n")
+    lines = [part + b"\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def difflib_hunks(old: bytes, new: bytes) -> list[tuple[int, int, int, int]]:
+    """Zero-context hunks with git's numbering: an empty side names the line after which the
+    change happened (0 at the top of the file)."""
+    hunks = []
+    matcher = difflib.SequenceMatcher(None, git_lines(old), git_lines(new), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            old_lines, new_lines = i2 - i1, j2 - j1
+            hunks.append((i1 + 1 if old_lines else i1, old_lines,
+                          j1 + 1 if new_lines else j1, new_lines))
+    return hunks
+
+
+def git_hunks(old: bytes, new: bytes) -> list[tuple[int, int, int, int]]:
+    patch = pygit2.Patch.create_from(old, new, context_lines=0)
+    return [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+
+
+EDGE_CASES = [
+    (b"a\nb\n", b"x\na\nb\n"),  # insertion at the top: old_start 0
+    (b"a\nb\n", b"a\nb\nc\n"),  # insertion at the end
+    (b"a\nb\nc\n", b"a\nc\n"),  # deletion in the middle
+    (b"a\nb\nc\n", b"b\nc\n"),  # deletion at the top: new_start 0
+    (b"a\nb\nc\n", b"a\nb\n"),  # deletion at the end
+    (b"a\nb", b"a\nb\nc"),  # appending to a file without a trailing newline
+    (b"a\nb\nc", b"a\nb"),  # removing the last line of such a file
+    (b"a\nb\n", b"a\nb"),  # dropping the trailing newline
+    (b"a\nb", b"a\nb\n"),  # adding it
+    (b"", b"a\n"), (b"a\n", b""),  # from and to an empty blob
+    (b"a\nb\nc\nd\n", b"A\nb\nC\nd\nE\n"),  # several hunks
+]
+
+
+@pytest.mark.parametrize("old, new", EDGE_CASES)
+def test_hunk_helper_follows_git(old, new):
+    assert difflib_hunks(old, new) == git_hunks(old, new)
+
+
+def spy_on_edits(monkeypatch) -> list[bool]:
+    """Records, for each incremental parse, whether the hunks could be turned into edits
+    (False would mean a silent fall back to a full parse)."""
+    calls: list[bool] = []
+    real = symbols_module._edits
+
+    def spy(*args):
+        edits = real(*args)
+        calls.append(edits is not None)
+        return edits
+
+    monkeypatch.setattr(symbols_module, "_edits", spy)
+    return calls
+
+
+PY_EDGE = b"""\
+import os
+
+
+def first(a):
+    return a + 1
+
+
+class Middle:
+    def method(self):
+        return os.getcwd()
+
+
+def last(b):
+    return b * 2
+"""
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: b"# header\n" + s,
+    lambda s: s + b"def added():\n    return 3\n",
+    lambda s: s[:-1],  # no trailing newline
+    lambda s: s[:-1] + b"\ndef added():\n    return 3",  # append after a last line without \n
+    lambda s: s.replace(b"def first(a):\n    return a + 1\n", b""),
+    lambda s: s.replace(b"import os\n", b""),
+    lambda s: s.replace(b"    return b * 2\n", b""),
+    lambda s: s.replace(b"return a + 1", b"return a + 2").replace(b"b * 2", b"b * 3"),
+    lambda s: s.replace(b"class Middle:\n", b"class Middle:\n    x = 1\n\n    y = 2\n"),
+    lambda s: b"",
+])
+def test_incremental_parse_at_the_edges_equals_a_full_parse(edit, monkeypatch):
+    edited = spy_on_edits(monkeypatch)
+    new = edit(PY_EDGE)
+    parser = SymbolParser()
+    parser.symbols("python", "old", PY_EDGE)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(PY_EDGE, new)))
+    assert got == extract_symbols("python", new)
+    assert edited == [True]
+    assert parser.parse_count() == 2
+
+
+BASE_MODULE = b'''\
+"""Orders."""
+import json
+
+
+def parse(raw):
+    data = json.loads(raw)
+    return data
+
+
+@register
+class Order:
+    def __init__(self, items):
+        self.items = items
+
+    def total(self):
+        return sum(self.items)
+
+
+def report(orders):
+    def line(order):
+        return str(order.total())
+    return [line(o) for o in orders]
+'''
+
+
+def valid_edit(rng: random.Random, source: bytes, step: int) -> bytes:
+    """One edit that keeps the module valid Python, anywhere in the file."""
+    lines = git_lines(source)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    symbols = extract_symbols("python", b"".join(lines))
+    top_starts = [s.start_line - 1 for s in symbols if s.parent == -1]
+    op = rng.choice(["comment", "uncomment", "touch", "add_def", "drop_def", "rename"])
+    if op == "comment":
+        lines.insert(rng.randint(0, len(lines)), b"# note %d\n" % step)
+    elif op == "uncomment" and any(line.startswith(b"#") for line in lines):
+        lines.remove(rng.choice([line for line in lines if line.startswith(b"#")]))
+    elif op == "touch" and lines:
+        i = rng.randrange(len(lines))
+        if lines[i].strip() and b'"""' not in lines[i]:
+            lines[i] = lines[i].rstrip(b"\n") + b"  # touched %d\n" % step
+    elif op == "add_def":
+        at = rng.choice([0, len(lines), *top_starts])
+        lines[at:at] = [b"def added_%d(x):\n" % step, b"    return x + %d\n" % step, b"\n"]
+    elif op == "drop_def" and symbols:
+        victim = rng.choice([s for s in symbols if s.parent == -1])
+        del lines[victim.start_line - 1:victim.end_line]
+    elif op == "rename" and symbols:
+        victim = rng.choice(symbols)
+        i = victim.start_line - 1
+        while b" " + victim.name.encode() not in lines[i]:
+            i += 1  # past decorators
+        lines[i] = lines[i].replace(b" " + victim.name.encode(), b" renamed_%d" % step, 1)
+    result = b"".join(lines)
+    return result[:-1] if rng.random() < 0.3 and result.endswith(b"\n") else result
+
+
+@pytest.mark.parametrize("hunks", [difflib_hunks, git_hunks])
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_parse_over_random_valid_edits_equals_full_parse(seed, hunks, monkeypatch):
+    rng = random.Random(seed)
+    edited = spy_on_edits(monkeypatch)
+    parser = SymbolParser()
+    source = BASE_MODULE
+    parser.symbols("python", "v0", source)
+    for step in range(1, 40):
+        new = source
+        for _ in range(rng.randint(1, 3)):  # several hunks per commit
+            new = valid_edit(rng, new, step)
+        got = parser.symbols("python", f"v{step}", new, base=(f"v{step - 1}", hunks(source, new)))
+        assert got == extract_symbols("python", new), (step, new.decode())
+        source = new
+    assert edited == [True] * 39
+    assert parser.parse_count() == 40
+
+
+RANDOM_LINES = [b"}\n", b"{\n", b"(\n", b"\n", b"  return x;\n", b"def f(:\n", b"/* open\n",
+                b"class K {\n", b"fn g() {}\n", b"'\n", b"int h(void) { return 1; }\n"]
+
+
+@pytest.mark.parametrize("language", ["python", "javascript", "c", "rust"])
+def test_incremental_parse_over_random_broken_edits_equals_full_parse(language):
+    """Any edit, including ones that break the syntax: the result is still a full parse's."""
+    snippets = {
+        "python": BASE_MODULE,
+        "javascript": b"class A {\n  m() {\n    return 1;\n  }\n}\nfunction f() {\n  g();\n}\n",
+        "c": b"struct s {\n  int a;\n};\nint f(void) {\n  return 0;\n}\nint g(void) {}\n",
+        "rust": b"struct S;\nimpl S {\n    fn a(&self) {}\n}\nfn main() {\n    S.a();\n}\n",
+    }
+    rng = random.Random(language)
+    parser = SymbolParser()
+    source = snippets[language]
+    pool = git_lines(source) + RANDOM_LINES
+    parser.symbols(language, "v0", source)
+    for step in range(1, 60):
+        lines = git_lines(source)
+        at = rng.choice([0, len(lines), rng.randint(0, len(lines))])
+        lines[at:at + rng.randint(0, 3)] = [rng.choice(pool) for _ in range(rng.randint(0, 3))]
+        new = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        if rng.random() < 0.3:
+            new = new.rstrip(b"\n")
+        hunks = (git_hunks if step % 2 else difflib_hunks)(source, new)
+        got = parser.symbols(language, f"v{step}", new, base=(f"v{step - 1}", hunks))
+        assert got == extract_symbols(language, new), (step, new.decode())
+        source = new
+
+
+def test_incremental_parse_through_syntax_errors_equals_full_parse():
+    # Found by fuzzing: tree-sitter's error recovery on a re-used tree put g's range at 4-9 and
+    # a struct inside it, where a full parse reads g alone at line 9.
+    old = (b"/* open\n};\n}\n  int a;\n};\nint h(void) { return 1; }\nstruct s {\n  int a;\n"
+           b"int f(void) {\n  return 0;\n}\nint g(void) {}\n")
+    new = b"/* open\n};\n}\nstruct s {\n  int a;\nint f(void) {\n  return 0;\n}\nint g(void) {}\n"
+    parser = SymbolParser()
+    parser.symbols("c", "old", old)
+    got = parser.symbols("c", "new", new, base=("old", git_hunks(old, new)))
+    assert got == extract_symbols("c", new)
+
+
+def test_a_base_can_have_several_successors():
+    """The cached tree of a blob is copied before editing: a second child of the same blob
+    (another branch, or the same file changed in two commits) starts from the original."""
+    parser = SymbolParser()
+    parser.symbols("python", "base", PY_EDGE)
+    left = PY_EDGE.replace(b"import os\n", b"import os\nimport sys\nimport re\n")
+    right = PY_EDGE.replace(b"    return b * 2\n", b"    b += 1\n    return b * 2\n")
+    for blob_id, new in (("left", left), ("right", right)):
+        got = parser.symbols("python", blob_id, new, base=("base", git_hunks(PY_EDGE, new)))
+        assert got == extract_symbols("python", new)
+        # An edited tree mostly just misaligns and is re-parsed, so look at the tree itself.
+        assert not parser._cache[("python", "base")].tree.root_node.has_changes
+
+
+def test_missing_or_wrong_base_falls_back_to_a_full_parse():
+    old, new = PY_EDGE, PY_EDGE.replace(b"return a + 1", b"return a + 100")
+    parser = SymbolParser()
+    assert parser.symbols("python", "new", new, base=("never-seen", [(5, 1, 5, 1)])) == \
+        extract_symbols("python", new)
+    parser.symbols("python", "old", old)
+    # Hunks that do not describe these blobs (wrong lines, out of range) are not trusted.
+    for hunks in ([(1, 1, 1, 1)], [(90, 1, 90, 1)], [(5, 1, 5, 3)], []):
+        parser = SymbolParser()
+        parser.symbols("python", "old", old)
+        assert parser.symbols("python", "new", new, base=("old", hunks)) == \
+            extract_symbols("python", new)
+
+
+# ---------------------------------------------------------------------------------------------
+# languages.py
+
+
+@pytest.mark.parametrize("path, language", [
+    ("src/app.py", "python"), ("stubs/x.pyi", "python"), ("web/a.js", "javascript"),
+    ("a.mjs", "javascript"), ("a.cjs", "javascript"), ("A.JSX", "javascript"),
+    ("a.ts", "typescript"), ("a.mts", "typescript"), ("a.cts", "typescript"), ("ui/App.tsx", "tsx"),
+    ("main.go", "go"), ("lib.rs", "rust"), ("Foo.java", "java"), ("x.c", "c"), ("x.h", "c"),
+    ("x.cc", "cpp"), ("x.cpp", "cpp"), ("x.cxx", "cpp"), ("x.hpp", "cpp"), ("x.hh", "cpp"),
+    ("x.hxx", "cpp"), ("app/models/user.rb", "ruby"), ("Rakefile", "ruby"),
+    ("sub/Gemfile", "ruby"), ("index.php", "php"), ("C:\\src\\win.py", "python"),
+    ("README.md", None), ("Makefile", None), (".py", None), ("archive.tar.gz", None), ("", None),
+])
+def test_language_for_path(path, language):
+    assert language_for_path(path) == language
+
+
+def test_every_supported_language_has_a_symbol_table():
+    for language in SUPPORTED_LANGUAGES:
+        assert extract_symbols(language, b"") == []
+
+
+def test_languages_module_imports_nothing_heavy():
+    path = Path(__file__).parent.parent / "cortex_core" / "languages.py"
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('languages', {str(path)!r})\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tree_sitter')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
