@@ -200,14 +200,14 @@ class _Indexer:
                                   interhunk_lines=0)
         else:
             diff = commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
-        diff.find_similar(flags=DiffFind.FIND_RENAMES)
+        # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
+        diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=1000)
 
         files: list[FileSymbols] = []
         added = deleted = count = 0
-        for index, delta in enumerate(diff.deltas):
+        for delta in diff.deltas:
             count += 1
-            result = self._ingest_file(commit_id, diff, index, delta,
-                                       count > self.settings.max_commit_files)
+            result = self._ingest_file(commit_id, delta, count > self.settings.max_commit_files)
             added += result[0] or 0
             deleted += result[1] or 0
             if result[2] is not None:
@@ -216,7 +216,7 @@ class _Indexer:
                          " where id = ?", (count, added, deleted, commit_id))
         self._write_symbol_changes(commit_id, match_commit(files))
 
-    def _ingest_file(self, commit_id: int, diff: pygit2.Diff, index: int, delta, over_limit: bool):
+    def _ingest_file(self, commit_id: int, delta, over_limit: bool):
         status = delta.status_char()
         old_path = _text(delta.old_file.raw_path)
         new_path = _text(delta.new_file.raw_path)
@@ -232,17 +232,26 @@ class _Indexer:
             reason = skip_by_path(path, self.settings)
         old_blob = self._blob(delta.old_file.id) if status != "A" else None
         new_blob = self._blob(delta.new_file.id) if status != "D" else None
-        blob = new_blob if new_blob is not None else old_blob
-        if reason not in _UNREADABLE and blob is not None:
-            content_reason = "binary" if blob.is_binary else skip_by_content(blob.data, self.settings)
-            # Binary and oversized content bound what follows (no patch at all), whatever the name.
-            if content_reason in _UNREADABLE or reason is None:
-                reason = content_reason
+        if reason not in _UNREADABLE:
+            # The file is judged by its new content (its old one when deleted), but binary or
+            # oversized content on either side bounds what follows: no patch at all.
+            for blob in (new_blob, old_blob):
+                if blob is None:
+                    continue
+                content_reason = ("binary" if blob.is_binary
+                                  else skip_by_content(blob.data, self.settings))
+                if content_reason in _UNREADABLE:
+                    reason = content_reason
+                    break
+                if reason is None and (blob is new_blob or new_blob is None):
+                    reason = content_reason
 
         added = deleted = None
         hunks: list[tuple[int, int, int, int]] = []
         if reason not in _UNREADABLE:
-            patch = diff[index]
+            # From the blobs already loaded: `diff[index]` would read and inflate them again.
+            patch = pygit2.Patch.create_from(old_blob, new_blob, context_lines=0,
+                                             interhunk_lines=0)
             _, added, deleted = patch.line_stats
             if added + deleted > self.settings.max_diff_lines:
                 reason = reason or "diff too large"

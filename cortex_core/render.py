@@ -195,11 +195,12 @@ class ProgressBar:
         self.last = now
         elapsed = now - self.started
         rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (total - done) / rate if rate > 0 else 0.0
+        eta = f"{int((total - done) / rate) // 60}:{int((total - done) / rate) % 60:02d}" \
+            if rate > 0 else "-:--"
         width = 24
         filled = int(width * done / total) if total else width
         self.stream.write(f"\r  indexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
-                          f" commits  {rate:5.0f}/s  ETA {int(eta) // 60}:{int(eta) % 60:02d} ")
+                          f" commits  {rate:5.0f}/s  ETA {eta} ")
         self.stream.flush()
         self.shown = True
 

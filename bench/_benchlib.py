@@ -1,0 +1,240 @@
+"""Helpers shared by the benchmark scripts: running and timing processes, private clones,
+percentiles, the description of the machine and of the code under test.
+
+Standard library only (plus the project, imported by the scripts themselves).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = BENCH_DIR.parent
+WORK_DIR = BENCH_DIR / ".work"  # gitignored: private clones and temporary databases
+
+
+@dataclass
+class Run:
+    """One finished process: wall time, its own peak RSS and CPU, its output."""
+    seconds: float
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    max_rss_kib: int
+    user_seconds: float
+    system_seconds: float
+
+
+def run(cmd: list[str], *, cwd: str | Path | None = None, capture: bool = True,
+        stdout_path: str | None = None, check: bool = True, env: dict | None = None) -> Run:
+    """Run `cmd`, timing it from before the fork to after it is reaped (process start included).
+
+    Waits with os.wait4, which gives the resource usage of this child alone (peak RSS, CPU),
+    unlike getrusage(RUSAGE_CHILDREN), which is the maximum over every child reaped so far."""
+    out_target = subprocess.PIPE if capture else subprocess.DEVNULL
+    out_file = None
+    if stdout_path is not None:
+        out_file = open(stdout_path, "wb")
+        out_target = out_file
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out_target,
+                                stderr=subprocess.PIPE if capture else subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, env=env)
+        stdout, stderr = b"", b""
+        if capture and stdout_path is None:
+            # Read both pipes before reaping; communicate() would reap with waitpid and lose
+            # the rusage, so read them by hand.
+            stdout, stderr = _drain(proc)
+        elif capture:
+            stderr = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if out_file is not None:
+            out_file.close()
+    result = Run(seconds, proc.returncode, stdout, stderr, usage.ru_maxrss, usage.ru_utime,
+                 usage.ru_stime)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"command failed ({result.returncode}): {' '.join(map(str, cmd))}\n"
+                           f"{stderr.decode('utf-8', 'replace')[-2000:]}")
+    return result
+
+
+def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    """Read stdout and stderr to their ends without deadlocking and without reaping."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    chunks = {proc.stdout: [], proc.stderr: []}
+    for stream in chunks:
+        sel.register(stream, selectors.EVENT_READ)
+    open_streams = 2
+    while open_streams:
+        for key, _ in sel.select():
+            data = os.read(key.fileobj.fileno(), 1 << 16)
+            if data:
+                chunks[key.fileobj].append(data)
+            else:
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                open_streams -= 1
+    return b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr])
+
+
+def git(repo: str | Path, *args: str) -> str:
+    return run(["git", "-C", str(repo), *args]).stdout.decode("utf-8", "replace").strip()
+
+
+def cortex_command() -> list[str]:
+    """The `cortex` entry point of the running interpreter's environment (the venv's)."""
+    script = Path(sys.executable).parent / "cortex"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "cortex_core.cli"]
+
+
+def work_dir(prefix: str, keep: bool) -> Path:
+    """A fresh private folder under bench/.work/ (gitignored)."""
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=WORK_DIR))
+
+
+def remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def private_clone(repo: Path, dest: Path, *, checkout: bool) -> Path:
+    """A local clone (objects hard-linked: cheap) that the benchmark may alter freely."""
+    args = ["git", "clone", "-q"]
+    if not checkout:
+        args.append("--no-checkout")
+    run([*args, str(repo), str(dest)])
+    return dest
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def ratio(baseline: float, value: float) -> float:
+    return baseline / value if value > 0 else float("inf")
+
+
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain text table, columns left-aligned except numbers."""
+    cells = [header, *rows]
+    widths = [max(len(str(r[i])) for r in cells) for i in range(len(header))]
+
+    def line(r):
+        out = []
+        for i, c in enumerate(r):
+            c = str(c)
+            numeric = c[:1].isdigit() or c[:1] in "-+." and c[1:2].isdigit()
+            out.append(c.rjust(widths[i]) if numeric and r is not header else c.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def environment(repo: Path | None = None) -> dict:
+    """What a reader needs to compare runs: when, where, which code, which repository."""
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "cpu_model": _cpu_model(),
+            "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
+            "platform": platform.platform(),
+            "note": "shared machine: timings are noisy",
+        },
+        "python": platform.python_version(),
+        "git": run(["git", "--version"]).stdout.decode().strip(),
+        "cortex": _cortex_code(),
+    }
+    if repo is not None:
+        info["repository"] = {
+            "path": str(repo),
+            "head": git(repo, "rev-parse", "HEAD"),
+            "commits": int(git(repo, "rev-list", "--count", "HEAD")),
+        }
+    return info
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _cortex_code() -> dict:
+    """The project's commit and whether cortex_core/ has uncommitted edits (benchmarks measure
+    the working tree, which another engineer may be changing)."""
+    try:
+        import cortex_core
+        version = cortex_core.__version__
+    except Exception:  # noqa: BLE001 - a report field, never fatal
+        version = None
+    out = {"version": version}
+    try:
+        out["commit"] = git(PROJECT_DIR, "rev-parse", "HEAD")
+        dirty = run(["git", "-C", str(PROJECT_DIR), "status", "--porcelain", "--", "cortex_core"])
+        out["cortex_core_uncommitted"] = [l[3:] for l in dirty.stdout.decode().splitlines()]
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def environment_lines(env: dict) -> list[str]:
+    m = env["machine"]
+    lines = [f"date: {env['date']}",
+             f"machine: {m['cpus']} CPUs ({m['cpu_model']}), load {m['load_average_1m_5m_15m']},"
+             f" {m['note']}",
+             f"{env['git']}, python {env['python']}"]
+    c = env["cortex"]
+    dirty = c.get("cortex_core_uncommitted")
+    lines.append(f"cortex {c.get('version')} at {str(c.get('commit'))[:10]}"
+                 + (f" + uncommitted edits in {', '.join(dirty)}" if dirty else ""))
+    if "repository" in env:
+        r = env["repository"]
+        lines.append(f"repository: {r['path']} at {r['head'][:10]} ({r['commits']} commits)")
+    return lines
+
+
+def dump_json(data) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")

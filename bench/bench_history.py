@@ -1,0 +1,1017 @@
+#!/usr/bin/env python3
+"""Symbol history: `cortex history FILE::FUNC` against `git log -L :FUNC:FILE`, speed and agreement.
+
+For a deterministic sample of Python functions and methods alive at HEAD (names unique in their
+file, since `git log -L :regex:` takes the first match), this measures
+
+  (a) git log -L :REGEX:FILE --format=%H -s   in a private clone with `*.py diff=python`
+  (b) cortex history FILE::QUALNAME --json     as a subprocess, process start included
+  (c) cortex_core.history.history(...)         in process on an open reader, warm, best of 5
+
+and prints p50/p95 of each with the ratios git/(b) and git/(c) (goals: (b) beats git, (c) is at
+least 100x faster). Then it compares the commit sets per function (precision, recall, exact
+matches; git is the reference) and explains every commit listed by one tool only, by reading the
+function's text in the commit and its first parent (cortex_core.symbols on the blobs, the
+function's identity at that commit from the index's rename/move lineage) and the lines each tool
+saw change (git's own `-L` patch, or the blob diff).
+
+How git defines the range: `-L :RE:FILE` starts at the first line matching RE that is also a
+funcname line of the `python` diff driver (`^[ \\t]*((class|(async[ \\t]+)?def)[ \\t].*)$`) and
+ends just before the next funcname line at any indentation, or at the end of the file. Decorators
+above the `def` are outside it; blank lines, comments, decorators and module-level code after the
+function, up to the next `def`/`class`, are inside it; a nested `def`/`class` (or a docstring line
+starting with "def "/"class ") ends it. Going back in history, git follows that line range through
+the diffs (renamed files included) and stops where all its lines were added. Cortex's range is the
+definition itself, decorators included, up to its last non-blank line, nested definitions included
+(a function's history rolls up its members), and its identity follows renames and moves recorded
+at indexing.
+
+Kinds of differences (each a commit listed by one tool only, for one function):
+
+  kind                      listed by   bug?  meaning
+  ------------------------  ----------  ----  ------------------------------------------------------
+  git-merge                 git only    no    a merge commit whose result for the range differs from
+                                              every parent (conflict resolution or evil merge); cortex
+                                              never lists merges, their changes are in the merged
+                                              commits
+  git-trailing-blank        git only    no    the commit changed only blank lines after the function,
+                                              inside git's range (up to the next def/class)
+  git-trailing-comment      git only    no    ... only comments (and blank lines) after the function
+  git-trailing-decorator    git only    no    ... decorators of the next definition (with blank lines
+                                              and comments)
+  git-trailing-code         git only    no    ... module- or class-level code between the function and
+                                              the next def/class (assignments, calls, `x = property()`)
+  git-before-birth          git only    no?   the function did not exist under its cortex identity
+                                              (path, qualified name at that point of its lineage) on
+                                              either side of the commit: git's line range followed
+                                              lines from before the function was created (code it was
+                                              extracted from, another function whose lines it took
+                                              over); the detail shows what git was tracking. A bug only
+                                              if that was the same function under a rename cortex
+                                              failed to link
+  cortex-missed             git only    BUG   the function's own lines changed in the commit (or it
+                                              was created/deleted there) but cortex does not list it
+  cortex-file-rename        cortex only no    the file was renamed and the function's text did not
+                                              change: cortex records the move as an event of the
+                                              symbol (change "moved"), git -L shows nothing
+  own-decorator             cortex only no    only the function's own decorators changed: they are
+                                              outside git's range, which starts at the `def` line
+  git-range-cut-short       cortex only no    only lines after the first nested def/class (or a
+                                              docstring line starting with "def "/"class ") changed:
+                                              git's range ends before them
+  git-stopped-early         cortex only no    the commit is older than the oldest commit git lists:
+                                              git's range ended where its lines were all added (the
+                                              function moved within the file, was rewritten, or came
+                                              from another file), cortex follows its identity on
+  diff-realignment          cortex only no?   the function's text is identical before and after but
+                                              the diff deleted and re-added some of its lines (a block
+                                              moved around it); git's range diff shows no change
+  cortex-spurious           cortex only BUG   the function's text did not change and no diff line
+                                              touched it, yet cortex lists the commit
+  unexplained-git           git only    ?     none of the above: read the example
+  unexplained-cortex        cortex only ?     none of the above: read the example
+
+Run with the venv's python: `/work/venv/bin/python bench/bench_history.py REPO [--sample 50]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _benchlib as bl
+
+# Kind -> (listed by, bug?, short meaning) for the report; the docstring explains each.
+KINDS = {
+    "git-merge": ("git", "no", "merge commit (cortex never lists merges)"),
+    "git-trailing-blank": ("git", "no", "only blank lines after the function, inside git's range"),
+    "git-trailing-comment": ("git", "no", "only comments after the function, inside git's range"),
+    "git-trailing-decorator": ("git", "no", "decorators of the next def, inside git's range"),
+    "git-trailing-code": ("git", "no", "code between the function and the next def, inside git's range"),
+    "git-range-other-def": ("git", "no", "lines of another definition that git's range had taken in"),
+    "git-before-birth": ("git", "no?", "function absent on both sides: git tracked older lines"),
+    "cortex-unlinked-rename": ("git", "gap", "renamed with edits: git follows, cortex starts anew"),
+    "cortex-missed": ("git", "BUG", "the function's own lines changed, cortex does not list it"),
+    "cortex-file-rename": ("cortex", "no", "file renamed, function text unchanged ('moved' event)"),
+    "cortex-parent-rename": ("cortex", "no", "qualified name changed (class renamed), text same"),
+    "git-range-shrunk": ("cortex", "no", "git's tracked range had lost these lines (git -L limit)"),
+    "own-decorator": ("cortex", "no", "only the function's decorators changed (outside git's range)"),
+    "git-range-cut-short": ("cortex", "no", "only lines after a nested def/class changed"),
+    "git-stopped-early": ("cortex", "no", "older than git's oldest commit: git's range ended"),
+    "git-simplified-away": ("cortex", "no", "side branch dropped by git's history simplification"),
+    "git-merge-dropped": ("cortex", "no", "a merge kept the other parent's version of the function"),
+    "diff-realignment": ("cortex", "no?", "text identical; the diff re-added some of its lines"),
+    "cortex-spurious": ("cortex", "BUG", "text unchanged and untouched, yet listed by cortex"),
+    "unexplained-git": ("git", "?", "not classified: read the example"),
+    "unexplained-cortex": ("cortex", "?", "not classified: read the example"),
+}
+
+TAB = "\t"
+# git's built-in `python` diff driver: which lines are funcname lines.
+PY_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def git_regex(name: str, kind: str) -> tuple[str, re.Pattern[str]]:
+    """The POSIX basic regex given to `git log -L :RE:FILE` (git compiles it with regcomp and
+    REG_NEWLINE, no REG_EXTENDED) and the equivalent Python regex used to check, on the HEAD
+    blob, that it matches the definition line and nothing else. Inside brackets POSIX has no
+    escapes, so the tab is a literal tab."""
+    ws = f"[ {TAB}]"
+    if kind == "class":
+        # ':' ends the funcname part of -L unless escaped; inside brackets the backslash is
+        # literal in POSIX, which only widens the class by one character.
+        return (f"^{ws}*class{ws}{ws}*{name}{ws}*[(\\:]",
+                re.compile(rf"^[ \t]*class[ \t]+{name}[ \t]*[(\\:]"))
+    return (f"^{ws}*\\(async{ws}{ws}*\\)\\{{0,1\\}}def{ws}{ws}*{name}{ws}*[(]",
+            re.compile(rf"^[ \t]*(async[ \t]+)?def[ \t]+{name}[ \t]*\("))
+
+
+# ---------------------------------------------------------------------------------------------
+# The sample
+
+
+@dataclass
+class Func:
+    symbol_id: int
+    path: str
+    qualname: str
+    name: str
+    kind: str
+    start: int
+    end: int
+    bre: str
+    # measurements
+    git_seconds: float = 0.0
+    cli_seconds: float = 0.0
+    inproc_seconds: float = 0.0
+    git_shas: list[str] = field(default_factory=list)
+    cortex_shas: list[str] = field(default_factory=list)
+    cortex_entries: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.qualname}"
+
+
+def sample_functions(con, repo, head, n: int, seed: int, kinds: list[str]):
+    """Functions alive at HEAD, shuffled deterministically, kept while the git regex built from
+    their name matches exactly one funcname line of the HEAD blob: their definition line."""
+    import apsw  # noqa: F401 - the connection's module
+    rows = con.execute(
+        "select s.id, f.path, s.qualname, s.name, s.kind, min(sp.start_line), max(sp.end_line),"
+        " count(*) from symbols s join files f on f.id = s.file_id"
+        " join symbol_spans sp on sp.symbol_id = s.id"
+        f" where s.alive = 1 and s.kind in ({','.join('?' * len(kinds))})"
+        " and f.path like '%.py' group by s.id order by f.path, s.qualname", kinds).fetchall()
+    same_name = {}
+    for path, name, count in con.execute(
+            "select f.path, s.name, count(*) from symbols s join files f on f.id = s.file_id"
+            " where s.alive = 1 group by f.path, s.name"):
+        same_name[(path, name)] = count
+    rows = list(rows)
+    random.Random(seed).shuffle(rows)
+    skipped = {"name not unique in its file": 0, "duplicate definitions (several spans)": 0,
+               "name not plain ASCII": 0, "regex does not single out the def line": 0}
+    chosen: list[Func] = []
+    tree = head.tree
+    for sid, path, qualname, name, kind, start, end, spans in rows:
+        if len(chosen) >= n:
+            break
+        if spans > 1:
+            skipped["duplicate definitions (several spans)"] += 1
+            continue
+        if same_name.get((path, name), 0) > 1:
+            skipped["name not unique in its file"] += 1
+            continue
+        if not IDENT.match(name):
+            skipped["name not plain ASCII"] += 1
+            continue
+        bre, py = git_regex(name, "class" if kind == "class" else "function")
+        lines = repo[tree[path].id].data.decode("utf-8", "replace").split("\n")
+        hits = [i + 1 for i, line in enumerate(lines) if PY_FUNCNAME.match(line) and py.match(line)]
+        if len(hits) != 1 or not start <= hits[0] <= end:
+            skipped["regex does not single out the def line"] += 1
+            continue
+        chosen.append(Func(sid, path, qualname, name, kind, start, end, bre))
+    return chosen, skipped, len(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def time_git(clone: Path, fn: Func, rev: str, runs: int) -> None:
+    best = None
+    for _ in range(runs):
+        r = bl.run(["git", "-C", str(clone), "log", f"-L:{fn.bre}:{fn.path}", "--format=%H", "-s",
+                    rev])
+        best = r.seconds if best is None else min(best, r.seconds)
+        shas = r.stdout.decode().split()
+    fn.git_seconds, fn.git_shas = best, shas
+
+
+def time_cli(cortex: list[str], repo: Path, db: Path, fn: Func, runs: int) -> None:
+    import json
+    best = None
+    for _ in range(runs):
+        r = bl.run([*cortex, "history", fn.label, "--json", "--repo", str(repo), "--db", str(db)])
+        best = r.seconds if best is None else min(best, r.seconds)
+    data = json.loads(r.stdout)
+    fn.cli_seconds = best
+    fn.cortex_shas = [e["commit"]["sha"] for e in data["entries"]]
+    fn.cortex_entries = {e["commit"]["sha"]: e for e in data["entries"]}
+
+
+def time_in_process(con, fn: Func, runs: int) -> list[str]:
+    from cortex_core.history import history
+    from cortex_core.targets import TargetSpec
+    spec = TargetSpec(fn.path, fn.qualname)
+    result = history(con, spec)  # warm-up: page cache, statement cache
+    best = None
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = history(con, spec)
+        elapsed = time.perf_counter() - t
+        best = elapsed if best is None else min(best, elapsed)
+    fn.inproc_seconds = best
+    return [e.commit.sha for e in result.entries]
+
+
+# ---------------------------------------------------------------------------------------------
+# Explaining differences
+
+
+@dataclass
+class Side:
+    """The function in one version of its file (one side of a commit)."""
+    path: str
+    qualname: str
+    lines: list[str] | None  # the blob's lines, None when the file does not exist
+    span: tuple[int, int] | None  # cortex's range of the function, None when absent
+    defline: int | None = None  # the def/class line (after decorators)
+    git_end: int | None = None  # where git's funcname range would end (approximation)
+    symbols: list = field(default_factory=list)  # every definition of the blob
+
+    def decorates(self, line: int) -> bool:
+        """Whether `line` lies in the decorators of some definition (above its def line)."""
+        return any(s.start_line <= line and line < _defline(self.lines, s)
+                   for s in self.symbols)
+
+    def text(self) -> str | None:
+        if self.span is None:
+            return None
+        return "\n".join(self.lines[self.span[0] - 1:self.span[1]])
+
+    def in_span(self, line: int) -> bool:
+        return self.span is not None and self.span[0] <= line <= self.span[1]
+
+    def in_git_range(self, line: int) -> bool:
+        return self.defline is not None and self.defline <= line <= self.git_end
+
+
+class Explainer:
+    def __init__(self, repo, con, clone: Path, rev: str):
+        from cortex_core.symbols import extract_symbols
+        self.repo, self.con, self.clone, self.rev = repo, con, clone, rev
+        self.extract = extract_symbols
+        self._parsed: dict[str, tuple[list[str], list]] = {}
+        self._births: dict[str, dict | None] = {}
+        self._simplified: dict[str, set[str]] = {}
+        self.seq = {}
+        self.subject = {}
+        self.is_merge = {}
+        for sha, seq, subject, merge in con.execute(
+                "select sha, seq, subject, is_merge from commits where reachable = 1"):
+            self.seq[sha], self.subject[sha], self.is_merge[sha] = seq, subject, bool(merge)
+
+    # -- identities and versions -------------------------------------------------------------
+
+    def lineage(self, symbol_id: int) -> list[tuple[int, float, float, str, str]]:
+        """The function's identities through time, newest first: (symbol id, first seq, seq
+        limit, path, qualname). Walking back from the function, each step takes the latest
+        rename/move link into the current identity before the current bound, so a name that
+        comes and goes (A -> B -> A, seen around files with syntax errors) gets one interval per
+        stay. Where several symbols merged into one, only the latest link is followed."""
+        chain = []
+        current, upper = symbol_id, float("inf")
+        while True:
+            row = self.con.execute(
+                "select sc.from_symbol_id, c.seq from symbol_changes sc join commits c on"
+                " c.id = sc.commit_id where sc.symbol_id = ? and c.seq < ? and c.reachable = 1"
+                " and sc.from_symbol_id is not null and sc.from_symbol_id != sc.symbol_id"
+                " order by c.seq desc limit 1", (current, upper)).fetchone()
+            path, qualname = self.con.execute(
+                "select f.path, s.qualname from symbols s join files f on f.id = s.file_id"
+                " where s.id = ?", (current,)).fetchone()
+            lower = row[1] if row else float("-inf")
+            chain.append((current, lower, upper, path, qualname))
+            if row is None or len(chain) > 1000:
+                return chain
+            current, upper = row
+
+    def identity(self, lineage, sha: str, old_side: bool) -> tuple[str, str]:
+        """The (path, qualname) in effect on the new side of commit `sha`: the identity of the
+        lineage with the nearest limit after it; on its old side: the identity that commit
+        links from (a rename or move), or else the same one."""
+        seq = self.seq[sha]
+        best = next((r for r in lineage if r[1] <= seq < r[2]), lineage[-1])
+        if old_side:
+            row = self.con.execute(
+                "select f.path, s.qualname from symbol_changes sc join commits c on"
+                " c.id = sc.commit_id join symbols s on s.id = sc.from_symbol_id join files f on"
+                " f.id = s.file_id where sc.symbol_id = ? and c.sha = ?", (best[0], sha)).fetchone()
+            if row is not None:
+                return row[0], row[1]
+        return best[3], best[4]
+
+    def parses_cleanly(self, commit, path: str) -> bool:
+        """Whether tree-sitter reads the file at `commit` without a syntax error."""
+        from tree_sitter_language_pack import get_parser
+        try:
+            data = self.repo[str(commit.tree[path].id)].data
+        except (KeyError, AttributeError):
+            return True
+        return not get_parser("python").parse(data).root_node.has_error
+
+    def simplified(self, fn: Func, lineage) -> set[str]:
+        """The commits `git log REV -- <every path of the function's lineage>` lists: git's
+        default history simplification drops side branches whose merge kept the other
+        parent's version of the file; git log -L walks the same simplified history."""
+        key = fn.label
+        if key not in self._simplified:
+            paths = sorted({r[3] for r in lineage})
+            out = bl.run(["git", "-C", str(self.clone), "log", "--format=%H", self.rev, "--",
+                          *paths]).stdout.decode().split()
+            self._simplified[key] = set(out)
+        return self._simplified[key]
+
+    def parsed(self, blob_id: str):
+        got = self._parsed.get(blob_id)
+        if got is None:
+            data = self.repo[blob_id].data
+            lines = data.decode("utf-8", "replace").split("\n")
+            got = (lines, self.extract("python", data))
+            if len(self._parsed) > 256:
+                self._parsed.clear()
+            self._parsed[blob_id] = got
+        return got
+
+    def side(self, commit, path: str, qualname: str) -> tuple[Side, str | None]:
+        if commit is None:
+            return Side(path, qualname, None, None), None
+        try:
+            blob_id = str(commit.tree[path].id)
+        except KeyError:
+            return Side(path, qualname, None, None), None
+        lines, symbols = self.parsed(blob_id)
+        sym = next((s for s in symbols if s.qualname == qualname), None)
+        s = Side(path, qualname, lines, None, symbols=symbols)
+        if sym is not None:
+            s.span = (sym.start_line, sym.end_line)
+            s.defline = _defline(lines, sym)
+            end = len(lines) - (1 if lines and lines[-1] == "" else 0)
+            s.git_end = next((i - 1 for i in range(s.defline + 1, end + 1)
+                              if PY_FUNCNAME.match(lines[i - 1])), end)
+        return s, blob_id
+
+    def sides(self, fn: Func, lineage, sha: str):
+        commit = self.repo[sha]
+        parent = commit.parents[0] if commit.parents else None
+        new, new_blob = self.side(commit, *self.identity(lineage, sha, old_side=False))
+        old, old_blob = self.side(parent, *self.identity(lineage, sha, old_side=True))
+        deleted, added = self.diff_lines(old, old_blob, new, new_blob)
+        return commit, old, new, deleted, added
+
+    def diff_lines(self, old: Side, old_blob, new: Side, new_blob) -> tuple[set[int], set[int]]:
+        """Old line numbers deleted and new line numbers added by a zero-context diff (the diff
+        cortex maps to symbols)."""
+        if old_blob == new_blob:
+            return set(), set()
+        if old_blob is None:
+            return set(), set(range(1, len(new.lines) + 1))
+        if new_blob is None:
+            return set(range(1, len(old.lines) + 1)), set()
+        patch = self.repo[old_blob].diff(self.repo[new_blob], context_lines=0)
+        deleted, added = set(), set()
+        for h in patch.hunks:
+            deleted.update(range(h.old_start, h.old_start + h.old_lines))
+            added.update(range(h.new_start, h.new_start + h.new_lines))
+        return deleted, added
+
+    # -- git's own view ----------------------------------------------------------------------
+
+    def git_patch(self, fn: Func) -> dict[str, list[dict]]:
+        """git log -L with its patch: per commit, the lines git saw deleted and added in its
+        range, with numbers, and the first line of its range on each side."""
+        r = bl.run(["git", "-C", str(self.clone), "log", f"-L:{fn.bre}:{fn.path}",
+                    "--format=%x00%H", self.rev])
+        out: dict[str, list[dict]] = {}
+        sha = block = None
+        o = n = 0
+        hunk = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+        for raw in r.stdout.decode("utf-8", "replace").split("\n"):
+            if raw.startswith("\0"):
+                sha = raw[1:].strip()
+                out[sha] = []
+                block = None
+            elif sha is None:
+                continue
+            elif raw.startswith("diff --git "):
+                block = {"old_path": None, "new_path": None, "minus": [], "plus": [],
+                         "old_first": None, "new_first": None, "old_ranges": [],
+                         "new_ranges": []}
+                out[sha].append(block)
+            elif block is None:
+                continue
+            elif raw.startswith("--- ") and block["old_path"] is None and not block["minus"]:
+                block["old_path"] = raw[4:].removeprefix("a/")
+            elif raw.startswith("+++ ") and block["new_path"] is None and not block["plus"]:
+                block["new_path"] = raw[4:].removeprefix("b/")
+            elif (m := hunk.match(raw)):
+                o, n = int(m.group(1)), int(m.group(3))
+                block["old_ranges"].append((o, int(m.group(2) or 1)))
+                block["new_ranges"].append((n, int(m.group(4) or 1)))
+            elif raw.startswith("-"):
+                block["minus"].append((o, raw[1:]))
+                block["old_first"] = block["old_first"] or raw[1:]
+                o += 1
+            elif raw.startswith("+"):
+                block["plus"].append((n, raw[1:]))
+                block["new_first"] = block["new_first"] or raw[1:]
+                n += 1
+            elif raw.startswith(" "):
+                block["old_first"] = block["old_first"] or raw[1:]
+                block["new_first"] = block["new_first"] or raw[1:]
+                o += 1
+                n += 1
+        return out
+
+    def birth(self, fn: Func, git_view) -> dict | None:
+        """Where cortex's history of `fn` starts and what git's range was just before it: when
+        git's range there began at another definition that the commit removed, the function was
+        renamed (with edits) and cortex did not link the two names."""
+        if fn.label in self._births:
+            return self._births[fn.label]
+        out = None
+        if fn.cortex_shas:
+            sha = min(fn.cortex_shas, key=lambda s: self.seq.get(s, 1 << 60))
+            blocks = git_view.get(sha) or []
+            out = {"sha": sha, "subject": self.subject.get(sha, "?"),
+                   "change": fn.cortex_entries.get(sha, {}).get("change", "?"),
+                   "renamed_from": None, "new_first": None,
+                   "git_from": next((b["old_first"] for b in blocks if b["old_first"]), None),
+                   "survives": False}
+            for b in blocks:
+                m = PY_FUNCNAME.match(b["old_first"] or "")
+                name = re.match(r"\s*(?:async\s+)?(?:def|class)\s+(\w+)", b["old_first"] or "")
+                if not (m and name and b["new_path"]):
+                    continue
+                try:
+                    data = self.repo[str(self.repo[sha].tree[b["new_path"]].id)].data
+                except KeyError:
+                    continue
+                still = re.search(rb"^[ \t]*(async[ \t]+)?(def|class)[ \t]+"
+                                  + re.escape(name.group(1).encode()) + rb"\b", data, re.M)
+                if not still:
+                    out["renamed_from"], out["new_first"] = b["old_first"], b["new_first"]
+                    break
+                out["survives"] = True
+        self._births[fn.label] = out
+        return out
+
+    def merge_kept_other_side(self, lineage, sha: str, limit: int = 3000):
+        """The first merge after `sha` whose version of the function equals that of the parent
+        that does not contain `sha` (the side branch's change was overwritten or also made
+        there): git's history simplification, applied by -L to the line range, follows only the
+        identical parent and never reaches `sha`. (merge sha, parent sha) or None."""
+        import pygit2
+        merges = bl.run(["git", "-C", str(self.clone), "rev-list", "--merges", "--reverse",
+                         "--ancestry-path", f"{sha}..{self.rev}"]).stdout.decode().split()
+        target = pygit2.Oid(hex=sha)
+        for m in merges[:limit]:
+            if m not in self.seq:
+                continue
+            merge = self.repo[m]
+            parents = merge.parents
+            holds = [p.id == target or self.repo.descendant_of(p.id, target) for p in parents]
+            if all(holds) or not any(holds):
+                continue
+            path, qualname = self.identity(lineage, m, old_side=False)
+            text = self.side(merge, path, qualname)[0].text()
+            if text is None:
+                continue
+            for parent, has in zip(parents, holds):
+                if not has and self.side(parent, path, qualname)[0].text() == text:
+                    return m, str(parent.id)
+        return None
+
+    def shrunk(self, fn: Func, lineage, sha: str, git_view) -> str | None:
+        """Whether git's range had already lost some of the function's lines at `sha`: the
+        oldest commit git lists after it shows a range, in its parent, smaller than the
+        function there (git drops lines deleted at the edge of its range)."""
+        seq = self.seq[sha]
+        newer = [s for s in fn.git_shas if self.seq.get(s, -1) > seq]
+        if not newer:
+            return None
+        y = min(newer, key=lambda s: self.seq[s])
+        blocks = git_view.get(y) or []
+        ranges = [r for b in blocks for r in b["old_ranges"]]
+        if not ranges or self.is_merge.get(y):
+            return None
+        parent = self.repo[y].parents[0] if self.repo[y].parents else None
+        old, _ = self.side(parent, *self.identity(lineage, y, old_side=True))
+        if old.defline is None:
+            return None
+        want = set(range(old.defline, old.git_end + 1))
+        have = {l for a, n in ranges for l in range(a, a + n)}
+        lost = sorted(want - have)
+        if not lost:
+            return None
+        return (f"at {y[:10]} ({_clip(self.subject.get(y, '?'), 40)!r}) git's range in the "
+                f"parent covers {len(want & have)} of the function's {len(want)} lines "
+                f"{old.defline}-{old.git_end} (lost {lost[0]}-{lost[-1]}); the function's "
+                f"lines changed here are in the part git no longer tracks")
+
+    # -- classification ----------------------------------------------------------------------
+
+    def explain(self, fn: Func, lineage, sha: str, listed_by: str, git_view) -> dict:
+        item = {"function": fn.label, "sha": sha, "subject": self.subject.get(sha, "?"),
+                "listed_by": listed_by}
+        if sha not in self.seq:
+            item.update(kind=f"unexplained-{listed_by}", why="commit not in the index")
+            return item
+        if self.is_merge[sha]:
+            kind = "git-merge" if listed_by == "git" else "unexplained-cortex"
+            item.update(kind=kind, why=f"merge of {len(self.repo[sha].parents)} parents")
+            return item
+        commit, old, new, deleted, added = self.sides(fn, lineage, sha)
+        item["path"] = new.path if new.span else old.path
+        item["name"] = new.qualname if new.span else old.qualname
+        touched = sorted(({("-", l) for l in deleted if old.in_span(l)}
+                          | {("+", l) for l in added if new.in_span(l)}), key=lambda t: t[1])
+        created_or_gone = (old.span is None) != (new.span is None)
+        text_changed = old.text() != new.text()
+        if listed_by == "git":
+            return self._explain_git(item, fn, sha, old, new, touched, created_or_gone,
+                                     text_changed, git_view)
+        return self._explain_cortex(item, fn, lineage, sha, old, new, deleted, added, touched,
+                                    created_or_gone, text_changed, git_view)
+
+    def _explain_git(self, item, fn, sha, old, new, touched, created_or_gone, text_changed,
+                     git_view) -> dict:
+        blocks = git_view.get(sha, [])
+        minus = [(l, t) for b in blocks for l, t in b["minus"]]
+        plus = [(l, t) for b in blocks for l, t in b["plus"]]
+        if touched or created_or_gone or text_changed:
+            line = _sample_line(old, new, touched)
+            what = ("created" if new.span and not old.span else "deleted" if old.span
+                    and not new.span else "changed")
+            item.update(kind="cortex-missed", why=f"{item['name']} {what} in {item['path']}"
+                        f" (text {'differs' if text_changed else 'same'}); e.g. {line}")
+            return item
+        if old.span is None and new.span is None:
+            first = next((b["new_first"] or b["old_first"] for b in blocks), None)
+            paths = sorted({p for b in blocks for p in (b["old_path"], b["new_path"]) if p})
+            birth = self.birth(fn, git_view)
+            if birth and birth["renamed_from"]:
+                item.update(kind="cortex-unlinked-rename",
+                            why=f"git follows the lines through {birth['sha'][:10]} "
+                                f"({_clip(birth['subject'], 40)!r}), where "
+                                f"{_clip(birth['renamed_from'], 60)!r} became "
+                                f"{_clip(birth['new_first'], 60)!r} with edits; cortex starts the "
+                                f"history there ({birth['change']}); here git tracked "
+                                f"{', '.join(paths) or '?'}")
+                return item
+            origin = ""
+            if birth and birth.get("git_from"):
+                origin = (f"; at {birth['sha'][:10]} (cortex: {birth['change']}) git's range came "
+                          f"from {_clip(birth['git_from'], 50)!r}"
+                          + (", a definition still there after that commit" if birth["survives"]
+                             else ""))
+            item.update(kind="git-before-birth",
+                        why=f"no {old.qualname} in {old.path} on either side; git was tracking "
+                        f"{', '.join(paths) or '?'} from the line {_clip(first)!r}{origin}")
+            return item
+        outside = [("-", l, t) for l, t in minus if not old.in_span(l)] + \
+                  [("+", l, t) for l, t in plus if not new.in_span(l)]
+        if not outside:
+            item.update(kind="unexplained-git", why="git's patch shows no changed line outside "
+                        "the function, yet cortex's span is untouched")
+            return item
+        classes = {_outside_class(old if sign == "-" else new, l, t) for sign, l, t in outside}
+        if classes <= {"blank"}:
+            kind = "git-trailing-blank"
+        elif classes <= {"blank", "comment"}:
+            kind = "git-trailing-comment"
+        elif classes <= {"blank", "comment", "decorator"}:
+            kind = "git-trailing-decorator"
+        elif "other-def" in classes:
+            kind = "git-range-other-def"
+        else:
+            kind = "git-trailing-code"
+        sign, line, text = next((o for o in outside if _line_class(o[2]) != "blank"), outside[0])
+        span = new.span or old.span
+        item.update(kind=kind, why=f"{len(outside)} line(s) outside the function's lines "
+                    f"{span[0]}-{span[1]} changed, e.g. {sign}{line}: {_clip(text)!r}")
+        return item
+
+    def _explain_cortex(self, item, fn, lineage, sha, old, new, deleted, added, touched,
+                        created_or_gone, text_changed, git_view) -> dict:
+        change = fn.cortex_entries.get(sha, {}).get("change", "?")
+        item["cortex_change"] = change
+        if not touched and not created_or_gone and not text_changed:
+            if old.path != new.path and old.span is not None and new.span is not None:
+                item.update(kind="cortex-file-rename", why=f"{old.path} -> {new.path}; the "
+                            f"function's text is identical (cortex: {change})")
+            elif old.qualname != new.qualname and old.span is not None and new.span is not None:
+                broken = [label for label, c, path in (
+                    ("before", self.repo[sha].parents[0], old.path), ("after", self.repo[sha],
+                                                                     new.path))
+                    if not self.parses_cleanly(c, path)]
+                note = (f"; the file has a syntax error {' and '.join(broken)} the commit, which "
+                        f"changes how its definitions nest" if broken else "")
+                item.update(kind="cortex-parent-rename", why=f"{old.qualname} -> {new.qualname}; "
+                            f"the function's text is identical (cortex: {change}){note}")
+            else:
+                item.update(kind="cortex-spurious", why=f"cortex says {change!r} but no diff line "
+                            f"touches {item['name']} in {item['path']} and its text is unchanged")
+            return item
+        if (touched or created_or_gone) and not text_changed:
+            item.update(kind="diff-realignment", why=f"text identical; the diff deleted/added "
+                        f"{len(touched)} of its lines (cortex: {change})")
+            return item
+        if sha not in self.simplified(fn, lineage):
+            item.update(kind="git-simplified-away",
+                        why=f"not in `git log -- {item['path']}`: git's history simplification "
+                            f"follows, at a merge, a parent whose file is identical and drops "
+                            f"this side branch (cortex: {change}; e.g. "
+                            f"{_sample_line(old, new, touched)})")
+            return item
+        git_seqs = [self.seq[s] for s in fn.git_shas if s in self.seq]
+        if not git_seqs or self.seq[sha] < min(git_seqs):
+            if git_seqs:
+                oldest = min(fn.git_shas, key=lambda s: self.seq.get(s, 1 << 60))
+                at = fn.cortex_entries.get(oldest, {}).get("change", "not listed")
+                item.update(kind="git-stopped-early",
+                            why=f"git's history of the range begins at {oldest[:10]} "
+                                f"({self.subject.get(oldest, '?')[:50]!r}; cortex there: {at}); "
+                                f"cortex here: {change}")
+            else:
+                item.update(kind="git-stopped-early", why="git lists no commit at all")
+            return item
+        in_git = [t for t in touched if (old if t[0] == "-" else new).in_git_range(t[1])]
+        if touched and not in_git:
+            before = all(t[1] < (old if t[0] == "-" else new).defline for t in touched)
+            after = all(t[1] > (old if t[0] == "-" else new).git_end for t in touched)
+            if before:
+                item.update(kind="own-decorator", why=f"only lines above the def line changed, "
+                            f"e.g. {_sample_line(old, new, touched)}")
+                return item
+            if after:
+                side = new if new.span else old
+                cut = side.lines[side.git_end] if side.git_end < len(side.lines) else "?"
+                item.update(kind="git-range-cut-short",
+                            why=f"git's range ends before line {side.git_end + 1} "
+                                f"{_clip(cut)!r}; changed: {_sample_line(old, new, touched)}")
+                return item
+        dropped = self.merge_kept_other_side(lineage, sha)
+        if dropped:
+            m, p = dropped
+            item.update(kind="git-merge-dropped",
+                        why=f"the merge {m[:10]} ({_clip(self.subject.get(m, '?'), 40)!r}) kept "
+                            f"the function as in its parent {p[:10]}, which does not contain this "
+                            f"commit: git -L follows only that parent (cortex: {change}; e.g. "
+                            f"{_sample_line(old, new, touched)})")
+            return item
+        lost = self.shrunk(fn, lineage, sha, git_view)
+        if lost:
+            item.update(kind="git-range-shrunk", why=f"{lost}; e.g. "
+                        f"{_sample_line(old, new, touched)} (cortex: {change})")
+            return item
+        item.update(kind="unexplained-cortex",
+                    why=f"{len(touched)} changed line(s) of the function, {len(in_git)} inside "
+                        f"git's approximate range, e.g. {_sample_line(old, new, touched)} "
+                        f"(cortex: {change})")
+        return item
+
+
+def _defline(lines: list[str], sym) -> int:
+    """The def/class line of a definition: its first funcname line, after its decorators."""
+    return next((i for i in range(sym.start_line, sym.end_line + 1)
+                 if PY_FUNCNAME.match(lines[i - 1])), sym.start_line)
+
+
+def _outside_class(side: Side, line: int, text: str) -> str:
+    """What a line that git's range holds outside the function is: blank, comment, decorator
+    (of another definition), other-def (inside another definition that does not enclose the
+    function) or code (module, class or enclosing-function level)."""
+    kind = _line_class(text)
+    if kind in ("blank", "comment"):
+        return kind
+    if side.decorates(line):
+        return "decorator"
+    span = side.span
+    owners = [s for s in side.symbols if s.start_line <= line <= s.end_line]
+    if owners:
+        inner = max(owners, key=lambda s: s.start_line)
+        encloses = span is not None and inner.start_line <= span[0] and inner.end_line >= span[1]
+        if not encloses:
+            return "other-def"
+    return "code" if kind != "decorator" else "decorator"
+
+
+def _line_class(text: str) -> str:
+    s = text.strip()
+    if not s:
+        return "blank"
+    if s.startswith("#"):
+        return "comment"
+    if s.startswith("@"):
+        return "decorator"
+    return "code"
+
+
+def _clip(text: str | None, width: int = 70) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _sample_line(old: Side, new: Side, touched) -> str:
+    for sign, line in touched:
+        side = old if sign == "-" else new
+        if side.lines and line <= len(side.lines) and side.lines[line - 1].strip():
+            return f"{sign}{line}: {_clip(side.lines[line - 1])!r}"
+    if touched:
+        sign, line = touched[0]
+        return f"{sign}{line} (blank)"
+    return "(created or deleted)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description="cortex history FILE::FUNC vs git log -L :FUNC:FILE: speed (p50/p95, ratios "
+        "against git measured in the same run) and agreement (precision/recall, every "
+        "difference classified). See the docstring table of kinds at the top of this script.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("repo", type=Path, help="the git repository (not modified; git -L runs in a "
+                   "private clone under bench/.work/)")
+    p.add_argument("--db", type=Path, help="an existing index of REPO at its HEAD (default: index "
+                   "REPO into a temporary database first)")
+    p.add_argument("--sample", type=int, default=50, metavar="N", help="functions (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--kinds", default="function,method",
+                   help="symbol kinds to sample (default: function,method; class allowed)")
+    p.add_argument("--git-runs", type=int, default=1, help="git log -L runs per function, best "
+                   "kept (default 1: it is the slow one)")
+    p.add_argument("--cli-runs", type=int, default=3, help="cortex subprocess runs per function, "
+                   "best kept (default 3)")
+    p.add_argument("--inproc-runs", type=int, default=5, help="in-process runs, best kept "
+                   "(default 5, after one warm-up call)")
+    p.add_argument("--commit-graph", action="store_true", help="write a commit-graph with "
+                   "changed-path Bloom filters in the private clone first (git's best case)")
+    p.add_argument("--examples", type=int, default=3, help="examples printed per kind (default 3)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    repo_path = args.repo.resolve()
+    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    import apsw
+    import pygit2
+    from cortex_core.store import open_reader
+
+    env = bl.environment(repo_path)
+    head_sha = env["repository"]["head"]
+    work = bl.work_dir("history-", args.keep)
+    report: dict = {"benchmark": "history", "environment": env, "config": {
+        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    try:
+        cortex = bl.cortex_command()
+        if args.db is None:
+            db = work / "cortex.db"
+            log(f"indexing {repo_path} into {db} ...")
+            r = bl.run([*cortex, "index", "--repo", str(repo_path), "--db", str(db), "--quiet",
+                        "--json"])
+            report["index"] = {"db": str(db), "seconds": r.seconds}
+        else:
+            db = args.db.resolve()
+            report["index"] = {"db": str(db), "seconds": None}
+        con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        indexed_head = con.execute("select value from meta where key = 'head'").fetchone()
+        if not indexed_head or indexed_head[0] != head_sha:
+            raise SystemExit(f"bench_history: {db} indexes {indexed_head and indexed_head[0]}, "
+                             f"not {repo_path}'s HEAD {head_sha}; run `cortex index` first")
+
+        repo = pygit2.Repository(str(repo_path))
+        head = repo[head_sha]
+        funcs, skipped, candidates = sample_functions(
+            con, repo, head, args.sample, args.seed, args.kinds.split(","))
+        report["sample"] = {"requested": args.sample, "taken": len(funcs),
+                            "candidates": candidates, "skipped": skipped}
+        log(f"sampled {len(funcs)} of {candidates} candidates; skipped {skipped}")
+
+        clone = bl.private_clone(repo_path, work / "clone", checkout=False)
+        (clone / ".git" / "info").mkdir(parents=True, exist_ok=True)
+        (clone / ".git" / "info" / "attributes").write_text("*.py diff=python\n")
+        if args.commit_graph:
+            bl.run(["git", "-C", str(clone), "commit-graph", "write", "--reachable",
+                    "--changed-paths"])
+        report["git_clone"] = {"commit_graph": args.commit_graph,
+                               "attributes": "*.py diff=python"}
+
+        reader = open_reader(db)
+        mismatched_inproc = []
+        for i, fn in enumerate(funcs, 1):
+            time_git(clone, fn, head_sha, args.git_runs)
+            time_cli(cortex, repo_path, db, fn, args.cli_runs)
+            shas = time_in_process(reader, fn, args.inproc_runs)
+            if shas != fn.cortex_shas:
+                mismatched_inproc.append(fn.label)
+            log(f"[{i}/{len(funcs)}] {fn.label}: git {bl.fmt_seconds(fn.git_seconds)} "
+                f"({len(fn.git_shas)}), cortex {bl.fmt_seconds(fn.cli_seconds)} / "
+                f"{bl.fmt_seconds(fn.inproc_seconds)} ({len(fn.cortex_shas)})")
+        report["timings"] = timings(funcs)
+        report["in_process_matches_subprocess"] = not mismatched_inproc
+        report["in_process_mismatches"] = mismatched_inproc
+
+        explainer = Explainer(repo, con, clone, head_sha)
+        report["agreement"], report["differences"], report["functions"] = agreement(
+            funcs, explainer, log)
+    finally:
+        if not args.keep:
+            bl.remove(work)
+    if args.json:
+        bl.dump_json(report)
+    else:
+        print(render(report, args.examples))
+    return 0
+
+
+def timings(funcs: list[Func]) -> dict:
+    out = {}
+    for key, attr in (("git_log_L", "git_seconds"), ("cortex_subprocess", "cli_seconds"),
+                      ("cortex_in_process", "inproc_seconds")):
+        values = [getattr(f, attr) for f in funcs]
+        out[key] = {"p50": bl.percentile(values, 50), "p95": bl.percentile(values, 95),
+                    "min": min(values), "max": max(values)}
+    g = out["git_log_L"]
+    for key in ("cortex_subprocess", "cortex_in_process"):
+        per = [f.git_seconds / getattr(f, "cli_seconds" if key == "cortex_subprocess"
+                                        else "inproc_seconds") for f in funcs]
+        out[key]["git_over_this"] = {
+            "p50": bl.ratio(g["p50"], out[key]["p50"]), "p95": bl.ratio(g["p95"], out[key]["p95"]),
+            "per_function_median": bl.percentile(per, 50), "per_function_min": min(per),
+            "functions_faster_than_git": sum(1 for r in per if r > 1)}
+    out["goals"] = {
+        "subprocess_beats_git_p50": out["cortex_subprocess"]["git_over_this"]["p50"] > 1,
+        "subprocess_beats_git_every_function":
+            out["cortex_subprocess"]["git_over_this"]["per_function_min"] > 1,
+        "in_process_100x_p50": out["cortex_in_process"]["git_over_this"]["p50"] >= 100,
+    }
+    return out
+
+
+def agreement(funcs: list[Func], explainer: Explainer, log):
+    per_function = []
+    items: list[dict] = []
+    tp = n_git = n_cortex = exact = 0
+    precisions, recalls = [], []
+    for fn in funcs:
+        g, c = set(fn.git_shas), set(fn.cortex_shas)
+        common = len(g & c)
+        tp, n_git, n_cortex = tp + common, n_git + len(g), n_cortex + len(c)
+        exact += g == c
+        precisions.append(common / len(c) if c else 1.0)
+        recalls.append(common / len(g) if g else 1.0)
+        row = {"function": fn.label, "git": len(g), "cortex": len(c), "common": common,
+               "git_seconds": fn.git_seconds, "cortex_subprocess_seconds": fn.cli_seconds,
+               "cortex_in_process_seconds": fn.inproc_seconds, "differences": []}
+        if g != c:
+            lineage = explainer.lineage(fn.symbol_id)
+            git_view = explainer.git_patch(fn)
+            for sha, by in [(s, "git") for s in fn.git_shas if s not in c] + \
+                           [(s, "cortex") for s in fn.cortex_shas if s not in g]:
+                try:
+                    item = explainer.explain(fn, lineage, sha, by, git_view)
+                except Exception as exc:  # noqa: BLE001 - report it, keep going
+                    item = {"function": fn.label, "sha": sha, "listed_by": by,
+                            "subject": explainer.subject.get(sha, "?"),
+                            "kind": f"unexplained-{by}", "why": f"explainer failed: {exc!r}"}
+                items.append(item)
+                row["differences"].append({k: item[k] for k in ("sha", "listed_by", "kind")})
+        per_function.append(row)
+    n = len(funcs)
+    # The same figures once git's merges are left out: cortex never lists merges by design.
+    merges = sum(1 for i in items if i["kind"] == "git-merge")
+    agreement_ = {
+        "functions": n,
+        "exact_match_rate": exact / n if n else None,
+        "precision_micro": tp / n_cortex if n_cortex else None,
+        "recall_micro": tp / n_git if n_git else None,
+        "precision_macro": sum(precisions) / n if n else None,
+        "recall_macro": sum(recalls) / n if n else None,
+        "commits_git": n_git, "commits_cortex": n_cortex, "commits_common": tp,
+        "recall_micro_without_git_merges": tp / (n_git - merges) if n_git - merges else None,
+        "git_only": sum(1 for i in items if i["listed_by"] == "git"),
+        "cortex_only": sum(1 for i in items if i["listed_by"] == "cortex"),
+    }
+    kinds: dict[str, dict] = {}
+    for item in items:
+        k = kinds.setdefault(item["kind"], {
+            "listed_by": KINDS.get(item["kind"], ("?",))[0],
+            "bug": KINDS.get(item["kind"], ("", "?"))[1],
+            "meaning": KINDS.get(item["kind"], ("", "", "?"))[2],
+            "count": 0, "functions": set(), "items": []})
+        k["count"] += 1
+        k["functions"].add(item["function"])
+        k["items"].append(item)
+    for k in kinds.values():
+        k["functions"] = len(k["functions"])
+    differences = dict(sorted(kinds.items(), key=lambda kv: -kv[1]["count"]))
+    return agreement_, differences, per_function
+
+
+def render(report: dict, examples: int) -> str:
+    out = ["cortex history vs git log -L", "=" * 28, *bl.environment_lines(report["environment"])]
+    idx = report["index"]
+    if idx.get("seconds") is not None:
+        out.append(f"index built for this run in {bl.fmt_seconds(idx['seconds'])}")
+    s = report["sample"]
+    out.append(f"sample: {s['taken']} functions of {s['candidates']} candidates "
+               f"(seed {report['config']['seed']}); skipped while sampling: "
+               + ", ".join(f"{v} {k}" for k, v in s["skipped"].items() if v))
+    t = report["timings"]
+    out += ["", "Speed (baseline: git log -L in the same run; ratio = git time / cortex time)"]
+    rows = []
+    for key, label in (("git_log_L", "git log -L -s (baseline)"),
+                       ("cortex_subprocess", "cortex history --json (subprocess)"),
+                       ("cortex_in_process", "history() in process, warm")):
+        v = t[key]
+        r = v.get("git_over_this")
+        rows.append([label, bl.fmt_seconds(v["p50"]), bl.fmt_seconds(v["p95"]),
+                     f"{r['p50']:.1f}x" if r else "1x", f"{r['p95']:.1f}x" if r else "1x",
+                     f"{r['per_function_median']:.1f}x / {r['per_function_min']:.1f}x"
+                     if r else "-"])
+    out.append(bl.table(rows, ["", "p50", "p95", "git/this p50", "git/this p95",
+                               "per-function median / min"]))
+    g = t["goals"]
+    sub = t["cortex_subprocess"]["git_over_this"]
+    out.append(f"goal: subprocess beats git -L: {'yes' if g['subprocess_beats_git_p50'] else 'NO'}"
+               f" at p50; faster on {sub['functions_faster_than_git']}/{s['taken']} functions")
+    out.append(f"goal: in process >= 100x faster than git -L (p50): "
+               f"{'yes' if g['in_process_100x_p50'] else 'NO'}")
+    if not report["in_process_matches_subprocess"]:
+        out.append(f"WARNING: in-process and subprocess answers differ for "
+                   f"{report['in_process_mismatches']}")
+    a = report["agreement"]
+    out += ["", "Agreement (reference: git log -L; precision = cortex commits git also lists, "
+            "recall = git commits cortex also lists)"]
+    out.append(bl.table([
+        ["functions with identical commit sets", f"{a['exact_match_rate']:.0%}"],
+        ["precision (micro / macro)", f"{a['precision_micro']:.3f} / {a['precision_macro']:.3f}"],
+        ["recall (micro / macro)", f"{a['recall_micro']:.3f} / {a['recall_macro']:.3f}"],
+        ["recall without git's merge commits", f"{a['recall_micro_without_git_merges']:.3f}"],
+        ["commits: git / cortex / both", f"{a['commits_git']} / {a['commits_cortex']} / "
+                                          f"{a['commits_common']}"],
+        ["listed by git only / cortex only", f"{a['git_only']} / {a['cortex_only']}"],
+    ], ["", ""]))
+    d = report["differences"]
+    out += ["", "Differences by kind (each: one commit of one function; see the script's "
+            "docstring)"]
+    out.append(bl.table([[k, v["listed_by"], v["bug"], str(v["count"]), str(v["functions"]),
+                          v["meaning"]] for k, v in d.items()],
+                        ["kind", "listed by", "bug?", "commits", "functions", "meaning"]))
+    for kind, v in d.items():
+        out += ["", f"{kind} ({v['count']}):"]
+        seen = set()
+        shown = 0
+        for item in v["items"]:  # prefer examples from different functions
+            if item["function"] in seen and len(seen) < v["functions"]:
+                continue
+            seen.add(item["function"])
+            out.append(f"  {item['sha'][:10]} {_clip(item['subject'], 60)!r}")
+            out.append(f"      {item['function']}: {item['why']}")
+            shown += 1
+            if shown >= examples:
+                break
+    bugs = [(k, v) for k, v in d.items() if v["bug"] in ("BUG", "?", "gap")]
+    out += ["", "Possible cortex bugs / unexplained: " +
+            (", ".join(f"{k} x{v['count']}" for k, v in bugs) if bugs else "none")]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
