@@ -102,7 +102,8 @@ class _Indexer:
         old_tips = [sha for sha in json.loads(get_meta(con, "tips", "[]")) if self._exists(sha)]
         known = {sha: (cid, bool(r)) for cid, sha, r in con.execute(
             "select id, sha, reachable from commits")}
-        lost_tips = bool(known) and not old_tips  # recorded tips were garbage-collected
+        # No usable tips: an interrupted run, or tips garbage-collected after a rewrite.
+        lost_tips = bool(known) and not old_tips
 
         walked = self._walk(tips, hide=old_tips)
         new = [c for c in walked if str(c.id) not in known]
@@ -119,6 +120,9 @@ class _Indexer:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
             set_meta(con, "all_branches", "1" if all_branches else "0")
+            # Forget the tips until this run completes: a run that dies half-way leaves commits
+            # that no recorded tip accounts for, so the next run recomputes reachability fully.
+            set_meta(con, "tips", "[]")
 
         self._ingest(new)
         head = self.repo.head.peel(pygit2.Commit)
@@ -278,13 +282,15 @@ class _Indexer:
         new_lang = language_for_path(new_path) if new_blob is not None else None
         if old_lang is None and new_lang is None:
             return None
-        old_syms = (self.parser.symbols(old_lang, str(old_blob.id), old_blob.data)
-                    if old_lang else [])
+        old_data = old_blob.data if old_lang else b""
+        new_data = new_blob.data if new_lang else b""
+        old_syms = self.parser.symbols(old_lang, str(old_blob.id), old_data) if old_lang else []
         base = (str(old_blob.id), hunks) if old_lang and old_lang == new_lang else None
-        new_syms = (self.parser.symbols(new_lang, str(new_blob.id), new_blob.data, base)
+        new_syms = (self.parser.symbols(new_lang, str(new_blob.id), new_data, base)
                     if new_lang else [])
         return FileSymbols(old_file_id=old_file_id if old_file_id is not None else file_id,
-                           new_file_id=file_id, old=old_syms, new=new_syms, hunks=hunks)
+                           new_file_id=file_id, old=old_syms, new=new_syms, hunks=hunks,
+                           old_source=old_data, new_source=new_data)
 
     def _write_symbol_changes(self, commit_id: int, changes: list[SymbolChange]) -> None:
         rows = []

@@ -245,3 +245,31 @@ def test_commit_metadata_trailers_and_kind(repo, cortex):
         " from commits").fetchone()
     assert row == ("fix(parser): handle empty input", "The parser crashed on b''.", "fix", "Bob",
                    "bob@example.com", 1, 1)
+
+
+def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex):
+    repo.write("a.py", "def f():\n    return 0\n")
+    base = repo.commit("base", days_ago=9)
+    cortex.index()
+    for i in (1, 2, 3):
+        repo.write("a.py", f"def f():\n    return {i}\n")
+        repo.commit(f"c{i}", days_ago=9 - i)
+
+    def stop_at_two(done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    import cortex_core.ingest as ingest
+    original = ingest.BATCH_SECONDS
+    ingest.BATCH_SECONDS = 0.0
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cortex.index(progress=stop_at_two)
+    finally:
+        ingest.BATCH_SECONDS = original
+    repo.git("reset", "-q", "--hard", base)
+    repo.write("a.py", "def f():\n    return 9\n")
+    repo.commit("rewritten", days_ago=1)
+    summary = cortex.index()
+    assert (summary.new_commits, summary.marked_unreachable, summary.total_commits) == (1, 1, 2)
+    assert subjects(cortex.reader(), "a.py", "f") == ["rewritten", "base"]
