@@ -99,8 +99,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         sid, qualname, kind, alive, start, end = found
         return Target(file_id, path, sid, qualname, kind, bool(alive), start, end)
     names = [r[1] for r in rows]
-    close = [q for q, *_ in ((r[1],) for r in suffix)][:5] or \
-        difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    close = [r[1] for r in suffix][:5] or difflib.get_close_matches(name, names, n=5, cutoff=0.5)
     elsewhere = [p for (p,) in con.execute(
         "select f.path from symbols s join files f on f.id = s.file_id"
         " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
