@@ -10,27 +10,26 @@ their own transactions, so a killed run leaves a consistent store that the next 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pygit2
-from pygit2.enums import DiffFind, SortMode
+from pygit2.enums import SortMode
 
+from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .errors import EmptyRepository, NotARepository
 from .languages import language_for_path
-from .messages import classify, split_message
+from .read_pool import read_parallel
 from .skip_rules import skip_by_content, skip_by_path
 from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
-from .symbol_changes import FileSymbols, SymbolChange, match_commit
-from .symbols import SymbolParser
+from .symbols import Symbol
 
-GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
-BATCH_SECONDS = 1.0      # a batch transaction commits at least this often
-# Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
-_UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule"})
+BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
+PARALLEL_MIN_COMMITS = 500   # below this, starting worker processes costs more than it saves
 
 ProgressFn = Callable[[int, int], None]
 
@@ -64,8 +63,11 @@ def open_repository(repo_root: Path) -> pygit2.Repository:
 
 def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                      all_branches: bool | None = None, rebuild: bool = False,
-                     wait_seconds: float = 10.0, progress: ProgressFn | None = None) -> IndexSummary:
-    """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`."""
+                     wait_seconds: float = 10.0, progress: ProgressFn | None = None,
+                     jobs: int | None = None) -> IndexSummary:
+    """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`.
+
+    `jobs`: processes reading commits in long runs (default: one per CPU, at most 4)."""
     repo = open_repository(repo_root)
     started = time.monotonic()
     with writer_lock(db_path, wait_seconds):
@@ -73,24 +75,29 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             remove_database(db_path)
         con = open_writer(db_path)
         try:
-            return _Indexer(repo, con, settings, progress).run(all_branches, started, rebuild)
+            jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
+            indexer = _Indexer(repo, con, settings, progress, max(1, jobs))
+            return indexer.run(all_branches, started, rebuild)
         finally:
             con.close()
 
 
 class _Indexer:
-    def __init__(self, repo: pygit2.Repository, con, settings: Settings, progress: ProgressFn | None):
+    def __init__(self, repo: pygit2.Repository, con, settings: Settings,
+                 progress: ProgressFn | None, jobs: int):
         self.repo = repo
         self.con = con
         self.settings = settings.index
         self.progress = progress
-        self.parser = SymbolParser()
+        self.jobs = jobs
+        self.reader = CommitReader(repo, self.settings)
         self.file_ids: dict[str, int] = dict(con.execute("select path, id from files"))
         self.symbol_ids: dict[tuple[int, str], int] = {
             (f, q): i for i, f, q in con.execute("select id, file_id, qualname from symbols")}
         self.file_changes = 0
         self.symbol_changes = 0
         self.skipped = 0
+        self.parses = 0
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -136,7 +143,7 @@ class _Indexer:
             head=str(head.id), new_commits=len(new), total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
-            skipped_file_changes=self.skipped, blobs_parsed=self.parser.parse_count(),
+            skipped_file_changes=self.skipped, blobs_parsed=self.parses,
             seconds=time.monotonic() - started, rebuilt=rebuilt)
 
     def _tips(self, all_branches: bool) -> list[str]:
@@ -166,16 +173,17 @@ class _Indexer:
         return list(walker)
 
     def _ingest(self, commits: list[pygit2.Commit]) -> None:
-        con = self.con
-        seq = con.execute("select coalesce(max(seq), 0) from commits").get
-        total, done, batch_start = len(commits), 0, time.monotonic()
+        """Read and store `commits`, in transactions of about BATCH_SECONDS each."""
+        seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
+        total = len(commits)
         if self.progress:
             self.progress(0, total)
+        records = self._records(commits)
+        done, batch_start = 0, time.monotonic()
         while done < total:
-            with con:
-                while done < total:
-                    seq += 1
-                    self._ingest_commit(commits[done], seq)
+            with self.con:
+                for position, record in records:
+                    self._write(record, seq0 + position)
                     done += 1
                     if self.progress:
                         self.progress(done, total)
@@ -183,128 +191,48 @@ class _Indexer:
                         break
             batch_start = time.monotonic()
 
-    # -- one commit --------------------------------------------------------------------------
+    def _records(self, commits: list[pygit2.Commit]):
+        """(position, record) of every commit: read here, or by worker processes for long runs."""
+        if self.jobs > 1 and len(commits) >= PARALLEL_MIN_COMMITS:
+            return read_parallel(self.repo.workdir, self.settings,
+                                 [str(c.id) for c in commits], self.jobs)
+        return ((i, self.reader.read(c)) for i, c in enumerate(commits))
 
-    def _ingest_commit(self, commit: pygit2.Commit, seq: int) -> None:
-        parents = [str(p) for p in commit.parent_ids]
-        subject, body = split_message(_message(commit), self.settings.drop_trailers)
-        is_merge = len(parents) > 1
-        author = commit.author
+    def _write(self, record: CommitRecord, seq: int) -> None:
+        added = sum(f.added or 0 for f in record.files)
+        deleted = sum(f.deleted or 0 for f in record.files)
         commit_id = self.con.execute(
             "insert into commits(sha, seq, parents, author_name, author_email, author_time,"
-            " author_offset, committer_time, subject, body, kind, is_merge)"
-            " values (?,?,?,?,?,?,?,?,?,?,?,?) returning id",
-            (str(commit.id), seq, " ".join(parents), _text(author.raw_name),
-             _text(author.raw_email), author.time, author.offset, commit.commit_time, subject, body,
-             classify(subject, is_merge), int(is_merge))).get
-        if is_merge:
-            return  # merges contribute no hunks: their changes are already in the merged commits
-        if parents:
-            diff = self.repo.diff(commit.parents[0].tree, commit.tree, context_lines=0,
-                                  interhunk_lines=0)
-        else:
-            diff = commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
-        # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
-        diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=1000)
-
-        files: list[FileSymbols] = []
-        added = deleted = count = 0
-        for delta in diff.deltas:
-            count += 1
-            result = self._ingest_file(commit_id, delta, count > self.settings.max_commit_files)
-            added += result[0] or 0
-            deleted += result[1] or 0
-            if result[2] is not None:
-                files.append(result[2])
-        self.con.execute("update commits set files_changed = ?, lines_added = ?, lines_deleted = ?"
-                         " where id = ?", (count, added, deleted, commit_id))
-        self._write_symbol_changes(commit_id, match_commit(files))
-
-    def _ingest_file(self, commit_id: int, delta, over_limit: bool):
-        status = delta.status_char()
-        old_path = _text(delta.old_file.raw_path)
-        new_path = _text(delta.new_file.raw_path)
-        path = old_path if status == "D" else new_path
-        file_id = self._file_id(path)
-        old_file_id = self._file_id(old_path) if status in ("R", "C") else None
-
-        if over_limit:
-            reason = "commit too large"
-        elif GITLINK_MODE in (delta.old_file.mode, delta.new_file.mode):
-            reason = "submodule"
-        else:
-            reason = skip_by_path(path, self.settings)
-        old_blob = self._blob(delta.old_file.id) if status != "A" else None
-        new_blob = self._blob(delta.new_file.id) if status != "D" else None
-        if reason not in _UNREADABLE:
-            # The file is judged by its new content (its old one when deleted), but binary or
-            # oversized content on either side bounds what follows: no patch at all.
-            for blob in (new_blob, old_blob):
-                if blob is None:
-                    continue
-                content_reason = ("binary" if blob.is_binary
-                                  else skip_by_content(blob.data, self.settings))
-                if content_reason in _UNREADABLE:
-                    reason = content_reason
-                    break
-                if reason is None and (blob is new_blob or new_blob is None):
-                    reason = content_reason
-
-        added = deleted = None
-        hunks: list[tuple[int, int, int, int]] = []
-        if reason not in _UNREADABLE:
-            # From the blobs already loaded: `diff[index]` would read and inflate them again.
-            patch = pygit2.Patch.create_from(old_blob, new_blob, context_lines=0,
-                                             interhunk_lines=0)
-            _, added, deleted = patch.line_stats
-            if added + deleted > self.settings.max_diff_lines:
-                reason = reason or "diff too large"
-            elif reason is None:
-                hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
-        self.con.execute(
-            "insert or replace into file_changes(commit_id, file_id, old_file_id, status, added,"
-            " deleted, skip_reason) values (?,?,?,?,?,?,?)",
-            (commit_id, file_id, old_file_id, status, added, deleted, reason))
-        if hunks:
-            self.con.executemany(
-                "insert into hunks(commit_id, file_id, old_start, old_lines, new_start, new_lines)"
-                " values (?,?,?,?,?,?)", ((commit_id, file_id, *h) for h in hunks))
-        self.file_changes += 1
-        if reason is not None:
-            self.skipped += 1
-            return added, deleted, None
-        return added, deleted, self._file_symbols(file_id, old_file_id, old_path, new_path,
-                                                  old_blob, new_blob, hunks)
-
-    def _file_symbols(self, file_id, old_file_id, old_path, new_path, old_blob, new_blob,
-                      hunks) -> FileSymbols | None:
-        old_lang = language_for_path(old_path) if old_blob is not None else None
-        new_lang = language_for_path(new_path) if new_blob is not None else None
-        if old_lang is None and new_lang is None:
-            return None
-        old_data = old_blob.data if old_lang else b""
-        new_data = new_blob.data if new_lang else b""
-        old_syms = self.parser.symbols(old_lang, str(old_blob.id), old_data) if old_lang else []
-        base = (str(old_blob.id), hunks) if old_lang and old_lang == new_lang else None
-        new_syms = (self.parser.symbols(new_lang, str(new_blob.id), new_data, base)
-                    if new_lang else [])
-        return FileSymbols(old_file_id=old_file_id if old_file_id is not None else file_id,
-                           new_file_id=file_id, old=old_syms, new=new_syms, hunks=hunks,
-                           old_source=old_data, new_source=new_data)
-
-    def _write_symbol_changes(self, commit_id: int, changes: list[SymbolChange]) -> None:
+            " author_offset, committer_time, subject, body, kind, is_merge, files_changed,"
+            " lines_added, lines_deleted) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            (record.sha, seq, " ".join(record.parents), record.author_name, record.author_email,
+             record.author_time, record.author_offset, record.committer_time, record.subject,
+             record.body, record.kind, int(record.is_merge), len(record.files), added,
+             deleted)).get
+        for f in record.files:
+            file_id = self._file_id(f.path)
+            old_file_id = self._file_id(f.old_path) if f.old_path is not None else None
+            self.con.execute(
+                "insert or replace into file_changes(commit_id, file_id, old_file_id, status,"
+                " added, deleted, skip_reason) values (?,?,?,?,?,?,?)",
+                (commit_id, file_id, old_file_id, f.status, f.added, f.deleted, f.skip_reason))
+            if f.hunks:
+                self.con.executemany(
+                    "insert into hunks(commit_id, file_id, old_start, old_lines, new_start,"
+                    " new_lines) values (?,?,?,?,?,?)", ((commit_id, file_id, *h) for h in f.hunks))
+            self.file_changes += 1
+            self.skipped += f.skip_reason is not None
         rows = []
-        for change in changes:
-            symbol_id = self._symbol_id(change.file_id, change.symbol.qualname, change.symbol.name,
-                                        change.symbol.kind)
-            from_id = (self._symbol_id(change.from_file_id, change.from_symbol.qualname,
-                                       change.from_symbol.name, change.from_symbol.kind)
+        for change in record.symbols:
+            symbol_id = self._symbol_id(self._file_id(change.path), change.symbol)
+            from_id = (self._symbol_id(self._file_id(change.from_path), change.from_symbol)
                        if change.from_symbol is not None else None)
             rows.append((symbol_id, commit_id, change.change, change.added, change.deleted, from_id))
         self.con.executemany(
             "insert or replace into symbol_changes(symbol_id, commit_id, change, added, deleted,"
             " from_symbol_id) values (?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
+        self.parses += record.parses
 
     # -- HEAD --------------------------------------------------------------------------------
 
@@ -330,19 +258,21 @@ class _Indexer:
         language = language_for_path(path)
         symbols = []
         if language and reason is None:
-            blob = self._blob(pygit2.Oid(hex=blob_id))
+            blob = self.reader.blob(pygit2.Oid(hex=blob_id))
             if blob is None:
                 reason = "missing"
             else:
                 reason = "binary" if blob.is_binary else skip_by_content(blob.data, self.settings)
                 if reason is None:
-                    symbols = self.parser.symbols(language, blob_id, blob.data)
+                    before = self.reader.parser.parse_count()
+                    symbols = self.reader.parser.symbols(language, blob_id, blob.data)
+                    self.parses += self.reader.parser.parse_count() - before
         self.con.execute("insert or replace into head_files(file_id, blob, skip_reason)"
                          " values (?,?,?)", (file_id, blob_id, reason))
         self.con.execute("update files set language = ? where id = ?", (language, file_id))
         spans = []
         for sym in symbols:
-            symbol_id = self._symbol_id(file_id, sym.qualname, sym.name, sym.kind)
+            symbol_id = self._symbol_id(file_id, sym)
             spans.append((symbol_id, sym.start_line, sym.end_line))
         self.con.executemany("update symbols set alive = 1 where id = ?",
                              ((s,) for s, _, _ in spans))
@@ -364,22 +294,15 @@ class _Indexer:
             self.file_ids[path] = file_id
         return file_id
 
-    def _symbol_id(self, file_id: int, qualname: str, name: str, kind: str) -> int:
-        key = (file_id, qualname)
+    def _symbol_id(self, file_id: int, symbol: Symbol) -> int:
+        key = (file_id, symbol.qualname)
         symbol_id = self.symbol_ids.get(key)
         if symbol_id is None:
             symbol_id = self.con.execute(
                 "insert into symbols(file_id, qualname, name, kind) values (?,?,?,?) returning id",
-                (file_id, qualname, name, kind)).get
+                (file_id, symbol.qualname, symbol.name, symbol.kind)).get
             self.symbol_ids[key] = symbol_id
         return symbol_id
-
-    def _blob(self, oid) -> pygit2.Blob | None:
-        try:
-            obj = self.repo.get(oid)
-        except (ValueError, pygit2.GitError):
-            return None
-        return obj if isinstance(obj, pygit2.Blob) else None
 
 
 def _tree_blobs(tree: pygit2.Tree, prefix: str = ""):
@@ -388,22 +311,8 @@ def _tree_blobs(tree: pygit2.Tree, prefix: str = ""):
     while stack:
         current, base = stack.pop()
         for entry in current:
-            name = base + _text(entry.raw_name)
+            name = base + text(entry.raw_name)
             if entry.type_str == "tree":
                 stack.append((entry, name + "/"))
             elif entry.type_str == "blob":
                 yield name, str(entry.id)
-
-
-def _text(raw: bytes | str) -> str:
-    """Repository text (names, paths, messages) is untrusted bytes: decode without failing."""
-    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
-
-
-def _message(commit: pygit2.Commit) -> str:
-    encoding = commit.message_encoding or "utf-8"
-    try:
-        return commit.raw_message.decode(encoding, "replace")
-    except LookupError:  # an encoding name git accepted but Python does not know
-        return commit.raw_message.decode("utf-8", "replace")
-

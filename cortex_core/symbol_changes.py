@@ -6,6 +6,7 @@ blob's. Then symbols that disappeared are paired with symbols that appeared in t
 that a rename or a move continues one history instead of ending one and starting another:
 
 1. the same body fingerprint (text with the symbol's own name masked), unique on both sides;
+   computed here, for these candidates only, from the blobs' text;
 2. children of a pair follow their parent (class `Old` renamed to `New`: `Old.m` -> `New.m`),
    and a parent follows its children when both sides are otherwise unpaired;
 3. the same qualified name in another file, unique on both sides (a move with edits);
@@ -17,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from .symbols import Symbol
+from .symbols import Symbol, body_hash
 
 Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
 
@@ -25,21 +26,24 @@ Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (
 @dataclass
 class FileSymbols:
     """One changed file of a commit: its identities before and after, and its parsed blobs."""
-    old_file_id: int
-    new_file_id: int
+    old_path: str
+    new_path: str
     old: list[Symbol]
     new: list[Symbol]
     hunks: list[Hunk] = field(default_factory=list)
+    # The blobs' text, for the fingerprints of symbols that appear or disappear.
+    old_source: bytes = b""
+    new_source: bytes = b""
 
 
 @dataclass(frozen=True)
 class SymbolChange:
-    file_id: int
+    path: str
     symbol: Symbol
     change: str  # added | modified | deleted | renamed | moved
     added: int
     deleted: int
-    from_file_id: int | None = None
+    from_path: str | None = None
     from_symbol: Symbol | None = None
 
 
@@ -64,15 +68,22 @@ def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]]) -> dict[str,
         total -= max(0, ends[last - 1] - hi)
         return total
 
-    inside = [overlap(s.start_line, s.end_line) for s in symbols]
-    own = list(inside)
-    for i, sym in enumerate(symbols):
-        if sym.parent >= 0:
-            own[sym.parent] -= inside[i]
+    # Most symbols of a file lie outside a commit's few hunks: only those around them are looked
+    # at closely, and only the symbols holding changed lines are credited.
+    lo, hi = starts[0], ends[-1]
+    inside = {i: lines for i, s in enumerate(symbols)
+              if s.end_line >= lo and s.start_line <= hi
+              and (lines := overlap(s.start_line, s.end_line))}
+    own = dict(inside)
+    for i, lines in inside.items():
+        parent = symbols[i].parent
+        if parent >= 0:
+            own[parent] = own.get(parent, 0) - lines
     credit: dict[str, int] = {}
-    for sym, lines in zip(symbols, own):
+    for i, lines in own.items():
         if lines > 0:
-            credit[sym.qualname] = credit.get(sym.qualname, 0) + lines
+            qualname = symbols[i].qualname
+            credit[qualname] = credit.get(qualname, 0) + lines
     return credit
 
 
@@ -86,9 +97,10 @@ def hunk_ranges(hunks: list[Hunk]) -> tuple[list[tuple[int, int]], list[tuple[in
 @dataclass
 class _Side:
     """A symbol that only one side of the commit has: a candidate for pairing."""
-    file_id: int
+    path: str
     symbol: Symbol
     lines: int
+    source: bytes  # the blob the symbol was read from
     paired: bool = False
 
 
@@ -103,32 +115,32 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
         plus = own_lines(f.new, added_ranges)
         old_by_name = _first_by_qualname(f.old)
         new_by_name = _first_by_qualname(f.new)
-        moved_file = f.old_file_id != f.new_file_id
+        moved_file = f.old_path != f.new_path
         for qualname, sym in new_by_name.items():
             a, d = plus.get(qualname, 0), minus.get(qualname, 0)
             before = old_by_name.get(qualname)
             if before is None:
-                born.append(_Side(f.new_file_id, sym, a))
+                born.append(_Side(f.new_path, sym, a, f.new_source))
             elif moved_file:
-                changes.append(SymbolChange(f.new_file_id, sym, "moved", a, d,
-                                            f.old_file_id, before))
-                changes.append(SymbolChange(f.old_file_id, before, "moved", 0, d))
+                changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
+                                            f.old_path, before))
+                changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
             elif a or d:
-                changes.append(SymbolChange(f.new_file_id, sym, "modified", a, d))
+                changes.append(SymbolChange(f.new_path, sym, "modified", a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
-                gone.append(_Side(f.old_file_id, sym, minus.get(qualname, 0)))
+                gone.append(_Side(f.old_path, sym, minus.get(qualname, 0), f.old_source))
 
     pairs = _pair(gone, born)
     for old, new in pairs:
-        change = "renamed" if old.file_id == new.file_id else "moved"
-        changes.append(SymbolChange(new.file_id, new.symbol, change, new.lines, old.lines,
-                                    old.file_id, old.symbol))
+        change = "renamed" if old.path == new.path else "moved"
+        changes.append(SymbolChange(new.path, new.symbol, change, new.lines, old.lines,
+                                    old.path, old.symbol))
         # The old identity's history ends with the same event (not with a deletion).
-        changes.append(SymbolChange(old.file_id, old.symbol, change, 0, old.lines))
-    changes.extend(SymbolChange(s.file_id, s.symbol, "added", s.lines, 0)
+        changes.append(SymbolChange(old.path, old.symbol, change, 0, old.lines))
+    changes.extend(SymbolChange(s.path, s.symbol, "added", s.lines, 0)
                    for s in born if not s.paired)
-    changes.extend(SymbolChange(s.file_id, s.symbol, "deleted", 0, s.lines)
+    changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
     return changes
 
@@ -149,35 +161,35 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
         pairs.append((old, new))
 
     # 1. Unique body fingerprints.
-    for key in _unique_keys(gone, born, lambda s: s.symbol.body_hash or None):
+    for key in _unique_keys(gone, born, lambda s: body_hash(s.symbol, s.source) or None):
         link(*key)
     # 2. Parents and children follow each other, until nothing more pairs.
-    gone_at = {(s.file_id, s.symbol.qualname): s for s in gone}
-    born_at = {(s.file_id, s.symbol.qualname): s for s in born}
+    gone_at = {(s.path, s.symbol.qualname): s for s in gone}
+    born_at = {(s.path, s.symbol.qualname): s for s in born}
     gone_children: dict[tuple[int, str], list[_Side]] = {}
     for s in gone:
-        gone_children.setdefault((s.file_id, _parent_name(s.symbol.qualname)), []).append(s)
+        gone_children.setdefault((s.path, _parent_name(s.symbol.qualname)), []).append(s)
     queue = list(pairs)
     while queue:
         old, new = queue.pop()
         # Direct children only: grandchildren follow when their parent's pair is dequeued.
-        for child in gone_children.get((old.file_id, old.symbol.qualname), ()):
+        for child in gone_children.get((old.path, old.symbol.qualname), ()):
             suffix = child.symbol.qualname[len(old.symbol.qualname):]
-            twin = born_at.get((new.file_id, new.symbol.qualname + suffix))
+            twin = born_at.get((new.path, new.symbol.qualname + suffix))
             if not child.paired and twin is not None and not twin.paired:
                 link(child, twin)
                 queue.append((child, twin))
         old_parent = _parent_name(old.symbol.qualname)
         new_parent = _parent_name(new.symbol.qualname)
         if old_parent and new_parent and old_parent != new_parent:
-            po = gone_at.get((old.file_id, old_parent))
-            pn = born_at.get((new.file_id, new_parent))
+            po = gone_at.get((old.path, old_parent))
+            pn = born_at.get((new.path, new_parent))
             if po is not None and pn is not None and not po.paired and not pn.paired:
                 link(po, pn)
                 queue.append((po, pn))
     # 3. The same qualified name in another file.
     for old, new in _unique_keys(gone, born, lambda s: s.symbol.qualname):
-        if old.file_id != new.file_id:
+        if old.path != new.path:
             link(old, new)
     return pairs
 

@@ -37,33 +37,37 @@ Per-language decisions:
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
 
-body_hash: blake2b (8 bytes, hex) of the definition's text (decorators included) with every
-whole-identifier occurrence of its own simple name masked and all whitespace removed; "" when
-fewer than 40 bytes remain. Equal for a function renamed or re-indented, or for a method whose
-class was renamed (unless the body names the class).
+body_hash(symbol, source): blake2b (8 bytes, hex) of the definition's text (decorators included,
+Symbol.start_byte to end_byte) with every whole-identifier occurrence of its own simple name
+masked and all whitespace removed; "" when fewer than 40 bytes remain. Equal for a function
+renamed or re-indented, or for a method whose class was renamed (unless the body names the
+class). Computed on demand: only symbols that appear or disappear in a commit need it.
 
 Incremental parsing: SymbolParser keeps each parsed blob's tree and line start offsets. Given the
 old blob's id and git's zero-context hunks, it edits a copy of the old tree and re-parses only what
 changed; hunks that do not fit the two blobs are ignored (full parse). tree-sitter's error recovery
 depends on the subtrees it reuses, so when the incremental tree has errors the blob is parsed again
-from scratch: the symbols are always those of a full parse.
+from scratch: the symbols are always those of a full parse. After an incremental parse, a
+definition lying outside what changed (the edited bytes, and the ranges whose structure tree-sitter
+reports changed) is not entered: its symbols are the old blob's, with lines and bytes shifted (see
+_Reuse). The walk still goes through the containers that changed (the module, an edited class) and
+looks at each definition in them, but names only those that changed or whose context did.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import accumulate
 from typing import Callable, Iterable, NamedTuple
 
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
-__all__ = ["Symbol", "SymbolParser", "extract_symbols"]
+__all__ = ["Symbol", "SymbolParser", "body_hash", "extract_symbols"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,9 @@ class Symbol:
     start_line: int  # 1-based, inclusive, decorators/attributes included
     end_line: int  # 1-based, inclusive: the last line holding text of the definition
     parent: int  # index of the innermost enclosing symbol in the same list, -1 at top level
-    body_hash: str  # fingerprint for rename/move detection, "" when too short to trust
+    # The definition's text in its blob, decorators/attributes included: what body_hash reads.
+    start_byte: int
+    end_byte: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,23 +460,46 @@ def _end_line(node: Node) -> int:
 
 _MIN_FINGERPRINT = 40  # shorter normalized texts (`def f(): pass`) match too much to be evidence
 _ASCII_WHITESPACE = b" \t\n\r\x0b\x0c"
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz$")
 
 
-@lru_cache(maxsize=4096)
-def _name_pattern(name: bytes) -> re.Pattern[bytes]:
-    # Whole identifiers only: renaming foo must not unmask foo_helper. The literal comes first
-    # and the check of the byte before it is a lookbehind after it: a pattern that starts with a
-    # literal is searched ~25x faster, which matters on the text of a large class.
-    literal = re.escape(name)
-    return re.compile(literal + rb"(?![\w$])(?<![\w$]" + literal + rb")")
+def _mask_name(text: bytes, name: bytes) -> bytes:
+    """`text` with every whole-identifier occurrence of `name` (not next to a letter, digit, _
+    or $) replaced by a NUL: renaming foo must not unmask foo_helper. Searched with bytes.find
+    rather than a regex: hashes are computed for a few symbols of each commit, almost every one
+    with a name of its own, and compiling a pattern per name cost more than all the searching."""
+    if not name:
+        return text
+    pieces: list[bytes] = []
+    done = 0
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at and text[at - 1] in _WORD_BYTES) or (end < len(text) and text[end] in _WORD_BYTES):
+            at = text.find(name, at + 1)  # part of a longer identifier
+            continue
+        pieces.append(text[done:at])
+        done = end
+        at = text.find(name, end)
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return b"\0".join(pieces)
 
 
-def _body_hash(text: bytes, name: bytes) -> str:
+def body_hash(symbol: Symbol, source: bytes) -> str:
     """Fingerprint of a definition's text that survives renaming it and moving it: its own name
     masked, then all whitespace dropped (indentation and line breaks never count). Dropping
     rather than collapsing whitespace is ~3x cheaper (no token list) and conflates only texts
-    that differ by a space between two tokens."""
-    normalized = _name_pattern(name).sub(b"\0", text).translate(None, _ASCII_WHITESPACE)
+    that differ by a space between two tokens. `source` is the blob the symbol was read from.
+
+    Computed on demand, not at extraction: only the few symbols that appear or disappear in a
+    commit need it. A name that is not valid UTF-8 was decoded with replacement characters, so
+    its re-encoding is not in the text and stays unmasked (the hash then does not survive a
+    rename of that symbol)."""
+    text = source[symbol.start_byte:symbol.end_byte]
+    masked = _mask_name(text, symbol.name.encode("utf-8"))
+    normalized = masked.translate(None, _ASCII_WHITESPACE)
     if len(normalized) < _MIN_FINGERPRINT:
         return ""
     return hashlib.blake2b(normalized, digest_size=8).hexdigest()
@@ -481,6 +510,19 @@ def _body_hash(text: bytes, name: bytes) -> str:
 _Item = tuple[Node, int, "Node | None", "Node | None"]
 
 _ERROR_KIND = 0xFFFF  # tree-sitter's builtin error symbol, not counted in node_kind_count
+
+
+class _Extraction(NamedTuple):
+    """The symbols of a blob, and what a successor blob needs to copy them instead of walking."""
+
+    symbols: list[Symbol]
+    # Per symbol, its definition node (not the wrapper that lends it a range): start, end, kind.
+    # In document order, so node_starts is sorted.
+    node_starts: list[int]
+    node_ends: list[int]
+    node_kinds: list[int]
+    # Symbols whose kind depends on the namespaces defined before them (C++ ns::f vs Foo::f).
+    scoped: set[int]
 
 
 class _Walker:
@@ -518,32 +560,58 @@ class _Walker:
                 lead = None
         return items
 
-    def extract(self, root: Node, source: bytes) -> list[Symbol]:
-        symbols: list[Symbol] = []
+    def extract(self, root: Node, reuse: _Reuse | None = None) -> _Extraction:
+        """The symbols under `root`; with `reuse`, unchanged definitions are copied from the old
+        blob's extraction instead of walked."""
+        found = _Extraction([], [], [], [], set())
         namespaces: set[str] = set()  # qualnames of namespaces, to tell C++ ns::f from Foo::f
         stack = self.children(root, -1)
         stack.reverse()
         while stack:
-            node, parent, outer, lead = stack.pop()
-            kind_id = node.kind_id
-            rule = self.defs.get(kind_id)
-            read = rule.namer(node, outer) if rule is not None else None
-            if read is not None:
-                symbol = _symbol(self.spec, rule.kind, read, node, parent, outer, lead, symbols,
-                                 namespaces, source)
-                symbols.append(symbol)
-                if symbol.kind == "namespace":
-                    namespaces.add(symbol.qualname)
-                children = self.children(node, len(symbols) - 1)
-            else:
-                children = self.children(node, parent)
-                # A wrapper lends its range only when it holds a single definition.
-                if kind_id in self.wrappers and len(children) == 1:
-                    child, _, _, child_lead = children[0]
-                    children[0] = (child, parent, outer or node, child_lead)
+            children = self._visit(stack.pop(), found, namespaces, reuse)
             children.reverse()
             stack.extend(children)
-        return symbols
+        return found
+
+    def _visit(self, item: _Item, found: _Extraction, namespaces: set[str],
+               reuse: _Reuse | None) -> list[_Item]:
+        """Appends the symbol `item` defines, if any; returns its children to walk (none when
+        the symbols under it were copied)."""
+        node, parent, outer, lead = item
+        kind_id = node.kind_id
+        rule = self.defs.get(kind_id)
+        at = reuse.locate(node) if rule is not None and reuse is not None else None
+        if at is not None and reuse.copy_definition(at, node, parent, outer, lead, found,
+                                                    namespaces):
+            return []  # an unchanged definition in an unchanged context
+        read = rule.namer(node, outer) if rule is not None else None
+        if read is not None:
+            index = self._add(found, namespaces, rule, read, node, parent, outer, lead)
+            if at is not None and reuse.copy_descendants(at, index, found, namespaces):
+                return []  # an unchanged subtree under a symbol that is the same as before
+            return self.children(node, index)
+        children = self.children(node, parent)
+        # A wrapper lends its range only when it holds a single definition.
+        if kind_id in self.wrappers and len(children) == 1:
+            child, _, _, child_lead = children[0]
+            children[0] = (child, parent, outer or node, child_lead)
+        return children
+
+    def _add(self, found: _Extraction, namespaces: set[str], rule: _Def, read: _Name, node: Node,
+             parent: int, outer: Node | None, lead: Node | None) -> int:
+        """Appends the symbol of definition `node`; returns its index."""
+        symbol = _symbol(self.spec, rule.kind, read, node, parent, outer, lead, found.symbols,
+                         namespaces)
+        index = len(found.symbols)
+        found.symbols.append(symbol)
+        found.node_starts.append(node.start_byte)
+        found.node_ends.append(node.end_byte)
+        found.node_kinds.append(node.kind_id)
+        if symbol.kind == "namespace":
+            namespaces.add(symbol.qualname)
+        if len(read[0]) > 1 and (read[1] or rule.kind) == "function":
+            found.scoped.add(index)
+        return index
 
 
 _WALKERS: dict[str, _Walker] = {}
@@ -562,8 +630,7 @@ def _walker(language: str) -> _Walker:
 
 
 def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer: Node | None,
-            lead: Node | None, symbols: list[Symbol], namespaces: set[str],
-            source: bytes) -> Symbol:
+            lead: Node | None, symbols: list[Symbol], namespaces: set[str]) -> Symbol:
     parts, kind_override = read
     kind = kind_override or kind
     prefix = symbols[parent].qualname + "." if parent >= 0 else ""
@@ -584,8 +651,162 @@ def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer:
         start_line=first.start_point[0] + 1,
         end_line=_end_line(last),
         parent=parent,
-        body_hash=_body_hash(source[first.start_byte:last.end_byte], parts[-1]),
+        start_byte=first.start_byte,
+        end_byte=last.end_byte,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reuse after an incremental parse
+
+
+class _Reuse:
+    """Lets the walk of an incrementally parsed tree copy the old blob's symbols for the
+    definitions that did not change, instead of walking them.
+
+    A definition node lying wholly outside the edited byte ranges (the hunks' new sides,
+    insertion and deletion points included) and outside the changed ranges tree-sitter reports
+    between the edited old tree and the new one (structure that changed as a consequence of an
+    edit, e.g. an unclosed comment) has the same text and the same subtree as in the old tree,
+    shifted. Both are needed: renaming an identifier changes no structure. Touching a range counts
+    as lying in it.
+
+    The symbols of the node's descendants depend only on that subtree and on the node's own
+    symbol: when that symbol is the old one, they are the old ones with lines and bytes shifted
+    (copy_descendants). The node's own symbol also depends on its context: its parent (a renamed
+    class renames its methods) and the wrapper and leading siblings that lend it its range. It is
+    copied too when its parent has the old name and kind and its range is the old one and
+    unchanged (copy_definition); otherwise it is computed. Neither copies a C++ `ns::f`: whether
+    it is a method depends on the namespaces defined anywhere before it in the file."""
+
+    def __init__(self, old: _Extraction, edits: list[_Edit], changed: Iterable[Range]):
+        self.old = old
+        spans = sorted([*((e.start_byte, e.new_end_byte) for e in edits),
+                        *((r.start_byte, r.end_byte) for r in changed)])
+        self.dirty_starts, self.dirty_ends = _merged(spans)
+        # Text after the k first edits (and before the next) moved by byte_shifts[k] bytes and
+        # row_shifts[k] rows; git hunks cover whole lines, so columns did not change.
+        self.edit_ends = [e.new_end_byte for e in edits]
+        self.byte_shifts = [0, *accumulate(e.new_end_byte - e.old_end_byte for e in edits)]
+        self.row_shifts = [0, *accumulate(e.new_end_point[0] - e.old_end_point[0]
+                                          for e in edits)]
+
+    def locate(self, node: Node) -> _Located | None:
+        """The old symbol defined by `node` when the node did not change, with its shift."""
+        start, end = node.start_byte, node.end_byte
+        if self._dirty(start, end):
+            return None
+        k = bisect_left(self.edit_ends, start)  # edits before the node
+        byte_shift = self.byte_shifts[k]
+        j = self._old_index(start - byte_shift, end - byte_shift, node.kind_id)
+        return _Located(j, byte_shift, self.row_shifts[k]) if j >= 0 else None
+
+    def copy_definition(self, at: _Located, node: Node, parent: int, outer: Node | None,
+                        lead: Node | None, found: _Extraction, namespaces: set[str]) -> bool:
+        """Appends the old symbol `at` and its descendants as the symbol of `node`; False when
+        its context changed and its own symbol has to be computed."""
+        old = self.old
+        theirs = old.symbols[at.index]
+        if not _same_parent(found.symbols, parent, old.symbols, theirs.parent):
+            return False
+        start, end = (lead or outer or node).start_byte, (outer or node).end_byte
+        if (start - at.byte_shift != theirs.start_byte or end - at.byte_shift != theirs.end_byte
+                or self._dirty(start, end)):
+            return False
+        return _copy_subtree(old, at, parent, found, namespaces)
+
+    def copy_descendants(self, at: _Located, root: int, found: _Extraction,
+                         namespaces: set[str]) -> bool:
+        """Appends the old symbols under `at`, whose new symbol found.symbols[root] was just
+        computed; False when they have to be walked."""
+        mine, theirs = found.symbols[root], self.old.symbols[at.index]
+        if mine.qualname != theirs.qualname or mine.kind != theirs.kind:
+            return False
+        return _copy_subtree(self.old, at, None, found, namespaces)
+
+    def _dirty(self, start: int, end: int) -> bool:
+        i = bisect_left(self.dirty_ends, start)
+        return i < len(self.dirty_starts) and self.dirty_starts[i] <= end
+
+    def _old_index(self, start: int, end: int, kind_id: int) -> int:
+        """Index of the old symbol defined by the node at start..end of kind_id, or -1."""
+        old = self.old
+        j = bisect_left(old.node_starts, start)
+        while j < len(old.node_starts) and old.node_starts[j] == start:
+            if old.node_ends[j] == end and old.node_kinds[j] == kind_id:
+                return j
+            j += 1
+        return -1
+
+
+class _Located(NamedTuple):
+    index: int  # in the old extraction
+    byte_shift: int  # new position - old position
+    row_shift: int
+
+
+def _same_parent(symbols: list[Symbol], parent: int, old_symbols: list[Symbol],
+                 old_parent: int) -> bool:
+    """Whether two enclosing symbols give a child the same qualified name and kind."""
+    if parent < 0 or old_parent < 0:
+        return parent == old_parent
+    mine, theirs = symbols[parent], old_symbols[old_parent]
+    return mine.qualname == theirs.qualname and mine.kind == theirs.kind
+
+
+def _merged(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Sorted closed intervals merged where they overlap or touch: (starts, ends)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in spans:
+        if ends and a <= ends[-1]:
+            ends[-1] = max(ends[-1], b)
+        else:
+            starts.append(a)
+            ends.append(b)
+    return starts, ends
+
+
+def _copy_subtree(old: _Extraction, at: _Located, parent: int | None, found: _Extraction,
+                  namespaces: set[str]) -> bool:
+    """Appends, shifted, old symbol at.index with `parent` as its parent and its descendants, or
+    when `parent` is None its descendants only (the last symbol appended being its new one).
+    They are contiguous: the walk is in document order. False, appending nothing, when one of
+    them is a scoped name."""
+    olds = old.symbols
+    j = at.index
+    first = j if parent is not None else j + 1
+    stop = j + 1
+    while stop < len(olds) and olds[stop].parent >= j:
+        stop += 1
+    if old.scoped and not old.scoped.isdisjoint(range(first, stop)):
+        return False
+    reindex = len(found.symbols) - first  # new index - old index
+    if (at.byte_shift == at.row_shift == reindex == 0
+            and (parent is None or olds[j].parent == parent)):
+        found.symbols.extend(olds[first:stop])  # unchanged, and immutable: shared
+    else:
+        _append_shifted(olds[first:stop], parent, reindex, at, found.symbols)
+    for s in olds[first:stop]:
+        if s.kind == "namespace":
+            namespaces.add(s.qualname)
+    shift = at.byte_shift.__add__
+    found.node_starts.extend(map(shift, old.node_starts[first:stop]))
+    found.node_ends.extend(map(shift, old.node_ends[first:stop]))
+    found.node_kinds.extend(old.node_kinds[first:stop])
+    return True
+
+
+def _append_shifted(copied: list[Symbol], parent: int | None, reindex: int, at: _Located,
+                    out: list[Symbol]) -> None:
+    """Appends `copied` moved by `at`'s shift, re-parented by `reindex`; the first one under
+    `parent` unless None."""
+    rows, offset = at.row_shift, at.byte_shift
+    for s in copied:
+        out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + rows, s.end_line + rows,
+                          s.parent + reindex if parent is None else parent,
+                          s.start_byte + offset, s.end_byte + offset))
+        parent = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,7 +815,12 @@ def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer:
 
 def _line_starts(source: bytes) -> list[int]:
     """Byte offset of the start of every line, as tree-sitter rows count them (after each \\n)."""
-    return [0, *accumulate(len(line) + 1 for line in source.split(b"\n")[:-1])]
+    if b"\r" in source:  # bytes.splitlines also splits at \r
+        return [0, *accumulate(len(line) + 1 for line in source.split(b"\n")[:-1])]
+    starts = list(accumulate(map(len, source.splitlines(keepends=True)), initial=0))
+    if not source.endswith(b"\n") and source:
+        starts.pop()  # the end of a last line without \n starts no line
+    return starts
 
 
 class _Lines(NamedTuple):
@@ -677,14 +903,15 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
 class _Parsed(NamedTuple):
     tree: Tree  # never mutated: incremental parses edit a copy
     lines: _Lines
-    symbols: list[Symbol]
+    found: _Extraction
 
 
 class SymbolParser:
     """Parses blobs to symbols, caching by blob id so a blob is never parsed twice.
 
     Keeps one tree-sitter parser per language and the most recently used blobs with their trees,
-    so that a blob's successor can be re-parsed incrementally. Not thread-safe: one per thread.
+    so that a blob's successor can be re-parsed incrementally and copy the symbols of the
+    definitions it did not change. Not thread-safe: one per thread.
     """
 
     def __init__(self, cache_size: int = 512):
@@ -701,48 +928,56 @@ class SymbolParser:
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
-            return list(cached.symbols)
+            return list(cached.found.symbols)
         walker = _walker(language)
         lines = _Lines(_line_starts(source), len(source))
-        tree = self._parse(language, source, self._edited_base(language, base, lines))
+        tree, reuse = self._parse(language, source, self._edited_base(language, base, lines))
         self._parses += 1
-        symbols = walker.extract(tree.root_node, source)
-        self._cache[key] = _Parsed(tree, lines, symbols)
+        found = walker.extract(tree.root_node, reuse)
+        self._cache[key] = _Parsed(tree, lines, found)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return list(symbols)
+        return list(found.symbols)
 
     def parse_count(self) -> int:
         """How many blobs were parsed (full or incremental), i.e. cache misses."""
         return self._parses
 
-    def _parse(self, language: str, source: bytes, edited: Tree | None) -> Tree:
+    def _parse(self, language: str, source: bytes,
+               base: tuple[_Parsed, Tree, list[_Edit]] | None) -> tuple[Tree, _Reuse | None]:
+        """The blob's tree, and what its walk may copy from the base blob's symbols."""
         parser = self._parsers.get(language)
         if parser is None:
             parser = self._parsers[language] = get_parser(language)
-        if edited is None:
-            return parser.parse(source)
+        if base is None:
+            return parser.parse(source), None
+        old, edited, edits = base
         tree = parser.parse(source, edited)
         # Error recovery depends on which subtrees are reused: an incremental tree with errors
-        # can differ from a full parse (seen on C), so such a blob is parsed again from scratch.
-        return parser.parse(source) if tree.root_node.has_error else tree
+        # can differ from a full parse (seen on C), so such a blob is parsed again from scratch
+        # (and then has nothing in common with the old tree to copy from).
+        if tree.root_node.has_error:
+            return parser.parse(source), None
+        return tree, _Reuse(old.found, edits, edited.changed_ranges(tree))
 
     def _edited_base(self, language: str, base: tuple[str, list[Hunk]] | None,
-                     lines: _Lines) -> Tree | None:
-        """A copy of the old blob's cached tree with the hunks applied, or None."""
+                     lines: _Lines) -> tuple[_Parsed, Tree, list[_Edit]] | None:
+        """The old blob as cached, a copy of its tree with the hunks applied, and the edits."""
         old = self._cache.get((language, base[0])) if base is not None else None
         if old is None:
             return None
         edits = _edits(base[1], old.lines, lines)
-        if edits is None:
+        if not edits:
+            # No edit between two different blobs (equal ones share an id and hit the cache):
+            # the hunks are wrong, and an unedited tree would be reused, old names and all.
             return None
         tree = old.tree.copy()  # the cached tree may serve other successors: never edit it
         for edit in edits:
             tree.edit(*edit)
-        return tree
+        return old, tree, edits
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
     """Symbols of `source`, parsed once without caching."""
     walker = _walker(language)
-    return walker.extract(get_parser(language).parse(source).root_node, source)
+    return walker.extract(get_parser(language).parse(source).root_node).symbols

@@ -273,3 +273,37 @@ def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex):
     summary = cortex.index()
     assert (summary.new_commits, summary.marked_unreachable, summary.total_commits) == (1, 1, 2)
     assert subjects(cortex.reader(), "a.py", "f") == ["rewritten", "base"]
+
+
+def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):
+    """Worker processes read contiguous ranges; the store must not depend on how many."""
+    from cortex_core.ingest import index_repository
+    import cortex_core.ingest as ingest
+    body = "    total = 0\n    for item in items:\n        total += item\n    return total\n"
+    for i in range(12):
+        repo.write(f"pkg/m{i % 3}.py", f"class C{i % 3}:\n    def total(self, items):\n"
+                   + body.replace("0", str(i)).replace("\n    ", "\n        ").replace("    t", "        t", 1)
+                   + f"\n\ndef helper{i % 2}():\n    return {i}\n")
+        if i == 6:
+            repo.move("pkg/m0.py", "pkg/renamed.py")
+        repo.commit(f"c{i}", days_ago=20 - i)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_COMMITS", 2)
+
+    def dump(db):
+        con = open_reader(db)
+        rows = con.execute(
+            "select c.sha, f.path, s.qualname, sc.change, sc.added, sc.deleted, g.path, t.qualname"
+            " from symbol_changes sc join commits c on c.id = sc.commit_id"
+            " join symbols s on s.id = sc.symbol_id join files f on f.id = s.file_id"
+            " left join symbols t on t.id = sc.from_symbol_id left join files g on g.id = t.file_id"
+            " order by 1, 2, 3").fetchall()
+        files = con.execute("select c.sha, c.seq, f.path, fc.status, fc.added, fc.deleted from"
+                            " file_changes fc join commits c on c.id = fc.commit_id join files f"
+                            " on f.id = fc.file_id order by 1, 3").fetchall()
+        return rows, files
+
+    one = index_repository(repo.path, tmp_path / "one.db", Settings(), jobs=1)
+    two = index_repository(repo.path, tmp_path / "two.db", Settings(), jobs=2)
+    assert (one.new_commits, two.new_commits) == (12, 12)
+    assert dump(tmp_path / "one.db") == dump(tmp_path / "two.db")
+    assert dump(tmp_path / "one.db")[0]  # something to compare

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import difflib
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pygit2
 import pytest
+from tree_sitter_language_pack import get_parser
 
 import cortex_core.symbols as symbols_module
 from cortex_core.languages import SUPPORTED_LANGUAGES, language_for_path
-from cortex_core.symbols import Symbol, SymbolParser, extract_symbols
+from cortex_core.symbols import Symbol, SymbolParser, body_hash, extract_symbols
 
 
 def rows(language: str, source: str | bytes) -> list[tuple[str, str, int, int]]:
@@ -767,7 +769,8 @@ def test_unknown_language_is_a_clear_error():
 
 
 def hashes(language: str, source: str) -> dict[str, str]:
-    return {s.qualname: s.body_hash for s in extract_symbols(language, source.encode())}
+    data = source.encode()
+    return {s.qualname: body_hash(s, data) for s in extract_symbols(language, data)}
 
 
 LOAD = """\
@@ -1090,11 +1093,623 @@ def test_missing_or_wrong_base_falls_back_to_a_full_parse():
         extract_symbols("python", new)
     parser.symbols("python", "old", old)
     # Hunks that do not describe these blobs (wrong lines, out of range) are not trusted.
+    renamed = PY_EDGE.replace(b"def first(", b"def fir5t(")  # no hunk at all: not trusted either
+    assert SymbolParser().symbols("python", "x", renamed, base=("x", [])) == \
+        extract_symbols("python", renamed)
+    parser = SymbolParser()
+    parser.symbols("python", "old", old)
+    assert parser.symbols("python", "renamed", renamed, base=("old", [])) == \
+        extract_symbols("python", renamed)
     for hunks in ([(1, 1, 1, 1)], [(90, 1, 90, 1)], [(5, 1, 5, 3)], []):
         parser = SymbolParser()
         parser.symbols("python", "old", old)
         assert parser.symbols("python", "new", new, base=("old", hunks)) == \
             extract_symbols("python", new)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reuse of the old blob's symbols after an incremental parse
+
+
+def spy_on_copies(monkeypatch) -> list[int]:
+    """Counts the subtrees whose symbols were copied rather than walked."""
+    copies: list[int] = []
+    real = symbols_module._copy_subtree
+
+    def spy(*args):
+        copied = real(*args)
+        copies.extend([1] if copied else [])
+        return copied
+
+    monkeypatch.setattr(symbols_module, "_copy_subtree", spy)
+    return copies
+
+
+class Edits:
+    """How to edit one language at random: a module to start from, definitions to add at the
+    top level and inside the bodies of symbols of `member_kinds`, a comment marker, and lines
+    that break the syntax."""
+
+    def __init__(self, base: str, top: list[str], member: list[str], comment: str,
+                 broken: list[str], member_kinds: tuple[str, ...] = ("class", "struct")):
+        self.base = base.encode()
+        self.top = [line.encode() for line in top]
+        self.member = [line.encode() for line in member]
+        self.comment = comment.encode()
+        self.broken = [line.encode() + b"\n" for line in broken]
+        self.member_kinds = member_kinds
+
+
+EDITS = {
+    "python": Edits(
+        '''\
+"""Orders."""
+import json
+
+
+def parse(raw):
+    data = json.loads(raw)
+    return data
+
+
+@register
+class Order:
+    kind = "order"
+
+    def __init__(self, items):
+        self.items = items
+
+    @property
+    def total(self):
+        def add(a, b):
+            return a + b
+        return sum(self.items)
+
+    class Line:
+        def price(self):
+            return 1
+
+
+if DEBUG:
+    def debug():
+        return True
+else:
+    def debug():
+        return False
+
+
+def report(orders):
+    def line(order):
+        return str(order.total)
+    return [line(o) for o in orders]
+''',
+        top=["def added_{n}(x):", "    return x + {n}"],
+        member=["def added_{n}(self):", "    return {n}"],
+        comment="# note {n}",
+        broken=['x = "unclosed', "def broken(:", "(", "class K:", '"""', "  return", "else:"]),
+    "javascript": Edits(
+        """\
+import { db } from './db';
+
+export function load(id) {
+  return db.get(id);
+}
+
+const save = async (item) => {
+  await db.put(item);
+};
+
+class Cart {
+  items = [];
+  total = () => this.items.length;
+
+  add(item) {
+    function check(x) {
+      return x != null;
+    }
+    if (check(item)) {
+      this.items.push(item);
+    }
+  }
+
+  static empty() {
+    return new Cart();
+  }
+}
+
+export default function () {
+  return 1;
+}
+""",
+        top=["function added_{n}(x) {", "  return x + {n};", "}"],
+        member=["added_{n}(x) {", "  return {n};", "}"],
+        comment="// note {n}",
+        broken=["}", "{", "(", "'", "/* open", "class K {", "function (", "=> {", "`"]),
+    "typescript": Edits(
+        """\
+export interface Item {
+  id: string;
+}
+
+type Id = string | number;
+
+enum Color {
+  Red,
+  Green,
+}
+
+namespace Util {
+  export function pad(s: string): string {
+    return s;
+  }
+}
+
+@Component({ selector: 'x' })
+export class Store<T> {
+  private items: T[] = [];
+
+  @Input()
+  add(item: T): void {
+    this.items.push(item);
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+export const compute = (a: number): number => {
+  return a * 2;
+};
+
+declare module "ext" {
+  function hidden(): void;
+}
+""",
+        top=["export function added_{n}(x: number): number {", "  return x + {n};", "}"],
+        member=["added_{n}(): number {", "  return {n};", "}"],
+        comment="// note {n}",
+        broken=["}", "{", "(", "'", "/* open", "class K {", "@Dec()", "interface I {", "<"]),
+    "go": Edits(
+        """\
+package store
+
+import "errors"
+
+type Repo struct {
+\titems map[string]int
+}
+
+type (
+\tID    string
+\tSaver interface {
+\t\tSave() error
+\t}
+)
+
+func New() *Repo {
+\treturn &Repo{items: map[string]int{}}
+}
+
+func (r *Repo) Save(id ID) error {
+\tif id == "" {
+\t\treturn errors.New("empty")
+\t}
+\treturn nil
+}
+
+func (r Repo) Len() int {
+\treturn len(r.items)
+}
+""",
+        top=["func added_{n}(x int) int {", "\treturn x + {n}", "}"],
+        member=["\tx{n} := {n}", "\t_ = x{n}"],
+        comment="// note {n}",
+        broken=["}", "{", "(", '"', "/* open", "type (", "func (", "`"],
+        member_kinds=("function", "method")),
+    "rust": Edits(
+        """\
+use std::fmt;
+
+#[derive(Debug)]
+pub struct Point {
+    x: i32,
+}
+
+pub enum Shape {
+    Dot(Point),
+}
+
+pub trait Area {
+    fn area(&self) -> f64;
+}
+
+impl Area for Point {
+    #[inline]
+    fn area(&self) -> f64 {
+        0.0
+    }
+}
+
+impl Point {
+    pub fn new(x: i32) -> Self {
+        fn helper() -> i32 {
+            1
+        }
+        Point { x: x + helper() }
+    }
+}
+
+mod inner {
+    pub fn hidden() {}
+}
+
+macro_rules! square {
+    ($x:expr) => {
+        $x * $x
+    };
+}
+
+fn main() {
+    let p = Point::new(1);
+}
+""",
+        top=["#[test]", "fn added_{n}() -> i32 {", "    {n}", "}"],
+        member=["fn added_{n}(&self) -> i32 {", "    {n}", "}"],
+        comment="// note {n}",
+        broken=["}", "{", "fn (", "'", "/* open", "#[attr]", "impl X {", '"'],
+        member_kinds=("impl", "trait")),
+    "c": Edits(
+        """\
+#include <stdio.h>
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+struct point {
+  int x;
+  int y;
+};
+
+typedef struct {
+  int w;
+} size2;
+
+enum color { RED, GREEN };
+
+static int helper(int a) {
+  return a + 1;
+}
+
+#ifdef DEBUG
+void trace(const char *msg) {
+  printf("%s", msg);
+}
+#else
+void trace(const char *msg) {
+}
+#endif
+
+int main(void) {
+  return helper(1);
+}
+""",
+        top=["int added_{n}(int x) {", "  return x + {n};", "}"],
+        member=["  int f{n};"],
+        comment="// note {n}",
+        broken=["}", "{", "#ifdef X", "#endif", "/* open", "struct s {", '"', "int h(void) {"]),
+    "cpp": Edits(
+        """\
+#include <vector>
+
+namespace geo {
+
+class Shape {
+ public:
+  virtual double area() const;
+  int sides() const { return 0; }
+};
+
+struct Point {
+  int x;
+};
+
+}  // namespace geo
+
+double geo::Shape::area() const {
+  return 0.0;
+}
+
+template <typename T>
+T twice(T v) {
+  return v + v;
+}
+
+void Widget::draw() {
+}
+
+namespace {
+int hidden() { return 1; }
+}
+""",
+        top=["void geo::added_{n}() {", "}", "namespace geo {", "int added_{n}() { return 1; }", "}"],
+        member=["  int added_{n}() { return {n}; }"],
+        comment="// note {n}",
+        broken=["}", "{", "namespace geo {", "/* open", "class K {", "template <", '"']),
+    "java": Edits(
+        """\
+package app;
+
+import java.util.List;
+
+public class Service {
+  private final List<String> names;
+
+  public Service(List<String> names) {
+    this.names = names;
+  }
+
+  public int count() {
+    return names.size();
+  }
+
+  static class Inner {
+    void run() {
+    }
+  }
+}
+
+interface Greeter {
+  String greet(String name);
+}
+
+enum Level {
+  LOW,
+  HIGH;
+
+  int weight() {
+    return 1;
+  }
+}
+
+record Pair(int a, int b) {
+  Pair {
+    assert a < b;
+  }
+}
+""",
+        top=["class Added{n} {", "  int v() { return {n}; }", "}"],
+        member=["int added{n}() {", "  return {n};", "}"],
+        comment="// note {n}",
+        broken=["}", "{", "class K {", '"', "/* open", "void m(", "@Override", "enum E {"],
+        member_kinds=("class", "interface")),
+    "ruby": Edits(
+        """\
+module Shop
+  class Cart
+    def initialize
+      @items = []
+    end
+
+    def self.empty
+      new
+    end
+
+    class << self
+      def build
+        new
+      end
+    end
+  end
+
+  def helper
+    1
+  end
+end
+
+def main
+  Shop::Cart.new
+end
+""",
+        top=["def added_{n}(x)", "  x + {n}", "end"],
+        member=["def added_{n}", "  {n}", "end"],
+        comment="# note {n}",
+        broken=["end", "def", "class K", "module M", '"', "do |x|", "{", "=begin"],
+        member_kinds=("class", "module")),
+    "php": Edits(
+        """\
+<?php
+namespace App;
+
+function helper($x) {
+    return $x + 1;
+}
+
+class Cart {
+    private $items = [];
+
+    public function add($item) {
+        $this->items[] = $item;
+    }
+}
+
+interface Shape {
+    public function area();
+}
+
+if (!function_exists('legacy')) {
+    function legacy() {
+        return 0;
+    }
+}
+""",
+        top=["function added_{n}($x) {", "    return $x + {n};", "}"],
+        member=["public function added_{n}() {", "    return {n};", "}"],
+        comment="// note {n}",
+        broken=["}", "{", "function (", "'", "/* open", "class K {", "<?php", "if ("],
+        member_kinds=("class", "interface")),
+}
+
+
+def indent_of(line: bytes) -> bytes:
+    return line[:len(line) - len(line.lstrip(b" \t"))]
+
+
+def random_edit(rng: random.Random, language: str, source: bytes, n: int) -> bytes:
+    """One line-level edit anywhere in `source`, aimed at its definitions more often than not:
+    renaming one, adding, dropping, moving or copying one, touching its first or last line or
+    a line inside, inserting comments, or breaking the syntax."""
+    edits = EDITS[language]
+    lines = git_lines(source)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    found = extract_symbols(language, b"".join(lines))
+    op = rng.choice(["comment", "touch_first", "touch_last", "touch_inside", "around", "add_top",
+                     "add_member", "drop", "move", "copy", "rename", "rename", "break",
+                     "delete_line"])
+    comment = edits.comment.replace(b"{n}", b"%d" % n)
+    if op in ("comment", "break", "delete_line") or not found:
+        at = rng.randint(0, len(lines))
+        if op == "delete_line" and lines:
+            del lines[min(at, len(lines) - 1)]
+        else:
+            lines.insert(at, (rng.choice(edits.broken) if op == "break" else comment + b"\n"))
+        return b"".join(lines)
+    victim = rng.choice(found)
+    first, last = victim.start_line - 1, victim.end_line - 1  # 0-based, inclusive
+    last = min(last, len(lines) - 1)
+    if op in ("touch_first", "touch_last", "touch_inside"):
+        i = first if op == "touch_first" else last if op == "touch_last" else rng.randint(
+            first, last)
+        lines[i] = lines[i].rstrip(b"\n") + b" " + comment + b"\n"
+    elif op == "around":  # a line right before the first or right after the last
+        at = rng.choice([first, last + 1])
+        lines.insert(at, indent_of(lines[min(at, len(lines) - 1)]) + comment + b"\n")
+    elif op == "add_top":
+        at = rng.choice([0, len(lines), first, last + 1])
+        pad = indent_of(lines[first]) if at in (first, last + 1) else b""
+        block = [pad + line.replace(b"{n}", b"%d" % n) + b"\n" for line in edits.top]
+        lines[at:at] = block
+    elif op == "add_member":
+        victim = rng.choice([s for s in found if s.kind in edits.member_kinds] or [victim])
+        first, last = victim.start_line - 1, min(victim.end_line - 1, len(lines) - 1)
+        while first < last and not lines[first].rstrip().endswith((b"{", b":")) and \
+                language != "ruby":
+            first += 1  # past decorators, attributes, a brace on its own line
+        pad = indent_of(lines[min(first + 1, len(lines) - 1)]) or indent_of(lines[first]) + b"  "
+        lines[first + 1:first + 1] = [pad + line.replace(b"{n}", b"%d" % n) + b"\n"
+                                      for line in edits.member]
+    elif op == "drop":
+        del lines[first:last + 1]
+    elif op in ("move", "copy"):
+        block = lines[first:last + 1]
+        if op == "move":
+            del lines[first:last + 1]
+        # Next to a symbol at the same level: a method among methods, a function among functions.
+        level = [s for s in extract_symbols(language, b"".join(lines))
+                 if (s.parent < 0) == (victim.parent < 0)]
+        target = rng.choice(level or [victim])
+        at = min(rng.choice([target.start_line - 1, target.end_line]), len(lines))
+        lines[at:at] = block
+    elif op == "rename":
+        pattern = re.compile(rb"(?<![\w$])" + re.escape(victim.name.encode()) + rb"(?![\w$])")
+        for i in range(first, last + 1):
+            if pattern.search(lines[i]):
+                new_name = b"Renamed_%d" if victim.name[:1].isupper() else b"renamed_%d"
+                lines[i] = pattern.sub(new_name % n, lines[i], count=1)
+                break
+    return b"".join(lines)
+
+
+def next_version(rng: random.Random, language: str, history: list[bytes], clean: list[bytes],
+                 step: int) -> bytes:
+    """The next commit of a random history: edits of the last version (one to three hunks), or
+    now and then a revert to an earlier version (large hunks), which after a version that does
+    not parse is mostly a fix."""
+    source = history[-1]
+    if rng.random() < (0.05 if source in clean else 0.4):
+        return rng.choice(clean if rng.random() < 0.8 else history)
+    new = source
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        new = random_edit(rng, language, new, step)
+    return new.rstrip(b"\n") if rng.random() < 0.1 else new
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("language", sorted(EDITS))
+def test_reused_symbols_equal_a_full_extraction_over_random_edits(language, seed, monkeypatch):
+    """Whatever the edit (a rename, definitions added, dropped or moved, their first or last line
+    touched, the syntax broken and mended), the symbols copied from the old blob together with
+    those walked are exactly those of a full parse and a full extraction."""
+    copies = spy_on_copies(monkeypatch)
+    rng = random.Random(f"reuse-{language}-{seed}")
+    full_parser = get_parser(language)
+    history = clean = [EDITS[language].base]
+    assert extract_symbols(language, history[0])
+    parser = SymbolParser()
+    parser.symbols(language, "v0", history[0])
+    for step in range(1, 201):
+        source = history[-1]
+        new = next_version(rng, language, history, clean, step)
+        hunks = (git_hunks if step % 2 else difflib_hunks)(source, new)
+        got = parser.symbols(language, f"v{step}", new, base=(f"v{step - 1}", hunks))
+        assert got == extract_symbols(language, new), (step, new.decode(errors="replace"))
+        history = [*history, new]
+        if not full_parser.parse(new).root_node.has_error:
+            clean = [*clean, new]
+    assert len(clean) > 80  # most steps start from a tree without errors: they can copy
+    assert len(copies) > 80  # and do
+
+
+def test_renaming_a_class_renames_its_unchanged_methods():
+    old = PY_EDGE
+    new = old.replace(b"class Middle:", b"class Center:")
+    parser = SymbolParser()
+    parser.symbols("python", "old", old)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(old, new)))
+    assert got == extract_symbols("python", new)
+    assert [s.qualname for s in got] == ["first", "Center", "Center.method", "last"]
+
+
+def test_copied_symbols_are_shifted(monkeypatch):
+    copies = spy_on_copies(monkeypatch)
+    old = PY_EDGE
+    new = b"import sys\nimport re\n" + old.replace(b"    return b * 2\n", b"    return b * 3\n")
+    parser = SymbolParser()
+    before = parser.symbols("python", "old", old)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(old, new)))
+    assert got == extract_symbols("python", new)
+    assert copies  # first, Middle and its method were copied, not walked
+    shifted = {s.qualname: (s.start_line, s.start_byte) for s in got}
+    for s in before[:3]:
+        assert shifted[s.qualname] == (s.start_line + 2, s.start_byte + len(b"import sys\nimport re\n"))
+
+
+def test_a_namespace_defined_earlier_changes_an_unchanged_scoped_definition():
+    """C++ `a::ns::f` is a method until a namespace a::ns is defined before it in the file: its
+    kind depends on text far from it, so neither it nor a subtree holding it is copied."""
+    old = b"namespace a {\nvoid ns::f() {\n}\n}\n\nvoid b::g() {\n}\n"
+    new = b"namespace a { namespace ns { } }\nnamespace b { }\n" + old
+    parser = SymbolParser()
+    assert {s.qualname: s.kind for s in parser.symbols("cpp", "old", old)} == {
+        "a": "namespace", "a.ns.f": "method", "b.g": "method"}
+    got = parser.symbols("cpp", "new", new, base=("old", git_hunks(old, new)))
+    assert got == extract_symbols("cpp", new)
+    assert [(s.qualname, s.kind) for s in got if s.name in ("f", "g")] == [
+        ("a.ns.f", "function"), ("b.g", "function")]
+
+
+def test_an_unclosed_comment_changes_what_follows_without_editing_it():
+    """Structure that changed beyond the edited lines (tree-sitter's changed ranges) is not
+    copied: once the first comment loses its end, f and g are part of it."""
+    old = (b"/* a */\nint f(void) { return 1; }\nint g(void) { return 2; } /* b */\n"
+           b"int h(void) { return 3; }\n")
+    parser = SymbolParser()
+    parser.symbols("c", "old", old)
+    for blob_id, new in (("open", old.replace(b"/* a */", b"/* a")), ("closed", old)):
+        got = parser.symbols("c", blob_id, new, base=("old", git_hunks(old, new)))
+        assert got == extract_symbols("c", new)
+        old = new
+    assert [s.name for s in extract_symbols("c", old.replace(b"/* a */", b"/* a"))] == ["h"]
 
 
 # ---------------------------------------------------------------------------------------------

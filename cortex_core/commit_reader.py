@@ -1,0 +1,181 @@
+"""One commit read from git into a self-contained record: metadata, file changes with their hunks,
+and symbol changes — named by paths and qualified names, with no database ids, so that commits can
+be read in worker processes and written by one writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pygit2
+from pygit2.enums import DiffFind
+
+from .config import IndexSettings
+from .languages import language_for_path
+from .messages import classify, split_message
+from .skip_rules import skip_by_content, skip_by_path
+from .symbol_changes import FileSymbols, SymbolChange, match_commit
+from .symbols import SymbolParser
+
+GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
+# Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
+UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule"})
+
+Hunk = tuple[int, int, int, int]
+
+
+@dataclass
+class FileRecord:
+    path: str
+    old_path: str | None  # set for renames and copies
+    status: str           # git's status letter: A M D R C T
+    added: int | None     # None when the file was not diffed (binary, too large...)
+    deleted: int | None
+    skip_reason: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+@dataclass
+class CommitRecord:
+    sha: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    author_time: int
+    author_offset: int
+    committer_time: int
+    subject: str
+    body: str
+    kind: str
+    files: list[FileRecord] = field(default_factory=list)
+    symbols: list[SymbolChange] = field(default_factory=list)
+    parses: int = 0  # blobs parsed to read this commit (the others came from the cache)
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+
+class CommitReader:
+    """Reads commits of one repository; keeps a symbol parser whose cache spans the commits read,
+    so reading a file's versions in history order parses each blob once, mostly incrementally."""
+
+    def __init__(self, repo: pygit2.Repository, settings: IndexSettings,
+                 parser: SymbolParser | None = None):
+        self.repo = repo
+        self.settings = settings
+        self.parser = parser or SymbolParser()
+
+    def read(self, commit: pygit2.Commit) -> CommitRecord:
+        parents = [str(p) for p in commit.parent_ids]
+        subject, body = split_message(_message(commit), self.settings.drop_trailers)
+        author = commit.author
+        record = CommitRecord(str(commit.id), parents, text(author.raw_name),
+                              text(author.raw_email), author.time, author.offset,
+                              commit.commit_time, subject, body,
+                              classify(subject, len(parents) > 1))
+        if record.is_merge:
+            return record  # merges contribute no hunks: their changes are in the merged commits
+        if parents:
+            diff = self.repo.diff(commit.parents[0].tree, commit.tree, context_lines=0,
+                                  interhunk_lines=0)
+        else:
+            diff = commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
+        # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
+        diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=1000)
+        parsed: list[FileSymbols] = []
+        parses_before = self.parser.parse_count()
+        for count, delta in enumerate(diff.deltas, 1):
+            file_record, symbols = self._read_file(delta, count > self.settings.max_commit_files)
+            record.files.append(file_record)
+            if symbols is not None:
+                parsed.append(symbols)
+        record.symbols = match_commit(parsed)
+        record.parses = self.parser.parse_count() - parses_before
+        return record
+
+    def _read_file(self, delta, over_limit: bool) -> tuple[FileRecord, FileSymbols | None]:
+        status = delta.status_char()
+        old_path = text(delta.old_file.raw_path)
+        new_path = text(delta.new_file.raw_path)
+        path = old_path if status == "D" else new_path
+        if over_limit:
+            reason = "commit too large"
+        elif GITLINK_MODE in (delta.old_file.mode, delta.new_file.mode):
+            reason = "submodule"
+        else:
+            reason = skip_by_path(path, self.settings)
+        old_blob = self.blob(delta.old_file.id) if status != "A" else None
+        new_blob = self.blob(delta.new_file.id) if status != "D" else None
+        # pygit2 copies a blob's bytes on every `.data`: read each once, and not at all when
+        # the name already rules the content out.
+        old_data = new_data = b""
+        if reason not in UNREADABLE:
+            old_data, new_data, reason = self._content(reason, old_blob, new_blob)
+
+        record = FileRecord(path, old_path if status in ("R", "C") else None, status, None, None,
+                            reason)
+        if reason in UNREADABLE:
+            return record, None
+        # From the blobs already loaded: indexing the diff (`diff[i]`) would inflate them again.
+        patch = pygit2.Patch.create_from(old_blob, new_blob, context_lines=0, interhunk_lines=0)
+        _, record.added, record.deleted = patch.line_stats
+        if record.added + record.deleted > self.settings.max_diff_lines:
+            record.skip_reason = reason or "diff too large"
+        if record.skip_reason is not None:
+            return record, None
+        record.hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+        return record, self._file_symbols(record, old_path, new_path, old_blob, new_blob,
+                                          old_data, new_data)
+
+    def _content(self, reason: str | None, old_blob, new_blob) -> tuple[bytes, bytes, str | None]:
+        """(old bytes, new bytes, reason). A file is judged by its new content (its old one when
+        deleted); binary or oversized content on either side bounds what follows, whatever the
+        name says: no patch at all."""
+        datas = []
+        for blob in (old_blob, new_blob):
+            if blob is None:
+                datas.append(b"")
+            elif blob.size > self.settings.max_file_bytes:
+                return b"", b"", "too large"
+            elif blob.is_binary:
+                return b"", b"", "binary"
+            else:
+                datas.append(blob.data)
+        judged = datas[1] if new_blob is not None else datas[0]
+        return datas[0], datas[1], reason or skip_by_content(judged, self.settings)
+
+    def _file_symbols(self, record: FileRecord, old_path: str, new_path: str, old_blob,
+                      new_blob, old_data: bytes, new_data: bytes) -> FileSymbols | None:
+        old_lang = language_for_path(old_path) if old_blob is not None else None
+        new_lang = language_for_path(new_path) if new_blob is not None else None
+        if old_lang is None and new_lang is None:
+            return None
+        old_syms = self.parser.symbols(old_lang, str(old_blob.id), old_data) if old_lang else []
+        base = (str(old_blob.id), record.hunks) if old_lang and old_lang == new_lang else None
+        new_syms = (self.parser.symbols(new_lang, str(new_blob.id), new_data, base)
+                    if new_lang else [])
+        return FileSymbols(old_path=record.old_path or record.path, new_path=record.path,
+                           old=old_syms, new=new_syms, hunks=record.hunks,
+                           old_source=old_data if old_lang else b"",
+                           new_source=new_data if new_lang else b"")
+
+    def blob(self, oid) -> pygit2.Blob | None:
+        try:
+            obj = self.repo.get(oid)
+        except (ValueError, pygit2.GitError):
+            return None
+        return obj if isinstance(obj, pygit2.Blob) else None
+
+
+def text(raw: bytes | str) -> str:
+    """Repository text (names, paths, messages) is untrusted bytes: decode without failing."""
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+
+
+def _message(commit: pygit2.Commit) -> str:
+    encoding = commit.message_encoding or "utf-8"
+    try:
+        return commit.raw_message.decode(encoding, "replace")
+    except LookupError:  # an encoding name git accepted but Python does not know
+        return commit.raw_message.decode("utf-8", "replace")
