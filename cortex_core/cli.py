@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="index only what HEAD reaches (the default; remembered)")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to wait for another running indexer (default: 10)")
+    p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
+                   help="processes reading history in long runs (default: one per CPU, at most 4)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
     p = sub.add_parser("history", parents=[common], help="commits that changed a file or symbol",
@@ -172,7 +174,7 @@ def cmd_index(args) -> int:
     show = not args.quiet and not args.json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
     summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
-                               rebuild=args.rebuild, wait_seconds=args.wait,
+                               rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
                                progress=bar.update if bar else None)
     if bar:
         bar.close()

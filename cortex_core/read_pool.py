@@ -1,9 +1,9 @@
 """Reading commits in parallel: worker processes read contiguous ranges of the history (diffs,
 parses, symbol changes) while the one writer stores what they return.
 
-Each worker takes one contiguous range and reads it in order, so its parser cache still sees a
-file's versions one after another and re-parses them incrementally; only the first version of
-each file in a range is parsed cold. Workers are spawned (not forked): the parent holds a SQLite
+Each worker reads contiguous ranges of commits in order, so its parser cache still sees a file's
+versions one after another and re-parses them incrementally; only the first version of each file
+in a range is parsed cold. Workers are spawned (not forked): the parent holds a SQLite
 connection and libgit2 state that must not be copied into a child.
 """
 
@@ -33,23 +33,39 @@ def _read(shas: list[str]) -> list[CommitRecord]:
     return [_reader.read(_reader.repo.get(sha)) for sha in shas]
 
 
+RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed out on demand,
+                       # keep workers busy to the end, at the price of a cold cache per range
+
+
 def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                   workers: int) -> Iterator[tuple[int, CommitRecord]]:
     """(position in `shas`, record) for every commit, in completion order."""
     context = multiprocessing.get_context("spawn")
     pools = [ProcessPoolExecutor(1, mp_context=context, initializer=_start,
                                  initargs=(repo_path, settings)) for _ in range(workers)]
-    pending: dict[Future, int] = {}
+    size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))
+    ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
+    ranges.reverse()  # popped from the end: in history order
+    pending: dict[Future, tuple[int, int, bool]] = {}  # future -> (worker, start, last of range)
+
+    def assign(worker: int) -> None:
+        if not ranges:
+            return
+        first, end = ranges.pop()
+        for start in range(first, end, CHUNK):
+            stop = min(start + CHUNK, end)
+            future = pools[worker].submit(_read, shas[start:stop])
+            pending[future] = (worker, start, stop == end)
+
     try:
-        size = -(-len(shas) // workers)
-        for w, pool in enumerate(pools):
-            for start in range(w * size, min(len(shas), (w + 1) * size), CHUNK):
-                end = min(start + CHUNK, (w + 1) * size, len(shas))
-                pending[pool.submit(_read, shas[start:end])] = start
+        for worker in range(workers):
+            assign(worker)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=pending.__getitem__):
-                start = pending.pop(future)
+            for future in sorted(done, key=lambda f: pending[f][1]):
+                worker, start, last = pending.pop(future)
+                if last:
+                    assign(worker)
                 for offset, record in enumerate(future.result()):
                     yield start + offset, record
     finally:
