@@ -47,9 +47,12 @@ class SymbolChange:
     from_symbol: Symbol | None = None
 
 
-def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]]) -> dict[str, int]:
+def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]],
+              source: bytes = b"") -> dict[str, int]:
     """Lines of `ranges` (sorted, disjoint, inclusive) credited to each qualified name: the lines
-    inside a symbol minus those inside its child symbols."""
+    inside a symbol minus those inside its child symbols. A container (a symbol with children) is
+    not credited for blank lines in `source`: adding a method adds the blank line that separates
+    it from its neighbour, which is no change of the class."""
     if not ranges or not symbols:
         return {}
     starts = [a for a, _ in ranges]
@@ -79,12 +82,32 @@ def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]]) -> dict[str,
         parent = symbols[i].parent
         if parent >= 0:
             own[parent] = own.get(parent, 0) - lines
+    if source:
+        _discount_blank_lines(symbols, own, ranges, source)
     credit: dict[str, int] = {}
     for i, lines in own.items():
         if lines > 0:
             qualname = symbols[i].qualname
             credit[qualname] = credit.get(qualname, 0) + lines
     return credit
+
+
+def _discount_blank_lines(symbols: list[Symbol], own: dict[int, int],
+                          ranges: list[tuple[int, int]], source: bytes) -> None:
+    containers = {s.parent for s in symbols if s.parent >= 0}
+    lines: list[bytes] | None = None
+    for i, count in own.items():
+        if count <= 0 or i not in containers:
+            continue
+        if lines is None:
+            lines = source.split(b"\n")
+        sym = symbols[i]
+        children = [(c.start_line, c.end_line) for c in symbols if c.parent == i]
+        for a, b in ranges:
+            for n in range(max(a, sym.start_line), min(b, sym.end_line) + 1):
+                if n <= len(lines) and not lines[n - 1].strip() and \
+                        not any(lo <= n <= hi for lo, hi in children):
+                    own[i] -= 1
 
 
 def hunk_ranges(hunks: list[Hunk]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -111,8 +134,8 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     born: list[_Side] = []
     for f in files:
         deleted_ranges, added_ranges = hunk_ranges(f.hunks)
-        minus = own_lines(f.old, deleted_ranges)
-        plus = own_lines(f.new, added_ranges)
+        minus = own_lines(f.old, deleted_ranges, f.old_source)
+        plus = own_lines(f.new, added_ranges, f.new_source)
         old_by_name = _first_by_qualname(f.old)
         new_by_name = _first_by_qualname(f.new)
         moved_file = f.old_path != f.new_path

@@ -202,3 +202,18 @@ def test_typescript_class_method_history(repo, cortex):
     con = cortex.reader()
     assert [(s, c) for s, c, *_ in changes(con, "src/api.ts", "Client.get")] == [
         ("trim urls", "modified"), ("client", "added")]
+
+
+def test_blank_lines_between_methods_do_not_change_the_class(repo, cortex):
+    repo.write("k.py", "class K:\n    def a(self):\n        return 1\n")
+    repo.commit("K with a")
+    repo.write("k.py", "class K:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n")
+    repo.commit("add b")
+    cortex.index()
+    con = cortex.reader()
+    own = con.execute("select c.subject, sc.change from symbol_changes sc join symbols s on"
+                      " s.id = sc.symbol_id join commits c on c.id = sc.commit_id"
+                      " where s.qualname = 'K'").fetchall()
+    assert own == [("K with a", "added")]
+    assert [(e.commit.subject, e.members) for e in history(con, TargetSpec("k.py", "K")).entries] \
+        == [("add b", ("b",)), ("K with a", ("a",))]
