@@ -19,7 +19,7 @@ from .symbols import SymbolParser
 
 GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
 # Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
-UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule"})
+UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule", "missing object"})
 
 Hunk = tuple[int, int, int, int]
 
@@ -107,6 +107,9 @@ class CommitReader:
             reason = skip_by_path(path, self.settings)
         old_blob = self.blob(delta.old_file.id) if status != "A" else None
         new_blob = self.blob(delta.new_file.id) if status != "D" else None
+        if reason is None and ((status != "A" and old_blob is None) or
+                               (status != "D" and new_blob is None)):
+            reason = "missing object"  # a shallow or damaged repository
         # pygit2 copies a blob's bytes on every `.data`: read each once, and not at all when
         # the name already rules the content out.
         old_data = new_data = b""

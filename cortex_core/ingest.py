@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -21,7 +22,7 @@ from pygit2.enums import SortMode
 
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
-from .errors import EmptyRepository, NotARepository
+from .errors import CortexError, EmptyRepository, NotARepository
 from .languages import language_for_path
 from .read_pool import read_parallel
 from .skip_rules import skip_by_content, skip_by_path
@@ -78,6 +79,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs))
             return indexer.run(all_branches, started, rebuild)
+        except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
+            raise CortexError(f"git error while indexing {repo_root}: {exc}") from None
+        except BrokenProcessPool:
+            raise CortexError("a worker process died while indexing (out of memory?); what was "
+                              "stored is kept — run again, or with --jobs 1") from None
         finally:
             con.close()
 
@@ -260,7 +266,7 @@ class _Indexer:
         if language and reason is None:
             blob = self.reader.blob(pygit2.Oid(hex=blob_id))
             if blob is None:
-                reason = "missing"
+                reason = "missing object"
             else:
                 reason = "binary" if blob.is_binary else skip_by_content(blob.data, self.settings)
                 if reason is None:

@@ -307,3 +307,17 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
     assert (one.new_commits, two.new_commits) == (12, 12)
     assert dump(tmp_path / "one.db") == dump(tmp_path / "two.db")
     assert dump(tmp_path / "one.db")[0]  # something to compare
+
+
+def test_a_missing_blob_is_recorded_not_fatal(repo, cortex):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.write("b.py", "def g():\n    return 1\n")
+    repo.commit("one")
+    blob = repo.git("rev-parse", "HEAD:b.py")
+    (repo.path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    cortex.index()
+    con = cortex.reader()
+    rows = dict(con.execute("select f.path, fc.skip_reason from file_changes fc"
+                            " join files f on f.id = fc.file_id"))
+    assert rows == {"a.py": None, "b.py": "missing object"}
+    assert subjects(con, "a.py", "f") == ["one"]
