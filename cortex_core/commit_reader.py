@@ -15,7 +15,7 @@ from .languages import language_for_path
 from .messages import classify, split_message
 from .skip_rules import skip_by_content, skip_by_path
 from .symbol_changes import FileSymbols, SymbolChange, match_commit
-from .symbols import SymbolParser
+from .symbols import Symbol, SymbolParser
 
 GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
 # Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
@@ -162,6 +162,25 @@ class CommitReader:
                            old=old_syms, new=new_syms, hunks=record.hunks,
                            old_source=old_data if old_lang else b"",
                            new_source=new_data if new_lang else b"")
+
+    def head_file(self, path: str, blob_id: str) -> tuple[str | None, list[Symbol]]:
+        """(reason recorded at file level only, symbols) of one file of the HEAD tree."""
+        reason = skip_by_path(path, self.settings)
+        if reason is not None:
+            return reason, []
+        blob = self.blob(pygit2.Oid(hex=blob_id))
+        if blob is None:
+            return "missing object", []
+        if blob.size > self.settings.max_file_bytes:
+            return "too large", []
+        if blob.is_binary:
+            return "binary", []
+        language = language_for_path(path)
+        if language is None:
+            return None, []  # only the content checks above are worth a read
+        data = blob.data
+        reason = skip_by_content(data, self.settings)
+        return reason, [] if reason else self.parser.symbols(language, blob_id, data)
 
     def blob(self, oid) -> pygit2.Blob | None:
         try:

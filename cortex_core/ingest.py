@@ -24,13 +24,13 @@ from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .errors import CortexError, EmptyRepository, NotARepository
 from .languages import language_for_path
-from .read_pool import read_parallel
-from .skip_rules import skip_by_content, skip_by_path
+from .read_pool import head_files_parallel, read_parallel
 from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
 from .symbols import Symbol
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
-PARALLEL_MIN_COMMITS = 500   # below this, starting worker processes costs more than it saves
+PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
+PARALLEL_MIN_FILES = 300
 
 ProgressFn = Callable[[int, int], None]
 
@@ -244,42 +244,40 @@ class _Indexer:
 
     def _snapshot_head(self, head: pygit2.Commit) -> None:
         """Record where every symbol of HEAD is. Only files whose blob changed since the last
-        snapshot are re-read."""
+        snapshot are re-read; many of them (a first index) are read by worker processes."""
         con = self.con
         previous = dict(con.execute("select file_id, blob from head_files"))
         seen: set[int] = set()
+        changed: list[tuple[str, str]] = []
         for path, blob_id in _tree_blobs(head.tree):
             file_id = self._file_id(path)
             seen.add(file_id)
-            if previous.get(file_id) == blob_id:
-                continue
-            self._snapshot_file(file_id, path, blob_id)
+            if previous.get(file_id) != blob_id:
+                changed.append((path, blob_id))
         for file_id in previous.keys() - seen:
             self._forget_head_file(file_id)
             con.execute("delete from head_files where file_id = ?", (file_id,))
+        if self.jobs > 1 and len(changed) >= PARALLEL_MIN_FILES:
+            results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs)
+        else:
+            results = ((i, *self._head_file(path, blob_id))
+                       for i, (path, blob_id) in enumerate(changed))
+        for i, reason, symbols, parses in results:
+            path, blob_id = changed[i]
+            self._store_head_file(self._file_id(path), blob_id, reason, symbols)
+            self.parses += parses
 
-    def _snapshot_file(self, file_id: int, path: str, blob_id: str) -> None:
+    def _head_file(self, path: str, blob_id: str) -> tuple[str | None, list[Symbol], int]:
+        before = self.reader.parser.parse_count()
+        reason, symbols = self.reader.head_file(path, blob_id)
+        return reason, symbols, self.reader.parser.parse_count() - before
+
+    def _store_head_file(self, file_id: int, blob_id: str, reason: str | None,
+                         symbols: list[Symbol]) -> None:
         self._forget_head_file(file_id)
-        reason = skip_by_path(path, self.settings)
-        language = language_for_path(path)
-        symbols = []
-        if language and reason is None:
-            blob = self.reader.blob(pygit2.Oid(hex=blob_id))
-            if blob is None:
-                reason = "missing object"
-            else:
-                reason = "binary" if blob.is_binary else skip_by_content(blob.data, self.settings)
-                if reason is None:
-                    before = self.reader.parser.parse_count()
-                    symbols = self.reader.parser.symbols(language, blob_id, blob.data)
-                    self.parses += self.reader.parser.parse_count() - before
         self.con.execute("insert or replace into head_files(file_id, blob, skip_reason)"
                          " values (?,?,?)", (file_id, blob_id, reason))
-        self.con.execute("update files set language = ? where id = ?", (language, file_id))
-        spans = []
-        for sym in symbols:
-            symbol_id = self._symbol_id(file_id, sym)
-            spans.append((symbol_id, sym.start_line, sym.end_line))
+        spans = [(self._symbol_id(file_id, sym), sym.start_line, sym.end_line) for sym in symbols]
         self.con.executemany("update symbols set alive = 1 where id = ?",
                              ((s,) for s, _, _ in spans))
         self.con.executemany("insert into symbol_spans(symbol_id, start_line, end_line)"

@@ -17,6 +17,7 @@ import pygit2
 
 from .commit_reader import CommitReader, CommitRecord
 from .config import IndexSettings
+from .symbols import Symbol
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
 
@@ -31,6 +32,29 @@ def _start(repo_path: str, settings: IndexSettings) -> None:
 def _read(shas: list[str]) -> list[CommitRecord]:
     assert _reader is not None
     return [_reader.read(_reader.repo.get(sha)) for sha in shas]
+
+
+def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Symbol], int]]:
+    assert _reader is not None
+    out = []
+    for path, blob_id in items:
+        before = _reader.parser.parse_count()
+        reason, symbols = _reader.head_file(path, blob_id)
+        out.append((reason, symbols, _reader.parser.parse_count() - before))
+    return out
+
+
+def head_files_parallel(repo_path: str, settings: IndexSettings, items: list[tuple[str, str]],
+                        workers: int) -> Iterator[tuple[int, str | None, list[Symbol], int]]:
+    """(position in `items`, skip reason, symbols, blobs parsed) for files of the HEAD tree."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
+                             initargs=(repo_path, settings)) as pool:
+        starts = range(0, len(items), CHUNK)
+        for start, results in zip(starts, pool.map(_head_files,
+                                                   (items[i:i + CHUNK] for i in starts))):
+            for offset, (reason, symbols, parses) in enumerate(results):
+                yield start + offset, reason, symbols, parses
 
 
 RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed out on demand,

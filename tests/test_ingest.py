@@ -287,7 +287,10 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
         if i == 6:
             repo.move("pkg/m0.py", "pkg/renamed.py")
         repo.commit(f"c{i}", days_ago=20 - i)
+    repo.write("logo.png", b"\x89PNG\r\n\x1a\n\0\0" + bytes(range(256)))
+    repo.commit("logo", days_ago=1)
     monkeypatch.setattr(ingest, "PARALLEL_MIN_COMMITS", 2)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_FILES", 1)
 
     def dump(db):
         con = open_reader(db)
@@ -300,13 +303,18 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
         files = con.execute("select c.sha, c.seq, f.path, fc.status, fc.added, fc.deleted from"
                             " file_changes fc join commits c on c.id = fc.commit_id join files f"
                             " on f.id = fc.file_id order by 1, 3").fetchall()
-        return rows, files
+        head = con.execute("select f.path, s.qualname, sp.start_line, sp.end_line, h.skip_reason"
+                           " from head_files h join files f on f.id = h.file_id left join"
+                           " symbols s on s.file_id = f.id and s.alive = 1 left join symbol_spans"
+                           " sp on sp.symbol_id = s.id order by 1, 2, 3").fetchall()
+        return rows, files, head
 
     one = index_repository(repo.path, tmp_path / "one.db", Settings(), jobs=1)
     two = index_repository(repo.path, tmp_path / "two.db", Settings(), jobs=2)
-    assert (one.new_commits, two.new_commits) == (12, 12)
+    assert (one.new_commits, two.new_commits) == (13, 13)
     assert dump(tmp_path / "one.db") == dump(tmp_path / "two.db")
-    assert dump(tmp_path / "one.db")[0]  # something to compare
+    rows, _, head = dump(tmp_path / "one.db")
+    assert rows and ("logo.png", None, None, None, "binary") in head
 
 
 def test_a_missing_blob_is_recorded_not_fatal(repo, cortex):
