@@ -53,6 +53,7 @@ class History:
     target: Target
     entries: list[HistoryEntry] = field(default_factory=list)
     note: str | None = None
+    total: int = 0  # commits in the whole history; `entries` may be limited to the newest
 
 
 FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -68,7 +69,7 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None) ->
         entries = file_history(con, target.file_id)
     else:
         entries = symbol_history(con, target.symbol_id)
-    return History(target, entries[:limit] if limit else entries, note)
+    return History(target, entries[:limit] if limit else entries, note, len(entries))
 
 
 def file_history(con: apsw.Connection, file_id: int) -> list[HistoryEntry]:

@@ -58,7 +58,10 @@ def history(result: History, now: float) -> str:
     if t.qualname:
         where = f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line else "gone at HEAD"
         head += f"  ({t.kind}, {where})"
-    lines = [f"{head}  —  {len(result.entries)} commit{'s' if len(result.entries) != 1 else ''}"]
+    count = f"{result.total} commit{'s' if result.total != 1 else ''}"
+    if len(result.entries) < result.total:
+        count += f", newest {len(result.entries)} shown"
+    lines = [f"{head}  —  {count}"]
     if result.note:
         lines.append(f"note: {result.note}")
     for e in result.entries:

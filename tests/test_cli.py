@@ -115,3 +115,9 @@ def test_indexes_this_project(tmp_path):
     status = json.loads(cortex("status", "--repo", str(PROJECT), "--db", str(db), "--json",
                                cwd=tmp_path).stdout)
     assert status["commits"] >= 1 and "python" in [lang["language"] for lang in status["languages"]]
+
+
+def test_history_limit_says_how_many_there_are(shop):
+    cortex("index", cwd=shop.path)
+    out = cortex("history", "shop/pay.py::pay", "-n", "1", cwd=shop.path).stdout.splitlines()
+    assert out[0].endswith("—  2 commits, newest 1 shown") and len(out) == 2
