@@ -49,7 +49,7 @@ def _lines(added, deleted) -> str:
 
 def _commit_line(ref: CommitRef, now: float) -> str:
     return (f"{ref.short}  {date(ref.time, ref.offset)}  {relative_time(ref.time, now):>14}  "
-            f"{_clip(ref.author, 18):<18}  {_clip(ref.subject, 72)}")
+            f"{_clip(ref.author, 18):<18}  {_clip(ref.subject, 60):<60}")
 
 
 def history(result: History, now: float) -> str:
