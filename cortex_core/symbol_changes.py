@@ -10,13 +10,16 @@ that a rename or a move continues one history instead of ending one and starting
 2. children of a pair follow their parent (class `Old` renamed to `New`: `Old.m` -> `New.m`),
    and a parent follows its children when both sides are otherwise unpaired;
 3. the same qualified name in another file, unique on both sides (a move with edits);
-4. a file rename carries every symbol whose qualified name survives.
+4. within one scope (file and parent), the only definition of a kind that disappeared and the
+   only one that appeared, when at least 60% of their lines match (a rename with edits);
+5. a file rename carries every symbol whose qualified name survives.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
 from .symbols import Symbol, body_hash
 
@@ -178,30 +181,24 @@ def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
 
 def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
     pairs: list[tuple[_Side, _Side]] = []
+    gone_at = {(s.path, s.symbol.qualname): s for s in gone}
+    born_at = {(s.path, s.symbol.qualname): s for s in born}
+    gone_children: dict[tuple[str, str], list[_Side]] = {}
+    for s in gone:
+        gone_children.setdefault((s.path, _parent_name(s.symbol.qualname)), []).append(s)
 
     def link(old: _Side, new: _Side) -> None:
         old.paired = new.paired = True
         pairs.append((old, new))
+        follow(old, new)
 
-    # 1. Unique body fingerprints.
-    for key in _unique_keys(gone, born, lambda s: body_hash(s.symbol, s.source) or None):
-        link(*key)
-    # 2. Parents and children follow each other, until nothing more pairs.
-    gone_at = {(s.path, s.symbol.qualname): s for s in gone}
-    born_at = {(s.path, s.symbol.qualname): s for s in born}
-    gone_children: dict[tuple[int, str], list[_Side]] = {}
-    for s in gone:
-        gone_children.setdefault((s.path, _parent_name(s.symbol.qualname)), []).append(s)
-    queue = list(pairs)
-    while queue:
-        old, new = queue.pop()
-        # Direct children only: grandchildren follow when their parent's pair is dequeued.
+    def follow(old: _Side, new: _Side) -> None:
+        """Children follow their parent, a parent its child, recursively."""
         for child in gone_children.get((old.path, old.symbol.qualname), ()):
             suffix = child.symbol.qualname[len(old.symbol.qualname):]
             twin = born_at.get((new.path, new.symbol.qualname + suffix))
             if not child.paired and twin is not None and not twin.paired:
                 link(child, twin)
-                queue.append((child, twin))
         old_parent = _parent_name(old.symbol.qualname)
         new_parent = _parent_name(new.symbol.qualname)
         if old_parent and new_parent and old_parent != new_parent:
@@ -209,12 +206,42 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
             pn = born_at.get((new.path, new_parent))
             if po is not None and pn is not None and not po.paired and not pn.paired:
                 link(po, pn)
-                queue.append((po, pn))
+
+    # 1. Unique body fingerprints (2. follows each pair through `link`).
+    # A pair made by following an earlier one may take a candidate of the lists below.
+    for old, new in _unique_keys(gone, born, lambda s: body_hash(s.symbol, s.source) or None):
+        if not old.paired and not new.paired:
+            link(old, new)
     # 3. The same qualified name in another file.
     for old, new in _unique_keys(gone, born, lambda s: s.symbol.qualname):
-        if old.path != new.path:
+        if old.path != new.path and not old.paired and not new.paired:
+            link(old, new)
+    # 4. Renamed with edits: the only definition of its kind that disappeared from a scope and
+    #    the only one that appeared there, with mostly the same lines.
+    renamed = {(o.path, o.symbol.qualname): n.symbol.qualname for o, n in pairs}
+    for old, new in _unique_keys(gone, born, lambda s: (
+            s.path, s.symbol.kind, renamed.get((s.path, _parent_name(s.symbol.qualname)),
+                                               _parent_name(s.symbol.qualname)))):
+        if not old.paired and not new.paired and _similar(old, new):
             link(old, new)
     return pairs
+
+
+SIMILAR = 0.6  # share of lines two versions of a renamed definition must have in common
+
+
+def _similar(old: _Side, new: _Side) -> bool:
+    a = _lines(old)
+    b = _lines(new)
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return matcher.real_quick_ratio() >= SIMILAR and matcher.ratio() >= SIMILAR
+
+
+def _lines(side: _Side) -> list[bytes]:
+    """A definition's lines without indentation, its own name masked, blank lines dropped."""
+    text = side.source[side.symbol.start_byte:side.symbol.end_byte]
+    name = side.symbol.name.encode("utf-8", "replace")
+    return [line.strip().replace(name, b"\0") for line in text.split(b"\n") if line.strip()]
 
 
 def _unique_keys(gone: list[_Side], born: list[_Side], key):

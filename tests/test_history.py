@@ -217,3 +217,31 @@ def test_blank_lines_between_methods_do_not_change_the_class(repo, cortex):
     assert own == [("K with a", "added")]
     assert [(e.commit.subject, e.members) for e in history(con, TargetSpec("k.py", "K")).entries] \
         == [("add b", ("b",)), ("K with a", ("a",))]
+
+
+def test_rename_with_edits_continues_the_history(repo, cortex):
+    old = ("class T:\n    def test_send_nonstring(self, files):\n        r = post(files)\n"
+           "        assert r.status == 200\n        assert r.body\n        assert r.headers\n")
+    repo.write("t.py", old)
+    repo.commit("first")
+    new = old.replace("test_send_nonstring(self, files)", "test_send_objects(self, files)") \
+        .replace("assert r.body\n", "assert r.body is not None\n")
+    repo.write("t.py", new)
+    repo.commit("rename and tighten")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c, n) for s, c, _, _, n in changes(con, "t.py", "T.test_send_objects")] == [
+        ("rename and tighten", "renamed", "T.test_send_objects"),
+        ("first", "added", "T.test_send_nonstring"),
+    ]
+
+
+def test_unrelated_replacement_is_not_a_rename(repo, cortex):
+    repo.write("u.py", "def parse(text):\n    items = text.split(',')\n    return [i.strip() for i in items]\n")
+    repo.commit("parse")
+    repo.write("u.py", "def render(rows):\n    out = io.StringIO()\n    csv.writer(out).writerows(rows)\n    return out.getvalue()\n")
+    repo.commit("replace parse by render")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c) for s, c, *_ in changes(con, "u.py", "render")] == [("replace parse by render", "added")]
+    assert [(s, c) for s, c, *_ in changes(con, "u.py", "parse")][0] == ("replace parse by render", "deleted")
