@@ -1077,13 +1077,14 @@ def test_a_base_can_have_several_successors():
     (another branch, or the same file changed in two commits) starts from the original."""
     parser = SymbolParser()
     parser.symbols("python", "base", PY_EDGE)
+    base_tree = parser._trees[("python", "base")].tree
     left = PY_EDGE.replace(b"import os\n", b"import os\nimport sys\nimport re\n")
     right = PY_EDGE.replace(b"    return b * 2\n", b"    b += 1\n    return b * 2\n")
     for blob_id, new in (("left", left), ("right", right)):
         got = parser.symbols("python", blob_id, new, base=("base", git_hunks(PY_EDGE, new)))
         assert got == extract_symbols("python", new)
         # An edited tree mostly just misaligns and is re-parsed, so look at the tree itself.
-        assert not parser._cache[("python", "base")].tree.root_node.has_changes
+        assert not base_tree.root_node.has_changes
 
 
 def test_missing_or_wrong_base_falls_back_to_a_full_parse():
