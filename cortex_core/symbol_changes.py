@@ -127,6 +127,7 @@ class _Side:
     symbol: Symbol
     lines: int
     source: bytes  # the blob the symbol was read from
+    scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
 
 
@@ -146,7 +147,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
             a, d = plus.get(qualname, 0), minus.get(qualname, 0)
             before = old_by_name.get(qualname)
             if before is None:
-                born.append(_Side(f.new_path, sym, a, f.new_source))
+                born.append(_Side(f.new_path, sym, a, f.new_source, f.new_path))
             elif moved_file:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
@@ -155,7 +156,8 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 changes.append(SymbolChange(f.new_path, sym, "modified", a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
-                gone.append(_Side(f.old_path, sym, minus.get(qualname, 0), f.old_source))
+                gone.append(_Side(f.old_path, sym, minus.get(qualname, 0), f.old_source,
+                                  f.new_path))
 
     pairs = _pair(gone, born)
     for old, new in pairs:
@@ -220,8 +222,8 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
     #    the only one that appeared there, with mostly the same lines.
     renamed = {(o.path, o.symbol.qualname): n.symbol.qualname for o, n in pairs}
     for old, new in _unique_keys(gone, born, lambda s: (
-            s.path, s.symbol.kind, renamed.get((s.path, _parent_name(s.symbol.qualname)),
-                                               _parent_name(s.symbol.qualname)))):
+            s.scope, s.symbol.kind, renamed.get((s.path, _parent_name(s.symbol.qualname)),
+                                                _parent_name(s.symbol.qualname)))):
         if not old.paired and not new.paired and _similar(old, new):
             link(old, new)
     return pairs

@@ -245,3 +245,21 @@ def test_unrelated_replacement_is_not_a_rename(repo, cortex):
     con = cortex.reader()
     assert [(s, c) for s, c, *_ in changes(con, "u.py", "render")] == [("replace parse by render", "added")]
     assert [(s, c) for s, c, *_ in changes(con, "u.py", "parse")][0] == ("replace parse by render", "deleted")
+
+
+def test_rename_with_edits_in_a_renamed_file(repo, cortex):
+    old = ("def test_send_nonstring(files):\n    r = post(files)\n    assert r.status == 200\n"
+           "    assert r.body\n    assert r.headers\n")
+    repo.write("test_api.py", old)
+    repo.commit("first")
+    repo.move("test_api.py", "tests/test_api.py")
+    repo.write("tests/test_api.py", old.replace("test_send_nonstring", "test_send_objects")
+               .replace("assert r.body\n", "assert r.body is not None\n"))
+    repo.commit("move tests, rename and tighten")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c) for s, c, *_ in changes(con, "tests/test_api.py", "test_send_objects")] == [
+        ("move tests, rename and tighten", "moved"), ("first", "added")]
+    entries = history(con, TargetSpec("tests/test_api.py", "test_send_objects")).entries
+    assert [(e.path, e.name) for e in entries] == [
+        ("tests/test_api.py", "test_send_objects"), ("test_api.py", "test_send_nonstring")]
