@@ -149,23 +149,26 @@ def test_too_many_files_in_one_commit_are_bounded(repo, cortex):
                        ).get == 2
 
 
-def test_interrupted_index_continues_without_loss(repo, cortex, tmp_path):
+def interrupt_index_at(cortex, monkeypatch, commits_done: int) -> None:
+    """Index until `commits_done` commits are read, then interrupt as Ctrl-C would."""
+    import cortex_core.ingest as ingest
+    # Every commit its own transaction, as a long run batches them.
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
+
+    def stop(done, total):
+        if done == commits_done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cortex.index(progress=stop)
+    monkeypatch.undo()
+
+
+def test_interrupted_index_continues_without_loss(repo, cortex, monkeypatch):
     for i in range(6):
         repo.write("a.py", f"def f():\n    return {i}\n")
         repo.commit(f"c{i}", days_ago=10 - i)
-
-    def stop_after_three(done, total):
-        if done == 3:
-            raise KeyboardInterrupt
-
-    import cortex_core.ingest as ingest
-    original = ingest.BATCH_SECONDS
-    ingest.BATCH_SECONDS = 0.0  # every commit its own transaction, as a long run would batch
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            cortex.index(progress=stop_after_three)
-    finally:
-        ingest.BATCH_SECONDS = original
+    interrupt_index_at(cortex, monkeypatch, 3)
     # The batch in flight when the interruption came is rolled back; the two before it stay.
     assert cortex.reader().execute("select count(*) from commits").get == 2
     summary = cortex.index()
@@ -247,26 +250,14 @@ def test_commit_metadata_trailers_and_kind(repo, cortex):
                    "bob@example.com", 1, 1)
 
 
-def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex):
+def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex, monkeypatch):
     repo.write("a.py", "def f():\n    return 0\n")
     base = repo.commit("base", days_ago=9)
     cortex.index()
     for i in (1, 2, 3):
         repo.write("a.py", f"def f():\n    return {i}\n")
         repo.commit(f"c{i}", days_ago=9 - i)
-
-    def stop_at_two(done, total):
-        if done == 2:
-            raise KeyboardInterrupt
-
-    import cortex_core.ingest as ingest
-    original = ingest.BATCH_SECONDS
-    ingest.BATCH_SECONDS = 0.0
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            cortex.index(progress=stop_at_two)
-    finally:
-        ingest.BATCH_SECONDS = original
+    interrupt_index_at(cortex, monkeypatch, 2)
     repo.git("reset", "-q", "--hard", base)
     repo.write("a.py", "def f():\n    return 9\n")
     repo.commit("rewritten", days_ago=1)
