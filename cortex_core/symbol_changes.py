@@ -95,9 +95,14 @@ def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]],
     return credit
 
 
+_CALLABLE = frozenset({"function", "method"})
+
+
 def _discount_blank_lines(symbols: list[Symbol], own: dict[int, int],
                           ranges: list[tuple[int, int]], source: bytes) -> None:
-    containers = {s.parent for s in symbols if s.parent >= 0}
+    # Class-like containers only: a function's blank lines are part of its body, as for git -L.
+    containers = {s.parent for s in symbols
+                  if s.parent >= 0 and symbols[s.parent].kind not in _CALLABLE}
     lines: list[bytes] | None = None
     for i, count in own.items():
         if count <= 0 or i not in containers:
@@ -152,7 +157,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
-            elif a or d:
+            elif (a or d) and not _same_text(before, f.old_source, sym, f.new_source):
                 changes.append(SymbolChange(f.new_path, sym, "modified", a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
@@ -171,6 +176,13 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
     return changes
+
+
+def _same_text(old: Symbol, old_source: bytes, new: Symbol, new_source: bytes) -> bool:
+    """Whether a definition's text is unchanged although the diff touched its lines: libgit2
+    has no indent heuristic, so an inserted block can slide onto an identical line at the edge of
+    the next definition (a `@property` above it) that `git diff` would leave alone."""
+    return old_source[old.start_byte:old.end_byte] == new_source[new.start_byte:new.end_byte]
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:

@@ -263,3 +263,29 @@ def test_rename_with_edits_in_a_renamed_file(repo, cortex):
     entries = history(con, TargetSpec("tests/test_api.py", "test_send_objects")).entries
     assert [(e.path, e.name) for e in entries] == [
         ("tests/test_api.py", "test_send_objects"), ("test_api.py", "test_send_nonstring")]
+
+
+def test_blank_lines_inside_a_function_with_a_nested_function_count(repo, cortex):
+    repo.write("n.py", "def outer():\n    def inner():\n        return 1\n    return inner\n")
+    repo.commit("outer")
+    repo.write("n.py", "def outer():\n    def inner():\n        return 1\n\n    return inner\n")
+    repo.commit("breathe")
+    cortex.index()
+    assert [(s, c, a) for s, c, a, _, _ in changes(cortex.reader(), "n.py", "outer")] == [
+        ("breathe", "modified", 1), ("outer", "added", 4)]  # inner rolls up into outer
+
+
+def test_a_diff_sliding_onto_an_identical_decorator_changes_nothing(repo, cortex):
+    head = "class R:\n    @property\n    def a(self):\n        return 1\n\n"
+    tail = "    @property\n    def b(self):\n        return 2\n"
+    repo.write("s.py", head + tail)
+    repo.commit("two properties")
+    # libgit2 (no indent heuristic) reports this insertion as starting at `@property` of a's
+    # neighbour, one line up from where git diff puts it.
+    inserted = "    @property\n    def c(self):\n        return 3\n\n"
+    repo.write("s.py", head + inserted + tail)
+    repo.commit("add c")
+    cortex.index()
+    con = cortex.reader()
+    assert [s for s, *_ in changes(con, "s.py", "R.b")] == ["two properties"]
+    assert [s for s, *_ in changes(con, "s.py", "R.c")] == ["add c"]
