@@ -34,14 +34,22 @@ class Run:
     max_rss_kib: int
     user_seconds: float
     system_seconds: float
+    tree_peak_rss_kib: int | None = None  # sampled sum (PSS) over the process and descendants
+    tree_peak_processes: int | None = None
+    tree_measure: str | None = None
 
 
 def run(cmd: list[str], *, cwd: str | Path | None = None, capture: bool = True,
-        stdout_path: str | None = None, check: bool = True, env: dict | None = None) -> Run:
+        stdout_path: str | None = None, check: bool = True, env: dict | None = None,
+        sample_tree: bool = False) -> Run:
     """Run `cmd`, timing it from before the fork to after it is reaped (process start included).
 
-    Waits with os.wait4, which gives the resource usage of this child alone (peak RSS, CPU),
-    unlike getrusage(RUSAGE_CHILDREN), which is the maximum over every child reaped so far."""
+    Waits with os.wait4, which gives the resource usage of this child and of the descendants
+    it reaped (CPU summed, peak RSS the largest single process), unlike
+    getrusage(RUSAGE_CHILDREN), which accumulates every child reaped so far. With
+    `sample_tree`, a thread also samples the summed memory of the process and all its
+    descendants (worker processes) every 50 ms from /proc: PSS, where pages shared between
+    forked processes count once in all, else RSS. A peak shorter than 50 ms may be missed."""
     out_target = subprocess.PIPE if capture else subprocess.DEVNULL
     out_file = None
     if stdout_path is not None:
@@ -53,12 +61,15 @@ def run(cmd: list[str], *, cwd: str | Path | None = None, capture: bool = True,
                                 stderr=subprocess.PIPE if capture else subprocess.DEVNULL,
                                 stdin=subprocess.DEVNULL, env=env)
         stdout, stderr = b"", b""
+        sampler = _TreeSampler(proc.pid) if sample_tree else None
         if capture and stdout_path is None:
             # Read both pipes before reaping; communicate() would reap with waitpid and lose
             # the rusage, so read them by hand.
             stdout, stderr = _drain(proc)
         elif capture:
             stderr = proc.stderr.read()
+        if sampler is not None:
+            sampler.wait_exit()
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -67,10 +78,90 @@ def run(cmd: list[str], *, cwd: str | Path | None = None, capture: bool = True,
             out_file.close()
     result = Run(seconds, proc.returncode, stdout, stderr, usage.ru_maxrss, usage.ru_utime,
                  usage.ru_stime)
+    if sampler is not None:
+        result.tree_peak_rss_kib = sampler.peak_kib
+        result.tree_peak_processes = sampler.peak_processes
+        result.tree_measure = sampler.measure
     if check and result.returncode != 0:
         raise RuntimeError(f"command failed ({result.returncode}): {' '.join(map(str, cmd))}\n"
                            f"{stderr.decode('utf-8', 'replace')[-2000:]}")
     return result
+
+
+class _TreeSampler:
+    """Samples the summed RSS of a process tree until the root exits (without reaping it)."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        import threading
+        self.pid, self.interval = pid, interval
+        self.peak_kib = 0
+        self.peak_processes = 0
+        self.measure = "PSS"
+        self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(children.get(pid, ()))
+        return out
+
+    def _alive(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return False
+        return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] != b"Z"
+
+    def _loop(self) -> None:
+        while self._alive():
+            total = count = 0
+            for pid in self._tree():
+                kib = self._pss_kib(pid)
+                if kib is not None:
+                    total += kib
+                    count += 1
+            if total > self.peak_kib:
+                self.peak_kib = total
+            self.peak_processes = max(self.peak_processes, count)
+            time.sleep(self.interval)
+
+    def _pss_kib(self, pid: int) -> int | None:
+        """Proportional set size (shared pages split between their users, so that a sum over
+        forked workers does not count the pages they share several times); RSS if the kernel
+        has no smaps_rollup."""
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        self.measure = "PSS"
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as f:
+                self.measure = "RSS"
+                return int(f.read().split()[1]) * self._page_kib
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def wait_exit(self) -> None:
+        self._thread.join()
 
 
 def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
@@ -106,7 +197,10 @@ def cortex_command() -> list[str]:
 
 
 def work_dir(prefix: str, keep: bool) -> Path:
-    """A fresh private folder under bench/.work/ (gitignored)."""
+    """A fresh private folder under bench/.work/ (gitignored). SIGTERM is turned into SystemExit
+    so that the callers' `finally` removes it when the run is stopped."""
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=prefix, dir=WORK_DIR))
 

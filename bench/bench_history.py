@@ -26,50 +26,122 @@ definition itself, decorators included, up to its last non-blank line, nested de
 (a function's history rolls up its members), and its identity follows renames and moves recorded
 at indexing.
 
-Kinds of differences (each a commit listed by one tool only, for one function):
+Kinds of differences (each: one commit listed by one tool only, for one function), in the order
+they are checked; each was seen on psf/requests or scrapy/scrapy and checked by hand on examples:
 
-  kind                      listed by   bug?  meaning
-  ------------------------  ----------  ----  ------------------------------------------------------
-  git-merge                 git only    no    a merge commit whose result for the range differs from
-                                              every parent (conflict resolution or evil merge); cortex
-                                              never lists merges, their changes are in the merged
-                                              commits
-  git-trailing-blank        git only    no    the commit changed only blank lines after the function,
-                                              inside git's range (up to the next def/class)
-  git-trailing-comment      git only    no    ... only comments (and blank lines) after the function
-  git-trailing-decorator    git only    no    ... decorators of the next definition (with blank lines
-                                              and comments)
-  git-trailing-code         git only    no    ... module- or class-level code between the function and
-                                              the next def/class (assignments, calls, `x = property()`)
-  git-before-birth          git only    no?   the function did not exist under its cortex identity
-                                              (path, qualified name at that point of its lineage) on
-                                              either side of the commit: git's line range followed
-                                              lines from before the function was created (code it was
-                                              extracted from, another function whose lines it took
-                                              over); the detail shows what git was tracking. A bug only
-                                              if that was the same function under a rename cortex
-                                              failed to link
-  cortex-missed             git only    BUG   the function's own lines changed in the commit (or it
-                                              was created/deleted there) but cortex does not list it
-  cortex-file-rename        cortex only no    the file was renamed and the function's text did not
-                                              change: cortex records the move as an event of the
-                                              symbol (change "moved"), git -L shows nothing
-  own-decorator             cortex only no    only the function's own decorators changed: they are
-                                              outside git's range, which starts at the `def` line
-  git-range-cut-short       cortex only no    only lines after the first nested def/class (or a
-                                              docstring line starting with "def "/"class ") changed:
-                                              git's range ends before them
-  git-stopped-early         cortex only no    the commit is older than the oldest commit git lists:
-                                              git's range ended where its lines were all added (the
-                                              function moved within the file, was rewritten, or came
-                                              from another file), cortex follows its identity on
-  diff-realignment          cortex only no?   the function's text is identical before and after but
-                                              the diff deleted and re-added some of its lines (a block
-                                              moved around it); git's range diff shows no change
-  cortex-spurious           cortex only BUG   the function's text did not change and no diff line
-                                              touched it, yet cortex lists the commit
-  unexplained-git           git only    ?     none of the above: read the example
-  unexplained-cortex        cortex only ?     none of the above: read the example
+  kind                    listed by  bug?  meaning
+  ----------------------  ---------  ----  ------------------------------------------------------
+  git-merge               git        no    a merge whose result for the range differs from every
+                                           parent (conflict resolution, evil merge); cortex never
+                                           lists merges: their changes are in the merged commits
+  cortex-missed-blank-lines git      BUG   only blank lines inside the function changed, and the
+                                           function has nested definitions: cortex credits no
+                                           blank line to a symbol that has children (meant for
+                                           the blank lines between a class's methods; it also
+                                           hits functions), whereas a function without nested
+                                           definitions does get such commits
+  cortex-missed           git        BUG   the function's own lines changed in the commit (or it
+                                           was created/deleted there), cortex does not list it
+  cortex-unlinked-rename  git        gap   git's range, followed back, reaches the function under
+                                           another name: at the commit where cortex's history
+                                           starts ("added"), git's range came from a definition
+                                           that the commit removed and that is alike (difflib
+                                           ratio >= 0.5): a rename with edits, which cortex does
+                                           not pair (it pairs identical bodies, the same
+                                           qualified name in another file, and since 6932ba3 the
+                                           only definition that left a scope with the only one
+                                           that arrived), so it misses the older commits
+  git-before-birth        git        no    the function exists on neither side under its cortex
+                                           identity and no rename explains it: git's range came
+                                           from other lines (the code the function was extracted
+                                           from, a definition it was copied from and that still
+                                           exists, or one it replaced)
+  git-trailing-blank      git        no    only blank lines after the function changed: they are
+                                           in git's range, which runs to the next def/class line
+  git-trailing-comment    git        no    only comments (and blank lines) after the function
+  git-trailing-decorator  git        no    the decorators of the next definition (with blank lines
+                                           and comments)
+  git-range-other-def     git        no    lines of another definition, which git's range took in
+                                           going back (lines deleted inside a range join it, the
+                                           def lines of neighbours included)
+  git-trailing-code       git        no    code after the function up to the next def/class line:
+                                           module or class level, or the enclosing function's
+                                           code after a nested def
+  cortex-file-rename      cortex     no    the file was renamed, the function's text did not
+                                           change: cortex records the move as an event of the
+                                           symbol ("moved"); git -L shows nothing (by design)
+  cortex-parent-rename    cortex     no    the qualified name changed (its class was renamed, it
+                                           moved to another class, or a syntax error such as a
+                                           committed conflict marker made tree-sitter nest it
+                                           differently) and its text did not: cortex records a
+                                           "renamed" event (by design)
+  cortex-spurious         cortex     BUG   the text did not change and no diff line touched it,
+                                           yet cortex lists the commit
+  diff-realignment        cortex     BUG   the text is identical before and after, but the diff
+                                           cortex maps (libgit2's, which has no indent heuristic)
+                                           slid an inserted block by a line so that it covers a
+                                           line of the function identical to the inserted one
+                                           (typically `@property` or a blank line); git's own diff
+                                           (indent heuristic on by default) does not (checked);
+                                           a minor false positive of cortex
+  git-simplified-away     cortex     no    the commit is not in `git log REV -- PATH`: at a merge
+                                           whose file equals one parent's, git's default history
+                                           simplification follows that parent only; -L walks the
+                                           same simplified history
+  cortex-syntax-error     cortex     no    the file does not parse on one side of the commit;
+                                           tree-sitter's error recovery loses or re-nests the
+                                           definition, so cortex records it as added/deleted
+  cortex-earlier-life     cortex     no    the commit is older than a later re-creation of the
+                                           function ("added" after a "deleted"): cortex keeps one
+                                           identity per file and qualified name, so its history
+                                           includes the earlier life; git stops at the re-creation
+  cortex-unlinked-requalify cortex   gap   cortex says "added" (or "renamed" from elsewhere) but
+                                           the parent holds the same text under another qualified
+                                           name (class renamed, merged or split, bodies too short
+                                           for a fingerprint): the history splits there
+  git-stopped-early       cortex     no    the commit is older than the oldest one git lists: git's
+                                           range ended where its lines were all added (function
+                                           moved within the file or from another file, class
+                                           renamed, file moved without git seeing a rename), while
+                                           cortex follows its identity on (the detail says what
+                                           cortex recorded at git's oldest commit)
+  git-range-diverted      cortex     no    at a newer commit that git lists, git's range in the
+                                           parent does not hold the function's def line although
+                                           the function is there: the diff re-added the def line
+                                           (function moved or restructured) and git went on with
+                                           other lines, so it never reaches this commit
+  own-decorator           cortex     no    only the function's own decorators changed: git's range
+                                           starts at the def line
+  git-range-cut-short     cortex     no    only lines after the first nested def/class changed (or
+                                           after a docstring line starting with "def "/"class "):
+                                           git's range ends before them
+  outside-git-range       cortex     no    both: decorators, and lines after a nested def
+  git-trailing-deletion   cortex     no    the function's last lines were deleted and the diff
+                                           places the deletion after the last line of git's range
+                                           (the blank lines kept above it): git attributes a
+                                           deletion to its range only when it falls between two of
+                                           its lines
+  git-merge-dropped       cortex     no    a later merge has, for the function, the same text as
+                                           its first identical parent (in parent order), which
+                                           does not contain the commit: git's TREESAME
+                                           simplification, applied by -L to the range, follows
+                                           that parent only (the change was overwritten, or made
+                                           on both branches)
+  git-range-shrunk        cortex     no    the changed lines are outside the range git carried back
+                                           to this commit: between two commits it lists, git's
+                                           range keeps its size and its place relative to the def
+                                           line (as in the parent of the next newer listed commit,
+                                           or at HEAD); it lost its end at a later commit (a nested
+                                           def or a lambda turned into one, a blank line deleted
+                                           just after it, a git-trailing-deletion) or slid up (a
+                                           hunk replacing decorator and def line together), and
+                                           git never widens it going back
+  unexplained-git         git        ?     none of the above: read the example
+  unexplained-cortex      cortex     ?     none of the above: read the example
+
+Besides the differences, every rename/move link cortex follows for the sampled functions is
+checked: the difflib similarity of the definition before and after it; links below 0.5 are
+listed (a wrong link would add another function's commits, which git -L never reaches).
 
 Run with the venv's python: `/work/venv/bin/python bench/bench_history.py REPO [--sample 50]`.
 """
@@ -94,24 +166,36 @@ KINDS = {
     "git-trailing-decorator": ("git", "no", "decorators of the next def, inside git's range"),
     "git-trailing-code": ("git", "no", "code between the function and the next def, inside git's range"),
     "git-range-other-def": ("git", "no", "lines of another definition that git's range had taken in"),
-    "git-before-birth": ("git", "no?", "function absent on both sides: git tracked older lines"),
+    "git-before-birth": ("git", "no", "function absent on both sides: git tracked other lines"),
     "cortex-unlinked-rename": ("git", "gap", "renamed with edits: git follows, cortex starts anew"),
     "cortex-missed": ("git", "BUG", "the function's own lines changed, cortex does not list it"),
+    "cortex-missed-blank-lines": ("git", "BUG", "blank lines inside a function with nested defs changed, not listed"),
     "cortex-file-rename": ("cortex", "no", "file renamed, function text unchanged ('moved' event)"),
-    "cortex-parent-rename": ("cortex", "no", "qualified name changed (class renamed), text same"),
-    "git-range-shrunk": ("cortex", "no", "git's tracked range had lost these lines (git -L limit)"),
+    "cortex-parent-rename": ("cortex", "no", "qualified name changed (class renamed/moved to), text same"),
+    "git-range-shrunk": ("cortex", "no", "beyond the range git carried back (it lost its end later)"),
+    "cortex-syntax-error": ("cortex", "no", "file does not parse on one side: definition lost/re-nested"),
+    "cortex-earlier-life": ("cortex", "no", "before a deletion and re-creation under the same name"),
+    "git-trailing-deletion": ("cortex", "no", "function's last lines deleted after git's range end"),
+    "outside-git-range": ("cortex", "no", "own decorators and lines after a nested def changed"),
+    "cortex-unlinked-requalify": ("cortex", "gap", "same definition under another qualified name in the parent, not linked"),
+    "git-range-diverted": ("cortex", "no", "git's range left the function at a later commit"),
     "own-decorator": ("cortex", "no", "only the function's decorators changed (outside git's range)"),
     "git-range-cut-short": ("cortex", "no", "only lines after a nested def/class changed"),
     "git-stopped-early": ("cortex", "no", "older than git's oldest commit: git's range ended"),
     "git-simplified-away": ("cortex", "no", "side branch dropped by git's history simplification"),
     "git-merge-dropped": ("cortex", "no", "a merge kept the other parent's version of the function"),
-    "diff-realignment": ("cortex", "no?", "text identical; the diff re-added some of its lines"),
+    "diff-realignment": ("cortex", "BUG", "text identical; libgit2's diff slid a hunk onto it"),
     "cortex-spurious": ("cortex", "BUG", "text unchanged and untouched, yet listed by cortex"),
     "unexplained-git": ("git", "?", "not classified: read the example"),
     "unexplained-cortex": ("cortex", "?", "not classified: read the example"),
 }
 
 TAB = "\t"
+# Above this difflib ratio, a definition that disappears where the function appears is taken
+# for the function under its old name (cortex-unlinked-rename); below, for another one.
+RENAME_SIMILARITY = 0.5
+# A rename/move link cortex follows whose two definitions are less alike than this is reported.
+WEAK_LINK = 0.5
 # git's built-in `python` diff driver: which lines are funcname lines.
 PY_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -266,7 +350,10 @@ class Side:
     def text(self) -> str | None:
         if self.span is None:
             return None
-        return "\n".join(self.lines[self.span[0] - 1:self.span[1]])
+        text = "\n".join(self.lines[self.span[0] - 1:self.span[1]])
+        if self.span[1] == len(self.lines):  # its last line ends the file without a newline
+            text += "\n\\ No newline at end of file"
+        return text
 
     def in_span(self, line: int) -> bool:
         return self.span is not None and self.span[0] <= line <= self.span[1]
@@ -330,6 +417,101 @@ class Explainer:
                 return row[0], row[1]
         return best[3], best[4]
 
+    def git_diff_touches(self, sha: str, old: Side, new: Side) -> bool | None:
+        """Whether `git diff -U0` (git's own diff, indent heuristic on by default) changes a
+        line of the function on either side."""
+        commit = self.repo[sha]
+        if not commit.parents:
+            return None
+        out = bl.run(["git", "-C", str(self.clone), "diff", "-U0", "--no-color", "--no-ext-diff",
+                      "-M", f"{sha}^", sha, "--", old.path, new.path]).stdout.decode("utf-8",
+                                                                                       "replace")
+        hunk = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+        for m in hunk.finditer(out):
+            o, on = int(m.group(1)), int(m.group(2) or 1)
+            n, nn = int(m.group(3)), int(m.group(4) or 1)
+            if any(old.in_span(l) for l in range(o, o + on)) or \
+                    any(new.in_span(l) for l in range(n, n + nn)):
+                return True
+        return False
+
+    def broken_sides(self, sha: str, old: Side, new: Side) -> list[str]:
+        commit = self.repo[sha]
+        out = []
+        if commit.parents and old.lines is not None and \
+                not self.parses_cleanly(commit.parents[0], old.path):
+            out.append("before")
+        if new.lines is not None and not self.parses_cleanly(commit, new.path):
+            out.append("after")
+        return out
+
+    def unlinked_twin(self, sha: str, old: Side, new: Side) -> str | None:
+        """For a function cortex says was added (or deleted): the qualified name under which the
+        other side of the commit holds a definition with the same text, if any."""
+        here, other_commit, path = (new, self.repo[sha].parents[0] if self.repo[sha].parents
+                                    else None, new.path) if new.span else (old, self.repo[sha],
+                                                                            old.path)
+        if here.span is None or other_commit is None:
+            return None
+        text = here.text().split("\n", 1)
+        blob = _blob_id(other_commit, path)
+        if blob is None:
+            return None
+        lines, symbols = self.parsed(blob)
+        name = here.qualname.rsplit(".", 1)[-1]
+        for sym in symbols:
+            if sym.name == name and sym.qualname != here.qualname:
+                other = "\n".join(lines[sym.start_line - 1:sym.end_line]).split("\n", 1)
+                if [t.strip() for t in other] == [t.strip() for t in text] or \
+                        _dedent(other) == _dedent(text):
+                    return sym.qualname
+        return None
+
+    def diverted(self, fn: Func, lineage, sha: str, git_view) -> str | None:
+        """The oldest commit newer than `sha` that git lists and where git's range, in the
+        parent, does not hold the function's def line although the function is there: the diff
+        re-added the def line (function moved or restructured) and git went on with other lines,
+        so the older history git shows is not the function's."""
+        seq = self.seq[sha]
+        newer = sorted((s2 for s2 in fn.git_shas if self.seq.get(s2, -1) > seq
+                        and not self.is_merge.get(s2)), key=lambda s2: self.seq[s2])
+        for z in newer:
+            blocks = git_view.get(z) or []
+            ranges = [r for b in blocks for r in b["old_ranges"]]
+            commit = self.repo[z]
+            if not commit.parents or not ranges:
+                continue
+            old = self.side(commit.parents[0], *self.identity(lineage, z, old_side=True))[0]
+            if old.defline is None:
+                continue
+            if not any(a <= old.defline < a + n for a, n in ranges):
+                first = next((b["old_first"] for b in blocks if b["old_first"]), "")
+                a, n = ranges[0]
+                return (f"at {z[:10]} ({_clip(self.subject.get(z, '?'), 40)!r}) git's range in the "
+                        f"parent is lines {a}-{a + n - 1} ({_clip(first, 40)!r}) while the function "
+                        f"is at {old.defline}-{old.git_end}: the diff re-added its def line and "
+                        f"git went on with other lines")
+        return None
+
+    def linked_from(self, ident: tuple[str, str], sha: str) -> tuple[str, str] | None:
+        """The (path, qualname) that commit `sha` renamed or moved into `ident`, if any."""
+        row = self.con.execute(
+            "select f2.path, s2.qualname from symbols s join files f on f.id = s.file_id"
+            " join symbol_changes sc on sc.symbol_id = s.id join commits c on c.id = sc.commit_id"
+            " join symbols s2 on s2.id = sc.from_symbol_id join files f2 on f2.id = s2.file_id"
+            " where f.path = ? and s.qualname = ? and c.sha = ?", (*ident, sha)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def linked_to(self, ident: tuple[str, str], sha: str) -> tuple[str, str] | None:
+        """The (path, qualname) that commit `sha` renamed or moved `ident` into, if any."""
+        row = self.con.execute(
+            "select f2.path, s2.qualname from symbols s join files f on f.id = s.file_id"
+            " join symbol_changes sc on sc.from_symbol_id = s.id join commits c on"
+            " c.id = sc.commit_id join symbols s2 on s2.id = sc.symbol_id join files f2 on"
+            " f2.id = s2.file_id where f.path = ? and s.qualname = ? and c.sha = ?",
+            (*ident, sha)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def parses_cleanly(self, commit, path: str) -> bool:
         """Whether tree-sitter reads the file at `commit` without a syntax error."""
         from tree_sitter_language_pack import get_parser
@@ -357,7 +539,7 @@ class Explainer:
             data = self.repo[blob_id].data
             lines = data.decode("utf-8", "replace").split("\n")
             got = (lines, self.extract("python", data))
-            if len(self._parsed) > 256:
+            if len(self._parsed) > 2048:
                 self._parsed.clear()
             self._parsed[blob_id] = got
         return got
@@ -381,26 +563,42 @@ class Explainer:
         return s, blob_id
 
     def sides(self, fn: Func, lineage, sha: str):
+        """The function on both sides of commit `sha`. For a commit cortex lists, the identity is
+        the one its entry names (path and qualified name at that commit, and what it was renamed
+        or moved from); otherwise the one the lineage gives for that point in time."""
         commit = self.repo[sha]
         parent = commit.parents[0] if commit.parents else None
-        new, new_blob = self.side(commit, *self.identity(lineage, sha, old_side=False))
-        old, old_blob = self.side(parent, *self.identity(lineage, sha, old_side=True))
+        entry = fn.cortex_entries.get(sha)
+        if entry is not None and entry.get("name"):
+            new_id = (entry["path"], entry["name"])
+            old_id = self.linked_from(new_id, sha)
+            if old_id is None:
+                # The entry may name the old identity of a rename (its "renamed" row).
+                successor = self.linked_to(new_id, sha)
+                new_id, old_id = (successor, new_id) if successor else (new_id, new_id)
+        else:
+            new_id = self.identity(lineage, sha, old_side=False)
+            old_id = self.identity(lineage, sha, old_side=True)
+        new, new_blob = self.side(commit, *new_id)
+        old, old_blob = self.side(parent, *old_id)
         deleted, added = self.diff_lines(old, old_blob, new, new_blob)
         return commit, old, new, deleted, added
 
-    def diff_lines(self, old: Side, old_blob, new: Side, new_blob) -> tuple[set[int], set[int]]:
-        """Old line numbers deleted and new line numbers added by a zero-context diff (the diff
-        cortex maps to symbols)."""
+    def diff_lines(self, old: Side, old_blob, new: Side, new_blob) -> tuple[dict, set[int]]:
+        """The old line numbers a zero-context diff deletes (the diff cortex maps to symbols),
+        each with where its hunk lands in the new blob: (new_start, pure deletion?); a pure
+        deletion lies after new line new_start. And the new line numbers it adds."""
         if old_blob == new_blob:
-            return set(), set()
+            return {}, set()
         if old_blob is None:
-            return set(), set(range(1, len(new.lines) + 1))
+            return {}, set(range(1, len(new.lines) + 1))
         if new_blob is None:
-            return set(range(1, len(old.lines) + 1)), set()
+            return {l: (0, True) for l in range(1, len(old.lines) + 1)}, set()
         patch = self.repo[old_blob].diff(self.repo[new_blob], context_lines=0)
-        deleted, added = set(), set()
+        deleted, added = {}, set()
         for h in patch.hunks:
-            deleted.update(range(h.old_start, h.old_start + h.old_lines))
+            for l in range(h.old_start, h.old_start + h.old_lines):
+                deleted[l] = (h.new_start, h.new_lines == 0)
             added.update(range(h.new_start, h.new_start + h.new_lines))
         return deleted, added
 
@@ -478,65 +676,126 @@ class Explainer:
                     continue
                 still = re.search(rb"^[ \t]*(async[ \t]+)?(def|class)[ \t]+"
                                   + re.escape(name.group(1).encode()) + rb"\b", data, re.M)
-                if not still:
+                if still:
+                    out["survives"] = True
+                    continue
+                # Gone: a rename if the two definitions are alike, else a replacement.
+                similarity = self.similarity(sha, b, fn)
+                out["similarity"] = similarity
+                if similarity is not None and similarity >= RENAME_SIMILARITY:
                     out["renamed_from"], out["new_first"] = b["old_first"], b["new_first"]
                     break
-                out["survives"] = True
+                out["replaced"] = b["old_first"]
         self._births[fn.label] = out
         return out
 
-    def merge_kept_other_side(self, lineage, sha: str, limit: int = 3000):
-        """The first merge after `sha` whose version of the function equals that of the parent
-        that does not contain `sha` (the side branch's change was overwritten or also made
-        there): git's history simplification, applied by -L to the line range, follows only the
-        identical parent and never reaches `sha`. (merge sha, parent sha) or None."""
-        import pygit2
+    def links(self, fn: Func, lineage) -> list[dict]:
+        """Every rename/move link cortex follows for `fn`, with the difflib similarity of the
+        definition before and after: a low one would be a wrong link (a cortex bug that would
+        hide among the commits git -L does not reach)."""
+        import difflib
+        by_seq = {seq: sha for sha, seq in self.seq.items()}
+        out = []
+        for newer, older in zip(lineage, lineage[1:]):
+            sha = by_seq.get(newer[1])
+            if sha is None:
+                continue
+            commit = self.repo[sha]
+            new = self.side(commit, newer[3], newer[4])[0]
+            old = (self.side(commit.parents[0], older[3], older[4])[0] if commit.parents
+                   else None)
+            ratio = None
+            if new.span is not None and old is not None and old.span is not None:
+                ratio = difflib.SequenceMatcher(None, old.text(), new.text(),
+                                                autojunk=False).ratio()
+            out.append({"sha": sha, "subject": self.subject.get(sha, "?"),
+                        "change": fn.cortex_entries.get(sha, {}).get("change", "?"),
+                        "from": f"{older[3]}::{older[4]}", "to": f"{newer[3]}::{newer[4]}",
+                        "similarity": ratio})
+        return out
+
+    def similarity(self, sha: str, block: dict, fn: Func) -> float | None:
+        """difflib ratio between the definition git's range came from (in the parent) and the
+        function as the commit leaves it."""
+        import difflib
+        commit = self.repo[sha]
+        if not commit.parents or not block["old_path"]:
+            return None
+        old_blob = _blob_id(commit.parents[0], block["old_path"])
+        if old_blob is None:
+            return None
+        lines, symbols = self.parsed(old_blob)
+        first = (block["old_first"] or "").strip()
+        old_sym = next((s for s in symbols if lines[_defline(lines, s) - 1].strip() == first), None)
+        path, qualname = self.identity(self.lineage(fn.symbol_id), sha, old_side=False)
+        new = self.side(commit, path, qualname)[0]
+        if old_sym is None or new.span is None:
+            return None
+        old_text = "\n".join(lines[old_sym.start_line - 1:old_sym.end_line])
+        return difflib.SequenceMatcher(None, old_text, new.text(), autojunk=False).ratio()
+
+    def merge_kept_other_side(self, lineage, sha: str, limit: int = 5000):
+        """The first merge after `sha` whose first parent with an identical version of the
+        function (git's TREESAME, which -L applies to its line range) does not contain `sha`:
+        git follows only that parent and never reaches `sha` (the side branch's change was
+        overwritten, or made on both branches). (merge sha, parent sha) or None."""
+        descendants = set(bl.run(["git", "-C", str(self.clone), "rev-list", "--ancestry-path",
+                                  f"{sha}..{self.rev}"]).stdout.decode().split())
+        descendants.add(sha)
         merges = bl.run(["git", "-C", str(self.clone), "rev-list", "--merges", "--reverse",
                          "--ancestry-path", f"{sha}..{self.rev}"]).stdout.decode().split()
-        target = pygit2.Oid(hex=sha)
         for m in merges[:limit]:
             if m not in self.seq:
                 continue
             merge = self.repo[m]
             parents = merge.parents
-            holds = [p.id == target or self.repo.descendant_of(p.id, target) for p in parents]
+            holds = [str(p.id) in descendants for p in parents]
             if all(holds) or not any(holds):
                 continue
             path, qualname = self.identity(lineage, m, old_side=False)
-            text = self.side(merge, path, qualname)[0].text()
-            if text is None:
-                continue
+            blob = _blob_id(merge, path)
+            text = None
+            # Like git: the first parent (in order) whose version is identical is the only one
+            # followed. Identical file, or else identical function text.
             for parent, has in zip(parents, holds):
-                if not has and self.side(parent, path, qualname)[0].text() == text:
-                    return m, str(parent.id)
+                same = _blob_id(parent, path) == blob
+                if not same and blob is not None:
+                    if text is None:
+                        text = self.side(merge, path, qualname)[0].text() or ""
+                    same = bool(text) and self.side(parent, path, qualname)[0].text() == text
+                if same:
+                    if not has:
+                        return m, str(parent.id)
+                    break
         return None
 
-    def shrunk(self, fn: Func, lineage, sha: str, git_view) -> str | None:
-        """Whether git's range had already lost some of the function's lines at `sha`: the
-        oldest commit git lists after it shows a range, in its parent, smaller than the
-        function there (git drops lines deleted at the edge of its range)."""
+    def carried_range(self, fn: Func, lineage, sha: str, git_view) -> tuple[int, int, str] | None:
+        """How many lines git's range has at `sha` (in its new blob), as carried back from HEAD:
+        between two commits git lists, no commit changes the range (else git would list it), so
+        its size at `sha` is the size of the parent-side range at the next newer commit git
+        lists, or of the range at HEAD when there is none. Lines dropped at its edges on the way
+        (deletions just after its end, a nested def added later) are never regained. Returns
+        (size, offset of its first line from the def line, where the size comes from)."""
         seq = self.seq[sha]
-        newer = [s for s in fn.git_shas if self.seq.get(s, -1) > seq]
-        if not newer:
+        newer = [s2 for s2 in fn.git_shas if self.seq.get(s2, -1) > seq]
+        if newer:
+            y = min(newer, key=lambda s2: self.seq[s2])
+            if self.is_merge.get(y):
+                return None
+            ranges = [r for b in git_view.get(y) or [] for r in b["old_ranges"]]
+            if not ranges or not self.repo[y].parents:
+                return None
+            at_y = self.side(self.repo[y].parents[0], *self.identity(lineage, y, old_side=True))[0]
+            if at_y.defline is None:
+                return None
+            return (sum(n for _, n in ranges), ranges[0][0] - at_y.defline,
+                    f"{y[:10]} ({_clip(self.subject.get(y, '?'), 40)!r}), the next newer commit "
+                    f"git lists, whose parent-side range has")
+        head = self.repo[self.rev]
+        side = self.side(head, fn.path, fn.qualname)[0]
+        if side.defline is None:
             return None
-        y = min(newer, key=lambda s: self.seq[s])
-        blocks = git_view.get(y) or []
-        ranges = [r for b in blocks for r in b["old_ranges"]]
-        if not ranges or self.is_merge.get(y):
-            return None
-        parent = self.repo[y].parents[0] if self.repo[y].parents else None
-        old, _ = self.side(parent, *self.identity(lineage, y, old_side=True))
-        if old.defline is None:
-            return None
-        want = set(range(old.defline, old.git_end + 1))
-        have = {l for a, n in ranges for l in range(a, a + n)}
-        lost = sorted(want - have)
-        if not lost:
-            return None
-        return (f"at {y[:10]} ({_clip(self.subject.get(y, '?'), 40)!r}) git's range in the "
-                f"parent covers {len(want & have)} of the function's {len(want)} lines "
-                f"{old.defline}-{old.git_end} (lost {lost[0]}-{lost[-1]}); the function's "
-                f"lines changed here are in the part git no longer tracks")
+        return side.git_end - side.defline + 1, 0, "HEAD, where the range has"
 
     # -- classification ----------------------------------------------------------------------
 
@@ -572,6 +831,15 @@ class Explainer:
             line = _sample_line(old, new, touched)
             what = ("created" if new.span and not old.span else "deleted" if old.span
                     and not new.span else "changed")
+            blank_only = (old.span is not None and new.span is not None
+                          and _without_blank_lines(old.text()) == _without_blank_lines(new.text()))
+            if blank_only:
+                nested = any(s2.qualname.startswith(new.qualname + ".") for s2 in new.symbols)
+                item.update(kind="cortex-missed-blank-lines",
+                            why=f"only blank lines inside {item['name']} changed ({line}); the "
+                                f"function {'has' if nested else 'has no'} nested definitions "
+                                f"(cortex credits no blank line to a symbol that has children)")
+                return item
             item.update(kind="cortex-missed", why=f"{item['name']} {what} in {item['path']}"
                         f" (text {'differs' if text_changed else 'same'}); e.g. {line}")
             return item
@@ -594,6 +862,11 @@ class Explainer:
                           f"from {_clip(birth['git_from'], 50)!r}"
                           + (", a definition still there after that commit" if birth["survives"]
                              else ""))
+            if birth and birth.get("replaced"):
+                origin = (f"; at {birth['sha'][:10]} (cortex: {birth['change']}) git's range came "
+                          f"from {_clip(birth['replaced'], 50)!r}, a definition that commit "
+                          f"removed, too unlike the function to be a rename (similarity "
+                          f"{birth.get('similarity') or 0:.2f} < {RENAME_SIMILARITY})")
             item.update(kind="git-before-birth",
                         why=f"no {old.qualname} in {old.path} on either side; git was tracking "
                         f"{', '.join(paths) or '?'} from the line {_clip(first)!r}{origin}")
@@ -642,9 +915,19 @@ class Explainer:
                 item.update(kind="cortex-spurious", why=f"cortex says {change!r} but no diff line "
                             f"touches {item['name']} in {item['path']} and its text is unchanged")
             return item
+        if (touched or created_or_gone) and not text_changed and old.qualname != new.qualname:
+            item.update(kind="cortex-parent-rename", why=f"{old.qualname} -> {new.qualname}; "
+                        f"the function's text is identical, its lines moved (to another class) "
+                        f"(cortex: {change})")
+            return item
         if (touched or created_or_gone) and not text_changed:
-            item.update(kind="diff-realignment", why=f"text identical; the diff deleted/added "
-                        f"{len(touched)} of its lines (cortex: {change})")
+            git_touches = self.git_diff_touches(sha, old, new)
+            how = ("git's own diff (with its default indent heuristic) does not touch it: "
+                   "libgit2's diff, which has no such heuristic, slid a hunk by a line onto it"
+                   if git_touches is False else "git's own diff touches it too")
+            item.update(kind="diff-realignment", why=f"text identical; the diff cortex uses "
+                        f"deleted/added {len(touched)} of its lines, e.g. "
+                        f"{_sample_line(old, new, touched)}; {how} (cortex: {change})")
             return item
         if sha not in self.simplified(fn, lineage):
             item.update(kind="git-simplified-away",
@@ -652,6 +935,32 @@ class Explainer:
                             f"follows, at a merge, a parent whose file is identical and drops "
                             f"this side branch (cortex: {change}; e.g. "
                             f"{_sample_line(old, new, touched)})")
+            return item
+        broken = self.broken_sides(sha, old, new)
+        if created_or_gone and broken:
+            item.update(kind="cortex-syntax-error",
+                        why=f"the file does not parse {' and '.join(broken)} the commit: "
+                            f"tree-sitter's error recovery loses or re-nests the definition, so "
+                            f"cortex records it as {change} while its lines barely changed "
+                            f"(e.g. {_sample_line(old, new, touched)})")
+            return item
+        later_birth = [s2 for s2, e in fn.cortex_entries.items() if e.get("change") == "added"
+                       and self.seq.get(s2, -1) > self.seq[sha]]
+        if later_birth:
+            b = min(later_birth, key=lambda s2: self.seq[s2])
+            item.update(kind="cortex-earlier-life",
+                        why=f"the function was deleted and later re-created under the same name "
+                            f"(cortex: added at {b[:10]} {_clip(self.subject.get(b, '?'), 40)!r}); "
+                            f"cortex keeps one identity per file and qualified name, so its "
+                            f"history includes the earlier life (here: {change}); git's range "
+                            f"ends at the re-creation")
+            return item
+        twin = self.unlinked_twin(sha, old, new) if created_or_gone else None
+        if twin:
+            item.update(kind="cortex-unlinked-requalify",
+                        why=f"cortex says {change}, but the parent holds the same definition as "
+                            f"{twin} (class renamed, merged or split): cortex did not link the "
+                            f"two names, so the history splits here")
             return item
         git_seqs = [self.seq[s] for s in fn.git_shas if s in self.seq]
         if not git_seqs or self.seq[sha] < min(git_seqs):
@@ -665,20 +974,52 @@ class Explainer:
             else:
                 item.update(kind="git-stopped-early", why="git lists no commit at all")
             return item
-        in_git = [t for t in touched if (old if t[0] == "-" else new).in_git_range(t[1])]
-        if touched and not in_git:
-            before = all(t[1] < (old if t[0] == "-" else new).defline for t in touched)
-            after = all(t[1] > (old if t[0] == "-" else new).git_end for t in touched)
-            if before:
+        diverted = self.diverted(fn, lineage, sha, git_view)
+        if diverted:
+            item.update(kind="git-range-diverted", why=f"{diverted}; cortex here: {change}, e.g. "
+                        f"{_sample_line(old, new, touched)}")
+            return item
+        # Where each changed line of the function lands in the new blob, against git's range
+        # there (def line .. line before the next def/class): git counts an added line inside
+        # its range, and a deletion only when it falls between two lines of its range.
+        ref = new if new.span is not None else old
+        positions = []  # (position in ref, inside git's range?, pure deletion?)
+        for sign, line in touched:
+            if sign == "+" or ref is old:
+                positions.append((line, ref.defline <= line <= ref.git_end, False))
+            else:
+                at, pure = deleted[line]
+                inside = (ref.defline <= at < ref.git_end if pure
+                          else ref.defline <= at <= ref.git_end)
+                positions.append((at, inside, pure))
+        in_git = [p for p in positions if p[1]]
+        if positions and not in_git:
+            cut = ref.git_end < ref.span[1]
+            if all(p[0] < ref.defline for p in positions):
                 item.update(kind="own-decorator", why=f"only lines above the def line changed, "
                             f"e.g. {_sample_line(old, new, touched)}")
                 return item
-            if after:
-                side = new if new.span else old
-                cut = side.lines[side.git_end] if side.git_end < len(side.lines) else "?"
+            if all(p[0] >= ref.git_end for p in positions) and cut:
+                stop = ref.lines[ref.git_end] if ref.git_end < len(ref.lines) else "?"
                 item.update(kind="git-range-cut-short",
-                            why=f"git's range ends before line {side.git_end + 1} "
-                                f"{_clip(cut)!r}; changed: {_sample_line(old, new, touched)}")
+                            why=f"git's range ends before line {ref.git_end + 1} "
+                                f"{_clip(stop)!r}; changed: {_sample_line(old, new, touched)}")
+                return item
+            before = sum(1 for p in positions if p[0] < ref.defline)
+            if cut and all(p[0] < ref.defline or p[0] >= ref.git_end for p in positions):
+                item.update(kind="outside-git-range",
+                            why=f"{before} changed line(s) of the function above its def line "
+                                f"(decorators) and {len(positions) - before} after line "
+                                f"{ref.git_end}, where git's range stops at a nested def/class; "
+                                f"e.g. {_sample_line(old, new, touched)}")
+                return item
+            if all(p[2] and p[0] >= ref.git_end for p in positions):
+                item.update(kind="git-trailing-deletion",
+                            why=f"the function's last lines were deleted and the diff places the "
+                                f"deletion after line {positions[0][0]}, the last line of git's "
+                                f"range (the blank line before the next def): git counts a "
+                                f"deletion only between two lines of its range; e.g. "
+                                f"{_sample_line(old, new, touched)}")
                 return item
         dropped = self.merge_kept_other_side(lineage, sha)
         if dropped:
@@ -689,16 +1030,54 @@ class Explainer:
                             f"commit: git -L follows only that parent (cortex: {change}; e.g. "
                             f"{_sample_line(old, new, touched)})")
             return item
-        lost = self.shrunk(fn, lineage, sha, git_view)
-        if lost:
-            item.update(kind="git-range-shrunk", why=f"{lost}; e.g. "
-                        f"{_sample_line(old, new, touched)} (cortex: {change})")
+        carried = self.carried_range(fn, lineage, sha, git_view) if ref is new else None
+        if carried is not None:
+            size, offset, source = carried
+            start_ = ref.defline + offset
+            end_ = start_ + size - 1
+            inside = [p for p in positions
+                      if start_ <= p[0] < end_ or (not p[2] and p[0] == end_)]
+            if (end_ < ref.git_end or start_ != ref.defline) and not inside:
+                item.update(kind="git-range-shrunk",
+                            why=f"git's range here is the {size} line(s) {start_}-{end_} "
+                                f"(size from {source} {size}), the function runs to "
+                                f"{ref.span[1]}: at a later commit the range lost its end (a "
+                                f"nested def, lines deleted just after it) or slid (a hunk "
+                                f"replacing the def line with its decorator), and git never "
+                                f"widens it going back; changed: "
+                                f"{_sample_line(old, new, touched)} "
+                                f"(cortex: {change})")
+                return item
+        if positions and all(p[2] and p[0] >= ref.span[1] for p in positions):
+            item.update(kind="git-trailing-deletion",
+                        why=f"the function's last lines were deleted and the diff places the "
+                            f"deletion after line {positions[0][0]}, among the blank lines that "
+                            f"end git's full range ({ref.git_end}); git counts a deletion only "
+                            f"between two lines of its range, and the range it carried back "
+                            f"from HEAD had lost those blank lines (an edit there that git did "
+                            f"not see); e.g. {_sample_line(old, new, touched)}")
             return item
         item.update(kind="unexplained-cortex",
                     why=f"{len(touched)} changed line(s) of the function, {len(in_git)} inside "
                         f"git's approximate range, e.g. {_sample_line(old, new, touched)} "
                         f"(cortex: {change})")
         return item
+
+
+def _without_blank_lines(text: str | None) -> str | None:
+    return None if text is None else "\n".join(l for l in text.split("\n") if l.strip())
+
+
+def _dedent(parts: list[str]) -> list[str]:
+    import textwrap
+    return [textwrap.dedent(p) for p in parts]
+
+
+def _blob_id(commit, path: str) -> str | None:
+    try:
+        return str(commit.tree[path].id)
+    except KeyError:
+        return None
 
 
 def _defline(lines: list[str], sym) -> int:
@@ -887,6 +1266,7 @@ def timings(funcs: list[Func]) -> dict:
 def agreement(funcs: list[Func], explainer: Explainer, log):
     per_function = []
     items: list[dict] = []
+    links: list[dict] = []
     tp = n_git = n_cortex = exact = 0
     precisions, recalls = [], []
     for fn in funcs:
@@ -899,8 +1279,10 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
         row = {"function": fn.label, "git": len(g), "cortex": len(c), "common": common,
                "git_seconds": fn.git_seconds, "cortex_subprocess_seconds": fn.cli_seconds,
                "cortex_in_process_seconds": fn.inproc_seconds, "differences": []}
+        lineage = explainer.lineage(fn.symbol_id)
+        row["links"] = explainer.links(fn, lineage)
+        links.extend(dict(link, function=fn.label) for link in row["links"])
         if g != c:
-            lineage = explainer.lineage(fn.symbol_id)
             git_view = explainer.git_patch(fn)
             for sha, by in [(s, "git") for s in fn.git_shas if s not in c] + \
                            [(s, "cortex") for s in fn.cortex_shas if s not in g]:
@@ -913,6 +1295,8 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
                 items.append(item)
                 row["differences"].append({k: item[k] for k in ("sha", "listed_by", "kind")})
         per_function.append(row)
+        if g != c:
+            log(f"explained {len(row['differences'])} differences of {fn.label}")
     n = len(funcs)
     # The same figures once git's merges are left out: cortex never lists merges by design.
     merges = sum(1 for i in items if i["kind"] == "git-merge")
@@ -926,6 +1310,10 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
         "commits_git": n_git, "commits_cortex": n_cortex, "commits_common": tp,
         "recall_micro_without_git_merges": tp / (n_git - merges) if n_git - merges else None,
         "git_only": sum(1 for i in items if i["listed_by"] == "git"),
+        "lineage_links": len(links),
+        "weak_links": [l for l in links if l["similarity"] is not None
+                       and l["similarity"] < WEAK_LINK],
+        "unmeasured_links": [l for l in links if l["similarity"] is None],
         "cortex_only": sum(1 for i in items if i["listed_by"] == "cortex"),
     }
     kinds: dict[str, dict] = {}
@@ -988,6 +1376,14 @@ def render(report: dict, examples: int) -> str:
                                           f"{a['commits_common']}"],
         ["listed by git only / cortex only", f"{a['git_only']} / {a['cortex_only']}"],
     ], ["", ""]))
+    weak, unmeasured = a["weak_links"], a["unmeasured_links"]
+    out.append(f"rename/move links cortex followed for these functions: {a['lineage_links']}; "
+               f"with text similarity < {WEAK_LINK}: {len(weak)}"
+               + (f"; not measurable: {len(unmeasured)}" if unmeasured else ""))
+    for link in weak + unmeasured:
+        sim = "?" if link["similarity"] is None else f"{link['similarity']:.2f}"
+        out.append(f"  {link['sha'][:10]} {link['change']} {link['from']} -> {link['to']} "
+                   f"(similarity {sim}) {_clip(link['subject'], 50)!r}")
     d = report["differences"]
     out += ["", "Differences by kind (each: one commit of one function; see the script's "
             "docstring)"]
@@ -1008,6 +1404,11 @@ def render(report: dict, examples: int) -> str:
             if shown >= examples:
                 break
     bugs = [(k, v) for k, v in d.items() if v["bug"] in ("BUG", "?", "gap")]
+    total = sum(v["count"] for v in d.values())
+    explained = sum(v["count"] for v in d.values() if v["bug"] == "no")
+    out += ["", f"Of the {total} differences, {explained} are explained by how each tool defines "
+            f"a function's history (by design) or by git -L's line tracking; "
+            f"{total - explained} point at cortex (BUG, gap) or are unexplained."]
     out += ["", "Possible cortex bugs / unexplained: " +
             (", ".join(f"{k} x{v['count']}" for k, v in bugs) if bugs else "none")]
     return "\n".join(out)
