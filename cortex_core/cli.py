@@ -7,7 +7,6 @@ such as `cortex history` starts in a few tens of milliseconds.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import asdict, is_dataclass
@@ -151,6 +150,7 @@ def _spec(text: str, root: Path):
 
 
 def _emit_json(result) -> int:
+    import json  # only for --json: every import shows in the start of each command
     print(json.dumps(_plain(result), indent=2, ensure_ascii=False))
     return 0
 

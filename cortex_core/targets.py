@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -77,6 +76,7 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     row = con.execute("select id from files where path = ?", (path,)).fetchone()
     if row is not None:
         return row[0]
+    import difflib  # only to suggest names after a miss
     paths = [p for (p,) in con.execute("select path from files")]
     base = path.rsplit("/", 1)[-1]
     close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
@@ -98,6 +98,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
     if found is not None:
         sid, qualname, kind, alive, start, end = found
         return Target(file_id, path, sid, qualname, kind, bool(alive), start, end)
+    import difflib
     names = [r[1] for r in rows]
     close = [r[1] for r in suffix][:5] or difflib.get_close_matches(name, names, n=5, cutoff=0.5)
     elsewhere = [p for (p,) in con.execute(
