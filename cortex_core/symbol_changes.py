@@ -157,7 +157,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
-            elif (a or d) and not _same_text(before, f.old_source, sym, f.new_source):
+            elif (a or d) and not _same_text(f, qualname):
                 changes.append(SymbolChange(f.new_path, sym, "modified", a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
@@ -178,11 +178,15 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     return changes
 
 
-def _same_text(old: Symbol, old_source: bytes, new: Symbol, new_source: bytes) -> bool:
-    """Whether a definition's text is unchanged although the diff touched its lines: libgit2
-    has no indent heuristic, so an inserted block can slide onto an identical line at the edge of
-    the next definition (a `@property` above it) that `git diff` would leave alone."""
-    return old_source[old.start_byte:old.end_byte] == new_source[new.start_byte:new.end_byte]
+def _same_text(f: FileSymbols, qualname: str) -> bool:
+    """Whether a definition's text (every occurrence of its name: a getter and its setter) is
+    unchanged although the diff touched its lines: libgit2 has no indent heuristic, so an
+    inserted block can slide onto an identical line at the edge of the next definition (a
+    `@property` above it) that `git diff` would leave alone; a newline added at the end of the
+    file touches the last line, not the definition."""
+    def texts(symbols: list[Symbol], source: bytes) -> list[bytes]:
+        return [source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname]
+    return texts(f.old, f.old_source) == texts(f.new, f.new_source)
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:

@@ -289,3 +289,15 @@ def test_a_diff_sliding_onto_an_identical_decorator_changes_nothing(repo, cortex
     con = cortex.reader()
     assert [s for s, *_ in changes(con, "s.py", "R.b")] == ["two properties"]
     assert [s for s, *_ in changes(con, "s.py", "R.c")] == ["add c"]
+
+
+def test_a_changed_setter_changes_its_property(repo, cortex):
+    base = ("class P:\n    @property\n    def x(self):\n        return self._x\n\n"
+            "    @x.setter\n    def x(self, value):\n        self._x = value\n")
+    repo.write("p.py", base)
+    repo.commit("property")
+    repo.write("p.py", base.replace("self._x = value", "self._x = int(value)"))
+    repo.commit("setter casts")
+    cortex.index()
+    assert [(s, c) for s, c, *_ in changes(cortex.reader(), "p.py", "P.x")] == [
+        ("setter casts", "modified"), ("property", "added")]
