@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes reading history in long runs (default: one per CPU, at most 4)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--model", metavar="NAME",
+                   help="embedding model: a model-hub id or a folder; 'none' turns vectors off "
+                   "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
 
     p = sub.add_parser("history", parents=[common], help="commits that changed a file or symbol",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -81,8 +84,106 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("status", parents=[common], help="what the index holds",
                    description="Commits, symbols, languages, skipped files with reasons, the last "
-                   "indexed commit and the database size.")
+                   "indexed commit, memory items, whether semantic search is on, and the size.")
+
+    p = sub.add_parser("search", parents=[common], help="search commits, docs and notes",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       description="Hybrid search: BM25 and vector neighbours fused by rank, then "
+                       "bounded priors (recency, signal, context, area). --explain shows why.")
+    p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
+    p.add_argument("--since", type=_since, metavar="WHEN",
+                   help="only items from this date (YYYY-MM-DD) or the last N days")
+    p.add_argument("--path", metavar="PREFIX", help="only items about this folder or file")
+    p.add_argument("--kind", action="append", choices=("commit", "doc", "note"),
+                   help="only this kind (repeatable)")
+    p.add_argument("--at", metavar="TARGET", help="boost what is about this PATH, PATH::SYMBOL or PATH:LINE")
+    p.add_argument("--mode", choices=("hybrid", "lexical", "vector"), default="hybrid",
+                   help="ranking (default: hybrid)")
+    p.add_argument("--no-priors", action="store_true", help="rank by relevance alone")
+    p.add_argument("--no-context", action="store_true",
+                   help="ignore the working tree and the branch name")
+    p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
+
+    p = sub.add_parser("what", parents=[common], help="what is relevant to your current changes",
+                       description="From the git state alone: notes and commits about the files "
+                       "you changed, recent decisions, and the hot spots you are touching.")
+    p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
+
+    p = sub.add_parser("related-commits", parents=[common], help="commits related to a commit or symbol",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       description="The commits touching a symbol (or the commit itself), commits "
+                       "whose messages are semantically close, and commits of the same area.")
+    p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
+
+    p = sub.add_parser("areas", parents=[common], help="areas of the code base (spectral clusters)",
+                       description="Clusters of commits, doc sections and notes, with their size, "
+                       "label (distinctive terms), hottest paths and date span.")
+    p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
+
+    p = sub.add_parser("context", parents=[common], help="a token-budgeted context pack for an agent",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       description="The focus symbol's code, its history with reasons, live "
+                       "notes, what changes with it, related commits, docs and search hits, packed "
+                       "by utility per token under --budget. Every item is cited; secrets are "
+                       "redacted. Tokens are counted as documented in the README.")
+    p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
+    p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
+    p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
+                   help="hard limit on the pack's size (default: 2000)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
+
+    p = sub.add_parser("note", help="notes on symbols, files or the repository",
+                       description="Notes are kept with time: superseded notes stay on record but "
+                       "never reach search or context packs; a note whose code changed is flagged.")
+    notes = p.add_subparsers(dest="note_command", metavar="ACTION")
+    notes.required = True
+    q = notes.add_parser("add", parents=[common], help="write a note",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    q.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL, PATH:LINE, or . for the repository")
+    q.add_argument("text", metavar="TEXT")
+    q.add_argument("--author", metavar="NAME", help="who says so (default: git user.name)")
+    q.add_argument("--valid-from", type=_since, metavar="YYYY-MM-DD",
+                   help="since when it holds (default: now)")
+    q = notes.add_parser("list", parents=[common], help="list notes, newest first")
+    q.add_argument("target", metavar="TARGET", nargs="?", help="only notes on this file or symbol")
+    q.add_argument("--all", action="store_true", help="include superseded and expired notes")
+    q = notes.add_parser("supersede", parents=[common], help="replace a note by a new text")
+    q.add_argument("id", type=_positive_int, metavar="ID")
+    q.add_argument("text", metavar="TEXT")
+    q.add_argument("--author", metavar="NAME")
+    q = notes.add_parser("export", parents=[common], help="every note as JSON")
+    q.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    q = notes.add_parser("import", parents=[common], help="add the notes of an export")
+    q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
+
+    p = sub.add_parser("model", help="the embedding model",
+                       description="Semantic search needs a model2vec model on disk. Nothing is "
+                       "downloaded unless you ask: `cortex model pull`.")
+    models = p.add_subparsers(dest="model_command", metavar="ACTION")
+    models.required = True
+    q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
+    q.add_argument("name", metavar="NAME", nargs="?", help="default: the configured model")
     return parser
+
+
+def _since(text: str) -> int:
+    """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
+    from datetime import datetime, timezone
+    try:
+        days = float(text)
+    except ValueError:
+        try:
+            when = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD) or a number of days: "
+                                             f"{text!r}") from None
+        return int(when.timestamp())
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number of days: {text}")
+    return int(time.time() - days * 86400)
 
 
 def _positive_int(text: str) -> int:
@@ -156,6 +257,8 @@ def _emit_json(result) -> int:
 
 
 def _plain(value):
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
     if is_dataclass(value):
         out = asdict(value)
         for name in ("label", "short"):  # derived properties that a reader would want
@@ -175,7 +278,7 @@ def cmd_index(args) -> int:
     bar = render.ProgressBar(sys.stderr) if show else None
     summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
                                rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
-                               progress=bar.update if bar else None)
+                               progress=bar.update if bar else None, model=args.model)
     if bar:
         bar.close()
     if args.json:
@@ -235,8 +338,177 @@ def cmd_status(args) -> int:
     return 0
 
 
+def _fix_spec(root: Path):
+    """Target paths given relative to the current directory, mapped to the repository."""
+    from .repo_paths import repo_relative
+    from .targets import TargetSpec
+    return lambda spec: TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
+
+
+def _target_label(text: str, root: Path) -> str:
+    spec = _spec(text, root)
+    return f"{spec.path}::{spec.symbol}" if spec.symbol else \
+        f"{spec.path}:{spec.line}" if spec.line else spec.path
+
+
+def cmd_search(args) -> int:
+    from .config import load_settings
+    from .embeddings import load_embedder
+    from .search import SearchOptions, build_focus, search
+    from . import render
+    root, _, con = _reader(args)
+    settings = load_settings(root / ".cortex" / "config.toml")
+    workspace = None
+    if not args.no_context:
+        from .workspace import read_workspace
+        workspace = read_workspace(root)
+    focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
+    embedder = load_embedder(con) if args.mode != "lexical" else None
+    options = SearchOptions(
+        top_k=args.top_k, kinds=tuple(args.kind or ()), since=args.since,
+        path=_spec(args.path, root).path if args.path else None, mode=args.mode,
+        priors=not args.no_priors, context=not args.no_context or bool(args.at),
+        half_life_days=settings.search.half_life_days, focus=focus)
+    if args.mode != "lexical" and embedder is None:
+        from .embeddings import semantic_state
+        _, why = semantic_state(con)
+        if args.mode == "vector":
+            raise CortexError(why)
+    result = search(con, args.query, options, embedder=embedder)
+    if args.json:
+        return _emit_json(result)
+    print(render.search(result, time.time(), args.explain))
+    return 0
+
+
+def cmd_what(args) -> int:
+    from .what import what
+    from . import render
+    root, _, con = _reader(args)
+    result = what(con, root, top_k=args.top_k,
+                  half_life_days=_settings(root).hotspots.half_life_days)
+    if args.json:
+        return _emit_json(result)
+    print(render.what(result, time.time()))
+    return 0
+
+
+def cmd_related_commits(args) -> int:
+    from .embeddings import load_embedder
+    from .related_commits import related_commits
+    from . import render
+    root, _, con = _reader(args)
+    result = related_commits(con, args.target, embedder=load_embedder(con), top_k=args.top_k,
+                             relative_to=_fix_spec(root))
+    if args.json:
+        return _emit_json(result)
+    print(render.related_commits(result, time.time()))
+    return 0
+
+
+def cmd_areas(args) -> int:
+    from .areas import areas
+    from . import render
+    _, _, con = _reader(args)
+    result = areas(con, args.top_k)
+    if args.json:
+        return _emit_json(result)
+    print(render.areas(result, time.time()))
+    return 0
+
+
+def cmd_context(args) -> int:
+    from .context_pack import build_pack
+    from .embeddings import load_embedder
+    root, _, con = _reader(args)
+    pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
+                      fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
+                      half_life_days=_settings(root).search.half_life_days)
+    if args.json:  # the pack with its accounting
+        return _emit_json(pack)
+    if args.output:
+        Path(args.output).write_text(pack.text, encoding="utf-8")
+        print(f"wrote {args.output}: {len(pack.items)} items, {pack.used}/{pack.budget} tokens"
+              f" ({pack.left_out} candidates left out)", file=sys.stderr)
+    else:
+        sys.stdout.write(pack.text)
+    return 0
+
+
+def _note_writer(args):
+    from .store import open_writer
+    root, db = _locate(args)
+    if not db.is_file():
+        raise CortexError(f"no index at {db}; run `cortex index` first")
+    return root, open_writer(db)
+
+
+def _git_author(root: Path) -> str | None:
+    import pygit2
+    try:
+        return pygit2.Repository(str(root)).default_signature.name
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+
+
+def cmd_note(args) -> int:
+    from . import notes, render
+    action = args.note_command
+    if action in ("add", "supersede", "import"):
+        root, con = _note_writer(args)
+    else:
+        root, _, con = _reader(args)
+    if action == "add":
+        target = None if args.target.strip() in (".", "/", "") else _target_label(args.target, root)
+        note = notes.add_note(con, root, target, args.text,
+                              author=args.author or _git_author(root), valid_from=args.valid_from)
+        return _emit_json(note) if args.json else _print(f"added {render.notes([note], time.time())}")
+    if action == "supersede":
+        note = notes.supersede_note(con, root, args.id, args.text,
+                                    author=args.author or _git_author(root))
+        return _emit_json(note) if args.json else \
+            _print(f"#{args.id} superseded by {render.notes([note], time.time())}")
+    if action == "list":
+        found = notes.list_notes(con, root, _target_label(args.target, root) if args.target else None,
+                                 include_closed=args.all)
+        return _emit_json(found) if args.json else _print(render.notes(found, time.time()))
+    if action == "export":
+        text = notes.dumps(notes.export_notes(con))
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+            return _print(f"wrote {args.output}", sys.stderr)
+        sys.stdout.write(text)
+        return 0
+    import json
+    try:
+        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+        data = json.loads(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
+    with con:
+        added = notes.import_notes(con, data)
+    return _print(f"imported {added} notes")
+
+
+def cmd_model(args) -> int:
+    from .embeddings import choose_model, download_model, load_model
+    root, _ = _locate(args)
+    name = args.name or choose_model(None, _settings(root).memory.model or None).name
+    path = download_model(name)
+    embedder = load_model(name)
+    return _print(f"{name}: {embedder.dim} dimensions, at {path}\n"
+                  "run `cortex index` to embed the memory items")
+
+
+def _print(text: str, stream=None) -> int:
+    print(text, file=stream or sys.stdout)
+    return 0
+
+
 COMMANDS = {"index": cmd_index, "history": cmd_history, "hotspots": cmd_hotspots,
-            "related": cmd_related, "status": cmd_status}
+            "related": cmd_related, "status": cmd_status, "search": cmd_search, "what": cmd_what,
+            "related-commits": cmd_related_commits, "areas": cmd_areas, "context": cmd_context,
+            "note": cmd_note, "model": cmd_model}
 
 
 if __name__ == "__main__":

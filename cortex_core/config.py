@@ -17,6 +17,19 @@ of the wrong type are errors with a clear message rather than silently ignored.
     [coupling]
     max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
     min_support = 2               # a pair must share at least this many commits
+
+    [memory]
+    model = "minishlab/potion-base-8M"   # a model-hub id or a local folder; "none" turns vectors off
+                                         # (unset: $CORTEX_MODEL, else the index's model, else this)
+
+    [search]
+    half_life_days = 180.0        # the recency prior halves every this many days
+
+    [clusters]
+    min_clusters = 2              # bounds for the eigengap's choice of the number of areas
+    max_clusters = 40
+    knn = 10                      # neighbours per item in the similarity graph
+    max_items = 20000             # beyond this, a sample is clustered and the rest assigned
 """
 
 from __future__ import annotations
@@ -66,10 +79,31 @@ class CouplingSettings:
 
 
 @dataclass(frozen=True)
+class MemorySettings:
+    model: str = ""     # empty: CORTEX_MODEL, the index's model, or minishlab/potion-base-8M
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    half_life_days: float = 180.0
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    min_clusters: int = 2
+    max_clusters: int = 40
+    knn: int = 10
+    max_items: int = 20_000
+
+
+@dataclass(frozen=True)
 class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     hotspots: HotspotSettings = field(default_factory=HotspotSettings)
     coupling: CouplingSettings = field(default_factory=CouplingSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    clusters: ClusterSettings = field(default_factory=ClusterSettings)
 
 
 def load_settings(path: Path) -> Settings:
@@ -89,7 +123,7 @@ def load_settings(path: Path) -> Settings:
     return settings
 
 
-_SECTIONS = ("index", "hotspots", "coupling")
+_SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "clusters")
 
 
 def _apply(path: Path, section: str, current, values: dict):
@@ -103,6 +137,9 @@ def _apply(path: Path, section: str, current, values: dict):
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise CortexError(f"{path}: {section}.{key} must be a list of strings")
             value = tuple(value)
+        elif isinstance(default, str):
+            if not isinstance(value, str) or not value.strip():
+                raise CortexError(f"{path}: {section}.{key} must be a non-empty string")
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise CortexError(f"{path}: {section}.{key} must be a positive number")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from .redact import redact
 from .targets import Target, TargetSpec, resolve
 
 NO_LIMIT = 1 << 62
@@ -33,8 +34,8 @@ class CommitRef:
 
 
 def commit_ref(row) -> CommitRef:
-    """A CommitRef from the first seven columns of COMMIT_COLUMNS."""
-    return CommitRef(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+    """A CommitRef from the first seven columns of COMMIT_COLUMNS; the subject redacted."""
+    return CommitRef(row[0], row[1], row[2], row[3], row[4], redact(row[5]), row[6])
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,14 @@ from pygit2.enums import SortMode
 
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
+from .embeddings import ModelUnavailable, choose_model, load_model
 from .errors import CortexError, EmptyRepository, NotARepository
 from .languages import language_for_path
+from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
+                     prepare_vectors, refresh_docs)
+from .notes import import_notes, saved_notes
 from .read_pool import head_files_parallel, read_parallel
+from .areas import update_areas
 from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
 from .symbols import Symbol
 
@@ -32,7 +37,7 @@ BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
 PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 300
 
-ProgressFn = Callable[[int, int], None]
+ProgressFn = Callable[..., None]   # (done, total) or (done, total, phase)
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,12 @@ class IndexSummary:
     blobs_parsed: int
     seconds: float
     rebuilt: bool
+    items_added: int = 0
+    texts_embedded: int = 0
+    items_without_vector: int = 0
+    semantic: str = ""                  # "on: <model>" or why it is off
+    model_replaced: str | None = None   # the model whose vectors were dropped for a new one
+    areas: int | None = None            # clusters after this run (None: not recomputed)
 
 
 def open_repository(repo_root: Path) -> pygit2.Repository:
@@ -65,19 +76,24 @@ def open_repository(repo_root: Path) -> pygit2.Repository:
 def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                      all_branches: bool | None = None, rebuild: bool = False,
                      wait_seconds: float = 10.0, progress: ProgressFn | None = None,
-                     jobs: int | None = None) -> IndexSummary:
+                     jobs: int | None = None, model: str | None = None) -> IndexSummary:
     """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`.
 
-    `jobs`: processes reading commits in long runs (default: one per CPU, at most 4)."""
+    `jobs`: processes reading commits in long runs (default: one per CPU, at most 4).
+    `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild."""
     repo = open_repository(repo_root)
     started = time.monotonic()
     with writer_lock(db_path, wait_seconds):
+        kept_notes = saved_notes(db_path) if rebuild else []
         if rebuild:
             remove_database(db_path)
         con = open_writer(db_path)
         try:
+            if kept_notes:
+                with con:
+                    import_notes(con, kept_notes)
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
-            indexer = _Indexer(repo, con, settings, progress, max(1, jobs))
+            indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
             return indexer.run(all_branches, started, rebuild)
         except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
             raise CortexError(f"git error while indexing {repo_root}: {exc}") from None
@@ -90,9 +106,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
 
 class _Indexer:
     def __init__(self, repo: pygit2.Repository, con, settings: Settings,
-                 progress: ProgressFn | None, jobs: int):
+                 progress: ProgressFn | None, jobs: int, model: str | None = None):
         self.repo = repo
         self.con = con
+        self.all_settings = settings
+        self.model = model
         self.settings = settings.index
         self.progress = progress
         self.jobs = jobs
@@ -144,8 +162,9 @@ class _Indexer:
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
+        memory = self._memory()
         total = con.execute("select count(*) from commits where reachable = 1").get
-        return IndexSummary(
+        return IndexSummary(**memory,
             head=str(head.id), new_commits=len(new), total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
@@ -239,6 +258,48 @@ class _Indexer:
             " from_symbol_id) values (?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
         self.parses += record.parses
+
+    # -- memory ------------------------------------------------------------------------------
+
+    def _memory(self) -> dict:
+        """Items for the new commits and changed documents, their vectors, then the areas."""
+        con = self.con
+        with con:
+            added = add_commit_items(con) + refresh_docs(con, self._read_blob)
+        choice = choose_model(self.model, self.all_settings.memory.model or None,
+                              get_meta(con, "embed_model"))
+        embedder, replaced, embedded = None, None, 0
+        if choice.disabled:
+            with con:
+                drop_vectors(con, f"turned off (model = none, from {choice.source})")
+            semantic = "off: model = none"
+        else:
+            try:
+                embedder = load_model(choice.name)
+            except ModelUnavailable as exc:
+                semantic = f"off: {exc}"
+                if not get_meta(con, "embed_model"):
+                    with con:
+                        set_meta(con, "embed_off_reason", str(exc))
+            else:
+                with con:
+                    replaced = prepare_vectors(con, embedder)
+                embedded = embed_missing(con, embedder, self._phase_progress)
+                semantic = f"on: {embedder.name} ({embedder.dim} dimensions)"
+        areas = update_areas(con, self.all_settings.clusters, embedder, self._phase_progress)
+        return dict(items_added=added, texts_embedded=embedded,
+                    items_without_vector=pending_vectors(con), semantic=semantic,
+                    model_replaced=replaced, areas=areas)
+
+    def _phase_progress(self, done: int, total: int, phase: str) -> None:
+        if self.progress:
+            self.progress(done, total, phase)
+
+    def _read_blob(self, blob_id: str) -> bytes | None:
+        try:
+            return self.repo[blob_id].data
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
 
     # -- HEAD --------------------------------------------------------------------------------
 

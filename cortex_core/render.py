@@ -153,6 +153,13 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     if s.marked_unreachable or s.reachable_again:
         lines.append(f"  history rewritten: {s.marked_unreachable} commits no longer reachable,"
                      f" {s.reachable_again} reachable again")
+    lines.append(f"  memory: {s.items_added} items added, {s.texts_embedded} texts embedded"
+                 + (f", {s.areas} areas" if s.areas else ""))
+    if s.model_replaced:
+        lines.append(f"  model changed from {s.model_replaced}: every item was embedded again")
+    lines.append(f"  semantic search {s.semantic}")
+    if s.items_without_vector and s.semantic.startswith("off"):
+        lines.append(f"  {s.items_without_vector} items have no vector: lexical search only")
     lines.append(f"  store: {_db_label(db, root)} ({size})")
     return "\n".join(lines)
 
@@ -178,6 +185,14 @@ def status(s: Status, root: Path, now: float) -> str:
     for skip in s.skipped:
         lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
                      f"{skip.changes_in_history:7d} changes in history")
+    m = s.memory
+    if m is not None:
+        lines.append(f"memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
+                     f"{m.note_items} notes searchable; {m.areas} areas")
+        lines.append(f"  {m.semantic_note}")
+        if m.without_vector and m.semantic:
+            lines.append(f"  {m.without_vector} items not embedded yet (run `cortex index`)")
+        lines.append(f"notes: {m.notes_live} live, {m.notes_closed} superseded or expired")
     return "\n".join(lines)
 
 
@@ -190,8 +205,9 @@ class ProgressBar:
         self.last = 0.0
         self.min_interval = min_interval
         self.shown = False
+        self.phase = "commits"
 
-    def update(self, done: int, total: int) -> None:
+    def update(self, done: int, total: int, phase: str = "commits") -> None:
         now = time.monotonic()
         if done < total and now - self.last < self.min_interval:
             return
@@ -202,8 +218,10 @@ class ProgressBar:
             if rate > 0 else "-:--"
         width = 24
         filled = int(width * done / total) if total else width
+        if phase != self.phase:   # a new phase restarts the rate
+            self.phase, self.started, rate, eta = phase, now, 0.0, "-:--"
         self.stream.write(f"\r  indexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
-                          f" commits  {rate:5.0f}/s  ETA {eta} ")
+                          f" {phase}  {rate:5.0f}/s  ETA {eta} ")
         self.stream.flush()
         self.shown = True
 
@@ -211,3 +229,116 @@ class ProgressBar:
         if self.shown:
             self.stream.write("\r" + " " * 78 + "\r")
             self.stream.flush()
+
+
+# -- memory ----------------------------------------------------------------------------------------
+
+
+def _snippet(text: str, width: int = 100) -> str:
+    return _clip(" ".join(text.split()), width)
+
+
+def search(result, now: float, explain: bool) -> str:
+    lines = [f"{len(result.hits)} result{'s' if len(result.hits) != 1 else ''} for "
+             f"{_clip(result.query, 60)!r} ({result.mode}; {result.candidates} candidates)"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    for n, hit in enumerate(result.hits, 1):
+        when = relative_time(hit.time, now) if hit.time else ""
+        lines.append(f"{n:2d}. [{hit.citation}] {hit.kind:<6} {when:>14}  {_clip(hit.title, 70)}")
+        if hit.text and not (hit.kind == "commit" and hit.segment == 0 and not hit.text.strip()):
+            lines.append(f"      {_snippet(hit.text)}")
+        if explain and hit.why:
+            w = hit.why
+            lines.append(
+                f"      lexical #{w.lexical_rank or '-'}  vector #{w.vector_rank or '-'}"
+                + (f" (cos {w.vector_similarity:.2f}, weight {w.vector_weight:.2f})"
+                   if w.vector_similarity is not None else "")
+                + f"  fused {w.fused:.4f} × (1 + {w.boost:.3f}) = {w.score:.4f}")
+            lines.append(f"      priors: recency {w.recency:.2f}  signal {w.signal:.2f}"
+                         f"  context {w.context:.2f}  area {w.area:.0f}"
+                         + (f"  ({'; '.join(w.context_reasons)})" if w.context_reasons else ""))
+    if not result.hits:
+        lines.append("  nothing matched")
+    return "\n".join(lines)
+
+
+def what(result, now: float) -> str:
+    lines = [f"branch: {clean(result.branch or '(detached)')}; "
+             f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
+             + (f", {len(result.untracked)} untracked" if result.untracked else "")]
+    lines.append("\nabout your changes:")
+    if not result.changed:
+        lines.append("  no changes in the working tree or the index")
+    for note in result.notes:
+        lines.append(f"  {_note_line(note, now)}")
+    for item in result.about_changes:
+        lines.append(f"  {_commit_line(item.commit, now)}  ({', '.join(clean(f) for f in item.files)})")
+        if item.why:
+            lines.append(f"      {_snippet(item.why)}")
+    if result.unindexed:
+        lines.append(f"  not in the index: {', '.join(clean(p) for p in result.unindexed[:5])}")
+    lines.append("\nrecent decisions:")
+    for item in result.decisions:
+        lines.append(f"  {_commit_line(item.commit, now)}")
+        lines.append(f"      {_snippet(item.why)}")
+    for note in result.recent_notes:
+        lines.append(f"  {_note_line(note, now)}")
+    if not result.decisions and not result.recent_notes:
+        lines.append("  none")
+    lines.append("\nhot spots you are touching:")
+    for h in result.hotspots:
+        what_ = f"{h.path}::{h.qualname}" if h.qualname else h.path
+        lines.append(f"  {h.score:7.2f}  {h.changes:4d} changes  {h.authors:3d} authors  {clean(what_)}")
+    if not result.hotspots:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def _note_line(note, now: float) -> str:
+    state = "" if note.live else " (superseded)" if note.superseded_by else " (expired)"
+    stale = ""
+    if note.stale:
+        stale = f"  [possibly stale: {note.stale_reason}" + \
+            (f", {note.changed_by.short} {_clip(note.changed_by.subject, 40)}]"
+             if note.changed_by else "]")
+    return (f"#{note.id} {clean(note.target or '(repository)')}{state}  "
+            f"{relative_time(note.recorded_at, now)}"
+            f"{' by ' + clean(note.author) if note.author else ''}: {_snippet(note.text, 90)}{stale}")
+
+
+def notes(items, now: float) -> str:
+    if not items:
+        return "no notes"
+    return "\n".join(_note_line(n, now) for n in items)
+
+
+def areas(items, now: float) -> str:
+    if not items:
+        return "no areas yet (too few items, or run `cortex index`)"
+    lines = [f"{len(items)} areas (spectral clusters of commits, docs and notes)"]
+    for a in items:
+        span = f"{date(a.first_time)} – {date(a.last_time)}" if a.first_time else ""
+        lines.append(f"\n#{a.id}  {clean(a.label)}  —  {a.size} items ({a.commits} commit segments, "
+                     f"{a.docs} doc sections, {a.notes} notes)  {span}")
+        if a.terms:
+            lines.append(f"    terms: {', '.join(clean(t) for t in a.terms)}")
+        if a.paths:
+            lines.append(f"    hottest paths: {', '.join(clean(p) for p in a.paths)}")
+    return "\n".join(lines)
+
+
+def related_commits(result, now: float) -> str:
+    lines = [f"commits related to {clean(result.subject)}"]
+    for title, rows in (("touching it", result.touching),
+                        ("similar messages" + ("" if result.semantic else
+                                               " (semantic search off)"), result.similar),
+                        ("same area", result.same_area)):
+        lines.append(f"\n{title}:")
+        for r in rows:
+            extra = f"  cos {r.similarity:.2f}" if r.similarity is not None and \
+                r.reason == "similar message" else f"  [{clean(r.area)}]" if r.area else ""
+            lines.append(f"  {_commit_line(r.commit, now)}{extra}")
+        if not rows:
+            lines.append("  none")
+    return "\n".join(lines)

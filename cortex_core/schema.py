@@ -1,7 +1,7 @@
 """The store's schema, as an append-only list of migrations: entry N brings version N to N+1.
 
-Never edit a migration that has shipped; add one. Later issues add memory items (FTS5, vec0),
-structural edges and notes as new migrations.
+Never edit a migration that has shipped; add one. The vector table (`item_vectors`, vec0) is not
+here: its width is the embedding model's, so it is created when a model is first used.
 """
 
 MIGRATIONS: list[str] = [
@@ -104,6 +104,95 @@ MIGRATIONS: list[str] = [
         file_id integer primary key references files(id),
         blob text not null,
         skip_reason text
+    );
+    """,
+    # 2: memory — searchable items (commit segments, doc sections, notes), notes, clusters.
+    """
+    -- Notes: bi-temporal. valid_from/valid_until: when what the note says holds (valid time);
+    -- recorded_at: when it was written here (transaction time). A superseded note keeps its row,
+    -- gets valid_until and superseded_by, and never reaches search results or context packs.
+    -- anchor_commit/anchor_hash: HEAD and the target's body hash (a symbol's text, a file's blob)
+    -- when the note was written; a different hash today means the note may be stale.
+    create table notes(
+        id integer primary key,
+        target text not null,
+        path text,
+        qualname text,
+        text text not null,
+        author text,
+        valid_from integer not null,
+        valid_until integer,
+        recorded_at integer not null,
+        superseded_by integer references notes(id),
+        anchor_commit text,
+        anchor_hash text
+    );
+    create index notes_path on notes(path);
+
+    -- Memory items: the searchable units. kind: commit (one or more segments of a commit message),
+    -- doc (a section of a document at HEAD, split at headings), note. body is already redacted.
+    -- time orders recency: the commit's author time, the document's last change, the note's
+    -- valid_from. signal: a commit's kind (fix, feat, ...). vector_id: the row of its text in
+    -- item_vectors, shared by identical texts. cluster: the spectral cluster, if computed.
+    create table items(
+        id integer primary key,
+        kind text not null,
+        commit_id integer references commits(id),
+        segment integer not null default 0,
+        file_id integer references files(id),
+        blob text,
+        note_id integer references notes(id),
+        title text not null,
+        body text not null,
+        line integer,
+        end_line integer,
+        time integer not null,
+        signal text,
+        text_hash text not null,
+        vector_id integer,
+        cluster integer
+    );
+    create index items_commit on items(commit_id);
+    create index items_file on items(file_id) where kind = 'doc';
+    create index items_note on items(note_id);
+    create index items_hash on items(text_hash);
+    create index items_unembedded on items(vector_id) where vector_id is null;
+
+    -- The files and symbols an item is about (a commit segment names them; a doc section is its
+    -- file; a note is its target).
+    create table item_files(
+        item_id integer not null references items(id),
+        file_id integer not null references files(id),
+        primary key (item_id, file_id)
+    ) without rowid;
+    create index item_files_file on item_files(file_id);
+    create table item_symbols(
+        item_id integer not null references items(id),
+        symbol_id integer not null references symbols(id),
+        primary key (item_id, symbol_id)
+    ) without rowid;
+    create index item_symbols_symbol on item_symbols(symbol_id);
+
+    -- Lexical index: rowid = items.id; terms holds the code-aware expansion (getUserById ->
+    -- get user by id) so that both spellings match; paths the item's files (split on / . _ -).
+    create virtual table items_fts using fts5(title, body, terms, paths,
+        tokenize = 'porter unicode61 remove_diacritics 2');
+
+    -- One vector per distinct text (text_hash), whatever the number of items that share it.
+    create table vectors(
+        id integer primary key,
+        text_hash text not null unique
+    );
+
+    create table clusters(
+        id integer primary key,
+        size integer not null,
+        label text not null,
+        terms text not null,
+        paths text not null,
+        first_time integer,
+        last_time integer,
+        centroid blob
     );
     """,
 ]

@@ -46,6 +46,21 @@ class Status:
     file_changes: int
     languages: list[LanguageCount]
     skipped: list[SkipCount]
+    memory: MemoryStatus | None = None
+
+
+@dataclass(frozen=True)
+class MemoryStatus:
+    commit_items: int
+    doc_items: int
+    note_items: int
+    without_vector: int
+    semantic: bool
+    semantic_note: str          # "semantic search on: <model> ..." or why it is off
+    model: str | None
+    areas: int
+    notes_live: int
+    notes_closed: int
 
 
 def status(con: apsw.Connection, db_path: Path) -> Status:
@@ -81,4 +96,18 @@ def status(con: apsw.Connection, db_path: Path) -> Status:
         symbol_changes=one("select count(*) from symbol_changes"),
         file_changes=one("select count(*) from file_changes"),
         languages=[LanguageCount(*row) for row in langs],
-        skipped=skipped)
+        skipped=skipped, memory=_memory(con))
+
+
+def _memory(con: apsw.Connection) -> MemoryStatus:
+    from .embeddings import semantic_state
+    kinds = dict(con.execute("select kind, count(*) from items group by kind"))
+    on, note = semantic_state(con)
+    live = con.execute("select count(*) from notes where superseded_by is null").get
+    return MemoryStatus(
+        commit_items=kinds.get("commit", 0), doc_items=kinds.get("doc", 0),
+        note_items=kinds.get("note", 0),
+        without_vector=con.execute("select count(*) from items where vector_id is null").get,
+        semantic=on, semantic_note=note, model=get_meta(con, "embed_model"),
+        areas=con.execute("select count(*) from clusters").get, notes_live=live,
+        notes_closed=con.execute("select count(*) from notes").get - live)

@@ -36,3 +36,17 @@ class Indexed:
 @pytest.fixture
 def cortex(repo: ScriptedRepo, tmp_path: Path) -> Indexed:
     return Indexed(repo, tmp_path / "index" / "cortex.db")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """A real model2vec model with a topic-shaped vocabulary (see tiny_model.py), as a folder."""
+    from tiny_model import build_tiny_model
+    return str(build_tiny_model(tmp_path_factory.mktemp("models") / "tiny"))
+
+
+@pytest.fixture(scope="session")
+def other_tiny_model(tmp_path_factory) -> str:
+    """Another model, of another width: switching to it must re-embed everything."""
+    from tiny_model import build_tiny_model
+    return str(build_tiny_model(tmp_path_factory.mktemp("models") / "other", dim=8, seed=3))

@@ -121,3 +121,77 @@ def test_history_limit_says_how_many_there_are(shop):
     cortex("index", cwd=shop.path)
     out = cortex("history", "shop/pay.py::pay", "-n", "1", cwd=shop.path).stdout.splitlines()
     assert out[0].endswith("—  2 commits, newest 1 shown") and len(out) == 2
+
+
+# -- memory commands ------------------------------------------------------------------------------
+
+
+def test_memory_commands_end_to_end(shop, tiny_model):
+    out = cortex("index", "--model", tiny_model, cwd=shop.path)
+    assert out.returncode == 0, out.stderr
+    assert f"semantic search on: {tiny_model}" in out.stdout
+
+    found = cortex("search", "totals off", "--explain", cwd=shop.path)
+    assert found.returncode == 0, found.stderr
+    assert "fix: totals are off by one" in found.stdout.splitlines()[1]
+    assert "lexical #1" in found.stdout and "priors: recency" in found.stdout
+    data = json.loads(cortex("search", "totals", "--json", "--kind", "commit", cwd=shop.path).stdout)
+    assert data["hits"][0]["sha"] and data["hits"][0]["why"]["lexical_rank"] == 1
+
+    added = cortex("note", "add", "shop/cart.py::Cart.total", "Totals include tax.",
+                   "--author", "Ann", cwd=shop.path)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith("added #1 shop/cart.py::Cart.total")
+    listed = json.loads(cortex("note", "list", "--json", cwd=shop.path).stdout)
+    assert [(n["id"], n["text"], n["author"]) for n in listed] == [(1, "Totals include tax.", "Ann")]
+    sup = cortex("note", "supersede", "1", "Totals exclude tax.", cwd=shop.path)
+    assert sup.returncode == 0 and sup.stdout.startswith("#1 superseded by #2")
+    exported = cortex("note", "export", cwd=shop.path)
+    assert len(json.loads(exported.stdout)["notes"]) == 2
+    (shop.path / "notes.json").write_text(exported.stdout)
+    again = cortex("note", "import", "notes.json", cwd=shop.path)
+    assert again.stdout.strip() == "imported 0 notes"
+    assert_clean_error(cortex("note", "supersede", "1", "x", cwd=shop.path), "already superseded")
+    assert_clean_error(cortex("note", "add", "shop/nope.py", "x", cwd=shop.path), "no file")
+    (shop.path / "bad.json").write_text("{not json")
+    assert_clean_error(cortex("note", "import", "bad.json", cwd=shop.path), "cannot read notes")
+
+    pack = cortex("context", "--at", "shop/cart.py::Cart.total", "--budget", "400", cwd=shop.path)
+    assert pack.returncode == 0, pack.stderr
+    assert pack.stdout.startswith("# Context: shop/cart.py::Cart.total")
+    assert "[note #2]" in pack.stdout and "Totals exclude tax." in pack.stdout
+    assert "Totals include tax." not in pack.stdout
+
+    related = cortex("related-commits", "shop/pay.py::pay", cwd=shop.path)
+    assert related.returncode == 0 and "touching it:" in related.stdout
+    assert cortex("areas", cwd=shop.path).returncode == 0
+
+    status = cortex("status", cwd=shop.path)
+    assert "memory: 2 commit segments" in status.stdout
+    assert f"semantic search on: {tiny_model}" in status.stdout
+
+
+def test_what_reads_the_working_tree(shop):
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    (shop.path / "shop" / "pay.py").write_text("def pay(cart):\n    return 0\n")
+    out = cortex("what", cwd=shop.path)
+    assert out.returncode == 0, out.stderr
+    assert "branch: main; 1 changed file" in out.stdout
+    about = out.stdout.split("about your changes:")[1].split("recent decisions:")[0]
+    assert "fix: totals are off by one" in about and "(shop/pay.py)" in about
+    hot = out.stdout.split("hot spots you are touching:")[1]
+    assert "shop/pay.py::pay" in hot
+    data = json.loads(cortex("what", "--json", cwd=shop.path).stdout)
+    assert data["changed"] == ["shop/pay.py"]
+
+
+def test_search_without_a_model_says_so(shop):
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    out = cortex("search", "totals", cwd=shop.path)
+    assert out.returncode == 0 and "note: semantic search off" in out.stdout
+    assert_clean_error(cortex("search", "totals", "--mode", "vector", cwd=shop.path),
+                       "semantic search off")
+    assert_clean_error(cortex("search", "?!", cwd=shop.path), "no words")
+    bad = cortex("search", "x", "--since", "last week", cwd=shop.path)
+    assert bad.returncode == 2 and "not a date" in bad.stderr
+    assert "semantic search off: turned off" in cortex("status", cwd=shop.path).stdout

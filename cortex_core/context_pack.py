@@ -1,0 +1,306 @@
+"""Context packs: what an agent should read about a symbol or a question, under a token budget.
+
+Candidates — the focus symbol's code (or just its signature), its history with the reasons, live
+notes, what changes with it, related commits, search hits and doc sections — each get a utility.
+They are packed greedily by utility per token; each item costs what its rendering costs, so the
+rendered pack never exceeds the budget under `count_tokens`. Every item carries a citation (short
+sha, path:line, note id). All text is redacted before it is costed and rendered.
+
+Token counter (documented, deterministic, no tokenizer download): the text is cut into pieces that
+are either a run of word characters or a single other non-space character; a word costs
+ceil(length / 4) tokens, any other piece 1. It over-counts common BPE tokenizers on English and
+code, so a pack that fits here fits there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .errors import CortexError
+from .redact import redact
+
+_PIECE = re.compile(r"\w+|[^\w\s]")
+FORMATS = ("markdown", "json")
+CODE_LINES_MAX = 400
+
+
+def count_tokens(text: str) -> int:
+    return sum(math.ceil(len(p) / 4) if p[0].isalnum() or p[0] == "_" else 1
+               for p in _PIECE.findall(text))
+
+
+@dataclass(frozen=True)
+class PackItem:
+    section: str       # focus, notes, history, search, changes-with, related, docs
+    title: str
+    text: str
+    citation: str
+    utility: float
+    group: str = ""    # at most one item of a non-empty group (the code, or its signature)
+    tokens: int = 0    # cost in the pack's format, set when packed
+
+
+@dataclass(frozen=True)
+class ContextPack:
+    subject: str
+    budget: int
+    used: int
+    format: str
+    items: list[PackItem]
+    left_out: int          # candidates that did not fit
+    text: str              # the rendered pack
+
+
+# -- packing -----------------------------------------------------------------------------------
+
+
+def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "markdown") -> ContextPack:
+    """Greedy by utility per token under a hard budget; never exceeds it."""
+    if fmt not in FORMATS:
+        raise CortexError(f"unknown format {fmt!r} (markdown or json)")
+    if budget < 1:
+        raise CortexError("the budget must be at least 1 token")
+    subject = redact(subject)
+    header = count_tokens(_render(subject, budget, [], fmt))
+    if header > budget:
+        raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
+                          "needs; give a larger --budget")
+    costed = [replace(c, title=redact(c.title), text=redact(c.text)) for c in _dedupe(candidates)]
+    costed = [replace(c, tokens=_item_cost(c, fmt)) for c in costed]
+    order = sorted(costed, key=lambda c: (-c.utility / max(c.tokens, 1), -c.utility, c.citation))
+    chosen: list[PackItem] = []
+    used, groups = header, set()
+    for item in order:
+        if item.group and item.group in groups:
+            continue
+        if used + item.tokens <= budget:
+            chosen.append(item)
+            used += item.tokens
+            if item.group:
+                groups.add(item.group)
+    chosen, used = _upgrade(chosen, costed, used, budget)
+    chosen = _reading_order(chosen)
+    text = _render(subject, budget, chosen, fmt)
+    while count_tokens(text) > budget and chosen:   # a safety net; costs are exact by design
+        chosen.remove(min(chosen, key=lambda c: c.utility / max(c.tokens, 1)))
+        text = _render(subject, budget, chosen, fmt)
+    return ContextPack(subject, budget, count_tokens(text), fmt, chosen,
+                       len(costed) - len(chosen), text)
+
+
+def _upgrade(chosen: list[PackItem], costed: list[PackItem], used: int,
+             budget: int) -> tuple[list[PackItem], int]:
+    """Swap a group's chosen item (the cheap signature) for a more useful alternative (the
+    code) when the room left allows: density picks first, utility gets the last word."""
+    for n, item in enumerate(chosen):
+        if not item.group:
+            continue
+        better = sorted((c for c in costed if c.group == item.group and c.utility > item.utility),
+                        key=lambda c: -c.utility)
+        for alt in better:
+            if used - item.tokens + alt.tokens <= budget:
+                chosen[n] = alt
+                used += alt.tokens - item.tokens
+                break
+    return chosen, used
+
+
+def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
+    """One item per citation (the most useful); the focus code and its signature both stay, as
+    alternatives."""
+    best: dict[tuple[str, str], PackItem] = {}
+    for c in candidates:
+        key = (c.citation, c.title if c.section == "focus" else "")
+        if key not in best or c.utility > best[key].utility:
+            best[key] = c
+    return list(best.values())
+
+
+SECTION_ORDER = ("focus", "notes", "search", "history", "changes-with", "related", "docs")
+
+
+def _reading_order(items: list[PackItem]) -> list[PackItem]:
+    return sorted(items, key=lambda c: (SECTION_ORDER.index(c.section)
+                                        if c.section in SECTION_ORDER else 99, -c.utility))
+
+
+def _item_cost(item: PackItem, fmt: str) -> int:
+    if fmt == "json":
+        return count_tokens(json.dumps(_json_item(item), ensure_ascii=False)) + 1  # + separator
+    return count_tokens(_markdown_item(item))
+
+
+def _markdown_item(item: PackItem) -> str:
+    return f"## [{item.citation}] {item.title}\n{item.text}"
+
+
+def _json_item(item: PackItem) -> dict:
+    return {"section": item.section, "citation": item.citation, "title": item.title,
+            "text": item.text}
+
+
+def _render(subject: str, budget: int, items: list[PackItem], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({"subject": subject, "budget": budget,
+                           "items": [_json_item(i) for i in items]}, ensure_ascii=False)
+    blocks = [f"# Context: {subject}"] + [_markdown_item(i) for i in items]
+    return "\n\n".join(blocks) + "\n"
+
+
+# -- candidates --------------------------------------------------------------------------------
+
+
+def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None = None,
+               budget: int = 2000, fmt: str = "markdown", embedder=None, spec_fix=None,
+               half_life_days: float = 180.0) -> ContextPack:
+    """A pack about `query`, `at` (PATH, PATH::SYMBOL, PATH:LINE), or both. `spec_fix` maps a
+    parsed target to the repository (the CLI's cwd handling)."""
+    if not (query and query.strip()) and not at:
+        raise CortexError("give a query, --at TARGET, or both")
+    candidates: list[PackItem] = []
+    subject_parts = []
+    target = None
+    if at:
+        from .targets import parse_target, resolve
+        spec = parse_target(at)
+        spec = spec_fix(spec) if spec_fix else spec
+        target = resolve(con, spec)
+        subject_parts.append(target.label)
+        candidates += _focus(con, repo_root, target)
+        candidates += _notes(con, repo_root, target)
+        candidates += _history(con, spec)
+        candidates += _changes_with(con, spec)
+        candidates += _related(con, target, embedder)
+    if query and query.strip():
+        subject_parts.insert(0, query.strip())
+        candidates += _search(con, query, at, embedder, half_life_days, spec_fix)
+    elif target is not None:
+        name = target.qualname.rsplit(".", 1)[-1] if target.qualname else Path(target.path).stem
+        candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
+                              section="docs", weight=0.45)
+    return pack(" — ".join(subject_parts), candidates, budget, fmt)
+
+
+def _focus(con, repo_root: Path, target) -> list[PackItem]:
+    if target.qualname is None or not target.alive or not target.start_line:
+        return []
+    row = con.execute("select h.blob, f.language from head_files h join files f on f.id = h.file_id"
+                      " where h.file_id = ?", (target.file_id,)).fetchone()
+    if row is None:
+        return []
+    import pygit2
+    try:
+        source = pygit2.Repository(str(repo_root))[row[0]].data.decode("utf-8", "replace")
+    except (KeyError, ValueError, pygit2.GitError):
+        return []
+    lines = source.split("\n")[target.start_line - 1:target.end_line][:CODE_LINES_MAX]
+    fence = "````" if any("```" in line for line in lines) else "```"
+    citation = f"{target.path}:{target.start_line}"
+    code = f"{fence}{row[1] or ''}\n" + "\n".join(lines) + f"\n{fence}"
+    signature = _signature(lines)
+    title = f"{target.kind} {target.qualname}"
+    return [PackItem("focus", title, code, citation, 1.0, group="focus"),
+            PackItem("focus", title + " (signature)",
+                     f"{fence}{row[1] or ''}\n{signature}\n{fence}", citation, 0.6, group="focus")]
+
+
+def _signature(lines: list[str]) -> str:
+    out = []
+    for line in lines[:6]:
+        out.append(line)
+        if line.rstrip().endswith((":", "{", ")", ";")) or "{" in line:
+            break
+    return "\n".join(out)
+
+
+def _notes(con, repo_root: Path, target) -> list[PackItem]:
+    from .notes import live_notes_for
+    out = []
+    for note in live_notes_for(con, repo_root, target.path, target.qualname):
+        text = note.text
+        if note.stale:
+            by = f" by {note.changed_by.short}" if note.changed_by else ""
+            text = f"(possibly stale: {note.stale_reason}{by})\n{text}"
+        out.append(PackItem("notes", f"note on {note.target or 'the repository'}", text,
+                            note.citation, 0.6 if note.stale else 0.9))
+    return out
+
+
+def _history(con, spec) -> list[PackItem]:
+    from .history import history
+    from .render import date
+    found = history(con, spec, limit=12)
+    bodies = dict(con.execute(
+        f"select sha, body from commits where sha in ({','.join('?' * len(found.entries))})",
+        [e.commit.sha for e in found.entries])) if found.entries else {}
+    out = []
+    for n, e in enumerate(found.entries):
+        why = bodies.get(e.commit.sha, "").strip().split("\n\n", 1)[0]
+        why = " ".join(why.split())[:500]
+        text = f"{date(e.commit.time, e.commit.offset)} {e.commit.author}, {e.change}"
+        out.append(PackItem("history", e.commit.subject, text + (f": {why}" if why else ""),
+                            e.commit.short, 0.75 / (1 + 0.25 * n)))
+    return out
+
+
+def _changes_with(con, spec) -> list[PackItem]:
+    from .coupling import related
+    try:
+        found = related(con, spec, top_k=5)
+    except CortexError:
+        return []
+    out = []
+    for p in found.files + found.symbols:
+        what = f"{p.path}::{p.qualname}" if p.qualname else p.path
+        shas = ", ".join(ref.short for ref in p.evidence[:3])
+        out.append(PackItem("changes-with", what,
+                            f"changed together in {p.support} commits ({p.confidence:.0%} of "
+                            f"{spec.path}'s), e.g. {shas}", p.evidence[0].short if p.evidence
+                            else p.path, 0.5 * p.confidence))
+    return out
+
+
+def _related(con, target, embedder) -> list[PackItem]:
+    from .related_commits import related_commits
+    label = target.label
+    found = related_commits(con, label, embedder=embedder, top_k=5)
+    out = []
+    for r in found.similar + found.same_area:
+        reason = f"{r.reason} ({r.similarity:.2f})" if r.similarity is not None else \
+            f"{r.reason}: {r.area}" if r.area else r.reason
+        out.append(PackItem("related", r.commit.subject, reason, r.commit.short,
+                            0.4 * (r.similarity if r.similarity is not None else 0.5)))
+    return out
+
+
+def _search(con, query: str, at, embedder, half_life_days: float, spec_fix, *, kinds=(),
+            section: str = "search", weight: float = 0.85) -> list[PackItem]:
+    from .search import SearchOptions, build_focus, search
+    focus = build_focus(con, at) if at and not spec_fix else None
+    if at and spec_fix:
+        from .targets import parse_target
+        spec = spec_fix(parse_target(at))
+        label = f"{spec.path}::{spec.symbol}" if spec.symbol else \
+            f"{spec.path}:{spec.line}" if spec.line else spec.path
+        focus = build_focus(con, label)
+    options = SearchOptions(top_k=10, kinds=tuple(kinds), half_life_days=half_life_days)
+    if focus is not None:
+        options = replace(options, focus=focus)
+    try:
+        result = search(con, query, options, embedder=embedder)
+    except CortexError:
+        return []
+    if not result.hits:
+        return []
+    top = result.hits[0].why.score if result.hits[0].why else 1.0
+    out = []
+    for hit in result.hits:
+        sect = "docs" if hit.kind == "doc" else section
+        relative = (hit.why.score / top) if hit.why and top else 0.5
+        out.append(PackItem(sect, hit.title, hit.text if hit.text else hit.title, hit.citation,
+                            weight * relative))
+    return out

@@ -1,0 +1,215 @@
+"""Memory items: what search, clusters and context packs draw from, kept in step with the history.
+
+After the commits of a run are stored, every commit without items gets its segments, every document
+whose blob changed at HEAD gets its sections again, and every item without a vector is embedded —
+identical texts once, in batches — into the `item_vectors` vec0 table. Item text is redacted before
+it is stored, so the lexical index, the vectors and everything rendered from them never hold a
+secret that the history contained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .embeddings import BATCH, Embedder, text_hash
+from .redact import redact
+from .segments import Section, commit_segments, doc_sections, is_doc_path
+from .store import get_meta, set_meta
+from .tokens import expand
+
+Progress = Callable[[int, int, str], None]
+NO_VECTOR = 0           # vector_id of an item whose text has no known token (an all-zero vector)
+
+
+@dataclass(frozen=True)
+class MemoryCounts:
+    commit_items: int = 0
+    doc_items: int = 0
+    embedded: int = 0
+    vectors_dropped: bool = False
+    previous_model: str | None = None
+
+
+def embed_text(kind: str, segment: int, title: str, body: str) -> str:
+    """The text a vector stands for: a list item alone (its commit's subject would make all the
+    segments of a commit alike), otherwise title and body."""
+    if kind == "commit" and segment > 0:
+        return body
+    return f"{title}\n{body}" if body else title
+
+
+def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str | None,
+                files: Iterable[int] = (), symbols: Iterable[int] = (), paths: Iterable[str] = (),
+                commit_id: int | None = None, segment: int = 0, file_id: int | None = None,
+                blob: str | None = None, note_id: int | None = None, line: int | None = None,
+                end_line: int | None = None) -> int:
+    title, body = redact(title), redact(body)
+    digest = text_hash(embed_text(kind, segment, title, body))
+    item_id = con.execute(
+        "insert into items(kind, commit_id, segment, file_id, blob, note_id, title, body, line,"
+        " end_line, time, signal, text_hash) values (?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+        (kind, commit_id, segment, file_id, blob, note_id, title, body, line, end_line, time,
+         signal, digest)).get
+    con.executemany("insert or ignore into item_files(item_id, file_id) values (?, ?)",
+                    ((item_id, f) for f in dict.fromkeys(files)))
+    con.executemany("insert or ignore into item_symbols(item_id, symbol_id) values (?, ?)",
+                    ((item_id, s) for s in dict.fromkeys(symbols)))
+    con.execute("insert into items_fts(rowid, title, body, terms, paths) values (?,?,?,?,?)",
+                (item_id, title, body, expand(title + "\n" + body), " ".join(paths)))
+    return item_id
+
+
+def delete_items(con, where: str, params: tuple) -> int:
+    """Delete the items selected by `where` (a condition on `items`) with their index rows."""
+    ids = [r[0] for r in con.execute(f"select id from items where {where}", params)]
+    for table in ("item_files", "item_symbols"):
+        con.executemany(f"delete from {table} where item_id = ?", ((i,) for i in ids))
+    con.executemany("delete from items_fts where rowid = ?", ((i,) for i in ids))
+    con.executemany("delete from items where id = ?", ((i,) for i in ids))
+    return len(ids)
+
+
+# -- commits -----------------------------------------------------------------------------------
+
+
+def add_commit_items(con) -> int:
+    """Segments for every commit that has none yet. Returns the number of items added."""
+    pending = con.execute(
+        "select id, subject, body, kind, author_time from commits c"
+        " where not exists (select 1 from items i where i.commit_id = c.id)").fetchall()
+    added = 0
+    for commit_id, subject, body, kind, when in pending:
+        files = con.execute("select f.id, f.path from file_changes fc join files f"
+                            " on f.id = fc.file_id where fc.commit_id = ?", (commit_id,)).fetchall()
+        syms = con.execute(
+            "select s.id, f.path, s.qualname, s.name from symbol_changes sc"
+            " join symbols s on s.id = sc.symbol_id join files f on f.id = s.file_id"
+            " where sc.commit_id = ?", (commit_id,)).fetchall()
+        file_ids = {path: fid for fid, path in files}
+        sym_ids = {(path, qual): sid for sid, path, qual, _ in syms}
+        segments = commit_segments(subject, body, [p for _, p in files],
+                                   [(p, q, n) for _, p, q, n in syms])
+        for number, seg in enumerate(segments):
+            text = seg.text
+            if number == 0:  # the head segment: subject as title, the rest as body
+                text = text[len(subject):].strip("\n")
+            insert_item(con, kind="commit", title=subject, body=text, time=when, signal=kind,
+                        commit_id=commit_id, segment=number,
+                        files=(file_ids[p] for p in seg.files if p in file_ids),
+                        symbols=(sym_ids[s] for s in seg.symbols if s in sym_ids),
+                        paths=seg.files)
+            added += 1
+    return added
+
+
+# -- documents ---------------------------------------------------------------------------------
+
+
+def refresh_docs(con, read_blob: Callable[[str], bytes | None]) -> int:
+    """Sections of every document at HEAD whose blob changed since they were cut; sections of
+    documents gone from HEAD are dropped. Returns the number of items added."""
+    current = {fid: (path, blob) for fid, path, blob in con.execute(
+        "select h.file_id, f.path, h.blob from head_files h join files f on f.id = h.file_id"
+        " where h.skip_reason is null")}
+    docs = {fid: pb for fid, pb in current.items() if is_doc_path(pb[0])}
+    indexed = dict(con.execute("select file_id, blob from items where kind = 'doc' group by file_id"))
+    for fid, blob in indexed.items():
+        if fid not in docs or docs[fid][1] != blob:
+            delete_items(con, "kind = 'doc' and file_id = ?", (fid,))
+    added = 0
+    for fid, (path, blob) in docs.items():
+        if indexed.get(fid) == blob:
+            continue
+        data = read_blob(blob)
+        if data is None:
+            continue
+        when = con.execute("select max(c.author_time) from file_changes fc join commits c"
+                           " on c.id = fc.commit_id where fc.file_id = ? and c.reachable = 1",
+                           (fid,)).get or 0
+        for section in doc_sections(path, data.decode("utf-8", "replace")):
+            _insert_section(con, fid, path, blob, when, section)
+            added += 1
+    return added
+
+
+def _insert_section(con, fid: int, path: str, blob: str, when: int, section: Section) -> None:
+    insert_item(con, kind="doc", title=section.title, body=section.text, time=when, signal="doc",
+                file_id=fid, blob=blob, line=section.line, end_line=section.end_line,
+                files=(fid,), paths=(path,))
+
+
+# -- vectors -----------------------------------------------------------------------------------
+
+
+def prepare_vectors(con, embedder: Embedder) -> str | None:
+    """Make the vector table fit `embedder`. When another model (or width) wrote the vectors, drop
+    them all: they are re-embedded, never mixed. Returns the previous model's name if dropped."""
+    previous = get_meta(con, "embed_model")
+    same = previous == embedder.name and get_meta(con, "embed_dim") == str(embedder.dim)
+    has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
+    if same and has_table:
+        return None
+    con.execute("drop table if exists item_vectors")
+    con.execute("delete from vectors")
+    con.execute("update items set vector_id = null")
+    con.execute(f"create virtual table item_vectors using vec0("
+                f"embedding float[{embedder.dim}] distance_metric=cosine)")
+    set_meta(con, "embed_model", embedder.name)
+    set_meta(con, "embed_dim", str(embedder.dim))
+    con.execute("delete from meta where key = 'embed_off_reason'")
+    return previous or None
+
+
+def drop_vectors(con, reason: str) -> None:
+    """Semantic search turned off on purpose: no vectors, and the reason recorded."""
+    con.execute("drop table if exists item_vectors")
+    con.execute("delete from vectors")
+    con.execute("update items set vector_id = null")
+    con.execute("delete from meta where key in ('embed_model', 'embed_dim')")
+    set_meta(con, "embed_off_reason", reason)
+
+
+def pending_vectors(con) -> int:
+    return con.execute("select count(*) from items where vector_id is null").get
+
+
+def embed_missing(con, embedder: Embedder, progress: Progress | None = None,
+                  batch: int = BATCH) -> int:
+    """Embed the items without a vector, each distinct text once, one transaction per batch.
+    Returns the number of distinct texts encoded."""
+    import numpy as np
+    rows = con.execute("select id, kind, segment, title, body, text_hash from items"
+                       " where vector_id is null").fetchall()
+    by_hash: dict[str, list[int]] = {}
+    texts: dict[str, str] = {}
+    for item_id, kind, segment, title, body, digest in rows:
+        by_hash.setdefault(digest, []).append(item_id)
+        texts.setdefault(digest, embed_text(kind, segment, title, body))
+    known = dict(con.execute("select text_hash, id from vectors"))
+    with con:
+        for digest in [d for d in by_hash if d in known]:
+            _point(con, by_hash.pop(digest), known[digest])
+    todo = list(by_hash)
+    for start in range(0, len(todo), batch):
+        chunk = todo[start:start + batch]
+        vectors = embedder.encode([texts[d] for d in chunk])
+        norms = np.linalg.norm(vectors, axis=1)
+        with con:
+            for digest, vector, norm in zip(chunk, vectors, norms):
+                if norm == 0:
+                    _point(con, by_hash[digest], NO_VECTOR)
+                    continue
+                vid = con.execute("insert into vectors(text_hash) values (?) returning id",
+                                  (digest,)).get
+                con.execute("insert into item_vectors(rowid, embedding) values (?, ?)",
+                            (vid, vector.astype(np.float32).tobytes()))
+                _point(con, by_hash[digest], vid)
+        if progress:
+            progress(min(start + batch, len(todo)), len(todo), "texts embedded")
+    return len(todo)
+
+
+def _point(con, item_ids: list[int], vector_id: int) -> None:
+    con.executemany("update items set vector_id = ? where id = ?",
+                    ((vector_id, i) for i in item_ids))

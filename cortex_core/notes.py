@@ -1,0 +1,341 @@
+"""Notes: what people and agents know about a symbol, a file or the repository, kept with time.
+
+Bi-temporal: `valid_from`/`valid_until` say when what a note states holds, `recorded_at` when it was
+written here. Superseding a note closes it (valid_until, superseded_by) and writes its successor;
+the old row stays for the record but never reaches search results or context packs.
+
+A note is anchored to its target as it was at the indexed HEAD: a symbol's body hash, a file's blob.
+When the target changes later, the note is flagged as possibly stale, with the first commit that
+changed it. Notes live in the store; `export`/`import` (JSON) carry them across machines, and
+`cortex index --rebuild` keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CortexError, NotFound
+from .history import COMMIT_COLUMNS, CommitRef, commit_ref
+from .memory import delete_items, insert_item
+from .redact import redact
+from .store import get_meta
+from .targets import parse_target, resolve
+
+EXPORT_VERSION = 1
+MAX_NOTE_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Note:
+    id: int
+    target: str                 # "" for the repository, PATH or PATH::QUALNAME
+    text: str
+    author: str | None
+    valid_from: int
+    valid_until: int | None
+    recorded_at: int
+    superseded_by: int | None
+    anchor_commit: str | None
+    live: bool
+    stale: bool = False
+    stale_reason: str | None = None
+    changed_by: CommitRef | None = None
+
+    @property
+    def citation(self) -> str:
+        return f"note #{self.id}"
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def add_note(con, repo_root: Path, target: str | None, text: str, *, author: str | None = None,
+             valid_from: int | None = None) -> Note:
+    """Write a note on `target` (PATH, PATH::SYMBOL, PATH:LINE; None for the repository)."""
+    text = _check_text(text)
+    label, path, qualname, anchor = _anchor(con, repo_root, target)
+    now = int(time.time())
+    with con:
+        note_id = con.execute(
+            "insert into notes(target, path, qualname, text, author, valid_from, recorded_at,"
+            " anchor_commit, anchor_hash) values (?,?,?,?,?,?,?,?,?) returning id",
+            (label, path, qualname, text, author, valid_from if valid_from is not None else now,
+             now, get_meta(con, "head"), anchor)).get
+        sync_note_items(con)
+    return get_note(con, repo_root, note_id)
+
+
+def supersede_note(con, repo_root: Path, note_id: int, text: str, *,
+                   author: str | None = None) -> Note:
+    """Replace a live note by a new one on the same target; the old one is closed, not deleted."""
+    text = _check_text(text)
+    row = con.execute("select target, path, qualname, superseded_by, anchor_commit, anchor_hash"
+                      " from notes where id = ?", (note_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no note #{note_id}")
+    target, path, qualname, superseded_by, _, _ = row
+    if superseded_by is not None:
+        raise CortexError(f"note #{note_id} is already superseded by #{superseded_by}")
+    _, _, _, anchor = _anchor(con, repo_root, target or None)
+    now = int(time.time())
+    with con:
+        new_id = con.execute(
+            "insert into notes(target, path, qualname, text, author, valid_from, recorded_at,"
+            " anchor_commit, anchor_hash) values (?,?,?,?,?,?,?,?,?) returning id",
+            (target, path, qualname, text, author, now, now, get_meta(con, "head"), anchor)).get
+        con.execute("update notes set valid_until = ?, superseded_by = ? where id = ?",
+                    (now, new_id, note_id))
+        sync_note_items(con)
+    return get_note(con, repo_root, new_id)
+
+
+def sync_note_items(con) -> None:
+    """Live notes have exactly one memory item; closed notes none. Links follow the targets as the
+    index knows them now (a note imported before its files were indexed gets them later)."""
+    now = int(time.time())
+    delete_items(con, "kind = 'note' and note_id in (select id from notes where superseded_by"
+                      " is not null or (valid_until is not null and valid_until <= ?))", (now,))
+    pending = con.execute(
+        "select id, target, path, qualname, text, valid_from from notes n where superseded_by is null"
+        " and (valid_until is null or valid_until > ?)"
+        " and not exists (select 1 from items i where i.note_id = n.id)", (now,)).fetchall()
+    for note_id, target, path, qualname, text, valid_from in pending:
+        file_row = con.execute("select id from files where path = ?", (path,)).fetchone() \
+            if path else None
+        symbol_row = con.execute("select id from symbols where file_id = ? and qualname = ?",
+                                 (file_row[0], qualname)).fetchone() \
+            if file_row and qualname else None
+        insert_item(con, kind="note", title=f"note #{note_id} on {target or 'the repository'}",
+                    body=text, time=valid_from, signal="note", note_id=note_id,
+                    files=[file_row[0]] if file_row else [],
+                    symbols=[symbol_row[0]] if symbol_row else [],
+                    paths=[path] if path else [])
+
+
+def _check_text(text: str) -> str:
+    text = text.strip()
+    if not text:
+        raise CortexError("a note needs some text")
+    if len(text) > MAX_NOTE_CHARS:
+        raise CortexError(f"a note is at most {MAX_NOTE_CHARS} characters ({len(text)} given)")
+    return text
+
+
+def _anchor(con, repo_root: Path, target: str | None):
+    """(label, path, qualname, anchor hash) of a target at the indexed HEAD."""
+    if not target:
+        return "", None, None, None
+    found = resolve(con, parse_target(target))
+    if found.qualname and not found.alive:
+        raise NotFound(f"{found.label} no longer exists at HEAD; note its file instead")
+    return found.label, found.path, found.qualname, _current_hash(con, repo_root, found.path,
+                                                                  found.qualname)
+
+
+def _current_hash(con, repo_root: Path, path: str, qualname: str | None) -> str | None:
+    """A file's blob id, or the hash of a symbol's text, at the indexed HEAD (None: not there)."""
+    row = con.execute("select h.blob, f.language from head_files h join files f on f.id = h.file_id"
+                      " where f.path = ?", (path,)).fetchone()
+    if row is None:
+        return None
+    blob_id, language = row
+    if qualname is None:
+        return blob_id
+    if language is None:
+        return None
+    import pygit2
+
+    from .symbols import SymbolParser, body_hash
+    try:
+        source = pygit2.Repository(str(repo_root))[blob_id].data
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    for symbol in SymbolParser().symbols(language, blob_id, source):
+        if symbol.qualname == qualname:
+            return body_hash(symbol, source) or hashlib.blake2b(
+                source[symbol.start_byte:symbol.end_byte], digest_size=8).hexdigest()
+    return None
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+_NOTE_COLUMNS = ("id, target, path, qualname, text, author, valid_from, valid_until, recorded_at,"
+                 " superseded_by, anchor_commit, anchor_hash")
+
+
+def get_note(con, repo_root: Path, note_id: int) -> Note:
+    row = con.execute(f"select {_NOTE_COLUMNS} from notes where id = ?", (note_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no note #{note_id}")
+    return _note(con, repo_root, row, {})
+
+
+def list_notes(con, repo_root: Path, target: str | None = None, *,
+               include_closed: bool = False) -> list[Note]:
+    """Notes, newest first: those on `target` (a file's notes include its symbols' notes)."""
+    where, params = "1", ()
+    if target:
+        found = resolve(con, parse_target(target))
+        if found.qualname:
+            where, params = "path = ? and qualname = ?", (found.path, found.qualname)
+        else:
+            where, params = "path = ?", (found.path,)
+    rows = con.execute(f"select {_NOTE_COLUMNS} from notes where {where}"
+                       " order by recorded_at desc, id desc", params).fetchall()
+    hashes: dict[tuple, str | None] = {}
+    notes = [_note(con, repo_root, row, hashes) for row in rows]
+    return [n for n in notes if n.live or include_closed]
+
+
+def live_notes_for(con, repo_root: Path, path: str, qualname: str | None = None) -> list[Note]:
+    """Live notes on a file (and its symbols) or on one symbol, plus the repository's notes."""
+    if qualname:
+        where, params = "(path = ? and qualname = ?) or target = ''", (path, qualname)
+    else:
+        where, params = "path = ? or target = ''", (path,)
+    rows = con.execute(f"select {_NOTE_COLUMNS} from notes where ({where}) and superseded_by"
+                       " is null order by recorded_at desc", params).fetchall()
+    hashes: dict[tuple, str | None] = {}
+    return [n for n in (_note(con, repo_root, r, hashes) for r in rows) if n.live]
+
+
+def _note(con, repo_root: Path, row, hashes: dict) -> Note:
+    (note_id, target, path, qualname, text, author, valid_from, valid_until, recorded_at,
+     superseded_by, anchor_commit, anchor_hash) = row
+    now = int(time.time())
+    live = superseded_by is None and (valid_until is None or valid_until > now)
+    stale, reason, changed_by = False, None, None
+    if path and anchor_hash is not None:
+        key = (path, qualname)
+        if key not in hashes:
+            hashes[key] = _current_hash(con, repo_root, path, qualname)
+        current = hashes[key]
+        if current != anchor_hash:
+            stale = True
+            what = f"{path}::{qualname}" if qualname else path
+            reason = f"{what} is gone from HEAD" if current is None else \
+                f"{what} changed since the note was written"
+            changed_by = _first_change_after(con, path, qualname, anchor_commit, recorded_at)
+    return Note(note_id, target, redact(text), author, valid_from, valid_until, recorded_at,
+                superseded_by, anchor_commit, live, stale, reason, changed_by)
+
+
+def _first_change_after(con, path: str, qualname: str | None, anchor_commit: str | None,
+                        recorded_at: int) -> CommitRef | None:
+    seq = con.execute("select seq from commits where sha = ?", (anchor_commit,)).get \
+        if anchor_commit else None
+    after, value = ("c.seq > ?", seq) if seq is not None else ("c.author_time > ?", recorded_at)
+    if qualname:
+        sql = (f"select {COMMIT_COLUMNS} from symbol_changes x join symbols s on s.id = x.symbol_id"
+               " join files f on f.id = s.file_id join commits c on c.id = x.commit_id"
+               f" where f.path = ? and s.qualname = ? and c.reachable = 1 and {after}"
+               " order by c.seq limit 1")
+        params = (path, qualname, value)
+    else:
+        sql = (f"select {COMMIT_COLUMNS} from file_changes x join files f on f.id = x.file_id"
+               f" join commits c on c.id = x.commit_id where f.path = ? and c.reachable = 1"
+               f" and {after} order by c.seq limit 1")
+        params = (path, value)
+    row = con.execute(sql, params).fetchone()
+    return commit_ref(row) if row else None
+
+
+# -- export / import ---------------------------------------------------------------------------
+
+
+def export_notes(con) -> dict:
+    """Every note, closed ones included, as a JSON-ready document."""
+    rows = con.execute(f"select {_NOTE_COLUMNS} from notes order by id").fetchall()
+    notes = []
+    for row in rows:
+        note = dict(zip(("id", "target", "path", "qualname", "text", "author", "valid_from",
+                         "valid_until", "recorded_at", "superseded_by", "anchor_commit",
+                         "anchor_hash"), row))
+        del note["path"], note["qualname"]
+        notes.append(note)
+    return {"cortex_notes": EXPORT_VERSION, "exported_at": int(time.time()), "notes": notes}
+
+
+def import_notes(con, data) -> int:
+    """Add the notes of an export (a dict, or its `notes` list) that are not here yet. Ids are
+    renumbered; supersession links follow. Returns the number added. Call inside a transaction."""
+    notes = data.get("notes") if isinstance(data, dict) else data
+    if isinstance(data, dict) and data.get("cortex_notes", EXPORT_VERSION) != EXPORT_VERSION:
+        raise CortexError(f"unsupported notes export version {data.get('cortex_notes')!r}")
+    if not isinstance(notes, list):
+        raise CortexError("not a Cortex notes export: expected {\"notes\": [...]}")
+    checked = [_checked(i, n) for i, n in enumerate(notes)]
+    existing = {(t, x, r): i for i, t, x, r in con.execute(
+        "select id, target, text, recorded_at from notes")}
+    new_ids: dict[int, int] = {}
+    added = 0
+    for note in checked:
+        key = (note["target"], note["text"], note["recorded_at"])
+        if key in existing:
+            new_ids[note["id"]] = existing[key]
+            continue
+        path, _, qualname = note["target"].partition("::")
+        new_ids[note["id"]] = con.execute(
+            "insert into notes(target, path, qualname, text, author, valid_from, valid_until,"
+            " recorded_at, anchor_commit, anchor_hash) values (?,?,?,?,?,?,?,?,?,?) returning id",
+            (note["target"], path or None, qualname or None, note["text"], note["author"],
+             note["valid_from"], note["valid_until"], note["recorded_at"],
+             note["anchor_commit"], note["anchor_hash"])).get
+        added += 1
+    for note in checked:
+        successor = note["superseded_by"]
+        if successor is not None and successor in new_ids:
+            con.execute("update notes set superseded_by = ? where id = ?",
+                        (new_ids[successor], new_ids[note["id"]]))
+    sync_note_items(con)
+    return added
+
+
+def _checked(index: int, note) -> dict:
+    def bad(why: str) -> CortexError:
+        return CortexError(f"notes export, entry {index}: {why}")
+    if not isinstance(note, dict):
+        raise bad("not an object")
+    out = {}
+    for key, kinds, required in (("id", int, True), ("target", str, True), ("text", str, True),
+                                 ("author", (str, type(None)), False),
+                                 ("valid_from", int, True), ("valid_until", (int, type(None)), False),
+                                 ("recorded_at", int, True),
+                                 ("superseded_by", (int, type(None)), False),
+                                 ("anchor_commit", (str, type(None)), False),
+                                 ("anchor_hash", (str, type(None)), False)):
+        if key not in note:
+            if required:
+                raise bad(f"missing {key!r}")
+            out[key] = None
+            continue
+        value = note[key]
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise bad(f"{key!r} has the wrong type")
+        out[key] = value
+    if not out["text"].strip() or len(out["text"]) > MAX_NOTE_CHARS:
+        raise bad("empty or too long text")
+    return out
+
+
+def saved_notes(db_path: Path) -> list[dict]:
+    """The notes of a store about to be rebuilt (empty if it is missing or unreadable)."""
+    if not db_path.is_file():
+        return []
+    import apsw
+    try:
+        con = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return export_notes(con)["notes"]
+        finally:
+            con.close()
+    except apsw.Error:
+        return []
+
+
+def dumps(data: dict) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,230 @@
+"""Secrets out of text before it leaves the store: search results, context packs, hovers.
+
+`find_secrets(text)` lists the spans of secret values, sorted and non-overlapping; `redact(text)`
+replaces each with `[REDACTED:<kind>]`. Only the value goes: key names, URL schemes, users, hosts
+and the text around stay. Overlapping finds merge into one span (the earliest, most specific kind
+names it), so a secret is never half shown; a quoted literal that holds a secret goes whole.
+Markers are never matched again: redact is idempotent. Every pattern runs in linear time (no
+nested quantifiers over one run; bodies stop at the next delimiter), so hostile input is safe.
+
+Kinds recognised by their format, anywhere:
+    private-key      -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]-----
+                     through the END line, BEGIN line included; with no END before the next BEGIN,
+                     to the first blank line or quote, or to the end of the text
+    aws-access-key   AKIA / ASIA + 16 upper-case letters or digits
+    gcp-api-key      AIza + 35
+    github-token     ghp_ gho_ ghu_ ghs_ ghr_ + 36 or more; github_pat_ + 22 or more
+    gitlab-token     glpat- + 20 or more
+    slack-token      xoxa- xoxb- xoxe- xoxo- xoxp- xoxr- xoxs- + 10 or more
+    slack-webhook    the T…/B…/… path after hooks.slack.com/services/
+    jwt              eyJ….eyJ….signature
+Kinds recognised by their context:
+    aws-secret-key   40 base64 characters assigned to aws_secret_access_key, SecretAccessKey, …
+    url-credentials  the password of scheme://user:password@host (a token alone as the user,
+                     https://ghp_…@github.com, is caught by its format)
+    bearer-token     what follows "Bearer ";  basic-auth: what follows "Basic "
+    password         a value assigned to …password, …passwd, …pass, …passphrase, …pwd
+    generic-api-key  a value assigned to …secret, …token, …api_key/apikey, …secret_key,
+                     …access_key, …private_key, …auth_key, …signing_key, …encryption_key
+Assignments: `k = v`, `k: v`, `k := v`, `k => v`, `"k": v`, `ENV["k"] = v`, `k: T = v`, `--k v`,
+`--k=v`, URL queries `?k=v&`. A key name matches when the keyword ends it after `_ . -` or a
+camelCase edge (db_password, dbPassword, self.password, X-Api-Key); passwordless, tokenizer,
+max_tokens, password_hash and getToken() do not.
+
+Values kept, because they are not secrets:
+  - empty, None/null/nil/true/false/undefined, and well-known defaults: changeme, changeit,
+    password, secret, example, dummy, placeholder, redacted (a default is public knowledge);
+  - placeholders: <…>, {…}, ${…}, {{…}}, $VAR, %s, %(name)s, ***, xxx, ...;
+  - unquoted references: identifiers without digits (token=token, password: str), dotted names
+    (self.secret, process.env.X), calls and subscripts (get_token(), os.environ["X"]), paths
+    (PWD=/home/me), numbers under 4 digits — in code an unquoted value is a name, in config it
+    usually has a digit;
+  - token/secret/API-key values shorter than 8 characters or without a digit, and bearer/basic
+    values that look like words: a lexer's token = "(" or "Bearer tokens" is prose.
+Known false negatives: unquoted all-letter passwords (PASSWORD=hunter), unquoted values with
+spaces, values starting with $, multi-line YAML values, XML elements, `-pVALUE`, prose ("the
+password is x"), keys with no edge before the keyword (DBPASSWORD, DBPassword), a bare AWS
+secret or any high-entropy string with no key name, a token with no digit, and the part of a
+truncated key block after a blank line.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Secret:
+    kind: str
+    start: int
+    end: int  # the value only: key names, schemes, users and hosts stay outside
+
+
+_LABEL = r"(?:[A-Z0-9]+ ){0,2}PRIVATE KEY(?: BLOCK)?-----"
+# A block's body loops never cross a BEGIN or END line, so each character is read by one block's
+# two attempts (with END, then truncated) at most: linear however many BEGINs the text holds.
+_PRIVATE_KEY = (rf"-----BEGIN {_LABEL}(?:(?:(?!-----(?:BEGIN|END) )[\s\S])*+-----END {_LABEL}"
+                r"|(?:(?!\n[ \t]*\r?\n|-----BEGIN |[\"'])[\s\S])*+)")
+# A token starts at a word edge, never inside a longer run: fewer false hits, and no run is
+# scanned again from each of its characters. Every such edge also refuses "]", the end of a
+# marker, and every closing edge refuses "[", its start: otherwise redacting a neighbour would
+# open an edge, and a second pass would find more than the first.
+_EDGE = r"(?<![A-Za-z0-9_\-\]])"
+_URL_CHARS = r"[^\s/?#@\[\]\"'<>]"  # no "[" either: a marker is never a password
+_TEMPLATES = ("${", "{{")
+_MARKER = re.compile(r"\[REDACTED:[a-z\-]+\]")
+_DUMMIES = frozenset(("none", "null", "nil", "true", "false", "undefined", "changeme", "changeit",
+                     "password", "secret", "example", "dummy", "placeholder", "redacted"))
+_PLACEHOLDER = re.compile(r"<[^<>]*>|\{[^{}]*\}|\$\w*|%\(?\w*\)?[sd]|\**|[xX*.#_\-]{3,}")
+# Unquoted values that name something: identifiers, dotted names, paths; and small numbers, which
+# in prose are lengths ("password: 8 characters"), not PINs.
+_REFERENCE = re.compile(r"[A-Za-z_]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[/~.].*|\d{1,3}", re.DOTALL)
+
+
+def _literal(value: str, quoted: bool = True, after: str = "") -> bool:
+    """Whether an assigned value is a secret, not a placeholder, a default or a name for one."""
+    if value.lower() in _DUMMIES or _PLACEHOLDER.fullmatch(value) or any(
+            t in value for t in _TEMPLATES):
+        return False
+    return quoted or not (after in ("(", "[") or _REFERENCE.fullmatch(value))
+
+
+def _token_like(value: str) -> bool:
+    """Long enough, one word, with a digit: what generated keys look like and words do not."""
+    return len(value) >= 8 and not any(c.isspace() for c in value) and any(
+        c.isdigit() for c in value)
+
+
+def _random_like(value: str) -> bool:
+    """A digit, or a capital past the first letter beside small ones ("dXNlcjpw", not "Tokens")."""
+    return any(c.isdigit() for c in value) or (
+        any(c.isupper() for c in value[1:]) and any(c.islower() for c in value))
+
+
+# (kind, pattern, check on the value); the value is group "v" or the whole match. Earlier entries
+# name a span when several start at the same place.
+_FORMATS: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
+    (kind, re.compile(pattern), check) for kind, pattern, check in (
+        ("private-key", _PRIVATE_KEY, None),
+        ("aws-access-key", r"(?<![A-Z0-9\]])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9\[])", None),
+        ("gcp-api-key", _EDGE + r"AIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-\[])", None),
+        ("github-token", _EDGE + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+         None),
+        ("gitlab-token", _EDGE + r"glpat-[A-Za-z0-9_\-]{20,}", None),
+        ("slack-token", _EDGE + r"xox[abeoprs]-[A-Za-z0-9\-]{10,}", None),
+        ("slack-webhook",
+         r"hooks\.slack\.com/services/(?P<v>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)", None),
+        ("jwt", _EDGE + r"eyJ[\w\-]++\.eyJ[\w\-]++\.[\w\-]++", None),
+        ("aws-secret-key", (
+            r"(?<![A-Za-z0-9\]])(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)"
+            r"[\"']?[ \t]*(?::=|=>|=|:)[ \t]*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=\[])"),
+         None),
+        # The outer loop backtracks whole "@…" groups only, so an unencoded "@" in a password
+        # ends the password at the last "@" before the host, never the first.
+        ("url-credentials", (
+            r"(?<![A-Za-z0-9+.\-\]])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@\[\]]*:"
+            rf"(?P<v>{_URL_CHARS}++(?:@{_URL_CHARS}++)*)@"), _literal),
+        ("bearer-token", r"(?<![\w\]])(?i:bearer)[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)",
+         _random_like),
+        ("basic-auth",
+         r"(?<![\w\]])(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=\[])",
+         _random_like),
+    )]
+
+_KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
+            r"|(?:api|access|private|auth|signing|encryption)[_.\-]?key)")
+# Key: an optional prefix ending at "_ . -" or a camelCase edge, then a keyword that ends the name.
+# Separator: "--k v" for options, else an optional annotation ("k: str = v") and = : := =>.
+# Key and separator are atomic: when the value turns out to be a marker, the match fails instead
+# of backtracking into another reading ("k: x = [REDACTED…]" read again as "k: x"), which would
+# break idempotence.
+# Value: a quoted string (escapes honoured, one line) or an unquoted run up to a delimiter, which
+# excludes "(" and "[" so that a call or subscript is seen by the character after the value.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.\-/@\]])(?<!REDACTED:)(?>(?P<dash>--)?"
+    r"(?:[A-Za-z_][\w.\-]*?(?:[_.\-]|(?<=[a-z0-9])(?=[A-Z])))?" + _KEYWORD + r"(?![\w.\-])"
+    r"[\"'`]?\]?"
+    r"(?(dash)(?:[ \t]*=[ \t]*|[ \t]+)"
+    r"|(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]{0,40}?[ \t]*(?==(?!=)))?"
+    r"[ \t]*(?::=|=>|=(?!=)|:(?!:))[ \t]*))"
+    r"(?:[rbufRBUF]{0,2}(?P<q>[\"'`])(?P<qv>(?:(?!(?P=q))[^\\\n]|\\.)*+)(?P=q)"
+    r"|(?P<uv>[^\s\"'`,;&|()\[\]{}<>]+))")
+
+
+def _assignments(text: str):
+    """(start, end, kind) of each assigned secret value in text whose formats are masked."""
+    for m in _ASSIGNMENT.finditer(text):
+        if m.group("qv") is not None:
+            value, start, quoted = m.group("qv"), m.start("qv"), True
+        else:
+            value, start, quoted = m.group("uv").rstrip("."), m.start("uv"), False
+        rest = _MARKER.sub("", value)
+        if rest != value:  # a literal around a masked secret is one; a marker alone is done
+            secret = bool(rest.strip())
+        else:
+            secret = _literal(value, quoted, text[m.end():m.end() + 1]) and (
+                bool(m.group("pw")) or _token_like(value))
+        if secret:
+            yield start, start + len(value), "password" if m.group("pw") else "generic-api-key"
+
+
+def _merge(found: list[tuple[int, int, int, str]]) -> list[Secret]:
+    """(start, priority, end, kind) finds, sorted, overlaps merged: nothing is half shown."""
+    secrets: list[Secret] = []
+    for start, _, end, kind in sorted(found):
+        if secrets and start < secrets[-1].end:
+            last = secrets[-1]
+            secrets[-1] = Secret(last.kind, last.start, max(last.end, end))
+        else:
+            secrets.append(Secret(kind, start, end))
+    return secrets
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """The secret values in text, sorted by position, overlapping finds merged."""
+    found: list[tuple[int, int, int, str]] = []  # start, priority, end, kind
+    for priority, (kind, pattern, check) in enumerate(_FORMATS):
+        for m in pattern.finditer(text):
+            group = "v" if "v" in pattern.groupindex else 0
+            if check is None or check(m.group(group)):
+                found.append((m.start(group), priority, m.end(group), kind))
+    # Assignments are read with the formats already masked, as a second pass reads them: a key
+    # glued to a token ("ghp_…_token: x") cannot hide what follows it in one pass and not in the
+    # next. Offsets in the masked text map back through the markers.
+    formats = _merge(found)
+    marks, shift = [], 0  # masked start, masked end, original start, original end
+    for secret in formats:
+        size = len(secret.kind) + len("[REDACTED:]")
+        marks.append((secret.start + shift, secret.start + shift + size, secret.start, secret.end))
+        shift += size - (secret.end - secret.start)
+    starts = [mark[0] for mark in marks]
+
+    def original(position: int, is_end: bool) -> int:
+        i = (bisect_left if is_end else bisect_right)(starts, position) - 1
+        if i < 0:
+            return position
+        _, masked_end, start, end = marks[i]
+        if position < masked_end or (is_end and position == masked_end):
+            return end if is_end else start
+        return position + end - masked_end
+
+    found.extend((original(start, False), len(_FORMATS), original(end, True), kind)
+                 for start, end, kind in _assignments(_replace(text, formats)))
+    return _merge(found)
+
+
+def _replace(text: str, secrets: list[Secret]) -> str:
+    parts, position = [], 0
+    for secret in secrets:
+        parts += [text[position:secret.start], f"[REDACTED:{secret.kind}]"]
+        position = secret.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def redact(text: str) -> str:
+    """text with each secret value replaced by [REDACTED:<kind>]."""
+    return _replace(text, find_secrets(text))

@@ -1,0 +1,407 @@
+"""Search over memory items: BM25 and vector neighbours fused by rank, then bounded priors.
+
+1. Candidates: the best `CANDIDATES` items by FTS5 BM25 (code-aware words) and by cosine distance in
+   the vec0 table, each list filtered the same way (kind, time, path, reachable commits).
+2. Fusion by reciprocal rank: w_lex/(K + lexical rank) + w_vec/(K + vector rank). Static embeddings
+   are weaker than BM25 on commit text, so the vector weight is gated: it grows with how much the two
+   lists agree on their top `AGREEMENT_DEPTH` (when vectors find what words find, they can be
+   trusted to reorder it; when they disagree, words win). The benchmark in bench/ set the numbers.
+3. Priors multiply the fused score by 1 + a bounded sum: recency (exponential decay), signal (a fix
+   or revert above a feature above a refactor above chores and docs), context (the focus symbol or
+   file, files changed in the working tree, words of the branch name) and area (the cluster of the
+   best hits). The sum is at most `MAX_BOOST`, so an item whose fused score is more than
+   (1 + MAX_BOOST) times another's always stays ahead of it: priors reorder near-equals only.
+4. Diversity: at most `PER_SOURCE` segments of one commit, or sections of one document.
+
+Every hit carries its explanation: both ranks, the fused score and each prior.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from .errors import CortexError
+from .tokens import fts_query, query_terms
+
+CANDIDATES = 200
+RRF_K = 60
+AGREEMENT_DEPTH = 20
+PER_SOURCE = 2
+KINDS = ("commit", "doc", "note")
+
+
+@dataclass(frozen=True)
+class PriorWeights:
+    """The largest share each prior may add to a fused score."""
+    recency: float = 0.05
+    signal: float = 0.05
+    context: float = 0.15
+    area: float = 0.03
+
+    @property
+    def total(self) -> float:
+        return self.recency + self.signal + self.context + self.area
+
+
+MAX_BOOST = PriorWeights().total
+
+SIGNAL = {"revert": 1.0, "fix": 1.0, "security": 1.0, "note": 0.9, "perf": 0.7, "feat": 0.6,
+          "doc": 0.4, "refactor": 0.4, "other": 0.3, "test": 0.2, "build": 0.2, "ci": 0.2,
+          "chore": 0.0, "docs": 0.0, "style": 0.0, "merge": 0.1}
+
+# bm25 column weights: title, body, terms (identifier parts), paths.
+BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5)
+
+
+@dataclass(frozen=True)
+class Weights:
+    lexical: float = 1.0
+    vector: float = 1.0          # the vector weight at full agreement
+    vector_floor: float = 0.25   # ... and with no agreement at all
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the user is looking at, resolved to ids: boosts items about it."""
+    file_ids: frozenset[int] = frozenset()
+    symbol_ids: frozenset[int] = frozenset()
+    changed_file_ids: frozenset[int] = frozenset()
+    branch_terms: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.file_ids or self.symbol_ids or self.changed_file_ids or self.branch_terms)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    top_k: int = 10
+    kinds: tuple[str, ...] = ()          # empty: every kind
+    since: int | None = None             # epoch seconds
+    path: str | None = None              # a file or folder the items must touch
+    mode: str = "hybrid"                 # "hybrid", "lexical" or "vector"
+    priors: bool = True
+    context: bool = True
+    half_life_days: float = 180.0
+    focus: Focus = field(default_factory=Focus)
+    weights: Weights = field(default_factory=Weights)
+    prior_weights: PriorWeights = field(default_factory=PriorWeights)
+    per_source: int = PER_SOURCE
+
+
+@dataclass(frozen=True)
+class Explanation:
+    lexical_rank: int | None
+    vector_rank: int | None
+    vector_similarity: float | None
+    vector_weight: float
+    fused: float
+    recency: float       # each prior's value in [0, 1], before its weight
+    signal: float
+    context: float
+    context_reasons: tuple[str, ...]
+    area: float
+    boost: float         # the multiplier's excess over 1, at most MAX_BOOST
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    item_id: int
+    kind: str
+    title: str
+    text: str
+    citation: str                  # short sha, path:line, or note #id
+    time: int
+    signal: str | None
+    sha: str | None = None         # commit items
+    segment: int = 0
+    author: str | None = None
+    path: str | None = None        # doc items: the document; note items: the target's file
+    line: int | None = None
+    note_id: int | None = None
+    files: tuple[str, ...] = ()
+    cluster: int | None = None
+    why: Explanation | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str                      # the mode actually used
+    hits: list[Hit]
+    semantic: bool
+    note: str | None               # e.g. why vectors were not used
+    candidates: int
+
+
+def build_focus(con, at: str | None = None, workspace=None) -> Focus:
+    """A Focus from a target (`PATH`, `PATH::SYMBOL`, `PATH:LINE`) and a workspace.Workspace."""
+    from .targets import parse_target, resolve
+    file_ids: set[int] = set()
+    symbol_ids: set[int] = set()
+    if at:
+        target = resolve(con, parse_target(at))
+        file_ids.add(target.file_id)
+        if target.symbol_id is not None:
+            symbol_ids.add(target.symbol_id)
+    changed: set[int] = set()
+    terms: tuple[str, ...] = ()
+    if workspace is not None:
+        for path in workspace.changed:
+            row = con.execute("select id from files where path = ?", (path,)).fetchone()
+            if row:
+                changed.add(row[0])
+        terms = tuple(workspace.branch_terms)
+    return Focus(frozenset(file_ids), frozenset(symbol_ids), frozenset(changed), terms)
+
+
+def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
+           now: float | None = None) -> SearchResult:
+    _check(options)
+    now = time.time() if now is None else now
+    mode, note = options.mode, None
+    if mode != "lexical" and embedder is None:
+        if mode == "vector":
+            raise CortexError("vector search needs an embedding model; see `cortex status`")
+        mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
+    filters = _Filters(options)
+    lexical = _lexical(con, query, filters) if mode != "vector" else []
+    vector, sims = _vector(con, query, embedder, filters) if mode != "lexical" else ([], {})
+    if not lexical and not vector and not query_terms(query) and mode != "vector":
+        raise CortexError("the query has no words to search for")
+    return SearchResult(query, mode, _rank(con, lexical, vector, sims, options, now),
+                        embedder is not None, note, len(set(lexical) | set(vector)))
+
+
+def _check(options: SearchOptions) -> None:
+    if options.mode not in ("hybrid", "lexical", "vector"):
+        raise CortexError(f"unknown search mode {options.mode!r} (hybrid, lexical, vector)")
+    if options.top_k < 1:
+        raise CortexError("--top-k must be at least 1")
+    unknown = set(options.kinds) - set(KINDS)
+    if unknown:
+        raise CortexError(f"unknown kind {sorted(unknown)[0]!r} (known: {', '.join(KINDS)})")
+
+
+# -- candidates --------------------------------------------------------------------------------
+
+
+class _Filters:
+    """The same filters for both candidate lists, as SQL on `items i`."""
+
+    def __init__(self, options: SearchOptions):
+        clauses = ["(i.commit_id is null or exists (select 1 from commits c"
+                   " where c.id = i.commit_id and c.reachable = 1))"]
+        params: list = []
+        if options.kinds:
+            clauses.append(f"i.kind in ({','.join('?' * len(options.kinds))})")
+            params.extend(options.kinds)
+        if options.since is not None:
+            clauses.append("i.time >= ?")
+            params.append(int(options.since))
+        if options.path:
+            prefix = options.path.strip("/")
+            clauses.append("exists (select 1 from item_files x join files fl on fl.id = x.file_id"
+                           " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?))")
+            params.extend([prefix, len(prefix) + 1, prefix + "/"])
+        self.sql = " and ".join(clauses)
+        self.params = tuple(params)
+
+
+def _lexical(con, query: str, filters: _Filters) -> list[int]:
+    expression = fts_query(query)
+    if expression is None:
+        return []
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = con.execute(
+        f"select i.id from items_fts join items i on i.id = items_fts.rowid"
+        f" where items_fts match ? and {filters.sql}"
+        f" order by bm25(items_fts, {weights}) limit {CANDIDATES}",
+        (expression, *filters.params))
+    return [r[0] for r in rows]
+
+
+def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], dict[int, float]]:
+    """Items by cosine similarity to the query; items sharing a text share its rank."""
+    has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
+    if not has_table or not query.strip():
+        return [], {}
+    vector = embedder.encode([query])[0]
+    if not vector.any():
+        return [], {}
+    # Over-fetch: several items may share a vector and filters drop some.
+    rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
+                       " and k = ? order by distance", (vector.tobytes(), CANDIDATES * 2)).fetchall()
+    if not rows:
+        return [], {}
+    order = {vid: n for n, (vid, _) in enumerate(rows)}
+    similarity = {vid: 1.0 - dist for vid, dist in rows}
+    marks = ",".join("?" * len(order))
+    items = con.execute(f"select i.id, i.vector_id from items i where i.vector_id in ({marks})"
+                        f" and {filters.sql}", (*order, *filters.params)).fetchall()
+    items.sort(key=lambda r: (order[r[1]], r[0]))
+    ranked = [item_id for item_id, _ in items][:CANDIDATES]
+    return ranked, {item_id: similarity[vid] for item_id, vid in items}
+
+
+# -- ranking -----------------------------------------------------------------------------------
+
+
+def _rank(con, lexical: list[int], vector: list[int], sims: dict[int, float],
+          options: SearchOptions, now: float) -> list[Hit]:
+    lex_rank = {item: n + 1 for n, item in enumerate(lexical)}
+    vec_rank = _tied_ranks(vector, sims)
+    w_vec = _vector_weight(lexical, vector, options.weights)
+    fused = {}
+    for item in set(lexical) | set(vector):
+        score = 0.0
+        if item in lex_rank:
+            score += options.weights.lexical / (RRF_K + lex_rank[item])
+        if item in vec_rank:
+            score += w_vec / (RRF_K + vec_rank[item])
+        fused[item] = score
+    if not fused:
+        return []
+    meta = _metadata(con, list(fused))
+    focus = options.focus if options.context else Focus()
+    area = _dominant_area(fused, meta) if options.priors else None
+    scored = []
+    for item, base in fused.items():
+        m = meta[item]
+        recency = signal = ctx = in_area = 0.0
+        reasons: tuple[str, ...] = ()
+        if options.priors:
+            age_days = max(0.0, (now - m["time"]) / 86400.0)
+            recency = 0.5 ** (age_days / options.half_life_days)
+            signal = SIGNAL.get(m["signal"] or "other", 0.3)
+            in_area = 1.0 if area is not None and m["cluster"] == area else 0.0
+        if not focus.empty:
+            ctx, reasons = _context(m, focus)
+        pw = options.prior_weights
+        boost = pw.recency * recency + pw.signal * signal + pw.context * ctx + pw.area * in_area
+        score = base * (1.0 + boost)
+        why = Explanation(lex_rank.get(item), vec_rank.get(item), sims.get(item), w_vec, base,
+                          recency, signal, ctx, reasons, in_area, boost, score)
+        scored.append((score, -m["time"], item, why))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return _diverse([_hit(meta[item], why) for _, _, item, why in scored], options)
+
+
+def _tied_ranks(vector: list[int], sims: dict[int, float]) -> dict[int, int]:
+    ranks: dict[int, int] = {}
+    previous, rank = None, 0
+    for n, item in enumerate(vector):
+        if sims.get(item) != previous:
+            rank, previous = n + 1, sims.get(item)
+        ranks[item] = rank
+    return ranks
+
+
+def _vector_weight(lexical: list[int], vector: list[int], weights: Weights) -> float:
+    """Trust vectors as far as they agree with words on the top of both lists."""
+    if not lexical:
+        return weights.vector
+    if not vector:
+        return 0.0
+    top_lex = set(lexical[:AGREEMENT_DEPTH])
+    top_vec = set(vector[:AGREEMENT_DEPTH])
+    agreement = len(top_lex & top_vec) / min(AGREEMENT_DEPTH, len(top_lex), len(top_vec))
+    return weights.vector_floor + (weights.vector - weights.vector_floor) * agreement
+
+
+def _dominant_area(fused: dict[int, float], meta: dict[int, dict]) -> int | None:
+    """The cluster most of the five best fused items belong to (at least two of them)."""
+    best = sorted(fused, key=lambda i: -fused[i])[:5]
+    counts: dict[int, int] = {}
+    for item in best:
+        cluster = meta[item]["cluster"]
+        if cluster is not None:
+            counts[cluster] = counts.get(cluster, 0) + 1
+    if not counts:
+        return None
+    cluster, count = max(counts.items(), key=lambda kv: kv[1])
+    return cluster if count >= 2 else None
+
+
+def _context(m: dict, focus: Focus) -> tuple[float, tuple[str, ...]]:
+    value, reasons = 0.0, []
+    if focus.symbol_ids & m["symbol_ids"]:
+        value, reasons = 1.0, ["about the focus symbol"]
+    elif focus.file_ids & m["file_ids"]:
+        value, reasons = 0.7, ["touches the focus file"]
+    if focus.changed_file_ids & m["file_ids"]:
+        value = max(value, 0.5)
+        reasons.append("touches a file you changed")
+    if focus.branch_terms:
+        words = set(query_terms(m["title"] + " " + m["body"]))
+        shared = [t for t in focus.branch_terms if t in words]
+        if shared:
+            value = max(value, 0.3)
+            reasons.append("mentions " + ", ".join(shared) + " (branch name)")
+    return value, tuple(reasons)
+
+
+def _metadata(con, items: list[int]) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for start in range(0, len(items), 500):
+        chunk = items[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in con.execute(
+                f"select i.id, i.kind, i.title, i.body, i.time, i.signal, i.commit_id, i.segment,"
+                f" i.file_id, i.line, i.note_id, i.cluster, c.sha, c.author_name, df.path"
+                f" from items i left join commits c on c.id = i.commit_id"
+                f" left join files df on df.id = i.file_id where i.id in ({marks})", chunk):
+            (item, kind, title, body, when, signal, commit_id, segment, file_id, line, note_id,
+             cluster, sha, author, doc_path) = row
+            out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
+                             commit_id=commit_id, segment=segment, file_id=file_id, line=line,
+                             note_id=note_id, cluster=cluster, sha=sha, author=author,
+                             doc_path=doc_path, file_ids=set(), symbol_ids=set(), paths=[])
+        for item, file_id, path in con.execute(
+                f"select x.item_id, x.file_id, f.path from item_files x join files f"
+                f" on f.id = x.file_id where x.item_id in ({marks})", chunk):
+            out[item]["file_ids"].add(file_id)
+            out[item]["paths"].append(path)
+        for item, symbol_id in con.execute(
+                f"select item_id, symbol_id from item_symbols where item_id in ({marks})", chunk):
+            out[item]["symbol_ids"].add(symbol_id)
+    return out
+
+
+def _hit(m: dict, why: Explanation) -> Hit:
+    kind = m["kind"]
+    path = m["doc_path"] if kind == "doc" else (m["paths"][0] if kind == "note" and m["paths"]
+                                                else None)
+    if kind == "commit":
+        citation = m["sha"][:10]
+    elif kind == "doc":
+        citation = f"{path}:{m['line']}"
+    else:
+        citation = f"note #{m['note_id']}"
+    return Hit(m["id"], kind, m["title"], m["body"], citation, m["time"], m["signal"],
+               sha=m["sha"], segment=m["segment"], author=m["author"], path=path,
+               line=m["line"], note_id=m["note_id"], files=tuple(sorted(m["paths"])),
+               cluster=m["cluster"], why=why)
+
+
+def _diverse(hits: list[Hit], options: SearchOptions) -> list[Hit]:
+    """The best hits, at most `per_source` from one commit or one document."""
+    taken: dict[tuple, int] = {}
+    out = []
+    for hit in hits:
+        source = ("commit", hit.sha) if hit.kind == "commit" else \
+            ("doc", hit.path) if hit.kind == "doc" else ("note", hit.item_id)
+        if taken.get(source, 0) >= options.per_source:
+            continue
+        taken[source] = taken.get(source, 0) + 1
+        out.append(hit)
+        if len(out) == options.top_k:
+            break
+    return out
+
+
+def with_weights(options: SearchOptions, **weights) -> SearchOptions:
+    """A copy of `options` with other fusion weights (for benchmarks and tuning)."""
+    return replace(options, weights=replace(options.weights, **weights))

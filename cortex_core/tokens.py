@@ -1,0 +1,69 @@
+"""Words for the lexical index and queries: identifiers split the way people say them.
+
+FTS5's unicode61 tokenizer already splits `get_user_by_id` and `src/http/client.py` at `_ / . -`,
+but keeps `getUserById` and `HTTPServerError` whole. `expand` adds the spoken parts of such
+identifiers (`get user by id`, `http server error`) to a separate column, so that a query in words
+finds the code spelling and a query in code finds the words. `fts_query` turns free text into a
+safe FTS5 expression: every word quoted (user text can never inject FTS syntax), stopwords dropped,
+the alternatives joined with OR so BM25 ranks partial matches instead of requiring all words.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)              # what unicode61 keeps together
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# Split points inside an identifier: lower->Upper, ACRONYMWord, letter<->digit.
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset("""
+a an and are as at be been but by can could did do does for from had has have how i if in into is
+it its of on or our so that the their them then there these this those to was we were what when
+where which while who why will with would you your
+""".split())
+
+MAX_QUERY_TERMS = 64   # a pasted page should not become a thousand-term OR
+
+
+def split_identifier(word: str) -> list[str]:
+    """`getUserById` -> [get, user, by, id]; `HTTPServer2` -> [http, server, 2]; lowercased."""
+    return [part.lower() for part in _CAMEL.findall(word)]
+
+
+def expand(text: str) -> str:
+    """The spoken parts of every mixed-case identifier in `text`, space separated (may be empty)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for match in _IDENT.finditer(text):
+        word = match.group()
+        if word in seen or word.islower() or word.isupper() and len(word) < 2:
+            continue
+        seen.add(word)
+        parts = split_identifier(word)
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query as the index sees them: lowercased, identifiers also split, stopwords
+    dropped (unless nothing else is left), duplicates removed, order kept."""
+    words: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        words.append(word.lower())
+        parts = split_identifier(word) if not word.islower() else []
+        if len(parts) > 1:
+            words.extend(parts)
+    kept = [w for w in words if w not in STOPWORDS] or words
+    unique = list(dict.fromkeys(kept))
+    return unique[:MAX_QUERY_TERMS]
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression for free text, or None when the text has no words."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

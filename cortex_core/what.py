@@ -1,0 +1,113 @@
+"""`cortex what`: what is relevant right now, from the state of the working copy alone.
+
+Three groups: about your changes (notes on the files you changed, then the commits that shaped
+them — fixes and features first, recent first), recent decisions (the latest commits that explain
+themselves with a body, and the latest notes), and hot spots you are touching (hotspots among
+the changed files and their symbols).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .history import COMMIT_COLUMNS, CommitRef, commit_ref
+from .hotspots import Hotspot, hotspots
+from .notes import Note, list_notes
+from .search import SIGNAL
+from .workspace import Workspace, read_workspace
+
+MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
+DECISION_KINDS = ("fix", "feat", "refactor", "perf", "revert", "security", "other")
+
+
+@dataclass(frozen=True)
+class WhatCommit:
+    commit: CommitRef
+    why: str               # the body's first paragraph (redacted), or ""
+    files: tuple[str, ...]  # which of your changed files it touched
+
+
+@dataclass(frozen=True)
+class What:
+    branch: str | None
+    changed: tuple[str, ...]
+    untracked: tuple[str, ...]
+    notes: list[Note]
+    about_changes: list[WhatCommit]
+    decisions: list[WhatCommit]
+    recent_notes: list[Note]
+    hotspots: list[Hotspot]
+    unindexed: tuple[str, ...]   # changed files the index does not know
+
+
+def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
+         workspace: Workspace | None = None) -> What:
+    ws = workspace if workspace is not None else read_workspace(repo_root)
+    changed = ws.changed
+    ids = {}
+    for path in changed:
+        row = con.execute("select id from files where path = ?", (path,)).fetchone()
+        if row:
+            ids[path] = row[0]
+    notes = [n for path in ids for n in list_notes(con, repo_root, path)]
+    return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
+                _about(con, ids, top_k), _decisions(con, top_k),
+                list_notes(con, repo_root)[:top_k], _hot(con, set(ids.values()), half_life_days, top_k),
+                tuple(p for p in changed if p not in ids))
+
+
+def _unique_notes(notes: list[Note]) -> list[Note]:
+    seen: set[int] = set()
+    return [n for n in notes if not (n.id in seen or seen.add(n.id))]
+
+
+def _about(con, ids: dict[str, int], top_k: int) -> list[WhatCommit]:
+    if not ids:
+        return []
+    now = time.time()
+    by_commit: dict[int, tuple[tuple, set[str]]] = {}
+    paths = {fid: path for path, fid in ids.items()}
+    marks = ",".join("?" * len(paths))
+    for row in con.execute(
+            f"select {COMMIT_COLUMNS}, c.body, c.id, fc.file_id from file_changes fc"
+            f" join commits c on c.id = fc.commit_id where fc.file_id in ({marks})"
+            " and c.reachable = 1 and c.is_merge = 0", list(paths)):
+        entry = by_commit.setdefault(row[9], (row, set()))
+        entry[1].add(paths[row[10]])
+
+    def weight(item) -> float:
+        row, _ = item
+        age_days = max(0.0, (now - row[1]) / 86400)
+        return (0.5 + SIGNAL.get(row[6], 0.3)) * 0.5 ** (age_days / 180)
+    best = sorted(by_commit.values(), key=weight, reverse=True)[:top_k]
+    return [WhatCommit(commit_ref(row), _why(row[8]), tuple(sorted(files))) for row, files in best]
+
+
+def _decisions(con, top_k: int) -> list[WhatCommit]:
+    rows = con.execute(
+        f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
+        f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(DECISION_KINDS))})"
+        " order by c.author_time desc limit ?", (MIN_BODY, *DECISION_KINDS, top_k)).fetchall()
+    return [WhatCommit(commit_ref(row), _why(row[8]), ()) for row in rows]
+
+
+def _why(body: str) -> str:
+    from .redact import redact
+    first = body.strip().split("\n\n", 1)[0] if body else ""
+    return redact(" ".join(first.split()))[:400]
+
+
+def _hot(con, file_ids: set[int], half_life_days: float, top_k: int) -> list[Hotspot]:
+    """Hotspots among the changed files and their symbols (the first 20 changed files)."""
+    if not file_ids:
+        return []
+    paths = [p for (p,) in con.execute(
+        f"select path from files where id in ({','.join('?' * len(file_ids))}) order by path",
+        list(file_ids))][:20]
+    mine: list[Hotspot] = []
+    for path in paths:
+        found = hotspots(con, half_life_days=half_life_days, path_prefix=path, top_k=top_k)
+        mine.extend(h for h in found.symbols + found.files if h.path == path)
+    return sorted(mine, key=lambda h: -h.score)[:top_k]

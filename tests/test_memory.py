@@ -1,0 +1,359 @@
+"""Memory: items, embeddings, hybrid search with bounded priors, notes, areas, related commits.
+
+Real repositories, real SQLite stores and a real (tiny) model2vec model: see tiny_model.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cortex_core.areas import areas
+from cortex_core.embeddings import load_embedder
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.notes import add_note, export_notes, import_notes, list_notes, supersede_note
+from cortex_core.related_commits import related_commits
+from cortex_core.search import MAX_BOOST, Focus, SearchOptions, build_focus, search
+from cortex_core.status import status
+from cortex_core.store import open_writer
+from cortex_core.workspace import Workspace
+
+
+@pytest.fixture
+def topics(repo):
+    """Two topics a model can tell apart: timeouts (client.py) and caching (cache.py)."""
+    repo.write("client.py", "def fetch(url):\n    return get(url)\n")
+    repo.write("cache.py", "def lookup(key):\n    return table[key]\n")
+    repo.commit("Add fetch client and lookup table", days_ago=300)
+    repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix timeout in fetch\n\nThe request could hang forever; set a deadline.",
+                days_ago=200)
+    repo.write("cache.py", "def lookup(key):\n    return memo(table, key)\n")
+    repo.commit("Memoize lookups with an lru cache", days_ago=100)
+    repo.write("cache.py", "def lookup(key):\n    return memo(table, key, ttl=5)\n")
+    repo.commit("Fix stale cache eviction", days_ago=50)
+    repo.write("README.md", "# Client\n\nThe client waits with a deadline.\n\n"
+                            "# Cache\n\nLookups are memoized in an lru cache.\n")
+    repo.commit("docs: describe client and cache", days_ago=20)
+    repo.write("client.py", "def fetch(url, retries=3):\n    return get(url, timeout=30)\n")
+    repo.write("cache.py", "def lookup(key):\n    return memo(table, key, ttl=10)\n")
+    repo.write("auth.py", "def login(user):\n    return session(user)\n")
+    repo.commit("Several changes\n\n- Add retry with backoff to fetch in client.py\n"
+                "- Longer cache eviction ttl in cache.py\n- Add login session in auth.py\n"
+                "- More retry attempts for fetch", days_ago=5)
+    return repo
+
+
+@pytest.fixture
+def indexed(topics, cortex, tiny_model):
+    cortex.index(model=tiny_model)
+    return cortex
+
+
+def hits_of(con, query, embedder=None, **options):
+    return search(con, query, SearchOptions(**options), embedder=embedder).hits
+
+
+# -- items and embeddings ------------------------------------------------------------------------
+
+
+def test_indexing_makes_items_with_vectors_and_says_which_model(topics, cortex, tiny_model):
+    summary = cortex.index(model=tiny_model)
+    assert summary.semantic.startswith(f"on: {tiny_model}")
+    assert summary.items_without_vector == 0
+    con = cortex.reader()
+    kinds = dict(con.execute("select kind, count(*) from items group by kind"))
+    # 6 commits, the last one split into a head segment and 4 items; 2 README sections
+    assert kinds == {"commit": 6 + 4, "doc": 2}
+    state = status(con, cortex.db).memory
+    assert state.semantic and state.model == tiny_model and state.without_vector == 0
+    assert con.execute("select value from meta where key = 'embed_dim'").get == "16"
+
+
+def test_identical_texts_are_embedded_once(repo, cortex, tiny_model):
+    for n in range(3):
+        repo.write("a.py", f"x = {n}\n")
+        repo.commit("Fix timeout", days_ago=10 - n)
+    summary = cortex.index(model=tiny_model)
+    con = cortex.reader()
+    assert con.execute("select count(*) from items").get == 3
+    assert con.execute("select count(distinct vector_id) from items").get == 1
+    assert summary.texts_embedded == 1
+
+
+def test_another_model_replaces_every_vector(indexed, other_tiny_model, tiny_model):
+    con = indexed.reader()
+    items = con.execute("select count(*) from items").get
+    summary = indexed.index(model=other_tiny_model)
+    assert summary.model_replaced == tiny_model
+    con = indexed.reader()
+    assert con.execute("select value from meta where key = 'embed_dim'").get == "8"
+    assert con.execute("select count(*) from items where vector_id is null").get == 0
+    sql = con.execute("select sql from sqlite_master where name = 'item_vectors'").get
+    assert "float[8]" in sql
+    hits = hits_of(con, "deadline", load_embedder(con), mode="vector")
+    assert hits, "the new vectors answer queries"
+    assert items == con.execute("select count(*) from items").get
+
+
+def test_without_a_model_search_is_lexical_and_says_so(topics, cortex):
+    summary = cortex.index(model="cortex-test/not-downloaded")
+    assert summary.semantic.startswith("off:") and "cortex model pull" in summary.semantic
+    con = cortex.reader()
+    state = status(con, cortex.db).memory
+    assert not state.semantic and "lexical search only" in state.semantic_note
+    result = search(con, "timeout", SearchOptions(), embedder=load_embedder(con))
+    assert result.mode == "lexical" and "semantic search off" in result.note
+    assert result.hits[0].title == "Fix timeout in fetch"
+    with pytest.raises(CortexError, match="embedding model"):
+        search(con, "timeout", SearchOptions(mode="vector"), embedder=None)
+
+
+def test_model_none_turns_vectors_off(indexed):
+    summary = indexed.index(model="none")
+    assert summary.semantic == "off: model = none"
+    con = indexed.reader()
+    assert load_embedder(con) is None
+    assert not con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
+    assert "turned off" in status(con, indexed.db).memory.semantic_note
+
+
+# -- search -----------------------------------------------------------------------------------------
+
+
+def test_vectors_find_what_words_miss(indexed):
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    assert hits_of(con, "stall", mode="lexical") == []
+    hits = hits_of(con, "stall", embedder)           # same topic as timeout / deadline / hang
+    assert hits[0].why.lexical_rank is None and hits[0].why.vector_rank == 1
+    assert any("timeout" in h.title.lower() or "deadline" in h.text for h in hits[:3])
+
+
+def test_code_aware_words_and_paths_match(repo, cortex):
+    repo.write("src/http_client/retry-policy.py", "x = 1\n")
+    repo.commit("Speed up getUserById", days_ago=3)
+    repo.write("other.py", "y = 1\n")
+    repo.commit("Unrelated change", days_ago=2)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert [h.title for h in hits_of(con, "get user by id")] == ["Speed up getUserById"]
+    assert [h.title for h in hits_of(con, "getUserById")] == ["Speed up getUserById"]
+    assert [h.title for h in hits_of(con, "retry policy")] == ["Speed up getUserById"]
+
+
+def test_filters_kind_since_and_path(indexed, topics):
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    assert {h.kind for h in hits_of(con, "cache", embedder, kinds=("doc",))} == {"doc"}
+    recent = hits_of(con, "cache", embedder, since=topics.now - 60 * 86400)
+    assert recent and all(h.time >= topics.now - 60 * 86400 for h in recent)
+    in_cache = hits_of(con, "fix", embedder, path="cache.py", top_k=20)
+    assert in_cache and all("cache.py" in h.files for h in in_cache)
+    with pytest.raises(CortexError, match="unknown kind"):
+        hits_of(con, "x", kinds=("tweet",))
+
+
+def test_at_most_two_segments_of_one_commit(indexed):
+    con = indexed.reader()
+    hits = hits_of(con, "fetch retry cache login session", load_embedder(con), top_k=20)
+    shas = [h.sha for h in hits if h.kind == "commit"]
+    assert max(shas.count(s) for s in set(shas)) == 2
+
+
+def test_priors_never_overturn_a_clearly_better_match(indexed):
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    for query in ("timeout", "cache eviction", "fix", "lookup memo", "retry fetch"):
+        hits = hits_of(con, query, embedder, top_k=20, per_source=99)
+        for better, worse in zip(hits, hits[1:]):
+            assert better.why.score >= worse.why.score
+            assert better.why.boost <= MAX_BOOST + 1e-9
+        for i, a in enumerate(hits):
+            for b in hits[i + 1:]:
+                assert not b.why.fused > (1 + MAX_BOOST) * a.why.fused, (query, a, b)
+
+
+def test_recency_and_signal_reorder_near_equals(repo, cortex):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("chore: tidy the timeout", days_ago=400)
+    repo.write("a.py", "x = 2\n")
+    repo.commit("fix: tidy the timeout", days_ago=400)
+    repo.write("a.py", "x = 3\n")
+    repo.commit("tidy the timeout", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    titles = [h.title for h in hits_of(con, "tidy timeout")]
+    assert titles[0] == "tidy the timeout"                               # recency
+    assert titles.index("fix: tidy the timeout") < titles.index("chore: tidy the timeout")
+    plain = [h.title for h in hits_of(con, "tidy timeout", priors=False)]
+    assert all(h.why.boost == 0 for h in hits_of(con, "tidy timeout", priors=False))
+    assert sorted(plain) == sorted(titles)
+
+
+def test_context_boosts_the_focus_and_your_changes(indexed):
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    focus = build_focus(con, "cache.py::lookup")
+    hits = search(con, "fix", SearchOptions(focus=focus), embedder=embedder).hits
+    assert hits[0].title == "Fix stale cache eviction"
+    assert "about the focus symbol" in hits[0].why.context_reasons
+    ws = Workspace("feature/stale-eviction", ("client.py",), (), ())
+    focus = build_focus(con, None, ws)
+    assert focus.branch_terms == ("stale", "eviction")
+    hits = search(con, "fix", SearchOptions(focus=focus), embedder=embedder).hits
+    top = hits[0]
+    assert top.why.context > 0 and top.why.context_reasons
+    off = search(con, "fix", SearchOptions(focus=focus, context=False), embedder=embedder).hits
+    assert all(h.why.context == 0 for h in off)
+
+
+def test_every_hit_explains_itself_and_cites(indexed):
+    con = indexed.reader()
+    for hit in hits_of(con, "cache", load_embedder(con)):
+        assert hit.why is not None and hit.why.score > 0
+        assert hit.why.lexical_rank is not None or hit.why.vector_rank is not None
+        if hit.kind == "commit":
+            assert hit.citation == hit.sha[:10]
+        elif hit.kind == "doc":
+            assert hit.citation == f"README.md:{hit.line}"
+
+
+# -- notes --------------------------------------------------------------------------------------
+
+
+def writer(cortex):
+    return open_writer(cortex.db)
+
+
+def test_notes_are_searchable_and_superseded_ones_disappear(indexed, topics):
+    con = writer(indexed)
+    note = add_note(con, topics.path, "cache.py::lookup", "The ttl must stay below the eviction "
+                    "window: see incident 42.", author="Ann")
+    assert note.target == "cache.py::lookup" and note.live and not note.stale
+    hits = hits_of(con, "incident window", load_embedder(con))
+    assert hits[0].kind == "note" and hits[0].citation == f"note #{note.id}"
+    newer = supersede_note(con, topics.path, note.id, "The ttl is now configurable.")
+    assert [n.id for n in list_notes(con, topics.path)] == [newer.id]
+    closed = list_notes(con, topics.path, include_closed=True)
+    assert [(n.id, n.superseded_by) for n in closed] == [(newer.id, None), (note.id, newer.id)]
+    assert not [h for h in hits_of(con, "incident window", top_k=50) if h.note_id == note.id]
+    with pytest.raises(CortexError, match="already superseded"):
+        supersede_note(con, topics.path, note.id, "again")
+
+
+def test_a_note_goes_stale_when_its_code_changes(indexed, topics):
+    con = writer(indexed)
+    note = add_note(con, topics.path, "client.py::fetch", "Callers rely on the 30 s timeout.")
+    file_note = add_note(con, topics.path, "auth.py", "Sessions are per user.")
+    repo_note = add_note(con, topics.path, None, "We support Python 3.11+.")
+    topics.write("client.py", "def fetch(url, retries=3):\n    return get(url, timeout=60)\n")
+    sha = topics.commit("Raise the timeout", days_ago=1)
+    indexed.index()
+    con = indexed.reader()
+    by_id = {n.id: n for n in list_notes(con, topics.path)}
+    assert by_id[note.id].stale and by_id[note.id].changed_by.sha == sha
+    assert "changed since the note" in by_id[note.id].stale_reason
+    assert not by_id[file_note.id].stale and not by_id[repo_note.id].stale
+    assert by_id[repo_note.id].target == ""
+
+
+def test_notes_on_unknown_targets_are_refused(indexed, topics):
+    con = writer(indexed)
+    with pytest.raises(NotFound, match="no symbol 'nope'"):
+        add_note(con, topics.path, "client.py::nope", "text")
+    with pytest.raises(CortexError, match="needs some text"):
+        add_note(con, topics.path, "client.py", "   ")
+
+
+def test_notes_survive_export_import_and_rebuild(indexed, topics, tmp_path):
+    con = writer(indexed)
+    first = add_note(con, topics.path, "cache.py::lookup", "Keep lookups pure.")
+    supersede_note(con, topics.path, first.id, "Lookups may read the clock.")
+    exported = export_notes(con)
+    assert len(exported["notes"]) == 2
+    summary = indexed.index(rebuild=True)
+    assert summary.rebuilt
+    con = indexed.reader()
+    kept = list_notes(con, topics.path, include_closed=True)
+    assert [n.text for n in kept] == ["Lookups may read the clock.", "Keep lookups pure."]
+    assert kept[1].superseded_by == kept[0].id
+    assert con.execute("select count(*) from items where kind = 'note'").get == 1
+    # into another store: added once, a second import adds nothing
+    from cortex_core.config import Settings
+    from cortex_core.ingest import index_repository
+    other = tmp_path / "other.db"
+    index_repository(topics.path, other, Settings(), model="none")
+    con2 = open_writer(other)
+    with con2:
+        assert import_notes(con2, json.loads(json.dumps(exported))) == 2
+    with con2:
+        assert import_notes(con2, exported) == 0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"notes": "x"}, "not a Cortex notes export"),
+    ({"cortex_notes": 9, "notes": []}, "unsupported notes export version"),
+    ({"notes": [{"id": 1}]}, "missing 'target'"),
+    ({"notes": [{"id": 1, "target": "", "text": "t", "valid_from": "yesterday",
+                 "recorded_at": 1}]}, "'valid_from' has the wrong type"),
+])
+def test_bad_imports_are_clear_errors(indexed, bad, message):
+    con = writer(indexed)
+    with pytest.raises(CortexError, match=message):
+        with con:
+            import_notes(con, bad)
+    assert con.execute("select count(*) from notes").get == 0
+
+
+# -- areas and related commits ----------------------------------------------------------------
+
+
+def test_areas_separate_the_topics(repo, cortex, tiny_model):
+    for n in range(6):
+        repo.write("client.py", f"def fetch():\n    return {n}\n")
+        repo.commit(["Fix timeout", "Deadline for slow requests", "Stall when latency is high",
+                     "Hang on waiting", "Timeouts on slow hosts", "Latency deadline"][n],
+                    days_ago=60 - n)
+        repo.write("cache.py", f"def lookup():\n    return {n}\n")
+        repo.commit(["Memoize lookups", "Cache eviction", "Lru caching", "Stale memo entries",
+                     "Caches grow", "Eviction of memoized values"][n], days_ago=59.5 - n)
+    cortex.index(model=tiny_model)
+    con = cortex.reader()
+    found = areas(con)
+    assert len(found) >= 2
+    by_title = dict(con.execute("select c.subject, i.cluster from items i join commits c"
+                                " on c.id = i.commit_id"))
+    assert by_title["Fix timeout"] == by_title["Hang on waiting"]
+    assert by_title["Memoize lookups"] == by_title["Cache eviction"]
+    assert by_title["Fix timeout"] != by_title["Memoize lookups"]
+    top = next(a for a in found if a.id == by_title["Memoize lookups"])
+    assert top.paths[0] == "cache.py" and top.commits >= 6 and top.first_time <= top.last_time
+    # a new commit joins an area without re-clustering everything
+    repo.write("cache.py", "def lookup():\n    return 99\n")
+    repo.commit("Memoize more", days_ago=1)
+    summary = cortex.index()
+    assert summary.areas is None
+    con = cortex.reader()
+    assert con.execute("select i.cluster from items i join commits c on c.id = i.commit_id"
+                       " where c.subject = 'Memoize more'").get == by_title["Memoize lookups"]
+
+
+def test_related_commits_by_sha_and_by_symbol(indexed, topics):
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    sha = con.execute("select sha from commits where subject = 'Fix timeout in fetch'").get
+    found = related_commits(con, sha[:8], embedder=embedder)
+    assert found.touching[0].commit.sha == sha
+    assert sha not in [r.commit.sha for r in found.similar]
+    assert all(r.similarity is not None for r in found.similar)
+    by_symbol = related_commits(con, "cache.py::lookup", embedder=embedder)
+    assert [r.commit.subject for r in by_symbol.touching][:2] == \
+        ["Several changes", "Fix stale cache eviction"]
+    with pytest.raises(NotFound):
+        related_commits(con, "nope.py::x")
+
+
+def test_focus_defaults_to_nothing():
+    assert Focus().empty

@@ -1,0 +1,230 @@
+"""Redaction: secret values go, key names, users, hosts and ordinary text stay.
+
+Every secret here is fake but well-formed, assembled from pieces so that no real token is pasted.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from cortex_core.redact import Secret, find_secrets, redact
+
+AWS_ID = "AKIA" + "ABCDEFGHIJKLMNOP"
+AWS_SECRET = "Ab3/" * 10
+GCP_KEY = "AIza" + "SyA" + "b1" * 16
+GITHUB = "ghp_" + "a1B2" * 9
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0" + "_" + "x9Y8" * 15
+GITLAB = "glpat-" + "x1Y2z3" * 4
+SLACK = "xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+WEBHOOK_PATH = "T0123ABCD/B0456EFGH/" + "abcdefghijklmnopqrstuvwx"
+JWT = ".".join(base64.urlsafe_b64encode(part).decode().rstrip("=") for part in (
+    b'{"alg":"HS256","typ":"JWT"}', b'{"sub":"1234567890"}', b"fake-signature-0123"))
+BASIC = base64.b64encode(b"alice:wonderland1").decode()
+KEY_BODY = "MIIEowIBAAKCAQEA" + "q1W2e3R4t5Y6" * 5 + "\n" + "Zx9Cv8Bn7Mm6" * 5
+KEY_BLOCK = f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----"
+
+# kind, text, the secret value, text that must survive
+SAMPLES = [
+    ("aws-access-key", f"aws_access_key_id = {AWS_ID}\n", AWS_ID, "aws_access_key_id = "),
+    ("aws-secret-key", f'aws_secret_access_key = "{AWS_SECRET}"', AWS_SECRET,
+     'aws_secret_access_key = "'),
+    ("gcp-api-key", f"const KEY = '{GCP_KEY}';", GCP_KEY, "const KEY = '"),
+    ("github-token", f"git clone https://{GITHUB}@github.com/acme/app.git", GITHUB,
+     "@github.com/acme/app.git"),
+    ("github-token", f"GH_PAT: {GITHUB_PAT}", GITHUB_PAT, "GH_PAT: "),
+    ("gitlab-token", f"export CI_TOKEN={GITLAB}", GITLAB, "export CI_TOKEN="),
+    ("slack-token", f"slack_bot = {SLACK}", SLACK, "slack_bot = "),
+    ("slack-webhook", f"curl -X POST https://hooks.slack.com/services/{WEBHOOK_PATH} -d @m.json",
+     WEBHOOK_PATH, "https://hooks.slack.com/services/"),
+    ("private-key", f"key.pem:\n{KEY_BLOCK}\nend of file", KEY_BLOCK, "end of file"),
+    ("password", 'DATABASES = {"password": "hunter2!"}', "hunter2!", '"password": "'),
+    ("url-credentials", "DATABASE_URL=postgres://alice:s3cr3t-pw@db.example.com:5432/app",
+     "s3cr3t-pw", "postgres://alice:"),
+    ("jwt", f"Authorization: Bearer {JWT}", JWT, "Authorization: Bearer "),
+    ("bearer-token", "curl -H 'Authorization: Bearer a1b2c3d4e5f6g7h8i9j0'",
+     "a1b2c3d4e5f6g7h8i9j0", "Authorization: Bearer "),
+    ("basic-auth", f"Authorization: Basic {BASIC}", BASIC, "Authorization: Basic "),
+    ("generic-api-key", "STRIPE_API_KEY=sk_test_1234abcd5678", "sk_test_1234abcd5678",
+     "STRIPE_API_KEY="),
+]
+
+
+@pytest.mark.parametrize("kind, text, value, kept", SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_each_kind_is_found_with_the_span_of_its_value(kind, text, value, kept):
+    start = text.index(value)
+    assert find_secrets(text) == [Secret(kind, start, start + len(value))]
+
+
+@pytest.mark.parametrize("kind, text, value, kept", SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_each_kind_loses_its_value_and_keeps_its_context(kind, text, value, kept):
+    redacted = redact(text)
+    assert value not in redacted
+    assert kept in redacted
+    assert redacted == text.replace(value, f"[REDACTED:{kind}]")
+
+
+@pytest.mark.parametrize("text, value, kind", [
+    ('password = "hunter2!"', "hunter2!", "password"),                # Python
+    ("password: hunter2x", "hunter2x", "password"),                   # YAML
+    ("PASSWORD=hunter2x", "hunter2x", "password"),                    # .env, shell
+    ("export DB_PASSWORD='hunter2x'", "hunter2x", "password"),        # shell
+    ("pwd = hunter2x", "hunter2x", "password"),                       # INI
+    ("passwd: hunter2x", "hunter2x", "password"),
+    ("{dbPassword: 'hunter2x'}", "hunter2x", "password"),             # JavaScript
+    ("$password = 'hunter2x';", "hunter2x", "password"),              # PHP
+    (':password => "hunter2x"', "hunter2x", "password"),              # Ruby
+    ('password := "hunter2x"', "hunter2x", "password"),               # Go
+    ('ENV["PASSWORD"] = "hunter2x"', "hunter2x", "password"),
+    ('def login(password: str = "hunter2x"):', "hunter2x", "password"),
+    ("mysql-dump --password hunter2x", "hunter2x", "password"),
+    ('run("mysql --password=hunter2x")', "hunter2x", "password"),     # inside another string
+    ('password = "correct horse battery"', "correct horse battery", "password"),
+    ('client_secret = "abc123def456ghi"', "abc123def456ghi", "generic-api-key"),
+    ("access_token: abc123def456ghi", "abc123def456ghi", "generic-api-key"),
+    ("X-Api-Key: abc123def456ghi", "abc123def456ghi", "generic-api-key"),
+    ("GET /v1/items?apikey=abc123def456&page=2", "abc123def456", "generic-api-key"),
+    ("SECRET_KEY = 'django-insecure-0123abcd'", "django-insecure-0123abcd", "generic-api-key"),
+])
+def test_assignment_syntaxes(text, value, kind):
+    start = text.index(value)
+    assert find_secrets(text) == [Secret(kind, start, start + len(value))]
+
+
+@pytest.mark.parametrize("text", [
+    "password = None",
+    'password=os.environ["X"]',
+    "password: str",
+    "token = get_token()",
+    'password=""',
+    "password=***",
+    "password=<password>",
+    'password = "<password>"',
+    "PASSWORD=${PASSWORD}",
+    'password = "${PASSWORD}"',
+    'password = "{password}"',
+    "password: {{ vault_password }}",
+    "password = changeme",
+    "Add passwordless login for CI runners",
+    'tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")',
+    "secret=self.secret",
+    "token=token",
+    "password=process.env.DB_PASSWORD",
+    "api_key: Optional[str] = None",
+    "max_tokens = 4096",
+    "token = tokens[0]",
+    'token = "("',
+    "Fix token refresh: use the new endpoint",
+    "Bearer tokens are now cached; see Basic Authentication below",
+    "password: 8 characters minimum",
+    "PWD=/home/alice/src",
+    "git@github.com:acme/app.git and http://localhost:8080/health",
+    "mail alice@example.com",
+])
+def test_ordinary_text_is_left_alone(text):
+    assert find_secrets(text) == []
+    assert redact(text) == text
+
+
+def test_private_key_block_spans_lines_and_keeps_its_neighbours():
+    text = f"Rotate the deploy key\n\n{KEY_BLOCK}\n\nSigned-off-by: Alice"
+    assert redact(text) == "Rotate the deploy key\n\n[REDACTED:private-key]\n\nSigned-off-by: Alice"
+
+
+@pytest.mark.parametrize("label", ["", "EC ", "OPENSSH ", "DSA ", "ENCRYPTED ", "PGP "])
+def test_private_key_labels(label):
+    block = f"-----BEGIN {label}PRIVATE KEY-----\n{KEY_BODY}\n-----END {label}PRIVATE KEY-----"
+    assert redact(f"a\n{block}\nb") == "a\n[REDACTED:private-key]\nb"
+
+
+def test_encrypted_key_headers_and_their_blank_line_stay_inside_the_block():
+    block = ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00FF\n"
+             f"\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----")
+    assert redact(f"{block}\ntail") == "[REDACTED:private-key]\ntail"
+
+
+def test_truncated_key_block_runs_to_the_blank_line():
+    text = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY_BODY}\n\nThe snippet was cut here."
+    assert redact(text) == "[REDACTED:private-key]\n\nThe snippet was cut here."
+
+
+def test_truncated_key_block_runs_to_the_end_of_the_text():
+    text = f"key:\n-----BEGIN PRIVATE KEY-----\n{KEY_BODY}"
+    assert redact(text) == "key:\n[REDACTED:private-key]"
+
+
+def test_key_in_a_json_string_stops_at_the_quote():
+    text = ('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
+            'MIIEvQ0123\\n-----END PRIVATE KEY-----\\n", "client_email": "ci@acme.iam"}')
+    redacted = redact(text)
+    assert "MIIEvQ0123" not in redacted
+    assert redacted.endswith('"client_email": "ci@acme.iam"}')
+
+
+def test_commit_message_with_several_secrets():
+    message = (
+        "Move CI credentials out of the workflow\n\n"
+        f"The old workflow had AWS_ACCESS_KEY_ID={AWS_ID} and\n"
+        f'aws_secret_access_key: "{AWS_SECRET}" inline, plus the bot token\n'
+        f"{SLACK} in the notify step and\n"
+        "DATABASE_URL=mysql://ci:pa55word9@db.internal/test. All rotated.\n\n"
+        "Signed-off-by: Alice <alice@example.com>\n")
+    redacted = redact(message)
+    assert redacted == (
+        "Move CI credentials out of the workflow\n\n"
+        "The old workflow had AWS_ACCESS_KEY_ID=[REDACTED:aws-access-key] and\n"
+        'aws_secret_access_key: "[REDACTED:aws-secret-key]" inline, plus the bot token\n'
+        "[REDACTED:slack-token] in the notify step and\n"
+        "DATABASE_URL=mysql://ci:[REDACTED:url-credentials]@db.internal/test. All rotated.\n\n"
+        "Signed-off-by: Alice <alice@example.com>\n")
+
+
+def test_a_token_used_as_url_password_is_named_by_its_format():
+    text = f"https://x-access-token:{GITHUB}@github.com/acme/app"
+    assert redact(text) == "https://x-access-token:[REDACTED:github-token]@github.com/acme/app"
+
+
+def test_overlapping_finds_merge_so_nothing_is_half_shown():
+    # The AWS key id ends inside the password; the whole password goes.
+    text = f'password = "{AWS_ID} and more"'
+    assert redact(text) == 'password = "[REDACTED:aws-access-key]"'
+
+
+@pytest.mark.parametrize("text", [s[1] for s in SAMPLES] + [
+    "password: hunter2x\nAuthorization: Basic " + BASIC,
+    f"{KEY_BLOCK}: token={GITHUB}",
+    f"{AWS_ID}: hunter2x",
+    f"{GITHUB_PAT}--password hunter2x",          # redacting the token must not open an edge
+    f"{GITHUB_PAT}_token: password: hunter2x",   # a key glued to a token
+    f"Basic {BASIC}{AWS_ID}",
+    f'password: x = "{AWS_ID}"',                 # no second reading of the separator
+])
+def test_redaction_is_idempotent_and_markers_are_never_matched(text):
+    once = redact(text)
+    assert redact(once) == once
+    assert find_secrets(once) == []
+
+
+# A 1 MB input of near-matches must finish: the thread method ends the run even if the regex
+# engine never returns to Python (a signal would wait for it).
+@pytest.mark.timeout(10, method="thread")
+@pytest.mark.parametrize("text", [
+    "password=" * 100_000,
+    "-----BEGIN RSA PRIVATE KEY-----\n" + "A" * 1_000_000,
+    "-----BEGIN RSA PRIVATE KEY-----\n" * 30_000,
+    '"password": "' * 80_000,
+    "--password " * 90_000,
+    "password: a " * 80_000,
+    "a:" * 500_000,
+    "a_" * 500_000,
+    "https://u:" + "p" * 1_000_000,
+    "x://a:b" * 140_000,
+    "eyJa." * 200_000,
+    "ghp_" * 250_000,
+    "AKIA" * 250_000,
+    "Bearer " * 140_000,
+    'a="' * 330_000,
+], ids=lambda text: repr(text[:12]))
+def test_hostile_input_finishes(text):
+    assert isinstance(redact(text), str)
