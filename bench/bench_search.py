@@ -48,8 +48,8 @@ MODES = {
 
 # --sweep: each entry replaces fields of the hybrid ranker's SearchOptions.weights. Edit freely.
 SWEEP_GRID: list[dict] = [
-    {"lexical": 1.0, "vector": v, "vector_floor": f}
-    for v in (0.0, 0.5, 1.0, 1.5, 2.0) for f in (0.0, 0.25, 0.5) if f <= v
+    {"lexical": 1.0, "vector": v, "flat_ratio": f}
+    for v in (0.0, 0.25, 0.5, 1.0, 2.0) for f in (1.5, 2.0, 3.0)
 ]
 
 

@@ -2,10 +2,12 @@
 
 1. Candidates: the best `CANDIDATES` items by FTS5 BM25 (code-aware words) and by cosine distance in
    the vec0 table, each list filtered the same way (kind, time, path, reachable commits).
-2. Fusion by reciprocal rank: w_lex/(K + lexical rank) + w_vec/(K + vector rank). Static embeddings
-   are weaker than BM25 on commit text, so the vector weight is gated: it grows with how much the two
-   lists agree on their top `AGREEMENT_DEPTH` (when vectors find what words find, they can be
-   trusted to reorder it; when they disagree, words win). The benchmark in bench/ set the numbers.
+2. Fusion by reciprocal rank: w_lex/(K_lex + lexical rank) + w_vec/(K_vec + vector rank). Static
+   embeddings are weaker than BM25 on commit text (an equal-weight fusion scores below BM25 alone),
+   so the lexical list is sharp (a small K_lex keeps BM25's top ranks on top) and the vector weight
+   is gated by how flat the BM25 list is: when the best BM25 score clearly stands out from the
+   tenth, words have found it and vectors only break ties; when BM25 is flat (or finds nothing),
+   vectors get their full weight. bench/bench_search.py chose the numbers.
 3. Priors multiply the fused score by 1 + a bounded sum: recency (exponential decay), signal (a fix
    or revert above a feature above a refactor above chores and docs), context (the focus symbol or
    file, files changed in the working tree, words of the branch name) and area (the cluster of the
@@ -25,8 +27,9 @@ from .errors import CortexError
 from .tokens import fts_query, query_terms
 
 CANDIDATES = 200
-RRF_K = 60
-AGREEMENT_DEPTH = 20
+RRF_K_LEXICAL = 10
+RRF_K_VECTOR = 60
+FLATNESS_DEPTH = 10      # BM25 flatness: best score / score at this rank
 PER_SOURCE = 2
 KINDS = ("commit", "doc", "note")
 
@@ -51,14 +54,14 @@ SIGNAL = {"revert": 1.0, "fix": 1.0, "security": 1.0, "note": 0.9, "perf": 0.7, 
           "chore": 0.0, "docs": 0.0, "style": 0.0, "merge": 0.1}
 
 # bm25 column weights: title, body, terms (identifier parts), paths.
-BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5)
+BM25_WEIGHTS = (1.0, 1.0, 0.3, 0.1)
 
 
 @dataclass(frozen=True)
 class Weights:
     lexical: float = 1.0
-    vector: float = 1.0          # the vector weight at full agreement
-    vector_floor: float = 0.25   # ... and with no agreement at all
+    vector: float = 0.5          # the vector weight when BM25 is flat
+    flat_ratio: float = 2.0      # best/10th BM25 score at which the vector weight reaches 0
 
 
 @dataclass(frozen=True)
@@ -167,11 +170,15 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
             raise CortexError("vector search needs an embedding model; see `cortex status`")
         mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
     filters = _Filters(options)
-    lexical = _lexical(con, query, filters) if mode != "vector" else []
+    scored = _lexical(con, query, filters) if mode != "vector" else []
     vector, sims = _vector(con, query, embedder, filters) if mode != "lexical" else ([], {})
-    if not lexical and not vector and not query_terms(query) and mode != "vector":
+    if not scored and not vector and not query_terms(query) and mode != "vector":
         raise CortexError("the query has no words to search for")
-    return SearchResult(query, mode, _rank(con, lexical, vector, sims, options, now),
+    lexical = [item for item, _ in scored]
+    w_vec = _vector_weight([score for _, score in scored], bool(vector), options.weights)
+    if w_vec == 0.0:   # vectors only break ties between lexical candidates
+        vector = [item for item in vector if item in set(lexical)]
+    return SearchResult(query, mode, _rank(con, scored, vector, sims, w_vec, options, now),
                         embedder is not None, note, len(set(lexical) | set(vector)))
 
 
@@ -210,17 +217,17 @@ class _Filters:
         self.params = tuple(params)
 
 
-def _lexical(con, query: str, filters: _Filters) -> list[int]:
+def _lexical(con, query: str, filters: _Filters) -> list[tuple[int, float]]:
+    """(item, BM25 score: higher is better), best first."""
     expression = fts_query(query)
     if expression is None:
         return []
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     rows = con.execute(
-        f"select i.id from items_fts join items i on i.id = items_fts.rowid"
-        f" where items_fts match ? and {filters.sql}"
-        f" order by bm25(items_fts, {weights}) limit {CANDIDATES}",
-        (expression, *filters.params))
-    return [r[0] for r in rows]
+        f"select i.id, -bm25(items_fts, {weights}) as s from items_fts join items i"
+        f" on i.id = items_fts.rowid where items_fts match ? and {filters.sql}"
+        f" order by s desc limit {CANDIDATES}", (expression, *filters.params))
+    return [(r[0], r[1]) for r in rows]
 
 
 def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], dict[int, float]]:
@@ -249,18 +256,17 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
 # -- ranking -----------------------------------------------------------------------------------
 
 
-def _rank(con, lexical: list[int], vector: list[int], sims: dict[int, float],
-          options: SearchOptions, now: float) -> list[Hit]:
-    lex_rank = {item: n + 1 for n, item in enumerate(lexical)}
+def _rank(con, scored: list[tuple[int, float]], vector: list[int], sims: dict[int, float],
+          w_vec: float, options: SearchOptions, now: float) -> list[Hit]:
+    lex_rank = _tied_ranks([item for item, _ in scored], dict(scored))
     vec_rank = _tied_ranks(vector, sims)
-    w_vec = _vector_weight(lexical, vector, options.weights)
     fused = {}
-    for item in set(lexical) | set(vector):
+    for item in lex_rank.keys() | vec_rank.keys():
         score = 0.0
         if item in lex_rank:
-            score += options.weights.lexical / (RRF_K + lex_rank[item])
+            score += options.weights.lexical / (RRF_K_LEXICAL + lex_rank[item])
         if item in vec_rank:
-            score += w_vec / (RRF_K + vec_rank[item])
+            score += w_vec / (RRF_K_VECTOR + vec_rank[item])
         fused[item] = score
     if not fused:
         return []
@@ -289,26 +295,28 @@ def _rank(con, lexical: list[int], vector: list[int], sims: dict[int, float],
     return _diverse([_hit(meta[item], why) for _, _, item, why in scored], options)
 
 
-def _tied_ranks(vector: list[int], sims: dict[int, float]) -> dict[int, int]:
+def _tied_ranks(ordered: list[int], scores: dict[int, float]) -> dict[int, int]:
+    """1-based ranks in which equal scores share a rank (identical texts, equal BM25), so that
+    the priors, not the storage order, decide between them."""
     ranks: dict[int, int] = {}
     previous, rank = None, 0
-    for n, item in enumerate(vector):
-        if sims.get(item) != previous:
-            rank, previous = n + 1, sims.get(item)
+    for n, item in enumerate(ordered):
+        score = scores.get(item)
+        if previous is None or score is None or abs(score - previous) > 1e-9 * max(1.0, abs(score)):
+            rank, previous = n + 1, score
         ranks[item] = rank
     return ranks
 
 
-def _vector_weight(lexical: list[int], vector: list[int], weights: Weights) -> float:
-    """Trust vectors as far as they agree with words on the top of both lists."""
-    if not lexical:
-        return weights.vector
-    if not vector:
+def _vector_weight(bm25: list[float], have_vectors: bool, weights: Weights) -> float:
+    """Full weight when BM25 found nothing or is flat; none when its best stands out."""
+    if not have_vectors:
         return 0.0
-    top_lex = set(lexical[:AGREEMENT_DEPTH])
-    top_vec = set(vector[:AGREEMENT_DEPTH])
-    agreement = len(top_lex & top_vec) / min(AGREEMENT_DEPTH, len(top_lex), len(top_vec))
-    return weights.vector_floor + (weights.vector - weights.vector_floor) * agreement
+    if not bm25:
+        return weights.vector
+    ratio = bm25[0] / max(bm25[min(FLATNESS_DEPTH, len(bm25)) - 1], 1e-9)
+    share = (weights.flat_ratio - ratio) / (weights.flat_ratio - 1.0)
+    return weights.vector * min(1.0, max(0.0, share))
 
 
 def _dominant_area(fused: dict[int, float], meta: dict[int, dict]) -> int | None:
