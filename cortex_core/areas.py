@@ -1,8 +1,8 @@
 """Areas: spectral clusters of memory items, kept with the index, and the `areas` query.
 
-Recomputed in full when there are none, when the vectors changed (another model), or when the
-number of items moved by more than `RECLUSTER_SHARE` since the last full run; otherwise new items
-join the cluster of the nearest centroid, so a one-commit update stays cheap. Items are clustered on
+Recomputed in full when there are none, when the vectors or the [clusters] settings changed, or
+when the number of items moved by more than `RECLUSTER_SHARE` since the last full run; otherwise
+new items join the cluster of the nearest centroid, so a one-commit update stays cheap. Items are clustered on
 their model vectors, or, without a model, on hashed TF-IDF vectors of their words. Structural links
 join the segments of one commit and chain the items that touch the same file (each to its next
 `FILE_CHAIN` items in time, weighted down for files that many items touch).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
@@ -47,7 +48,9 @@ def update_areas(con, settings: ClusterSettings, embedder,
                  progress: Callable[[int, int, str], None] | None = None) -> int | None:
     """Keep clusters current. Returns the number of areas, or None when nothing was recomputed."""
     import numpy as np
-    basis = f"model:{get_meta(con, 'embed_model')}" if _has_vectors(con) else "lexical"
+    # What the clusters were computed from and with: a change of either recomputes them.
+    basis = (f"model:{get_meta(con, 'embed_model')}" if _has_vectors(con) else "lexical") + \
+        f"|{settings.knn},{settings.min_clusters},{settings.max_clusters},{settings.max_items}|3"
     count = con.execute("select count(*) from items").get
     last = int(get_meta(con, "areas_items", "0") or 0)
     have = con.execute("select count(*) from clusters").get
@@ -79,14 +82,29 @@ def update_areas(con, settings: ClusterSettings, embedder,
     links = _links(con, {item: n for n, item in enumerate(ids)})
     from .spectral import SpectralSettings, distinctive_terms, spectral_clusters
     result = spectral_clusters(vectors, links, SpectralSettings(
-        knn=settings.knn, min_clusters=settings.min_clusters, max_clusters=settings.max_clusters,
-        max_items=settings.max_items))
+        knn=settings.knn, min_clusters=min_areas(len(ids), settings),
+        max_clusters=settings.max_clusters, max_items=settings.max_items))
     texts = dict(con.execute("select id, title || ' ' || body from items"))
-    terms = distinctive_terms(result.labels, [query_terms(texts[i]) for i in ids], top=5)
+    terms = distinctive_terms(result.labels, [_label_terms(texts[i]) for i in ids], top=5)
     _store(con, ids, result, terms, basis, count)
     if progress:
         progress(1, 1, "areas")
     return result.k
+
+
+_HASHLIKE = re.compile(r"^(?=(?:[a-z]*\d){2})[0-9a-z]{7,}$")   # two digits or more, 7+ long
+
+
+def _label_terms(text: str) -> list[str]:
+    """Words that can label an area: no hashes, revision ids or numbers."""
+    return [t for t in query_terms(text) if len(t) > 2 and not _HASHLIKE.match(t) and not t.isdigit()]
+
+
+def min_areas(items: int, settings: ClusterSettings) -> int:
+    """The least number of areas the eigengap may choose: `min_clusters`, raised to √(items/50).
+    The spectrum of commit text is nearly continuous: its largest gap is often the first one,
+    which would split a whole history into two areas."""
+    return min(settings.max_clusters, max(settings.min_clusters, round(math.sqrt(items / 50))))
 
 
 def _has_vectors(con) -> bool:
@@ -100,7 +118,7 @@ def _vectors(con, basis: str, where: str):
     rows = con.execute(f"select id, vector_id, title || ' ' || body from items {where}"
                        " order by id").fetchall()
     ids = [r[0] for r in rows]
-    if basis == "lexical":
+    if basis.startswith("lexical"):
         return ids, _lexical_vectors([r[2] for r in rows])
     wanted = {r[1] for r in rows if r[1]}
     dim = int(get_meta(con, "embed_dim"))

@@ -265,7 +265,7 @@ class _Indexer:
         """Items for the new commits and changed documents, their vectors, then the areas."""
         con = self.con
         with con:
-            added = add_commit_items(con) + refresh_docs(con, self._read_blob)
+            added = add_commit_items(con, self._phase_progress) + refresh_docs(con, self._read_blob)
         choice = choose_model(self.model, self.all_settings.memory.model or None,
                               get_meta(con, "embed_model"))
         embedder, replaced, embedded = None, None, 0

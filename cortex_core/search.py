@@ -60,7 +60,7 @@ BM25_WEIGHTS = (1.0, 1.0, 0.3, 0.1)
 @dataclass(frozen=True)
 class Weights:
     lexical: float = 1.0
-    vector: float = 0.5          # the vector weight when BM25 is flat
+    vector: float = 1.0          # the vector weight when BM25 is flat
     flat_ratio: float = 2.0      # best/10th BM25 score at which the vector weight reaches 0
 
 
