@@ -49,7 +49,8 @@ def update_areas(con, settings: ClusterSettings, embedder,
     """Keep clusters current. Returns the number of areas, or None when nothing was recomputed."""
     import numpy as np
     # What the clusters were computed from and with: a change of either recomputes them.
-    basis = (f"model:{get_meta(con, 'embed_model')}" if _has_vectors(con) else "lexical") + \
+    basis = (f"model:{get_meta(con, 'embed_model')}:{get_meta(con, 'embed_dim')}"
+             if _has_vectors(con) else "lexical") + \
         f"|{settings.knn},{settings.min_clusters},{settings.max_clusters},{settings.max_items}|3"
     count = con.execute("select count(*) from items").get
     last = int(get_meta(con, "areas_items", "0") or 0)
@@ -73,7 +74,9 @@ def update_areas(con, settings: ClusterSettings, embedder,
                 con.executemany("update items set cluster = ? where id = ?",
                                 ((centroids[int(label)][0], item) for item, label in
                                  zip(ids, labels) if label >= 0))
-                con.execute("update clusters set size = (select count(*) from items"
+                con.execute("update clusters set size = (select count(*) from items where cluster"
+                            " = clusters.id), first_time = (select min(time) from items where"
+                            " cluster = clusters.id), last_time = (select max(time) from items"
                             " where cluster = clusters.id)")
         return None
     if progress:
@@ -92,12 +95,15 @@ def update_areas(con, settings: ClusterSettings, embedder,
     return result.k
 
 
+_REDACTED = re.compile(r"\[REDACTED:[^\]]*\]")
 _HASHLIKE = re.compile(r"^(?=(?:[a-z]*\d){2})[0-9a-z]{7,}$")   # two digits or more, 7+ long
 
 
 def _label_terms(text: str) -> list[str]:
-    """Words that can label an area: no hashes, revision ids or numbers."""
-    return [t for t in query_terms(text) if len(t) > 2 and not _HASHLIKE.match(t) and not t.isdigit()]
+    """Words that can label an area: no hashes, revision ids, numbers or redaction markers."""
+    text = _REDACTED.sub(" ", text)
+    return [t for t in query_terms(text) if len(t) > 2 and not _HASHLIKE.match(t)
+            and not t.isdigit()]
 
 
 def min_areas(items: int, settings: ClusterSettings) -> int:
@@ -119,7 +125,13 @@ def _vectors(con, basis: str, where: str):
                        " order by id").fetchall()
     ids = [r[0] for r in rows]
     if basis.startswith("lexical"):
-        return ids, _lexical_vectors([r[2] for r in rows])
+        # New items are weighted with the document frequencies of the last full run, so that
+        # one new item is not a corpus of one (where every idf is zero).
+        stored = get_meta(con, "areas_df") if where else None
+        matrix, df = _lexical_vectors([r[2] for r in rows], json.loads(stored) if stored else None)
+        if not where:
+            set_meta(con, "areas_df", json.dumps(df))
+        return ids, matrix
     wanted = {r[1] for r in rows if r[1]}
     dim = int(get_meta(con, "embed_dim"))
     by_vid = {}
@@ -133,20 +145,25 @@ def _vectors(con, basis: str, where: str):
     return ids, matrix
 
 
-def _lexical_vectors(texts: list[str]):
-    """Hashed TF-IDF vectors (sublinear tf, idf over all items), unit length."""
+def _lexical_vectors(texts: list[str], df: dict | None = None):
+    """Hashed TF-IDF vectors (sublinear tf; idf per hash slot, from `df` = {"n": items, "slots":
+    [document frequency per slot]} or from these texts), unit length; and the df used."""
     import numpy as np
-    docs = [Counter(query_terms(t)) for t in texts]
-    df = Counter(term for doc in docs for term in doc)
-    n = max(1, len(docs))
+    docs = [Counter(_stable_hash(t) % LEXICAL_DIM for t in query_terms(text)) for text in texts]
+    if df is None:
+        slots = [0] * LEXICAL_DIM
+        for doc in docs:
+            for slot in doc:
+                slots[slot] += 1
+        df = {"n": len(docs), "slots": slots}
+    n, slots = max(1, df["n"]), df["slots"]
     matrix = np.zeros((len(docs), LEXICAL_DIM), dtype=np.float32)
     for row, doc in enumerate(docs):
-        for term, tf in doc.items():
-            slot = _stable_hash(term) % LEXICAL_DIM
-            matrix[row, slot] += (1 + math.log(tf)) * math.log((1 + n) / (1 + df[term]))
+        for slot, tf in doc.items():
+            matrix[row, slot] = (1 + math.log(tf)) * math.log((1 + n) / (1 + slots[slot]))
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return matrix
+    return matrix, df
 
 
 def _stable_hash(term: str) -> int:

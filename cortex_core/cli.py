@@ -12,6 +12,8 @@ import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+import apsw
+
 from . import __version__
 from .errors import CortexError
 
@@ -181,8 +183,8 @@ def _since(text: str) -> int:
             raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD) or a number of days: "
                                              f"{text!r}") from None
         return int(when.timestamp())
-    if not days >= 0 or days == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a non-negative number of days: {text}")
+    if not 0 <= days <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be a number of days between 0 and 1000000: {text}")
     return int(time.time() - days * 86400)
 
 
@@ -193,6 +195,8 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    if value > 2**31:
+        raise argparse.ArgumentTypeError(f"must be at most {2**31}: {text}")
     return value
 
 
@@ -208,10 +212,19 @@ def _positive_float(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
+    # which SQLite and the tokenizers refuse: carry them as replacement characters.
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            setattr(args, name, value.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     try:
         return COMMANDS[args.command](args)
     except CortexError as exc:
         print(f"cortex: {exc}", file=sys.stderr)
+        return 1
+    except apsw.BusyError:
+        print("cortex: the index is busy (an indexer is writing); try again in a moment",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("cortex: interrupted (the index stays consistent; run again to continue)",
@@ -427,7 +440,7 @@ def cmd_context(args) -> int:
     if args.json:  # the pack with its accounting
         return _emit_json(pack)
     if args.output:
-        Path(args.output).write_text(pack.text, encoding="utf-8")
+        _write_file(args.output, pack.text)
         print(f"wrote {args.output}: {len(pack.items)} items, {pack.used}/{pack.budget} tokens"
               f" ({pack.left_out} candidates left out)", file=sys.stderr)
     else:
@@ -475,7 +488,7 @@ def cmd_note(args) -> int:
     if action == "export":
         text = notes.dumps(notes.export_notes(con))
         if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+            _write_file(args.output, text)
             return _print(f"wrote {args.output}", sys.stderr)
         sys.stdout.write(text)
         return 0
@@ -485,7 +498,8 @@ def cmd_note(args) -> int:
         data = json.loads(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
-    with con:
+    from .store import immediate
+    with immediate(con):
         added = notes.import_notes(con, data)
     return _print(f"imported {added} notes")
 
@@ -494,10 +508,19 @@ def cmd_model(args) -> int:
     from .embeddings import choose_model, download_model, load_model
     root, _ = _locate(args)
     name = args.name or choose_model(None, _settings(root).memory.model or None).name
+    if not name.strip() or name.strip().lower() == "none":
+        raise CortexError("give a model-hub id (such as minishlab/potion-base-8M) or a folder")
     path = download_model(name)
     embedder = load_model(name)
     return _print(f"{name}: {embedder.dim} dimensions, at {path}\n"
                   "run `cortex index` to embed the memory items")
+
+
+def _write_file(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CortexError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _print(text: str, stream=None) -> int:

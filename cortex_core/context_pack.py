@@ -64,12 +64,13 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
         raise CortexError(f"unknown format {fmt!r} (markdown or json)")
     if budget < 1:
         raise CortexError("the budget must be at least 1 token")
-    subject = redact(subject)
+    subject = _one_line(redact(subject))[:MAX_SUBJECT]
     header = count_tokens(_render(subject, budget, [], fmt))
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
                           "needs; give a larger --budget")
-    costed = [replace(c, title=redact(c.title), text=redact(c.text)) for c in _dedupe(candidates)]
+    costed = [replace(c, title=_one_line(redact(c.title)), text=_safe_text(redact(c.text), c))
+              for c in _dedupe(candidates)]
     costed = [replace(c, tokens=_item_cost(c, fmt)) for c in costed]
     order = sorted(costed, key=lambda c: (-c.utility / max(c.tokens, 1), -c.utility, c.citation))
     chosen: list[PackItem] = []
@@ -107,6 +108,29 @@ def _upgrade(chosen: list[PackItem], costed: list[PackItem], used: int,
                 used += alt.tokens - item.tokens
                 break
     return chosen, used
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MAX_SUBJECT = 200
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _safe_text(text: str, item: PackItem) -> str:
+    """Repository text that cannot pass for the pack's structure: no control characters (terminal
+    escapes), no line that opens a heading (a forged `## [sha] item`), no code fence (one that
+    would swallow the rest of the pack). The focus code is fenced with a longer fence instead."""
+    text = _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    if item.section == "focus":
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if line.lstrip().startswith("#"):
+            line = line.replace("#", "\\#", 1)
+        lines.append(line.replace("```", "'''").replace("~~~", "'''"))
+    return "\n".join(lines)
 
 
 def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
@@ -198,7 +222,9 @@ def _focus(con, repo_root: Path, target) -> list[PackItem]:
     except (KeyError, ValueError, pygit2.GitError):
         return []
     lines = source.split("\n")[target.start_line - 1:target.end_line][:CODE_LINES_MAX]
-    fence = "````" if any("```" in line for line in lines) else "```"
+    # A fence longer than any run of backticks in the code: the code can never close it.
+    longest = max((len(run) for run in re.findall(r"`+", "\n".join(lines))), default=0)
+    fence = "`" * max(3, longest + 1)
     citation = f"{target.path}:{target.start_line}"
     code = f"{fence}{row[1] or ''}\n" + "\n".join(lines) + f"\n{fence}"
     signature = _signature(lines)

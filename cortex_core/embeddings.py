@@ -41,18 +41,19 @@ class ModelChoice:
 
 def choose_model(cli: str | None, config: str | None = None,
                  recorded: str | None = None) -> ModelChoice:
-    """The first of: `--model`, `CORTEX_MODEL`, the config file, the model the store was last
-    embedded with (so an explicit choice is remembered), the default."""
-    if cli:
-        return ModelChoice(cli, "--model")
-    env = os.environ.get("CORTEX_MODEL")
-    if env:
-        return ModelChoice(env, "CORTEX_MODEL")
-    if config:
-        return ModelChoice(config, "config")
-    if recorded:
-        return ModelChoice(recorded, "the index")
+    """The first of: `--model`, `CORTEX_MODEL`, the config file, the choice the store recorded
+    last (an explicit choice, `none` included, is remembered), the default. A folder is named by
+    its absolute path, so that the choice holds from any directory."""
+    for name, source in ((cli, "--model"), (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
+                         (config, "config"), (recorded, "the index")):
+        if name and name.strip():
+            return ModelChoice(_absolute(name.strip()), source)
     return ModelChoice(DEFAULT_MODEL, "default")
+
+
+def _absolute(name: str) -> str:
+    folder = Path(name).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else name
 
 
 def text_hash(text: str) -> str:
@@ -63,16 +64,18 @@ class Embedder:
     """A loaded model: texts in, unit-length float32 vectors out (all-zero for a text with no known
     token)."""
 
-    def __init__(self, name: str, model) -> None:
+    def __init__(self, name: str, model, fingerprint: str = "") -> None:
         self.name = name
         self._model = model
         self.dim = int(model.dim)
+        self.fingerprint = fingerprint   # changes when the files of a model folder change
 
     def encode(self, texts: list[str]):
         import numpy as np
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        clipped = [t[:MAX_CHARS] for t in texts]
+        # Lone surrogates (undecodable bytes carried through) would make the tokenizer raise.
+        clipped = [t[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8") for t in texts]
         out = self._model.encode(clipped, batch_size=BATCH, use_multiprocessing=False,
                                  normalize=False)
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
@@ -131,8 +134,21 @@ def load_model(name: str) -> Embedder:
         model = StaticModel.from_pretrained(str(path), force_download=False)
     except Exception as exc:
         raise ModelUnavailable(f"cannot load the model at {path}: {exc}") from None
-    _LOADED[name] = embedder = Embedder(name, model)
+    _LOADED[name] = embedder = Embedder(name, model, _fingerprint(path))
     return embedder
+
+
+def _fingerprint(folder: Path) -> str:
+    """What identifies a model's weights on disk: its config and the size and time of its files.
+    Another model copied into the same folder changes it; loading the same one does not."""
+    digest = hashlib.sha1()
+    for entry in sorted(folder.iterdir()):
+        if entry.is_file():
+            stat = entry.stat()
+            digest.update(f"{entry.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+            if entry.name == "config.json":
+                digest.update(entry.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def load_embedder(con) -> Embedder | None:

@@ -55,6 +55,7 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
     now = time.time() if now is None else now
     since = now - since_days * 86400 if since_days is not None else -(1 << 62)
     prefix = (path_prefix or "").strip("/")
+    prefix = "" if prefix == "." else prefix
     params = {"now": now, "hl": half_life_days * 86400.0, "since": since, "k": top_k,
               "prefix": prefix, "plen": len(prefix)}
     in_prefix = "(:plen = 0 or f.path = :prefix or substr(f.path, 1, :plen + 1) = :prefix || '/')"

@@ -27,7 +27,7 @@ from .errors import CortexError, EmptyRepository, NotARepository
 from .languages import language_for_path
 from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
                      prepare_vectors, refresh_docs)
-from .notes import import_notes, saved_notes
+from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
 from .areas import update_areas
 from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
@@ -266,8 +266,15 @@ class _Indexer:
         con = self.con
         with con:
             added = add_commit_items(con, self._phase_progress) + refresh_docs(con, self._read_blob)
+            # Note items follow their targets as indexed now (a rebuild re-imports notes before
+            # their files exist) and disappear once the note expired.
+            sync_note_items(con)
+            relink_note_items(con)
         choice = choose_model(self.model, self.all_settings.memory.model or None,
-                              get_meta(con, "embed_model"))
+                              get_meta(con, "model_choice"))
+        if choice.source != "default":
+            with con:
+                set_meta(con, "model_choice", choice.name)
         embedder, replaced, embedded = None, None, 0
         if choice.disabled:
             with con:

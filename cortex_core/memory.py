@@ -73,11 +73,18 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
 
 def delete_items(con, where: str, params: tuple) -> int:
     """Delete the items selected by `where` (a condition on `items`) with their index rows."""
-    ids = [r[0] for r in con.execute(f"select id from items where {where}", params)]
+    rows = con.execute(f"select id, vector_id from items where {where}", params).fetchall()
+    ids = [r[0] for r in rows]
     for table in ("item_files", "item_symbols"):
         con.executemany(f"delete from {table} where item_id = ?", ((i,) for i in ids))
     con.executemany("delete from items_fts where rowid = ?", ((i,) for i in ids))
     con.executemany("delete from items where id = ?", ((i,) for i in ids))
+    # A vector no item stands for any more would take a neighbour's place in every search.
+    orphans = [v for v in {r[1] for r in rows if r[1]}
+               if not con.execute("select 1 from items where vector_id = ? limit 1", (v,)).fetchone()]
+    if orphans and con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone():
+        con.executemany("delete from item_vectors where rowid = ?", ((v,) for v in orphans))
+    con.executemany("delete from vectors where id = ?", ((v,) for v in orphans))
     return len(ids)
 
 
@@ -159,27 +166,35 @@ def prepare_vectors(con, embedder: Embedder) -> str | None:
     """Make the vector table fit `embedder`. When another model (or width) wrote the vectors, drop
     them all: they are re-embedded, never mixed. Returns the previous model's name if dropped."""
     previous = get_meta(con, "embed_model")
-    same = previous == embedder.name and get_meta(con, "embed_dim") == str(embedder.dim)
+    same = (previous == embedder.name and get_meta(con, "embed_dim") == str(embedder.dim)
+            and get_meta(con, "embed_fingerprint") == embedder.fingerprint)
     has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
     if same and has_table:
         return None
-    con.execute("drop table if exists item_vectors")
-    con.execute("delete from vectors")
-    con.execute("update items set vector_id = null")
+    _drop(con)
     con.execute(f"create virtual table item_vectors using vec0("
                 f"embedding float[{embedder.dim}] distance_metric=cosine)")
     set_meta(con, "embed_model", embedder.name)
     set_meta(con, "embed_dim", str(embedder.dim))
+    set_meta(con, "embed_fingerprint", embedder.fingerprint)
     con.execute("delete from meta where key = 'embed_off_reason'")
     return previous or None
 
 
-def drop_vectors(con, reason: str) -> None:
-    """Semantic search turned off on purpose: no vectors, and the reason recorded."""
+def _drop(con) -> None:
+    """No vectors, and areas computed from them are recomputed."""
     con.execute("drop table if exists item_vectors")
     con.execute("delete from vectors")
     con.execute("update items set vector_id = null")
-    con.execute("delete from meta where key in ('embed_model', 'embed_dim')")
+    con.execute("delete from meta where key in ('areas_basis', 'embed_fingerprint')")
+
+
+def drop_vectors(con, reason: str) -> None:
+    """Semantic search turned off on purpose: no vectors, and the reason recorded."""
+    if get_meta(con, "embed_model") or con.execute(
+            "select 1 from sqlite_master where name = 'item_vectors'").fetchone():
+        _drop(con)
+        con.execute("delete from meta where key in ('embed_model', 'embed_dim')")
     set_meta(con, "embed_off_reason", reason)
 
 

@@ -22,7 +22,7 @@ from .errors import CortexError, NotFound
 from .history import COMMIT_COLUMNS, CommitRef, commit_ref
 from .memory import delete_items, insert_item
 from .redact import redact
-from .store import get_meta
+from .store import get_meta, immediate
 from .targets import parse_target, resolve
 
 EXPORT_VERSION = 1
@@ -59,12 +59,13 @@ def add_note(con, repo_root: Path, target: str | None, text: str, *, author: str
     text = _check_text(text)
     label, path, qualname, anchor = _anchor(con, repo_root, target)
     now = int(time.time())
-    with con:
+    head = get_meta(con, "head")
+    with immediate(con):
         note_id = con.execute(
             "insert into notes(target, path, qualname, text, author, valid_from, recorded_at,"
             " anchor_commit, anchor_hash) values (?,?,?,?,?,?,?,?,?) returning id",
             (label, path, qualname, text, author, valid_from if valid_from is not None else now,
-             now, get_meta(con, "head"), anchor)).get
+             now, head, anchor)).get
         sync_note_items(con)
     return get_note(con, repo_root, note_id)
 
@@ -73,20 +74,22 @@ def supersede_note(con, repo_root: Path, note_id: int, text: str, *,
                    author: str | None = None) -> Note:
     """Replace a live note by a new one on the same target; the old one is closed, not deleted."""
     text = _check_text(text)
-    row = con.execute("select target, path, qualname, superseded_by, anchor_commit, anchor_hash"
-                      " from notes where id = ?", (note_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"no note #{note_id}")
-    target, path, qualname, superseded_by, _, _ = row
-    if superseded_by is not None:
-        raise CortexError(f"note #{note_id} is already superseded by #{superseded_by}")
-    _, _, _, anchor = _anchor(con, repo_root, target or None)
     now = int(time.time())
-    with con:
+    head = get_meta(con, "head")
+    with immediate(con):   # the check and the write in one transaction: one successor only
+        row = con.execute("select target, path, qualname, superseded_by from notes where id = ?",
+                          (note_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no note #{note_id}")
+        target, path, qualname, superseded_by = row
+        if superseded_by is not None:
+            raise CortexError(f"note #{note_id} is already superseded by #{superseded_by}")
+        # The target as it is now, even when it is gone (a stale note can still be replaced).
+        anchor = _current_hash(con, repo_root, path, qualname) if path else None
         new_id = con.execute(
             "insert into notes(target, path, qualname, text, author, valid_from, recorded_at,"
             " anchor_commit, anchor_hash) values (?,?,?,?,?,?,?,?,?) returning id",
-            (target, path, qualname, text, author, now, now, get_meta(con, "head"), anchor)).get
+            (target, path, qualname, text, author, now, now, head, anchor)).get
         con.execute("update notes set valid_until = ?, superseded_by = ? where id = ?",
                     (now, new_id, note_id))
         sync_note_items(con)
@@ -104,19 +107,37 @@ def sync_note_items(con) -> None:
         " and (valid_until is null or valid_until > ?)"
         " and not exists (select 1 from items i where i.note_id = n.id)", (now,)).fetchall()
     for note_id, target, path, qualname, text, valid_from in pending:
-        file_row = con.execute("select id from files where path = ?", (path,)).fetchone() \
-            if path else None
-        symbol_row = con.execute("select id from symbols where file_id = ? and qualname = ?",
-                                 (file_row[0], qualname)).fetchone() \
-            if file_row and qualname else None
+        files, symbols = _links(con, path, qualname)
         insert_item(con, kind="note", title=f"note #{note_id} on {target or 'the repository'}",
                     body=text, time=valid_from, signal="note", note_id=note_id,
-                    files=[file_row[0]] if file_row else [],
-                    symbols=[symbol_row[0]] if symbol_row else [],
-                    paths=[path] if path else [])
+                    files=files, symbols=symbols, paths=[path] if path else [])
+
+
+def relink_note_items(con) -> None:
+    """Link note items to their targets as the index knows them now: notes imported by a rebuild
+    before their files were indexed get their links here."""
+    rows = con.execute("select i.id, n.path, n.qualname from items i join notes n"
+                       " on n.id = i.note_id where i.kind = 'note'").fetchall()
+    for item_id, path, qualname in rows:
+        files, symbols = _links(con, path, qualname)
+        con.execute("delete from item_files where item_id = ?", (item_id,))
+        con.execute("delete from item_symbols where item_id = ?", (item_id,))
+        con.executemany("insert into item_files(item_id, file_id) values (?, ?)",
+                        ((item_id, f) for f in files))
+        con.executemany("insert into item_symbols(item_id, symbol_id) values (?, ?)",
+                        ((item_id, s) for s in symbols))
+
+
+def _links(con, path: str | None, qualname: str | None) -> tuple[list[int], list[int]]:
+    file_row = con.execute("select id from files where path = ?", (path,)).fetchone() \
+        if path else None
+    symbol_row = con.execute("select id from symbols where file_id = ? and qualname = ?",
+                             (file_row[0], qualname)).fetchone() if file_row and qualname else None
+    return ([file_row[0]] if file_row else []), ([symbol_row[0]] if symbol_row else [])
 
 
 def _check_text(text: str) -> str:
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\x00", "")
     text = text.strip()
     if not text:
         raise CortexError("a note needs some text")
@@ -236,10 +257,11 @@ def _first_change_after(con, path: str, qualname: str | None, anchor_commit: str
                " order by c.seq limit 1")
         params = (path, qualname, value)
     else:
-        sql = (f"select {COMMIT_COLUMNS} from file_changes x join files f on f.id = x.file_id"
-               f" join commits c on c.id = x.commit_id where f.path = ? and c.reachable = 1"
-               f" and {after} order by c.seq limit 1")
-        params = (path, value)
+        sql = (f"select {COMMIT_COLUMNS} from file_changes x join commits c on c.id = x.commit_id"
+               " where (x.file_id = (select id from files where path = ?) or x.old_file_id ="
+               f" (select id from files where path = ?)) and c.reachable = 1 and {after}"
+               " order by c.seq limit 1")
+        params = (path, path, value)
     row = con.execute(sql, params).fetchone()
     return commit_ref(row) if row else None
 
@@ -316,10 +338,22 @@ def _checked(index: int, note) -> dict:
         value = note[key]
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise bad(f"{key!r} has the wrong type")
+        if isinstance(value, int) and not -2**63 <= value < 2**63:
+            raise bad(f"{key!r} is out of range")
+        if isinstance(value, str) and not _encodable(value):
+            raise bad(f"{key!r} is not valid text")
         out[key] = value
     if not out["text"].strip() or len(out["text"]) > MAX_NOTE_CHARS:
         raise bad("empty or too long text")
     return out
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def saved_notes(db_path: Path) -> list[dict]:

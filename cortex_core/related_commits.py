@@ -12,6 +12,7 @@ from .targets import parse_target
 
 _SHA = re.compile(r"^[0-9a-fA-F]{4,40}$")
 NEIGHBOURS = 100
+MAX_SEEDS = 500
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,10 @@ def related_commits(con, target: str, *, embedder=None, top_k: int = 10,
                     relative_to=None) -> RelatedCommits:
     """`target` is a commit (a sha or a unique prefix) or PATH / PATH::SYMBOL / PATH:LINE.
     `relative_to(spec)` maps a parsed target's path to the repository (the CLI's cwd handling)."""
-    if _SHA.match(target.strip()) and _commit_id(con, target.strip(), required=False):
-        cid = _commit_id(con, target.strip())
+    text = target.strip()
+    is_file = con.execute("select 1 from files where path = ?", (text,)).fetchone()
+    if _SHA.match(text) and not is_file:
+        cid = _commit_id(con, text)   # a hex word that is no file: a commit, or a clear error
         seeds = [cid]
         label = con.execute("select substr(sha, 1, 10) from commits where id = ?", (cid,)).get
         touching = [RelatedCommit(_ref(con, cid), "the commit itself", 1.0, None)]
@@ -46,7 +49,8 @@ def related_commits(con, target: str, *, embedder=None, top_k: int = 10,
             spec = relative_to(spec)
         found = history(con, spec)
         label = found.target.label
-        seeds = [_commit_id(con, e.commit.sha) for e in found.entries]
+        # The newest commits are enough of a picture (and keep SQL parameter lists bounded).
+        seeds = [_commit_id(con, e.commit.sha) for e in found.entries[:MAX_SEEDS]]
         touching = [RelatedCommit(e.commit, "touches it", None, None)
                     for e in found.entries[:top_k]]
     seed_items = [r[0] for r in con.execute(

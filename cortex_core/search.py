@@ -37,10 +37,10 @@ KINDS = ("commit", "doc", "note")
 @dataclass(frozen=True)
 class PriorWeights:
     """The largest share each prior may add to a fused score."""
-    recency: float = 0.05
-    signal: float = 0.05
+    recency: float = 0.02
+    signal: float = 0.02
     context: float = 0.15
-    area: float = 0.03
+    area: float = 0.02
 
     @property
     def total(self) -> float:
@@ -177,7 +177,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     lexical = [item for item, _ in scored]
     w_vec = _vector_weight([score for _, score in scored], bool(vector), options.weights)
     if w_vec == 0.0:   # vectors only break ties between lexical candidates
-        vector = [item for item in vector if item in set(lexical)]
+        known = set(lexical)
+        vector = [item for item in vector if item in known]
     return SearchResult(query, mode, _rank(con, scored, vector, sims, w_vec, options, now),
                         embedder is not None, note, len(set(lexical) | set(vector)))
 
@@ -200,16 +201,19 @@ class _Filters:
 
     def __init__(self, options: SearchOptions):
         clauses = ["(i.commit_id is null or exists (select 1 from commits c"
-                   " where c.id = i.commit_id and c.reachable = 1))"]
-        params: list = []
+                   " where c.id = i.commit_id and c.reachable = 1))",
+                   # a note expired since the last index or note command never shows
+                   "(i.note_id is null or exists (select 1 from notes n where n.id = i.note_id"
+                   " and n.superseded_by is null and (n.valid_until is null or n.valid_until > ?)))"]
+        params: list = [int(time.time())]
         if options.kinds:
             clauses.append(f"i.kind in ({','.join('?' * len(options.kinds))})")
             params.extend(options.kinds)
         if options.since is not None:
             clauses.append("i.time >= ?")
             params.append(int(options.since))
-        if options.path:
-            prefix = options.path.strip("/")
+        prefix = (options.path or "").strip("/")
+        if prefix not in ("", "."):
             clauses.append("exists (select 1 from item_files x join files fl on fl.id = x.file_id"
                            " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?))")
             params.extend([prefix, len(prefix) + 1, prefix + "/"])

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 MAX_SECTION_CHARS = 4000     # a longer section is cut at paragraph breaks
 MIN_BULLETS = 2              # a body needs at least this many list items to be split
+MAX_SEGMENTS = 50            # a longer list (a changelog pasted into a message) stays one segment
+MAX_SECTIONS = 1000          # sections of one document beyond this join the last one
 
 _BULLET = re.compile(r"^ {0,3}(?:[-*+\u2022]|\d{1,3}[.)])\s+(?=\S)")
-_ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")   # only the marker: the title is cut in Python
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
@@ -53,16 +55,15 @@ def commit_segments(subject: str, body: str, paths: list[str],
     name) of symbols it changed. The first segment is the subject (with any prose before a list)."""
     everything = (tuple(paths), tuple((p, q) for p, q, _ in symbols))
     items, preamble = _bullets(body)
-    if len(items) < MIN_BULLETS:
+    if not MIN_BULLETS <= len(items) <= MAX_SEGMENTS:
         text = subject + ("\n\n" + body if body else "")
         return [Segment(text, *everything)]
     head = subject + ("\n\n" + preamble if preamble else "")
     segments = [Segment(head, *everything)]
     for item in items:
-        files, syms = _named(item, paths, symbols)
-        if not files and not syms:        # names nothing: it is about the whole commit
-            files, syms = everything
-        segments.append(Segment(item, files, syms))
+        # An item that names nothing is about the whole commit: the head segment already links
+        # it to every file (linking each such item again would grow with items x files).
+        segments.append(Segment(item, *_named(item, paths, symbols)))
     return segments
 
 
@@ -148,7 +149,12 @@ def doc_sections(path: str, text: str) -> list[Section]:
                 out.extend(Section(label, t, a + 1, b) for a, b, t in entries)
                 continue
         out.extend(_pieces(label, lines, body_start, end, start))
-    return [s for s in out if s.text.strip()]
+    out = [s for s in out if s.text.strip()]
+    if len(out) > MAX_SECTIONS:   # a generated document: its tail is one section
+        tail = out[MAX_SECTIONS - 1:]
+        out = out[:MAX_SECTIONS - 1] + [Section(tail[0].title, "\n\n".join(t.text for t in tail),
+                                                tail[0].line, tail[-1].end_line)]
+    return out
 
 
 def _headings(lines: list[str], rst: bool) -> list[tuple[int, object, str, int]]:
@@ -165,7 +171,7 @@ def _headings(lines: list[str], rst: bool) -> list[tuple[int, object, str, int]]
             atx = None if rst else _ATX.match(line)
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             if atx:
-                found.append((i, len(atx.group(1)), atx.group(2).strip(), 1))
+                found.append((i, len(atx.group(1)), _atx_title(line[atx.end():]), 1))
             elif line.strip() and not _BULLET.match(line) and i + 1 < len(lines):
                 under = _RST_UNDERLINE.match(nxt) if rst else _SETEXT.match(nxt)
                 if under and len(nxt.strip()) >= min(len(line.strip()), 3):
@@ -185,6 +191,15 @@ def _headings(lines: list[str], rst: bool) -> list[tuple[int, object, str, int]]
                     continue
         i += 1
     return found
+
+
+def _atx_title(rest: str) -> str:
+    """An ATX heading's text without its optional closing run of '#'."""
+    title = rest.strip()
+    bare = title.rstrip("#")
+    if bare != title and (not bare or bare[-1] in " \t"):
+        title = bare.rstrip()
+    return title
 
 
 def _entries(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +104,8 @@ def _memory(con: apsw.Connection) -> MemoryStatus:
     from .embeddings import semantic_state
     kinds = dict(con.execute("select kind, count(*) from items group by kind"))
     on, note = semantic_state(con)
-    live = con.execute("select count(*) from notes where superseded_by is null").get
+    live = con.execute("select count(*) from notes where superseded_by is null and"
+                       " (valid_until is null or valid_until > ?)", (int(time.time()),)).get
     return MemoryStatus(
         commit_items=kinds.get("commit", 0), doc_items=kinds.get("doc", 0),
         note_items=kinds.get("note", 0),

@@ -164,3 +164,21 @@ def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str 
 
 def set_meta(con: apsw.Connection, key: str, value: str) -> None:
     con.execute("insert or replace into meta(key, value) values (?, ?)", (key, value))
+
+
+@contextmanager
+def immediate(con: apsw.Connection) -> Iterator[None]:
+    """A write transaction that takes the write lock first. A deferred one that reads before it
+    writes fails at once with BUSY when the indexer holds the lock; this one waits the busy
+    timeout, then says the index is busy."""
+    try:
+        con.execute("begin immediate")
+    except apsw.BusyError:
+        raise StoreError("the index is busy (an indexer is writing); try again in a moment") from None
+    try:
+        yield
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+

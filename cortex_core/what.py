@@ -14,11 +14,12 @@ from pathlib import Path
 
 from .history import COMMIT_COLUMNS, CommitRef, commit_ref
 from .hotspots import Hotspot, hotspots
-from .notes import Note, list_notes
+from .notes import Note, list_notes, live_notes_for
 from .search import SIGNAL
 from .workspace import Workspace, read_workspace
 
 MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
+MAX_CHANGED = 500      # changed files looked at (a checkout of another tree changes them all)
 DECISION_KINDS = ("fix", "feat", "refactor", "perf", "revert", "security", "other")
 
 
@@ -47,11 +48,12 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
     ws = workspace if workspace is not None else read_workspace(repo_root)
     changed = ws.changed
     ids = {}
-    for path in changed:
+    for path in changed[:MAX_CHANGED]:
         row = con.execute("select id from files where path = ?", (path,)).fetchone()
         if row:
             ids[path] = row[0]
-    notes = [n for path in ids for n in list_notes(con, repo_root, path)]
+    notes = [n for path in ids for n in live_notes_for(con, repo_root, path)
+             if n.target]   # the repository's own notes are listed under recent decisions
     return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
                 _about(con, ids, top_k), _decisions(con, top_k),
                 list_notes(con, repo_root)[:top_k], _hot(con, set(ids.values()), half_life_days, top_k),

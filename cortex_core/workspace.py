@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,9 @@ def read_workspace(repo_root: Path) -> Workspace:
     tree_flags = (FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_RENAMED
                   | FileStatus.WT_TYPECHANGE)
     staged, modified, untracked = [], [], []
-    for path, flags in sorted(status.items()):
+    for raw, flags in sorted(status.items()):
+        # The index stores undecodable file names with replacement characters; so does this.
+        path = os.fsencode(raw).decode("utf-8", "replace")
         if flags & index_flags:
             staged.append(path)
         if flags & tree_flags:

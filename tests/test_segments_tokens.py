@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cortex_core.segments import commit_segments, doc_sections, is_doc_path
 from cortex_core.tokens import expand, fts_query, query_terms, split_identifier
 
@@ -30,8 +32,26 @@ def test_a_list_of_changes_is_split_and_each_item_tied_to_what_it_names():
     assert segs[1].files == ("pkg/adapters.py",) and segs[1].symbols == ()
     assert segs[2].files == ("pkg/sessions.py",)
     assert segs[2].symbols == (("pkg/sessions.py", "Session.send_request"),)
-    # naming nothing: about the whole commit
-    assert set(segs[3].files) == {"pkg/adapters.py", "pkg/sessions.py", "setup.py"}
+    # naming nothing: about the whole commit, which the head segment is linked to
+    assert segs[3].files == () and set(segs[0].files) == {"pkg/adapters.py", "pkg/sessions.py",
+                                                          "setup.py"}
+
+
+def test_huge_lists_and_documents_are_bounded():
+    body = "\n".join(f"- change {n}" for n in range(3000))
+    segs = commit_segments("Release notes", body, [f"f{n}.py" for n in range(200)], [])
+    assert len(segs) == 1 and segs[0].text.endswith("- change 2999")
+    text = "".join(f"# {n}\nbody {n}\n" for n in range(5000))
+    sections = doc_sections("README.md", text)
+    assert len(sections) == 1000 and sections[-1].text.endswith("body 4999")
+
+
+@pytest.mark.timeout(10, method="thread")
+def test_a_heading_full_of_spaces_is_read_in_linear_time():
+    line = "# a" + " " * 200_000 + "x"
+    assert doc_sections("README.md", line + "\ntext\n")[0].title == "README.md › a" + " " * 200_000 + "x"
+    assert doc_sections("README.md", "# Title ##\nx\n")[0].title == "README.md › Title"
+    assert doc_sections("README.md", "# a#\nx\n")[0].title == "README.md › a#"
 
 
 def test_squash_merge_bodies_keep_each_commits_prose_with_its_item():
