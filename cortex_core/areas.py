@@ -25,6 +25,7 @@ RECLUSTER_SHARE = 0.10
 FILE_CHAIN = 3
 LEXICAL_DIM = 512
 MIN_ITEMS = 8            # fewer items make no meaningful areas
+NO_AREA = -1             # items.cluster of an item with nothing to cluster on (no words, no vector)
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,10 @@ def update_areas(con, settings: ClusterSettings, embedder,
                          con.execute("select id, centroid from clusters order by id")]
             from .spectral import assign
             labels = assign(vectors, np.vstack([c for _, c in centroids]))
-            with con:
+            with con:   # NO_AREA: an item with no vector to place is not tried again
                 con.executemany("update items set cluster = ? where id = ?",
-                                ((centroids[int(label)][0], item) for item, label in
-                                 zip(ids, labels) if label >= 0))
+                                ((centroids[int(label)][0] if label >= 0 else NO_AREA, item)
+                                 for item, label in zip(ids, labels)))
                 con.execute("update clusters set size = (select count(*) from items where cluster"
                             " = clusters.id), first_time = (select min(time) from items where"
                             " cluster = clusters.id), last_time = (select max(time) from items"
@@ -197,8 +198,8 @@ def _store(con, ids: list[int], result, terms: list[list[str]], basis: str, coun
         con.execute("update items set cluster = null")
         con.execute("delete from clusters")
         con.executemany("update items set cluster = ? where id = ?",
-                        ((int(label), item) for item, label in zip(ids, result.labels)
-                         if label >= 0))
+                        ((int(label) if label >= 0 else NO_AREA, item)
+                         for item, label in zip(ids, result.labels)))
         for cid in range(result.k):
             span = con.execute("select count(*), min(time), max(time) from items where cluster = ?",
                                (cid,)).fetchone()
@@ -233,7 +234,7 @@ def areas(con, top: int | None = None) -> list[Area]:
                        " order by size desc, id").fetchall()
     kinds: dict[int, Counter] = {}
     for cluster, kind, n in con.execute("select cluster, kind, count(*) from items"
-                                        " where cluster is not null group by cluster, kind"):
+                                        " where cluster >= 0 group by cluster, kind"):
         kinds.setdefault(cluster, Counter())[kind] = n
     out = []
     for cid, size, label, terms, paths, first, last in rows[:top] if top else rows:

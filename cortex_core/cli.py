@@ -284,6 +284,12 @@ def _plain(value):
 # -- commands -------------------------------------------------------------------------------------
 
 def cmd_index(args) -> int:
+    import os
+    # One BLAS thread: the spectral step's eigensolver ran 3-10x slower with more threads on a
+    # busy machine (bench/README.md, bench_memory.py) and was no faster on an idle one. Set
+    # before numpy loads; a user's own setting wins.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     from .ingest import index_repository
     from . import render
     root, db = _locate(args)

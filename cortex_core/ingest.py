@@ -22,11 +22,11 @@ from pygit2.enums import SortMode
 
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
-from .embeddings import ModelUnavailable, choose_model, load_model
+from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
 from .errors import CortexError, EmptyRepository, NotARepository
 from .languages import language_for_path
 from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
-                     prepare_vectors, refresh_docs)
+                     prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
 from .areas import update_areas
@@ -282,17 +282,24 @@ class _Indexer:
             semantic = "off: model = none"
         else:
             try:
-                embedder = load_model(choice.name)
+                # Loading a model costs ~0.3-0.8 s (imports): skip it when every vector is there
+                # and was made by this very model.
+                if pending_vectors(con) == 0 and vectors_current(
+                        con, choice.name, None, model_fingerprint(choice.name)):
+                    semantic = f"on: {choice.name} ({get_meta(con, 'embed_dim')} dimensions)"
+                else:
+                    embedder = load_model(choice.name)
             except ModelUnavailable as exc:
                 semantic = f"off: {exc}"
                 if not get_meta(con, "embed_model"):
                     with con:
                         set_meta(con, "embed_off_reason", str(exc))
             else:
-                with con:
-                    replaced = prepare_vectors(con, embedder)
-                embedded = embed_missing(con, embedder, self._phase_progress)
-                semantic = f"on: {embedder.name} ({embedder.dim} dimensions)"
+                if embedder is not None:
+                    with con:
+                        replaced = prepare_vectors(con, embedder)
+                    embedded = embed_missing(con, embedder, self._phase_progress)
+                    semantic = f"on: {embedder.name} ({embedder.dim} dimensions)"
         areas = update_areas(con, self.all_settings.clusters, embedder, self._phase_progress)
         return dict(items_added=added, texts_embedded=embedded,
                     items_without_vector=pending_vectors(con), semantic=semantic,

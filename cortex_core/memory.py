@@ -40,6 +40,9 @@ _MERGE_LINE = re.compile(r"^Merge (?:pull request #\d+ from \S+|branch '[^'\n]*'
 _NOISE = re.compile(r"\(?#\d+\)?|\bhttps?://\S+")
 
 
+EMBED_TEXT_VERSION = "2"   # bump when embed_text changes: stored hashes and vectors are redone
+
+
 def embed_text(kind: str, segment: int, title: str, body: str) -> str:
     """The text a vector stands for: a list item alone (its commit's subject would make all the
     segments of a commit alike), otherwise title and body; merge boilerplate, issue numbers and
@@ -166,12 +169,11 @@ def prepare_vectors(con, embedder: Embedder) -> str | None:
     """Make the vector table fit `embedder`. When another model (or width) wrote the vectors, drop
     them all: they are re-embedded, never mixed. Returns the previous model's name if dropped."""
     previous = get_meta(con, "embed_model")
-    same = (previous == embedder.name and get_meta(con, "embed_dim") == str(embedder.dim)
-            and get_meta(con, "embed_fingerprint") == embedder.fingerprint)
-    has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
-    if same and has_table:
+    if vectors_current(con, embedder.name, embedder.dim, embedder.fingerprint):
         return None
     _drop(con)
+    if get_meta(con, "embed_text_version") != EMBED_TEXT_VERSION:
+        _rehash(con)
     con.execute(f"create virtual table item_vectors using vec0("
                 f"embedding float[{embedder.dim}] distance_metric=cosine)")
     set_meta(con, "embed_model", embedder.name)
@@ -179,6 +181,24 @@ def prepare_vectors(con, embedder: Embedder) -> str | None:
     set_meta(con, "embed_fingerprint", embedder.fingerprint)
     con.execute("delete from meta where key = 'embed_off_reason'")
     return previous or None
+
+
+def vectors_current(con, name: str, dim: int | None, fingerprint: str) -> bool:
+    """Whether the stored vectors were made by this model (name, width, files) from texts built
+    the way embed_text builds them now. `dim` None: not checked (the model is not loaded)."""
+    return (get_meta(con, "embed_model") == name
+            and (dim is None or get_meta(con, "embed_dim") == str(dim))
+            and get_meta(con, "embed_fingerprint") == fingerprint
+            and get_meta(con, "embed_text_version") == EMBED_TEXT_VERSION
+            and con.execute("select 1 from sqlite_master where name = 'item_vectors'")
+            .fetchone() is not None)
+
+
+def _rehash(con) -> None:
+    rows = con.execute("select id, kind, segment, title, body from items").fetchall()
+    con.executemany("update items set text_hash = ? where id = ?",
+                    ((text_hash(embed_text(k, n, t, b)), i) for i, k, n, t, b in rows))
+    set_meta(con, "embed_text_version", EMBED_TEXT_VERSION)
 
 
 def _drop(con) -> None:

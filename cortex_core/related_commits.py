@@ -110,7 +110,7 @@ def _same_area(con, seed_items: list[int], exclude: set[int], top_k: int) -> lis
         return []
     row = con.execute(
         f"select i.cluster, count(*) n from items i where i.id in ({','.join('?' * len(seed_items))})"
-        " and i.cluster is not null group by i.cluster order by n desc limit 1", seed_items
+        " and i.cluster >= 0 group by i.cluster order by n desc limit 1", seed_items
     ).fetchone()
     if row is None:
         return []

@@ -156,7 +156,8 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     lines.append(f"  memory: {s.items_added} items added, {s.texts_embedded} texts embedded"
                  + (f", {s.areas} areas" if s.areas else ""))
     if s.model_replaced:
-        lines.append(f"  model changed from {s.model_replaced}: every item was embedded again")
+        lines.append(f"  every item embedded again: the model, its files or the way texts are "
+                     f"embedded changed (vectors were from {s.model_replaced})")
     lines.append(f"  semantic search {s.semantic}")
     if s.items_without_vector and s.semantic.startswith("off"):
         lines.append(f"  {s.items_without_vector} items have no vector: lexical search only")

@@ -329,7 +329,7 @@ def _dominant_area(fused: dict[int, float], meta: dict[int, dict]) -> int | None
     counts: dict[int, int] = {}
     for item in best:
         cluster = meta[item]["cluster"]
-        if cluster is not None:
+        if cluster is not None and cluster >= 0:
             counts[cluster] = counts.get(cluster, 0) + 1
     if not counts:
         return None

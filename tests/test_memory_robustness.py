@@ -189,3 +189,41 @@ def test_cli_bounds_and_unwritable_outputs(small, cortex):
         "utf-8", "surrogateescape"), cwd=small.path)
     assert added.returncode == 0, added.stderr
     assert json.loads(cli("note", "list", "--json", cwd=small.path).stdout)[0]["text"] == "caf\ufffd"
+
+
+def test_an_up_to_date_index_does_not_load_the_model(small, cortex, tiny_model):
+    import cortex_core.embeddings as embeddings
+    cortex.index(model=tiny_model)
+    embeddings._LOADED.clear()
+    summary = cortex.index()
+    assert summary.semantic.startswith(f"on: {tiny_model}") and embeddings._LOADED == {}
+    small.write("app.py", "def run():\n    return 4\n")
+    small.commit("Fix timeout", days_ago=0.5)
+    assert cortex.index().texts_embedded == 1 and tiny_model in embeddings._LOADED
+
+
+def test_a_new_way_of_building_texts_redoes_the_vectors(small, cortex, tiny_model):
+    cortex.index(model=tiny_model)
+    con = open_writer(cortex.db)
+    con.execute("update meta set value = '1' where key = 'embed_text_version'")
+    con.execute("update items set text_hash = 'stale'")
+    summary = cortex.index()
+    assert summary.model_replaced == tiny_model and summary.items_without_vector == 0
+    assert cortex.reader().execute("select count(*) from items where text_hash = 'stale'").get == 0
+
+
+def test_items_with_nothing_to_place_are_not_retried(repo, cortex, tiny_model):
+    for n in range(10):
+        if n % 3 != 2:
+            repo.write("a.py", f"x = {n}\n")
+        # "zzz qqq": no known word (an all-zero vector) and no file (no structural link)
+        repo.commit(["timeout deadline", "cache memo", "zzz qqq"][n % 3], days_ago=20 - n,
+                    allow_empty=n % 3 == 2)
+    cortex.index(model=tiny_model)
+    con = cortex.reader()
+    assert con.execute("select count(*) from items where cluster = -1").get == 3
+    assert con.execute("select count(*) from items where cluster is null").get == 0
+    repo.write("a.py", "x = 99\n")
+    repo.commit("cache again", days_ago=1)
+    assert cortex.index().areas is None
+    assert cortex.reader().execute("select count(*) from items where cluster is null").get == 0
