@@ -388,12 +388,16 @@ def cmd_search(args) -> int:
         path=_spec(args.path, root).path if args.path else None, mode=args.mode,
         priors=not args.no_priors, context=not args.no_context or bool(args.at),
         half_life_days=settings.search.half_life_days, focus=focus)
+    why = None
     if args.mode != "lexical" and embedder is None:
         from .embeddings import semantic_state
         _, why = semantic_state(con)
         if args.mode == "vector":
             raise CortexError(why)
     result = search(con, args.query, options, embedder=embedder)
+    if why:  # the real reason (no model recorded, not downloaded, turned off...)
+        from dataclasses import replace
+        result = replace(result, note=why)
     if args.json:
         return _emit_json(result)
     print(render.search(result, time.time(), args.explain))

@@ -20,6 +20,7 @@ from typing import Callable
 import pygit2
 from pygit2.enums import SortMode
 
+from .areas import update_areas
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
@@ -29,7 +30,6 @@ from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vect
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
-from .areas import update_areas
 from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
 from .symbols import Symbol
 
