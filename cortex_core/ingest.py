@@ -59,6 +59,7 @@ class IndexSummary:
     semantic: str = ""                  # "on: <model>" or why it is off
     model_replaced: str | None = None   # the model whose vectors were dropped for a new one
     areas: int | None = None            # clusters after this run (None: not recomputed)
+    structure_files_read: int = 0       # files whose structure was read (again) this run
 
 
 def open_repository(repo_root: Path) -> pygit2.Repository:
@@ -162,9 +163,11 @@ class _Indexer:
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
+        from .structure import update_structure
+        structure = update_structure(con, self.repo, self.settings, self._phase_progress)
         memory = self._memory()
         total = con.execute("select count(*) from commits where reachable = 1").get
-        return IndexSummary(**memory,
+        return IndexSummary(**memory, structure_files_read=structure.files_read,
             head=str(head.id), new_commits=len(new), total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
@@ -271,7 +274,7 @@ class _Indexer:
             sync_note_items(con)
             relink_note_items(con)
         choice = choose_model(self.model, self.all_settings.memory.model or None,
-                              get_meta(con, "model_choice"))
+                              get_meta(con, "model_choice") or get_meta(con, "embed_model"))
         if choice.source != "default":
             with con:
                 set_meta(con, "model_choice", choice.name)

@@ -186,6 +186,12 @@ def status(s: Status, root: Path, now: float) -> str:
     for skip in s.skipped:
         lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
                      f"{skip.changes_in_history:7d} changes in history")
+    if s.structure:
+        lines.append("structure (references resolved to a definition; imports not counted):")
+        for r in s.structure:
+            lines.append(f"  {r.language:<12} {r.files:6d} files  {r.refs:7d} refs  "
+                         f"{r.rate:6.1%} resolved  {r.ambiguous} ambiguous  "
+                         f"{r.external} external  {r.unresolved} unresolved")
     m = s.memory
     if m is not None:
         lines.append(f"memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
@@ -342,4 +348,63 @@ def related_commits(result, now: float) -> str:
             lines.append(f"  {_commit_line(r.commit, now)}{extra}")
         if not rows:
             lines.append("  none")
+    return "\n".join(lines)
+
+
+# -- structure -------------------------------------------------------------------------------------
+
+
+def _where(path: str, qualname: str | None) -> str:
+    return clean(f"{path}::{qualname}" if qualname else path)
+
+
+def blast(result) -> str:
+    t, s = result.target, result.summary
+    lines = [f"blast radius of {clean(t.label)} (depth {result.depth}): {len(result.dependents)} "
+             f"dependents in {s.files} files; risk {s.risk} ({s.risk_score:g})"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
+    lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
+    lines.append("\ndependents:")
+    for d in result.dependents[:50]:
+        via = " ← ".join(f"{_where(link.src_path, link.src_qualname)}:{link.line} {link.kind}"
+                         for link in d.chain[1:])
+        lines.append(f"  {d.depth}  {d.relation:<9} {d.confidence:4.2f}  {_where(d.path, d.qualname)}"
+                     f":{d.chain[0].line}" + (f"  (via {via})" if via else ""))
+    if len(result.dependents) > 50:
+        lines.append(f"  … {len(result.dependents) - 50} more (--json lists them all)")
+    if not result.dependents:
+        lines.append("  none found")
+    lines.append("\nhidden coupling (changes with it, no structural link):")
+    for h in result.hidden:
+        shas = ", ".join(ref.short for ref in h.evidence[:3])
+        lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  {clean(h.path)}  ({shas})")
+    if not result.hidden:
+        lines.append("  none")
+    lines.append(f"\n{s.formula}\n  D = {s.dependents_weighted:g}, H = {s.hotspot:g}")
+    return "\n".join(lines)
+
+
+def neighbours(result, command: str) -> str:
+    lines = [f"{command} of {clean(result.target.label)}: {len(result.items)}"]
+    for n in result.items:
+        lines.append(f"  {n.relation:<9} {n.confidence:4.2f}  {_where(n.path, n.qualname)}  (line {n.line})")
+    if not result.items:
+        lines.append("  none found")
+    return "\n".join(lines)
+
+
+def fused_related(result) -> str:
+    lines = [f"what changes with {clean(result.target.label)} (structure and co-change fused)"]
+    lines.append(f"  {'score':>5}  {'struct':>6}  {'co-chg':>6}  {'shared':>6}  what")
+    for f in result.files:
+        rel = f"  [{f.relation} at depth {f.depth}]" if f.relation else ""
+        lines.append(f"  {f.score:5.2f}  {f.structure:6.2f}  {f.cochange:6.2f}  {f.support:6d}  "
+                     f"{clean(f.path)}{rel}")
+        for ref in f.evidence[:2]:
+            lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    {ref.short} {_clip(ref.subject, 70)}")
+    if not result.files:
+        lines.append("  nothing")
+    lines.append(f"\n{result.formula}")
     return "\n".join(lines)

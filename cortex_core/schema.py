@@ -195,4 +195,65 @@ MIGRATIONS: list[str] = [
         centroid blob
     );
     """,
+    # 3: structure at HEAD (and modified files of the working tree): definitions, references,
+    # imports, inheritance, tests, resolved to their targets.
+    """
+    -- What the structure pass last read for a file: HEAD's blob, or the working tree's content
+    -- (worktree = 1, blob = its git hash). skip_reason: too large, generated, unsupported...
+    create table struct_files(
+        file_id integer primary key references files(id),
+        blob text not null,
+        language text,
+        worktree integer not null default 0,
+        is_test integer not null default 0,
+        error_nodes integer not null default 0,
+        skip_reason text
+    );
+
+    -- Definitions in the version read (HEAD or working tree).
+    create table defs(
+        file_id integer not null references files(id),
+        qualname text not null,
+        name text not null,
+        kind text not null,
+        start_line integer not null,
+        end_line integer not null,
+        is_test integer not null default 0,
+        primary key (file_id, qualname)
+    ) without rowid;
+    create index defs_name on defs(name);
+
+    -- References as read: calls, inheritance, other uses, and imports (kind = 'import'; module
+    -- and level set). scope: the innermost enclosing definition (null: module level).
+    -- status: resolved, ambiguous (several candidate targets), unresolved, external (a package
+    -- outside the repository).
+    create table refs(
+        id integer primary key,
+        file_id integer not null references files(id),
+        scope text,
+        kind text not null,
+        name text,
+        qualifier text,
+        module text,
+        level integer not null default 0,
+        alias text,
+        owner text,
+        line integer not null,
+        status text not null default 'unresolved'
+    );
+    create index refs_file on refs(file_id);
+    create index refs_name on refs(name);
+
+    -- Where a reference points: one row when resolved (confidence from how it was resolved),
+    -- one row per candidate when ambiguous (confidence shared), none when unresolved.
+    -- dst_qualname null: the file itself (a module import).
+    create table edges(
+        ref_id integer not null references refs(id),
+        dst_file_id integer not null references files(id),
+        dst_qualname text,
+        confidence real not null
+    );
+    create index edges_ref on edges(ref_id);
+    create index edges_dst on edges(dst_file_id, dst_qualname);
+    """,
 ]

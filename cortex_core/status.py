@@ -48,6 +48,23 @@ class Status:
     languages: list[LanguageCount]
     skipped: list[SkipCount]
     memory: MemoryStatus | None = None
+    structure: list[ResolutionRate] | None = None
+
+
+@dataclass(frozen=True)
+class ResolutionRate:
+    """How many references of a language found their target (imports excluded)."""
+    language: str
+    files: int
+    refs: int
+    resolved: int
+    ambiguous: int
+    external: int
+    unresolved: int
+
+    @property
+    def rate(self) -> float:
+        return self.resolved / self.refs if self.refs else 0.0
 
 
 @dataclass(frozen=True)
@@ -97,7 +114,20 @@ def status(con: apsw.Connection, db_path: Path) -> Status:
         symbol_changes=one("select count(*) from symbol_changes"),
         file_changes=one("select count(*) from file_changes"),
         languages=[LanguageCount(*row) for row in langs],
-        skipped=skipped, memory=_memory(con))
+        skipped=skipped, memory=_memory(con), structure=_structure(con))
+
+
+def _structure(con: apsw.Connection) -> list[ResolutionRate]:
+    files = dict(con.execute("select language, count(*) from struct_files where skip_reason"
+                             " is null group by language"))
+    counts: dict[str, dict[str, int]] = {}
+    for language, status, n in con.execute(
+            "select s.language, r.status, count(*) from refs r join struct_files s"
+            " on s.file_id = r.file_id where r.kind != 'import' group by 1, 2"):
+        counts.setdefault(language, {})[status] = n
+    return [ResolutionRate(lang, files.get(lang, 0), sum(c.values()), c.get("resolved", 0),
+                           c.get("ambiguous", 0), c.get("external", 0), c.get("unresolved", 0))
+            for lang, c in sorted(counts.items(), key=lambda kv: -sum(kv[1].values()))]
 
 
 def _memory(con: apsw.Connection) -> MemoryStatus:

@@ -1,0 +1,358 @@
+"""Blast radius: what depends on a symbol or a file, structurally and historically.
+
+Structure: the reverse transitive closure over resolved edges (calls, imports, inheritance, other
+references) up to a depth, each dependent with the chain of edges that explains it and the
+product of their confidences. Relations: caller, importer, subclass (or implementer), test (any
+dependent in a test file), reference. History: the co-change partners that the structure does not
+show — hidden coupling — with their shared commits.
+
+Risk (documented in the README):
+
+    risk = (1 + ln(1 + D)) × (1 + H)
+    D = dependents found (each weighted by its chain's confidence)
+    H = the target's hotspot score: R × (1 + ln A) × (1 + log10(1 + L)), R = Σ 0.5^(age/90 days)
+
+    low < 4 ≤ medium < 12 ≤ high
+
+`fused_related` ranks what changes with a target by structure and co-change together:
+    score = 1 − (1 − s)(1 − c), s = best chain confidence × 0.5^(depth − 1) in either direction,
+    c = co-change confidence (shared commits / the target's commits).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .coupling import related
+from .history import CommitRef, history
+from .targets import Target, TargetSpec, resolve
+
+MAX_DEPTH = 10
+MAX_DEPENDENTS = 2000
+RISK_LEVELS = ((4.0, "low"), (12.0, "medium"))
+RISK_FORMULA = ("risk = (1 + ln(1 + D)) × (1 + H); D = dependents (confidence-weighted), "
+                "H = hotspot score of the target; low < 4 ≤ medium < 12 ≤ high")
+
+
+@dataclass(frozen=True)
+class Link:
+    kind: str                 # call, import, inherits, ref
+    src_path: str
+    src_qualname: str | None  # None: module level
+    line: int
+    dst_path: str
+    dst_qualname: str | None
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Dependent:
+    path: str
+    qualname: str | None
+    relation: str             # caller, importer, subclass, test, reference
+    depth: int
+    confidence: float
+    chain: tuple[Link, ...]   # from this dependent to the target
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.qualname}" if self.qualname else self.path
+
+
+@dataclass(frozen=True)
+class Hidden:
+    path: str
+    qualname: str | None
+    support: int
+    confidence: float
+    evidence: list[CommitRef]
+
+
+@dataclass(frozen=True)
+class Summary:
+    by_relation: dict[str, int]
+    files: int
+    tests: list[str]
+    risk: str
+    risk_score: float
+    dependents_weighted: float
+    hotspot: float
+    formula: str = RISK_FORMULA
+
+
+@dataclass(frozen=True)
+class Blast:
+    target: Target
+    depth: int
+    dependents: list[Dependent]
+    hidden: list[Hidden]
+    summary: Summary
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    path: str
+    qualname: str | None
+    relation: str
+    confidence: float
+    line: int
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    target: Target
+    items: list[Neighbour] = field(default_factory=list)
+
+
+# -- edges -------------------------------------------------------------------------------------
+
+
+def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
+    """(src file, src scope, kind, line, confidence, dst qualname) of edges into a node."""
+    if whole_file:
+        where, params = "e.dst_file_id = ?", (file_id,)
+    elif qualname is None:      # module level: what imports the module
+        where, params = "e.dst_file_id = ? and e.dst_qualname is null", (file_id,)
+    else:                       # the symbol and its members
+        where = ("e.dst_file_id = ? and (e.dst_qualname = ? or (e.dst_qualname >= ? and"
+                 " e.dst_qualname < ?))")
+        params = (file_id, qualname, qualname + ".", qualname + "/")
+    return con.execute(
+        "select r.file_id, r.scope, r.kind, r.line, e.confidence, e.dst_qualname from edges e"
+        f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
+
+
+def _outgoing(con, file_id: int, qualname: str | None):
+    if qualname is None:
+        where, params = "r.file_id = ?", (file_id,)
+    else:
+        where = "r.file_id = ? and (r.scope = ? or (r.scope >= ? and r.scope < ?))"
+        params = (file_id, qualname, qualname + ".", qualname + "/")
+    return con.execute(
+        "select e.dst_file_id, e.dst_qualname, r.kind, r.line, e.confidence, r.scope from edges e"
+        f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
+
+
+class _Names:
+    def __init__(self, con):
+        self.con = con
+        self.paths: dict[int, str] = {}
+        self.tests = {fid for (fid,) in con.execute(
+            "select file_id from struct_files where is_test = 1")}
+
+    def path(self, fid: int) -> str:
+        if fid not in self.paths:
+            self.paths[fid] = self.con.execute("select path from files where id = ?", (fid,)).get
+        return self.paths[fid]
+
+
+def _inside(scope: str | None, qualname: str | None) -> bool:
+    return qualname is not None and scope is not None and (
+        scope == qualname or scope.startswith(qualname + "."))
+
+
+def _relation(kind: str, is_test: bool) -> str:
+    if is_test:
+        return "test"
+    return {"call": "caller", "import": "importer", "inherits": "subclass"}.get(kind, "reference")
+
+
+# -- queries -----------------------------------------------------------------------------------
+
+
+MIN_CONFIDENCE = 0.25   # a chain less likely than this (a guess by method name) is left out
+
+
+def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
+          half_life_days: float = 90.0, now: float | None = None,
+          min_confidence: float = MIN_CONFIDENCE) -> Blast:
+    target = resolve(con, spec)
+    depth = max(1, min(depth, MAX_DEPTH))
+    names = _Names(con)
+    whole_file = target.qualname is None
+    start = (target.file_id, target.qualname)
+    best: dict[tuple[int, str | None], Dependent] = {}
+    frontier = [(start, (), 1.0)]
+    note = None
+    if not con.execute("select 1 from struct_files limit 1").fetchone():
+        note = "no structure indexed yet: run `cortex index`"
+    for level in range(1, depth + 1):
+        nxt = []
+        for (fid, qual), chain, conf in frontier:
+            rows = _incoming(con, fid, qual, whole_file and (fid, qual) == start)
+            for src_file, scope, kind, line, confidence, dst_qual in rows:
+                node = (src_file, scope)
+                if node == start or (src_file == target.file_id and
+                                     (whole_file or _inside(scope, target.qualname))):
+                    continue   # the target's own code
+                link = Link(kind, names.path(src_file), scope, line, names.path(fid), dst_qual,
+                            confidence)
+                total = conf * confidence
+                if total < min_confidence:
+                    continue
+                known = best.get(node)
+                if known is not None and (known.depth < level or known.confidence >= total):
+                    continue
+                dep = Dependent(names.path(src_file), scope,
+                                _relation(kind, src_file in names.tests), level, round(total, 4),
+                                (link,) + chain)
+                best[node] = dep
+                nxt.append((node, dep.chain, total))
+        frontier = nxt
+        if len(best) >= MAX_DEPENDENTS:
+            note = f"stopped at {MAX_DEPENDENTS} dependents"
+            break
+    dependents = sorted(best.values(), key=lambda d: (d.depth, -d.confidence, d.path,
+                                                      d.qualname or ""))
+    hidden = _hidden(con, spec, target, dependents, top_hidden)
+    return Blast(target, depth, dependents, hidden,
+                 _summary(con, spec, dependents, half_life_days, now), note)
+
+
+def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
+            top: int) -> list[Hidden]:
+    """Co-change partners the structure does not connect (in either direction)."""
+    structural = {d.path for d in dependents} | {target.path}
+    structural |= {con.execute("select path from files where id = ?", (f,)).get
+                   for f, *_ in _outgoing(con, target.file_id, target.qualname)}
+    found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3)
+    out = []
+    for p in found.files:
+        if p.path not in structural:
+            out.append(Hidden(p.path, None, p.support, round(p.confidence, 4), p.evidence))
+        if len(out) == top:
+            break
+    return out
+
+
+def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days: float,
+             now: float | None) -> Summary:
+    now = time.time() if now is None else now
+    counts: dict[str, int] = defaultdict(int)
+    for d in dependents:
+        counts[d.relation] += 1
+    tests = sorted({d.label for d in dependents if d.relation == "test"})
+    weighted = sum(d.confidence for d in dependents)
+    entries = history(con, spec).entries
+    recency = sum(0.5 ** (max(0.0, now - e.commit.time) / 86400 / half_life_days) for e in entries)
+    authors = len({e.commit.email for e in entries})
+    churn = sum((e.added or 0) + (e.deleted or 0) for e in entries)
+    hot = recency * (1 + math.log(authors)) * (1 + math.log10(1 + churn)) if authors else 0.0
+    score = (1 + math.log(1 + weighted)) * (1 + hot)
+    level = next((name for bound, name in RISK_LEVELS if score < bound), "high")
+    return Summary(dict(sorted(counts.items())), len({d.path for d in dependents}), tests, level,
+                   round(score, 3), round(weighted, 3), round(hot, 3))
+
+
+def callers(con, spec: TargetSpec) -> Neighbours:
+    target = resolve(con, spec)
+    names = _Names(con)
+    items = []
+    for src_file, scope, kind, line, conf, _ in _incoming(con, target.file_id, target.qualname,
+                                                          target.qualname is None):
+        if kind == "import" or (src_file == target.file_id and _inside(scope, target.qualname)):
+            continue
+        items.append(Neighbour(names.path(src_file), scope, _relation(kind, src_file in names.tests),
+                               round(conf, 4), line))
+    return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
+                                                                n.qualname or "", n.line)))
+
+
+def callees(con, spec: TargetSpec) -> Neighbours:
+    target = resolve(con, spec)
+    names = _Names(con)
+    items = []
+    for dst_file, dst_qual, kind, line, conf, _ in _outgoing(con, target.file_id, target.qualname):
+        if kind == "import" and target.qualname is not None:
+            continue
+        items.append(Neighbour(names.path(dst_file), dst_qual,
+                               {"call": "callee", "inherits": "base", "import": "imported"}.get(
+                                   kind, "reference"), round(conf, 4), line))
+    return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
+                                                                n.qualname or "", n.line)))
+
+
+# -- fused "what changes with it" ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusedPartner:
+    path: str
+    score: float
+    structure: float          # in [0, 1]
+    cochange: float           # co-change confidence
+    relation: str | None      # how the structure connects it (dependent, dependency), if it does
+    depth: int | None
+    support: int              # shared commits
+    evidence: list[CommitRef]
+
+
+@dataclass(frozen=True)
+class FusedRelated:
+    target: Target
+    files: list[FusedPartner]
+    formula: str = "score = 1 − (1 − s)(1 − c); s = chain confidence × 0.5^(depth − 1); c = co-change confidence"
+
+
+def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tuple[float, str, int]]:
+    """path -> (s, relation, depth) of files connected to the target in either direction."""
+    out: dict[str, tuple[float, str, int]] = {}
+    names = _Names(con)
+    # dependents (reverse edges)
+    frontier = [((target.file_id, target.qualname), 1.0)]
+    seen = {(target.file_id, target.qualname)}
+    for level in range(1, depth + 1):
+        nxt = []
+        for (fid, qual), conf in frontier:
+            for src_file, scope, _, _, c, _ in _incoming(con, fid, qual, target.qualname is None
+                                                         and fid == target.file_id and level == 1):
+                node = (src_file, scope)
+                if node in seen or src_file == target.file_id:
+                    continue
+                seen.add(node)
+                s = conf * c * 0.5 ** (level - 1)
+                path = names.path(src_file)
+                if s > out.get(path, (0.0,))[0]:
+                    out[path] = (s, "dependent", level)
+                nxt.append((node, conf * c))
+        frontier = nxt
+    # dependencies (forward edges)
+    frontier = [((target.file_id, target.qualname), 1.0)]
+    seen = {(target.file_id, target.qualname)}
+    for level in range(1, depth + 1):
+        nxt = []
+        for (fid, qual), conf in frontier:
+            for dst_file, dst_qual, _, _, c, _ in _outgoing(con, fid, qual):
+                node = (dst_file, dst_qual)
+                if node in seen or dst_file == target.file_id:
+                    continue
+                seen.add(node)
+                s = conf * c * 0.5 ** (level - 1)
+                path = names.path(dst_file)
+                if s > out.get(path, (0.0,))[0]:
+                    out[path] = (s, "dependency", level)
+                nxt.append((node, conf * c))
+        frontier = nxt
+    return out
+
+
+def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
+                  max_changeset: int = 30, min_support: int = 2) -> FusedRelated:
+    target = resolve(con, spec)
+    structure = structural_neighbours(con, target, depth)
+    co = related(con, TargetSpec(target.path, target.qualname), top_k=10_000,
+                 max_changeset=max_changeset, min_support=min_support)
+    cochange = {p.path: p for p in co.files}
+    out = []
+    for path in set(structure) | set(cochange):
+        s, relation, level = structure.get(path, (0.0, None, None))
+        p = cochange.get(path)
+        c = p.confidence if p else 0.0
+        out.append(FusedPartner(path, round(1 - (1 - s) * (1 - c), 4), round(s, 4), round(c, 4),
+                                relation, level, p.support if p else 0, p.evidence if p else []))
+    out.sort(key=lambda f: (-f.score, -f.support, f.path))
+    return FusedRelated(target, out[:top_k])

@@ -1,0 +1,376 @@
+"""Resolution of references to definitions, the way a linker would.
+
+A reference resolves, in order: through the file's imports (`from a.b import save` binds `save`
+to `a/b.py::save`; relative imports; `import x as y`; JS/TS `import {save} from "./db"` with
+extensions and index files; Go packages by directory; Java imports and packages; Rust `use`
+paths), then through the enclosing class for `self.x()` / `this.x()` (and its bases), then the
+same file (and, for Go and Java, the same package), then a unique definition of that name in the
+project. Every edge carries a confidence; what several definitions could satisfy is kept as
+ambiguous (the confidence shared), what none can as unresolved, what points outside the
+repository as external.
+"""
+
+from __future__ import annotations
+
+import builtins
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass
+
+CONF_IMPORT = 1.0      # through an import or a module qualifier, the definition found
+CONF_LOCAL = 1.0       # the same file
+CONF_CLASS = 0.9       # self.x() / this.x() in the enclosing class or a base
+CONF_PACKAGE = 0.9     # the same Go/Java package
+CONF_MODULE_ONLY = 0.6  # the imported module is known, the name is not a definition in it
+CONF_UNIQUE = 0.5      # the only definition of that name in the project
+CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
+MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
+
+JS_LIKE = ("javascript", "typescript", "tsx")
+PY_BUILTINS = frozenset(dir(builtins))
+JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
+
+
+@dataclass
+class RefRow:
+    id: int
+    file_id: int
+    scope: str | None
+    kind: str
+    name: str | None
+    qualifier: str | None
+    module: str | None
+    level: int
+    alias: str | None
+    owner: str | None
+
+
+Target = tuple[int, "str | None", float]   # (file id, qualname or None, confidence)
+
+
+class Resolver:
+    """Indexes of the whole project's structure, built once per resolution run."""
+
+    def __init__(self, con):
+        self.con = con
+        self.path = {}
+        self.lang = {}
+        for fid, path, lang in con.execute(
+                "select f.id, f.path, s.language from struct_files s join files f"
+                " on f.id = s.file_id where s.skip_reason is null"):
+            self.path[fid] = path
+            self.lang[fid] = lang
+        self.by_path = {p: f for f, p in self.path.items()}
+        self.defs: dict[int, dict[str, str]] = defaultdict(dict)       # file -> qualname -> kind
+        self.by_name: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        for fid, qualname, name, kind in con.execute("select file_id, qualname, name, kind from defs"):
+            if fid in self.path:
+                self.defs[fid][qualname] = kind
+                self.by_name[name].append((fid, qualname, kind))
+        self.by_dir: dict[str, list[int]] = defaultdict(list)
+        for fid, path in self.path.items():
+            self.by_dir[posixpath.dirname(path)].append(fid)
+        self._py_modules = None
+        self._go_module = None
+        self._bindings: dict[int, dict[str, list[Target]]] = {}
+        self._bases: dict[tuple[int, str], list[Target]] = {}
+
+    # -- modules -----------------------------------------------------------------------------
+
+    def module_files(self, file_id: int, module: str | None, level: int) -> list[int] | None:
+        """Files a module reference names; None when it is outside the repository."""
+        lang = self.lang.get(file_id)
+        here = self.path[file_id]
+        if lang == "python":
+            return self._python_module(here, module or "", level)
+        if lang in JS_LIKE:
+            return self._js_module(here, module or "")
+        if lang == "go":
+            return self._go_package(module or "")
+        if lang == "java":
+            return self._java_module(module or "")
+        if lang == "rust":
+            return self._rust_module(here, module or "")
+        return None
+
+    def _python_module(self, here: str, module: str, level: int) -> list[int] | None:
+        if level:
+            base = posixpath.dirname(here).split("/") if posixpath.dirname(here) else []
+            base = base[:len(base) - (level - 1)] if level > 1 else base
+            stem = "/".join(base + (module.split(".") if module else []))
+            found = [self.by_path[p] for p in (stem + ".py", stem + "/__init__.py",
+                                                stem + ".pyi") if p in self.by_path]
+            return found or []
+        if self._py_modules is None:
+            self._py_modules = defaultdict(list)
+            for fid, path in self.path.items():
+                if self.lang[fid] != "python":
+                    continue
+                stem = path[:-3] if path.endswith(".py") else path[:-4] if path.endswith(".pyi") \
+                    else path
+                if stem.endswith("/__init__"):
+                    stem = stem[:-9]
+                parts = stem.split("/")
+                for k in range(len(parts)):
+                    self._py_modules[".".join(parts[k:])].append(fid)
+        found = self._py_modules.get(module)
+        if not found:
+            return None
+        if len(found) > 1:   # the candidate closest to the importing file
+            found = sorted(found, key=lambda f: -_common_prefix(self.path[f], here))[:1]
+        return found
+
+    def _js_module(self, here: str, module: str) -> list[int] | None:
+        if not module.startswith("."):
+            return None                     # a package (or a path alias we do not read)
+        base = posixpath.normpath(posixpath.join(posixpath.dirname(here), module))
+        for candidate in [base] + [base + e for e in JS_EXTENSIONS] + \
+                [base + "/index" + e for e in JS_EXTENSIONS]:
+            if candidate in self.by_path:
+                return [self.by_path[candidate]]
+        # "./x.js" written for "./x.ts" (TypeScript's ESM convention)
+        stem, ext = posixpath.splitext(base)
+        if ext in (".js", ".jsx", ".mjs", ".cjs"):
+            for e in (".ts", ".tsx", ".mts", ".cts"):
+                if stem + e in self.by_path:
+                    return [self.by_path[stem + e]]
+        return []
+
+    def _go_package(self, module: str) -> list[int] | None:
+        if self._go_module is None:   # recorded from go.mod by the structure pass
+            row = self.con.execute("select value from meta where key = 'go_module'").fetchone()
+            self._go_module = row[0] if row else ""
+        prefix = self._go_module
+        if prefix and (module == prefix or module.startswith(prefix + "/")):
+            rel = module[len(prefix):].lstrip("/")
+            return [f for f in self.by_dir.get(rel, []) if self.lang.get(f) == "go"] or []
+        # without go.mod: a directory whose path ends the import path
+        for d, fids in self.by_dir.items():
+            if d and (module == d or module.endswith("/" + d)):
+                return [f for f in fids if self.lang.get(f) == "go"]
+        return None
+
+    def _java_module(self, module: str) -> list[int] | None:
+        rel = module.replace(".", "/")
+        found = [f for p, f in self.by_path.items() if p.endswith(rel + ".java")
+                 and (p == rel + ".java" or p.endswith("/" + rel + ".java"))]
+        if found:
+            return found[:1]
+        pkg = [f for d, fids in self.by_dir.items() if d == rel or d.endswith("/" + rel)
+               for f in fids if self.lang.get(f) == "java"]
+        return pkg or None
+
+    def _rust_module(self, here: str, module: str) -> list[int] | None:
+        parts = [p for p in module.split("::") if p]
+        if not parts:
+            return None
+        directory = posixpath.dirname(here)
+        if parts[0] == "crate":
+            root = directory
+            while root and not any(posixpath.join(root, n) in self.by_path
+                                   for n in ("lib.rs", "main.rs")):
+                root = posixpath.dirname(root)
+            base, parts = root, parts[1:]
+        elif parts[0] in ("self", "super"):
+            base = directory
+            while parts and parts[0] in ("self", "super"):
+                if parts[0] == "super":
+                    base = posixpath.dirname(base)
+                parts = parts[1:]
+        else:
+            return None                     # another crate
+        found: list[int] = []
+        for k in range(len(parts), 0, -1):  # the longest prefix that is a file
+            stem = posixpath.join(base, *parts[:k]) if base else "/".join(parts[:k])
+            for cand in (stem + ".rs", stem + "/mod.rs"):
+                if cand in self.by_path:
+                    return [self.by_path[cand]]
+        return found or [self.by_path[p] for p in (posixpath.join(base, "lib.rs"),
+                                                   posixpath.join(base, "main.rs"))
+                         if p in self.by_path]
+
+    # -- imports -------------------------------------------------------------------------------
+
+    def resolve_import(self, ref: RefRow) -> tuple[str, list[Target]]:
+        files = self.module_files(ref.file_id, ref.module, ref.level)
+        if files is None:
+            return "external", []
+        if not files:
+            return "unresolved", []
+        if ref.name is None or ref.name == "*":
+            return "resolved", [(f, None, CONF_IMPORT) for f in files]
+        if self.lang.get(ref.file_id) == "python":   # `from pkg import sub`: a submodule first
+            sub = self._python_module(self.path[ref.file_id],
+                                      ".".join(p for p in (ref.module, ref.name) if p), ref.level)
+            if sub:
+                return "resolved", [(sub[0], None, CONF_IMPORT)]
+        for f in files:
+            if ref.name in self.defs.get(f, {}):
+                return "resolved", [(f, ref.name, CONF_IMPORT)]
+        for f in files:   # a re-export: the name imported into that module from elsewhere
+            target = self.bindings(f).get(ref.name)
+            if target and target[0][0] != ref.file_id:
+                return "resolved", [(t[0], t[1], min(t[2], 0.9)) for t in target]
+        if ref.name == "default" and ref.alias:
+            for f in files:
+                if ref.alias in self.defs.get(f, {}):
+                    return "resolved", [(f, ref.alias, CONF_CLASS)]
+        return "resolved", [(files[0], None, CONF_MODULE_ONLY)]
+
+    def bindings(self, file_id: int, _depth: int = 0) -> dict[str, list[Target]]:
+        """Local name -> targets, from the file's imports (resolved on demand, cycles cut)."""
+        cached = self._bindings.get(file_id)
+        if cached is not None:
+            return cached
+        self._bindings[file_id] = out = {}
+        if _depth > 8:
+            return out
+        rows = self.con.execute(
+            "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
+            " from refs where file_id = ? and kind = 'import'", (file_id,)).fetchall()
+        for row in rows:
+            ref = RefRow(*row)
+            status, targets = self.resolve_import(ref)
+            if status != "resolved":
+                continue
+            local = ref.alias or (ref.name if ref.name not in (None, "*") else None)
+            if local is None and ref.module:
+                local = ref.module.split(".")[0].split("/")[-1].split("::")[-1]
+            if local and local != "*":
+                out.setdefault(local, targets)
+            if ref.name == "*" or (ref.name is None and self.lang.get(file_id) == "java"):
+                for f, _, _ in targets:   # wildcard: every definition of the module
+                    for q in self.defs.get(f, {}):
+                        if "." not in q:
+                            out.setdefault(q, [(f, q, CONF_IMPORT * 0.9)])
+        return out
+
+    # -- references ----------------------------------------------------------------------------
+
+    def resolve(self, ref: RefRow) -> tuple[str, list[Target]]:
+        if ref.kind == "import":
+            return self.resolve_import(ref)
+        if not ref.name:
+            return "unresolved", []
+        q = ref.qualifier
+        if q in ("self", "cls", "this") or (q == "super"):
+            found = self._in_class(ref, include_own=q != "super")
+            if found:
+                return "resolved", found
+            return self._by_name(ref.name, methods=True)
+        if q and q != "?":
+            binding = self.bindings(ref.file_id).get(q) or self.bindings(ref.file_id).get(
+                q.split(".")[0].split("::")[0])
+            if binding:
+                return self._member(binding, ref.name, q)
+            module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
+                "rust",) else None
+            if module:
+                return self._member([(f, None, CONF_IMPORT) for f in module], ref.name, q)
+            local_class = self.defs.get(ref.file_id, {}).get(q)
+            if local_class is not None:   # Class.method() in the same file
+                member = f"{q}.{ref.name}"
+                if member in self.defs[ref.file_id]:
+                    return "resolved", [(ref.file_id, member, CONF_LOCAL)]
+            return self._by_name(ref.name, methods=True)
+        if q == "?":
+            return self._by_name(ref.name, methods=True)
+        binding = self.bindings(ref.file_id).get(ref.name)
+        if binding:
+            return "resolved" if len(binding) == 1 else "ambiguous", binding
+        own = self.defs.get(ref.file_id, {})
+        if ref.name in own:
+            return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
+        if self.lang.get(ref.file_id) == "python" and ref.name in PY_BUILTINS:
+            return "external", []      # len(), isinstance(), ValueError...
+        if self.lang.get(ref.file_id) in ("go", "java"):
+            directory = posixpath.dirname(self.path[ref.file_id])
+            same = [(f, ref.name, CONF_PACKAGE) for f in self.by_dir.get(directory, [])
+                    if f != ref.file_id and ref.name in self.defs.get(f, {})]
+            if same:
+                return ("resolved" if len(same) == 1 else "ambiguous"), same
+        return self._by_name(ref.name, methods=False)
+
+    def _member(self, binding: list[Target], name: str, qualifier: str) -> tuple[str, list[Target]]:
+        out: list[Target] = []
+        for f, qual, conf in binding:
+            member = f"{qual}.{name}" if qual else name
+            if member in self.defs.get(f, {}):
+                out.append((f, member, conf))
+            elif qual is None and self.lang.get(f) == "go":   # a Go package: any of its files
+                directory = posixpath.dirname(self.path[f])
+                out.extend((g, name, conf) for g in self.by_dir.get(directory, [])
+                           if name in self.defs.get(g, {}))
+        out = list(dict.fromkeys(out))
+        if out:
+            return ("resolved" if len(out) == 1 else "ambiguous"), out[:MAX_CANDIDATES]
+        files = [f for f, qual, _ in binding if qual is None]
+        if files:   # the module is known; the name is not a definition in it
+            return "resolved", [(files[0], None, CONF_MODULE_ONLY)]
+        return self._by_name(name, methods=True)
+
+    def _in_class(self, ref: RefRow, include_own: bool) -> list[Target]:
+        if not ref.scope:
+            return []
+        own = self.defs.get(ref.file_id, {})
+        parts = ref.scope.split(".")
+        classes = [".".join(parts[:k]) for k in range(len(parts), 0, -1)
+                   if own.get(".".join(parts[:k])) in ("class", "struct", "interface", "trait",
+                                                        "impl", "type", "enum", "record")]
+        if not classes:
+            return []
+        cls = classes[0]
+        seen: set[tuple[int, str]] = set()
+        frontier = [(ref.file_id, cls)] if include_own else self.bases(ref.file_id, cls)[:]
+        frontier = [(f, c) for f, c, *_ in frontier]
+        depth = 0
+        while frontier and depth < 10:
+            nxt = []
+            for f, c in frontier:
+                if (f, c) in seen:
+                    continue
+                seen.add((f, c))
+                member = f"{c}.{ref.name}"
+                if member in self.defs.get(f, {}):
+                    return [(f, member, CONF_CLASS)]
+                nxt.extend((g, d) for g, d, _ in self.bases(f, c))
+            frontier, depth = nxt, depth + 1
+        return []
+
+    def bases(self, file_id: int, cls: str) -> list[Target]:
+        key = (file_id, cls)
+        if key in self._bases:
+            return self._bases[key]
+        self._bases[key] = []
+        out: list[Target] = []
+        for row in self.con.execute(
+                "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
+                " from refs where file_id = ? and kind = 'inherits' and (scope = ? or owner = ?)",
+                (file_id, cls, cls.rsplit(".", 1)[-1])):
+            status, targets = self.resolve(RefRow(*row))
+            out.extend(t for t in targets if t[1])
+        self._bases[key] = out
+        return out
+
+    def _by_name(self, name: str, methods: bool) -> tuple[str, list[Target]]:
+        """A definition anywhere in the project, when few enough share the name."""
+        found = [(f, q) for f, q, kind in self.by_name.get(name, [])
+                 if ("." in q) == methods or (not methods and "." not in q)]
+        if not found and not methods:
+            found = [(f, q) for f, q, _ in self.by_name.get(name, [])]
+        if not found or len(found) > MAX_CANDIDATES:
+            return "unresolved", []
+        conf = CONF_METHOD if methods else CONF_UNIQUE
+        if len(found) == 1:
+            return "resolved", [(found[0][0], found[0][1], conf)]
+        # Several definitions could be meant: each keeps a share (obj.get() is rarely all of them).
+        return "ambiguous", [(f, q, conf / len(found)) for f, q in found]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a.split("/"), b.split("/")):
+        if x != y:
+            break
+        n += 1
+    return n

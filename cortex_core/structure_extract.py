@@ -1,0 +1,971 @@
+"""Imports and references of one source file, read with tree-sitter: no database, no resolution.
+
+extract_structure(language, source) parses the file once and runs one compiled query per
+language. The query only selects the nodes of interest (import statements, calls, class
+headers, decorators, ...); a small handler per captured node type reads its fields. Matching
+runs in C and handlers never recurse (name chains and Rust use-trees are walked with loops), so
+deep nesting cannot hit Python's recursion limit. A file with syntax errors yields whatever
+tree-sitter's error recovery left readable; `error_nodes` counts the ERROR and MISSING nodes.
+
+Results are in source order. An import's `line` is the line of the name it binds (the module
+for whole-module imports); a ref's `line` and `byte` are those of its last segment (`save` in
+`db.save()`), so a call spread over several lines is placed where its name is.
+
+Qualifiers: the text before the last segment when it is a plain chain of names (`self.a.b()` ->
+"self.a", Rust `a::b::f()` -> "a::b"; generic arguments dropped: `Vec::<u8>::new()` -> "Vec");
+"?" for any other receiver (`f().g()`, `x[0].g()`); None for a bare call.
+
+Per-language decisions:
+- Python: `import a.b` binds alias "a"; `from __future__ import x` is an import of "__future__".
+  Class bases skip keyword arguments and `*args`; `Generic[T]` is the base "Generic". A decorator
+  that is a plain name or attribute is a "ref"; a decorator call (`@app.route("/")`) is a "call",
+  recorded once. `super().m()` and `super(A, self).m()` have qualifier "super".
+- JavaScript/TypeScript/TSX: `import x from` is name "default" with alias "x"; `import {a as b}`
+  name "a" alias "b"; `import * as ns` and TS `import ns = require()` name None alias "ns"; a
+  side-effect `import "./x"` has neither. `export {a as b} from "./m"` is name "a" alias "b",
+  `export * from` a wildcard, `export * as ns from` alias "ns". `require("lit")` is an import, not
+  a call: alias is the variable it is assigned to, `const {a, b: c} = require()` yields one
+  import per property, `const x = require("m").y` name "y"; any other use has neither. Dynamic
+  `import("lit")` likewise (through `await`). `new X()` is a call; `super()` is not recorded.
+  Heritage: `extends` / `implements` / interface `extends`; `extends mixin(A)` is only a call.
+  The owner of an anonymous class is its variable, or "default" under `export default`.
+  Decorators as for Python. JSX (in .js/.jsx and .tsx): `<Button />` and `<ui.Panel>` are calls of
+  the component; lowercase tags are HTML and not recorded.
+- Go: each import spec is an import with name None and alias the package name used: the
+  explicit name ("." for a dot import, which is also a wildcard; "_" for a blank import), else
+  the last path segment, skipping a major-version segment ("github.com/x/y/v2" -> "y") and
+  dropping a gopkg.in-style suffix ("gopkg.in/yaml.v3" -> "yaml"); names that differ from the
+  directory (`go-redis` declaring `package redis`) cannot be known here. Embedded struct fields
+  and embedded interfaces are "inherits" refs owned by the named type. Type conversions
+  (`int(x)`) look like calls and are recorded as calls; `g[int]()` is not recorded (an
+  instantiation cannot be told from indexing a slice of functions).
+- Java: `import com.x.Y` is module "com.x" name "Y"; `import static com.x.Y.m` module "com.x.Y"
+  name "m"; `import com.x.*` module "com.x", wildcard. Method invocations and `new X()` are calls;
+  `super(...)`/`this(...)` constructor calls are not recorded. Method references are "ref"s
+  (`Foo::bar` -> "bar" qualified "Foo"; `Foo::new` -> "Foo"). `extends`/`implements` of
+  classes, interfaces, enums and records are "inherits".
+- Rust: a use path is split before its last segment: `use crate::a::Foo` -> module "crate::a"
+  name "Foo"; `use std::io` -> module "std" name "io" (a path cannot tell a module from an
+  item); `self` in a use list names its parent path; a single segment (`use serde;`,
+  `extern crate alloc`) is a whole-module import bound to its own name; a leading `::` is dropped.
+  Macro invocations are calls named with their "!" (`println!`), so they never resolve to a
+  function of the same name. Macro arguments are token trees, not syntax: inside them a name
+  directly followed by `(` is read as a call (`a.b(`, `A::new(`, nested `format!(`), except
+  after `fn`/`struct`/... and inside attributes (`#[cfg(any(...))]`). `impl Trait for Type` and
+  supertraits (`trait A: B`) are "inherits" refs owned by the type (no path, no generics).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable
+
+from tree_sitter import Node, Parser, Query, QueryCursor
+from tree_sitter_language_pack import get_language, get_parser
+
+__all__ = ["SUPPORTED", "FileStructure", "Import", "Ref", "extract_structure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    module: str  # as written, normalised (Python relative: dots stripped, see level)
+    name: str | None  # the imported name; None for a whole-module import
+    alias: str | None  # the local name bound when it differs from `name`, or for whole modules
+    line: int  # 1-based
+    level: int = 0  # Python relative import level (number of leading dots)
+    wildcard: bool = False  # `from m import *`, `use m::*`, `import com.x.*`, Go dot import
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    name: str  # the last segment of the callee, or the base class / interface / trait name
+    qualifier: str | None  # the plain name chain before it, "?" for a complex receiver, or None
+    kind: str  # "call" | "inherits" | "ref"
+    line: int  # 1-based
+    byte: int  # start byte of the name
+    owner: str | None = None  # for "inherits": the class/type that inherits
+
+
+@dataclass(frozen=True, slots=True)
+class FileStructure:
+    imports: tuple[Import, ...]
+    refs: tuple[Ref, ...]
+    error_nodes: int  # tree-sitter ERROR and MISSING nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# What handlers write to
+
+
+class _Out:
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted")
+
+    def __init__(self, src: bytes) -> None:
+        self.src = src
+        self.imports: list[tuple[int, Import]] = []
+        self.refs: list[Ref] = []
+        # Byte ranges whose token trees are not code (Rust attributes), sorted by start.
+        self.skip: list[tuple[int, int]] = []
+        self.skip_sorted = False
+
+    def text(self, node: Node) -> str:
+        return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def imp(self, at: Node, module: str, name: str | None, alias: str | None,
+            level: int = 0, wildcard: bool = False) -> None:
+        self.imports.append((at.start_byte, Import(module, name, alias, at.start_point[0] + 1,
+                                                   level, wildcard)))
+
+    def ref(self, at: Node, name: str, qualifier: str | None, kind: str,
+            owner: str | None = None) -> None:
+        if name:
+            self.refs.append(Ref(name, qualifier, kind, at.start_point[0] + 1, at.start_byte,
+                                 owner))
+
+    def skipped(self, node: Node) -> bool:
+        if not self.skip_sorted:
+            self.skip.sort()
+            self.skip_sorted = True
+        i = bisect_right(self.skip, (node.start_byte, 1 << 62)) - 1
+        return i >= 0 and node.start_byte < self.skip[i][1]
+
+
+_Handler = Callable[[_Out, Node], None]
+
+
+def _chain(out: _Out, node: Node, link: str, obj_field: str, prop_field: str,
+           bases: frozenset[str], sep: str = ".") -> str:
+    """The text of a plain name chain (`a.b.c`), or "?" when it is anything else."""
+    parts: list[str] = []
+    n: Node | None = node
+    while n is not None and n.type == link:
+        prop = n.child_by_field_name(prop_field)
+        if prop is None:
+            return "?"
+        parts.append(out.text(prop))
+        n = n.child_by_field_name(obj_field)
+    if n is None or n.type not in bases:
+        return "?"
+    parts.append(out.text(n))
+    parts.reverse()
+    return sep.join(parts)
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] in "\"'`" and text[-1] == text[0]:
+        return text[1:-1]
+    return text.strip("\"'`")
+
+
+# ---------------------------------------------------------------------------------------------
+# Python
+
+_PY_BASES = frozenset({"identifier"})
+
+
+def _py_dotted(out: _Out, node: Node) -> str:
+    if node.type == "dotted_name":
+        return ".".join(out.text(c) for c in node.named_children if c.type == "identifier")
+    return out.text(node)
+
+
+def _py_qualifier(out: _Out, obj: Node) -> str:
+    if obj.type == "call":
+        fn = obj.child_by_field_name("function")
+        if fn is not None and fn.type == "identifier" and out.text(fn) == "super":
+            return "super"
+        return "?"
+    return _chain(out, obj, "attribute", "object", "attribute", _PY_BASES)
+
+
+def _py_import(out: _Out, node: Node) -> None:
+    for item in node.children_by_field_name("name"):
+        if item.type == "aliased_import":
+            target, alias = item.child_by_field_name("name"), item.child_by_field_name("alias")
+            if target is not None:
+                out.imp(target, _py_dotted(out, target), None,
+                        out.text(alias) if alias is not None else None)
+        else:
+            module = _py_dotted(out, item)
+            out.imp(item, module, None, module.split(".", 1)[0])
+
+
+def _py_import_from(out: _Out, node: Node) -> None:
+    source = node.child_by_field_name("module_name")
+    level, module = 0, ""
+    if source is None:  # `from __future__ import x`
+        if node.type != "future_import_statement":
+            return
+        module = "__future__"
+    elif source.type == "relative_import":
+        for c in source.named_children:
+            if c.type == "import_prefix":
+                level = out.text(c).count(".")
+            elif c.type == "dotted_name":
+                module = _py_dotted(out, c)
+    else:
+        module = _py_dotted(out, source)
+    for c in node.named_children:
+        if c.type == "wildcard_import":
+            out.imp(c, module, None, None, level, wildcard=True)
+    for item in node.children_by_field_name("name"):
+        if item.type == "aliased_import":
+            target, alias = item.child_by_field_name("name"), item.child_by_field_name("alias")
+            if target is not None:
+                out.imp(target, module, _py_dotted(out, target),
+                        out.text(alias) if alias is not None else None, level)
+        else:
+            out.imp(item, module, _py_dotted(out, item), None, level)
+
+
+def _py_named(out: _Out, node: Node, kind: str, owner: str | None = None) -> None:
+    """A name or attribute expression as a ref of `kind`; anything else is skipped."""
+    if node.type == "identifier":
+        out.ref(node, out.text(node), None, kind, owner)
+    elif node.type == "attribute":
+        attr, obj = node.child_by_field_name("attribute"), node.child_by_field_name("object")
+        if attr is not None and obj is not None:
+            out.ref(attr, out.text(attr), _py_qualifier(out, obj), kind, owner)
+
+
+def _py_call(out: _Out, node: Node) -> None:
+    fn = node.child_by_field_name("function")
+    if fn is not None:
+        _py_named(out, fn, "call")
+
+
+def _py_class(out: _Out, node: Node) -> None:
+    bases = node.child_by_field_name("superclasses")
+    if bases is None:
+        return
+    name = node.child_by_field_name("name")
+    owner = out.text(name) if name is not None else None
+    for base in bases.named_children:
+        if base.type == "subscript":  # Generic[T]
+            value = base.child_by_field_name("value")
+            if value is None:
+                continue
+            base = value
+        _py_named(out, base, "inherits", owner)
+
+
+def _py_decorator(out: _Out, node: Node) -> None:
+    for c in node.named_children:
+        if c.type != "comment":
+            _py_named(out, c, "ref")  # a call is recorded by _py_call
+            return
+
+
+# ---------------------------------------------------------------------------------------------
+# JavaScript, TypeScript, TSX
+
+_JS_BASES = frozenset({"identifier", "this", "super"})
+_JS_CLASS_TYPES = ("class_declaration", "class", "abstract_class_declaration")
+
+
+def _js_string(out: _Out, node: Node | None) -> str | None:
+    if node is None or node.type != "string":
+        return None
+    return _unquote(out.text(node))
+
+
+def _js_member(out: _Out, node: Node, kind: str, owner: str | None = None) -> None:
+    if node.type == "identifier":
+        out.ref(node, out.text(node), None, kind, owner)
+    elif node.type == "member_expression":
+        prop, obj = node.child_by_field_name("property"), node.child_by_field_name("object")
+        if prop is not None and obj is not None:
+            out.ref(prop, out.text(prop), _chain(out, obj, "member_expression", "object",
+                                                 "property", _JS_BASES), kind, owner)
+
+
+def _js_type(out: _Out, node: Node, kind: str, owner: str | None) -> None:
+    """A TypeScript type in a heritage clause: T, ns.T, T<U>."""
+    if node.type == "generic_type":
+        inner = node.child_by_field_name("name")
+        if inner is None:
+            return
+        node = inner
+    if node.type in ("type_identifier", "identifier"):
+        out.ref(node, out.text(node), None, kind, owner)
+    elif node.type == "nested_type_identifier":
+        name, module = node.child_by_field_name("name"), node.child_by_field_name("module")
+        if name is not None:
+            out.ref(name, out.text(name),
+                    out.text(module).replace(" ", "") if module is not None else None, kind, owner)
+    else:
+        _js_member(out, node, kind, owner)
+
+
+def _js_import(out: _Out, node: Node) -> None:
+    module = _js_string(out, node.child_by_field_name("source"))
+    clauses = [c for c in node.named_children
+               if c.type in ("import_clause", "import_require_clause")]
+    for clause in clauses:
+        if clause.type == "import_require_clause":  # TS: import x = require("./x")
+            module = _js_string(out, clause.child_by_field_name("source"))
+            ident = next((c for c in clause.named_children if c.type == "identifier"), None)
+            if module is not None and ident is not None:
+                out.imp(ident, module, None, out.text(ident))
+            return
+    if module is None:
+        return
+    if not clauses:
+        out.imp(node, module, None, None)
+        return
+    for c in clauses[0].named_children:
+        if c.type == "identifier":
+            out.imp(c, module, "default", out.text(c))
+        elif c.type == "namespace_import":
+            ident = next((i for i in c.named_children if i.type == "identifier"), None)
+            if ident is not None:
+                out.imp(ident, module, None, out.text(ident))
+        elif c.type == "named_imports":
+            for spec in c.named_children:
+                _js_specifier(out, spec, module)
+
+
+def _js_specifier(out: _Out, spec: Node, module: str) -> None:
+    if spec.type not in ("import_specifier", "export_specifier"):
+        return
+    name, alias = spec.child_by_field_name("name"), spec.child_by_field_name("alias")
+    if name is None:
+        return
+    text = _unquote(out.text(name)) if name.type == "string" else out.text(name)
+    out.imp(name, module, text, _unquote(out.text(alias)) if alias is not None else None)
+
+
+def _js_export(out: _Out, node: Node) -> None:
+    module = _js_string(out, node.child_by_field_name("source"))
+    if module is None:
+        return
+    named = False
+    for c in node.named_children:
+        if c.type == "export_clause":
+            named = True
+            for spec in c.named_children:
+                _js_specifier(out, spec, module)
+        elif c.type == "namespace_export":
+            named = True
+            ident = next((i for i in c.named_children if i.type in ("identifier", "string")),
+                         None)
+            out.imp(ident or c, module, None,
+                    _unquote(out.text(ident)) if ident is not None else None)
+    if not named:  # export * from "./m"
+        out.imp(node, module, None, None, wildcard=True)
+
+
+def _js_binding(node: Node) -> Node | None:
+    """The variable_declarator whose value `node` is (through `await`), if any."""
+    parent = node.parent
+    if parent is not None and parent.type == "await_expression":
+        node, parent = parent, parent.parent
+    if parent is not None and parent.type == "variable_declarator":
+        value = parent.child_by_field_name("value")
+        if value is not None and value.id == node.id:
+            return parent
+    return None
+
+
+def _js_module_call(out: _Out, node: Node, module: str) -> None:
+    """`require("m")` / `import("m")`: an import named by what it is assigned to."""
+    holder = node
+    prop_name: str | None = None
+    parent = node.parent
+    if parent is not None and parent.type == "member_expression":  # require("m").y
+        prop = parent.child_by_field_name("property")
+        obj = parent.child_by_field_name("object")
+        if prop is not None and obj is not None and obj.id == node.id:
+            holder, prop_name = parent, out.text(prop)
+    decl = _js_binding(holder)
+    target = decl.child_by_field_name("name") if decl is not None else None
+    if target is not None and target.type == "identifier":
+        alias = out.text(target)
+        out.imp(target, module, prop_name, alias if alias != prop_name else None)
+    elif target is not None and target.type == "object_pattern" and prop_name is None:
+        for p in target.named_children:  # const {a, b: c} = require("m")
+            if p.type == "shorthand_property_identifier_pattern":
+                out.imp(p, module, out.text(p), None)
+            elif p.type == "pair_pattern":
+                key, value = p.child_by_field_name("key"), p.child_by_field_name("value")
+                if key is not None and value is not None and value.type == "identifier":
+                    out.imp(key, module, _unquote(out.text(key)), out.text(value))
+    else:
+        out.imp(node, module, prop_name, None)
+
+
+def _js_call(out: _Out, node: Node) -> None:
+    fn = node.child_by_field_name("function")
+    if fn is None:
+        return
+    if fn.type == "import" or fn.type == "identifier" and out.text(fn) == "require":
+        args = node.child_by_field_name("arguments")
+        first = args.named_children[0] if args is not None and args.named_child_count else None
+        module = _js_string(out, first)
+        if module is not None:
+            _js_module_call(out, node, module)
+            return
+    _js_member(out, fn, "call")
+
+
+def _js_new(out: _Out, node: Node) -> None:
+    ctor = node.child_by_field_name("constructor")
+    if ctor is not None:
+        _js_member(out, ctor, "call")
+
+
+def _js_class(out: _Out, node: Node) -> None:
+    heritage = next((c for c in node.children if c.type == "class_heritage"), None)
+    if heritage is None:
+        return
+    name = node.child_by_field_name("name")
+    owner: str | None = None
+    if name is not None:
+        owner = out.text(name)
+    elif node.parent is not None and node.parent.type == "export_statement":
+        owner = "default"
+    else:
+        decl = _js_binding(node)
+        target = decl.child_by_field_name("name") if decl is not None else None
+        if target is not None and target.type == "identifier":
+            owner = out.text(target)
+    for c in heritage.named_children:
+        if c.type == "extends_clause":
+            for value in c.children_by_field_name("value"):
+                _js_member(out, value, "inherits", owner)
+        elif c.type == "implements_clause":
+            for t in c.named_children:
+                _js_type(out, t, "inherits", owner)
+        else:  # JavaScript: class_heritage holds the expression itself
+            _js_member(out, c, "inherits", owner)
+
+
+def _js_interface(out: _Out, node: Node) -> None:
+    name = node.child_by_field_name("name")
+    owner = out.text(name) if name is not None else None
+    for c in node.named_children:
+        if c.type == "extends_type_clause":
+            for t in c.named_children:
+                _js_type(out, t, "inherits", owner)
+
+
+def _js_element(out: _Out, node: Node) -> None:
+    """`<Button />` and `<ui.Panel>` use a component; lowercase names are HTML tags."""
+    name = node.child_by_field_name("name")
+    if name is None:
+        return
+    if name.type == "member_expression" or (
+            name.type == "identifier" and out.text(name)[:1].isupper()):
+        _js_member(out, name, "call")
+
+
+def _js_decorator(out: _Out, node: Node) -> None:
+    for c in node.named_children:
+        if c.type != "comment":
+            _js_member(out, c, "ref")  # a call is recorded by _js_call
+            return
+
+
+# ---------------------------------------------------------------------------------------------
+# Go
+
+_GO_BASES = frozenset({"identifier"})
+_GO_VERSION = re.compile(r"v[0-9]+")
+_GO_DOT_VERSION = re.compile(r"\.v[0-9]+$")
+
+
+def _go_package_name(path: str) -> str:
+    segments = [s for s in path.split("/") if s]
+    if not segments:
+        return path
+    last = segments[-1]
+    if _GO_VERSION.fullmatch(last) and len(segments) > 1:
+        last = segments[-2]
+    return _GO_DOT_VERSION.sub("", last) or last
+
+
+def _go_import(out: _Out, node: Node) -> None:
+    path = node.child_by_field_name("path")
+    if path is None:
+        return
+    module = _unquote(out.text(path))
+    name = node.child_by_field_name("name")
+    if name is None:
+        out.imp(path, module, None, _go_package_name(module))
+    else:
+        alias = out.text(name)
+        out.imp(path, module, None, alias, wildcard=alias == ".")
+
+
+def _go_call(out: _Out, node: Node) -> None:
+    fn = node.child_by_field_name("function")
+    if fn is None:
+        return
+    if fn.type == "identifier":
+        out.ref(fn, out.text(fn), None, "call")
+    elif fn.type == "selector_expression":
+        field, operand = fn.child_by_field_name("field"), fn.child_by_field_name("operand")
+        if field is not None and operand is not None:
+            out.ref(field, out.text(field),
+                    _chain(out, operand, "selector_expression", "operand", "field", _GO_BASES),
+                    "call")
+
+
+def _go_type_ref(out: _Out, node: Node | None, owner: str | None) -> None:
+    if node is not None and node.type == "generic_type":
+        node = node.child_by_field_name("type")
+    if node is None:
+        return
+    if node.type == "type_identifier":
+        out.ref(node, out.text(node), None, "inherits", owner)
+    elif node.type == "qualified_type":
+        name, package = node.child_by_field_name("name"), node.child_by_field_name("package")
+        if name is not None:
+            out.ref(name, out.text(name), out.text(package) if package is not None else None,
+                    "inherits", owner)
+
+
+def _go_owner(out: _Out, type_node: Node | None) -> str | None:
+    """The name of the type_spec declaring `type_node` (a struct or interface type)."""
+    spec = type_node.parent if type_node is not None else None
+    if spec is not None and spec.type == "type_spec":
+        name = spec.child_by_field_name("name")
+        if name is not None:
+            return out.text(name)
+    return None
+
+
+def _go_embedded_field(out: _Out, node: Node) -> None:
+    if node.child_by_field_name("name") is not None:
+        return
+    fields = node.parent
+    struct = fields.parent if fields is not None else None
+    if struct is None or struct.type != "struct_type":
+        return
+    _go_type_ref(out, node.child_by_field_name("type"), _go_owner(out, struct))
+
+
+def _go_embedded_interface(out: _Out, node: Node) -> None:
+    interface = node.parent
+    if interface is None or interface.type != "interface_type" or node.named_child_count != 1:
+        return  # unions and ~T constraints are not embeddings
+    _go_type_ref(out, node.named_children[0], _go_owner(out, interface))
+
+
+# ---------------------------------------------------------------------------------------------
+# Java
+
+_JAVA_BASES = frozenset({"identifier", "this", "super"})
+
+
+def _java_import(out: _Out, node: Node) -> None:
+    path = next((c for c in node.named_children
+                 if c.type in ("scoped_identifier", "identifier")), None)
+    if path is None:
+        return
+    full = re.sub(r"\s+", "", out.text(path))
+    if any(c.type == "asterisk" for c in node.named_children):
+        out.imp(path, full, None, None, wildcard=True)
+        return
+    module, _, name = full.rpartition(".")
+    at = path.child_by_field_name("name") if path.type == "scoped_identifier" else path
+    out.imp(at or path, module, name, None)
+
+
+def _java_type(out: _Out, node: Node, kind: str, owner: str | None) -> None:
+    if node.type == "generic_type":
+        inner = next((c for c in node.named_children
+                      if c.type in ("type_identifier", "scoped_type_identifier")), None)
+        if inner is None:
+            return
+        node = inner
+    if node.type == "type_identifier":
+        out.ref(node, out.text(node), None, kind, owner)
+    elif node.type == "scoped_type_identifier":
+        parts = [c for c in node.named_children if c.type == "type_identifier"]
+        if parts:
+            qualifier = re.sub(r"\s+", "", out.src[node.start_byte:parts[-1].start_byte]
+                               .decode("utf-8", "replace")).rstrip(".")
+            out.ref(parts[-1], out.text(parts[-1]), qualifier or None, kind, owner)
+
+
+def _java_invocation(out: _Out, node: Node) -> None:
+    name = node.child_by_field_name("name")
+    if name is None:
+        return
+    obj = node.child_by_field_name("object")
+    qualifier = None if obj is None else _chain(out, obj, "field_access", "object", "field",
+                                                _JAVA_BASES)
+    out.ref(name, out.text(name), qualifier, "call")
+
+
+def _java_new(out: _Out, node: Node) -> None:
+    t = node.child_by_field_name("type")
+    if t is not None:
+        _java_type(out, t, "call", None)
+
+
+def _java_class(out: _Out, node: Node) -> None:
+    name = node.child_by_field_name("name")
+    owner = out.text(name) if name is not None else None
+    for c in node.named_children:
+        if c.type in ("superclass", "super_interfaces", "extends_interfaces"):
+            for t in c.named_children:
+                if t.type == "type_list":
+                    for u in t.named_children:
+                        _java_type(out, u, "inherits", owner)
+                else:
+                    _java_type(out, t, "inherits", owner)
+
+
+def _java_method_reference(out: _Out, node: Node) -> None:
+    kids = node.children
+    if len(kids) < 3:
+        return
+    target, last = kids[0], kids[-1]
+    if last.type == "new":  # Foo::new refers to the constructor: the class itself
+        if target.type == "identifier":
+            out.ref(target, out.text(target), None, "ref")
+        elif target.type == "field_access":
+            field, obj = target.child_by_field_name("field"), target.child_by_field_name("object")
+            if field is not None and obj is not None:
+                out.ref(field, out.text(field), _chain(out, obj, "field_access", "object",
+                                                       "field", _JAVA_BASES), "ref")
+        else:
+            _java_type(out, target, "ref", None)
+    elif last.type == "identifier":
+        out.ref(last, out.text(last),
+                _chain(out, target, "field_access", "object", "field", _JAVA_BASES), "ref")
+
+
+# ---------------------------------------------------------------------------------------------
+# Rust
+
+_RUST_SEGMENTS = frozenset({"identifier", "type_identifier", "crate", "self", "super",
+                            "metavariable", "primitive_type"})
+_RUST_FIELD_BASES = frozenset({"identifier", "self"})
+# A name after these keywords inside a token tree is declared, not called.
+_RUST_DECLARING = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "type", "impl",
+                             "macro_rules!"})
+
+
+def _rust_path(out: _Out, node: Node | None) -> list[str] | None:
+    """The segments of a path (`a::b::<T>::c` -> a, b, c), None when it is not a plain path."""
+    parts: list[str] = []
+    while node is not None:
+        t = node.type
+        if t in ("scoped_identifier", "scoped_type_identifier"):
+            name = node.child_by_field_name("name")
+            if name is None:
+                return None
+            parts.append(out.text(name))
+            node = node.child_by_field_name("path")  # None after a leading `::`
+        elif t == "generic_type":
+            node = node.child_by_field_name("type")
+        elif t in _RUST_SEGMENTS:
+            parts.append(out.text(node))
+            node = None
+        else:
+            return None
+    parts.reverse()
+    return parts
+
+
+def _rust_type_name(out: _Out, node: Node | None) -> str | None:
+    """A type without path, generics or references: `&mut a::Foo<T>` -> "Foo"."""
+    while node is not None:
+        t = node.type
+        if t in ("generic_type", "reference_type", "pointer_type"):
+            node = node.child_by_field_name("type")
+        elif t == "scoped_type_identifier":
+            node = node.child_by_field_name("name")
+        else:
+            return out.text(node)
+    return None
+
+
+def _rust_trait_ref(out: _Out, node: Node, owner: str | None) -> None:
+    if node.type == "generic_type":
+        inner = node.child_by_field_name("type")
+        if inner is None:
+            return
+        node = inner
+    if node.type == "type_identifier":
+        out.ref(node, out.text(node), None, "inherits", owner)
+    elif node.type == "scoped_type_identifier":
+        name = node.child_by_field_name("name")
+        path = _rust_path(out, node.child_by_field_name("path"))
+        if name is not None:
+            out.ref(name, out.text(name), "::".join(path) if path else
+                    (None if path == [] else "?"), "inherits", owner)
+
+
+def _rust_emit_use(out: _Out, at: Node, parts: list[str], alias: str | None) -> None:
+    if parts and parts[-1] == "self":
+        parts = parts[:-1]
+    if not parts:
+        return
+    if len(parts) == 1:
+        out.imp(at, parts[0], None, alias or parts[0])
+    else:
+        out.imp(at, "::".join(parts[:-1]), parts[-1], alias)
+
+
+def _rust_use(out: _Out, node: Node) -> None:
+    root = node.child_by_field_name("argument")
+    todo: list[tuple[Node, list[str]]] = [(root, [])] if root is not None else []
+    while todo:
+        n, prefix = todo.pop()
+        t = n.type
+        if t == "use_list":
+            todo.extend((c, prefix) for c in reversed(n.named_children))
+        elif t == "scoped_use_list":
+            path = n.child_by_field_name("path")
+            inner = _rust_path(out, path) if path is not None else []
+            items = n.child_by_field_name("list")
+            if inner is not None and items is not None:
+                todo.append((items, prefix + inner))
+        elif t == "use_wildcard":
+            path = next((c for c in n.named_children), None)
+            inner = _rust_path(out, path) if path is not None else []
+            if inner is not None and prefix + inner:
+                out.imp(n, "::".join(prefix + inner), None, None, wildcard=True)
+        elif t == "use_as_clause":
+            path, alias = n.child_by_field_name("path"), n.child_by_field_name("alias")
+            inner = _rust_path(out, path)
+            if inner is not None and path is not None:
+                _rust_emit_use(out, path, prefix + inner,
+                               out.text(alias) if alias is not None else None)
+        else:
+            inner = _rust_path(out, n)
+            if inner is not None:
+                _rust_emit_use(out, n, prefix + inner, None)
+
+
+def _rust_extern_crate(out: _Out, node: Node) -> None:
+    name, alias = node.child_by_field_name("name"), node.child_by_field_name("alias")
+    if name is not None:
+        crate = out.text(name)
+        out.imp(name, crate, None, out.text(alias) if alias is not None else crate)
+
+
+def _rust_call(out: _Out, node: Node) -> None:
+    fn = node.child_by_field_name("function")
+    if fn is not None and fn.type == "generic_function":  # f::<T>(), x.collect::<T>()
+        fn = fn.child_by_field_name("function")
+    if fn is None:
+        return
+    if fn.type == "identifier":
+        out.ref(fn, out.text(fn), None, "call")
+    elif fn.type == "scoped_identifier":
+        name = fn.child_by_field_name("name")
+        path = _rust_path(out, fn.child_by_field_name("path"))
+        if name is not None:
+            out.ref(name, out.text(name), "::".join(path) if path else
+                    (None if path == [] else "?"), "call")
+    elif fn.type == "field_expression":
+        field, value = fn.child_by_field_name("field"), fn.child_by_field_name("value")
+        if field is None or value is None or field.type != "field_identifier":
+            return
+        if value.type == "scoped_identifier":  # Foo::BAR.m()
+            path = _rust_path(out, value)
+            qualifier = "::".join(path) if path else "?"
+        else:
+            qualifier = _chain(out, value, "field_expression", "value", "field",
+                               _RUST_FIELD_BASES)
+        out.ref(field, out.text(field), qualifier, "call")
+
+
+def _rust_macro(out: _Out, node: Node) -> None:
+    macro = node.child_by_field_name("macro")
+    if macro is None:
+        return
+    if macro.type == "scoped_identifier":
+        name = macro.child_by_field_name("name")
+        path = _rust_path(out, macro.child_by_field_name("path"))
+        if name is not None:
+            out.ref(name, out.text(name) + "!", "::".join(path) if path else
+                    (None if path == [] else "?"), "call")
+    else:
+        out.ref(macro, out.text(macro) + "!", None, "call")
+
+
+def _rust_attribute(out: _Out, node: Node) -> None:
+    out.skip.append((node.start_byte, node.end_byte))
+
+
+def _rust_token_call(out: _Out, node: Node) -> None:
+    """In macro arguments, `name(`, `a.b(`, `A::new(` or `name!(` read as a call."""
+    after = node.next_sibling
+    if after is None:
+        return
+    name = out.text(node)
+    if after.type == "!":
+        after = after.next_sibling
+        name += "!"
+        if after is None or after.type != "token_tree":
+            return
+    elif after.type != "token_tree" or after.child_count == 0 or after.children[0].type != "(":
+        return
+    if out.skipped(node):
+        return
+    before = node.prev_sibling
+    qualifier: str | None = None
+    if before is not None:
+        if before.type in _RUST_DECLARING:
+            return
+        if before.type in (".", "::"):
+            sep, parts, p = before.type, [], before
+            while p is not None and p.type == sep:
+                q = p.prev_sibling
+                if q is None or q.type not in _RUST_SEGMENTS:
+                    parts = []
+                    break
+                parts.append(out.text(q))
+                p = q.prev_sibling
+            parts.reverse()
+            qualifier = sep.join(parts) or "?"
+    out.ref(node, name, qualifier, "call")
+
+
+def _rust_impl(out: _Out, node: Node) -> None:
+    trait = node.child_by_field_name("trait")
+    if trait is not None:
+        _rust_trait_ref(out, trait, _rust_type_name(out, node.child_by_field_name("type")))
+
+
+def _rust_trait(out: _Out, node: Node) -> None:
+    bounds = node.child_by_field_name("bounds")
+    name = node.child_by_field_name("name")
+    if bounds is None:
+        return
+    owner = out.text(name) if name is not None else None
+    for b in bounds.named_children:
+        _rust_trait_ref(out, b, owner)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-language tables: capture name -> (query pattern, handler), run in this order (Rust
+# attributes are recorded before the token-tree calls that consult them).
+
+_Spec = dict[str, tuple[str, _Handler]]
+
+_PYTHON: _Spec = {
+    "import": ("(import_statement) @import", _py_import),
+    "import_from": ("[(import_from_statement) (future_import_statement)] @import_from",
+                    _py_import_from),
+    "call": ("(call) @call", _py_call),
+    "class": ("(class_definition) @class", _py_class),
+    "decorator": ("(decorator) @decorator", _py_decorator),
+}
+
+_JS: _Spec = {
+    "import": ("(import_statement) @import", _js_import),
+    "export": ("(export_statement source: (_)) @export", _js_export),
+    "call": ("(call_expression) @call", _js_call),
+    "new": ("(new_expression) @new", _js_new),
+    "class": ("[(class_declaration) (class)] @class", _js_class),
+    "decorator": ("(decorator) @decorator", _js_decorator),
+}
+
+_JSX: _Spec = {
+    **_JS,
+    "element": ("[(jsx_opening_element) (jsx_self_closing_element)] @element", _js_element),
+}
+
+_TS: _Spec = {
+    **_JS,
+    "class": ("[(class_declaration) (class) (abstract_class_declaration)] @class", _js_class),
+    "interface": ("(interface_declaration) @interface", _js_interface),
+}
+
+_TSX: _Spec = {**_TS, "element": _JSX["element"]}
+
+_GO: _Spec = {
+    "import": ("(import_spec) @import", _go_import),
+    "call": ("(call_expression) @call", _go_call),
+    "embedded_field": ("(field_declaration !name) @embedded_field", _go_embedded_field),
+    "embedded_interface": ("(interface_type (type_elem) @embedded_interface)",
+                           _go_embedded_interface),
+}
+
+_JAVA: _Spec = {
+    "import": ("(import_declaration) @import", _java_import),
+    "call": ("(method_invocation) @call", _java_invocation),
+    "new": ("(object_creation_expression) @new", _java_new),
+    "class": ("[(class_declaration) (interface_declaration) (enum_declaration)"
+              " (record_declaration)] @class", _java_class),
+    "method_reference": ("(method_reference) @method_reference", _java_method_reference),
+}
+
+_RUST: _Spec = {
+    "use": ("(use_declaration) @use", _rust_use),
+    "extern_crate": ("(extern_crate_declaration) @extern_crate", _rust_extern_crate),
+    "call": ("(call_expression) @call", _rust_call),
+    "macro": ("(macro_invocation) @macro", _rust_macro),
+    "attribute": ("[(attribute_item) (inner_attribute_item)] @attribute", _rust_attribute),
+    "token_call": ("(token_tree (identifier) @token_call . (token_tree))", _rust_token_call),
+    "impl": ("(impl_item) @impl", _rust_impl),
+    "trait": ("(trait_item) @trait", _rust_trait),
+}
+
+_SPECS: dict[str, _Spec] = {
+    "python": _PYTHON, "javascript": _JSX, "typescript": _TS, "tsx": _TSX,
+    "go": _GO, "java": _JAVA, "rust": _RUST,
+}
+
+SUPPORTED: frozenset[str] = frozenset(_SPECS)
+
+
+class _Language:
+    """One parser and the compiled queries of a language, shared by every call."""
+
+    def __init__(self, name: str, spec: _Spec) -> None:
+        language = get_language(name)  # type: ignore[arg-type]
+        self.parser: Parser = get_parser(name)  # type: ignore[arg-type]
+        self.lock = threading.Lock()  # a Parser is not safe to share between threads
+        self.query = Query(language, "\n".join(pattern for pattern, _ in spec.values()))
+        self.handlers = [(capture, handler) for capture, (_, handler) in spec.items()]
+        self.errors = Query(language, "(ERROR) @error (MISSING) @missing")
+
+
+_LANGUAGES: dict[str, _Language] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(language: str) -> _Language | None:
+    loaded = _LANGUAGES.get(language)
+    if loaded is None:
+        spec = _SPECS.get(language)
+        if spec is None:
+            return None
+        with _LOAD_LOCK:
+            loaded = _LANGUAGES.get(language)
+            if loaded is None:
+                loaded = _LANGUAGES[language] = _Language(language, spec)
+    return loaded
+
+
+def extract_structure(language: str, source: bytes) -> FileStructure | None:
+    """The imports and references of `source`, or None when `language` is not supported."""
+    lang = _load(language)
+    if lang is None:
+        return None
+    data = bytes(source)
+    with lang.lock:
+        tree = lang.parser.parse(data)
+    root = tree.root_node
+    out = _Out(data)
+    captures = QueryCursor(lang.query).captures(root)
+    for capture, handler in lang.handlers:
+        for node in captures.get(capture, ()):
+            handler(out, node)
+    errors = 0
+    if root.has_error:
+        errors = sum(len(v) for v in QueryCursor(lang.errors).captures(root).values())
+    out.imports.sort(key=lambda item: item[0])
+    out.refs.sort(key=lambda r: r.byte)
+    return FileStructure(tuple(i for _, i in out.imports), tuple(out.refs), errors)

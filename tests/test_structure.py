@@ -1,0 +1,230 @@
+"""Structure at HEAD and in the working tree: resolution like a linker, blast radius, callers,
+callees, fused "what changes with it". Real repositories, real stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cortex_core.blast import blast, callees, callers, fused_related
+from cortex_core.errors import NotFound
+from cortex_core.status import status
+from cortex_core.targets import TargetSpec
+
+DB = """\
+def save(item):
+    return item
+
+
+class Store:
+    def put(self, item):
+        return self.save_all([item])
+
+    def save_all(self, items):
+        return [save(i) for i in items]
+"""
+
+API = """\
+from pkg.db import save
+from . import db as database
+import pkg.db
+
+
+def handler(x):
+    save(x)
+    database.save(x)
+    return pkg.db.save(x)
+
+
+class Sub(database.Store):
+    def run(self):
+        return self.put(1)
+"""
+
+TEST = """\
+from pkg.api import handler
+
+
+def test_handler():
+    assert handler(1) == 1
+"""
+
+
+@pytest.fixture
+def py_project(repo):
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/db.py", DB)
+    repo.write("pkg/api.py", API)
+    repo.write("tests/test_api.py", TEST)
+    repo.commit("Add the package", days_ago=30)
+    return repo
+
+
+@pytest.fixture
+def indexed(py_project, cortex):
+    cortex.index(model="none")
+    return cortex
+
+
+def labels(items):
+    return {(i.path, i.qualname) for i in items}
+
+
+def test_calls_resolve_through_imports_aliases_and_modules(indexed):
+    con = indexed.reader()
+    found = callers(con, TargetSpec("pkg/db.py", "save"))
+    by_line = {(n.path, n.qualname, n.line): n.confidence for n in found.items}
+    assert by_line[("pkg/api.py", "handler", 7)] == 1.0          # from pkg.db import save
+    assert by_line[("pkg/api.py", "handler", 8)] == 1.0          # from . import db as database
+    assert by_line[("pkg/api.py", "handler", 9)] == 1.0          # import pkg.db
+    assert ("pkg/db.py", "Store.save_all") in labels(found.items)  # same file
+    outgoing = callees(con, TargetSpec("pkg/api.py", "handler"))
+    assert {("pkg/db.py", "save")} == {(n.path, n.qualname) for n in outgoing.items
+                                        if n.relation == "callee"}
+
+
+def test_self_calls_resolve_in_the_class_and_its_bases(indexed):
+    con = indexed.reader()
+    put = callers(con, TargetSpec("pkg/db.py", "Store.put"))
+    assert [(n.path, n.qualname, n.confidence) for n in put.items] == [
+        ("pkg/api.py", "Sub.run", 0.9)]
+    assert labels(callers(con, TargetSpec("pkg/db.py", "Store.save_all")).items) == {
+        ("pkg/db.py", "Store.put")}
+
+
+def test_blast_radius_with_chains_tests_and_subclasses(indexed):
+    con = indexed.reader()
+    result = blast(con, TargetSpec("pkg/db.py", "save"), depth=2)
+    by = {(d.path, d.qualname): d for d in result.dependents}
+    handler = by[("pkg/api.py", "handler")]
+    assert handler.relation == "caller" and handler.depth == 1
+    test = by[("tests/test_api.py", "test_handler")]
+    assert test.relation == "test" and test.depth == 2
+    assert [(link.src_qualname, link.dst_qualname) for link in test.chain] == [
+        ("test_handler", "handler"), ("handler", "save")]
+    assert "tests/test_api.py::test_handler" in result.summary.tests
+    assert result.summary.risk in ("low", "medium", "high")
+    store = blast(con, TargetSpec("pkg/db.py", "Store"), depth=1)
+    assert ("pkg/api.py", "Sub") in {(d.path, d.qualname) for d in store.dependents
+                                     if d.relation == "subclass"}
+    shallow = blast(con, TargetSpec("pkg/db.py", "save"), depth=1)
+    assert ("tests/test_api.py", "test_handler") not in labels(shallow.dependents)
+
+
+def test_a_file_target_collects_importers(indexed):
+    con = indexed.reader()
+    result = blast(con, TargetSpec("pkg/db.py"), depth=1)
+    assert ("pkg/api.py", None) in {(d.path, d.qualname) for d in result.dependents
+                                    if d.relation == "importer"}
+
+
+def test_status_reports_resolution_per_language(indexed):
+    rates = {r.language: r for r in status(indexed.reader(), indexed.db).structure}
+    assert rates["python"].files == 4 and rates["python"].resolved >= 6
+
+
+def test_only_changed_files_are_read_again_and_waiting_calls_resolve(py_project, indexed):
+    py_project.write("pkg/api.py", API + "\n\ndef later():\n    return load()\n")
+    py_project.commit("Call load", days_ago=2)
+    assert indexed.index().structure_files_read == 1
+    con = indexed.reader()
+    assert con.execute("select status from refs where name = 'load'").get == "unresolved"
+    py_project.write("pkg/db.py", DB + "\n\ndef load():\n    return 1\n")
+    py_project.commit("Add load", days_ago=1)
+    assert indexed.index().structure_files_read == 1
+    con = indexed.reader()
+    assert labels(callers(con, TargetSpec("pkg/db.py", "load")).items) == {("pkg/api.py", "later")}
+
+
+def test_modified_files_in_the_working_tree_are_read_from_disk(py_project, indexed):
+    (py_project.path / "pkg" / "api.py").write_text(API + "\n\ndef draft():\n    save(2)\n")
+    summary = indexed.index()
+    assert summary.structure_files_read == 1
+    con = indexed.reader()
+    assert ("pkg/api.py", "draft") in labels(callers(con, TargetSpec("pkg/db.py", "save")).items)
+    assert con.execute("select worktree from struct_files s join files f on f.id = s.file_id"
+                       " where f.path = 'pkg/api.py'").get == 1
+    py_project.git("checkout", "--", "pkg/api.py")
+    assert indexed.index().structure_files_read == 1          # back to HEAD's blob
+    con = indexed.reader()
+    assert ("pkg/api.py", "draft") not in labels(callers(con, TargetSpec("pkg/db.py", "save")).items)
+
+
+def test_cycles_terminate_and_broken_files_degrade(repo, cortex):
+    repo.write("a.py", "from b import g\n\n\ndef f():\n    return g()\n\n\nclass A(B):\n"
+                       "    def m(self):\n        return self.missing()\n")
+    repo.write("b.py", "from a import f\n\n\ndef g():\n    return f()\n\n\nclass B(A):\n    pass\n")
+    repo.write("broken.py", "def ok():\n    return f()\n\n\ndef bad(:\n    pass\n\n\ndef also():\n"
+                            "    return g()\n")
+    repo.write("gen.py", "# big\n" + "x = 1\n" * 900_000)
+    repo.commit("Cycles and junk", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    result = blast(con, TargetSpec("a.py", "f"), depth=10)
+    assert ("b.py", "g") in labels(result.dependents) and ("a.py", "f") not in labels(
+        result.dependents)
+    assert con.execute("select error_nodes > 0 from struct_files s join files f"
+                       " on f.id = s.file_id where f.path = 'broken.py'").get == 1
+    assert ("broken.py", "ok") in labels(callers(con, TargetSpec("a.py", "f")).items)
+    assert con.execute("select skip_reason from struct_files s join files f on f.id = s.file_id"
+                       " where f.path = 'gen.py'").get == "too large"
+    assert blast(con, TargetSpec("a.py", "A"), depth=10).dependents is not None
+
+
+def test_javascript_and_typescript_imports(repo, cortex):
+    repo.write("src/db.ts", "export function save(x: number) { return x; }\n"
+                            "export class Store { put() { return this.flush(); } flush() {} }\n")
+    repo.write("src/app.ts", 'import { save, Store } from "./db";\nimport * as db from "./db";\n'
+                             "export function handler() {\n  save(1);\n  return db.save(2);\n}\n"
+                             "export class Sub extends Store {}\n")
+    repo.write("src/index.js", 'const app = require("./app");\nfunction main() { app.handler(); }\n')
+    repo.commit("TS app", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    save = callers(con, TargetSpec("src/db.ts", "save"))
+    assert {(n.path, n.qualname, n.confidence) for n in save.items} >= {
+        ("src/app.ts", "handler", 1.0)}
+    assert labels(callers(con, TargetSpec("src/db.ts", "Store.flush")).items) == {
+        ("src/db.ts", "Store.put")}
+    assert ("src/app.ts", "Sub") in labels(blast(con, TargetSpec("src/db.ts", "Store")).dependents)
+
+
+def test_fused_related_ranks_structure_and_history(py_project, indexed):
+    for n in range(3):
+        py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")
+        py_project.write("docs.txt", f"v{n}\n")
+        py_project.commit(f"Bump {n}", days_ago=10 - n)
+    indexed.index()
+    con = indexed.reader()
+    result = fused_related(con, TargetSpec("pkg/db.py"), top_k=10)
+    by = {f.path: f for f in result.files}
+    assert by["pkg/api.py"].structure > 0 and by["pkg/api.py"].relation == "dependent"
+    assert by["docs.txt"].cochange == 0.75 and by["docs.txt"].structure == 0
+    assert all(0 <= f.score <= 1 for f in result.files)
+    hidden = blast(con, TargetSpec("pkg/db.py")).hidden
+    assert [h.path for h in hidden] == ["docs.txt"]
+
+
+def test_cli_blast_callers_callees(indexed, py_project):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=py_project.path,
+                              capture_output=True, text=True, timeout=120)
+    db = ["--db", str(indexed.db)]
+    out = run("blast", "pkg/db.py::save", *db)
+    assert out.returncode == 0, out.stderr
+    assert "blast radius of pkg/db.py::save" in out.stdout and "tests/test_api.py::test_handler" in out.stdout
+    data = json.loads(run("callers", "pkg/db.py::save", "--json", *db).stdout)
+    assert {i["qualname"] for i in data["items"]} >= {"handler", "Store.save_all"}
+    assert "callee" in run("callees", "pkg/api.py::handler", *db).stdout
+    bad = run("blast", "pkg/db.py::nope", *db)
+    assert bad.returncode == 1 and "no symbol 'nope'" in bad.stderr
+    rel = json.loads(run("related", "pkg/db.py", "--json", *db).stdout)
+    assert rel["files"] and "score" in rel["files"][0]
+
+
+def test_unknown_targets_are_errors(indexed):
+    with pytest.raises(NotFound):
+        blast(indexed.reader(), TargetSpec("nope.py"))
