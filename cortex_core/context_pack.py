@@ -144,7 +144,8 @@ def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
     return list(best.values())
 
 
-SECTION_ORDER = ("focus", "notes", "search", "history", "changes-with", "related", "docs")
+SECTION_ORDER = ("focus", "notes", "search", "history", "blast", "changes-with", "related",
+                 "docs")
 
 
 def _reading_order(items: list[PackItem]) -> list[PackItem]:
@@ -198,6 +199,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         candidates += _notes(con, repo_root, target)
         candidates += _history(con, spec)
         candidates += _changes_with(con, spec)
+        candidates += _blast(con, spec)
         candidates += _related(con, target, embedder)
     if query and query.strip():
         subject_parts.insert(0, query.strip())
@@ -274,20 +276,40 @@ def _history(con, spec) -> list[PackItem]:
 
 
 def _changes_with(con, spec) -> list[PackItem]:
-    from .coupling import related
+    from .blast import fused_related
     try:
-        found = related(con, spec, top_k=5)
+        found = fused_related(con, spec, top_k=5)
     except CortexError:
         return []
     out = []
-    for p in found.files + found.symbols:
-        what = f"{p.path}::{p.qualname}" if p.qualname else p.path
-        shas = ", ".join(ref.short for ref in p.evidence[:3])
-        out.append(PackItem("changes-with", what,
-                            f"changed together in {p.support} commits ({p.confidence:.0%} of "
-                            f"{spec.path}'s), e.g. {shas}", p.evidence[0].short if p.evidence
-                            else p.path, 0.5 * p.confidence))
+    for p in found.files:
+        parts = []
+        if p.relation:
+            parts.append(f"a structural {p.relation} at depth {p.depth}")
+        if p.support:
+            shas = ", ".join(ref.short for ref in p.evidence[:3])
+            parts.append(f"changed together in {p.support} commits ({p.cochange:.0%}), e.g. {shas}")
+        out.append(PackItem("changes-with", p.path, "; ".join(parts) or "related",
+                            p.evidence[0].short if p.evidence else p.path, 0.5 * p.score))
     return out
+
+
+def _blast(con, spec) -> list[PackItem]:
+    from .blast import blast
+    try:
+        found = blast(con, spec, depth=2)
+    except CortexError:
+        return []
+    if not found.dependents:
+        return []
+    s = found.summary
+    counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
+    closest = "; ".join(d.label for d in found.dependents[:8])
+    tests = "; ".join(s.tests[:5])
+    text = (f"{counts} in {s.files} files; risk {s.risk} ({s.risk_score:g}). Closest: {closest}."
+            + (f" Tests: {tests}." if tests else ""))
+    first = found.dependents[0]
+    return [PackItem("blast", "blast radius", text, f"{first.path}:{first.chain[0].line}", 0.55)]
 
 
 def _related(con, target, embedder) -> list[PackItem]:
