@@ -107,7 +107,7 @@ class _Out:
         self.src = src
         self.imports: list[tuple[int, Import]] = []
         self.refs: list[Ref] = []
-        # Byte ranges whose token trees are not code (Rust attributes), sorted by start.
+        # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
         self.skip: list[tuple[int, int]] = []
         self.skip_sorted = False
 
@@ -674,6 +674,15 @@ def _rust_path(out: _Out, node: Node | None) -> list[str] | None:
     return parts
 
 
+def _rust_qualifier(out: _Out, path: Node | None) -> str | None:
+    """The qualifier of `path::name`: the joined path, None after a bare leading `::`, "?" for
+    a path that is not plain (`<T as Trait>::f`)."""
+    parts = _rust_path(out, path)
+    if parts is None:
+        return "?"
+    return "::".join(parts) or None
+
+
 def _rust_type_name(out: _Out, node: Node | None) -> str | None:
     """A type without path, generics or references: `&mut a::Foo<T>` -> "Foo"."""
     while node is not None:
@@ -697,10 +706,9 @@ def _rust_trait_ref(out: _Out, node: Node, owner: str | None) -> None:
         out.ref(node, out.text(node), None, "inherits", owner)
     elif node.type == "scoped_type_identifier":
         name = node.child_by_field_name("name")
-        path = _rust_path(out, node.child_by_field_name("path"))
         if name is not None:
-            out.ref(name, out.text(name), "::".join(path) if path else
-                    (None if path == [] else "?"), "inherits", owner)
+            out.ref(name, out.text(name), _rust_qualifier(out, node.child_by_field_name("path")),
+                    "inherits", owner)
 
 
 def _rust_emit_use(out: _Out, at: Node, parts: list[str], alias: str | None) -> None:
@@ -729,7 +737,7 @@ def _rust_use(out: _Out, node: Node) -> None:
             if inner is not None and items is not None:
                 todo.append((items, prefix + inner))
         elif t == "use_wildcard":
-            path = next((c for c in n.named_children), None)
+            path = n.named_children[0] if n.named_child_count else None
             inner = _rust_path(out, path) if path is not None else []
             if inner is not None and prefix + inner:
                 out.imp(n, "::".join(prefix + inner), None, None, wildcard=True)
@@ -762,10 +770,9 @@ def _rust_call(out: _Out, node: Node) -> None:
         out.ref(fn, out.text(fn), None, "call")
     elif fn.type == "scoped_identifier":
         name = fn.child_by_field_name("name")
-        path = _rust_path(out, fn.child_by_field_name("path"))
         if name is not None:
-            out.ref(name, out.text(name), "::".join(path) if path else
-                    (None if path == [] else "?"), "call")
+            out.ref(name, out.text(name), _rust_qualifier(out, fn.child_by_field_name("path")),
+                    "call")
     elif fn.type == "field_expression":
         field, value = fn.child_by_field_name("field"), fn.child_by_field_name("value")
         if field is None or value is None or field.type != "field_identifier":
@@ -785,10 +792,9 @@ def _rust_macro(out: _Out, node: Node) -> None:
         return
     if macro.type == "scoped_identifier":
         name = macro.child_by_field_name("name")
-        path = _rust_path(out, macro.child_by_field_name("path"))
         if name is not None:
-            out.ref(name, out.text(name) + "!", "::".join(path) if path else
-                    (None if path == [] else "?"), "call")
+            out.ref(name, out.text(name) + "!",
+                    _rust_qualifier(out, macro.child_by_field_name("path")), "call")
     else:
         out.ref(macro, out.text(macro) + "!", None, "call")
 
@@ -924,8 +930,8 @@ class _Language:
     """One parser and the compiled queries of a language, shared by every call."""
 
     def __init__(self, name: str, spec: _Spec) -> None:
-        language = get_language(name)  # type: ignore[arg-type]
-        self.parser: Parser = get_parser(name)  # type: ignore[arg-type]
+        language = get_language(name)
+        self.parser: Parser = get_parser(name)
         self.lock = threading.Lock()  # a Parser is not safe to share between threads
         self.query = Query(language, "\n".join(pattern for pattern, _ in spec.values()))
         self.handlers = [(capture, handler) for capture, (_, handler) in spec.items()]
