@@ -73,6 +73,7 @@ class Resolver:
         self._py_modules = None
         self._go_module = None
         self._bindings: dict[int, dict[str, list[Target]]] = {}
+        self._external: dict[int, set[str]] = {}   # local names bound to outside packages
         self._bases: dict[tuple[int, str], list[Target]] = {}
 
     # -- modules -----------------------------------------------------------------------------
@@ -223,6 +224,7 @@ class Resolver:
         if cached is not None:
             return cached
         self._bindings[file_id] = out = {}
+        self._external[file_id] = external = set()
         if _depth > 8:
             return out
         rows = self.con.execute(
@@ -231,11 +233,13 @@ class Resolver:
         for row in rows:
             ref = RefRow(*row)
             status, targets = self.resolve_import(ref)
-            if status != "resolved":
-                continue
             local = ref.alias or (ref.name if ref.name not in (None, "*") else None)
             if local is None and ref.module:
                 local = ref.module.split(".")[0].split("/")[-1].split("::")[-1]
+            if status == "external" and local:
+                external.add(local)   # `from setuptools import setup`: not our setup()
+            if status != "resolved":
+                continue
             if local and local != "*":
                 out.setdefault(local, targets)
             if ref.name == "*" or (ref.name is None and self.lang.get(file_id) == "java"):
@@ -259,8 +263,10 @@ class Resolver:
                 return "resolved", found
             return self._by_name(ref.name, methods=True)
         if q and q != "?":
-            binding = self.bindings(ref.file_id).get(q) or self.bindings(ref.file_id).get(
-                q.split(".")[0].split("::")[0])
+            head = q.split(".")[0].split("::")[0]
+            binding = self.bindings(ref.file_id).get(q) or self.bindings(ref.file_id).get(head)
+            if not binding and head in self._external.get(ref.file_id, ()):
+                return "external", []
             if binding:
                 return self._member(binding, ref.name, q)
             module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
@@ -278,6 +284,8 @@ class Resolver:
         binding = self.bindings(ref.file_id).get(ref.name)
         if binding:
             return "resolved" if len(binding) == 1 else "ambiguous", binding
+        if ref.name in self._external.get(ref.file_id, ()):
+            return "external", []
         own = self.defs.get(ref.file_id, {})
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
@@ -301,6 +309,9 @@ class Resolver:
                 directory = posixpath.dirname(self.path[f])
                 out.extend((g, name, conf) for g in self.by_dir.get(directory, [])
                            if name in self.defs.get(g, {}))
+            elif qual is None:   # a name the module imports from elsewhere (a re-export)
+                out.extend((g, q2, min(c2, conf) * 0.9)
+                           for g, q2, c2 in self.bindings(f).get(name, []) if q2)
         out = list(dict.fromkeys(out))
         if out:
             return ("resolved" if len(out) == 1 else "ambiguous"), out[:MAX_CANDIDATES]
@@ -354,10 +365,9 @@ class Resolver:
 
     def _by_name(self, name: str, methods: bool) -> tuple[str, list[Target]]:
         """A definition anywhere in the project, when few enough share the name."""
-        found = [(f, q) for f, q, kind in self.by_name.get(name, [])
-                 if ("." in q) == methods or (not methods and "." not in q)]
-        if not found and not methods:
-            found = [(f, q) for f, q, _ in self.by_name.get(name, [])]
+        # A bare name means a top-level definition (never a method or a nested function);
+        # obj.name() means a method.
+        found = [(f, q) for f, q, kind in self.by_name.get(name, []) if ("." in q) == methods]
         if not found or len(found) > MAX_CANDIDATES:
             return "unresolved", []
         conf = CONF_METHOD if methods else CONF_UNIQUE

@@ -84,8 +84,10 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                         (fid, blob, language, worktree, int(test_file), errors, reason))
         if progress and (n % 200 == 0 or n == len(changed)):
             progress(n, len(changed), "files read for structure")
-    resolved = resolve_refs(con, changed, names_touched, everything=len(changed) >= RESOLVE_ALL_AT
-                            or bool(removed and len(removed) >= RESOLVE_ALL_AT))
+    resolved = 0
+    if changed or removed:   # nothing read, nothing to resolve again
+        resolved = resolve_refs(con, changed, names_touched,
+                                everything=len(changed) + len(removed) >= RESOLVE_ALL_AT)
     return StructureCounts(len(changed), len(removed), resolved)
 
 

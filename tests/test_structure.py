@@ -203,7 +203,9 @@ def test_fused_related_ranks_structure_and_history(py_project, indexed):
     by = {f.path: f for f in result.files}
     assert by["pkg/api.py"].structure > 0 and by["pkg/api.py"].relation == "dependent"
     assert by["docs.txt"].cochange == 0.75 and by["docs.txt"].structure == 0
-    assert all(0 <= f.score <= 1 for f in result.files)
+    assert all(f.score == pytest.approx(f.cochange + f.structure / (1 + result.target_commits),
+                                        abs=1e-3) for f in result.files)
+    assert by["docs.txt"].score > by["pkg/api.py"].score      # history leads where it exists
     hidden = blast(con, TargetSpec("pkg/db.py")).hidden
     assert [h.path for h in hidden] == ["docs.txt"]
 
@@ -228,3 +230,22 @@ def test_cli_blast_callers_callees(indexed, py_project):
 def test_unknown_targets_are_errors(indexed):
     with pytest.raises(NotFound):
         blast(indexed.reader(), TargetSpec("nope.py"))
+
+
+def test_re_exports_external_names_and_bare_calls(repo, cortex):
+    repo.write("pkg/__init__.py", "from .db import save\n")
+    repo.write("pkg/db.py", "def save():\n    return 1\n\n\nclass K:\n    def setup(self):\n"
+                            "        def helper():\n            return 2\n        return helper()\n")
+    repo.write("setup.py", "from setuptools import setup\n\nsetup(name='x')\n")
+    repo.write("app.py", "import pkg\n\n\ndef run(f):\n    f()\n    helper()\n    return pkg.save()\n")
+    repo.commit("Layout", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert ("app.py", "run") in labels(callers(con, TargetSpec("pkg/db.py", "save")).items)
+    assert con.execute("select status from refs r join files f on f.id = r.file_id"
+                       " where f.path = 'setup.py' and r.name = 'setup' and r.kind = 'call'"
+                       ).get == "external"
+    assert labels(callers(con, TargetSpec("pkg/db.py", "K.setup")).items) == set()
+    # a bare call never means a nested function elsewhere
+    assert ("app.py", "run") not in labels(callers(con, TargetSpec("pkg/db.py",
+                                                                    "K.setup.helper")).items)
