@@ -178,8 +178,12 @@ class Resolver:
                 if parts[0] == "super":
                     base = posixpath.dirname(base)
                 parts = parts[1:]
-        else:
-            return None                     # another crate
+        else:   # a child module declared with `mod x;` (else another crate)
+            stem = posixpath.splitext(posixpath.basename(here))[0]
+            base = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
+            first = posixpath.join(base, parts[0]) if base else parts[0]
+            if not any(c in self.by_path for c in (first + ".rs", first + "/mod.rs")):
+                return None
         found: list[int] = []
         for k in range(len(parts), 0, -1):  # the longest prefix that is a file
             stem = posixpath.join(base, *parts[:k]) if base else "/".join(parts[:k])

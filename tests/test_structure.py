@@ -249,3 +249,24 @@ def test_re_exports_external_names_and_bare_calls(repo, cortex):
     # a bare call never means a nested function elsewhere
     assert ("app.py", "run") not in labels(callers(con, TargetSpec("pkg/db.py",
                                                                     "K.setup.helper")).items)
+
+
+def test_go_packages_java_packages_and_rust_modules(repo, cortex):
+    repo.write("go.mod", "module example.com/shop\n\ngo 1.22\n")
+    repo.write("store/store.go", "package store\n\nfunc Save(x int) int { return x }\n")
+    repo.write("cmd/main.go", 'package main\n\nimport "example.com/shop/store"\n\n'
+                              "func main() { store.Save(1) }\n")
+    repo.write("src/main/java/com/shop/Store.java",
+               "package com.shop;\n\npublic class Store {\n  public void save() {}\n}\n")
+    repo.write("src/main/java/com/shop/app/App.java",
+               "package com.shop.app;\n\nimport com.shop.Store;\n\npublic class App extends Store {\n"
+               "  void run() { new Store().save(); }\n}\n")
+    repo.write("src/lib.rs", "pub mod db;\n\npub fn run() { db::save(); }\n")
+    repo.write("src/db.rs", "pub fn save() {}\n")
+    repo.commit("Three languages", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert ("cmd/main.go", "main") in labels(callers(con, TargetSpec("store/store.go", "Save")).items)
+    store = blast(con, TargetSpec("src/main/java/com/shop/Store.java", "Store"), depth=1)
+    assert ("src/main/java/com/shop/app/App.java", "App") in labels(store.dependents)
+    assert ("src/lib.rs", "run") in labels(callers(con, TargetSpec("src/db.rs", "save")).items)
