@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .coupling import related
-from .history import CommitRef, history
+from .history import CommitRef
 from .targets import Target, TargetSpec, resolve
 
 MAX_DEPTH = 10
@@ -110,6 +110,7 @@ class Neighbour:
 class Neighbours:
     target: Target
     items: list[Neighbour] = field(default_factory=list)
+    note: str | None = None
 
 
 # -- edges -------------------------------------------------------------------------------------
@@ -181,9 +182,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     start = (target.file_id, target.qualname)
     best: dict[tuple[int, str | None], Dependent] = {}
     frontier = [(start, (), 1.0)]
-    note = None
-    if not con.execute("select 1 from struct_files limit 1").fetchone():
-        note = "no structure indexed yet: run `cortex index`"
+    note = _structure_note(con, target)
     for level in range(1, depth + 1):
         nxt = []
         for (fid, qual), chain, conf in frontier:
@@ -198,14 +197,18 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                 total = conf * confidence
                 if total < min_confidence:
                     continue
-                known = best.get(node)
-                if known is not None and (known.depth < level or known.confidence >= total):
+                known = best.get(node)   # keep the most likely chain (the shorter on a tie)
+                if known is not None and known.confidence >= total:
                     continue
                 dep = Dependent(names.path(src_file), scope,
                                 _relation(kind, src_file in names.tests), level, round(total, 4),
                                 (link,) + chain)
                 best[node] = dep
                 nxt.append((node, dep.chain, total))
+                if len(best) >= MAX_DEPENDENTS:
+                    break
+            if len(best) >= MAX_DEPENDENTS:
+                break
         frontier = nxt
         if len(best) >= MAX_DEPENDENTS:
             note = f"stopped at {MAX_DEPENDENTS} dependents"
@@ -241,15 +244,37 @@ def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days:
         counts[d.relation] += 1
     tests = sorted({d.label for d in dependents if d.relation == "test"})
     weighted = sum(d.confidence for d in dependents)
-    entries = history(con, spec).entries
-    recency = sum(0.5 ** (max(0.0, now - e.commit.time) / 86400 / half_life_days) for e in entries)
-    authors = len({e.commit.email for e in entries})
-    churn = sum((e.added or 0) + (e.deleted or 0) for e in entries)
-    hot = recency * (1 + math.log(authors)) * (1 + math.log10(1 + churn)) if authors else 0.0
+    hot = _hotspot_score(con, spec, half_life_days, now)
     score = (1 + math.log(1 + weighted)) * (1 + hot)
     level = next((name for bound, name in RISK_LEVELS if score < bound), "high")
     return Summary(dict(sorted(counts.items())), len({d.path for d in dependents}), tests, level,
                    round(score, 3), round(weighted, 3), round(hot, 3))
+
+
+def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> float:
+    """The target's score in `cortex hotspots` (0 when it has none: not changed, or gone)."""
+    from .hotspots import hotspots
+    target = resolve(con, spec)
+    found = hotspots(con, half_life_days=half_life_days, path_prefix=target.path,
+                     top_k=1_000_000, now=now)
+    rows = found.symbols if target.qualname else found.files
+    return next((h.score for h in rows if h.path == target.path
+                 and h.qualname == target.qualname), 0.0)
+
+
+def _structure_note(con, target: Target) -> str | None:
+    """Why a target has no structure to walk, if it has none."""
+    if not con.execute("select 1 from struct_files limit 1").fetchone():
+        return "no structure indexed yet: run `cortex index`"
+    if target.qualname and not target.alive:
+        return f"{target.label} is gone at HEAD"
+    row = con.execute("select skip_reason from struct_files where file_id = ?",
+                      (target.file_id,)).fetchone()
+    if row is None:
+        return "structure not read for this file (language not supported, or not at HEAD)"
+    if row[0]:
+        return f"structure skipped for this file: {row[0]}"
+    return None
 
 
 def callers(con, spec: TargetSpec) -> Neighbours:
@@ -258,12 +283,14 @@ def callers(con, spec: TargetSpec) -> Neighbours:
     items = []
     for src_file, scope, kind, line, conf, _ in _incoming(con, target.file_id, target.qualname,
                                                           target.qualname is None):
-        if kind == "import" or (src_file == target.file_id and _inside(scope, target.qualname)):
+        if kind == "import" or (src_file == target.file_id and (
+                target.qualname is None or _inside(scope, target.qualname))):
             continue
         items.append(Neighbour(names.path(src_file), scope, _relation(kind, src_file in names.tests),
                                round(conf, 4), line))
     return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
-                                                                n.qualname or "", n.line)))
+                                                                n.qualname or "", n.line)),
+                      _structure_note(con, target))
 
 
 def callees(con, spec: TargetSpec) -> Neighbours:
@@ -277,7 +304,8 @@ def callees(con, spec: TargetSpec) -> Neighbours:
                                {"call": "callee", "inherits": "base", "import": "imported"}.get(
                                    kind, "reference"), round(conf, 4), line))
     return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
-                                                                n.qualname or "", n.line)))
+                                                                n.qualname or "", n.line)),
+                      _structure_note(con, target))
 
 
 # -- fused "what changes with it" ----------------------------------------------------------------

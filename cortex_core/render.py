@@ -390,6 +390,8 @@ def blast(result) -> str:
 
 def neighbours(result, command: str) -> str:
     lines = [f"{command} of {clean(result.target.label)}: {len(result.items)}"]
+    if result.note:
+        lines.append(f"note: {result.note}")
     for n in result.items:
         lines.append(f"  {n.relation:<9} {n.confidence:4.2f}  {_where(n.path, n.qualname)}  (line {n.line})")
     if not result.items:

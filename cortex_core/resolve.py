@@ -25,6 +25,7 @@ CONF_MODULE_ONLY = 0.6  # the imported module is known, the name is not a defini
 CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
+MAX_REEXPORT_DEPTH = 8  # modules re-exporting a name, followed at most this deep
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))
@@ -73,7 +74,9 @@ class Resolver:
         self._py_modules = None
         self._go_module = None
         self._bindings: dict[int, dict[str, list[Target]]] = {}
-        self._external: dict[int, set[str]] = {}   # local names bound to outside packages
+        # local names bound by imports that do not resolve here: name -> "external" (a package
+        # outside the repository) or "unresolved" (a module the repository should have, missing)
+        self._external: dict[int, dict[str, str]] = {}
         self._bases: dict[tuple[int, str], list[Target]] = {}
 
     # -- modules -----------------------------------------------------------------------------
@@ -97,6 +100,8 @@ class Resolver:
     def _python_module(self, here: str, module: str, level: int) -> list[int] | None:
         if level:
             base = posixpath.dirname(here).split("/") if posixpath.dirname(here) else []
+            if level - 1 > len(base):
+                return []    # climbs out of the repository
             base = base[:len(base) - (level - 1)] if level > 1 else base
             stem = "/".join(base + (module.split(".") if module else []))
             found = [self.by_path[p] for p in (stem + ".py", stem + "/__init__.py",
@@ -125,8 +130,11 @@ class Resolver:
         if not module.startswith("."):
             return None                     # a package (or a path alias we do not read)
         base = posixpath.normpath(posixpath.join(posixpath.dirname(here), module))
+        if base.startswith(".."):
+            return []        # outside the repository
+        index = "index" if base == "." else base + "/index"
         for candidate in [base] + [base + e for e in JS_EXTENSIONS] + \
-                [base + "/index" + e for e in JS_EXTENSIONS]:
+                [index + e for e in JS_EXTENSIONS]:
             if candidate in self.by_path:
                 return [self.by_path[candidate]]
         # "./x.js" written for "./x.ts" (TypeScript's ESM convention)
@@ -196,7 +204,7 @@ class Resolver:
 
     # -- imports -------------------------------------------------------------------------------
 
-    def resolve_import(self, ref: RefRow) -> tuple[str, list[Target]]:
+    def resolve_import(self, ref: RefRow, depth: int = 0) -> tuple[str, list[Target]]:
         files = self.module_files(ref.file_id, ref.module, ref.level)
         if files is None:
             return "external", []
@@ -213,7 +221,7 @@ class Resolver:
             if ref.name in self.defs.get(f, {}):
                 return "resolved", [(f, ref.name, CONF_IMPORT)]
         for f in files:   # a re-export: the name imported into that module from elsewhere
-            target = self.bindings(f).get(ref.name)
+            target = self.bindings(f, depth + 1).get(ref.name)
             if target and target[0][0] != ref.file_id:
                 return "resolved", [(t[0], t[1], min(t[2], 0.9)) for t in target]
         if ref.name == "default" and ref.alias:
@@ -227,21 +235,21 @@ class Resolver:
         cached = self._bindings.get(file_id)
         if cached is not None:
             return cached
+        if _depth > MAX_REEXPORT_DEPTH:
+            return {}        # a long re-export chain: not followed further (and not cached)
         self._bindings[file_id] = out = {}
-        self._external[file_id] = external = set()
-        if _depth > 8:
-            return out
+        self._external[file_id] = external = {}
         rows = self.con.execute(
             "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
             " from refs where file_id = ? and kind = 'import'", (file_id,)).fetchall()
         for row in rows:
             ref = RefRow(*row)
-            status, targets = self.resolve_import(ref)
+            status, targets = self.resolve_import(ref, _depth)
             local = ref.alias or (ref.name if ref.name not in (None, "*") else None)
             if local is None and ref.module:
                 local = ref.module.split(".")[0].split("/")[-1].split("::")[-1]
-            if status == "external" and local:
-                external.add(local)   # `from setuptools import setup`: not our setup()
+            if status != "resolved" and local:
+                external[local] = status   # `from setuptools import setup`: not our setup()
             if status != "resolved":
                 continue
             if local and local != "*":
@@ -269,8 +277,8 @@ class Resolver:
         if q and q != "?":
             head = q.split(".")[0].split("::")[0]
             binding = self.bindings(ref.file_id).get(q) or self.bindings(ref.file_id).get(head)
-            if not binding and head in self._external.get(ref.file_id, ()):
-                return "external", []
+            if not binding and head in self._external.get(ref.file_id, {}):
+                return self._external[ref.file_id][head], []
             if binding:
                 return self._member(binding, ref.name, q)
             module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
@@ -288,8 +296,8 @@ class Resolver:
         binding = self.bindings(ref.file_id).get(ref.name)
         if binding:
             return "resolved" if len(binding) == 1 else "ambiguous", binding
-        if ref.name in self._external.get(ref.file_id, ()):
-            return "external", []
+        if ref.name in self._external.get(ref.file_id, {}):
+            return self._external[ref.file_id][ref.name], []
         own = self.defs.get(ref.file_id, {})
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]

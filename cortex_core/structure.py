@@ -85,9 +85,13 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         if progress and (n % 200 == 0 or n == len(changed)):
             progress(n, len(changed), "files read for structure")
     resolved = 0
-    if changed or removed:   # nothing read, nothing to resolve again
-        resolved = resolve_refs(con, changed, names_touched,
-                                everything=len(changed) + len(removed) >= RESOLVE_ALL_AT)
+    pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
+    if changed or removed or pending:   # nothing read and nothing left over: nothing to resolve
+        with con:   # a resolution that dies half-way is redone in full by the next run
+            con.execute("insert or replace into meta(key, value) values"
+                        " ('structure_resolve_pending', '1')")
+        resolved = resolve_refs(con, changed, names_touched, everything=bool(pending) or
+                                len(changed) + len(removed) >= RESOLVE_ALL_AT)
     return StructureCounts(len(changed), len(removed), resolved)
 
 
@@ -100,19 +104,27 @@ def _wanted(con, repo, settings, supported) -> dict:
         language = language_for_path(path)
         if language in supported:
             out[fid] = (path, blob, 0, language, None, reason or skip_by_path(path, settings))
-    for path, data in _modified_files(repo, settings):
+    for path, data, reason in _modified_files(repo, settings):
         row = con.execute("select id from files where path = ?", (path,)).fetchone()
         language = language_for_path(path)
         if row is None or language not in supported:
             continue
+        if data is None and reason is None:   # deleted in the working tree: nothing to read
+            out.pop(row[0], None)
+            continue
         import pygit2
-        out[row[0]] = (path, str(pygit2.hash(data)), 1, language, data,
-                       skip_by_path(path, settings))
+        digest = str(pygit2.hash(data)) if data is not None else "worktree:" + reason
+        out[row[0]] = (path, digest, 1, language, data if data is not None else b"",
+                       reason or skip_by_path(path, settings))
     return out
 
 
 def _modified_files(repo, settings):
-    """(path, content) of tracked files modified in the working tree (deleted ones excluded)."""
+    """(path, content or None, skip reason or None) of tracked files changed in the working tree.
+    Deleted files come as (path, None, None). Only regular files are read, never through a link
+    (a link to a FIFO or to /dev/zero would block or never end), and never more than the limit."""
+    import stat as stat_module
+
     import pygit2
     from pygit2.enums import FileStatus
     try:
@@ -121,17 +133,30 @@ def _modified_files(repo, settings):
         return
     workdir = repo.workdir
     for raw, flags in status.items():
-        if not flags & (FileStatus.WT_MODIFIED | FileStatus.INDEX_MODIFIED):
+        path = os.fsencode(raw).decode("utf-8", "replace")
+        if flags & FileStatus.WT_DELETED:
+            yield path, None, None
+            continue
+        if not flags & (FileStatus.WT_MODIFIED | FileStatus.INDEX_MODIFIED
+                        | FileStatus.WT_TYPECHANGE | FileStatus.INDEX_TYPECHANGE):
             continue
         full = os.path.join(workdir, raw)
         try:
-            if os.path.getsize(full) > settings.max_file_bytes:
+            info = os.lstat(full)
+            if not stat_module.S_ISREG(info.st_mode):
+                yield path, None, "not a regular file"
+                continue
+            if info.st_size > settings.max_file_bytes:
+                yield path, None, "too large"
                 continue
             with open(full, "rb") as handle:
-                data = handle.read()
+                data = handle.read(settings.max_file_bytes + 1)
         except OSError:
             continue
-        yield os.fsencode(raw).decode("utf-8", "replace"), data
+        if len(data) > settings.max_file_bytes:
+            yield path, None, "too large"
+            continue
+        yield path, data, None
 
 
 def _read(repo, blob: str) -> bytes | None:
@@ -180,27 +205,35 @@ def _store_file(con, fid, language, blob, data, test_file, parser,
                    key=lambda t: (t[0], -t[1]))
     rows = []
     for imp in found.imports:
-        rows.append((fid, _scope(spans, None), "import", imp.name if not imp.wildcard else "*",
+        rows.append((fid, None, "import", imp.name if not imp.wildcard else "*",
                      None, imp.module, imp.level, imp.alias, None, imp.line))
-    for ref in found.refs:
-        rows.append((fid, _scope(spans, ref.byte), ref.kind, ref.name, ref.qualifier, None, 0,
+    scopes = _scopes(spans, [ref.byte for ref in found.refs])
+    for ref, scope in zip(found.refs, scopes):
+        rows.append((fid, scope, ref.kind, ref.name, ref.qualifier, None, 0,
                      None, ref.owner, ref.line))
     con.executemany("insert into refs(file_id, scope, kind, name, qualifier, module, level, alias,"
                     " owner, line) values (?,?,?,?,?,?,?,?,?,?)", rows)
     return {s.name for s in symbols}, found.error_nodes
 
 
-def _scope(spans: list[tuple[int, int, str]], byte: int | None) -> str | None:
-    """The innermost definition whose text contains `byte`."""
-    if byte is None:
-        return None
-    best = None
-    for start, end, qualname in spans:
-        if start > byte:
-            break
-        if start <= byte < end:
-            best = qualname   # later starts are nested deeper
-    return best
+def _scopes(spans: list[tuple[int, int, str]], positions: list[int]) -> list[str | None]:
+    """The innermost definition containing each position: one sweep over spans sorted by start
+    (outer first) and positions sorted, with a stack of the spans still open."""
+    out: list[str | None] = [None] * len(positions)
+    stack: list[tuple[int, str]] = []   # (end, qualname), innermost last
+    i = 0
+    for index in sorted(range(len(positions)), key=positions.__getitem__):
+        byte = positions[index]
+        while i < len(spans) and spans[i][0] <= byte:
+            start, end, qualname = spans[i]
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            stack.append((end, qualname))
+            i += 1
+        while stack and stack[-1][0] <= byte:
+            stack.pop()
+        out[index] = stack[-1][1] if stack else None
+    return out
 
 
 def resolve_refs(con, changed: list[int], names: set[str], everything: bool = False) -> int:
@@ -230,4 +263,5 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                 con.execute("update refs set status = ? where id = ?", (status, ref.id))
                 con.executemany("insert into edges(ref_id, dst_file_id, dst_qualname, confidence)"
                                 " values (?,?,?,?)", ((ref.id, f, q, c) for f, q, c in targets))
+        con.execute("delete from meta where key = 'structure_resolve_pending'")
     return len(ids)

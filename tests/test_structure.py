@@ -270,3 +270,36 @@ def test_go_packages_java_packages_and_rust_modules(repo, cortex):
     store = blast(con, TargetSpec("src/main/java/com/shop/Store.java", "Store"), depth=1)
     assert ("src/main/java/com/shop/app/App.java", "App") in labels(store.dependents)
     assert ("src/lib.rs", "run") in labels(callers(con, TargetSpec("src/db.rs", "save")).items)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_hostile_working_trees_and_long_chains(repo, cortex, tmp_path):
+    import os
+    for i in range(40):   # a re-export chain longer than any followed
+        repo.write(f"m{i}.py", f"from m{i + 1} import x\n")
+    repo.write("m40.py", "def x():\n    return 1\n")
+    repo.write("a/b/c/m.py", "from .....x import y\n\n\ndef g():\n    return y()\n")
+    repo.write("x.py", "def y():\n    return 1\n")
+    repo.write("dep.py", "from x import y\n\n\ndef c1():\n    return y()\n")
+    repo.write("link.py", "from x import y\n")
+    repo.write("bin.py", b"\x00\x01binary")
+    repo.commit("Chains and links", days_ago=1)
+    (repo.path / "dep.py").unlink()                      # deleted in the working tree
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (repo.path / "link.py").unlink()
+    (repo.path / "link.py").symlink_to(fifo)             # would block a reader forever
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("x.py", "y")).items) == set()   # no climb, dep.py gone
+    assert con.execute("select skip_reason from struct_files s join files f on f.id = s.file_id"
+                       " where f.path = 'link.py'").get == "not a regular file"
+    assert "structure skipped for this file: binary" in blast(con, TargetSpec("bin.py")).note
+    assert callers(con, TargetSpec("m40.py", "x")).items is not None
+
+
+def test_callers_of_a_file_leave_out_its_own_calls(indexed):
+    con = indexed.reader()
+    found = callers(con, TargetSpec("pkg/db.py"))
+    assert "pkg/db.py" not in {n.path for n in found.items}
+    assert ("pkg/api.py", "handler") in labels(found.items)
