@@ -218,6 +218,24 @@ def private_clone(repo: Path, dest: Path, *, checkout: bool) -> Path:
     return dest
 
 
+def copy_db(src: Path, dst: Path) -> None:
+    """Copy a store (its WAL and shared-memory files too, never its lock) over `dst`."""
+    remove_db(dst)
+    for f in src.parent.glob(src.name + "*"):
+        if f.is_file() and not f.name.endswith(".lock"):
+            shutil.copy2(f, dst.parent / (dst.name + f.name[len(src.name):]))
+
+
+def remove_db(db: Path) -> None:
+    for f in db.parent.glob(db.name + "*"):
+        f.unlink(missing_ok=True)
+
+
+def db_size(db: Path) -> int:
+    return sum(f.stat().st_size for f in db.parent.glob(db.name + "*")
+               if not f.name.endswith(".lock") and f.is_file())
+
+
 def percentile(values: list[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100) of a non-empty list."""
     ordered = sorted(values)

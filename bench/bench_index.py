@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 from pathlib import Path
 
 import _benchlib as bl
+from _benchlib import copy_db, db_size, remove_db
 
 
 def parse_args(argv=None):
@@ -46,22 +46,6 @@ def parse_args(argv=None):
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
     return p.parse_args(argv)
-
-
-def db_size(db: Path) -> int:
-    return sum(f.stat().st_size for f in db.parent.glob(db.name + "*")
-               if not f.name.endswith(".lock") and f.is_file())
-
-
-def copy_db(src: Path, dst: Path) -> None:
-    for f in src.parent.glob(src.name + "*"):
-        if f.is_file() and not f.name.endswith(".lock"):
-            shutil.copy2(f, dst.parent / (dst.name + f.name[len(src.name):]))
-
-
-def remove_db(db: Path) -> None:
-    for f in db.parent.glob(db.name + "*"):
-        f.unlink(missing_ok=True)
 
 
 def count_bytes(cmd: list[str]) -> int:

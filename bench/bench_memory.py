@@ -38,13 +38,13 @@ import json
 import random
 import re
 import shlex
-import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import _benchlib as bl
+from _benchlib import copy_db, db_size, remove_db
 
 DEFAULT_MODEL = "/work/shared/models/m2v-minilm-l6-v2"
 SEARCH_MODES = ("lexical", "vector", "hybrid")
@@ -89,22 +89,6 @@ def parse_args(argv=None):
 
 # ---------------------------------------------------------------------------------------------
 # Databases
-
-def db_size(db: Path) -> int:
-    return sum(f.stat().st_size for f in db.parent.glob(db.name + "*")
-               if not f.name.endswith(".lock") and f.is_file())
-
-
-def copy_db(src: Path, dst: Path) -> None:
-    remove_db(dst)
-    for f in src.parent.glob(src.name + "*"):
-        if f.is_file() and not f.name.endswith(".lock"):
-            shutil.copy2(f, dst.parent / (dst.name + f.name[len(src.name):]))
-
-
-def remove_db(db: Path) -> None:
-    for f in db.parent.glob(db.name + "*"):
-        f.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------

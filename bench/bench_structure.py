@@ -63,7 +63,6 @@ import argparse
 import json
 import random
 import re
-import shutil
 import signal
 import statistics
 import sys
@@ -72,6 +71,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import _benchlib as bl
+from _benchlib import copy_db, db_size, remove_db
 
 PARTS = ("callers", "cochange", "structure", "blast")
 HIGH_CONFIDENCE = 0.9
@@ -123,22 +123,6 @@ def log(*a) -> None:
 
 
 # -- stores ----------------------------------------------------------------------------------
-
-
-def copy_db(src: Path, dst: Path) -> None:
-    for f in src.parent.glob(src.name + "*"):
-        if f.is_file() and not f.name.endswith(".lock"):
-            shutil.copy2(f, dst.parent / (dst.name + f.name[len(src.name):]))
-
-
-def remove_db(db: Path) -> None:
-    for f in db.parent.glob(db.name + "*"):
-        f.unlink(missing_ok=True)
-
-
-def db_size(db: Path) -> int:
-    return sum(f.stat().st_size for f in db.parent.glob(db.name + "*")
-               if f.is_file() and not f.name.endswith(".lock"))
 
 
 def index_in_process(clone: Path, db: Path, jobs: int | None) -> tuple[float, object]:

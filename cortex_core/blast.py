@@ -336,41 +336,31 @@ def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tupl
     """path -> (s, relation, depth) of files connected to the target in either direction."""
     out: dict[str, tuple[float, str, int]] = {}
     names = _Names(con)
-    # dependents (reverse edges)
-    frontier = [((target.file_id, target.qualname), 1.0)]
-    seen = {(target.file_id, target.qualname)}
-    for level in range(1, depth + 1):
-        nxt = []
-        for (fid, qual), conf in frontier:
-            for src_file, scope, _, _, c, _ in _incoming(con, fid, qual, target.qualname is None
-                                                         and fid == target.file_id and level == 1):
-                node = (src_file, scope)
-                if node in seen or src_file == target.file_id:
-                    continue
-                seen.add(node)
-                s = conf * c * 0.5 ** (level - 1)
-                path = names.path(src_file)
-                if s > out.get(path, (0.0,))[0]:
-                    out[path] = (s, "dependent", level)
-                nxt.append((node, conf * c))
-        frontier = nxt
-    # dependencies (forward edges)
-    frontier = [((target.file_id, target.qualname), 1.0)]
-    seen = {(target.file_id, target.qualname)}
-    for level in range(1, depth + 1):
-        nxt = []
-        for (fid, qual), conf in frontier:
-            for dst_file, dst_qual, _, _, c, _ in _outgoing(con, fid, qual):
-                node = (dst_file, dst_qual)
-                if node in seen or dst_file == target.file_id:
-                    continue
-                seen.add(node)
-                s = conf * c * 0.5 ** (level - 1)
-                path = names.path(dst_file)
-                if s > out.get(path, (0.0,))[0]:
-                    out[path] = (s, "dependency", level)
-                nxt.append((node, conf * c))
-        frontier = nxt
+    start = (target.file_id, target.qualname)
+
+    def dependents(fid, qual, level):
+        whole = target.qualname is None and fid == target.file_id and level == 1
+        return [(src, scope, c) for src, scope, _, _, c, _ in _incoming(con, fid, qual, whole)]
+
+    def dependencies(fid, qual, level):
+        return [(dst, dst_qual, c) for dst, dst_qual, _, _, c, _ in _outgoing(con, fid, qual)]
+
+    for relation, step in (("dependent", dependents), ("dependency", dependencies)):
+        frontier, seen = [(start, 1.0)], {start}
+        for level in range(1, depth + 1):
+            nxt = []
+            for (fid, qual), conf in frontier:
+                for other_file, other_qual, c in step(fid, qual, level):
+                    node = (other_file, other_qual)
+                    if node in seen or other_file == target.file_id:
+                        continue
+                    seen.add(node)
+                    s = conf * c * 0.5 ** (level - 1)
+                    path = names.path(other_file)
+                    if s > out.get(path, (0.0,))[0]:
+                        out[path] = (s, relation, level)
+                    nxt.append((node, conf * c))
+            frontier = nxt
     return out
 
 
