@@ -253,13 +253,12 @@ def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days:
 
 def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> float:
     """The target's score in `cortex hotspots` (0 when it has none: not changed, or gone)."""
-    from .hotspots import hotspots
+    from .hotspots import hotspot_score
     target = resolve(con, spec)
-    found = hotspots(con, half_life_days=half_life_days, path_prefix=target.path,
-                     top_k=1_000_000, now=now)
-    rows = found.symbols if target.qualname else found.files
-    return next((h.score for h in rows if h.path == target.path
-                 and h.qualname == target.qualname), 0.0)
+    if target.qualname is not None and not target.alive:
+        return 0.0
+    return hotspot_score(con, target.file_id, target.symbol_id, half_life_days=half_life_days,
+                         now=now)
 
 
 def _structure_note(con, target: Target) -> str | None:

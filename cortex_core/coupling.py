@@ -50,6 +50,60 @@ class Related:
 def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10, max_changeset: int = 30,
             min_support: int = 2) -> Related:
     target = resolve(con, spec)
+    h = _history_sets(con, max_changeset)
+    own_file = h.file_canon.get(target.file_id, target.file_id)
+    if target.symbol_id is not None:
+        me = h.symbol_canon.get(target.symbol_id, target.symbol_id)
+        mine = h.commits_of_symbol.get(me, set())
+    else:
+        me = own_file
+        mine = h.commits_of_file.get(me, set())
+    files = _partners(con, mine, h.files_by_commit, h.commits_of_file, {own_file}, h.alive_files,
+                      min_support, top_k, _file_label)
+    symbols = []
+    if target.symbol_id is not None:
+        symbols = _partners(con, mine, h.symbols_by_commit, h.commits_of_symbol, {me},
+                            h.alive_symbols, min_support, top_k, _symbol_label)
+    return Related(target, len(mine), files, symbols, max_changeset, min_support)
+
+
+@dataclass
+class _HistorySets:
+    file_canon: dict[int, int]
+    symbol_canon: dict[int, int]
+    files_by_commit: dict[int, set[int]]
+    symbols_by_commit: dict[int, set[int]]
+    alive_files: set[int]
+    alive_symbols: set[int]
+    commits_of_file: dict[int, set[int]] = None      # the inverse of files_by_commit
+    commits_of_symbol: dict[int, set[int]] = None
+
+    def __post_init__(self):
+        self.commits_of_file = _invert(self.files_by_commit)
+        self.commits_of_symbol = _invert(self.symbols_by_commit)
+
+
+def _invert(by_commit: dict[int, set[int]]) -> dict[int, set[int]]:
+    out: dict[int, set[int]] = defaultdict(set)
+    for commit_id, ids in by_commit.items():
+        for ident in ids:
+            out[ident].add(commit_id)
+    return out
+
+
+# What every co-change query reads from the whole history, kept per connection until the index
+# changes: a long-lived reader (the language server, a blast with hidden coupling per hover)
+# would otherwise read every file change of the history on each query.
+_CACHE: dict[int, tuple[tuple, _HistorySets]] = {}
+
+
+def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
+    stamp = (con.execute("select value from meta where key = 'indexed_at'").fetchone(),
+             con.execute("select max(id), count(*) from commits where reachable = 1").fetchone(),
+             max_changeset, con.filename)
+    cached = _CACHE.get(id(con))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
     eligible = {cid for (cid,) in con.execute(
         "select id from commits where reachable = 1 and is_merge = 0 and files_changed <= ?",
         (max_changeset,))}
@@ -60,31 +114,18 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10, max_chan
         "select sc.from_symbol_id, sc.symbol_id from symbol_changes sc join commits c on"
         " c.id = sc.commit_id where sc.from_symbol_id is not null and c.reachable = 1"
         " order by c.seq"))
-
     file_rows = con.execute("select commit_id, file_id from file_changes"
                             " where skip_reason is null").fetchall()
-    files_by_commit = _group(file_rows, eligible, file_canon)
     symbol_rows = con.execute("select commit_id, symbol_id from symbol_changes").fetchall()
-    symbols_by_commit = _group(symbol_rows, eligible, symbol_canon)
-
-    own_file = file_canon.get(target.file_id, target.file_id)
-    if target.symbol_id is not None:
-        me = symbol_canon.get(target.symbol_id, target.symbol_id)
-        mine = {c for c, ids in symbols_by_commit.items() if me in ids}
-    else:
-        me = own_file
-        mine = {c for c, ids in files_by_commit.items() if me in ids}
-
-    alive_files = {fid for (fid,) in con.execute(
-        "select file_id from head_files where skip_reason is null")}
-    alive_symbols = {sid for (sid,) in con.execute("select id from symbols where alive = 1")}
-    files = _partners(con, mine, files_by_commit, {own_file}, alive_files, min_support, top_k,
-                      _file_label)
-    symbols = []
-    if target.symbol_id is not None:
-        symbols = _partners(con, mine, symbols_by_commit, {me}, alive_symbols, min_support, top_k,
-                            _symbol_label)
-    return Related(target, len(mine), files, symbols, max_changeset, min_support)
+    sets = _HistorySets(
+        file_canon, symbol_canon, _group(file_rows, eligible, file_canon),
+        _group(symbol_rows, eligible, symbol_canon),
+        {fid for (fid,) in con.execute("select file_id from head_files where skip_reason is null")},
+        {sid for (sid,) in con.execute("select id from symbols where alive = 1")})
+    if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
+        _CACHE.clear()
+    _CACHE[id(con)] = (stamp, sets)
+    return sets
 
 
 def _canonical(links) -> dict[int, int]:
@@ -111,28 +152,25 @@ def _group(rows, eligible: set[int], canon: dict[int, int]) -> dict[int, set[int
     return by_commit
 
 
-def _partners(con, mine: set[int], by_commit: dict[int, set[int]], exclude: set[int],
-              alive: set[int], min_support: int, top_k: int, label) -> list[Partner]:
+def _partners(con, mine: set[int], by_commit: dict[int, set[int]],
+              commits_of: dict[int, set[int]], exclude: set[int], alive: set[int],
+              min_support: int, top_k: int, label) -> list[Partner]:
     shared: Counter[int] = Counter()
-    commits_of: dict[int, list[int]] = defaultdict(list)
+    together: dict[int, list[int]] = defaultdict(list)
     for commit_id in mine:
         for ident in by_commit[commit_id]:
             if ident not in exclude and ident in alive:
                 shared[ident] += 1
-                commits_of[ident].append(commit_id)
+                together[ident].append(commit_id)
     if not shared:
         return []
-    totals: Counter[int] = Counter()
-    for ids in by_commit.values():
-        for ident in ids:
-            if ident in shared:
-                totals[ident] += 1
+    totals = {ident: len(commits_of[ident]) for ident in shared}
     ranked = sorted((i for i, n in shared.items() if n >= min_support),
                     key=lambda i: (-shared[i], -shared[i] / totals[i], label(con, i)))[:top_k]
     out = []
     for ident in ranked:
         path, qualname = label(con, ident)
-        evidence = _evidence(con, commits_of[ident])
+        evidence = _evidence(con, together[ident])
         out.append(Partner(path, qualname, shared[ident], shared[ident] / len(mine),
                            shared[ident] / totals[ident], evidence))
     return out

@@ -85,3 +85,23 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
             order by score desc, n desc, f.path limit :k""", params).fetchall()
     return Hotspots([Hotspot(*row) for row in symbols], [Hotspot(*row) for row in files],
                     half_life_days, since_days)
+
+
+def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
+                  half_life_days: float = 90.0, now: float | None = None) -> float:
+    """The score `hotspots` gives one file or symbol (0 when it has no change), computed for it
+    alone: an indexed lookup instead of the whole history's aggregate."""
+    now = time.time() if now is None else now
+    params = {"now": now, "hl": half_life_days * 86400.0, "id": symbol_id or file_id}
+    recency = "pow(0.5, max(0.0, :now - c.author_time) / :hl)"
+    if symbol_id is not None:
+        inner = (f"select count(*) as n, sum({recency}) as r, count(distinct c.author_email) as a,"
+                 " sum(x.added + x.deleted) as l from symbol_changes x join commits c"
+                 " on c.id = x.commit_id where x.symbol_id = :id and c.reachable = 1")
+    else:
+        inner = (f"select count(*) as n, sum({recency}) as r, count(distinct c.author_email) as a,"
+                 " sum(coalesce(x.added, 0) + coalesce(x.deleted, 0)) as l from file_changes x"
+                 " join commits c on c.id = x.commit_id where x.file_id = :id and c.reachable = 1"
+                 " and x.skip_reason is null")
+    row = con.execute(f"select {_SCORE}, n from ({inner})", params).fetchone()
+    return float(row[0]) if row and row[1] else 0.0

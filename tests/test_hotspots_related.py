@@ -109,3 +109,25 @@ def test_related_symbols(repo, cortex):
     result = related(cortex.reader(), TargetSpec("m.py", "load"))
     assert [(p.qualname, p.support) for p in result.symbols] == [("save", 3)]
     assert result.files == []  # m.py is the target's own file; nothing else changed with it
+
+
+def test_a_long_lived_reader_sees_new_commits(repo, coupled, cortex):
+    assert related(coupled, TargetSpec("a.py"), min_support=1).target_commits == 4
+    repo.write("a.py", "x = 'again'\n")
+    repo.write("c.py", "y = 'again'\n")
+    repo.commit("a and c again", days_ago=0.5)
+    cortex.index()
+    again = related(coupled, TargetSpec("a.py"), min_support=1)   # the same connection
+    assert again.target_commits == 5
+    assert [(p.path, p.support) for p in again.files] == [("c.py", 3), ("b.py", 3)]
+
+
+def test_one_targets_score_is_the_listed_score(repo, busy_history):
+    from cortex_core.hotspots import hotspot_score
+    listed = hotspots(busy_history, now=repo.now, top_k=5)
+    for h in listed.symbols + listed.files:
+        file_id = busy_history.execute("select id from files where path = ?", (h.path,)).get
+        symbol_id = busy_history.execute(
+            "select id from symbols where file_id = ? and qualname = ?", (file_id, h.qualname)
+        ).get if h.qualname else None
+        assert hotspot_score(busy_history, file_id, symbol_id, now=repo.now) == pytest.approx(h.score)
