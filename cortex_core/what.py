@@ -102,14 +102,12 @@ def _why(body: str) -> str:
 
 
 def _hot(con, file_ids: set[int], half_life_days: float, top_k: int) -> list[Hotspot]:
-    """Hotspots among the changed files and their symbols (the first 20 changed files)."""
+    """Hotspots among the changed files and their symbols: one ranking of the whole index
+    (a query per changed file would aggregate the history once per file), then filtered."""
     if not file_ids:
         return []
-    paths = [p for (p,) in con.execute(
-        f"select path from files where id in ({','.join('?' * len(file_ids))}) order by path",
-        list(file_ids))][:20]
-    mine: list[Hotspot] = []
-    for path in paths:
-        found = hotspots(con, half_life_days=half_life_days, path_prefix=path, top_k=top_k)
-        mine.extend(h for h in found.symbols + found.files if h.path == path)
+    paths = {p for (p,) in con.execute(
+        f"select path from files where id in ({','.join('?' * len(file_ids))})", list(file_ids))}
+    found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000)
+    mine = [h for h in found.symbols + found.files if h.path in paths]
     return sorted(mine, key=lambda h: -h.score)[:top_k]
