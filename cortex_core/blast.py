@@ -276,6 +276,17 @@ def _structure_note(con, target: Target) -> str | None:
     return None
 
 
+def direct_dependents(con, file_id: int, qualname: str | None) -> int:
+    """How many places (a definition, or a file's module level) refer to the symbol, or import
+    the file, directly: the depth-1 count of `blast`, without walking further."""
+    whole_file = qualname is None
+    places = {(src, scope)
+              for src, scope, _, _, confidence, _ in _incoming(con, file_id, qualname, whole_file)
+              if confidence >= MIN_CONFIDENCE
+              and not (src == file_id and (whole_file or _inside(scope, qualname)))}
+    return len(places)
+
+
 def callers(con, spec: TargetSpec) -> Neighbours:
     target = resolve(con, spec)
     names = _Names(con)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import apsw
@@ -54,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes reading history in long runs (default: one per CPU, at most 4)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--progress-json", action="store_true",
+                   help="for programs (the language server): one JSON object per line on stdout, "
+                   '{"event": "progress", "phase", "done", "total"} while indexing, then '
+                   '{"event": "done", "summary": {...}}')
     p.add_argument("--model", metavar="NAME",
                    help="embedding model: a model-hub id or a folder; 'none' turns vectors off "
                    "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
@@ -301,15 +304,8 @@ def _emit_json(result) -> int:
 
 
 def _plain(value):
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if is_dataclass(value):
-        out = asdict(value)
-        for name in ("label", "short"):  # derived properties that a reader would want
-            if hasattr(value, name):
-                out[name] = getattr(value, name)
-        return out
-    return value
+    from .plain import plain
+    return plain(value)
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -324,17 +320,31 @@ def cmd_index(args) -> int:
     from .ingest import index_repository
     from . import render
     root, db = _locate(args)
-    show = not args.quiet and not args.json and sys.stderr.isatty()
+    show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
+    progress = _json_progress if args.progress_json else bar.update if bar else None
     summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
                                rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
-                               progress=bar.update if bar else None, model=args.model)
+                               progress=progress, model=args.model)
     if bar:
         bar.close()
+    if args.progress_json:
+        _json_line({"event": "done", "summary": _plain(summary)})
+        return 0
     if args.json:
         return _emit_json(summary)
     print(render.index_summary(summary, db, root))
     return 0
+
+
+def _json_progress(done: int, total: int, phase: str = "commits") -> None:
+    _json_line({"event": "progress", "phase": phase, "done": done, "total": total})
+
+
+def _json_line(obj: dict) -> None:
+    import json
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def cmd_history(args) -> int:
@@ -522,11 +532,8 @@ def _note_writer(args):
 
 
 def _git_author(root: Path) -> str | None:
-    import pygit2
-    try:
-        return pygit2.Repository(str(root)).default_signature.name
-    except (pygit2.GitError, KeyError, ValueError):
-        return None
+    from .notes import git_author
+    return git_author(root)
 
 
 def cmd_note(args) -> int:

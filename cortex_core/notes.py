@@ -53,6 +53,15 @@ class Note:
 # -- writing -----------------------------------------------------------------------------------
 
 
+def git_author(repo_root: Path) -> str | None:
+    """The user's name from git's configuration, the default author of a note."""
+    import pygit2
+    try:
+        return pygit2.Repository(str(repo_root)).default_signature.name
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+
+
 def add_note(con, repo_root: Path, target: str | None, text: str, *, author: str | None = None,
              valid_from: int | None = None) -> Note:
     """Write a note on `target` (PATH, PATH::SYMBOL, PATH:LINE; None for the repository)."""

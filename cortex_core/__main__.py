@@ -1,0 +1,8 @@
+"""`python -m cortex_core ...`: the CLI, for programs that run it with a given interpreter."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

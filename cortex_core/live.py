@@ -1,0 +1,36 @@
+"""Symbols of a live buffer — text being edited, which may differ from HEAD.
+
+The buffer is parsed with the indexer's own extractor, so its qualified names are the index's:
+a cursor is matched to indexed history by (path, qualified name), never by line numbers, which
+drift as soon as the buffer is edited.
+"""
+
+from __future__ import annotations
+
+from .config import IndexSettings
+from .languages import language_for_path
+from .symbols import Symbol, extract_symbols
+
+# Larger buffers are not parsed (the indexer records such files at file level only, too).
+MAX_BYTES = IndexSettings().max_file_bytes
+
+
+def buffer_symbols(path: str, source: bytes) -> list[Symbol] | None:
+    """The buffer's symbols; None when its language is not supported or it is too large."""
+    language = language_for_path(path)
+    if language is None or len(source) > MAX_BYTES:
+        return None
+    return extract_symbols(language, source)
+
+
+def innermost(symbols: list[Symbol], byte_offset: int, line: int) -> Symbol | None:
+    """The innermost symbol at a position: its text contains `byte_offset`, or, for a cursor past
+    the end of a line inside it, its lines contain `line` (1-based). On a definition's first
+    line, only its text counts: the cursor may be on code before it."""
+    best = None
+    for sym in symbols:
+        inside = sym.start_byte <= byte_offset < sym.end_byte or \
+            sym.start_line < line <= sym.end_line
+        if inside and (best is None or sym.end_byte - sym.start_byte <= best.end_byte - best.start_byte):
+            best = sym
+    return best

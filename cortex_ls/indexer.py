@@ -1,0 +1,191 @@
+"""Background indexing: `cortex index` in a child process, its progress forwarded to the editor.
+
+A child process, not a thread: the server stays small (indexing a large history peaks at a few
+hundred MB, the spectral step most), stays responsive (no GIL contention with requests), and a
+crash or an out-of-memory kill in indexing cannot take the editor's server down. The store's
+writer lock makes the server and a `cortex index` run from a terminal take turns.
+
+HEAD moves (commit, checkout, pull, rebase) are noticed by `head_state` — from the client's file
+watcher when it has one, and by a cheap poll — and start an incremental run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from .repos import Repo
+
+log = logging.getLogger(__name__)
+
+# Share of the progress bar each phase of `cortex index` fills (commits dominate a first run).
+_PHASES = {"commits": (0, 80), "files read for structure": (80, 88), "commit messages": (88, 92),
+           "texts embedded": (92, 97), "areas": (97, 100)}
+BUSY_RETRY_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    percentage: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    summary: dict | None = None
+    error: str | None = None
+    busy: bool = False          # another indexer held the store: retried later
+
+
+def head_state(root) -> str | None:
+    """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…"; None when it cannot be read.
+
+    Reads `.git/HEAD` and the ref it names, loose or packed: microseconds, no git process."""
+    import pygit2
+    try:
+        repo = pygit2.Repository(str(root))
+        if repo.head_is_unborn:
+            return "unborn"
+        ref = "detached" if repo.head_is_detached else repo.head.name
+        return f"{ref} {repo.head.target}"
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return None
+
+
+def _percentage(phase: str, done: int, total: int) -> int:
+    lo, hi = _PHASES.get(phase, (97, 100))
+    fraction = done / total if total > 0 else 1.0
+    return int(lo + (hi - lo) * min(1.0, max(0.0, fraction)))
+
+
+class IndexRun:
+    """One repository's indexer: at most one child at a time; requests made while it runs are
+    folded into one more run after it."""
+
+    def __init__(self, repo: Repo, command: Callable[[bool], list[str]],
+                 on_progress: Callable[[Repo, Progress], None],
+                 on_done: Callable[[Repo, Outcome], Awaitable[None]],
+                 on_start: Callable[[Repo], Awaitable[None]]):
+        self.repo = repo
+        self.command = command
+        self.on_progress = on_progress
+        self.on_done = on_done
+        self.on_start = on_start
+        self.task: asyncio.Task | None = None
+        self.again = False
+        self.again_rebuild = False
+        self.proc: asyncio.subprocess.Process | None = None
+        self.closed = False
+
+    def request(self, rebuild: bool = False) -> bool:
+        """Start a run, or ask for one more after the current one. True when it started now."""
+        if self.closed:
+            return False
+        if self.task is not None and not self.task.done():
+            self.again = True
+            self.again_rebuild |= rebuild
+            return False
+        self.task = asyncio.ensure_future(self._loop(rebuild))
+        return True
+
+    async def _loop(self, rebuild: bool) -> None:
+        while not self.closed:
+            outcome = await self._run_once(rebuild)
+            if outcome.busy and not self.closed:
+                await asyncio.sleep(BUSY_RETRY_SECONDS)
+                self.again = True
+            await self.on_done(self.repo, outcome)
+            if not self.again or self.closed:
+                return
+            rebuild, self.again, self.again_rebuild = self.again_rebuild, False, False
+
+    async def _run_once(self, rebuild: bool) -> Outcome:
+        state = self.repo.index
+        state.running, state.percentage, state.message = True, 0, "starting"
+        head_before = head_state(self.repo.root)
+        await self.on_start(self.repo)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.command(rebuild), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+        except OSError as exc:
+            state.running = False
+            state.error = f"could not start the indexer: {exc}"
+            return Outcome(False, error=state.error)
+        summary, last = None, -1
+        errors = asyncio.ensure_future(self.proc.stderr.read())
+        async for raw in self.proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if event.get("event") == "done":
+                summary = event.get("summary")
+            elif event.get("event") == "progress":
+                pct = _percentage(str(event.get("phase")), int(event.get("done", 0)),
+                                  int(event.get("total", 0)))
+                pct = max(pct, state.percentage)
+                message = f"{event.get('phase')}: {event.get('done')}/{event.get('total')}"
+                state.percentage, state.message = pct, message
+                if pct != last:
+                    last = pct
+                    self.on_progress(self.repo, Progress(pct, message))
+        code = await self.proc.wait()
+        stderr = (await errors).decode("utf-8", "replace").strip()
+        self.proc = None
+        state.running = False
+        if code == 0 and summary is not None:
+            state.done_once, state.error = True, None
+            state.head = head_before
+            return Outcome(True, summary)
+        message = _last_error(stderr) or f"the indexer exited with status {code}"
+        busy = "another indexer is running" in message or "index is busy" in message
+        state.error = None if busy else message
+        return Outcome(False, error=message, busy=busy)
+
+    async def close(self) -> None:
+        """Stop: interrupt a running child (an interrupted run keeps what it stored)."""
+        self.closed = True
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            try:
+                proc.send_signal(signal.SIGINT)
+                await asyncio.wait_for(proc.wait(), 5)
+            except (ProcessLookupError, asyncio.TimeoutError):
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+        if self.task is not None:
+            self.task.cancel()
+
+
+def _last_error(stderr: str) -> str | None:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("cortex: "):
+            return ln[len("cortex: "):]
+    return lines[-1][:500] if lines else None
+
+
+def index_command(repo: Repo, model_setting: Callable[[], str | None]
+                  ) -> Callable[[bool], list[str]]:
+    """The command line of one run; the model setting is read when the run starts."""
+    def command(rebuild: bool) -> list[str]:
+        model = model_setting()
+        cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(repo.root),
+               "--db", str(repo.db), "--progress-json", "--wait", "30"]
+        if rebuild:
+            cmd.append("--rebuild")
+        if model:
+            cmd += ["--model", model]
+        return cmd
+    return command

@@ -1,0 +1,242 @@
+"""The server's answers, computed on its worker threads from cortex_core's queries.
+
+No SQL and no ranking here: each function finds the target (a cursor in a live buffer, or an
+explicit `PATH::SYMBOL`), calls the core, and shapes the result for the client — markdown for
+hovers, plain JSON for the custom requests (the same shapes as `cortex ... --json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.live import buffer_symbols, innermost
+from cortex_core.plain import plain
+from cortex_core.remotes import commit_url
+from cortex_core.symbol_info import HeatSettings, file_heat, symbol_card
+from cortex_core.targets import TargetSpec, resolve
+
+from . import render
+from .documents import Buffer, cursor
+from .repos import Repo
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class Located:
+    """A cursor resolved to a repository, a path in it, and the symbol around it."""
+    repo: Repo
+    path: str                 # relative to the repository root, with forward slashes
+    buffer: Buffer
+    line: int                 # 1-based line of the cursor in the buffer
+    qualname: str | None      # the innermost symbol in the buffer, if any
+    parsed: bool              # False: the buffer could not be parsed (language, size)
+
+    @property
+    def spec(self) -> TargetSpec:
+        return TargetSpec(self.path, self.qualname)
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.qualname}" if self.qualname else self.path
+
+
+def heat_settings(settings: Settings) -> HeatSettings:
+    return HeatSettings(settings.hotspot_threshold, settings.hotspot_window_days,
+                        settings.recency_half_life_days)
+
+
+def live_symbols(buffer: Buffer, path: str):
+    """The buffer's symbols, parsed once per version of its text."""
+    key = id(buffer.text)
+    if buffer.symbols_cache is None or buffer.symbols_cache[0] != key:
+        buffer.symbols_cache = (key, buffer_symbols(path, buffer.data))
+    return buffer.symbols_cache[1]
+
+
+def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str, con=None) -> Located:
+    at = cursor(buffer, position, encoding)
+    symbols = live_symbols(buffer, path)
+    if symbols is not None:
+        sym = innermost(symbols, at.byte, at.line + 1)
+        return Located(repo, path, buffer, at.line + 1, sym.qualname if sym else None, True)
+    qualname = None
+    if con is not None and not buffer.dirty:   # unparsed: HEAD's spans, good while unedited
+        try:
+            qualname = resolve(con, TargetSpec(path, line=at.line + 1)).qualname
+        except CortexError:
+            qualname = None
+    return Located(repo, path, buffer, at.line + 1, qualname, False)
+
+
+# -- hover and lenses --------------------------------------------------------------------------
+
+
+def hover(con, loc: Located, settings: Settings) -> str | None:
+    repo = loc.repo
+    note = None if loc.parsed else "symbols from the index: this file is not parsed live"
+    if loc.qualname is not None:
+        try:
+            card = symbol_card(con, repo.root, loc.path, loc.qualname,
+                               limit=settings.history_length, heat=heat_settings(settings))
+        except NotFound:
+            if not _indexed(con, loc.path):
+                return None
+            return (f"**{render.code(loc.qualname)}**: no commits yet (new since the indexed HEAD)"
+                    + ("\n\n*index still building*" if repo.partial else ""))
+        return render.hover(card, web_base=repo.web_base, partial=repo.partial, note=note)
+    if not _indexed(con, loc.path):
+        return None
+    from cortex_core.symbol_info import line_origin
+    origin = line_origin(con, repo.root, loc.path, loc.buffer.data, loc.line)
+    return render.line_hover(loc.line, origin, web_base=repo.web_base, partial=repo.partial)
+
+
+def _indexed(con, path: str) -> bool:
+    try:
+        resolve(con, TargetSpec(path))
+        return True
+    except NotFound:
+        return False
+
+
+@dataclass(frozen=True)
+class Lens:
+    line: int                 # 0-based line in the buffer
+    qualname: str
+    changes: int
+    authors: int
+
+
+def lenses(con, repo: Repo, path: str, buffer: Buffer, settings: Settings) -> list[Lens]:
+    hot = file_heat(con, path, heat_settings(settings), only_hot=True)
+    if not hot:
+        return []
+    symbols = live_symbols(buffer, path)
+    if symbols is None:   # not parsed: HEAD's lines, unless the buffer was edited
+        return [] if buffer.dirty else [Lens(h.line - 1, h.qualname, h.changes, h.authors)
+                                        for h in hot if h.line]
+    where = {}
+    for sym in symbols:
+        where.setdefault(sym.qualname, sym.start_line)
+    return [Lens(where[h.qualname] - 1, h.qualname, h.changes, h.authors)
+            for h in hot if h.qualname in where]
+
+
+def lens_title(con, path: str, qualname: str, settings: Settings) -> str:
+    """The resolved lens: the counts again (the index may have moved on) and the dependents."""
+    card_heat = file_heat(con, path, heat_settings(settings), qualname=qualname)
+    changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
+    from cortex_core.symbol_info import dependents_of
+    try:
+        dependents = dependents_of(con, resolve(con, TargetSpec(path, qualname)))
+    except NotFound:
+        dependents = None
+    return render.lens_title(changes, authors, dependents, settings.hotspot_window_days)
+
+
+# -- custom requests ---------------------------------------------------------------------------
+
+
+def payload(result, repo: Repo) -> dict:
+    """A core result as JSON, commit ids linked to their web pages, with the index's state."""
+    out = plain(result)
+    if not isinstance(out, dict):
+        out = {"items": out}
+    if repo.web_base:
+        _link(out, repo.web_base)
+    out["indexState"] = repo.state()
+    out["partial"] = repo.partial
+    out["repository"] = str(repo.root)
+    return out
+
+
+def _link(value, base: str) -> None:
+    if isinstance(value, dict):
+        sha = value.get("sha")
+        if isinstance(sha, str) and len(sha) == 40 and "url" not in value:
+            value["url"] = commit_url(base, sha)
+        for v in value.values():
+            _link(v, base)
+    elif isinstance(value, list):
+        for v in value:
+            _link(v, base)
+
+
+def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict:
+    from cortex_core.history import history
+    from cortex_core.symbol_info import reasons
+    result = history(con, spec, limit=limit)
+    out = payload(result, repo)
+    whys = reasons(con, [e.commit for e in result.entries])
+    for entry in out["entries"]:
+        entry["why"] = whys.get(entry["commit"]["sha"])
+    return out
+
+
+def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: float | None,
+                 settings: Settings) -> dict:
+    from cortex_core.blast import MIN_CONFIDENCE, blast
+    result = blast(con, spec, depth=depth, half_life_days=settings.recency_half_life_days,
+                   min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence)
+    return payload(result, repo)
+
+
+def related_commits(con, repo: Repo, target: str, top_k: int, embedder) -> dict:
+    from cortex_core.related_commits import related_commits as find
+    return payload(find(con, target, embedder=embedder, top_k=top_k), repo)
+
+
+def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: int, fmt: str,
+                 embedder, settings: Settings) -> dict:
+    from cortex_core.context_pack import build_pack
+    pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
+                      embedder=embedder, half_life_days=settings.recency_half_life_days)
+    out = payload(pack, repo)
+    out["tokens"] = pack.used
+    return out
+
+
+def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...],
+           since: int | None, path: str | None, top_k: int, mode: str, dirty: list[str],
+           embedder, settings: Settings) -> dict:
+    from cortex_core.embeddings import semantic_state
+    from cortex_core.search import SearchOptions, build_focus
+    from cortex_core.search import search as run
+    from cortex_core.workspace import read_workspace
+    workspace = read_workspace(repo.root)
+    # Unsaved edits count as changed files: the ranking's context boost sees what the editor sees.
+    workspace = replace(workspace, modified=tuple(dict.fromkeys(workspace.modified + tuple(dirty))))
+    options = SearchOptions(top_k=top_k, kinds=kinds, since=since, path=path, mode=mode,
+                            half_life_days=settings.recency_half_life_days,
+                            focus=build_focus(con, at, workspace))
+    if mode == "vector" and embedder is None:
+        raise CortexError(semantic_state(con)[1])
+    result = run(con, query, options, embedder=embedder if mode != "lexical" else None)
+    out = payload(result, repo)
+    if embedder is None and mode != "lexical":
+        out["note"] = semantic_state(con)[1]
+    return out
+
+
+def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float | None,
+             settings: Settings) -> dict:
+    from cortex_core.hotspots import hotspots as rank
+    return payload(rank(con, half_life_days=settings.recency_half_life_days,
+                        since_days=since_days, path_prefix=path, top_k=top_k), repo)
+
+
+def status(con, repo: Repo) -> dict:
+    from cortex_core.status import status as read
+    out = payload(read(con, repo.db), repo) if con is not None else {
+        "indexState": repo.state(), "partial": True, "repository": str(repo.root)}
+    out["indexing"] = {"running": repo.index.running, "percentage": repo.index.percentage,
+                       "message": repo.index.message, "error": repo.index.error}
+    out["database"] = str(repo.db)
+    return out
+
+
+def add_note(con, repo: Repo, target: str | None, text: str) -> dict:
+    from cortex_core.notes import add_note as add
+    from cortex_core.notes import git_author
+    return payload(add(con, repo.root, target, text, author=git_author(repo.root)), repo)

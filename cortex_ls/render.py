@@ -1,0 +1,115 @@
+"""Markdown for hovers and titles for code lenses, from cortex_core's typed results.
+
+Everything that came from a repository (subjects, bodies, author names, notes, symbol names) is
+untrusted: it is escaped so that it can never open a link, an image, HTML or a command. The only
+links are commit pages built from a validated remote (cortex_core.remotes).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from cortex_core.remotes import commit_url
+from cortex_core.render import relative_time
+
+# Every character CommonMark gives a meaning to, plus < > & for the HTML that clients render.
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+
+
+def escape(text: str, limit: int | None = None) -> str:
+    """Untrusted text as inert markdown on one line."""
+    text = _CONTROL.sub(" ", text).strip()
+    if limit is not None and len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    text = _SPECIAL.sub(r"\\\1", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def code(text: str) -> str:
+    """Untrusted text in an inline code span (backticks cannot close it early)."""
+    text = _CONTROL.sub(" ", text).replace("`", "'")
+    return f"`{text}`"
+
+
+def _sha(commit, web_base: str | None) -> str:
+    short = commit.sha[:10]
+    if web_base:
+        return f"[`{short}`]({commit_url(web_base, commit.sha)})"
+    return f"`{short}`"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def lens_title(changes: int, authors: int, dependents: int | None, window_days: float) -> str:
+    parts = [f"changed {changes}× in {_days(window_days)}", _plural(authors, "author")]
+    if dependents is not None:
+        parts.append(_plural(dependents, "dependent"))
+    return " · ".join(parts)
+
+
+def _days(days: float) -> str:
+    return f"{days:g}d"
+
+
+def hover(card, *, web_base: str | None, partial: bool, now: float | None = None,
+          note: str | None = None) -> str:
+    now = time.time() if now is None else now
+    t = card.target
+    title = code(t.qualname) if t.qualname else code(t.path)
+    head = [f"**{title}**" + (f" · {escape(t.kind)}" if t.kind else "")]
+    facts = [_plural(card.changes, "change"), _plural(card.authors, "author")]
+    if card.last_change is not None:
+        facts.append(f"last {relative_time(card.last_change.time, now)}")
+    if card.recent is not None and card.recent.hot:
+        facts.append(f"**hotspot**: {card.recent.changes}× in {_days(card.window_days)}")
+    if card.dependents is not None:
+        facts.append(_plural(card.dependents, "dependent"))
+    lines = [head[0], "", " · ".join(facts)]
+    if card.history:
+        lines.append("")
+        for change in card.history:
+            c = change.commit
+            row = (f"- {_sha(c, web_base)} {relative_time(c.time, now)} · {escape(c.author, 40)}"
+                   f" · {escape(c.subject, 100)}")
+            if change.change not in ("modified", "M"):
+                row += f" *({escape(change.change)})*"
+            lines.append(row)
+            if change.why:
+                lines.append(f"  — {escape(change.why)}")
+        more = card.changes - len(card.history)
+        if more > 0:
+            lines.append(f"- … {more} more (Cortex: Show Symbol History)")
+    if card.notes:
+        lines += ["", "**Notes**"]
+        for n in card.notes[:5]:
+            flag = " *(possibly stale)*" if n.stale else ""
+            lines.append(f"- note \\#{n.id}{flag}: {escape(n.text, 300)}")
+    footer = []
+    if note:
+        footer.append(escape(note))
+    if partial:
+        footer.append("index still building: recent history may be missing")
+    if footer:
+        lines += ["", "*" + " · ".join(footer) + "*"]
+    return "\n".join(lines)
+
+
+def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
+               now: float | None = None) -> str:
+    """The hover for a line outside any symbol: who last changed it."""
+    now = time.time() if now is None else now
+    if origin is None:
+        text = f"**line {line}**: not committed yet"
+    elif origin.commit is None:
+        text = f"**line {line}**: {escape(origin.reason or 'unknown origin')}"
+    else:
+        c = origin.commit
+        text = (f"**line {line}** last changed {relative_time(c.time, now)} by "
+                f"{escape(c.author, 40)} in {_sha(c, web_base)}: {escape(c.subject, 120)}")
+    if partial:
+        text += "\n\n*index still building: recent history may be missing*"
+    return text

@@ -1,0 +1,132 @@
+"""The repositories of a workspace: where each one's store is, and read connections to it.
+
+Requests run on a small thread pool; each thread keeps its own read connection per repository
+(an APSW connection is not to be used by two threads at once). A connection is reopened when the
+database file is replaced (a `--rebuild`, or deleted and indexed again); a missing database gives
+no connection, and the request answers "no index yet" instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cortex_core.errors import CortexError
+from cortex_core.store import default_db_path, open_reader
+
+
+@dataclass
+class IndexState:
+    """What the background indexer is doing for a repository."""
+    running: bool = False
+    done_once: bool = False       # an index run finished since the server started
+    error: str | None = None      # the last run's failure, if it failed
+    head: str | None = None       # HEAD (ref and commit) the last successful run saw
+    percentage: int = 0
+    message: str = ""
+
+
+@dataclass
+class Repo:
+    root: Path
+    db: Path
+    index: IndexState = field(default_factory=IndexState)
+    web_base: str | None = None
+    seen_head: str | None = None  # HEAD when last looked at (see indexer.head_state)
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+    embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    embedder: object | None = None
+    embedder_key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    def reader(self):
+        """This thread's read connection, or None when there is no usable index."""
+        try:
+            st = os.stat(self.db)
+        except OSError:
+            self._drop()
+            return None
+        identity = (st.st_ino, st.st_dev)
+        con = getattr(self._local, "con", None)
+        if con is not None and getattr(self._local, "identity", None) == identity:
+            return con
+        self._drop()
+        try:
+            con = open_reader(self.db)
+        except CortexError:       # not an index yet, an older schema mid-upgrade, a newer one
+            return None
+        self._local.con, self._local.identity = con, identity
+        return con
+
+    def _drop(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            self._local.con = None
+            try:
+                con.close()
+            except Exception:   # closing a connection to a deleted file must not fail a request
+                pass
+
+    def state(self) -> str:
+        """ready | indexing | missing | error — for answers and the status."""
+        if self.index.running:
+            return "indexing"
+        if not self.db.exists():
+            return "error" if self.index.error else "missing"
+        return "ready"
+
+    @property
+    def partial(self) -> bool:
+        """Answers may miss recent history: indexing is running, or never finished yet."""
+        return self.index.running or not self.db.exists()
+
+
+def find_root(folder: Path) -> Path | None:
+    """The working-tree root of the git repository holding `folder`, if any."""
+    try:
+        folder = folder.resolve()
+    except OSError:
+        return None
+    for candidate in (folder, *folder.parents):
+        git = candidate / ".git"
+        if git.exists():
+            return candidate
+    return None
+
+
+class Repos:
+    """The repositories of the workspace folders, each once, however many folders share it."""
+
+    def __init__(self):
+        self.by_root: dict[Path, Repo] = {}
+
+    def add_folder(self, folder: Path) -> Repo | None:
+        root = find_root(folder)
+        if root is None:
+            return None
+        if root not in self.by_root:
+            from cortex_core.remotes import web_base
+            self.by_root[root] = Repo(root, default_db_path(root), web_base=web_base(root))
+        return self.by_root[root]
+
+    def remove_folder(self, folder: Path) -> None:
+        root = find_root(folder)
+        if root is not None:
+            self.by_root.pop(root, None)
+
+    def for_path(self, path: Path) -> Repo | None:
+        """The repository a file belongs to: the innermost known root above it."""
+        best = None
+        for root, repo in self.by_root.items():
+            if path == root or root in path.parents:
+                if best is None or len(root.parts) > len(best.root.parts):
+                    best = repo
+        return best
+
+    def all(self) -> list[Repo]:
+        return list(self.by_root.values())

@@ -1,0 +1,382 @@
+"""cortex-ls: the language server, a thin pygls adapter over cortex_core.
+
+Requests are answered on a small thread pool from the index as it is; they never wait for
+indexing, which runs in a child process (cortex_ls.indexer) and says when an answer may be
+partial. The protocol is documented in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import apsw
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from cortex_core import __version__
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.targets import TargetSpec, parse_target
+
+from . import queries
+from .documents import Buffer, encoding_name
+from .indexer import IndexRun, Outcome, Progress, head_state, index_command
+from .protocol import CortexProtocol, raw_json_converter
+from .repos import Repo, Repos
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+REQUEST_FAILED = -32803   # LSP's RequestFailed: a valid request that cannot be answered
+MAX_RESULTS = 200
+
+
+class Failed(JsonRpcException):
+    CODE = REQUEST_FAILED
+
+
+class CortexServer(LanguageServer):
+    def __init__(self):
+        super().__init__("cortex-ls", __version__, protocol_cls=CortexProtocol,
+                         converter_factory=raw_json_converter)
+        self.repos = Repos()
+        self.docs: dict[str, Buffer] = {}
+        self.settings = Settings()
+        self.setting_errors: list[str] = []
+        # Two workers: a slow answer (a context pack, a search) leaves one for hovers.
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="cortex-query")
+        self.runs: dict[Path, IndexRun] = {}
+        self.poller: asyncio.Task | None = None
+        self.progress_tokens: dict[Path, str] = {}
+        self.closing = False
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        try:
+            return encoding_name(self.workspace.position_encoding)
+        except RuntimeError:
+            return "utf-16"
+
+    async def work(self, fn, *args, **kwargs):
+        """Run a blocking core call on the pool; a cancelled request stops waiting for it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
+
+    def report_server_error(self, error, source):
+        # Quiet: failures in notifications go to the log, not to a pop-up per keystroke.
+        log.warning("error in server: %s", error)
+
+    def capability(self, *names) -> object | None:
+        node = self.client_capabilities
+        for name in names:
+            node = getattr(node, name, None) if node is not None else None
+        return node
+
+    # -- repositories and documents ----------------------------------------------------------
+
+    def add_folders(self, uris: list[str]) -> list[Repo]:
+        added = []
+        for uri in uris:
+            path = to_fs_path(uri) if uri else None
+            if path:
+                repo = self.repos.add_folder(Path(path))
+                if repo is not None and repo not in added:
+                    added.append(repo)
+        return added
+
+    def file_of(self, uri: str) -> tuple[Repo, str] | None:
+        """The repository and repository-relative path of a file URI; None outside them."""
+        if not isinstance(uri, str):
+            return None
+        fs = to_fs_path(uri)
+        if not fs:
+            return None
+        path = Path(fs)
+        try:
+            path = path.resolve()
+        except (OSError, RuntimeError):
+            return None
+        repo = self.repos.for_path(path)
+        if repo is None or path == repo.root or ".git" in path.relative_to(repo.root).parts:
+            return None
+        return repo, path.relative_to(repo.root).as_posix()
+
+    def buffer(self, uri: str) -> Buffer | None:
+        """The open document, or the file as on disk when the editor has not opened it."""
+        buf = self.docs.get(uri)
+        if buf is not None:
+            return buf
+        fs = to_fs_path(uri)
+        if not fs:
+            return None
+        try:
+            data = Path(fs).read_bytes()
+        except OSError:
+            return None
+        return Buffer(uri, Path(fs), data.decode("utf-8", "surrogateescape"))
+
+    def dirty_paths(self, repo: Repo) -> list[str]:
+        out = []
+        for uri, buf in self.docs.items():
+            if buf.dirty:
+                found = self.file_of(uri)
+                if found and found[0] is repo:
+                    out.append(found[1])
+        return out
+
+    def repo_for(self, params: dict) -> Repo:
+        """The repository a request is about: that of its document or `uri`, else the only one."""
+        uri = _uri(params)
+        if uri is not None:
+            found = self.file_of(uri)
+            if found is not None:
+                return found[0]
+            fs = to_fs_path(uri)
+            repo = self.repos.for_path(Path(fs).resolve()) if fs else None
+            if repo is None:
+                raise Failed(f"{uri} is not in a git repository of this workspace")
+            return repo
+        repos = self.repos.all()
+        if not repos:
+            raise Failed("no git repository in this workspace")
+        if len(repos) > 1:
+            raise JsonRpcInvalidParams("several repositories are open: give `uri` (a file or "
+                                       "folder in the one you mean)")
+        return repos[0]
+
+    # -- indexing ----------------------------------------------------------------------------
+
+    def index(self, repo: Repo, rebuild: bool = False) -> bool:
+        run = self.runs.get(repo.root)
+        if run is None:
+            run = IndexRun(repo, index_command(repo, lambda: self.settings.model), self._index_progress,
+                           self._index_done, self._index_started)
+            self.runs[repo.root] = run
+        return run.request(rebuild)
+
+    async def _index_started(self, repo: Repo) -> None:
+        self.notify_status(repo)
+        if not self.capability("window", "work_done_progress"):
+            return
+        token = f"cortex-index-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), 5)
+        except Exception as exc:   # the client refused or did not answer: no progress bar
+            log.info("no progress token: %s", exc)
+            return
+        self.progress_tokens[repo.root] = token
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=f"Cortex: indexing {repo.name}", message="starting", percentage=0))
+
+    def _index_progress(self, repo: Repo, progress: Progress) -> None:
+        token = self.progress_tokens.get(repo.root)
+        if token is not None:
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(
+                message=progress.message, percentage=progress.percentage))
+        self.notify_status(repo)
+
+    async def _index_done(self, repo: Repo, outcome: Outcome) -> None:
+        token = self.progress_tokens.pop(repo.root, None)
+        if outcome.ok:
+            s = outcome.summary or {}
+            message = (f"{s.get('new_commits', 0)} new commits, {s.get('total_commits', 0)} in all")
+        else:
+            message = ("waiting for another indexer" if outcome.busy
+                       else f"failed: {outcome.error}")
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+        self.notify_status(repo)
+        if outcome.ok:
+            self.protocol.notify("cortex/indexUpdated", {
+                "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
+                    "new_commits", 0), "head": (outcome.summary or {}).get("head")})
+            self.refresh_lenses()
+        elif not outcome.busy:
+            self.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Warning,
+                message=f"Cortex: indexing {repo.root} failed: {outcome.error}"))
+
+    def notify_status(self, repo: Repo) -> None:
+        s = repo.index
+        self.protocol.notify("cortex/indexStatus", {
+            "repository": str(repo.root), "state": repo.state(), "percentage": s.percentage,
+            "message": s.message, "error": s.error})
+
+    def refresh_lenses(self) -> None:
+        if self.capability("workspace", "code_lens", "refresh_support"):
+            try:
+                self.workspace_code_lens_refresh(None)
+            except Exception as exc:   # a client that advertised it but fails: nothing to do
+                log.info("codeLens/refresh failed: %s", exc)
+
+    async def check_heads(self) -> None:
+        """Start an incremental run for each repository whose HEAD moved since last seen."""
+        loop = asyncio.get_running_loop()
+        for repo in self.repos.all():
+            state = await loop.run_in_executor(None, head_state, repo.root)
+            if state is not None and state != repo.seen_head:
+                log.info("HEAD moved in %s: %s", repo.root, state)
+                repo.seen_head = state
+                self.index(repo)
+
+    async def poll(self) -> None:
+        while not self.closing:
+            interval = self.settings.poll_interval
+            await asyncio.sleep(interval if interval > 0 else 5.0)
+            if interval > 0:
+                try:
+                    await self.check_heads()
+                except Exception:   # never let the poller die
+                    log.exception("HEAD poll failed")
+
+    async def close(self) -> None:
+        self.closing = True
+        if self.poller is not None:
+            self.poller.cancel()
+        for run in self.runs.values():
+            await run.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- answering ---------------------------------------------------------------------------
+
+    async def query(self, repo: Repo, fn, *args, **kwargs):
+        """A core query against the repository's index, with errors made JSON-RPC errors."""
+        def call():
+            con = repo.reader()
+            if con is None:
+                raise Failed(_no_index(repo), data={"indexState": repo.state()})
+            return fn(con, *args, **kwargs)
+        try:
+            return await self.work(call)
+        except JsonRpcException:
+            raise
+        except NotFound as exc:
+            raise Failed(str(exc), data={"indexState": repo.state()}) from None
+        except CortexError as exc:
+            raise Failed(str(exc)) from None
+        except apsw.BusyError:
+            raise Failed("the index is busy (an indexer is writing); try again") from None
+        except apsw.Error as exc:
+            raise Failed(f"the index could not be read: {exc}") from None
+
+    def embedder(self, repo: Repo, con):
+        """The repository's embedding model, loaded once and kept (None: semantic search off)."""
+        from cortex_core.embeddings import load_embedder
+        from cortex_core.store import get_meta
+        key = f"{get_meta(con, 'embed_model')}|{get_meta(con, 'embed_dim')}"
+        with repo.embedder_lock:
+            if repo.embedder_key != key:
+                repo.embedder, repo.embedder_key = load_embedder(con), key
+            return repo.embedder
+
+    def target(self, params: dict, con_needed: bool = True) -> tuple[Repo, TargetSpec]:
+        """The target of a custom request: a document position, or `target` = PATH[::SYMBOL]."""
+        repo = self.repo_for(params)
+        text = params.get("target")
+        if text is not None:
+            if not isinstance(text, str):
+                raise JsonRpcInvalidParams("`target` must be a string: PATH, PATH::SYMBOL or "
+                                           "PATH:LINE")
+            try:
+                return repo, parse_target(text)
+            except CortexError as exc:
+                raise JsonRpcInvalidParams(str(exc)) from None
+        uri = _uri(params)
+        if uri is None:
+            raise JsonRpcInvalidParams("give `textDocument` and `position`, or `target`")
+        found = self.file_of(uri)
+        if found is None:
+            raise Failed(f"{uri} is not a file in a git repository of this workspace")
+        return repo, TargetSpec(found[1])
+
+    async def located(self, params: dict):
+        """A document position resolved to its innermost symbol (None outside repositories)."""
+        uri = _uri(params)
+        position = _position(params.get("position")) if isinstance(params, dict) else None
+        if uri is None or position is None:
+            return None
+        found = self.file_of(uri)
+        if found is None:
+            return None
+        repo, path = found
+        buf = self.buffer(uri)
+        if buf is None:
+            return None
+        return await self.work(lambda: queries.locate(repo, path, buf, position, self.encoding,
+                                                      repo.reader()))
+
+    async def spec_of(self, params: dict) -> tuple[Repo, TargetSpec]:
+        if isinstance(params, dict) and params.get("target") is None and "position" in params:
+            if _position(params.get("position")) is None:
+                raise JsonRpcInvalidParams("`position` must be {line, character} with "
+                                           "non-negative integers")
+            loc = await self.located(params)
+            if loc is None:
+                raise Failed("the position is not in a file of a git repository of this "
+                             "workspace")
+            return loc.repo, loc.spec
+        return self.target(params)
+
+
+def _uri(params) -> str | None:
+    if not isinstance(params, dict):
+        return None
+    doc = params.get("textDocument")
+    uri = doc.get("uri") if isinstance(doc, dict) else params.get("uri")
+    return uri if isinstance(uri, str) else None
+
+
+def _position(value) -> types.Position | None:
+    if isinstance(value, types.Position):
+        return value
+    if not isinstance(value, dict):
+        return None
+    line, char = value.get("line"), value.get("character")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+               for v in (line, char)):
+        return None
+    return types.Position(line, char)
+
+
+def _no_index(repo: Repo) -> str:
+    if repo.index.running:
+        return f"no index yet for {repo.root}: indexing ({repo.index.percentage}%)"
+    if repo.index.error:
+        return f"no index for {repo.root}: {repo.index.error}"
+    return f"no index yet for {repo.root}: run the command Cortex: Reindex"
+
+
+def params_dict(params) -> dict:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise JsonRpcInvalidParams("params must be an object")
+    return params
+
+
+def int_param(params: dict, name: str, default: int, lo: int, hi: int) -> int:
+    value = params.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise JsonRpcInvalidParams(f"`{name}` must be an integer from {lo} to {hi}")
+    return value
+
+
+def str_param(params: dict, name: str, required: bool = False, limit: int = 10_000) -> str | None:
+    value = params.get(name)
+    if value is None:
+        if required:
+            raise JsonRpcInvalidParams(f"`{name}` is required")
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise JsonRpcInvalidParams(f"`{name}` must be a string of at most {limit} characters")
+    return value

@@ -1,0 +1,102 @@
+"""The server's settings: from initializationOptions and workspace/didChangeConfiguration.
+
+Keys are camelCase, at the top level or under "cortex" (VS Code sends its `cortex.*` section that
+way). Unknown keys are ignored: clients keep their own settings in the same section. An invalid
+value is reported and its default kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class Settings:
+    hotspot_threshold: int = 4           # changes within the window that make a symbol hot
+    hotspot_window_days: float = 90.0
+    history_length: int = 5              # commits listed in a hover
+    token_budget: int = 4000             # context packs
+    model: str | None = None             # embedding model for indexing ("none": no vectors)
+    recency_half_life_days: float = 90.0  # hotspot score and search recency
+    poll_interval: float = 2.0           # seconds between HEAD checks; 0 turns polling off
+    hover: bool = True
+    code_lens: bool = True
+    index_on_start: bool = True
+
+
+# camelCase key -> (field, check returning an error or None)
+def _int(lo: int, hi: int):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            return f"an integer from {lo} to {hi}"
+        return None
+    return check
+
+
+def _number(lo: float, hi: float):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            return f"a number from {lo:g} to {hi:g}"
+        return None
+    return check
+
+
+def _bool(v):
+    return None if isinstance(v, bool) else "true or false"
+
+
+def _model(v):
+    if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v):
+        return None
+    return 'a model name, a folder, or "none"'
+
+
+_KEYS = {
+    "hotspotThreshold": ("hotspot_threshold", _int(1, 10_000)),
+    "hotspotWindowDays": ("hotspot_window_days", _number(1, 36_500)),
+    "historyLength": ("history_length", _int(0, 50)),
+    "tokenBudget": ("token_budget", _int(200, 1_000_000)),
+    "model": ("model", _model),
+    "recencyHalfLifeDays": ("recency_half_life_days", _number(1, 36_500)),
+    "pollInterval": ("poll_interval", _number(0, 3600)),
+    "hover": ("hover", _bool),
+    "codeLens": ("code_lens", _bool),
+    "indexOnStart": ("index_on_start", _bool),
+}
+assert {f for f, _ in _KEYS.values()} == {f.name for f in fields(Settings)}
+
+
+def parse_settings(raw, base: Settings = Settings()) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON, starting from `base`; with one message per bad value.
+
+    A key set to null goes back to its default."""
+    if raw is None:
+        return base, []
+    if not isinstance(raw, dict):
+        return base, [f"Cortex settings must be an object, not {type(raw).__name__}; "
+                      "using the previous settings"]
+    section = raw.get("cortex", raw)
+    if not isinstance(section, dict):
+        return base, ["the `cortex` settings must be an object; using the previous settings"]
+    changes, errors = {}, []
+    for key, value in section.items():
+        if key not in _KEYS:
+            continue
+        name, check = _KEYS[key]
+        if value is None:
+            changes[name] = getattr(Settings(), name)
+            continue
+        problem = check(value)
+        if problem:
+            default = getattr(Settings(), name)
+            errors.append(f"Cortex setting {key} = {_show(value)} is not valid: expected {problem};"
+                          f" using {_show(default)}")
+            changes[name] = default
+        else:
+            changes[name] = value.strip() if isinstance(value, str) else value
+    return replace(base, **changes), errors
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
