@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     # pygls logs every message body at INFO: keep it out of an info log.
     logging.getLogger("pygls").setLevel(max(level, logging.WARNING) if args.verbose < 2
                                         else logging.DEBUG)
+    # pygls logs every failed request with a traceback, expected ones included (an unknown
+    # symbol, a cancelled request): the server logs its real errors itself.
+    if args.verbose < 2:
+        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
     from .features import register
     from .server import CortexServer
     server = register(CortexServer())

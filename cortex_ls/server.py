@@ -68,7 +68,15 @@ class CortexServer(LanguageServer):
     async def work(self, fn, *args, **kwargs):
         """Run a blocking core call on the pool; a cancelled request stops waiting for it."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
+        try:
+            return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
+        except (JsonRpcException, CortexError, apsw.Error, asyncio.CancelledError):
+            raise
+        except Exception:
+            # pygls' own report of request errors is silenced (expected errors are frequent):
+            # a real bug is logged here, with its traceback.
+            log.exception("internal error in %s", getattr(fn, "__name__", fn))
+            raise
 
     def report_server_error(self, error, source):
         # Quiet: failures in notifications go to the log, not to a pop-up per keystroke.

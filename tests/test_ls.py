@@ -392,7 +392,11 @@ async def test_indexing_waits_for_another_indexer(lsp: Session, project: Scripte
         out = plain(await lsp.command("cortex.reindex"))
         assert out["started"]
         await lsp.until(lambda: plain(lsp.statuses[-1])["state"] == "indexing", "indexing")
-        assert "compute" in await lsp.hover(uri, 3, 5)   # requests never wait for it
+        value = await lsp.hover(uri, 3, 5)             # requests never wait for it ...
+        assert "compute" in value and "index still building" in value   # ... and say so
+        history = plain(await lsp.request("cortex/symbolHistory",
+                                          {"target": "pkg/core.py::compute"}))
+        assert history["partial"] is True and history["indexState"] == "indexing"
     await lsp.indexed(2)
 
 

@@ -1,0 +1,73 @@
+"""Hover cards and hotspot lenses from the core: exact counts on scripted histories."""
+
+from __future__ import annotations
+
+import pytest
+
+from cortex_core.errors import NotFound
+from cortex_core.symbol_info import HeatSettings, file_heat, line_origin, symbol_card, why
+
+BASE = "import os\n\n\ndef hot(x):\n    return x + {n}\n\n\ndef cold():\n    return 0\n"
+CALLER = "from app import hot\n\n\ndef use():\n    return hot(1)\n"
+
+
+@pytest.fixture
+def indexed(repo, cortex):
+    repo.write("app.py", BASE.format(n=0))
+    repo.write("caller.py", CALLER)
+    repo.commit("start", days_ago=200)
+    for n, (author, days) in enumerate([("Ann <ann@example.com>", 60), ("Bob <bob@example.com>", 40),
+                                        ("Ann <ann@example.com>", 20)], start=1):
+        repo.write("app.py", BASE.format(n=n))
+        repo.commit(f"tune hot to {n}\n\nThe callers need {n} more.\n\nSigned-off-by: X <x@y>",
+                    author=author, days_ago=days)
+    cortex.index(model="none")
+    return cortex
+
+
+def test_card_counts_history_heat_and_dependents(indexed):
+    con = indexed.reader()
+    card = symbol_card(con, indexed.repo.path, "app.py", "hot", limit=2,
+                       heat=HeatSettings(threshold=3, window_days=90))
+    assert (card.changes, card.authors) == (4, 2)
+    assert card.recent.changes == 3 and card.recent.authors == 2 and card.recent.hot
+    assert card.dependents == 2                       # caller.py imports it; use() calls it
+    assert [c.commit.subject for c in card.history] == ["tune hot to 3", "tune hot to 2"]
+    assert card.history[0].why == "The callers need 3 more."
+    assert card.hotspot_score > 0
+    cold = symbol_card(con, indexed.repo.path, "app.py", "cold")
+    assert cold.changes == 1 and not cold.recent.hot and cold.recent.changes == 0
+    with pytest.raises(NotFound):
+        symbol_card(con, indexed.repo.path, "app.py", "missing")
+
+
+def test_heat_respects_window_and_threshold(indexed):
+    con = indexed.reader()
+    assert [h.qualname for h in file_heat(con, "app.py", HeatSettings(3, 90), only_hot=True)] == \
+        ["hot"]
+    assert file_heat(con, "app.py", HeatSettings(4, 90), only_hot=True) == []
+    assert file_heat(con, "app.py", HeatSettings(2, 30), only_hot=True) == []   # 1 change in 30d
+    wide = file_heat(con, "app.py", HeatSettings(4, 365), only_hot=True)
+    assert [(h.qualname, h.changes) for h in wide] == [("hot", 4)]
+
+
+def test_why_keeps_only_what_adds_to_the_subject():
+    assert why("fix x", "") is None
+    assert why("fix x", "fix x") is None
+    assert why("fix x", "Signed-off-by: A <a@b>") is None
+    assert why("fix x", "Merge branch 'y' into main") is None
+    assert why("fix x", "Because\nthe parser   broke.\n\nMore.") == "Because the parser broke."
+    assert why("s", "password=hunter2hunter2 was leaked in logs") == \
+        "password=[REDACTED:password] was leaked in logs"
+    assert len(why("s", "word " * 200)) == 200
+
+
+def test_line_origin_maps_an_edited_buffer_to_head(indexed):
+    con = indexed.reader()
+    head = (indexed.repo.path / "app.py").read_bytes()
+    origin = line_origin(con, indexed.repo.path, "app.py", head, 1)
+    assert origin.commit.subject == "start"
+    edited = b"# new first line\n" + head
+    assert line_origin(con, indexed.repo.path, "app.py", edited, 1) is None
+    moved = line_origin(con, indexed.repo.path, "app.py", edited, 6)    # "    return x + 3"
+    assert moved.commit.subject == "tune hot to 3"
