@@ -54,7 +54,28 @@ class Buffer:
         self.text = text
         self._starts = [0] + [m.end() for m in _BREAK.finditer(text)]
         self._bytes: bytes | None = None
-        self.symbols_cache: tuple | None = None    # (version key, symbols) kept by the server
+        self.symbols_cache: tuple | None = None    # (the text parsed, its symbols)
+
+    def snapshot(self) -> "Buffer":
+        """A copy that later edits do not touch, for a worker thread to read while the editor
+        goes on typing. Symbols parsed on it are kept by this buffer while its text is the same."""
+        copy = Buffer.__new__(Buffer)
+        copy.__dict__.update(self.__dict__)
+        copy.origin = self
+        return copy
+
+    def keep_symbols(self, symbols) -> None:
+        self.symbols_cache = (self.text, symbols)
+        origin = getattr(self, "origin", None)
+        if origin is not None and origin.text is self.text:
+            origin.symbols_cache = self.symbols_cache
+
+    def cached_symbols(self):
+        """(True, symbols) when parsed for the current text, else (False, None)."""
+        cache = self.symbols_cache
+        if cache is not None and cache[0] is self.text:
+            return True, cache[1]
+        return False, None
 
     @property
     def line_count(self) -> int:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 from cortex_core.errors import CortexError
 
 from . import queries
 from .documents import Buffer
-from .server import (MAX_RESULTS, CortexServer, Failed, int_param, params_dict, str_param,
-                     _position, _uri)
+from .server import (MAX_RESULTS, CortexServer, Failed, _fs_path, _uri, int_param, params_dict,
+                     str_param)
 from .settings import parse_settings
 
 log = logging.getLogger(__name__)
@@ -71,7 +70,7 @@ def _lifecycle(server: CortexServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(ls: CortexServer, params: types.DidChangeWorkspaceFoldersParams):
         for folder in params.event.removed or []:
-            path = to_fs_path(folder.uri)
+            path = _fs_path(folder.uri)
             if path:
                 ls.repos.remove_folder(Path(path))
         loop = asyncio.get_running_loop()
@@ -138,7 +137,7 @@ def _documents(server: CortexServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CortexServer, params: types.DidOpenTextDocumentParams):
         doc = params.text_document
-        path = to_fs_path(doc.uri)
+        path = _fs_path(doc.uri)
         ls.docs[doc.uri] = Buffer(doc.uri, Path(path) if path else None, doc.text, doc.version,
                                   doc.language_id)
 
@@ -415,5 +414,3 @@ def _commands(server: CortexServer) -> None:
             label = _label(spec)
         return await ls.query(repo, queries.add_note, repo, label, text)
 
-
-__all__ = ["register", "_position"]

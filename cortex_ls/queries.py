@@ -48,10 +48,11 @@ def heat_settings(settings: Settings) -> HeatSettings:
 
 def live_symbols(buffer: Buffer, path: str):
     """The buffer's symbols, parsed once per version of its text."""
-    key = id(buffer.text)
-    if buffer.symbols_cache is None or buffer.symbols_cache[0] != key:
-        buffer.symbols_cache = (key, buffer_symbols(path, buffer.data))
-    return buffer.symbols_cache[1]
+    known, symbols = buffer.cached_symbols()
+    if not known:
+        symbols = buffer_symbols(path, buffer.data)
+        buffer.keep_symbols(symbols)
+    return symbols
 
 
 def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str, con=None) -> Located:

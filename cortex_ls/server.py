@@ -93,7 +93,7 @@ class CortexServer(LanguageServer):
     def add_folders(self, uris: list[str]) -> list[Repo]:
         added = []
         for uri in uris:
-            path = to_fs_path(uri) if uri else None
+            path = _fs_path(uri) if uri else None
             if path:
                 repo = self.repos.add_folder(Path(path))
                 if repo is not None and repo not in added:
@@ -104,7 +104,7 @@ class CortexServer(LanguageServer):
         """The repository and repository-relative path of a file URI; None outside them."""
         if not isinstance(uri, str):
             return None
-        fs = to_fs_path(uri)
+        fs = _fs_path(uri)
         if not fs:
             return None
         path = Path(fs)
@@ -118,11 +118,12 @@ class CortexServer(LanguageServer):
         return repo, path.relative_to(repo.root).as_posix()
 
     def buffer(self, uri: str) -> Buffer | None:
-        """The open document, or the file as on disk when the editor has not opened it."""
+        """The open document (a snapshot, for a worker to read), or the file as on disk when the
+        editor has not opened it."""
         buf = self.docs.get(uri)
         if buf is not None:
-            return buf
-        fs = to_fs_path(uri)
+            return buf.snapshot()
+        fs = _fs_path(uri)
         if not fs:
             return None
         try:
@@ -147,7 +148,7 @@ class CortexServer(LanguageServer):
             found = self.file_of(uri)
             if found is not None:
                 return found[0]
-            fs = to_fs_path(uri)
+            fs = _fs_path(uri)
             repo = self.repos.for_path(Path(fs).resolve()) if fs else None
             if repo is None:
                 raise Failed(f"{uri} is not in a git repository of this workspace")
@@ -332,6 +333,14 @@ class CortexServer(LanguageServer):
                              "workspace")
             return loc.repo, loc.spec
         return self.target(params)
+
+
+def _fs_path(uri: str) -> str | None:
+    """The file system path of a `file:` URI; None for any other URI or a malformed one."""
+    try:
+        return to_fs_path(uri) if uri.startswith("file:") else None
+    except Exception:   # pygls parses with urllib: odd URIs must not fail a request
+        return None
 
 
 def _uri(params) -> str | None:
