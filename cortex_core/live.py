@@ -31,6 +31,7 @@ def innermost(symbols: list[Symbol], byte_offset: int, line: int) -> Symbol | No
     for sym in symbols:
         inside = sym.start_byte <= byte_offset < sym.end_byte or \
             sym.start_line < line <= sym.end_line
-        if inside and (best is None or sym.end_byte - sym.start_byte <= best.end_byte - best.start_byte):
+        size = sym.end_byte - sym.start_byte
+        if inside and (best is None or size <= best.end_byte - best.start_byte):
             best = sym
     return best

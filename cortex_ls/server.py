@@ -166,8 +166,8 @@ class CortexServer(LanguageServer):
     def index(self, repo: Repo, rebuild: bool = False) -> bool:
         run = self.runs.get(repo.root)
         if run is None:
-            run = IndexRun(repo, index_command(repo, lambda: self.settings.model), self._index_progress,
-                           self._index_done, self._index_started)
+            run = IndexRun(repo, index_command(repo, lambda: self.settings.model),
+                           self._index_progress, self._index_done, self._index_started)
             self.runs[repo.root] = run
         return run.request(rebuild)
 
@@ -222,9 +222,11 @@ class CortexServer(LanguageServer):
     def refresh_lenses(self) -> None:
         if self.capability("workspace", "code_lens", "refresh_support"):
             try:
-                self.workspace_code_lens_refresh(None)
+                future = self.workspace_code_lens_refresh(None)
             except Exception as exc:   # a client that advertised it but fails: nothing to do
                 log.info("codeLens/refresh failed: %s", exc)
+                return
+            future.add_done_callback(_quiet)
 
     async def check_heads(self) -> None:
         """Start an incremental run for each repository whose HEAD moved since last seen."""
@@ -333,6 +335,12 @@ class CortexServer(LanguageServer):
                              "workspace")
             return loc.repo, loc.spec
         return self.target(params)
+
+
+def _quiet(future) -> None:
+    """Read a fire-and-forget request's outcome, so that a client's error is not reported."""
+    if not future.cancelled() and future.exception() is not None:
+        log.info("the client answered with an error: %s", future.exception())
 
 
 def _fs_path(uri: str) -> str | None:
