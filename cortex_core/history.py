@@ -7,6 +7,7 @@ container such as a class, rolls up the changes of its members. A file's history
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import apsw
 
@@ -34,8 +35,16 @@ class CommitRef:
 
 
 def commit_ref(row) -> CommitRef:
-    """A CommitRef from the first seven columns of COMMIT_COLUMNS; the subject redacted."""
-    return CommitRef(row[0], row[1], row[2], row[3], row[4], redact(row[5]), row[6])
+    """A CommitRef from the first seven columns of COMMIT_COLUMNS; the subject and the author
+    redacted (an author name is free text too)."""
+    return CommitRef(row[0], row[1], row[2], _redact_name(row[3]), _redact_name(row[4]),
+                     redact(row[5]), row[6])
+
+
+@lru_cache(maxsize=4096)
+def _redact_name(text: str) -> str:
+    # Authors repeat across a history: a long history is redacted once per author, not per commit.
+    return redact(text)
 
 
 @dataclass(frozen=True)

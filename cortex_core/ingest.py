@@ -24,13 +24,13 @@ from .areas import update_areas
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
-from .errors import CortexError, EmptyRepository, NotARepository
+from .errors import CortexError, EmptyRepository, NotARepository, StoreError
 from .languages import language_for_path
 from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
-from .store import get_meta, open_writer, remove_database, set_meta, writer_lock
+from .store import get_meta, open_writer, remove_database, set_meta, shipped_store, writer_lock
 from .symbols import Symbol
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
@@ -84,6 +84,10 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
     `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild."""
     repo = open_repository(repo_root)
     started = time.monotonic()
+    if db_path.parent == repo_root / ".cortex":
+        refused = shipped_store(repo_root)
+        if refused:
+            raise StoreError(refused)
     with writer_lock(db_path, wait_seconds):
         kept_notes = saved_notes(db_path) if rebuild else []
         if rebuild:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from .errors import CortexError
+from .redact import redact
 from .tokens import fts_query, query_terms
 
 CANDIDATES = 200
@@ -369,7 +370,8 @@ def _metadata(con, items: list[int]) -> dict[int, dict]:
              cluster, sha, author, doc_path) = row
             out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
                              commit_id=commit_id, segment=segment, file_id=file_id, line=line,
-                             note_id=note_id, cluster=cluster, sha=sha, author=author,
+                             note_id=note_id, cluster=cluster, sha=sha,
+                             author=redact(author) if author else author,
                              doc_path=doc_path, file_ids=set(), symbol_ids=set(), paths=[])
         for item, file_id, path in con.execute(
                 f"select x.item_id, x.file_id, f.path from item_files x join files f"

@@ -57,11 +57,45 @@ def _connect(path: Path, flags: int) -> apsw.Connection:
 
 def _prepare_folder(path: Path) -> None:
     """Create the database folder; a `.cortex/` folder ignores itself for git."""
+    check_location(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.parent.name == ".cortex":
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n", encoding="utf-8")
+        try:   # never through a link: a repository must not choose where this writes
+            fd = os.open(path.parent / ".gitignore",
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot write {path.parent / '.gitignore'}: {exc}") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("*\n")
+
+
+def check_location(path: Path) -> None:
+    """Refuse a store reached through symbolic links that a repository could have committed:
+    `.cortex` itself, the database, its lock and its journal files. A cloned repository could
+    otherwise make the indexer write (the lock's pid, the database) wherever the link points."""
+    candidates = [path.parent] if path.parent.name == ".cortex" else []
+    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock")]
+    for candidate in candidates:
+        if candidate.is_symlink():
+            raise StoreError(f"refusing to use {candidate}: it is a symbolic link (remove it, or "
+                             "give the index another place with --db)")
+
+
+def shipped_store(repo_root: Path) -> str | None:
+    """Why the repository's default store must not be used: it tracks files under `.cortex/`
+    (a repository shipping an index would show invented history as real). None when fine."""
+    import pygit2
+    try:
+        index = pygit2.Repository(str(repo_root)).index
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return None
+    tracked = [e.path for e in index if e.path.startswith(".cortex/") or e.path == ".cortex"]
+    if tracked:
+        return (f"the repository tracks {tracked[0]} under .cortex/: Cortex will not use an index "
+                "a repository ships (index elsewhere with --db)")
+    return None
 
 
 def schema_version(con: apsw.Connection) -> int:
@@ -97,6 +131,7 @@ def open_reader(path: Path) -> apsw.Connection:
     """A read connection to an existing, up-to-date store. Never blocks on the indexer."""
     if not path.is_file():
         raise StoreError(f"no index at {path}; run `cortex index` first")
+    check_location(path)
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
@@ -129,7 +164,10 @@ def writer_lock(path: Path, wait_seconds: float = 10.0) -> Iterator[None]:
     leaves a stale lock behind."""
     _prepare_folder(path)
     lock_path = Path(str(path) + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:   # ELOOP: a link planted in its place
+        raise StoreError(f"cannot open the lock {lock_path}: {exc}") from None
     try:
         deadline = time.monotonic() + wait_seconds
         while True:

@@ -112,6 +112,13 @@ def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float
     return [Heat(path, q, kind, line, n, a, n >= heat.threshold) for q, kind, line, n, a in rows]
 
 
+def file_level_only(con, path: str) -> str | None:
+    """Why a file at the indexed HEAD has no symbols (binary, too large, generated...), if so."""
+    row = con.execute("select h.skip_reason from head_files h join files f on f.id = h.file_id"
+                      " where f.path = ?", (path,)).fetchone()
+    return row[0] if row else None
+
+
 def dependents_of(con, target: Target) -> int | None:
     read = con.execute("select skip_reason from struct_files where file_id = ?",
                        (target.file_id,)).fetchone()

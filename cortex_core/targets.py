@@ -49,9 +49,10 @@ def parse_target(text: str) -> TargetSpec:
         return TargetSpec(path, symbol.strip().replace("::", ".").replace("#", "."))
     match = _LINE.match(text)
     if match:
-        line = int(match.group("line"))
-        if line < 1:
-            raise CortexError(f"bad line number in {text!r}: lines start at 1")
+        line = int(match.group("line")) if len(match.group("line")) <= 9 else 10**9
+        if line < 1 or line >= 10**9:
+            raise CortexError(f"bad line number in {text[:200]!r}: lines start at 1"
+                              " and stop before 1,000,000,000")
         return TargetSpec(match.group("path"), line=line)
     return TargetSpec(text)
 

@@ -18,17 +18,36 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def utf8(text: str) -> bytes:
-    # Lone surrogates (invalid UTF-16 from a client, or undecodable bytes read from disk) are kept
-    # rather than refused; the same encoding is used everywhere, so offsets stay consistent.
-    return text.encode("utf-8", "surrogatepass")
+    """The text's bytes, as tree-sitter and git see them. Undecodable bytes read from disk (kept
+    as surrogate escapes) come back as they were, so an unedited non-UTF-8 file is byte for byte
+    its blob; other lone surrogates (invalid UTF-16 from a client) are kept, not refused."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
-def _units(ch: str, encoding: str) -> int:
-    if encoding == "utf-8":
-        return len(utf8(ch))
+def _column(line: str, units: int, encoding: str) -> int:
+    """The code-point column of `units` units into `line`, clamped to its end. A position inside
+    a character (between the halves of a surrogate pair, inside a UTF-8 sequence) moves past it.
+    Encoded in C, not walked in Python: lines can be megabytes long."""
+    if units <= 0:
+        return 0
     if encoding == "utf-32":
-        return 1
-    return 2 if ord(ch) > 0xFFFF else 1
+        return min(units, len(line))
+    if encoding == "utf-8":
+        data = utf8(line)
+        if units >= len(data):
+            return len(line)
+        head = data[:units]
+        column = len(head.decode("utf-8", "ignore"))
+        return column + (1 if len(utf8(line[:column])) < units else 0)
+    data = line.encode("utf-16-le", "surrogatepass")
+    if 2 * units >= len(data):
+        return len(line)
+    column = len(data[:2 * units].decode("utf-16-le", "surrogatepass"))
+    # Half a surrogate pair decodes as a lone surrogate: that already counts the character.
+    return column
 
 
 def encoding_name(kind) -> str:
@@ -77,6 +96,26 @@ class Buffer:
             return True, cache[1]
         return False, None
 
+    def offset_of_byte(self, byte: int) -> int:
+        """The code-point offset of a UTF-8 byte offset (from tree-sitter)."""
+        data = self.data
+        return len(data[:max(0, byte)].decode("utf-8", "surrogateescape"))
+
+    def offset_of_git_line(self, line: int) -> int:
+        """The code-point offset where a 1-based \n-counted line starts (clamped)."""
+        at = 0
+        for _ in range(max(0, line - 1)):
+            nxt = self.text.find("\n", at)
+            if nxt < 0:
+                return len(self.text)
+            at = nxt + 1
+        return at
+
+    def git_line(self, offset: int) -> int:
+        """The 1-based line of a code-point offset as git and tree-sitter count lines: at
+        \n only (LSP also breaks lines at a lone \r)."""
+        return self.text.count("\n", 0, offset) + 1
+
     @property
     def line_count(self) -> int:
         return len(self._starts)
@@ -103,13 +142,7 @@ class Buffer:
         if position.line >= len(self._starts):
             return len(self.text)
         line = max(0, position.line)
-        column, units = 0, 0
-        for ch in self.line_text(line):
-            if units >= position.character:
-                break
-            units += _units(ch, encoding)
-            column += 1
-        return self._starts[line] + column
+        return self._starts[line] + _column(self.line_text(line), position.character, encoding)
 
     def position(self, offset: int, encoding: str) -> types.Position:
         """The client position of a code-point offset."""
@@ -120,7 +153,7 @@ class Buffer:
             return types.Position(line, len(before))
         if encoding == "utf-8":
             return types.Position(line, len(utf8(before)))
-        return types.Position(line, len(before) + sum(1 for ch in before if ord(ch) > 0xFFFF))
+        return types.Position(line, len(before.encode("utf-16-le", "surrogatepass")) // 2)
 
     def line_start_position(self, line: int) -> types.Position:
         return types.Position(self.clamp_line(line), 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from pathlib import Path
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 HEAD_GLOBS = ("**/.git/HEAD", "**/.git/refs/**", "**/.git/packed-refs")
 PACK_FORMATS = ("markdown", "json")
+_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
 SEARCH_MODES = ("hybrid", "lexical", "vector")
 
 
@@ -45,7 +47,7 @@ def _lifecycle(server: CortexServer) -> None:
         folders = [f.uri for f in params.workspace_folders or []]
         if not folders and params.root_uri:
             folders = [params.root_uri]
-        elif not folders and params.root_path:
+        elif not folders and params.root_path and Path(params.root_path).is_absolute():
             folders = [Path(params.root_path).as_uri()]
         ls.add_folders(folders)
 
@@ -53,6 +55,11 @@ def _lifecycle(server: CortexServer) -> None:
     async def initialized(ls: CortexServer, params):
         for message in ls.setting_errors:
             _warn(ls, message)
+        for repo in ls.repos.all():
+            if repo.refused:
+                repo.index.error = repo.refused
+                _warn(ls, f"Cortex: {repo.refused}")
+                ls.notify_status(repo)
         watch = ls.capability("workspace", "did_change_watched_files", "dynamic_registration")
         if watch:
             await _register_watchers(ls)
@@ -213,11 +220,14 @@ def _editor_features(server: CortexServer) -> None:
             return queries.lenses(con, repo, path, buf, settings) if con is not None else []
         lenses = await ls.work(answer)
         encoding = ls.encoding
-        return [types.CodeLens(
-            range=types.Range(buf.line_start_position(lens.line),
-                              buf.line_end_position(lens.line, encoding)),
-            data={"uri": uri, "path": path, "qualname": lens.qualname})
-            for lens in lenses]
+        out = []
+        for lens in lenses:
+            line = buf.position(lens.offset, encoding).line
+            out.append(types.CodeLens(
+                range=types.Range(buf.line_start_position(line),
+                                  buf.line_end_position(line, encoding)),
+                data={"uri": uri, "path": path, "qualname": lens.qualname}))
+        return out
 
     @server.feature(types.CODE_LENS_RESOLVE)
     async def resolve_lens(ls: CortexServer, lens: types.CodeLens):
@@ -261,6 +271,8 @@ def _custom_requests(server: CortexServer) -> None:
         p = params_dict(params)
         top_k = int_param(p, "limit", 10, 1, MAX_RESULTS)
         commit = str_param(p, "commit", limit=64)
+        if commit is not None and not _SHA.fullmatch(commit):
+            raise JsonRpcInvalidParams("`commit` must be a commit id: 4 to 40 hex digits")
         if commit is not None:
             repo, label = ls.repo_for(p), commit
         else:
@@ -287,7 +299,8 @@ def _custom_requests(server: CortexServer) -> None:
         if mode not in SEARCH_MODES:
             raise JsonRpcInvalidParams(f"`mode` must be one of {', '.join(SEARCH_MODES)}")
         since = p.get("since")
-        if since is not None and (isinstance(since, bool) or not isinstance(since, int)):
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int)
+                                  or abs(since) > 2**53):
             raise JsonRpcInvalidParams("`since` must be a time in seconds since the epoch")
         at = None
         if "position" in p or p.get("target"):
@@ -307,8 +320,8 @@ def _custom_requests(server: CortexServer) -> None:
         repo = ls.repo_for(p)
         since = p.get("sinceDays")
         if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float))
-                                  or since <= 0):
-            raise JsonRpcInvalidParams("`sinceDays` must be a positive number")
+                                  or not 0 < since <= 100_000):   # also refuses NaN, infinity
+            raise JsonRpcInvalidParams("`sinceDays` must be a number of days from 0 to 100000")
         return await ls.query(repo, queries.hotspots, repo, path=str_param(p, "path", limit=4096),
                               top_k=int_param(p, "limit", 10, 1, MAX_RESULTS), since_days=since,
                               settings=ls.settings)

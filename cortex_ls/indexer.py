@@ -186,6 +186,6 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
         if rebuild:
             cmd.append("--rebuild")
         if model:
-            cmd += ["--model", model]
+            cmd.append(f"--model={model}")   # one argument: a value cannot pose as an option
         return cmd
     return command

@@ -2,7 +2,8 @@
 
 - A request whose params do not fit the method's type is answered with InvalidParams. pygls fails
   while decoding such a message, before it knows where to answer, so the client would wait
-  forever and the user would see "Error in server".
+  forever and the user would see "Error in server". Requests after `shutdown` are answered with
+  InvalidRequest (pygls drops them).
 - Custom requests (`cortex/...`) and command arguments arrive as plain dicts, not namedtuples
   (which pygls would serialise back as JSON lists).
 - Open documents are kept by the server (cortex_ls.documents), not by pygls' workspace: its line
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol,
                             default_converter)
 from pygls.protocol.language_server import lsp_method
@@ -30,9 +31,14 @@ def raw_json_converter():
     return conv
 
 
-class _Ignored:
-    """A message already answered while decoding: handle_message drops it (unknown version)."""
-    jsonrpc = "answered"
+class _Invalid:
+    """A request whose params did not decode. The decoding hook runs on nested objects too, so
+    the answer waits for handle_message, which sees only the message itself: an object inside
+    params that merely looks like a request is never answered."""
+    jsonrpc = "invalid"
+
+    def __init__(self, msg_id, method, error: str):
+        self.id, self.method, self.error = msg_id, method, error
 
 
 class CortexProtocol(LanguageServerProtocol):
@@ -42,15 +48,22 @@ class CortexProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except Exception as exc:
             if isinstance(data, dict) and "id" in data and "method" in data:
-                log.warning("invalid params for %s: %s", data.get("method"), exc.__cause__ or exc)
-                error = JsonRpcInvalidParams(f"invalid params for {data.get('method')!r}: "
-                                             f"{_short(exc.__cause__ or exc)}")
-                self._send_response(data["id"], error=error.to_response_error())
-                return _Ignored()
+                cause = exc.__cause__ or exc
+                log.warning("invalid params for %s: %s", data.get("method"), cause)
+                return _Invalid(data["id"], data.get("method"), _short(cause))
             raise
 
     def handle_message(self, message):
-        if isinstance(message, _Ignored):
+        if isinstance(message, _Invalid):
+            error = JsonRpcInvalidParams(f"invalid params for {str(message.method)[:100]!r}: "
+                                         f"{message.error}")
+            self._send_response(message.id, error=error.to_response_error())
+            return
+        if self._shutdown and getattr(message, "method", types.EXIT) != types.EXIT \
+                and getattr(message, "id", None) is not None:
+            # pygls drops requests after shutdown silently; the client would wait forever.
+            self._send_response(message.id, error=JsonRpcInvalidRequest(
+                "the server is shutting down").to_response_error())
             return
         super().handle_message(message)
 

@@ -13,7 +13,7 @@ from cortex_core.errors import CortexError, NotFound
 from cortex_core.live import buffer_symbols, innermost
 from cortex_core.plain import plain
 from cortex_core.remotes import commit_url
-from cortex_core.symbol_info import HeatSettings, file_heat, symbol_card
+from cortex_core.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
 from cortex_core.targets import TargetSpec, resolve
 
 from . import render
@@ -57,17 +57,18 @@ def live_symbols(buffer: Buffer, path: str):
 
 def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str, con=None) -> Located:
     at = cursor(buffer, position, encoding)
+    line = buffer.git_line(at.offset)      # lines as git counts them, not as LSP does
     symbols = live_symbols(buffer, path)
     if symbols is not None:
-        sym = innermost(symbols, at.byte, at.line + 1)
-        return Located(repo, path, buffer, at.line + 1, sym.qualname if sym else None, True)
+        sym = innermost(symbols, at.byte, line)
+        return Located(repo, path, buffer, line, sym.qualname if sym else None, True)
     qualname = None
     if con is not None and not buffer.dirty:   # unparsed: HEAD's spans, good while unedited
         try:
-            qualname = resolve(con, TargetSpec(path, line=at.line + 1)).qualname
+            qualname = resolve(con, TargetSpec(path, line=line)).qualname
         except CortexError:
             qualname = None
-    return Located(repo, path, buffer, at.line + 1, qualname, False)
+    return Located(repo, path, buffer, line, qualname, False)
 
 
 # -- hover and lenses --------------------------------------------------------------------------
@@ -76,7 +77,7 @@ def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str, con=N
 def hover(con, loc: Located, settings: Settings) -> str | None:
     repo = loc.repo
     note = None if loc.parsed else "symbols from the index: this file is not parsed live"
-    if loc.qualname is not None:
+    if loc.qualname is not None and file_level_only(con, loc.path) is None:
         try:
             card = symbol_card(con, repo.root, loc.path, loc.qualname,
                                limit=settings.history_length, heat=heat_settings(settings))
@@ -103,7 +104,7 @@ def _indexed(con, path: str) -> bool:
 
 @dataclass(frozen=True)
 class Lens:
-    line: int                 # 0-based line in the buffer
+    offset: int               # code-point offset in the buffer of the symbol's start
     qualname: str
     changes: int
     authors: int
@@ -115,12 +116,14 @@ def lenses(con, repo: Repo, path: str, buffer: Buffer, settings: Settings) -> li
         return []
     symbols = live_symbols(buffer, path)
     if symbols is None:   # not parsed: HEAD's lines, unless the buffer was edited
-        return [] if buffer.dirty else [Lens(h.line - 1, h.qualname, h.changes, h.authors)
-                                        for h in hot if h.line]
+        if buffer.dirty:
+            return []
+        return [Lens(buffer.offset_of_git_line(h.line), h.qualname, h.changes, h.authors)
+                for h in hot if h.line]
     where = {}
     for sym in symbols:
-        where.setdefault(sym.qualname, sym.start_line)
-    return [Lens(where[h.qualname] - 1, h.qualname, h.changes, h.authors)
+        where.setdefault(sym.qualname, sym.start_byte)
+    return [Lens(buffer.offset_of_byte(where[h.qualname]), h.qualname, h.changes, h.authors)
             for h in hot if h.qualname in where]
 
 

@@ -13,9 +13,14 @@ import time
 from cortex_core.remotes import commit_url
 from cortex_core.render import relative_time
 
-# Every character CommonMark gives a meaning to, plus < > & for the HTML that clients render.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+# Every character CommonMark gives a meaning to inside a line, plus < > & for the HTML that
+# clients render; "." and ":" break the autolinks of bare URLs and www. names. Escaped text never
+# starts a line here, so the block markers (#, +, -, 1.) need no escape.
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~>:.])")
+# Control characters (C0, C1), and the invisible and bidirectional formatting characters that can
+# make text read differently from what it is.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+                      "\ufeff]+")
 
 
 def escape(text: str, limit: int | None = None) -> str:

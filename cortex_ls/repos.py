@@ -35,6 +35,8 @@ class Repo:
     index: IndexState = field(default_factory=IndexState)
     web_base: str | None = None
     seen_head: str | None = None  # HEAD when last looked at (see indexer.head_state)
+    refused: str | None = None    # why its store is not used (see store.shipped_store)
+    folders: set = field(default_factory=set)   # the workspace folders inside it
     _local: threading.local = field(default_factory=threading.local, repr=False)
     embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     embedder: object | None = None
@@ -46,6 +48,8 @@ class Repo:
 
     def reader(self):
         """This thread's read connection, or None when there is no usable index."""
+        if self.refused:
+            return None
         try:
             st = os.stat(self.db)
         except OSError:
@@ -74,6 +78,8 @@ class Repo:
 
     def state(self) -> str:
         """ready | indexing | missing | error — for answers and the status."""
+        if self.refused:
+            return "error"
         if self.index.running:
             return "indexing"
         if not self.db.exists():
@@ -90,7 +96,7 @@ def find_root(folder: Path) -> Path | None:
     """The working-tree root of the git repository holding `folder`, if any."""
     try:
         folder = folder.resolve()
-    except OSError:
+    except (OSError, RuntimeError, ValueError):   # a loop of links, a NUL in the name
         return None
     for candidate in (folder, *folder.parents):
         git = candidate / ".git"
@@ -111,13 +117,21 @@ class Repos:
             return None
         if root not in self.by_root:
             from cortex_core.remotes import web_base
-            self.by_root[root] = Repo(root, default_db_path(root), web_base=web_base(root))
-        return self.by_root[root]
+            from cortex_core.store import shipped_store
+            self.by_root[root] = Repo(root, default_db_path(root), web_base=web_base(root),
+                                      refused=shipped_store(root))
+        repo = self.by_root[root]
+        repo.folders.add(folder)
+        return repo
 
     def remove_folder(self, folder: Path) -> None:
+        """Forget a folder; its repository goes with the last of its folders."""
         root = find_root(folder)
-        if root is not None:
-            self.by_root.pop(root, None)
+        repo = self.by_root.get(root) if root is not None else None
+        if repo is not None:
+            repo.folders.discard(folder)
+            if not repo.folders:
+                del self.by_root[root]
 
     def for_path(self, path: Path) -> Repo | None:
         """The repository a file belongs to: the innermost known root above it."""

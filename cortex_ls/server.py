@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
+import stat
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +35,8 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 
+MAX_DISK_BYTES = 8_000_000   # an unopened file larger than this is not read for a hover
+MAX_MESSAGE = 500            # error messages quote user input: keep them short
 REQUEST_FAILED = -32803   # LSP's RequestFailed: a valid request that cannot be answered
 MAX_RESULTS = 200
 
@@ -110,7 +114,7 @@ class CortexServer(LanguageServer):
         path = Path(fs)
         try:
             path = path.resolve()
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, ValueError):
             return None
         repo = self.repos.for_path(path)
         if repo is None or path == repo.root or ".git" in path.relative_to(repo.root).parts:
@@ -127,8 +131,12 @@ class CortexServer(LanguageServer):
         if not fs:
             return None
         try:
+            # Regular files only (a FIFO would block the server), and not huge ones.
+            st = os.stat(fs)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DISK_BYTES:
+                return None
             data = Path(fs).read_bytes()
-        except OSError:
+        except (OSError, ValueError):
             return None
         return Buffer(uri, Path(fs), data.decode("utf-8", "surrogateescape"))
 
@@ -149,7 +157,10 @@ class CortexServer(LanguageServer):
             if found is not None:
                 return found[0]
             fs = _fs_path(uri)
-            repo = self.repos.for_path(Path(fs).resolve()) if fs else None
+            try:
+                repo = self.repos.for_path(Path(fs).resolve()) if fs else None
+            except (OSError, RuntimeError, ValueError):
+                repo = None
             if repo is None:
                 raise Failed(f"{uri} is not in a git repository of this workspace")
             return repo
@@ -164,6 +175,9 @@ class CortexServer(LanguageServer):
     # -- indexing ----------------------------------------------------------------------------
 
     def index(self, repo: Repo, rebuild: bool = False) -> bool:
+        if repo.refused:
+            repo.index.error = repo.refused
+            return False
         run = self.runs.get(repo.root)
         if run is None:
             run = IndexRun(repo, index_command(repo, lambda: self.settings.model),
@@ -208,7 +222,7 @@ class CortexServer(LanguageServer):
                 "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
                     "new_commits", 0), "head": (outcome.summary or {}).get("head")})
             self.refresh_lenses()
-        elif not outcome.busy:
+        elif not outcome.busy and not self.closing:
             self.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Warning,
                 message=f"Cortex: indexing {repo.root} failed: {outcome.error}"))
@@ -270,9 +284,11 @@ class CortexServer(LanguageServer):
         except JsonRpcException:
             raise
         except NotFound as exc:
-            raise Failed(str(exc), data={"indexState": repo.state()}) from None
+            raise Failed(_clip(str(exc)), data={"indexState": repo.state()}) from None
         except CortexError as exc:
-            raise Failed(str(exc)) from None
+            raise Failed(_clip(str(exc))) from None
+        except OverflowError as exc:   # a number SQLite cannot hold
+            raise JsonRpcInvalidParams(_clip(f"invalid params: {exc}")) from None
         except apsw.BusyError:
             raise Failed("the index is busy (an indexer is writing); try again") from None
         except apsw.Error as exc:
@@ -293,7 +309,7 @@ class CortexServer(LanguageServer):
         repo = self.repo_for(params)
         text = params.get("target")
         if text is not None:
-            if not isinstance(text, str):
+            if not isinstance(text, str) or "\0" in text or len(text) > 4096:
                 raise JsonRpcInvalidParams("`target` must be a string: PATH, PATH::SYMBOL or "
                                            "PATH:LINE")
             try:
@@ -337,6 +353,10 @@ class CortexServer(LanguageServer):
         return self.target(params)
 
 
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
+
+
 def _quiet(future) -> None:
     """Read a fire-and-forget request's outcome, so that a client's error is not reported."""
     if not future.cancelled() and future.exception() is not None:
@@ -352,11 +372,17 @@ def _fs_path(uri: str) -> str | None:
 
 
 def _uri(params) -> str | None:
+    """The request's document or `uri`; a present one of the wrong type is an error (it would
+    otherwise quietly widen the request to every repository)."""
     if not isinstance(params, dict):
         return None
     doc = params.get("textDocument")
+    if doc is not None and not isinstance(doc, dict):
+        raise JsonRpcInvalidParams("`textDocument` must be {uri}")
     uri = doc.get("uri") if isinstance(doc, dict) else params.get("uri")
-    return uri if isinstance(uri, str) else None
+    if uri is not None and not isinstance(uri, str):
+        raise JsonRpcInvalidParams("`uri` must be a string")
+    return uri
 
 
 def _position(value) -> types.Position | None:
@@ -402,6 +428,7 @@ def str_param(params: dict, name: str, required: bool = False, limit: int = 10_0
         if required:
             raise JsonRpcInvalidParams(f"`{name}` is required")
         return None
-    if not isinstance(value, str) or len(value) > limit:
-        raise JsonRpcInvalidParams(f"`{name}` must be a string of at most {limit} characters")
+    if not isinstance(value, str) or len(value) > limit or "\0" in value:
+        raise JsonRpcInvalidParams(f"`{name}` must be a string of at most {limit} characters "
+                                   "(no NUL)")
     return value

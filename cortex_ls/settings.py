@@ -45,6 +45,13 @@ def _bool(v):
     return None if isinstance(v, bool) else "true or false"
 
 
+def _poll(v):
+    # 0 turns polling off; below 0.1 s it would spin a core.
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v == 0 or 0.1 <= v <= 3600):
+        return "0 (off) or a number of seconds from 0.1 to 3600"
+    return None
+
+
 def _model(v):
     if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v):
         return None
@@ -58,7 +65,7 @@ _KEYS = {
     "tokenBudget": ("token_budget", _int(200, 1_000_000)),
     "model": ("model", _model),
     "recencyHalfLifeDays": ("recency_half_life_days", _number(1, 36_500)),
-    "pollInterval": ("poll_interval", _number(0, 3600)),
+    "pollInterval": ("poll_interval", _poll),
     "hover": ("hover", _bool),
     "codeLens": ("code_lens", _bool),
     "indexOnStart": ("index_on_start", _bool),

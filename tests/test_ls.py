@@ -96,7 +96,8 @@ async def test_start_indexes_in_background_with_progress(lsp: Session, project: 
     assert "5 new commits" in reports[-1].message
     states = [s["state"] for s in plain(lsp.statuses)]
     assert states[0] == "indexing" and states[-1] == "ready"
-    assert lsp.refreshes >= 1          # code lenses are refreshed once the index is there
+    # Code lenses are refreshed once the index is there (asked right after indexUpdated).
+    await lsp.until(lambda: lsp.refreshes >= 1, "a code lens refresh")
     assert (project.path / ".cortex" / "cortex.db").is_file()
 
 

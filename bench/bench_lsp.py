@@ -1,0 +1,903 @@
+#!/usr/bin/env python3
+"""Language server: hover and code lens latency of a real cortex-ls, against `git blame -L n,n`.
+
+A real server process (`python -m cortex_ls`) is driven over stdio by pytest-lsp's client (used
+outside pytest), on a private clone of REPO under bench/.work/ (REPO itself is never altered):
+
+  1. the clone gets an index: with `--db`, a copy of that database at `<clone>/.cortex/cortex.db`
+     (the server's default), brought up to date by one `cortex index` with the server's model
+     setting (untimed: a model setting other than the one the database was built with drops or
+     re-makes vectors and areas once, which is not what a warm start costs); with `--fresh`, no
+     database: the server builds it (time to index measured);
+  2. the server starts and is initialized like VS Code (pytest_lsp.client_capabilities(
+     "visual-studio-code"), root = the clone, initializationOptions {"pollInterval": 0,
+     "hotspotThreshold": 2, "hotspotWindowDays": 3650}: a low threshold over ten years, so that
+     code lenses exist on an older history); the script waits for `cortex/indexUpdated` (an
+     event, not a sleep), which the server sends when its background index run (a child process,
+     `python -m cortex_core index --progress-json`) has finished;
+  3. memory while it indexes: the server's descendants are sampled from /proc every 50 ms — the
+     indexer's own peak RSS (VmHWM, the kernel's high-water mark, read at each sample: exact up to
+     the last 50 ms of its life) and the summed PSS of the indexer and its worker processes (a
+     peak shorter than 50 ms may be missed). The indexer is a grandchild of this script: its
+     rusage never reaches us (os.wait4 and RUSAGE_CHILDREN only see reaped children);
+  4. positions: F Python files at HEAD that the index knows (`git ls-files '*.py'` and the
+     index's `head_files`), sampled with the seed, each parsed with the server's own extractor
+     (cortex_core.live) to classify its non-blank lines: inside a function or method (the hover
+     shows the symbol's card) or outside any symbol (the hover shows the line's last commit, from
+     the index's hunks). Positions cycle over the files; each is a function line, or with
+     probability --outside-share a line outside any symbol; the cursor is on the line's first
+     non-blank character (with --class-share, also lines of a class outside its methods: the
+     class's card, which rolls up its members' changes). Every file is opened with didOpen
+     (text from disk);
+  5. hover: W warm-up requests (other positions, not counted), then N requests, one at a time;
+     each round trip timed on the client (time.perf_counter around the awaited request: JSON-RPC
+     both ways, the server's thread hops and query, the client's decoding); then 200 hovers on
+     a file outside every repository, answered (null) on the server's event loop without a
+     query: the protocol's floor (pygls itself reads stdin through a thread pool, three hops
+     per message; a hover adds two hops to the server's query threads);
+  6. code lens: `textDocument/codeLens` per file, then `codeLens/resolve` for each lens it
+     returned, cycling over the files until N requests in all (after W warm-up requests);
+     p50/p95 for each method separately, and how many lenses came back;
+  7. the server's resident memory (VmRSS of /proc/<pid>/status) after the index run, after the
+     hovers and after the lenses, and its peak (VmHWM); then shutdown and exit;
+  8. git blame: for B of the measured hover positions (sampled with the seed),
+     `git -C CLONE blame -L n,n --porcelain -- FILE`, process start included (what a blame-based
+     editor tool pays per hover); ratios git blame / hover at p50 and p95, and per position; for
+     the positions whose hover named a line's last commit, whether it names git blame's commit;
+  9. in process, for the same positions: cortex_ls.queries.locate + queries.hover (and
+     queries.lenses, queries.lens_title) on a reader connection, warm, timed one by one — the
+     query's own cost; the rest of the round trip is protocol, threads and client.
+
+Run with the venv's python: `/work/venv/bin/python bench/bench_lsp.py REPO --db DB`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _benchlib as bl
+
+TARGET_P95 = 0.030          # seconds: the goal for hover and code lens
+REQUEST_TIMEOUT = 60.0      # seconds: a protocol mistake shows up as a hang; fail it
+SERVER_OPTIONS = {"pollInterval": 0, "hotspotThreshold": 2, "hotspotWindowDays": 3650}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description="cortex-ls hover and code lens latency (p50/p95, client round trip) over a "
+        "real server on stdio, its memory, and git blame -L n,n on the same lines (same run). "
+        "Works on a private clone under bench/.work/.")
+    p.add_argument("repo", type=Path, help="the git repository (not modified)")
+    p.add_argument("--db", type=Path, help="an index of REPO (copied into the clone's "
+                   ".cortex/cortex.db); one of --db and --fresh is required")
+    p.add_argument("--fresh", action="store_true", help="no database: the server indexes the "
+                   "clone from scratch (time to index measured)")
+    p.add_argument("--requests", type=int, default=1000, metavar="N",
+                   help="measured hover requests, and code lens requests (default 1000)")
+    p.add_argument("--warmup", type=int, default=50, metavar="W",
+                   help="warm-up requests of each kind, not counted (default 50)")
+    p.add_argument("--files", type=int, default=40, metavar="F",
+                   help="Python files opened and spread over (default 40)")
+    p.add_argument("--outside-share", type=float, default=0.2, metavar="S",
+                   help="share of positions on lines outside any symbol (default 0.2)")
+    p.add_argument("--class-share", type=float, default=0.0, metavar="S",
+                   help="share of positions on class lines outside its methods (the class's "
+                   "card, its members' changes rolled up; default 0)")
+    p.add_argument("--blame-sample", type=int, default=100, metavar="B",
+                   help="hover positions also timed with git blame -L n,n (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--model", help="embedding model for the server's indexer (CORTEX_MODEL; "
+                   "default: none)")
+    p.add_argument("--no-inproc", action="store_true",
+                   help="skip the in-process timing of the same positions")
+    p.add_argument("--server-log", type=Path, metavar="FILE",
+                   help="run the server with -vv --log-file FILE (debug logging of every "
+                   "message: slows the requests; for profiling only)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
+    args = p.parse_args(argv)
+    if (args.db is None) == (not args.fresh):
+        p.error("give exactly one of --db DB (a copy of an index) and --fresh (the server "
+                "indexes)")
+    return args
+
+
+# -- /proc -------------------------------------------------------------------------------------
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """VmRSS, VmHWM, ... of /proc/<pid>/status in KiB (empty when the process is gone)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith((b"Vm", b"Rss")):
+                    key, _, rest = line.partition(b":")
+                    parts = rest.split()
+                    if parts and parts[0].isdigit():
+                        out[key.decode()] = int(parts[0])
+    except OSError:
+        pass
+    return out
+
+
+def proc_pss(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def descendants(root: int) -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live descendant of `root` (not root itself), from
+    /proc/*/stat."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [(pid, root) for pid in children.get(root, ())]
+    while todo:
+        pid, ppid = todo.pop()
+        out.append((pid, ppid))
+        todo.extend((child, pid) for child in children.get(pid, ()))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+class ChildSampler:
+    """Samples the server's descendants every 50 ms: each one's peak RSS (VmHWM, the kernel's
+    own high-water mark) and the summed PSS of all of them at once."""
+
+    def __init__(self, root: int, interval: float = 0.05):
+        self.root, self.interval = root, interval
+        self.processes: dict[int, dict] = {}
+        self.peak_tree_pss_kib = 0
+        self.peak_tree_processes = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            pids = descendants(self.root)
+            total = count = 0
+            for pid, ppid in pids:
+                status = proc_status(pid)
+                if not status:
+                    continue
+                entry = self.processes.get(pid)
+                if entry is None:
+                    entry = self.processes[pid] = {"pid": pid, "ppid": ppid,
+                                                   "cmdline": cmdline(pid)[:300],
+                                                   "peak_rss_kib": 0, "samples": 0}
+                entry["peak_rss_kib"] = max(entry["peak_rss_kib"], status.get("VmHWM", 0))
+                entry["samples"] += 1
+                pss = proc_pss(pid)
+                if pss is not None:
+                    total += pss
+                    count += 1
+            self.peak_tree_pss_kib = max(self.peak_tree_pss_kib, total)
+            self.peak_tree_processes = max(self.peak_tree_processes, count)
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        procs = sorted(self.processes.values(), key=lambda p: -p["peak_rss_kib"])
+        # The indexer is the server's own child; its worker processes are its children.
+        indexer = next((p for p in procs if p["ppid"] == self.root and "cortex_core" in
+                        p["cmdline"] and " index" in p["cmdline"]), None)
+        return {"processes": procs, "indexer": indexer,
+                "peak_tree_pss_kib": self.peak_tree_pss_kib,
+                "peak_tree_processes": self.peak_tree_processes, "samples": self.samples,
+                "interval_seconds": self.interval}
+
+
+# -- positions ---------------------------------------------------------------------------------
+
+
+@dataclass
+class File:
+    path: str                       # relative to the repository root
+    text: str
+    uri: str = ""
+    function_lines: list[int] = field(default_factory=list)   # 0-based
+    outside_lines: list[int] = field(default_factory=list)
+    class_lines: list[int] = field(default_factory=list)      # in a class, outside its methods
+    indent: dict[int, int] = field(default_factory=dict)      # line -> first non-blank column
+
+
+@dataclass
+class Position:
+    file: File
+    line: int                       # 0-based
+    character: int
+    where: str                      # "function" | "outside" | "class"
+
+
+def classify(path: str, text: str) -> File | None:
+    """The file's non-blank lines inside a function or method, and outside any symbol, as the
+    server sees them (same extractor, same innermost-symbol rule, cursor on the first non-blank
+    character). None when the server would not parse it (too large)."""
+    from cortex_core.live import buffer_symbols, innermost
+    data = text.encode("utf-8", "surrogatepass")
+    symbols = buffer_symbols(path, data)
+    if symbols is None:
+        return None
+    out = File(path, text)
+    byte = 0
+    for i, line in enumerate(text.split("\n")):
+        raw = line.encode("utf-8", "surrogatepass")
+        stripped = line.lstrip(" \t")
+        if stripped.strip():
+            col = len(line) - len(stripped)        # spaces and tabs: one unit each
+            sym = innermost(symbols, byte + col, i + 1)
+            if sym is None:
+                out.outside_lines.append(i)
+            elif sym.kind in ("function", "method"):
+                out.function_lines.append(i)
+            elif sym.kind == "class":
+                out.class_lines.append(i)
+            out.indent[i] = col
+        byte += len(raw) + 1
+    return out
+
+
+def pick_files(clone: Path, db: Path, n: int, rng: random.Random) -> tuple[list[File], int]:
+    """N Python files at HEAD known to the index, with lines of both kinds; (files, eligible)."""
+    from cortex_core.store import open_reader
+    tracked = set(bl.git(clone, "ls-files", "-z", "--", "*.py").split("\0")) - {""}
+    con = open_reader(db)
+    try:
+        indexed = {p for (p,) in con.execute(
+            "select f.path from head_files h join files f on f.id = h.file_id")}
+    finally:
+        con.close()
+    candidates = sorted(tracked & indexed)
+    rng.shuffle(candidates)
+    files = []
+    for path in candidates:
+        text = (clone / path).read_text(encoding="utf-8", errors="replace")
+        if "\r" in text:       # LSP also breaks lines at a lone \r: keep the numbering simple
+            continue
+        f = classify(path, text)
+        if f is not None and f.function_lines and f.outside_lines:
+            f.uri = (clone / path).as_uri()
+            files.append(f)
+            if len(files) >= n:
+                break
+    return files, len(candidates)
+
+
+def make_positions(files: list[File], count: int, outside_share: float, class_share: float,
+                   rng: random.Random) -> list[Position]:
+    out = []
+    for i in range(count):
+        f = files[i % len(files)]
+        draw = rng.random()
+        if draw < outside_share:
+            where, lines = "outside", f.outside_lines
+        elif draw < outside_share + class_share and f.class_lines:
+            where, lines = "class", f.class_lines
+        else:
+            where, lines = "function", f.function_lines
+        line = rng.choice(lines)
+        out.append(Position(f, line, f.indent[line], where))
+    return out
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+def plain(value):
+    """pygls' client hands custom params back as namedtuples: as dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def stats(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50": bl.percentile(values, 50), "p95": bl.percentile(values, 95),
+            "p99": bl.percentile(values, 99), "max": max(values), "min": min(values),
+            "mean": statistics.fmean(values)}
+
+
+def hover_kind(text: str | None) -> str:
+    if text is None:
+        return "none"
+    if text.startswith("**line "):
+        return "line"
+    if text.startswith("**`"):
+        return "symbol"
+    return "other"
+
+
+async def drive_server(args, clone: Path, db: Path, env: dict, log, report: dict) -> dict:
+    """Start the server, wait for its index run, time the requests; the raw results."""
+    from lsprotocol import types
+    from pytest_lsp import ClientServerConfig, client_capabilities
+
+    command = [sys.executable, "-m", "cortex_ls"]
+    if args.server_log:
+        command += ["-vv", "--log-file", str(args.server_log.resolve())]
+    config = ClientServerConfig(server_command=command, server_env=env)
+    out: dict = {"command": command, "initialization_options": SERVER_OPTIONS}
+    t0 = time.perf_counter()
+    client = await config.start()
+    pid = client._server.pid
+    sampler = ChildSampler(pid)
+    updates, statuses, refreshes = [], [], [0]
+    ready = asyncio.Event()
+
+    @client.feature("cortex/indexUpdated")
+    def _updated(params):
+        updates.append((time.perf_counter(), plain(params)))
+        ready.set()
+
+    @client.feature("cortex/indexStatus")
+    def _status(params):
+        p = plain(params)
+        statuses.append(p)
+        if p.get("state") == "error" or (p.get("error") and p.get("state") != "indexing"):
+            ready.set()
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def _refresh(params):
+        refreshes[0] += 1
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def _register(params):
+        return None
+
+    try:
+        await client.initialize_session(types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=clone.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=clone.as_uri(), name=clone.name)],
+            initialization_options=SERVER_OPTIONS))
+        t_init = time.perf_counter()
+        out["initialize_seconds"] = t_init - t0
+        out["rss_after_initialize_kib"] = proc_status(pid).get("VmRSS")
+        log(f"server pid {pid} initialized in {bl.fmt_seconds(t_init - t0)}; waiting for "
+            "cortex/indexUpdated ...")
+        await asyncio.wait_for(ready.wait(), 3600 if args.fresh else 600)
+        children = sampler.stop()
+        if not updates:
+            raise RuntimeError(f"the server's index run failed: {statuses[-1:]} "
+                               f"{[m.message for m in client.log_messages[-3:]]}")
+        t_ready, update = updates[0]
+        out["index_run"] = {"seconds_from_initialized": t_ready - t_init,
+                            "notification": update, "statuses": len(statuses),
+                            "progress_reports": sum(len(v) for v in
+                                                    client.progress_reports.values()),
+                            "code_lens_refreshes": refreshes[0]}
+        out["children"] = children
+        status = proc_status(pid)
+        out["rss_after_index_kib"] = status.get("VmRSS")
+        out["hwm_after_index_kib"] = status.get("VmHWM")
+        ix = children["indexer"]
+        log(f"index run done in {bl.fmt_seconds(t_ready - t_init)} "
+            f"({update.get('newCommits')} new commits); server RSS "
+            f"{status.get('VmRSS', 0) / 1024:.0f} MiB; indexer peak "
+            f"{(ix or {}).get('peak_rss_kib', 0) / 1024:.0f} MiB")
+
+        # -- positions (after the index exists: --fresh builds it just now) ------------------
+        rng = random.Random(args.seed)
+        files, eligible = pick_files(clone, db, args.files, rng)
+        if not files:
+            raise RuntimeError("no Python file at HEAD with functions and module-level lines")
+        warm = make_positions(files, args.warmup, args.outside_share, args.class_share, rng)
+        measured = make_positions(files, args.requests, args.outside_share, args.class_share,
+                                  rng)
+        report["positions"] = {
+            "files": len(files), "eligible_files": eligible,
+            "lines_in_functions": sum(len(f.function_lines) for f in files),
+            "lines_outside_symbols": sum(len(f.outside_lines) for f in files),
+            "measured_in_functions": sum(p.where == "function" for p in measured),
+            "measured_outside_symbols": sum(p.where == "outside" for p in measured),
+            "measured_in_class_bodies": sum(p.where == "class" for p in measured),
+            "file_paths": [f.path for f in files]}
+        for f in files:
+            client.text_document_did_open(types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=f.uri, language_id="python", version=1,
+                                       text=f.text)))
+
+        async def hover(p: Position):
+            t = time.perf_counter()
+            result = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+                types.TextDocumentIdentifier(p.file.uri), types.Position(p.line, p.character))),
+                REQUEST_TIMEOUT)
+            return time.perf_counter() - t, (result.contents.value if result else None)
+
+        # -- hovers --------------------------------------------------------------------------
+        log(f"{len(files)} files open; {len(warm)} warm-up hovers, then {len(measured)} ...")
+        for p in warm:
+            await hover(p)
+        out["rss_after_open_and_warmup_kib"] = proc_status(pid).get("VmRSS")
+        hovers = []
+        for i, p in enumerate(measured):
+            seconds, text = await hover(p)
+            hovers.append({"path": p.file.path, "line": p.line + 1, "where": p.where,
+                           "seconds": seconds, "kind": hover_kind(text),
+                           "chars": len(text or ""), "text": text})
+        out["rss_after_hovers_kib"] = proc_status(pid).get("VmRSS")
+        # The protocol's floor: hovers on a file outside every repository, which the server
+        # answers (null) on its event loop without a query or a thread hop.
+        outside = Position(File("outside.py", "x = 1\n", uri=(clone.parent / "outside.py")
+                                .as_uri()), 0, 0, "floor")
+        floor, floor_answers = [], 0
+        for _ in range(min(args.requests, 200)):
+            seconds, text = await hover(outside)
+            floor.append(seconds)
+            floor_answers += text is not None      # expected: null, no query behind it
+        log(f"hover p50 {bl.fmt_seconds(bl.percentile([h['seconds'] for h in hovers], 50))}, "
+            f"p95 {bl.fmt_seconds(bl.percentile([h['seconds'] for h in hovers], 95))}")
+
+        # -- code lenses ---------------------------------------------------------------------
+        async def lens_round(budget: int):
+            lens_reqs, resolve_reqs, per_file = [], [], {}
+            done, i = 0, 0
+            while done < budget:
+                f = files[i % len(files)]
+                i += 1
+                t = time.perf_counter()
+                lenses = await asyncio.wait_for(client.text_document_code_lens_async(
+                    types.CodeLensParams(types.TextDocumentIdentifier(f.uri))), REQUEST_TIMEOUT)
+                lens_reqs.append({"path": f.path, "seconds": time.perf_counter() - t,
+                                  "lenses": len(lenses or [])})
+                per_file.setdefault(f.path, len(lenses or []))
+                done += 1
+                for lens in lenses or []:
+                    if done >= budget:
+                        break
+                    t = time.perf_counter()
+                    resolved = await asyncio.wait_for(client.code_lens_resolve_async(lens),
+                                                      REQUEST_TIMEOUT)
+                    resolve_reqs.append({"path": f.path, "line": lens.range.start.line + 1,
+                                         "seconds": time.perf_counter() - t,
+                                         "qualname": (lens.data or {}).get("qualname"),
+                                         "title": resolved.command.title
+                                         if resolved and resolved.command else None})
+                    done += 1
+            return lens_reqs, resolve_reqs, per_file
+
+        await lens_round(args.warmup)
+        lens_reqs, resolve_reqs, per_file = await lens_round(args.requests)
+        out["rss_after_lenses_kib"] = proc_status(pid).get("VmRSS")
+        out["hwm_at_end_kib"] = proc_status(pid).get("VmHWM")
+        log(f"codeLens p50 {bl.fmt_seconds(bl.percentile([r['seconds'] for r in lens_reqs], 50))}"
+            f", resolve p50 "
+            f"{bl.fmt_seconds(bl.percentile([r['seconds'] for r in resolve_reqs] or [0], 50))}")
+        out.update(files=files, warm=warm, measured=measured, hovers=hovers, floor=floor,
+                   floor_answers=floor_answers,
+                   lens_requests=lens_reqs, resolve_requests=resolve_reqs,
+                   lenses_per_file=per_file)
+    finally:
+        if sampler._thread.is_alive():
+            sampler.stop()
+        try:    # shutdown + exit; a server never initialized gets neither (pytest-lsp)
+            await asyncio.wait_for(client.shutdown_session(), 30)
+        except Exception as exc:  # noqa: BLE001 - report it, the server is killed below
+            log(f"shutdown failed: {exc!r}")
+        if client._server.returncode is None:
+            client._server.kill()          # our own child: never left behind
+        await client.stop()
+    out["server_exit_code"] = client._server.returncode
+    return out
+
+
+# -- git blame and in-process ------------------------------------------------------------------
+
+
+def time_blame(clone: Path, hovers: list[dict], sample: int, rng: random.Random, log) -> dict:
+    picked = sorted(rng.sample(range(len(hovers)), min(sample, len(hovers))))
+    if not picked:
+        return {"n": 0}
+    first = hovers[picked[0]]
+    bl.run(["git", "-C", str(clone), "blame", "-L", f"{first['line']},{first['line']}",
+            "--porcelain", "--", first["path"]])          # warm-up: page cache, not counted
+    rows = []
+    for k, i in enumerate(picked, 1):
+        h = hovers[i]
+        r = bl.run(["git", "-C", str(clone), "blame", "-L", f"{h['line']},{h['line']}",
+                    "--porcelain", "--", h["path"]])
+        sha = r.stdout.split(b" ", 1)[0].decode()
+        agrees = None
+        if h["kind"] == "line":
+            agrees = sha[:10] in (h["text"] or "")
+        rows.append({"index": i, "path": h["path"], "line": h["line"], "where": h["where"],
+                     "seconds": r.seconds, "hover_seconds": h["seconds"], "sha": sha,
+                     "hover_kind": h["kind"], "line_hover_names_blame_commit": agrees})
+        if k % 20 == 0:
+            log(f"git blame {k}/{len(picked)}")
+    return {"rows": rows}
+
+
+def in_process(clone: Path, files: list[File], measured: list[Position], warm: list[Position],
+               hovers: list[dict], resolve_requests: list[dict], log) -> dict:
+    """The same hovers and lenses answered in this process: cortex_ls.queries on a reader."""
+    from lsprotocol import types
+
+    from cortex_ls import queries
+    from cortex_ls.documents import Buffer
+    from cortex_ls.repos import Repos
+    from cortex_ls.settings import parse_settings
+
+    settings, errors = parse_settings(SERVER_OPTIONS)
+    assert not errors, errors
+    repo = Repos().add_folder(clone)
+    con = repo.reader()
+    buffers = {f.path: Buffer(f.uri, clone / f.path, f.text, 1, "python") for f in files}
+
+    def one(p: Position):
+        buf = buffers[p.file.path]
+        t = time.perf_counter()
+        loc = queries.locate(repo, p.file.path, buf, types.Position(p.line, p.character),
+                             "utf-16", con)
+        t_loc = time.perf_counter()
+        text = queries.hover(con, loc, settings)
+        return t_loc - t, time.perf_counter() - t_loc, text
+
+    for p in warm:
+        one(p)
+    rows, same = [], 0
+    for p, h in zip(measured, hovers):
+        locate_s, hover_s, text = one(p)
+        same += text == h["text"]
+        rows.append({"locate": locate_s, "hover": hover_s, "total": locate_s + hover_s,
+                     "kind": hover_kind(text), "where": p.where})
+    lens_s = []
+    for f in files:
+        t = time.perf_counter()
+        queries.lenses(con, repo, f.path, buffers[f.path], settings)
+        lens_s.append(time.perf_counter() - t)
+    title_s = []
+    for r in resolve_requests:
+        t = time.perf_counter()
+        queries.lens_title(con, r["path"], r["qualname"], settings)
+        title_s.append(time.perf_counter() - t)
+    log(f"in process: hover p50 {bl.fmt_seconds(bl.percentile([r['total'] for r in rows], 50))}")
+    return {"rows": rows, "identical_texts": same, "lenses_seconds": lens_s,
+            "lens_title_seconds": title_s}
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    repo = args.repo.resolve()
+    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    env = bl.environment(repo)
+    try:    # this benchmark measures cortex_ls too: its uncommitted edits, as for cortex_core/
+        dirty = bl.run(["git", "-C", str(bl.PROJECT_DIR), "status", "--porcelain", "--",
+                        "cortex_ls"]).stdout.decode().splitlines()
+        env["cortex"]["cortex_ls_uncommitted"] = [line[3:] for line in dirty]
+    except RuntimeError:
+        pass
+    head = env["repository"]["head"]
+    work = bl.work_dir("lsp-", args.keep)
+    server_env = dict(os.environ, CORTEX_MODEL=args.model or "none")
+    report: dict = {"benchmark": "lsp", "environment": env, "config": {
+        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    try:
+        clone = bl.private_clone(repo, work / repo.name, checkout=True)
+        try:    # the same remote as REPO: the hovers link commits the same way
+            bl.run(["git", "-C", str(clone), "remote", "set-url", "origin",
+                    bl.git(repo, "remote", "get-url", "origin")])
+        except RuntimeError:
+            pass
+        db = clone / ".cortex" / "cortex.db"
+        setup = {"clone": str(clone), "db": str(db), "mode": "fresh" if args.fresh else "copy",
+                 "model": server_env["CORTEX_MODEL"]}
+        if not args.fresh:
+            import apsw
+            src = args.db.resolve()
+            con = apsw.Connection(str(src), flags=apsw.SQLITE_OPEN_READONLY)
+            indexed = con.execute("select value from meta where key = 'head'").fetchone()
+            con.close()
+            setup.update(db_source=str(src), db_source_head=indexed and indexed[0],
+                         db_bytes=bl.db_size(src))
+            if not indexed or indexed[0] != head:
+                log(f"note: {src} indexes {indexed and indexed[0]}, not HEAD {head}: the "
+                    "server's run indexes the difference")
+            db.parent.mkdir(parents=True, exist_ok=True)
+            bl.copy_db(src, db)
+            log(f"copied {src} to {db}; settling it with the server's model setting ...")
+            r = bl.run([*bl.cortex_command(), "index", "--repo", str(clone), "--db", str(db),
+                        "--quiet", "--json"], env=server_env)
+            s = json.loads(r.stdout)
+            setup["settle_run"] = {
+                "seconds": r.seconds, "new_commits": s.get("new_commits"),
+                "semantic": s.get("semantic"), "areas": s.get("areas"),
+                "items_without_vector": s.get("items_without_vector")}
+            log(f"settle run: {bl.fmt_seconds(r.seconds)} ({s.get('semantic')}, areas "
+                f"{s.get('areas')})")
+        report["setup"] = setup
+
+        run = asyncio.run(drive_server(args, clone, db, server_env, log, report))
+        setup["db_bytes_after"] = bl.db_size(db)
+
+        log(f"git blame -L n,n on {args.blame_sample} of the positions ...")
+        blame = time_blame(clone, run["hovers"], args.blame_sample,
+                           random.Random(args.seed + 1), log)
+        inproc = None
+        if not args.no_inproc:
+            inproc = in_process(clone, run["files"], run["measured"], run["warm"], run["hovers"],
+                                run["resolve_requests"], log)
+        summarize(report, run, blame, inproc)
+    finally:
+        if not args.keep:
+            bl.remove(work)
+    if args.json:
+        bl.dump_json(report)
+    else:
+        print(render(report))
+    return 0
+
+
+def summarize(report: dict, run: dict, blame: dict, inproc: dict | None) -> None:
+    hovers = run["hovers"]
+    h_all = [h["seconds"] for h in hovers]
+    by_kind = {k: [h["seconds"] for h in hovers if h["kind"] == k]
+               for k in ("symbol", "line", "none", "other")}
+    lens = [r["seconds"] for r in run["lens_requests"]]
+    resolve = [r["seconds"] for r in run["resolve_requests"]]
+    report["server"] = {k: run[k] for k in (
+        "command", "initialization_options", "initialize_seconds", "index_run",
+        "server_exit_code")}
+    ix = run["children"]["indexer"]
+    report["memory"] = {
+        "server_rss_after_initialize_kib": run["rss_after_initialize_kib"],
+        "server_rss_after_index_kib": run["rss_after_index_kib"],
+        "server_rss_after_open_and_warmup_kib": run["rss_after_open_and_warmup_kib"],
+        "server_rss_after_hovers_kib": run["rss_after_hovers_kib"],
+        "server_rss_after_lenses_kib": run["rss_after_lenses_kib"],
+        "server_peak_rss_kib": run["hwm_at_end_kib"],
+        "indexer_peak_rss_kib": ix and ix["peak_rss_kib"],
+        "indexer_samples": ix and ix["samples"],
+        "indexer_cmdline": ix and ix["cmdline"],
+        "largest_other_descendant": next((p for p in run["children"]["processes"]
+                                          if p is not ix), None),
+        "descendants_seen": len(run["children"]["processes"]),
+        "children_peak_pss_sum_kib": run["children"]["peak_tree_pss_kib"],
+        "children_peak_processes": run["children"]["peak_tree_processes"],
+        "children": run["children"]["processes"],
+        "sampling": f"/proc every {run['children']['interval_seconds'] * 1000:.0f} ms from "
+                    "server start to cortex/indexUpdated",
+    }
+    report["hover"] = {"all": stats(h_all), **{k: stats(v) for k, v in by_kind.items() if v},
+                       "protocol_floor": {**stats(run["floor"]),
+                                          "non_null_answers": run["floor_answers"]},
+                       "by_position": {w: stats([h["seconds"] for h in hovers if h["where"] == w])
+                                       for w in ("function", "class", "outside")},
+                       "result_kinds": {k: len(v) for k, v in by_kind.items()},
+                       "mean_chars": statistics.fmean(h["chars"] for h in hovers)}
+    titles = [r["title"] for r in run["resolve_requests"] if r["title"]]
+    report["code_lens"] = {
+        "codeLens": stats(lens), "codeLens/resolve": stats(resolve),
+        "lenses_first_pass": sum(run["lenses_per_file"].values()),
+        "files_with_lenses": sum(1 for n in run["lenses_per_file"].values() if n),
+        "files": len(run["lenses_per_file"]),
+        "lenses_per_file": run["lenses_per_file"],
+        "resolve_titles_sample": titles[:5],
+        "empty_resolves": len(resolve) - len(titles)}
+    report["goals"] = {"hover_p95_under_30ms": stats(h_all)["p95"] < TARGET_P95,
+                       "codeLens_p95_under_30ms": bool(lens) and stats(lens)["p95"] < TARGET_P95,
+                       "codeLens_resolve_p95_under_30ms":
+                           bool(resolve) and stats(resolve)["p95"] < TARGET_P95}
+    rows = blame.get("rows") or []
+    if rows:
+        g = [r["seconds"] for r in rows]
+        paired = [r["hover_seconds"] for r in rows]
+        per = [r["seconds"] / r["hover_seconds"] for r in rows]
+        line_rows = [r for r in rows if r["line_hover_names_blame_commit"] is not None]
+        gs, hs = stats(g), stats(h_all)
+        report["git_blame"] = {
+            "command": "git -C CLONE blame -L n,n --porcelain -- FILE (process start included)",
+            "seconds": gs, "same_positions_hover": stats(paired),
+            "ratio_p50": bl.ratio(gs["p50"], hs["p50"]),
+            "ratio_p95": bl.ratio(gs["p95"], hs["p95"]),
+            "ratio_p50_same_positions": bl.ratio(gs["p50"], stats(paired)["p50"]),
+            "ratio_per_position": {"median": bl.percentile(per, 50), "min": min(per),
+                                   "max": max(per)},
+            "line_hovers": len(line_rows),
+            "line_hovers_naming_blame_commit": sum(1 for r in line_rows
+                                                   if r["line_hover_names_blame_commit"]),
+            "line_hovers_differing": [
+                {"path": r["path"], "line": r["line"], "git_blame": r["sha"][:10]}
+                for r in line_rows if not r["line_hover_names_blame_commit"]][:10],
+            "rows": rows}
+    slow_n = 8
+    slowest = sorted(range(len(hovers)), key=lambda i: -hovers[i]["seconds"])[:slow_n]
+    if inproc:
+        rows_ip = inproc["rows"]
+        tot = [r["total"] for r in rows_ip]
+        report["in_process"] = {
+            "hover_total": stats(tot),
+            "locate": stats([r["locate"] for r in rows_ip]),
+            "hover_query": stats([r["hover"] for r in rows_ip]),
+            "by_position": {w: stats([r["total"] for r in rows_ip if r["where"] == w])
+                            for w in ("function", "class", "outside")},
+            "identical_hover_texts": inproc["identical_texts"],
+            "overhead_p50": stats(h_all)["p50"] - stats(tot)["p50"],
+            "overhead_per_request_median": bl.percentile(
+                [h["seconds"] - r["total"] for h, r in zip(hovers, rows_ip)], 50),
+            "lenses": stats(inproc["lenses_seconds"]),
+            "lens_title": stats(inproc["lens_title_seconds"])}
+        slowest_ip = sorted(range(len(rows_ip)), key=lambda i: -rows_ip[i]["total"])[:slow_n]
+        report["in_process"]["slowest"] = [
+            {"path": hovers[i]["path"], "line": hovers[i]["line"], "kind": rows_ip[i]["kind"],
+             "in_process": rows_ip[i]["total"], "round_trip": hovers[i]["seconds"]}
+            for i in slowest_ip]
+    report["slowest_hovers"] = [
+        {"path": hovers[i]["path"], "line": hovers[i]["line"], "kind": hovers[i]["kind"],
+         "round_trip": hovers[i]["seconds"],
+         "in_process": inproc["rows"][i]["total"] if inproc else None,
+         "order": i} for i in slowest]
+    report["slowest_resolves"] = sorted(
+        ({"path": r["path"], "qualname": r["qualname"], "seconds": r["seconds"],
+          "title": r["title"]} for r in run["resolve_requests"]),
+        key=lambda r: -r["seconds"])[:5]
+    report["slowest_code_lens"] = sorted(run["lens_requests"], key=lambda r: -r["seconds"])[:5]
+    report["requests"] = [{k: h[k] for k in ("path", "line", "where", "kind", "seconds", "chars")}
+                          for h in hovers]
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else bl.fmt_seconds(s)
+
+
+def _mib(kib: int | None) -> str:
+    return "-" if kib is None else f"{kib / 1024:.0f} MiB"
+
+
+def render(r: dict) -> str:
+    out = ["cortex-ls hover and code lens latency", "=" * 37,
+           *bl.environment_lines(r["environment"])]
+    dirty_ls = r["environment"]["cortex"].get("cortex_ls_uncommitted")
+    if dirty_ls:
+        out.append(f"uncommitted edits in cortex_ls/: {', '.join(dirty_ls)}")
+    s, sv, pos = r["setup"], r["server"], r["positions"]
+    ix = sv["index_run"]
+    if s["mode"] == "copy":
+        st = s["settle_run"]
+        out.append(f"index: copy of {s['db_source']} ({bl.fmt_bytes(s['db_bytes'])}); settled "
+                   f"with model {s['model']!r} in {bl.fmt_seconds(st['seconds'])} "
+                   f"(semantic {st['semantic']}, areas {st['areas']})")
+    else:
+        out.append(f"index: built by the server from scratch (model {s['model']!r})")
+    command = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(sv["command"]))
+    out.append(f"server: {command}, initialize {bl.fmt_seconds(sv['initialize_seconds'])}; "
+               f"index run until cortex/indexUpdated "
+               f"{bl.fmt_seconds(ix['seconds_from_initialized'])} "
+               f"({ix['notification'].get('newCommits')} new commits); options "
+               f"{json.dumps(sv['initialization_options'])}")
+    out.append(f"positions: {pos['files']} files of {pos['eligible_files']} indexed .py files at "
+               f"HEAD; {pos['measured_in_functions']} in functions, "
+               f"{pos['measured_outside_symbols']} outside any symbol"
+               + (f", {pos['measured_in_class_bodies']} in class bodies"
+                  if pos.get("measured_in_class_bodies") else ""))
+
+    h, c = r["hover"], r["code_lens"]
+    rows = []
+
+    def row(name, st, note=""):
+        if st.get("n"):
+            rows.append([name, str(st["n"]), _ms(st["p50"]), _ms(st["p95"]), _ms(st["p99"]),
+                         _ms(st["max"]), note])
+    row("hover (all)", h["all"], "goal p95 < 30 ms: " + ("yes" if r["goals"]["hover_p95_under_30ms"]
+                                                         else "NO"))
+    bp = h["by_position"]
+    row("  in functions: symbol card", bp["function"])
+    row("  class lines: class card", bp["class"])
+    row("  outside symbols: line's commit", bp["outside"])
+    row("  no hover", h.get("none", {}))
+    row("hover outside any repository", h["protocol_floor"], "protocol floor: no query")
+    row("textDocument/codeLens", c["codeLens"],
+        "goal: " + ("yes" if r["goals"]["codeLens_p95_under_30ms"] else "NO"))
+    row("codeLens/resolve", c["codeLens/resolve"],
+        "goal: " + ("yes" if r["goals"]["codeLens_resolve_p95_under_30ms"] else "NO"))
+    g = r.get("git_blame")
+    if g:
+        row("git blame -L n,n --porcelain", g["seconds"], "subprocess")
+    out += ["", "Round trips (client side, one request at a time)", bl.table(
+        rows, ["", "n", "p50", "p95", "p99", "max", ""])]
+    out.append(f"lenses: {c['lenses_first_pass']} on {c['files_with_lenses']} of {c['files']} "
+               f"files (first pass); titles e.g. {c['resolve_titles_sample'][:2]}")
+    if g:
+        out.append(f"git blame / hover: p50 {g['ratio_p50']:.1f}x, p95 {g['ratio_p95']:.1f}x; "
+                   f"per position median {g['ratio_per_position']['median']:.1f}x "
+                   f"(min {g['ratio_per_position']['min']:.1f}x); line hovers naming git blame's "
+                   f"commit: {g['line_hovers_naming_blame_commit']}/{g['line_hovers']}")
+    ip = r.get("in_process")
+    if ip:
+        out += ["", "In process, same positions (cortex_ls.queries on a reader, warm)"]
+        out.append(bl.table([
+            ["locate + hover", _ms(ip["hover_total"]["p50"]), _ms(ip["hover_total"]["p95"]),
+             _ms(ip["hover_total"]["max"])],
+            ["  locate (cursor, live symbols)", _ms(ip["locate"]["p50"]), _ms(ip["locate"]["p95"]),
+             _ms(ip["locate"]["max"])],
+            *([label, _ms(st["p50"]), _ms(st["p95"]), _ms(st["max"])]
+              for label, st in (("  in functions: symbol card", ip["by_position"]["function"]),
+                                ("  class lines: class card", ip["by_position"]["class"]),
+                                ("  outside symbols: line's commit",
+                                 ip["by_position"]["outside"]))
+              if st.get("n")),
+            ["lenses (per file)", _ms(ip["lenses"]["p50"]), _ms(ip["lenses"]["p95"]),
+             _ms(ip["lenses"]["max"])],
+            ["lens_title (per lens)", _ms(ip["lens_title"].get("p50")),
+             _ms(ip["lens_title"].get("p95")), _ms(ip["lens_title"].get("max"))],
+        ], ["", "p50", "p95", "max"]))
+        out.append(f"protocol + threads + client, p50: {_ms(ip['overhead_p50'])} (median per "
+                   f"request {_ms(ip['overhead_per_request_median'])}; floor without a query "
+                   f"{_ms(h['protocol_floor']['p50'])}); hover texts identical "
+                   f"to the server's: {ip['identical_hover_texts']}/{h['all']['n']}")
+    m = r["memory"]
+    out += ["", "Memory"]
+    out.append(bl.table([
+        ["server VmRSS after initialize", _mib(m["server_rss_after_initialize_kib"])],
+        ["server VmRSS after the index run", _mib(m["server_rss_after_index_kib"])],
+        ["server VmRSS after opening files + warm-up",
+         _mib(m["server_rss_after_open_and_warmup_kib"])],
+        ["server VmRSS after the hovers", _mib(m["server_rss_after_hovers_kib"])],
+        ["server VmRSS after the code lenses", _mib(m["server_rss_after_lenses_kib"])],
+        ["server peak (VmHWM)", _mib(m["server_peak_rss_kib"])],
+        ["indexer child peak RSS (VmHWM)", _mib(m["indexer_peak_rss_kib"])
+         + (f" ({m['indexer_samples']} samples)" if m["indexer_samples"] else "")],
+        ["its largest worker process, peak RSS (VmHWM)",
+         _mib((m["largest_other_descendant"] or {}).get("peak_rss_kib"))
+         + f" ({m['descendants_seen']} descendants of the server seen)"],
+        ["server's descendants, summed PSS peak", _mib(m["children_peak_pss_sum_kib"])
+         + f" ({m['children_peak_processes']} processes at most)"],
+    ], ["", "KiB / 1024"]))
+    out += ["", "Slowest hovers (round trip; in process for the same position)"]
+    out.append(bl.table([[f"{x['path']}:{x['line']}", x["kind"], _ms(x["round_trip"]),
+                          _ms(x["in_process"]), str(x["order"])]
+                         for x in r["slowest_hovers"]],
+                        ["position", "kind", "round trip", "in process", "#"]))
+    if r["slowest_resolves"]:
+        x = r["slowest_resolves"][0]
+        out.append(f"slowest codeLens/resolve: {_ms(x['seconds'])} {x['path']}::{x['qualname']} "
+                   f"({x['title']})")
+    x = r["slowest_code_lens"][0]
+    out.append(f"slowest codeLens: {_ms(x['seconds'])} {x['path']} ({x['lenses']} lenses)")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
