@@ -52,9 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     from .features import register
     from .server import CortexServer
     server = register(CortexServer())
-    if args.tcp:
-        server.start_tcp(args.host, args.port)
-        return 0
-    out = _stdout_for_protocol()
-    server.start_io(sys.stdin.buffer, out)
+    try:
+        if args.tcp:
+            server.start_tcp(args.host, args.port)
+        else:
+            server.start_io(sys.stdin.buffer, _stdout_for_protocol())
+    finally:
+        server.kill_children()
     return 0

@@ -270,6 +270,17 @@ class CortexServer(LanguageServer):
             await run.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
+    def kill_children(self) -> None:
+        """After the connection is gone (exit, or the client died without a shutdown): stop any
+        indexer still running. It keeps what it stored; the next run continues."""
+        for run in self.runs.values():
+            proc = run.proc
+            if proc is not None and proc.returncode is None:
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+
     # -- answering ---------------------------------------------------------------------------
 
     async def query(self, repo: Repo, fn, *args, **kwargs):
