@@ -71,3 +71,27 @@ def test_line_origin_maps_an_edited_buffer_to_head(indexed):
     assert line_origin(con, indexed.repo.path, "app.py", edited, 1) is None
     moved = line_origin(con, indexed.repo.path, "app.py", edited, 6)    # "    return x + 3"
     assert moved.commit.subject == "tune hot to 3"
+
+
+def test_a_store_shipped_or_linked_by_the_repository_is_refused(repo, tmp_path):
+    import os
+
+    from cortex_core.config import Settings
+    from cortex_core.errors import StoreError
+    from cortex_core.ingest import index_repository
+    from cortex_core.store import default_db_path
+
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.write(".cortex/cortex.db", b"SQLite format 3\x00 invented history")
+    repo.commit("ship an index")
+    with pytest.raises(StoreError, match="tracks .cortex/cortex.db"):
+        index_repository(repo.path, default_db_path(repo.path), Settings(), model="none")
+    repo.remove(".cortex/cortex.db")
+    repo.commit("unship it")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (repo.path / ".cortex").mkdir(exist_ok=True)
+    os.symlink(victim, repo.path / ".cortex" / "cortex.db.lock")
+    with pytest.raises(StoreError, match="symbolic link"):
+        index_repository(repo.path, default_db_path(repo.path), Settings(), model="none")
+    assert victim.read_text() == "precious"
