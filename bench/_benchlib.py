@@ -88,6 +88,28 @@ def run(cmd: list[str], *, cwd: str | Path | None = None, capture: bool = True,
     return result
 
 
+
+def descendants(root: int) -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live descendant of `root` (not root itself), from
+    /proc/*/stat."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [(pid, root) for pid in children.get(root, ())]
+    while todo:
+        pid, ppid = todo.pop()
+        out.append((pid, ppid))
+        todo.extend((child, pid) for child in children.get(pid, ()))
+    return out
+
 class _TreeSampler:
     """Samples the summed RSS of a process tree until the root exits (without reaping it)."""
 
@@ -102,23 +124,7 @@ class _TreeSampler:
         self._thread.start()
 
     def _tree(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-        out, todo = [], [self.pid]
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
-            todo.extend(children.get(pid, ()))
-        return out
+        return [self.pid] + [pid for pid, _ in descendants(self.pid)]
 
     def _alive(self) -> bool:
         try:

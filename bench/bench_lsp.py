@@ -142,28 +142,6 @@ def proc_pss(pid: int) -> int | None:
     return None
 
 
-def descendants(root: int) -> list[tuple[int, int]]:
-    """(pid, parent pid) of every live descendant of `root` (not root itself), from
-    /proc/*/stat."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [(pid, root) for pid in children.get(root, ())]
-    while todo:
-        pid, ppid = todo.pop()
-        out.append((pid, ppid))
-        todo.extend((child, pid) for child in children.get(pid, ()))
-    return out
-
-
 def cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -188,7 +166,7 @@ class ChildSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            pids = descendants(self.root)
+            pids = bl.descendants(self.root)
             total = count = 0
             for pid, ppid in pids:
                 status = proc_status(pid)
