@@ -6,7 +6,7 @@ container such as a class, rolls up the changes of its members. A file's history
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import apsw
@@ -34,11 +34,17 @@ class CommitRef:
         return self.sha[:10]
 
 
-def commit_ref(row) -> CommitRef:
+def commit_ref(row, redact_subject: bool = True) -> CommitRef:
     """A CommitRef from the first seven columns of COMMIT_COLUMNS; the subject and the author
-    redacted (an author name is free text too)."""
+    redacted (an author name is free text too). `redact_subject=False` is for callers that count
+    entries and redact the few they show (see `redacted`)."""
     return CommitRef(row[0], row[1], row[2], _redact_name(row[3]), _redact_name(row[4]),
-                     redact(row[5]), row[6])
+                     redact(row[5]) if redact_subject else row[5], row[6])
+
+
+def redacted(ref: CommitRef) -> CommitRef:
+    """A CommitRef made with redact_subject=False, made safe to show."""
+    return replace(ref, subject=redact(ref.subject))
 
 
 @lru_cache(maxsize=4096)
@@ -82,7 +88,8 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None) ->
     return History(target, entries[:limit] if limit else entries, note, len(entries))
 
 
-def file_history(con: apsw.Connection, file_id: int) -> list[HistoryEntry]:
+def file_history(con: apsw.Connection, file_id: int,
+                 redact_subjects: bool = True) -> list[HistoryEntry]:
     entries: list[tuple[int, HistoryEntry]] = []
     for fid, limit in _lineage(con, file_id, _FILE_LINKS):
         for row in con.execute(
@@ -90,12 +97,14 @@ def file_history(con: apsw.Connection, file_id: int) -> list[HistoryEntry]:
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
                 " where fc.file_id = ? and c.reachable = 1 and c.seq < ?", (fid, limit)):
-            entries.append((row[7], HistoryEntry(commit_ref(row), FILE_STATUS.get(row[8], row[8]),
+            entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
+                                                 FILE_STATUS.get(row[8], row[8]),
                                                  row[9], row[10], row[11])))
     return _newest_first(entries)
 
 
-def symbol_history(con: apsw.Connection, symbol_id: int) -> list[HistoryEntry]:
+def symbol_history(con: apsw.Connection, symbol_id: int,
+                   redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
     for sid, limit in _lineage(con, symbol_id, _SYMBOL_LINKS):
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
@@ -121,7 +130,8 @@ def symbol_history(con: apsw.Connection, symbol_id: int) -> list[HistoryEntry]:
         row = own or slot["row"]
         # A container whose members changed but not its own lines was still modified.
         change = own[8] if own is not None else "modified"
-        entries.append((row[7], HistoryEntry(commit_ref(row), change, slot["added"], slot["deleted"],
+        entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects), change,
+                                             slot["added"], slot["deleted"],
                                              row[11], slot["name"], tuple(sorted(slot["members"])))))
     return _newest_first(entries)
 

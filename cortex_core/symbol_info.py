@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .blast import direct_dependents
-from .history import CommitRef, HistoryEntry, file_history, symbol_history
+from .history import CommitRef, HistoryEntry, file_history, redacted, symbol_history
 from .hotspots import hotspot_score
 from .notes import Note, live_notes_for
 from .redact import redact
@@ -74,13 +74,15 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     Raises targets' NotFound when the file or symbol is not in the index."""
     now = time.time() if now is None else now
     target = resolve(con, TargetSpec(path, qualname))
+    # Subjects are redacted for the commits shown only: the rest are counted, and redacting a
+    # long history's subjects was most of a hover's time.
     if target.symbol_id is None:
-        entries = file_history(con, target.file_id)
+        entries = file_history(con, target.file_id, redact_subjects=False)
     else:
-        entries = symbol_history(con, target.symbol_id)
-    shown = entries[:max(0, limit)]
-    whys = reasons(con, [e.commit for e in shown])
-    history = [Change(e.commit, e.change, whys.get(e.commit.sha), e.members) for e in shown]
+        entries = symbol_history(con, target.symbol_id, redact_subjects=False)
+    shown = [redacted(e.commit) for e in entries[:max(0, limit)]]
+    whys = reasons(con, shown)
+    history = [Change(c, e.change, whys.get(c.sha), e.members) for c, e in zip(shown, entries)]
     recent = None
     if target.symbol_id is not None and target.alive:
         found = file_heat(con, path, heat, now=now, qualname=target.qualname)
@@ -88,8 +90,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
                                              target.start_line, 0, 0, False)
     score = hotspot_score(con, target.file_id, target.symbol_id,
                           half_life_days=heat.half_life_days, now=now) if target.alive else 0.0
-    return SymbolCard(target, len(entries), _authors(entries),
-                      entries[0].commit if entries else None, recent, round(score, 3),
+    last = (shown[0] if shown else redacted(entries[0].commit)) if entries else None
+    return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days)
 

@@ -95,3 +95,14 @@ def test_a_store_shipped_or_linked_by_the_repository_is_refused(repo, tmp_path):
     with pytest.raises(StoreError, match="symbolic link"):
         index_repository(repo.path, default_db_path(repo.path), Settings(), model="none")
     assert victim.read_text() == "precious"
+
+
+def test_card_subjects_are_redacted(repo, cortex):
+    repo.write("app.py", BASE.format(n=0))
+    repo.commit("start", days_ago=3)
+    repo.write("app.py", BASE.format(n=1))
+    repo.commit("rotate token ghp_abcdefghijklmnopqrstuvwxyz0123456789", days_ago=2)
+    cortex.index(model="none")
+    card = symbol_card(cortex.reader(), repo.path, "app.py", "hot", limit=1)
+    assert "ghp_" not in card.history[0].commit.subject
+    assert "ghp_" not in card.last_change.subject and "REDACTED" in card.last_change.subject
