@@ -86,12 +86,18 @@ def hover(con, loc: Located, settings: Settings) -> str | None:
                 return None
             return (f"**{render.code(loc.qualname)}**: no commits yet (new since the indexed HEAD)"
                     + ("\n\n*index still building*" if repo.partial else ""))
-        return render.hover(card, web_base=repo.web_base, partial=repo.partial, note=note)
+        return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
+                            note=note)
     if not _indexed(con, loc.path):
         return None
     from cortex_core.symbol_info import line_origin
     origin = line_origin(con, repo.root, loc.path, loc.buffer.data, loc.line)
-    return render.line_hover(loc.line, origin, web_base=repo.web_base, partial=repo.partial)
+    return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
+                             partial=repo.partial)
+
+
+def _links(repo: Repo, settings: Settings) -> str | None:
+    return repo.web_base if settings.commit_links else None
 
 
 def _indexed(con, path: str) -> bool:

@@ -13,12 +13,13 @@ import time
 from cortex_core.remotes import commit_url
 from cortex_core.render import relative_time
 
-# Every character CommonMark gives a meaning to inside a line, plus < > & for the HTML that
-# clients render; "." and ":" break the autolinks of bare URLs and www. names. Escaped text never
-# starts a line here, so the block markers (#, +, -, 1.) need no escape.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~>:.])")
-# Control characters (C0, C1), and the invisible and bidirectional formatting characters that can
-# make text read differently from what it is.
+# What could turn untrusted text into markup: emphasis, code, links and images (brackets), HTML
+# (<), strikethrough, tables. Parentheses, dots and colons stay readable (clients that show the
+# raw text, like Neovim's hover, would show every escape): with the brackets escaped no link can
+# form, and the autolinks of bare URLs, www. names and e-mail addresses are broken where they
+# start. Escaped text never starts a line here, so block markers need no escape.
+_SPECIAL = re.compile(r"([\\`*_\[\]~|@])")
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9+.-])(:)(?=//)|(?<=\bwww)(\.)")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
                       "\ufeff]+")
 
@@ -29,7 +30,8 @@ def escape(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit - 1].rstrip() + "…"
     text = _SPECIAL.sub(r"\\\1", text)
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    text = _AUTOLINK.sub(lambda m: "\\" + (m.group(1) or m.group(2)), text)
+    return text.replace("<", "&lt;")
 
 
 def code(text: str) -> str:

@@ -21,6 +21,7 @@ class Settings:
     poll_interval: float = 2.0           # seconds between HEAD checks; 0 turns polling off
     hover: bool = True
     code_lens: bool = True
+    commit_links: bool = True            # hover commit ids link to their web page
     index_on_start: bool = True
 
 
@@ -68,6 +69,7 @@ _KEYS = {
     "pollInterval": ("poll_interval", _poll),
     "hover": ("hover", _bool),
     "codeLens": ("code_lens", _bool),
+    "commitLinks": ("commit_links", _bool),
     "indexOnStart": ("index_on_start", _bool),
 }
 assert {f for f, _ in _KEYS.values()} == {f.name for f in fields(Settings)}

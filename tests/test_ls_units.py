@@ -147,8 +147,9 @@ def test_escaped_text_cannot_make_links_html_or_lines(text):
     assert "\n" not in out and "\r" not in out
     assert "<" not in out
     for i, ch in enumerate(out):
-        if ch in "[]()`*_!":
+        if ch in "[]`*_@":
             assert out[i - 1] == "\\", (text, out)
+    assert "://" not in out and "www." not in out.lower()    # bare URLs cannot autolink
 
 
 def test_code_spans_cannot_be_closed_early():

@@ -11,8 +11,9 @@ M.defaults = {
   -- filetypes to attach to; nil: every buffer with a file inside a git repository.
   filetypes = nil,
   -- server settings (docs/protocol.md "Settings"), sent as initializationOptions and as
-  -- the `cortex` section of workspace/configuration.
-  settings = {},
+  -- the `cortex` section of workspace/configuration. Commit links are off: Neovim shows a
+  -- hover's markdown links as text, and their long URLs would wrap every line.
+  settings = { commitLinks = false },
   -- show code lenses and refresh them on attach, BufEnter, InsertLeave and cortex/indexUpdated.
   codelens = true,
   -- define :CortexHistory & co.
