@@ -17,6 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Settings come from the client (initializationOptions, workspace/"
         "didChangeConfiguration); the protocol is in docs/protocol.md.")
     parser.add_argument("--version", action="version", version=f"cortex-ls {__version__}")
+    parser.add_argument("--stdio", action="store_true",
+                        help="serve over stdin/stdout (the default; accepted because LSP clients "
+                        "such as vscode-languageclient pass it)")
     parser.add_argument("--tcp", action="store_true", help="serve over TCP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="TCP host (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=2087, help="TCP port (default: 2087)")
