@@ -409,13 +409,18 @@ async def test_cancelled_requests_do_not_break_the_server(lsp: Session, project:
     await lsp.start(project.path)
     uri = lsp.open(project.path / "pkg/core.py")
     proto = lsp.client.protocol
-    futures = []
+    pack = {"query": "compute engine values", "budget": 5000}
+    # Twelve packs keep the server's two workers busy; the six sent after them wait in line, so
+    # their cancellation arrives before they run.
+    busy = [proto.send_request("cortex/contextPack", pack, msg_id=f"busy-{n}") for n in range(12)]
+    queued = []
     for n in range(6):
-        futures.append(proto.send_request("cortex/contextPack", {
-            "query": "compute engine values", "budget": 5000}, msg_id=f"pack-{n}"))
+        queued.append(proto.send_request("cortex/contextPack", pack, msg_id=f"pack-{n}"))
         lsp.client.cancel_request(types.CancelParams(id=f"pack-{n}"))
+    for future in busy:
+        assert plain(await asyncio.wrap_future(future))["tokens"] > 0
     outcomes = []
-    for future in futures:
+    for future in queued:
         try:
             await asyncio.wrap_future(future)
             outcomes.append("answered")     # it finished before the cancel arrived
