@@ -41,6 +41,6 @@ if [ ! -x "$cache/node_modules/.bin/code-server" ] || [ ! -e "$cache/.code-serve
 fi
 echo "ci-setup: code-server ready after $(( $(date +%s) - t0 )) s"
 
-# the extension itself
-bash "$here/scripts/package.sh"
+# the extension itself (CORTEX_SKIP_PACKAGE=1: already built by the caller)
+[ "${CORTEX_SKIP_PACKAGE:-0}" = 1 ] || bash "$here/scripts/package.sh"
 echo "ci-setup: done in $(( $(date +%s) - t0 )) s"
