@@ -84,9 +84,10 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
                    f" · {escape(c.subject, 100)}")
             if change.change not in ("modified", "M"):
                 row += f" *({escape(change.change)})*"
-            lines.append(row)
-            if change.why:
-                lines.append(f"  — {escape(change.why)}")
+            if change.why:   # two trailing spaces: a hard line break, invisible as raw text
+                lines += [row + "  ", f"  — {escape(change.why)}"]
+            else:
+                lines.append(row)
         more = card.changes - len(card.history)
         if more > 0:
             lines.append(f"- … {more} more (Cortex: Show Symbol History)")
