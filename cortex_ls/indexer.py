@@ -112,10 +112,11 @@ class IndexRun:
         head_before = head_state(self.repo.root)
         await self.on_start(self.repo)
         try:
+            # Its own process group: stopping it reaches the worker processes it reads with.
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command(rebuild), stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+                env=dict(os.environ, PYTHONIOENCODING="utf-8"), start_new_session=True)
         except OSError as exc:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
@@ -156,16 +157,25 @@ class IndexRun:
         self.closed = True
         proc = self.proc
         if proc is not None and proc.returncode is None:
+            signal_group(proc.pid, signal.SIGINT)
             try:
-                proc.send_signal(signal.SIGINT)
                 await asyncio.wait_for(proc.wait(), 5)
-            except (ProcessLookupError, asyncio.TimeoutError):
+            except asyncio.TimeoutError:
+                signal_group(proc.pid, signal.SIGKILL)
                 try:
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
+                    await asyncio.wait_for(proc.wait(), 5)
+                except asyncio.TimeoutError:
+                    log.warning("the indexer (pid %s) did not stop", proc.pid)
         if self.task is not None:
             self.task.cancel()
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Signal the indexer and its worker processes (its own process group)."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _last_error(stderr: str) -> str | None:

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import os
+import signal
 import stat
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -273,13 +274,11 @@ class CortexServer(LanguageServer):
     def kill_children(self) -> None:
         """After the connection is gone (exit, or the client died without a shutdown): stop any
         indexer still running. It keeps what it stored; the next run continues."""
+        from .indexer import signal_group
         for run in self.runs.values():
             proc = run.proc
             if proc is not None and proc.returncode is None:
-                try:
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
+                signal_group(proc.pid, signal.SIGKILL)
 
     # -- answering ---------------------------------------------------------------------------
 
