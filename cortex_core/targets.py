@@ -73,6 +73,23 @@ def resolve(con: apsw.Connection, spec: TargetSpec) -> Target:
     return Target(file_id, spec.path)
 
 
+def find(con: apsw.Connection, path: str, qualname: str | None = None) -> Target | None:
+    """The file, or its symbol by exact qualified name; None when not indexed. No suggestions:
+    for editors asking on every hover, where a miss (a new file, a new function) is common."""
+    row = con.execute("select id from files where path = ?", (path,)).fetchone()
+    if row is None:
+        return None
+    if qualname is None:
+        return Target(row[0], path)
+    sym = con.execute(
+        "select s.id, s.kind, s.alive, min(sp.start_line), max(sp.end_line) from symbols s"
+        " left join symbol_spans sp on sp.symbol_id = s.id where s.file_id = ? and s.qualname = ?"
+        " group by s.id", (row[0], qualname)).fetchone()
+    if sym is None:
+        return None
+    return Target(row[0], path, sym[0], qualname, sym[1], bool(sym[2]), sym[3], sym[4])
+
+
 def _file_id(con: apsw.Connection, path: str) -> int:
     row = con.execute("select id from files where path = ?", (path,)).fetchone()
     if row is not None:

@@ -109,7 +109,6 @@ class IndexRun:
     async def _run_once(self, rebuild: bool) -> Outcome:
         state = self.repo.index
         state.running, state.percentage, state.message = True, 0, "starting"
-        head_before = head_state(self.repo.root)
         await self.on_start(self.repo)
         try:
             # Its own process group: stopping it reaches the worker processes it reads with.
@@ -144,8 +143,7 @@ class IndexRun:
         self.proc = None
         state.running = False
         if code == 0 and summary is not None:
-            state.done_once, state.error = True, None
-            state.head = head_before
+            state.error = None
             return Outcome(True, summary)
         message = _last_error(stderr) or f"the indexer exited with status {code}"
         busy = "another indexer is running" in message or "index is busy" in message

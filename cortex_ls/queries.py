@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cortex_core.errors import CortexError, NotFound
+from cortex_core.errors import CortexError
 from cortex_core.live import buffer_symbols, innermost
 from cortex_core.plain import plain
 from cortex_core.remotes import commit_url
 from cortex_core.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
-from cortex_core.targets import TargetSpec, resolve
+from cortex_core.targets import TargetSpec, find, resolve
 
 from . import render
 from .documents import Buffer, cursor
@@ -35,10 +35,6 @@ class Located:
     @property
     def spec(self) -> TargetSpec:
         return TargetSpec(self.path, self.qualname)
-
-    @property
-    def label(self) -> str:
-        return f"{self.path}::{self.qualname}" if self.qualname else self.path
 
 
 def heat_settings(settings: Settings) -> HeatSettings:
@@ -77,19 +73,16 @@ def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str, con=N
 def hover(con, loc: Located, settings: Settings) -> str | None:
     repo = loc.repo
     note = None if loc.parsed else "symbols from the index: this file is not parsed live"
+    if find(con, loc.path) is None:         # a file the index does not know: nothing to say
+        return None
     if loc.qualname is not None and file_level_only(con, loc.path) is None:
-        try:
-            card = symbol_card(con, repo.root, loc.path, loc.qualname,
-                               limit=settings.history_length, heat=heat_settings(settings))
-        except NotFound:
-            if not _indexed(con, loc.path):
-                return None
+        if find(con, loc.path, loc.qualname) is None:
             return (f"**{render.code(loc.qualname)}**: no commits yet (new since the indexed HEAD)"
                     + ("\n\n*index still building*" if repo.partial else ""))
+        card = symbol_card(con, repo.root, loc.path, loc.qualname,
+                           limit=settings.history_length, heat=heat_settings(settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
                             note=note)
-    if not _indexed(con, loc.path):
-        return None
     from cortex_core.symbol_info import line_origin
     origin = line_origin(con, repo.root, loc.path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
@@ -98,14 +91,6 @@ def hover(con, loc: Located, settings: Settings) -> str | None:
 
 def _links(repo: Repo, settings: Settings) -> str | None:
     return repo.web_base if settings.commit_links else None
-
-
-def _indexed(con, path: str) -> bool:
-    try:
-        resolve(con, TargetSpec(path))
-        return True
-    except NotFound:
-        return False
 
 
 @dataclass(frozen=True)
@@ -138,10 +123,8 @@ def lens_title(con, path: str, qualname: str, settings: Settings) -> str:
     card_heat = file_heat(con, path, heat_settings(settings), qualname=qualname)
     changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
     from cortex_core.symbol_info import dependents_of
-    try:
-        dependents = dependents_of(con, resolve(con, TargetSpec(path, qualname)))
-    except NotFound:
-        dependents = None
+    target = find(con, path, qualname)
+    dependents = dependents_of(con, target) if target is not None else None
     return render.lens_title(changes, authors, dependents, settings.hotspot_window_days)
 
 

@@ -21,9 +21,7 @@ from cortex_core.store import default_db_path, open_reader
 class IndexState:
     """What the background indexer is doing for a repository."""
     running: bool = False
-    done_once: bool = False       # an index run finished since the server started
     error: str | None = None      # the last run's failure, if it failed
-    head: str | None = None       # HEAD (ref and commit) the last successful run saw
     percentage: int = 0
     message: str = ""
 
