@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="index only what HEAD reaches (the default; remembered)")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to wait for another running indexer (default: 10)")
+    p.add_argument("--coalesce", action="store_true",
+                   help="for git hooks: if another run already waits for the running indexer, "
+                   "exit at once (that run will index the newest commits); otherwise wait in "
+                   "line (up to --wait)")
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes reading history in long runs (default: one per CPU, at most 4)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -185,6 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
     q = notes.add_parser("import", parents=[common], help="add the notes of an export")
     q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
 
+    p = sub.add_parser("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="A Model Context Protocol server over stdio, for chat agents "
+                       "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
+                       "symbol_history, blast_radius, related, hotspots, context_pack, status, "
+                       "sync, record_note, supersede_note. Each takes an optional `repo`.",
+                       epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
+                       "see the README's section for agents.")
+    p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
+                   "none (default: the one around the current directory, if any)")
+    p.add_argument("--db", metavar="FILE", help="that repository's index (default: "
+                   "<repo>/.cortex/cortex.db)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
+
     p = sub.add_parser("model", help="the embedding model",
                        description="Semantic search needs a model2vec model on disk. Nothing is "
                        "downloaded unless you ask: `cortex model pull`.")
@@ -192,6 +210,34 @@ def build_parser() -> argparse.ArgumentParser:
     models.required = True
     q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
     q.add_argument("name", metavar="NAME", nargs="?", help="default: the configured model")
+
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--repo", metavar="PATH",
+                       help="the git repository (default: the one around the current directory)")
+    where.add_argument("--json", action="store_true", help="print JSON for machines")
+    p = sub.add_parser("hooks", help="git hooks that keep the index fresh",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="post-commit, post-merge, post-checkout and post-rewrite hooks "
+                       "that run `cortex index`\nin the background after each change: git "
+                       "returns at once and its output stays clean.",
+                       epilog="A hook already in place keeps running first (renamed to "
+                       "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
+                       "status; uninstall puts it back exactly.\nThe hooks directory is git's "
+                       "own (core.hooksPath is followed). The indexer writes to\n"
+                       "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
+                       "of git makes\nthe hooks index before git returns (scripts, tests).")
+    hooks = p.add_subparsers(dest="hooks_command", metavar="ACTION")
+    hooks.required = True
+    hooks.add_parser("install", parents=[where], help="install the hooks (again: refreshes them)",
+                     description="Install the hooks; an existing hook is chained to, not "
+                     "replaced. Running it again changes nothing, or refreshes the hooks (for "
+                     "another Python). The hooks run this Python: " + sys.executable)
+    hooks.add_parser("uninstall", parents=[where], help="remove them; put back what was there",
+                     description="Remove Cortex's hooks and put back the hooks they chained to, "
+                     "byte for byte. Hooks that are not Cortex's are left alone.")
+    hooks.add_parser("status", parents=[where], help="which hooks are installed, chained, foreign",
+                     description="Per hook: installed by Cortex, chained to an existing hook, "
+                     "a foreign hook, or absent; the hooks directory and the Python they run.")
     return parser
 
 
@@ -323,9 +369,14 @@ def cmd_index(args) -> int:
     show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
     progress = _json_progress if args.progress_json else bar.update if bar else None
-    summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
-                               rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
-                               progress=progress, model=args.model)
+    from .errors import IndexQueued
+    try:
+        summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
+                                   rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
+                                   progress=progress, model=args.model, coalesce=args.coalesce,
+                                   on_wait=_say_queued if args.coalesce else None)
+    except IndexQueued as exc:   # not a failure: the queued run does this one's work
+        return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
     if bar:
         bar.close()
     if args.progress_json:
@@ -335,6 +386,11 @@ def cmd_index(args) -> int:
         return _emit_json(summary)
     print(render.index_summary(summary, db, root))
     return 0
+
+
+def _say_queued(holder: str) -> None:
+    sys.stderr.write(f"cortex: queued behind the running indexer{holder}\n")   # one write:
+    sys.stderr.flush()                                           # hook runs share one log
 
 
 def _json_progress(done: int, total: int, phase: str = "commits") -> None:
@@ -588,6 +644,39 @@ def cmd_model(args) -> int:
                   "run `cortex index` to embed the memory items")
 
 
+def cmd_mcp(args) -> int:
+    import logging
+    from .errors import NotARepository
+    from .repo_paths import find_repo_root
+    try:
+        root = find_repo_root(args.repo)
+    except NotARepository:
+        if args.repo is not None:    # named explicitly: a mistake to report now
+            raise
+        root = None                  # started outside a repository: every call names its own
+    db = Path(args.db).expanduser().resolve() if args.db else None
+    level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from cortex_mcp.server import run
+    run(root, db)
+    return 0
+
+
+def cmd_hooks(args) -> int:
+    from . import hooks
+    from .repo_paths import find_repo_root
+    root = find_repo_root(args.repo)
+    action = args.hooks_command
+    report = getattr(hooks, action)(root)
+    if args.json:
+        _emit_json(report)
+    else:
+        print(hooks.render(report, action))
+    # install / uninstall: 1 when a hook was left alone, for a reason the report gives
+    return 0 if report.ok or action == "status" else 1
+
+
 def _write_file(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
@@ -604,7 +693,8 @@ COMMANDS = {"index": cmd_index, "history": cmd_history, "hotspots": cmd_hotspots
             "related": cmd_related, "status": cmd_status, "search": cmd_search, "what": cmd_what,
             "related-commits": cmd_related_commits, "areas": cmd_areas, "context": cmd_context,
             "note": cmd_note, "model": cmd_model, "blast": cmd_blast, "callers": cmd_neighbours,
-            "callees": cmd_neighbours}
+            "callees": cmd_neighbours, "mcp": cmd_mcp}
+COMMANDS["hooks"] = cmd_hooks
 
 
 if __name__ == "__main__":

@@ -144,8 +144,8 @@ def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
     return list(best.values())
 
 
-SECTION_ORDER = ("focus", "notes", "search", "history", "blast", "changes-with", "related",
-                 "docs")
+SECTION_ORDER = ("status", "focus", "notes", "search", "history", "blast", "changes-with",
+                 "related", "docs")
 
 
 def _reading_order(items: list[PackItem]) -> list[PackItem]:
@@ -195,12 +195,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         spec = spec_fix(spec) if spec_fix else spec
         target = resolve(con, spec)
         subject_parts.append(target.label)
-        candidates += _focus(con, repo_root, target)
-        candidates += _notes(con, repo_root, target)
-        candidates += _history(con, spec)
-        candidates += _changes_with(con, spec)
-        candidates += _blast(con, spec)
-        candidates += _related(con, target, embedder)
+        candidates += target_candidates(con, repo_root, spec, target, embedder)
     if query and query.strip():
         subject_parts.insert(0, query.strip())
         candidates += _search(con, query, at, embedder, half_life_days, spec_fix)
@@ -209,6 +204,13 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
                               section="docs", weight=0.45)
     return pack(" — ".join(subject_parts), candidates, budget, fmt)
+
+
+def target_candidates(con, repo_root: Path, spec, target, embedder=None) -> list[PackItem]:
+    """Everything a pack can say about one resolved target: its code, notes, history, what
+    changes with it, what depends on it, related commits."""
+    return (_focus(con, repo_root, target) + _notes(con, repo_root, target) + _history(con, spec)
+            + _changes_with(con, spec) + _blast(con, spec) + _related(con, target, embedder))
 
 
 def _focus(con, repo_root: Path, target) -> list[PackItem]:

@@ -22,5 +22,10 @@ class IndexerBusy(CortexError):
     """Another indexer holds the write lock of this repository's store."""
 
 
+class IndexQueued(IndexerBusy):
+    """`index --coalesce`: another run already waits its turn and will index the newest commits,
+    so this one has nothing to add."""
+
+
 class NotFound(CortexError):
     """A path or symbol that the index does not know; the message suggests close matches."""

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -30,7 +31,8 @@ from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vect
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
-from .store import get_meta, open_writer, remove_database, set_meta, shipped_store, writer_lock
+from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta, shipped_store,
+                    writer_lock)
 from .symbols import Symbol
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
@@ -77,18 +79,24 @@ def open_repository(repo_root: Path) -> pygit2.Repository:
 def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                      all_branches: bool | None = None, rebuild: bool = False,
                      wait_seconds: float = 10.0, progress: ProgressFn | None = None,
-                     jobs: int | None = None, model: str | None = None) -> IndexSummary:
+                     jobs: int | None = None, model: str | None = None, coalesce: bool = False,
+                     on_wait: Callable[[str], None] | None = None) -> IndexSummary:
     """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`.
 
     `jobs`: processes reading commits in long runs (default: one per CPU, at most 4).
-    `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild."""
+    `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild.
+    `coalesce`: for git hooks — raise IndexQueued at once when another run already waits for the
+    writer lock (see store.queue_slot); otherwise wait in line, at most `wait_seconds`.
+    `on_wait(holder)`: called once if another indexer holds the writer lock."""
     repo = open_repository(repo_root)
     started = time.monotonic()
     if db_path.parent == repo_root / ".cortex":
         refused = shipped_store(repo_root)
         if refused:
             raise StoreError(refused)
-    with writer_lock(db_path, wait_seconds):
+    with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
+            writer_lock(db_path, wait_seconds, on_wait):
+        leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
         kept_notes = saved_notes(db_path) if rebuild else []
         if rebuild:
             remove_database(db_path)
@@ -107,6 +115,10 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                               "stored is kept — run again, or with --jobs 1") from None
         finally:
             con.close()
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Indexer:

@@ -3,6 +3,7 @@ the same thing (vector neighbours), and those in the same area (spectral cluster
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -88,17 +89,22 @@ def _similar(con, seed_items: list[int], exclude: set[int], top_k: int) -> list[
     if not vids or not con.execute("select 1 from sqlite_master where name = 'item_vectors'"
                                    ).fetchone():
         return []
-    best: dict[int, float] = {}
+    nearest: dict[int, float] = {}     # vector -> its best similarity to any seed
     for vid in vids[:50]:       # a long history: its 50 first segments are enough of a picture
         blob = con.execute("select embedding from item_vectors where rowid = ?", (vid,)).get
         for other, distance in con.execute(
                 "select rowid, distance from item_vectors where embedding match ? and k = ?",
                 (blob, NEIGHBOURS)):
-            for (cid,) in con.execute("select i.commit_id from items i join commits c"
-                                      " on c.id = i.commit_id where i.vector_id = ?"
-                                      " and c.reachable = 1", (other,)):
-                if cid not in exclude:
-                    best[cid] = max(best.get(cid, -1.0), 1.0 - distance)
+            nearest[other] = max(nearest.get(other, -1.0), 1.0 - distance)
+    best: dict[int, float] = {}
+    # One pass over the items for all the neighbours: items.vector_id has no index, and a lookup
+    # per neighbour (up to 5,000) scanned the table each time, two seconds on 6k commits.
+    for vid, cid in con.execute(
+            "select i.vector_id, i.commit_id from items i join commits c on c.id = i.commit_id"
+            " where c.reachable = 1 and i.vector_id in (select value from json_each(?))",
+            (json.dumps(sorted(nearest)),)):
+        if cid not in exclude:
+            best[cid] = max(best.get(cid, -1.0), nearest[vid])
     ranked = sorted(best.items(), key=lambda kv: -kv[1])[:top_k]
     return [RelatedCommit(_ref(con, cid), "similar message", round(sim, 4), None)
             for cid, sim in ranked]

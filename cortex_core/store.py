@@ -13,11 +13,11 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import apsw
 
-from .errors import IndexerBusy, StoreError
+from .errors import IndexerBusy, IndexQueued, StoreError
 from .schema import MIGRATIONS
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -76,7 +76,7 @@ def check_location(path: Path) -> None:
     `.cortex` itself, the database, its lock and its journal files. A cloned repository could
     otherwise make the indexer write (the lock's pid, the database) wherever the link points."""
     candidates = [path.parent] if path.parent.name == ".cortex" else []
-    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock")]
+    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock", ".next")]
     for candidate in candidates:
         if candidate.is_symlink():
             raise StoreError(f"refusing to use {candidate}: it is a symbolic link (remove it, or "
@@ -157,17 +157,16 @@ def remove_database(path: Path) -> None:
 
 
 @contextmanager
-def writer_lock(path: Path, wait_seconds: float = 10.0) -> Iterator[None]:
+def writer_lock(path: Path, wait_seconds: float = 10.0,
+                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the indexer lock of the store at `path`; wait at most `wait_seconds` for it.
+    `on_wait(holder)` is called once if another indexer holds it (holder: " (pid N)" or "").
 
     An flock on `<db>.lock` is released by the OS when its holder dies, so a crashed indexer never
     leaves a stale lock behind."""
     _prepare_folder(path)
     lock_path = Path(str(path) + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:   # ELOOP: a link planted in its place
-        raise StoreError(f"cannot open the lock {lock_path}: {exc}") from None
+    fd = _open_lock_file(lock_path)
     try:
         deadline = time.monotonic() + wait_seconds
         while True:
@@ -175,6 +174,9 @@ def writer_lock(path: Path, wait_seconds: float = 10.0) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(_read_holder(lock_path))
+                    on_wait = None
                 if time.monotonic() >= deadline:
                     holder = _read_holder(lock_path)
                     raise IndexerBusy(f"another indexer is running on {path}{holder}; waited "
@@ -185,6 +187,44 @@ def writer_lock(path: Path, wait_seconds: float = 10.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+@contextmanager
+def queue_slot(path: Path) -> Iterator[Callable[[], None]]:
+    """The one place in line behind the running indexer of the store at `path`, for runs that
+    only need to happen *after* the latest change (git hooks: `cortex index --coalesce`).
+
+    Takes `<db>.next` without waiting; raises IndexQueued when another run holds it, since that
+    run has not read HEAD yet and so will index whatever this one would. Yields `release`, to be
+    called as soon as the writer lock is held — before reading HEAD — so that a change made from
+    then on queues a run of its own. At most one run works and one waits, however many hooks
+    fire (a rebase fires dozens)."""
+    _prepare_folder(path)
+    fd: int | None = _open_lock_file(Path(str(path) + ".next"))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise IndexQueued(f"another index run of {path} is already queued; it will index the "
+                          "newest commits") from None
+
+    def release() -> None:
+        nonlocal fd
+        if fd is not None:
+            os.close(fd)
+            fd = None
+
+    try:
+        yield release
+    finally:
+        release()
+
+
+def _open_lock_file(lock_path: Path) -> int:
+    try:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:   # ELOOP: a link planted in its place
+        raise StoreError(f"cannot open the lock {lock_path}: {exc}") from None
 
 
 def _read_holder(lock_path: Path) -> str:

@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from cortex_core.child_process import last_error, signal_group
+
 from .repos import Repo
 
 log = logging.getLogger(__name__)
@@ -145,7 +147,7 @@ class IndexRun:
         if code == 0 and summary is not None:
             state.error = None
             return Outcome(True, summary)
-        message = _last_error(stderr) or f"the indexer exited with status {code}"
+        message = last_error(stderr) or f"the indexer exited with status {code}"
         busy = "another indexer is running" in message or "index is busy" in message
         state.error = None if busy else message
         return Outcome(False, error=message, busy=busy)
@@ -166,22 +168,6 @@ class IndexRun:
                     log.warning("the indexer (pid %s) did not stop", proc.pid)
         if self.task is not None:
             self.task.cancel()
-
-
-def signal_group(pid: int, sig: int) -> None:
-    """Signal the indexer and its worker processes (its own process group)."""
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _last_error(stderr: str) -> str | None:
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if ln.startswith("cortex: "):
-            return ln[len("cortex: "):]
-    return lines[-1][:500] if lines else None
 
 
 def index_command(repo: Repo, model_setting: Callable[[], str | None]

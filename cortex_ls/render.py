@@ -7,37 +7,11 @@ links are commit pages built from a validated remote (cortex_core.remotes).
 
 from __future__ import annotations
 
-import re
 import time
 
+from cortex_core.markdown import code, escape
 from cortex_core.remotes import commit_url
 from cortex_core.render import relative_time
-
-# What could turn untrusted text into markup: emphasis, code, links and images (brackets), HTML
-# (<), strikethrough, tables. Parentheses, dots and colons stay readable (clients that show the
-# raw text, like Neovim's hover, would show every escape): with the brackets escaped no link can
-# form, and the autolinks of bare URLs, www. names and e-mail addresses are broken where they
-# start. Escaped text never starts a line here, so block markers need no escape.
-_SPECIAL = re.compile(r"([\\`*_\[\]~|@])")
-_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9+.-])(:)(?=//)|(?<=\bwww)(\.)")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-                      "\ufeff]+")
-
-
-def escape(text: str, limit: int | None = None) -> str:
-    """Untrusted text as inert markdown on one line."""
-    text = _CONTROL.sub(" ", text).strip()
-    if limit is not None and len(text) > limit:
-        text = text[:limit - 1].rstrip() + "…"
-    text = _SPECIAL.sub(r"\\\1", text)
-    text = _AUTOLINK.sub(lambda m: "\\" + (m.group(1) or m.group(2)), text)
-    return text.replace("<", "&lt;")
-
-
-def code(text: str) -> str:
-    """Untrusted text in an inline code span (backticks cannot close it early)."""
-    text = _CONTROL.sub(" ", text).replace("`", "'")
-    return f"`{text}`"
 
 
 def _sha(commit, web_base: str | None) -> str:

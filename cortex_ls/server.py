@@ -274,7 +274,7 @@ class CortexServer(LanguageServer):
     def kill_children(self) -> None:
         """After the connection is gone (exit, or the client died without a shutdown): stop any
         indexer still running. It keeps what it stored; the next run continues."""
-        from .indexer import signal_group
+        from cortex_core.child_process import signal_group
         for run in self.runs.values():
             proc = run.proc
             if proc is not None and proc.returncode is None:

@@ -1,0 +1,79 @@
+"""Which repository a call is about, and read connections to its index.
+
+An MCP call carries no working directory, so every tool takes an optional `repo`; without it the
+server's own repository (`cortex mcp --repo`, or the directory it was started in) is used.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex_core.errors import CortexError
+from cortex_core.repo_paths import find_repo_root, repo_relative
+from cortex_core.targets import TargetSpec, parse_target
+
+
+@dataclass(frozen=True)
+class Place:
+    root: Path
+    db: Path
+
+
+class Places:
+    """Repositories by path, with one cached read connection per worker thread and database."""
+
+    def __init__(self, default: Path | None, db: Path | None = None):
+        self.default = default
+        self.default_db = db
+        self._local = threading.local()
+
+    def find(self, repo: str | None) -> Place:
+        from cortex_core.store import default_db_path
+        if repo is None or not repo.strip():
+            if self.default is None:
+                raise CortexError("no repository: pass `repo` (a path inside a git repository), or "
+                                  "start the server with `cortex mcp --repo PATH`")
+            return Place(self.default, self.default_db or default_db_path(self.default))
+        if "\x00" in repo:
+            raise CortexError("the repository path contains a NUL character")
+        root = find_repo_root(repo)
+        db = self.default_db if root == self.default and self.default_db else default_db_path(root)
+        return Place(root, db)
+
+    def reader(self, place: Place):
+        """A read connection, kept for this thread; a rebuilt database (a new file) is reopened."""
+        from cortex_core.errors import StoreError
+        from cortex_core.store import open_reader
+        cache = self._local.__dict__.setdefault("cons", {})
+        try:
+            ident = os.stat(place.db).st_ino
+        except FileNotFoundError:
+            raise StoreError(f"no index at {place.db}; call the `sync` tool (or run "
+                             "`cortex index`) to build it") from None
+        kept = cache.get(place.db)
+        if kept is not None and kept[1] == ident:
+            return kept[0]
+        if kept is not None:
+            kept[0].close()
+        con = open_reader(place.db)
+        cache[place.db] = (con, ident)
+        return con
+
+
+def spec_of(text: str, root: Path) -> TargetSpec:
+    """`PATH`, `PATH::SYMBOL` or `PATH:LINE`, the path relative to the repository root (an
+    absolute path inside it works too)."""
+    if not isinstance(text, str) or not text.strip():
+        raise CortexError("give a target: PATH, PATH::SYMBOL or PATH:LINE")
+    if "\x00" in text:
+        raise CortexError("the target contains a NUL character")
+    spec = parse_target(text.strip())
+    return TargetSpec(repo_relative(spec.path, root, cwd=root), spec.symbol, spec.line)
+
+
+def label(spec: TargetSpec) -> str:
+    return f"{spec.path}::{spec.symbol}" if spec.symbol else \
+        f"{spec.path}:{spec.line}" if spec.line else spec.path

@@ -1,0 +1,197 @@
+"""Compact markdown for agents, from cortex_core's typed results.
+
+Short lines, no tables, citations an agent can quote back (short shas, `path:line`, note ids).
+Everything that came from the repository is escaped (cortex_core.markdown): a commit message
+cannot forge a heading, a link or an instruction block in the answer."""
+
+from __future__ import annotations
+
+from cortex_core.markdown import code, escape
+from cortex_core.render import date
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _where(path: str, qualname: str | None) -> str:
+    return code(f"{path}::{qualname}" if qualname else path)
+
+
+def _commit(c) -> str:
+    return f"`{c.short}` {date(c.time, c.offset)} {escape(c.author, 40)}: {escape(c.subject, 120)}"
+
+
+def footer(lines: list[str], notes: list[str]) -> str:
+    """The answer, then the notes on how far to trust it (our own text, already escaped)."""
+    if notes:
+        lines += ["", "_" + " · ".join(notes) + "_"]
+    return "\n".join(lines)
+
+
+def history(result, whys: dict) -> list[str]:
+    t = result.target
+    head = f"**{_where(t.path, t.qualname)}**"
+    if t.qualname:
+        head += f" · {escape(t.kind or 'symbol')} · " + (
+            f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else "gone at HEAD")
+    head += f" · {_n(result.total, 'commit')}"
+    if len(result.entries) < result.total:
+        head += f" (newest {len(result.entries)})"
+    lines = [head]
+    if result.note:
+        lines.append(f"_{escape(result.note)}_")
+    for e in result.entries:
+        row = f"- {_commit(e.commit)}"
+        if e.change not in ("modified", "M"):
+            row += f" ({escape(e.change)})"
+        if t.qualname and e.name and e.name != t.qualname:
+            row += f" [as {_where(e.path, e.name)}]"
+        elif not t.qualname and e.path != t.path:
+            row += f" [as {code(e.path)}]"
+        lines.append(row)
+        why = whys.get(e.commit.sha)
+        if why:
+            lines.append(f"  why: {escape(why, 300)}")
+    if not result.entries:
+        lines.append("- no commit changed it in the indexed history")
+    return lines
+
+
+def blast(result) -> list[str]:
+    s = result.summary
+    counts = ", ".join(_n(n, k) for k, n in s.by_relation.items()) or "no dependents"
+    lines = [f"**Blast radius of {code(result.target.label)}** (depth {result.depth}): risk "
+             f"{s.risk} ({s.risk_score:g}); {counts} in {_n(s.files, 'file')}"]
+    if result.note:
+        lines.append(f"_{escape(result.note)}_")
+    for d in result.dependents[:25]:
+        line = d.chain[0].line if d.chain else None
+        lines.append(f"- {d.relation} {_where(d.path, d.qualname)}"
+                     + (f" at line {line}" if line else "")
+                     + f" (depth {d.depth}, confidence {d.confidence:.2f})")
+    if len(result.dependents) > 25:
+        lines.append(f"- … {len(result.dependents) - 25} more (in the structured content)")
+    if s.tests:
+        lines.append("Tests: " + ", ".join(code(t) for t in s.tests[:10]))
+    if result.hidden:
+        lines.append("Changes with it without a link in the code:")
+        for h in result.hidden:
+            shas = ", ".join(f"`{r.short}`" for r in h.evidence[:3])
+            lines.append(f"- {_where(h.path, h.qualname)}: {_n(h.support, 'shared commit')} "
+                         f"(confidence {h.confidence:.2f}), e.g. {shas}")
+    return lines
+
+
+def related(fused, coupled) -> list[str]:
+    lines = [f"**What changes with {code(fused.target.label)}** "
+             f"({_n(fused.target_commits, 'commit')} of its own)"]
+    for f in fused.files:
+        parts = []
+        if f.support:
+            shas = ", ".join(f"`{r.short}`" for r in f.evidence[:2])
+            parts.append(f"changed together in {_n(f.support, 'commit')} ({f.cochange:.0%})"
+                         + (f", e.g. {shas}" if shas else ""))
+        if f.relation:
+            parts.append(f"{f.relation} in the code at depth {f.depth}")
+        lines.append(f"- {code(f.path)} score {f.score:.2f}: " + "; ".join(parts))
+    if not fused.files:
+        lines.append("- nothing changes with it often enough, and nothing links to it")
+    if coupled is not None and coupled.symbols:
+        lines.append("Symbols that change with it:")
+        for p in coupled.symbols:
+            lines.append(f"- {_where(p.path, p.qualname)}: {_n(p.support, 'shared commit')} "
+                         f"({p.confidence:.0%} of its commits)")
+    return lines
+
+
+def hotspots(result) -> list[str]:
+    window = f"last {result.since_days:g} days" if result.since_days else "all history"
+    lines = [f"**Hotspots** ({window}; recency half-life {result.half_life_days:g} days)"]
+    for title, rows in (("Symbols", result.symbols), ("Files", result.files)):
+        lines.append(f"{title}:")
+        for n, h in enumerate(rows, 1):
+            where = _where(h.path, h.qualname) + (f" line {h.line}" if h.line else "")
+            lines.append(f"{n}. {where} score {h.score:.2f} · {_n(h.changes, 'change')} · "
+                         f"{_n(h.authors, 'author')} · churn {h.churn} · last {date(h.last_change)}")
+        if not rows:
+            lines.append("- none")
+    return lines
+
+
+def search(result) -> list[str]:
+    lines = [f"**{_n(len(result.hits), 'result')} for** {code(result.query[:100])} "
+             f"({result.mode}{', semantic' if result.semantic else ''})"]
+    for n, hit in enumerate(result.hits, 1):
+        when = f" {date(hit.time)}" if hit.time else ""
+        who = f" {escape(hit.author, 40)}" if hit.author else ""
+        lines.append(f"{n}. [{escape(hit.citation)}] {hit.kind}{when}{who}: {escape(hit.title, 120)}")
+        text = " ".join(hit.text.split()) if hit.text else ""
+        if text and text != hit.title:
+            lines.append(f"   {escape(text, 240)}")
+    if not result.hits:
+        lines.append("- nothing matched")
+    return lines
+
+
+def status(s, head: str | None, run) -> list[str]:
+    lines = [f"**Index** of {code(str(s.db_path))}: {_n(s.commits, 'commit')} by "
+             f"{_n(s.authors, 'author')}"
+             + (f", {date(s.first_commit_time)} to {date(s.last_commit_time)}"
+                if s.first_commit_time else "")]
+    indexed = s.head[:10] if s.head else "nothing"
+    if head and s.head == head:
+        lines.append(f"- up to date with HEAD (`{indexed}`)")
+    elif head:
+        lines.append(f"- indexed up to `{indexed}`; HEAD is `{head[:10]}`: call `sync`")
+    lines.append(f"- {s.files_at_head} files and {s.symbols_alive} symbols at HEAD; "
+                 f"{s.symbol_changes} symbol changes recorded")
+    if s.languages:
+        lines.append("- languages: " + ", ".join(f"{lang.language} ({lang.files})"
+                                                 for lang in s.languages[:8]))
+    m = s.memory
+    if m is not None:
+        lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
+                     f"{m.note_items} notes; {m.areas} areas")
+        lines.append(f"- {escape(m.semantic_note)}")
+        lines.append(f"- notes: {m.notes_live} live, {m.notes_closed} superseded or expired")
+    if run is not None:
+        lines.append(f"- indexer: {run_line(run)}")
+    return lines
+
+
+def run_line(run) -> str:
+    if not run.finished:
+        return f"running ({escape(run.message)})"
+    return "last run finished" if run.ok else f"last run failed: {escape(run.error or '')}"
+
+
+def note(n, verb: str) -> list[str]:
+    on = code(n.target) if n.target else "the repository"
+    state = "live" if n.live else "closed"
+    anchor = f", anchored at `{n.anchor_commit[:10]}`" if n.anchor_commit else ""
+    return [f"{verb} note #{n.id} on {on} ({state}{anchor}): {escape(n.text, 500)}"]
+
+
+def note_line(n) -> str:
+    by = f" by {escape(n.author, 60)}" if n.author else ""
+    stale = ""
+    if n.stale:
+        stale = f" (possibly stale: {escape(n.stale_reason or 'its code changed')}" + (
+            f" in `{n.changed_by.short}`)" if n.changed_by else ")")
+    return f"- note #{n.id}{by}, {date(n.recorded_at)}{stale}: {escape(n.text, 500)}"
+
+
+def sync(run, started: bool) -> list[str]:
+    if not run.finished:
+        lead = "Started indexing" if started else "Indexing is running"
+        return [f"{lead}: {escape(run.message)}. It goes on in the background; call `sync` "
+                "again to wait for it, or `status` to see it."]
+    if not run.ok:
+        return [f"Indexing failed: {escape(run.error or 'unknown error')}"]
+    s = run.summary or {}
+    head = str(s.get("head") or "")[:10]
+    return [f"Index up to date at `{head}`: {s.get('new_commits', 0)} new commits "
+            f"({s.get('total_commits', 0)} in all), {s.get('symbol_changes', 0)} symbol changes, "
+            f"in {float(s.get('seconds') or 0):.1f} s."
+            + (f" {escape(str(s['semantic']))}." if s.get("semantic") else "")]

@@ -1,0 +1,459 @@
+"""The MCP server: tools, resources and prompts over one repository's memory.
+
+Each tool finds the repository (`repo`, else the server's own), calls one cortex_core query, and
+answers with compact markdown for the model plus the same data as structured content. Failures an
+agent can act on (no such symbol, not a repository, no index yet, a busy index) are tool errors
+with a clear message; nothing else reaches the client (the SDK logs it, without a traceback on the
+wire). Read tools run on the SDK's worker threads, each with its own read connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Literal
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer, UserMessage
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from cortex_core import __version__
+from cortex_core.errors import CortexError
+from cortex_core.plain import plain
+
+from . import render
+from .places import Place, Places, label, spec_of
+from .sync import Indexers, head_of
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+Cortex is a memory of this git repository: the history of each function and class (which commits \
+changed it, and why), what depends on it, what changes with it, hotspots, notes left by people and \
+agents. Targets are PATH, PATH::SYMBOL (Class.method) or PATH:LINE, the path relative to the \
+repository root. Before changing a symbol, read `symbol_history` and `blast_radius` (or the \
+`before-edit` prompt); to answer "why is it like this" or "when did we change X", use \
+`search_memory` or `context_pack`. Record decisions and invariants with `record_note`. Every \
+answer cites commits (short sha), files (path:line) and notes (#id)."""
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+Repo = Annotated[str | None, Field(description="a path inside the git repository (default: the "
+                                               "server's repository)")]
+TargetArg = Annotated[str, Field(description="PATH, PATH::SYMBOL (Class.method) or PATH:LINE; "
+                                             "the path relative to the repository root")]
+TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
+Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
+DEFAULT_BUDGET = 2000
+
+
+class Memory:
+    """The server's state: repositories, cached embedding models, background indexers."""
+
+    def __init__(self, default: Path | None, db: Path | None = None):
+        self.places = Places(default, db)
+        self.indexers = Indexers()
+        self._embedders: dict[tuple, object] = {}
+        self._embed_lock = threading.Lock()
+
+    @contextmanager
+    def reading(self, repo: str | None) -> Iterator[tuple[Place, object]]:
+        with errors_as(ToolError):
+            place = self.places.find(repo)
+            yield place, self.places.reader(place)
+
+    def embedder(self, place: Place, con):
+        """The model that wrote the index's vectors, loaded once (None: semantic search off)."""
+        from cortex_core.embeddings import load_embedder
+        from cortex_core.store import get_meta
+        key = (place.db, get_meta(con, "embed_model"), get_meta(con, "embed_dim"))
+        with self._embed_lock:
+            if key not in self._embedders:
+                self._embedders[key] = load_embedder(con)
+            return self._embedders[key]
+
+    def settings(self, place: Place):
+        from cortex_core.config import load_settings
+        return load_settings(place.root / ".cortex" / "config.toml")
+
+    def freshness(self, place: Place, con) -> tuple[dict, list[str]]:
+        """The index's state for the structured content, and the footnotes an answer needs."""
+        from cortex_core.store import get_meta
+        indexed, head = get_meta(con, "head"), head_of(place.root)
+        run = self.indexers.running(place)
+        state = {"repository": str(place.root), "indexed_head": indexed, "head": head,
+                 "up_to_date": bool(head) and indexed == head, "indexing": run is not None}
+        notes = []
+        if run is not None:
+            notes.append(f"indexing in progress ({render.escape(run.message)}): recent history "
+                         "may be missing")
+        elif head and indexed != head:
+            notes.append(f"the index is at {str(indexed)[:10]}, HEAD at {head[:10]}: "
+                         "call `sync` for the newest commits")
+        return state, notes
+
+
+@contextmanager
+def errors_as(kind: type[Exception]) -> Iterator[None]:
+    """Errors an agent can act on, as `kind` (a tool or resource error) with a clear message."""
+    import apsw
+    try:
+        yield
+    except CortexError as exc:
+        raise kind(str(exc)) from None
+    except apsw.BusyError:
+        raise kind("the index is busy (an indexer is writing); try again in a moment") from None
+    except apsw.Error as exc:
+        raise kind(f"the index could not be read: {exc}") from None
+    except OverflowError as exc:
+        raise kind(f"a number is out of range: {exc}") from None
+
+
+def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolResult:
+    out = plain(data)
+    if not isinstance(out, dict):
+        out = {"items": out}
+    out["index"] = state
+    return CallToolResult(content=[TextContent(type="text", text=render.footer(lines, notes))],
+                          structured_content=out)
+
+
+def since_epoch(text: str | None) -> int | None:
+    """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
+    if text is None or not text.strip():
+        return None
+    from datetime import datetime, timezone
+    try:
+        days = float(text)
+    except ValueError:
+        try:
+            when = datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise CortexError(f"since: not a date (YYYY-MM-DD) or a number of days: "
+                              f"{text[:40]!r}") from None
+        return int(when.timestamp())
+    if not 0 <= days <= 1_000_000:
+        raise CortexError(f"since: a number of days between 0 and 1000000, not {text[:40]}")
+    return int(time.time() - days * 86400)
+
+
+def build_server(memory: Memory) -> MCPServer:
+    mcp = MCPServer(name="cortex", title="Cortex: repository memory", version=__version__,
+                    instructions=INSTRUCTIONS)
+
+    @mcp.tool(annotations=READ)
+    def search_memory(query: Annotated[str, Field(min_length=1, max_length=2000,
+                                                  description="words or a question")],
+                      top_k: TopK = 8,
+                      kind: Annotated[list[Literal["commit", "doc", "note"]] | None,
+                                      Field(description="only these kinds")] = None,
+                      since: Annotated[str | None, Field(description="YYYY-MM-DD or a number of "
+                                                                     "days back")] = None,
+                      path: Annotated[str | None, Field(description="only items about files "
+                                                                    "under this path")] = None,
+                      repo: Repo = None) -> CallToolResult:
+        """Search the repository's memory — commit messages, documentation sections, notes — by
+        meaning and by words, ranked with recency. For "why did we…", "when did we change…"."""
+        from cortex_core.embeddings import semantic_state
+        from cortex_core.search import SearchOptions, search
+        with memory.reading(repo) as (place, con):
+            options = SearchOptions(
+                top_k=top_k, kinds=tuple(kind or ()), since=since_epoch(since),
+                path=spec_of(path, place.root).path if path else None,
+                half_life_days=memory.settings(place).search.half_life_days)
+            embedder = memory.embedder(place, con)
+            result = search(con, query, options, embedder=embedder)
+            state, notes = memory.freshness(place, con)
+            if embedder is None:
+                notes.insert(0, render.escape(semantic_state(con)[1]))
+            return answer(render.search(result), result, state, notes)
+
+    @mcp.tool(annotations=READ)
+    def symbol_history(target: TargetArg,
+                       limit: Annotated[int, Field(ge=1, le=500)] = 10,
+                       repo: Repo = None) -> CallToolResult:
+        """The commits that changed one function, class or file (not the whole file's log for a
+        symbol), newest first, each with its reason; and the live notes on it."""
+        from cortex_core.history import history
+        from cortex_core.notes import live_notes_for
+        from cortex_core.symbol_info import reasons
+        with memory.reading(repo) as (place, con):
+            result = history(con, spec_of(target, place.root), limit=limit)
+            whys = reasons(con, [e.commit for e in result.entries])
+            found = live_notes_for(con, place.root, result.target.path, result.target.qualname)
+            lines = render.history(result, whys)
+            if found:
+                lines.append("Notes:")
+                lines += [render.note_line(n) for n in found]
+            data = plain(result)
+            for entry in data["entries"]:
+                entry["why"] = whys.get(entry["commit"]["sha"])
+            data["notes"] = plain(found)
+            return answer(lines, data, *memory.freshness(place, con))
+
+    @mcp.tool(annotations=READ)
+    def blast_radius(target: TargetArg,
+                     depth: Annotated[int, Field(ge=1, le=4)] = 2,
+                     repo: Repo = None) -> CallToolResult:
+        """What depends on a symbol or file — callers, importers, subclasses, tests, up to
+        `depth` steps — with a risk level, and what changes with it without a link in the code."""
+        from cortex_core.blast import blast
+        with memory.reading(repo) as (place, con):
+            result = blast(con, spec_of(target, place.root), depth=depth,
+                           half_life_days=memory.settings(place).hotspots.half_life_days)
+            return answer(render.blast(result), result, *memory.freshness(place, con))
+
+    @mcp.tool(annotations=READ)
+    def related(target: TargetArg, top_k: TopK = 10, repo: Repo = None) -> CallToolResult:
+        """What moves with a symbol or file: files that change in the same commits (co-change,
+        with evidence) fused with the files the code links it to; for a symbol, also the
+        symbols that change with it."""
+        from cortex_core.blast import fused_related
+        from cortex_core.coupling import related as coupled
+        with memory.reading(repo) as (place, con):
+            spec = spec_of(target, place.root)
+            settings = memory.settings(place).coupling
+            fused = fused_related(con, spec, top_k=top_k, max_changeset=settings.max_changeset,
+                                  min_support=settings.min_support)
+            symbols = coupled(con, spec, top_k=top_k, max_changeset=settings.max_changeset,
+                              min_support=settings.min_support) if fused.target.qualname else None
+            data = plain(fused)
+            data["symbols"] = plain(symbols.symbols) if symbols is not None else []
+            return answer(render.related(fused, symbols), data, *memory.freshness(place, con))
+
+    @mcp.tool(annotations=READ)
+    def hotspots(top_k: TopK = 10,
+                 path: Annotated[str | None, Field(description="only under this path")] = None,
+                 since_days: Annotated[float | None, Field(gt=0, le=100_000)] = None,
+                 repo: Repo = None) -> CallToolResult:
+        """The symbols and files that change the most: recency-weighted changes × authors ×
+        churn. Risky places to edit."""
+        from cortex_core.hotspots import hotspots as rank
+        with memory.reading(repo) as (place, con):
+            result = rank(con, half_life_days=memory.settings(place).hotspots.half_life_days,
+                          since_days=since_days, top_k=top_k,
+                          path_prefix=spec_of(path, place.root).path if path else None)
+            return answer(render.hotspots(result), result, *memory.freshness(place, con))
+
+    @mcp.tool(annotations=READ)
+    def context_pack(query: Annotated[str | None, Field(max_length=2000)] = None,
+                     focus: Annotated[str | None, Field(description="a target: PATH, "
+                                                                    "PATH::SYMBOL or PATH:LINE")] = None,
+                     budget: Budget = DEFAULT_BUDGET,
+                     repo: Repo = None) -> CallToolResult:
+        """A token-budgeted pack of what to read about a question and/or a symbol: its code,
+        history with reasons, notes, what changes with it, dependents, related commits, docs.
+        Every item is cited; the pack never exceeds `budget` tokens."""
+        from cortex_core.context_pack import build_pack
+        with memory.reading(repo) as (place, con):
+            at = label(spec_of(focus, place.root)) if focus else None
+            pack = build_pack(con, place.root, query=query, at=at, budget=budget,
+                              embedder=memory.embedder(place, con),
+                              half_life_days=memory.settings(place).search.half_life_days)
+            state, notes = memory.freshness(place, con)
+            data = plain(pack)
+            data["tokens"] = pack.used
+            return answer([pack.text.rstrip("\n"),
+                           f"\n_{len(pack.items)} items, {pack.used}/{pack.budget} tokens_"],
+                          data, state, notes)
+
+    @mcp.tool(annotations=READ)
+    def status(repo: Repo = None) -> CallToolResult:
+        """What the index holds, whether it is up to date with HEAD, and whether it is being
+        indexed."""
+        from cortex_core.status import status as read
+        with errors_as(ToolError):
+            place = memory.places.find(repo)
+        run = memory.indexers.current(place)
+        if not place.db.is_file():
+            text = (f"No index for {render.code(str(place.root))} yet: call `sync` to build it."
+                    + (f"\n- indexer: {render.run_line(run)}" if run else ""))
+            return CallToolResult(content=[TextContent(type="text", text=text)],
+                                  structured_content={"index": None, "repository": str(place.root),
+                                                      "indexer": plain(run)})
+        with memory.reading(repo) as (place, con):
+            result = read(con, place.db)
+            state, _ = memory.freshness(place, con)
+            out = answer(render.status(result, state["head"], run), result, state, [])
+            out.structured_content["indexer"] = plain(run)
+            return out
+
+    @mcp.tool(annotations=WRITE)
+    async def sync(repo: Repo = None,
+                   wait_seconds: Annotated[float, Field(ge=0, le=3600, description=(
+                       "how long to wait for the run to finish; it goes on in the background "
+                       "after that"))] = 60,
+                   rebuild: Annotated[bool, Field(description="delete the index and rebuild it "
+                                                              "from scratch")] = False,
+                   ctx: Context | None = None) -> CallToolResult:
+        """Bring the index up to date with HEAD (incremental: only new commits are read). Starts
+        the indexer in the background, or joins the run already going; reports progress."""
+        with errors_as(ToolError):
+            place = memory.places.find(repo)
+            try:
+                run, started = memory.indexers.start(place, rebuild=rebuild)
+            except OSError as exc:
+                raise CortexError(f"could not start the indexer: {exc}") from None
+        deadline = time.monotonic() + wait_seconds
+        while not run.finished and time.monotonic() < deadline:
+            seen = run.events
+            await anyio.to_thread.run_sync(memory.indexers.wait, run, seen,
+                                           min(5.0, max(0.0, deadline - time.monotonic())))
+            if ctx is not None and run.total and not run.finished:
+                await ctx.report_progress(run.done, run.total, run.message)
+        lines = render.sync(run, started)
+        if rebuild and not started:
+            lines.append("A run was already going: no rebuild was started.")
+        if run.finished and not run.ok:
+            raise ToolError(lines[0])
+        data = {"repository": str(place.root), "running": not run.finished, "ok": run.ok,
+                "pid": run.pid,
+                "phase": run.phase, "done": run.done, "total": run.total,
+                "summary": run.summary, "error": run.error}
+        return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))],
+                              structured_content=data)
+
+    @mcp.tool(annotations=WRITE)
+    def record_note(text: Annotated[str, Field(min_length=1, max_length=20_000, description=(
+                        "the decision, invariant or warning, in a few sentences"))],
+                    target: Annotated[str | None, Field(description=(
+                        "PATH, PATH::SYMBOL or PATH:LINE; omit for a note on the whole "
+                        "repository"))] = None,
+                    author: Annotated[str | None, Field(max_length=200)] = None,
+                    repo: Repo = None) -> CallToolResult:
+        """Write a note on a symbol, file or the repository: a decision or an invariant for the
+        next reader. It is anchored to the symbol's code, flagged stale when that code changes,
+        found by `search_memory`, and shown in the editor's hover."""
+        from cortex_core.notes import add_note, git_author
+        with notes_writer(memory, repo) as (place, con):
+            at = None
+            if target is not None and target.strip() not in ("", ".", "/"):
+                at = label(spec_of(target, place.root))
+            note = add_note(con, place.root, at, text,
+                            author=author or _agent_author(git_author(place.root)))
+            return answer(render.note(note, "Recorded"), note,
+                          {"repository": str(place.root)}, [])
+
+    @mcp.tool(annotations=WRITE)
+    def supersede_note(note_id: Annotated[int, Field(ge=1, le=2**62)],
+                       text: Annotated[str, Field(min_length=1, max_length=20_000)],
+                       author: Annotated[str | None, Field(max_length=200)] = None,
+                       repo: Repo = None) -> CallToolResult:
+        """Replace a live note by a new text: the old one is closed (kept, with its validity
+        period), the new one takes its target."""
+        from cortex_core.notes import git_author
+        from cortex_core.notes import supersede_note as supersede
+        with notes_writer(memory, repo) as (place, con):
+            note = supersede(con, place.root, note_id, text,
+                             author=author or _agent_author(git_author(place.root)))
+            lines = render.note(note, "Recorded")
+            lines[0] += f" It supersedes #{note_id}."
+            return answer(lines, note, {"repository": str(place.root)}, [])
+
+    @mcp.resource("cortex://status", name="status", mime_type="text/markdown",
+                  description="What the index of the server's repository holds, and whether it "
+                              "is up to date")
+    def status_resource() -> str:
+        from cortex_core.status import status as read
+        with errors_as(ResourceError):
+            place = memory.places.find(None)
+            con = memory.places.reader(place)
+            result = read(con, place.db)
+            state, _ = memory.freshness(place, con)
+            return "\n".join(render.status(result, state["head"],
+                                           memory.indexers.current(place)))
+
+    @mcp.resource("cortex://hotspots", name="hotspots", mime_type="text/markdown",
+                  description="The symbols and files of the server's repository that change the "
+                              "most")
+    def hotspots_resource() -> str:
+        from cortex_core.hotspots import hotspots as rank
+        with errors_as(ResourceError):
+            place = memory.places.find(None)
+            con = memory.places.reader(place)
+            result = rank(con, half_life_days=memory.settings(place).hotspots.half_life_days)
+            return render.footer(render.hotspots(result), memory.freshness(place, con)[1])
+
+    @mcp.prompt("explain-symbol", description="Explain why a symbol is the way it is, from its "
+                "code, history, notes and related commits (within a token budget)")
+    def explain_symbol(target: str, repo: str | None = None,
+                       budget: str = str(DEFAULT_BUDGET)) -> list[UserMessage]:
+        ask = (f"Explain why `{target}` is the way it is. Use the context below; cite commits by "
+               "their short sha and notes by their #id, and say what the history does not "
+               "explain.\n\n")
+        return [UserMessage(_briefing(memory, target, repo, budget, "explain", ask))]
+
+    @mcp.prompt("before-edit", description="What to know before changing a symbol: its "
+                "status (hotspot, dependents), notes, history and what changes with it")
+    def before_edit(target: str, repo: str | None = None,
+                    budget: str = str(DEFAULT_BUDGET)) -> list[UserMessage]:
+        ask = (f"I am about to change `{target}`. From the context below, tell me what to keep "
+               "in mind: invariants and decisions (notes, commit reasons), who depends on it "
+               "and must be checked, files that usually change with it, and whether it is a "
+               "hotspot. Cite short shas, paths and note ids.\n\n")
+        return [UserMessage(_briefing(memory, target, repo, budget, "before-edit", ask))]
+
+    return mcp
+
+
+def _agent_author(user: str | None) -> str:
+    return f"{user} (agent)" if user else "agent"
+
+
+@contextmanager
+def notes_writer(memory: Memory, repo: str | None):
+    from cortex_core.store import open_writer
+    with errors_as(ToolError):
+        place = memory.places.find(repo)
+        if not place.db.is_file():
+            raise CortexError(f"no index at {place.db}; call `sync` first")
+        con = open_writer(place.db)
+        try:
+            yield place, con
+        finally:
+            con.close()
+
+
+def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpose: str,
+              ask: str) -> str:
+    """The prompt's text: the request, then a briefing packed into what the budget leaves."""
+    from cortex_core.briefing import briefing
+    from cortex_core.context_pack import count_tokens
+    from cortex_core.symbol_info import HeatSettings
+    try:
+        with memory.reading(repo) as (place, con):
+            try:
+                total = int(str(budget).strip())
+            except ValueError:
+                raise CortexError(f"budget: a whole number of tokens, not {budget[:40]!r}") from None
+            if not 50 <= total <= 200_000:
+                raise CortexError("budget: between 50 and 200000 tokens")
+            ask = ask.replace(f"`{target}`", render.code(target[:300]))
+            room = total - count_tokens(ask)
+            heat = HeatSettings(half_life_days=memory.settings(place).hotspots.half_life_days)
+            pack = briefing(con, place.root, label(spec_of(target, place.root)), purpose,
+                            budget=room, heat=heat, embedder=memory.embedder(place, con))
+            return ask + pack.text
+    except ToolError as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+
+def run(default: Path | None, db: Path | None = None) -> None:
+    memory = Memory(default, db)
+    server = build_server(memory)
+    # A client that stops the server with SIGTERM (the SDK's stdio client does, after closing
+    # stdin) still gets the indexer child interrupted: it runs in its own session.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        server.run("stdio")
+    finally:
+        memory.indexers.close()

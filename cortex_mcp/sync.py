@@ -1,0 +1,154 @@
+"""The `sync` tool's indexer: `cortex index` in a child process, one per repository at a time.
+
+A child process, as in the language server: the server stays small (a long first run peaks at a
+few hundred MB), a crash in indexing cannot take the agent's server down, and the store's writer
+lock makes it take turns with a `cortex index` run from a terminal or a git hook. A run outlives
+the tool call that started it (an agent's call may time out long before a first index of a large
+history is done); the next `sync` call or `status` reports on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex_core.child_process import last_error, signal_group
+
+from .places import Place
+
+
+@dataclass
+class Run:
+    """What one indexer run is doing, or did."""
+    started: float
+    phase: str = "starting"
+    done: int = 0
+    total: int = 0
+    finished: bool = False
+    ok: bool = False
+    summary: dict | None = None
+    error: str | None = None
+    events: int = 0                 # progress lines seen: a waiter wakes when this grows
+    ended: float | None = None
+    pid: int | None = None
+
+    @property
+    def message(self) -> str:
+        if self.finished:
+            return "done" if self.ok else f"failed: {self.error}"
+        return f"{self.phase}: {self.done}/{self.total}" if self.total else self.phase
+
+
+class Indexers:
+    """Background index runs by database; every method is thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Condition()
+        self._runs: dict[Path, Run] = {}
+        self._procs: dict[Path, subprocess.Popen] = {}
+        self._closed = False
+
+    def current(self, place: Place) -> Run | None:
+        with self._lock:
+            return self._runs.get(place.db)
+
+    def running(self, place: Place) -> Run | None:
+        run = self.current(place)
+        return run if run is not None and not run.finished else None
+
+    def start(self, place: Place, rebuild: bool = False) -> tuple[Run, bool]:
+        """The running run for this database, or a new one. (run, started now)."""
+        with self._lock:
+            run = self._runs.get(place.db)
+            if run is not None and not run.finished:
+                return run, False
+            if self._closed:
+                raise RuntimeError("the server is stopping")
+            cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(place.root),
+                   "--db", str(place.db), "--progress-json", "--wait", "30"]
+            if rebuild:
+                cmd.append("--rebuild")
+            errors = tempfile.TemporaryFile()
+            # Its own session: stopping it reaches the worker processes it reads history with.
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=errors, start_new_session=True,
+                                    env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+            run = Run(started=time.time(), pid=proc.pid)
+            self._runs[place.db] = run
+            self._procs[place.db] = proc
+        threading.Thread(target=self._follow, args=(place.db, run, proc, errors),
+                         name=f"indexer {proc.pid}", daemon=True).start()
+        return run, True
+
+    def wait(self, run: Run, seen: int, timeout: float) -> None:
+        """Until `run` reports progress past `seen` events, finishes, or `timeout` passes."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._lock:
+            while not run.finished and run.events <= seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._lock.wait(left)
+
+    def _follow(self, db: Path, run: Run, proc: subprocess.Popen, errors) -> None:
+        for raw in proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            with self._lock:
+                if event.get("event") == "progress":
+                    run.phase = str(event.get("phase", ""))
+                    run.done, run.total = int(event.get("done", 0)), int(event.get("total", 0))
+                elif event.get("event") == "done":
+                    run.summary = event.get("summary")
+                run.events += 1
+                self._lock.notify_all()
+        code = proc.wait()
+        errors.seek(0)
+        stderr = errors.read().decode("utf-8", "replace")
+        errors.close()
+        with self._lock:
+            run.ok = code == 0 and run.summary is not None
+            if not run.ok:
+                run.error = last_error(stderr) or (
+                    "interrupted" if code in (-signal.SIGINT, 130, -signal.SIGKILL)
+                    else f"the indexer exited with status {code}")
+            run.finished, run.ended = True, time.time()
+            run.events += 1
+            self._procs.pop(db, None)
+            self._lock.notify_all()
+
+    def close(self, grace: float = 5.0) -> None:
+        """Interrupt running children (an interrupted run keeps what it stored; the next one
+        continues)."""
+        with self._lock:
+            self._closed = True
+            procs = list(self._procs.values())
+        for proc in procs:
+            signal_group(proc.pid, signal.SIGINT)
+        deadline = time.monotonic() + grace
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def head_of(root: Path) -> str | None:
+    """HEAD's commit id, read through libgit2 (no git process); None when unborn or unreadable."""
+    import pygit2
+    try:
+        repo = pygit2.Repository(str(root))
+        return None if repo.head_is_unborn else str(repo.head.target)
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return None

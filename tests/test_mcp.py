@@ -1,0 +1,453 @@
+"""cortex mcp end to end: a real server over stdio, the MCP SDK's own client, real repositories."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_repo import ScriptedRepo  # noqa: E402
+
+from cortex_core.config import Settings  # noqa: E402
+from cortex_core.context_pack import count_tokens  # noqa: E402
+from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.store import writer_lock  # noqa: E402
+
+CORE = '''import os
+
+
+def compute(x):
+    return x + {n}
+
+
+def helper():
+    return 2
+
+
+class Engine:
+    def run(self):
+        return compute(3)
+'''
+
+USE = '''from pkg.core import compute
+
+
+def main():
+    return compute(1)
+'''
+
+TOOLS = {"search_memory", "symbol_history", "blast_radius", "related", "hotspots", "context_pack",
+         "status", "sync", "record_note", "supersede_note"}
+
+
+def make_project(path: Path) -> ScriptedRepo:
+    repo = ScriptedRepo(path)
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/core.py", CORE.format(n=1))
+    repo.write("pkg/use.py", USE)
+    repo.write("README.md", "# Widgets\n\n## Retries\n\nThe engine retries compute on failure.\n")
+    repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
+    for n, author in ((2, "Bob <bob@example.com>"), (3, "Ann <ann@example.com>"),
+                      (4, "Bob <bob@example.com>")):
+        repo.write("pkg/core.py", CORE.format(n=n))
+        repo.write("pkg/use.py", USE + f"\n# tuned {n}\n")
+        repo.commit(f"tune compute to {n}\n\nCallers rely on compute growing by {n} now.",
+                    author=author, days_ago=30 - n)
+    repo.write("pkg/core.py", CORE.format(n=5))
+    repo.commit("fix: [click me](javascript:alert(1)) <img src=x> **loud**", days_ago=5)
+    return repo
+
+
+def index(repo: ScriptedRepo, **kwargs):
+    return index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(),
+                            model="none", **kwargs)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> ScriptedRepo:
+    return make_project(tmp_path / "widgets")
+
+
+@pytest.fixture
+def indexed(project: ScriptedRepo) -> ScriptedRepo:
+    index(project)
+    return project
+
+
+@asynccontextmanager
+async def server(*args: str, cwd: Path | None = None):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cortex_core", "mcp", *args],
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}},
+        cwd=str(cwd) if cwd else None)
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+def text(result) -> str:
+    assert result.content and result.content[0].type == "text"
+    return result.content[0].text
+
+
+async def ok(client, tool: str, **arguments):
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text(result)
+    return result
+
+
+async def error(client, tool: str, **arguments) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, text(result)
+    message = text(result)
+    assert "Traceback" not in message
+    return message
+
+
+# -- the catalogue -------------------------------------------------------------------------------
+
+
+async def test_lists_every_tool_resource_and_prompt(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 40
+            if tool.name not in ("supersede_note",):
+                assert "repo" in tool.input_schema["properties"], tool.name
+        assert tools["symbol_history"].input_schema["required"] == ["target"]
+        assert tools["hotspots"].annotations.read_only_hint is True
+        assert tools["record_note"].annotations.read_only_hint is False
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert uris == {"cortex://status", "cortex://hotspots"}
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert set(prompts) == {"explain-symbol", "before-edit"}
+        assert [a.name for a in prompts["before-edit"].arguments if a.required] == ["target"]
+
+
+# -- the read tools ------------------------------------------------------------------------------
+
+
+async def test_symbol_history_gives_the_symbols_commits_with_reasons(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        result = await ok(client, "symbol_history", target="pkg/core.py::compute", limit=3)
+        md = text(result)
+        assert md.startswith("**`pkg/core.py::compute`** · function · lines 4–5 · 5 commits "
+                             "(newest 3)")
+        assert "why: Callers rely on compute growing by 4 now." in md
+        assert md.count("\n- `") == 3
+        data = result.structured_content
+        assert data["total"] == 5 and len(data["entries"]) == 3
+        assert data["entries"][1]["why"] == "Callers rely on compute growing by 4 now."
+        assert data["index"]["up_to_date"] is True
+        # helper never changed after it was added: one commit, not the file's five.
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::helper"))
+        assert "1 commit" in md and md.count("\n- `") == 1
+        # PATH:LINE finds the innermost symbol at HEAD; an absolute path inside the repository works.
+        md = text(await ok(client, "symbol_history",
+                           target=f"{indexed.path / 'pkg' / 'core.py'}:14"))
+        assert md.startswith("**`pkg/core.py::Engine.run`**")
+
+
+async def test_commit_text_is_escaped(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
+        assert "click me" in md
+        assert "](" not in md.replace("\\](", "")       # no link can form
+        assert "<img" not in md and "**loud**" not in md
+        assert "\\[click me\\]" in md and "&lt;img" in md
+
+
+async def test_blast_radius_related_and_hotspots(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        result = await ok(client, "blast_radius", target="pkg/core.py::compute")
+        md = text(result)
+        assert md.startswith("**Blast radius of `pkg/core.py::compute`**")
+        assert "caller `pkg/core.py::Engine.run`" in md and "`pkg/use.py::main`" in md
+        labels = {(d["path"], d["qualname"]) for d in result.structured_content["dependents"]}
+        assert ("pkg/use.py", "main") in labels and ("pkg/core.py", "Engine.run") in labels
+
+        result = await ok(client, "related", target="pkg/core.py::compute")
+        md = text(result)
+        files = {f["path"]: f for f in result.structured_content["files"]}
+        assert files["pkg/use.py"]["support"] == 4           # added, then tuned three times
+        assert "`pkg/use.py` score" in md and "changed together in 4 commits" in md
+
+        result = await ok(client, "hotspots", top_k=2)
+        md = text(result)
+        assert md.startswith("**Hotspots**")
+        assert result.structured_content["symbols"][0]["qualname"] == "compute"
+        assert "1. `pkg/core.py::compute` line 4" in md
+        assert len(result.structured_content["files"]) <= 2
+        md = text(await ok(client, "hotspots", path="pkg/use.py"))
+        assert "pkg/core.py" not in md
+
+
+async def test_search_memory_finds_commits_docs_and_filters(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        result = await ok(client, "search_memory", query="callers rely on compute growing")
+        md = text(result)
+        hits = result.structured_content["hits"]
+        assert hits and hits[0]["kind"] == "commit"
+        assert "tune compute" in hits[0]["title"]
+        assert f"[{hits[0]['citation']}] commit" in md
+        # Without a model, the answer says why the search is lexical only.
+        assert "semantic search off" in md
+        docs = await ok(client, "search_memory", query="retries", kind=["doc"])
+        assert {h["kind"] for h in docs.structured_content["hits"]} == {"doc"}
+        recent = await ok(client, "search_memory", query="compute", since="10")
+        assert all("tune" not in h["title"] for h in recent.structured_content["hits"])
+
+
+async def test_context_pack_stays_within_its_budget(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        for budget in (50, 120, 300, 800, 4000):
+            for args in ({"focus": "pkg/core.py::compute"}, {"query": "why compute grows"},
+                         {"focus": "pkg/core.py", "query": "engine"}):
+                result = await client.call_tool("context_pack", {**args, "budget": budget})
+                if result.is_error:   # only a budget below the pack's own header may fail
+                    assert budget == 50 and "budget" in text(result), text(result)
+                    continue
+                pack = result.structured_content["text"]
+                assert count_tokens(pack) <= budget
+                assert result.structured_content["tokens"] == count_tokens(pack)
+                assert text(result).startswith("# Context: ")
+        big = await ok(client, "context_pack", focus="pkg/core.py::compute", budget=4000)
+        sections = {item["section"] for item in big.structured_content["items"]}
+        assert {"focus", "history"} <= sections
+        assert "def compute(x):" in text(big)
+
+
+async def test_status_says_whether_the_index_is_up_to_date(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        result = await ok(client, "status")
+        md = text(result)
+        assert "6 commits" not in md and "5 commits by 2 authors" in md
+        assert "up to date with HEAD" in md
+        assert result.structured_content["commits"] == 5
+        indexed.write("pkg/core.py", CORE.format(n=6))
+        indexed.commit("tune compute to 6", days_ago=1)
+        md = text(await ok(client, "status"))
+        assert f"HEAD is `{indexed.head()[:10]}`: call `sync`" in md
+        # Every answer says so too, so an agent knows the newest commits are missing.
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute"))
+        assert "call `sync` for the newest commits" in md
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+async def test_bad_arguments_get_clear_tool_errors(indexed: ScriptedRepo, tmp_path: Path):
+    elsewhere = tmp_path / "not-a-repo"
+    elsewhere.mkdir()
+    async with server("--repo", str(indexed.path)) as client:
+        assert "no symbol" in await error(client, "symbol_history", target="pkg/core.py::nope")
+        assert "no file 'nope.py' in the index" in await error(client, "symbol_history",
+                                                                target="nope.py::x")
+        assert "not inside a git repository" in await error(
+            client, "blast_radius", target="a.py", repo=str(elsewhere))
+        assert "does not exist" in await error(client, "status", repo=str(tmp_path / "missing"))
+        assert "outside the repository" in await error(client, "symbol_history",
+                                                        target="/etc/passwd")
+        assert "NUL" in await error(client, "symbol_history", target="pkg/core.py\x00::x")
+        assert "give a target" in await error(client, "related", target="  ")
+        assert "top_k" in await error(client, "hotspots", top_k=0)
+        assert "target" in await error(client, "symbol_history")        # missing argument
+        assert "since" in await error(client, "search_memory", query="x", since="last tuesday")
+        assert "kind" in await error(client, "search_memory", query="x", kind=["emails"])
+        assert "give a query" in await error(client, "context_pack")
+        assert "no note #999" in await error(client, "supersede_note", note_id=999, text="x")
+        assert "budget" in await error(client, "context_pack", query="x", budget=10)
+        assert "drop_tables" in await error(client, "drop_tables")
+        # After all that, the server still answers.
+        await ok(client, "status")
+
+
+async def test_without_a_repository_every_call_names_its_own(indexed: ScriptedRepo,
+                                                             tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    async with server(cwd=outside) as client:
+        assert "no repository: pass `repo`" in await error(client, "status")
+        with pytest.raises(MCPError, match="no repository"):
+            await client.read_resource("cortex://status")
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::helper",
+                           repo=str(indexed.path / "pkg")))
+        assert md.startswith("**`pkg/core.py::helper`**")
+
+
+# -- notes ---------------------------------------------------------------------------------------
+
+
+async def test_notes_are_recorded_superseded_and_flagged_stale(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        result = await ok(client, "record_note", target="pkg/core.py::compute",
+                          text="compute must stay pure: Engine.run caches its results.")
+        first = result.structured_content["id"]
+        assert result.structured_content["target"] == "pkg/core.py::compute"
+        assert text(result).startswith(f"Recorded note #{first} on `pkg/core.py::compute` (live")
+        assert result.structured_content["author"].endswith("(agent)")
+        repo_note = await ok(client, "record_note", text="Releases are cut from main only.")
+        assert repo_note.structured_content["target"] == ""
+
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute"))
+        assert f"- note #{first}" in md and "compute must stay pure" in md
+        found = await ok(client, "search_memory", query="pure caches results", kind=["note"])
+        assert found.structured_content["hits"][0]["note_id"] == first
+
+        result = await ok(client, "supersede_note", note_id=first,
+                          text="compute must stay pure and fast: Engine.run calls it in a loop.")
+        second = result.structured_content["id"]
+        assert f"It supersedes #{first}." in text(result)
+        assert "already superseded" in await error(client, "supersede_note", note_id=first,
+                                                   text="again")
+        data = (await ok(client, "symbol_history", target="pkg/core.py::compute")
+                ).structured_content
+        ids = [n["id"] for n in data["notes"]]     # with the repository's own notes
+        assert second in ids and first not in ids
+
+        # The code changes: the note is flagged stale, and says by which commit.
+        indexed.write("pkg/core.py", CORE.format(n=7))
+        sha = indexed.commit("tune compute to 7", days_ago=0)
+        await ok(client, "sync", wait_seconds=120)
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute"))
+        assert f"- note #{second}" in md and "possibly stale" in md and sha[:10] in md
+
+
+# -- indexing while the server runs --------------------------------------------------------------
+
+
+async def test_a_repository_indexed_while_the_server_runs(project: ScriptedRepo):
+    async with server("--repo", str(project.path)) as client:
+        md = text(await ok(client, "status"))
+        assert "No index" in md and "call `sync`" in md
+        assert "call the `sync` tool" in await error(client, "symbol_history",
+                                                     target="pkg/core.py::compute")
+        assert "call `sync` first" in await error(client, "record_note", text="x")
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        result = await client.call_tool("sync", {"wait_seconds": 120},
+                                        progress_callback=on_progress)
+        assert not result.is_error, text(result)
+        assert text(result).startswith("Index up to date at ")
+        assert result.structured_content["summary"]["new_commits"] == 5
+        assert result.structured_content["running"] is False
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute"))
+        assert "5 commits" in md
+
+        # A commit, indexed by a `cortex index` outside the server: the next answer has it.
+        project.write("pkg/core.py", CORE.format(n=8))
+        project.commit("tune compute to 8\n\nEight is the new normal.", days_ago=0)
+        index(project)
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
+        assert "6 commits" in md and "Eight is the new normal." in md
+        # A rebuild replaces the database file: the server reopens it.
+        index(project, rebuild=True)
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
+        assert "6 commits" in md
+        # sync with nothing new: still a success, nothing added.
+        result = await ok(client, "sync")
+        assert result.structured_content["summary"]["new_commits"] == 0
+
+
+async def test_sync_returns_while_a_long_run_goes_on(project: ScriptedRepo):
+    db = project.path / ".cortex" / "cortex.db"
+    async with server("--repo", str(project.path)) as client:
+        with writer_lock(db, 0):      # a `cortex index` in a terminal: the run waits its turn
+            started = await ok(client, "sync", wait_seconds=0)
+            assert started.structured_content["running"] is True
+            assert "goes on in the background" in text(started)
+            again = await ok(client, "sync", wait_seconds=0)      # joins it, starts no other
+            assert again.structured_content["pid"] == started.structured_content["pid"]
+            assert text(again).startswith("Indexing is running")
+            assert "indexer: running" in text(await ok(client, "status"))
+        result = await ok(client, "sync", wait_seconds=120)
+        assert result.structured_content["running"] is False
+        assert result.structured_content["ok"] is True
+        assert result.structured_content["summary"]["new_commits"] == 5
+
+
+async def test_stopping_the_server_interrupts_its_indexer(project: ScriptedRepo):
+    db = project.path / ".cortex" / "cortex.db"
+    with writer_lock(db, 0):
+        async with server("--repo", str(project.path)) as client:
+            started = await ok(client, "sync", wait_seconds=0)
+            pid = started.structured_content["pid"]
+            os.kill(pid, 0)               # alive, waiting for the lock
+        # The server waited for it before exiting: it is gone, not orphaned.
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+async def test_sync_reports_a_failed_run_as_a_tool_error(tmp_path: Path):
+    empty = ScriptedRepo(tmp_path / "empty")          # no commit yet
+    async with server("--repo", str(empty.path)) as client:
+        message = await error(client, "sync", wait_seconds=60)
+        assert message.startswith("Error executing tool sync: Indexing failed:")
+
+
+# -- resources and prompts -----------------------------------------------------------------------
+
+
+async def test_resources(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        status = (await client.read_resource("cortex://status")).contents[0]
+        assert status.mime_type == "text/markdown"
+        assert "5 commits by 2 authors" in status.text
+        hot = (await client.read_resource("cortex://hotspots")).contents[0]
+        assert hot.text.startswith("**Hotspots**") and "`pkg/core.py::compute`" in hot.text
+
+
+async def test_prompts_brief_within_their_budget(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        await ok(client, "record_note", target="pkg/core.py::compute",
+                 text="Never make compute async.")
+        prompt = await client.get_prompt("before-edit", {"target": "pkg/core.py::compute"})
+        body = prompt.messages[0].content.text
+        assert prompt.messages[0].role == "user"
+        assert body.startswith("I am about to change `pkg/core.py::compute`.")
+        assert "# Context: before editing pkg/core.py::compute" in body
+        assert "status of pkg/core.py::compute" in body and "a hotspot" in body
+        assert "Never make compute async." in body
+        assert "blast radius" in body and "pkg/use.py::main" in body
+        assert count_tokens(body) <= 2000
+
+        explain = await client.get_prompt("explain-symbol", {"target": "pkg/core.py::compute"})
+        body = explain.messages[0].content.text
+        assert body.startswith("Explain why `pkg/core.py::compute` is the way it is.")
+        assert "def compute(x):" in body and "Callers rely on compute growing" in body
+
+        for name in ("before-edit", "explain-symbol"):
+            for budget in (120, 200, 400, 1000, 3000):
+                got = await client.get_prompt(name, {"target": "pkg/core.py::compute",
+                                                     "budget": str(budget)})
+                assert count_tokens(got.messages[0].content.text) <= budget, (name, budget)
+
+        with pytest.raises(MCPError, match="no symbol"):
+            await client.get_prompt("before-edit", {"target": "pkg/core.py::nope"})
+        with pytest.raises(MCPError, match="budget"):
+            await client.get_prompt("before-edit", {"target": "pkg/core.py::compute",
+                                                    "budget": "lots"})
+
+
+def test_cli_mcp_help_and_bad_repo(tmp_path: Path):
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "cortex_core", "mcp", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "search_memory" in out and "--repo" in out
+    bad = subprocess.run([sys.executable, "-m", "cortex_core", "mcp", "--repo", str(tmp_path)],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert bad.returncode == 1
+    assert re.search(r"cortex: .* is not inside a git repository", bad.stderr)
