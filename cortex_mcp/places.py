@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_core.errors import CortexError
+from cortex_core.errors import CortexError, NotARepository
 from cortex_core.repo_paths import find_repo_root, repo_relative
 from cortex_core.targets import TargetSpec, parse_target
 
@@ -39,7 +39,11 @@ class Places:
             return Place(self.default, self.default_db or default_db_path(self.default))
         if "\x00" in repo:
             raise CortexError("the repository path contains a NUL character")
-        root = find_repo_root(repo)
+        try:
+            root = find_repo_root(repo)
+        except NotARepository as exc:   # the core's hint names the CLI's option
+            raise NotARepository(str(exc).replace("(use --repo PATH)", "(pass `repo`: a path "
+                                                  "inside a git repository)")) from None
         db = self.default_db if root == self.default and self.default_db else default_db_path(root)
         return Place(root, db)
 

@@ -10,7 +10,7 @@ from cortex_core.markdown import code, escape
 from cortex_core.render import date
 
 
-def _n(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
@@ -35,7 +35,7 @@ def history(result, whys: dict) -> list[str]:
     if t.qualname:
         head += f" · {escape(t.kind or 'symbol')} · " + (
             f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else "gone at HEAD")
-    head += f" · {_n(result.total, 'commit')}"
+    head += f" · {plural(result.total, 'commit')}"
     if len(result.entries) < result.total:
         head += f" (newest {len(result.entries)})"
     lines = [head]
@@ -60,9 +60,9 @@ def history(result, whys: dict) -> list[str]:
 
 def blast(result) -> list[str]:
     s = result.summary
-    counts = ", ".join(_n(n, k) for k, n in s.by_relation.items()) or "no dependents"
+    counts = ", ".join(plural(n, k) for k, n in s.by_relation.items()) or "no dependents"
     lines = [f"**Blast radius of {code(result.target.label)}** (depth {result.depth}): risk "
-             f"{s.risk} ({s.risk_score:g}); {counts} in {_n(s.files, 'file')}"]
+             f"{s.risk} ({s.risk_score:g}); {counts} in {plural(s.files, 'file')}"]
     if result.note:
         lines.append(f"_{escape(result.note)}_")
     for d in result.dependents[:25]:
@@ -78,19 +78,19 @@ def blast(result) -> list[str]:
         lines.append("Changes with it without a link in the code:")
         for h in result.hidden:
             shas = ", ".join(f"`{r.short}`" for r in h.evidence[:3])
-            lines.append(f"- {_where(h.path, h.qualname)}: {_n(h.support, 'shared commit')} "
+            lines.append(f"- {_where(h.path, h.qualname)}: {plural(h.support, 'shared commit')} "
                          f"(confidence {h.confidence:.2f}), e.g. {shas}")
     return lines
 
 
 def related(fused, coupled) -> list[str]:
     lines = [f"**What changes with {code(fused.target.label)}** "
-             f"({_n(fused.target_commits, 'commit')} of its own)"]
+             f"({plural(fused.target_commits, 'commit')} of its own)"]
     for f in fused.files:
         parts = []
         if f.support:
             shas = ", ".join(f"`{r.short}`" for r in f.evidence[:2])
-            parts.append(f"changed together in {_n(f.support, 'commit')} ({f.cochange:.0%})"
+            parts.append(f"changed together in {plural(f.support, 'commit')} ({f.cochange:.0%})"
                          + (f", e.g. {shas}" if shas else ""))
         if f.relation:
             parts.append(f"{f.relation} in the code at depth {f.depth}")
@@ -100,7 +100,7 @@ def related(fused, coupled) -> list[str]:
     if coupled is not None and coupled.symbols:
         lines.append("Symbols that change with it:")
         for p in coupled.symbols:
-            lines.append(f"- {_where(p.path, p.qualname)}: {_n(p.support, 'shared commit')} "
+            lines.append(f"- {_where(p.path, p.qualname)}: {plural(p.support, 'shared commit')} "
                          f"({p.confidence:.0%} of its commits)")
     return lines
 
@@ -112,15 +112,15 @@ def hotspots(result) -> list[str]:
         lines.append(f"{title}:")
         for n, h in enumerate(rows, 1):
             where = _where(h.path, h.qualname) + (f" line {h.line}" if h.line else "")
-            lines.append(f"{n}. {where} score {h.score:.2f} · {_n(h.changes, 'change')} · "
-                         f"{_n(h.authors, 'author')} · churn {h.churn} · last {date(h.last_change)}")
+            lines.append(f"{n}. {where} score {h.score:.2f} · {plural(h.changes, 'change')} · "
+                         f"{plural(h.authors, 'author')} · churn {h.churn} · last {date(h.last_change)}")
         if not rows:
             lines.append("- none")
     return lines
 
 
 def search(result) -> list[str]:
-    lines = [f"**{_n(len(result.hits), 'result')} for** {code(result.query[:100])} "
+    lines = [f"**{plural(len(result.hits), 'result')} for** {code(result.query[:100])} "
              f"({result.mode}{', semantic' if result.semantic else ''})"]
     for n, hit in enumerate(result.hits, 1):
         when = f" {date(hit.time)}" if hit.time else ""
@@ -135,8 +135,8 @@ def search(result) -> list[str]:
 
 
 def status(s, head: str | None, run) -> list[str]:
-    lines = [f"**Index** of {code(str(s.db_path))}: {_n(s.commits, 'commit')} by "
-             f"{_n(s.authors, 'author')}"
+    lines = [f"**Index** of {code(str(s.db_path))}: {plural(s.commits, 'commit')} by "
+             f"{plural(s.authors, 'author')}"
              + (f", {date(s.first_commit_time)} to {date(s.last_commit_time)}"
                 if s.first_commit_time else "")]
     indexed = s.head[:10] if s.head else "nothing"
@@ -191,7 +191,8 @@ def sync(run, started: bool) -> list[str]:
         return [f"Indexing failed: {escape(run.error or 'unknown error')}"]
     s = run.summary or {}
     head = str(s.get("head") or "")[:10]
-    return [f"Index up to date at `{head}`: {s.get('new_commits', 0)} new commits "
-            f"({s.get('total_commits', 0)} in all), {s.get('symbol_changes', 0)} symbol changes, "
+    return [f"Index up to date at `{head}`: {plural(s.get('new_commits', 0), 'new commit')} "
+            f"({s.get('total_commits', 0)} in all), "
+            f"{plural(s.get('symbol_changes', 0), 'symbol change')}, "
             f"in {float(s.get('seconds') or 0):.1f} s."
             + (f" {escape(str(s['semantic']))}." if s.get("semantic") else "")]

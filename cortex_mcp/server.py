@@ -263,7 +263,7 @@ def build_server(memory: Memory) -> MCPServer:
             data = plain(pack)
             data["tokens"] = pack.used
             return answer([pack.text.rstrip("\n"),
-                           f"\n_{len(pack.items)} items, {pack.used}/{pack.budget} tokens_"],
+                           f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{pack.budget} tokens_"],
                           data, state, notes)
 
     @mcp.tool(annotations=READ)
@@ -456,4 +456,7 @@ def run(default: Path | None, db: Path | None = None) -> None:
     try:
         server.run("stdio")
     finally:
-        memory.indexers.close()
+        # Quickly, and not cut short by a SIGTERM: the SDK's client waits 2 s after closing
+        # stdin, then 2 s after SIGTERM, then kills the server (not the indexer's own group).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        memory.indexers.close(grace=1.0)

@@ -128,8 +128,8 @@ class Indexers:
             self._lock.notify_all()
 
     def close(self, grace: float = 5.0) -> None:
-        """Interrupt running children (an interrupted run keeps what it stored; the next one
-        continues)."""
+        """Interrupt running children, and kill those still running after `grace` seconds (an
+        interrupted or killed run keeps what it committed; the next one continues)."""
         with self._lock:
             self._closed = True
             procs = list(self._procs.values())
