@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", parents=[common], help="index new commits (incremental)",
                        description="Index the commits not indexed yet, down to functions. "
                        "Safe to interrupt: the next run continues.")
-    p.add_argument("--rebuild", action="store_true", help="delete the index and rebuild it from scratch")
+    p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
     branches = p.add_mutually_exclusive_group()
     branches.add_argument("--all-branches", dest="all_branches", action="store_true", default=None,
                           help="index every local branch, not only HEAD (remembered)")
@@ -358,6 +358,8 @@ def _plain(value):
 
 def cmd_index(args) -> int:
     import os
+    from .child_process import die_with_parent
+    die_with_parent()
     # One BLAS thread: the spectral step's eigensolver ran 3-10x slower with more threads on a
     # busy machine (bench/README.md, bench_memory.py) and was no faster on an idle one. Set
     # before numpy loads; a user's own setting wins.

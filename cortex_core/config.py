@@ -141,7 +141,8 @@ def _apply(path: Path, section: str, current, values: dict):
             if not isinstance(value, str) or not value.strip():
                 raise CortexError(f"{path}: {section}.{key} must be a non-empty string")
         elif isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0 < value < float("inf"):     # NaN fails the comparison too
                 raise CortexError(f"{path}: {section}.{key} must be a positive number")
             value = float(value)
         elif isinstance(default, int):

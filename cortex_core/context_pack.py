@@ -64,13 +64,14 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
         raise CortexError(f"unknown format {fmt!r} (markdown or json)")
     if budget < 1:
         raise CortexError("the budget must be at least 1 token")
-    subject = _one_line(redact(subject))[:MAX_SUBJECT]
+    inert = _inert if fmt == "markdown" else str
+    subject = inert(_one_line(redact(subject))[:MAX_SUBJECT])
     header = count_tokens(_render(subject, budget, [], fmt))
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
                           "needs; give a larger --budget")
-    costed = [replace(c, title=_one_line(redact(c.title)), text=_safe_text(redact(c.text), c))
-              for c in _dedupe(candidates)]
+    costed = [replace(c, title=inert(_one_line(redact(c.title))),
+                      text=_safe_text(redact(c.text), c, inert)) for c in _dedupe(candidates)]
     costed = [replace(c, tokens=_item_cost(c, fmt)) for c in costed]
     order = sorted(costed, key=lambda c: (-c.utility / max(c.tokens, 1), -c.utility, c.citation))
     chosen: list[PackItem] = []
@@ -114,17 +115,30 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_SUBJECT = 200
 
 
+_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+_LINKISH = re.compile(r"[\\\[\]]|(?i:(?<=[a-z0-9+.-]):(?=//)|(?<=\bwww)\.)")
+
+
+def _inert(text: str) -> str:
+    """Repository text in a markdown pack, as text: no link, image or autolink can form, no HTML
+    (brackets and `<` escaped, the `:` of `scheme://` and the `.` of `www.` too), no bidi or
+    zero-width characters. Costed after this, so the budget stays exact."""
+    text = _LINKISH.sub(lambda m: "\\" + m[0], _INVISIBLE.sub(" ", text))
+    return text.replace("<", "&lt;")
+
+
 def _one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
 
 
-def _safe_text(text: str, item: PackItem) -> str:
+def _safe_text(text: str, item: PackItem, inert=str) -> str:
     """Repository text that cannot pass for the pack's structure: no control characters (terminal
     escapes), no line that opens a heading (a forged `## [sha] item`), no code fence (one that
     would swallow the rest of the pack). The focus code is fenced with a longer fence instead."""
     text = _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
     if item.section == "focus":
         return text
+    text = inert(text)
     lines = []
     for line in text.split("\n"):
         if line.lstrip().startswith("#"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +145,7 @@ def download_model(name: str) -> Path:
 
 
 _LOADED: dict[str, Embedder] = {}
+_LOADING = threading.Lock()     # the MCP server asks from many threads at once
 
 
 def load_model(name: str) -> Embedder:
@@ -152,6 +154,13 @@ def load_model(name: str) -> Embedder:
         raise ModelUnavailable("semantic search is turned off (model = none)")
     if name in _LOADED:
         return _LOADED[name]
+    with _LOADING:
+        if name in _LOADED:
+            return _LOADED[name]
+        return _load_model(name)
+
+
+def _load_model(name: str) -> Embedder:
     path = local_model_path(name)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")   # belt and braces: model2vec must not go online
     try:

@@ -151,7 +151,7 @@ log="$log/{LOG_NAME}"
 unset $(git rev-parse --local-env-vars 2>/dev/null) GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE \\
     GIT_PREFIX GIT_COMMON_DIR GIT_OBJECT_DIRECTORY 2>/dev/null
 if [ -x "$py" ]; then
-    set -- "$py" -m cortex_core
+    set -- "$py" -P -m cortex_core    # -P: the repository's own files are never imported
 elif command -v cortex >/dev/null 2>&1; then
     set -- cortex
 else

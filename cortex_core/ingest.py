@@ -31,8 +31,8 @@ from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vect
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
-from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta, shipped_store,
-                    writer_lock)
+from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
+                    shipped_store, writer_lock)
 from .symbols import Symbol
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
@@ -97,14 +97,8 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
     with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
-        kept_notes = saved_notes(db_path) if rebuild else []
-        if rebuild:
-            remove_database(db_path)
-        con = open_writer(db_path)
+        con = fresh_store(db_path) if rebuild else open_writer(db_path)
         try:
-            if kept_notes:
-                with con:
-                    import_notes(con, kept_notes)
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
             return indexer.run(all_branches, started, rebuild)
@@ -119,6 +113,54 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
 
 def _nothing() -> None:
     pass
+
+
+def fresh_store(db_path: Path):
+    """For a rebuild: the store emptied, in place, of everything but its notes.
+
+    The file stays the same file. Readers and note writers keep working on it, a note written
+    while the rebuild runs is kept (notes keep their ids), and nothing is ever written into a
+    file that was removed (which loses the write, and can make SQLite delete the new file's
+    journal when an old connection closes). A store that cannot be opened (corrupt, or from a
+    newer Cortex) is replaced, with the notes that can still be read from it."""
+    try:
+        con = open_writer(db_path)
+    except StoreError:
+        kept = saved_notes(db_path)
+        remove_database(db_path)
+        con = open_writer(db_path)
+        try:
+            if kept:
+                with con:
+                    import_notes(con, kept)
+        except BaseException:
+            con.close()
+            raise
+        return con
+    try:
+        with con:
+            _clear_derived(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+_KEPT_TABLES = ("meta", "notes")
+
+
+def _clear_derived(con) -> None:
+    """Delete every row the indexer derives (children before parents); drop the vector table
+    (its width belongs to a model, and prepare_vectors makes it again); keep only the schema
+    version in meta."""
+    import re
+    from .schema import MIGRATIONS
+    tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
+    for table in reversed(tables):
+        if table not in _KEPT_TABLES:
+            con.execute(f"delete from {table}")
+    con.execute("drop table if exists item_vectors")
+    con.execute("delete from meta where key != 'schema_version'")
 
 
 class _Indexer:

@@ -13,6 +13,7 @@ import re
 # start. Escaped text never starts a line here, so block markers need no escape.
 _SPECIAL = re.compile(r"([\\`*_\[\]~|@])")
 _AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9+.-])(:)(?=//)|(?<=\bwww)(\.)")
+_BLOCK_START = re.compile(r"^(?:([#>+=-])|(\d{1,9})([.)]))")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f"
                       "\ufeff]+")
 
@@ -24,6 +25,9 @@ def escape(text: str, limit: int | None = None) -> str:
         text = text[:limit - 1].rstrip() + "…"
     text = _SPECIAL.sub(r"\\\1", text)
     text = _AUTOLINK.sub(lambda m: "\\" + (m.group(1) or m.group(2)), text)
+    # A line of ours may end where this text begins (a search hit's body): no heading, quote,
+    # list item, setext underline or thematic break can open there.
+    text = _BLOCK_START.sub(lambda m: "\\" + m[1] if m[1] else m[2] + "\\" + m[3], text)
     return text.replace("<", "&lt;")
 
 

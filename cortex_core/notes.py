@@ -250,7 +250,8 @@ def _note(con, repo_root: Path, row, hashes: dict) -> Note:
             reason = f"{what} is gone from HEAD" if current is None else \
                 f"{what} changed since the note was written"
             changed_by = _first_change_after(con, path, qualname, anchor_commit, recorded_at)
-    return Note(note_id, target, redact(text), author, valid_from, valid_until, recorded_at,
+    return Note(note_id, target, redact(text), redact(author) if author else author, valid_from,
+                valid_until, recorded_at,
                 superseded_by, anchor_commit, live, stale, reason, changed_by)
 
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from cortex_core.child_process import last_error, signal_group
+from cortex_core.child_process import PARENT_ENV, last_error, signal_group
 
 from .repos import Repo
 
@@ -117,7 +117,8 @@ class IndexRun:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command(rebuild), stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(os.environ, PYTHONIOENCODING="utf-8"), start_new_session=True)
+                env=dict(os.environ, PYTHONIOENCODING="utf-8", **{PARENT_ENV: str(os.getpid())}),
+                start_new_session=True, cwd="/")
         except OSError as exc:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
@@ -175,7 +176,9 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
     """The command line of one run; the model setting is read when the run starts."""
     def command(rebuild: bool) -> list[str]:
         model = model_setting()
-        cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(repo.root),
+        # -P: the working directory must not come first on sys.path (a repository's own
+        # cortex_core/ or json.py would run as the indexer); the child also runs in "/".
+        cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(repo.root),
                "--db", str(repo.db), "--progress-json", "--wait", "30"]
         if rebuild:
             cmd.append("--rebuild")

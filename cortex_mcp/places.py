@@ -29,6 +29,7 @@ class Places:
         self.default = default
         self.default_db = db
         self._local = threading.local()
+        self._refused: dict[Path, str | None] = {}
 
     def find(self, repo: str | None) -> Place:
         from cortex_core.store import default_db_path
@@ -36,16 +37,30 @@ class Places:
             if self.default is None:
                 raise CortexError("no repository: pass `repo` (a path inside a git repository), or "
                                   "start the server with `cortex mcp --repo PATH`")
-            return Place(self.default, self.default_db or default_db_path(self.default))
+            return self._checked(Place(self.default,
+                                       self.default_db or default_db_path(self.default)))
         if "\x00" in repo:
             raise CortexError("the repository path contains a NUL character")
         try:
             root = find_repo_root(repo)
-        except NotARepository as exc:   # the core's hint names the CLI's option
-            raise NotARepository(str(exc).replace("(use --repo PATH)", "(pass `repo`: a path "
-                                                  "inside a git repository)")) from None
+        except OSError as exc:          # ENAMETOOLONG, EACCES, ELOOP...
+            raise NotARepository(f"cannot use the repository path {repo[:200]!r}: "
+                                 f"{exc.strerror or exc}") from None
         db = self.default_db if root == self.default and self.default_db else default_db_path(root)
-        return Place(root, db)
+        return self._checked(Place(root, db))
+
+    def _checked(self, place: Place) -> Place:
+        """Refuse an index the repository ships (tracked under .cortex/), as the language server
+        and the indexer do: it could hold invented history, or a database built to hang queries."""
+        from cortex_core.errors import StoreError
+        from cortex_core.store import default_db_path, shipped_store
+        if place.db == default_db_path(place.root):
+            refused = self._refused.get(place.root, ...)
+            if refused is ...:
+                refused = self._refused[place.root] = shipped_store(place.root)
+            if refused:
+                raise StoreError(refused)
+        return place
 
     def reader(self, place: Place):
         """A read connection, kept for this thread; a rebuilt database (a new file) is reopened."""
@@ -74,6 +89,8 @@ def spec_of(text: str, root: Path) -> TargetSpec:
         raise CortexError("give a target: PATH, PATH::SYMBOL or PATH:LINE")
     if "\x00" in text:
         raise CortexError("the target contains a NUL character")
+    if len(text) > 4096:
+        raise CortexError(f"the target is too long ({len(text)} characters; at most 4096)")
     spec = parse_target(text.strip())
     return TargetSpec(repo_relative(spec.path, root, cwd=root), spec.symbol, spec.line)
 

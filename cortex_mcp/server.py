@@ -10,6 +10,7 @@ wire). Read tools run on the SDK's worker threads, each with its own read connec
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -47,13 +48,14 @@ answer cites commits (short sha), files (path:line) and notes (#id)."""
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-Repo = Annotated[str | None, Field(description="a path inside the git repository (default: the "
+Repo = Annotated[str | None, Field(max_length=4096, description="a path inside the git repository (default: the "
                                                "server's repository)")]
-TargetArg = Annotated[str, Field(description="PATH, PATH::SYMBOL (Class.method) or PATH:LINE; "
+TargetArg = Annotated[str, Field(max_length=4096, description="PATH, PATH::SYMBOL (Class.method) or PATH:LINE; "
                                              "the path relative to the repository root")]
 TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
 Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
 DEFAULT_BUDGET = 2000
+MAX_NOTES = 10          # notes listed in an answer's text
 
 
 class Memory:
@@ -109,13 +111,27 @@ def errors_as(kind: type[Exception]) -> Iterator[None]:
     try:
         yield
     except CortexError as exc:
-        raise kind(str(exc)) from None
+        raise kind(_mcp_words(str(exc))) from None
     except apsw.BusyError:
         raise kind("the index is busy (an indexer is writing); try again in a moment") from None
     except apsw.Error as exc:
         raise kind(f"the index could not be read: {exc}") from None
     except OverflowError as exc:
         raise kind(f"a number is out of range: {exc}") from None
+
+
+# The core's messages name the CLI's options; here they are tool arguments and tools.
+_WORDS = (("give a larger --budget", "give a larger `budget`"),
+          ("give a query, --at TARGET, or both", "give a `query`, a `focus`, or both"),
+          ("run `cortex index` first", "call `sync` first (or run `cortex index`)"),
+          ("run `cortex index` to upgrade it", "call `sync` to upgrade it"),
+          ("(use --repo PATH)", "(pass `repo`: a path inside a git repository)"))
+
+
+def _mcp_words(message: str) -> str:
+    for cli, mcp in _WORDS:
+        message = message.replace(cli, mcp)
+    return message
 
 
 def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolResult:
@@ -193,7 +209,9 @@ def build_server(memory: Memory) -> MCPServer:
             lines = render.history(result, whys)
             if found:
                 lines.append("Notes:")
-                lines += [render.note_line(n) for n in found]
+                lines += [render.note_line(n) for n in found[:MAX_NOTES]]
+                if len(found) > MAX_NOTES:
+                    lines.append(f"- … {len(found) - MAX_NOTES} more (in the structured content)")
             data = plain(result)
             for entry in data["entries"]:
                 entry["why"] = whys.get(entry["commit"]["sha"])
@@ -253,17 +271,22 @@ def build_server(memory: Memory) -> MCPServer:
         """A token-budgeted pack of what to read about a question and/or a symbol: its code,
         history with reasons, notes, what changes with it, dependents, related commits, docs.
         Every item is cited; the pack never exceeds `budget` tokens."""
-        from cortex_core.context_pack import build_pack
+        from cortex_core.context_pack import build_pack, count_tokens
         with memory.reading(repo) as (place, con):
             at = label(spec_of(focus, place.root)) if focus else None
-            pack = build_pack(con, place.root, query=query, at=at, budget=budget,
+            state, notes = memory.freshness(place, con)
+            # The answer's own lines (its size, the index's freshness) come out of the budget too.
+            most = f"\n_{render.plural(999, 'item')}, {budget}/{budget} tokens_"
+            room = budget - count_tokens(render.footer([most], list(notes)))
+            pack = build_pack(con, place.root, query=query, at=at, budget=room,
                               embedder=memory.embedder(place, con),
                               half_life_days=memory.settings(place).search.half_life_days)
-            state, notes = memory.freshness(place, con)
             data = plain(pack)
-            data["tokens"] = pack.used
+            data["tokens"], data["budget"] = pack.used, budget
+            for item in data["items"]:      # their text is in `text` already
+                item.pop("text", None)
             return answer([pack.text.rstrip("\n"),
-                           f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{pack.budget} tokens_"],
+                           f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{budget} tokens_"],
                           data, state, notes)
 
     @mcp.tool(annotations=READ)
@@ -411,12 +434,12 @@ def _agent_author(user: str | None) -> str:
 
 @contextmanager
 def notes_writer(memory: Memory, repo: str | None):
-    from cortex_core.store import open_writer
+    from cortex_core.store import open_note_writer
     with errors_as(ToolError):
         place = memory.places.find(repo)
         if not place.db.is_file():
             raise CortexError(f"no index at {place.db}; call `sync` first")
-        con = open_writer(place.db)
+        con = open_note_writer(place.db)
         try:
             yield place, con
         finally:
@@ -439,6 +462,10 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
                 raise CortexError("budget: between 50 and 200000 tokens")
             ask = ask.replace(f"`{target}`", render.code(target[:300]))
             room = total - count_tokens(ask)
+            if room < 40:     # the pack's header and one short item
+                raise CortexError(f"budget: {total} tokens leave no room for the context after "
+                                  f"this prompt's request ({count_tokens(ask)} tokens); give at "
+                                  f"least {count_tokens(ask) + 40}")
             heat = HeatSettings(half_life_days=memory.settings(place).hotspots.half_life_days)
             pack = briefing(con, place.root, label(spec_of(target, place.root)), purpose,
                             budget=room, heat=heat, embedder=memory.embedder(place, con))
@@ -453,10 +480,22 @@ def run(default: Path | None, db: Path | None = None) -> None:
     # A client that stops the server with SIGTERM (the SDK's stdio client does, after closing
     # stdin) still gets the indexer child interrupted: it runs in its own session.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
+    code = 0
     try:
         server.run("stdio")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:
+        code = 130
     finally:
         # Quickly, and not cut short by a SIGTERM: the SDK's client waits 2 s after closing
         # stdin, then 2 s after SIGTERM, then kills the server (not the indexer's own group).
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         memory.indexers.close(grace=1.0)
+    if code:
+        # Stopped by a signal while stdin is still open: the SDK's stdin reader is a worker
+        # thread blocked in read(), which a normal exit would join forever. Every answer was
+        # flushed when it was written; the indexer is stopped.
+        sys.stderr.flush()
+        os._exit(code)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_core.child_process import last_error, signal_group
+from cortex_core.child_process import PARENT_ENV, last_error, signal_group
 
 from .places import Place
 
@@ -72,15 +72,18 @@ class Indexers:
                 return run, False
             if self._closed:
                 raise RuntimeError("the server is stopping")
-            cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(place.root),
+            # -P and cwd="/": the working directory (the repository, as clients start servers)
+            # must never come first on sys.path, or its cortex_core/ or json.py runs as the indexer.
+            cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(place.root),
                    "--db", str(place.db), "--progress-json", "--wait", "30"]
             if rebuild:
                 cmd.append("--rebuild")
             errors = tempfile.TemporaryFile()
             # Its own session: stopping it reaches the worker processes it reads history with.
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=errors, start_new_session=True,
-                                    env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+                                    stderr=errors, start_new_session=True, cwd="/",
+                                    env=dict(os.environ, PYTHONIOENCODING="utf-8",
+                                             **{PARENT_ENV: str(os.getpid())}))
             run = Run(started=time.time(), pid=proc.pid)
             self._runs[place.db] = run
             self._procs[place.db] = proc
@@ -99,19 +102,32 @@ class Indexers:
                 self._lock.wait(left)
 
     def _follow(self, db: Path, run: Run, proc: subprocess.Popen, errors) -> None:
+        try:
+            self._read_events(run, proc)
+        finally:    # whatever happens here, the run ends: no later `sync` joins a dead run
+            self._finish(db, run, proc, errors)
+
+    def _read_events(self, run: Run, proc: subprocess.Popen) -> None:
         for raw in proc.stdout:
             try:
                 event = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(event, dict):
+                continue
             with self._lock:
                 if event.get("event") == "progress":
                     run.phase = str(event.get("phase", ""))
-                    run.done, run.total = int(event.get("done", 0)), int(event.get("total", 0))
+                    try:
+                        run.done, run.total = int(event.get("done", 0)), int(event.get("total", 0))
+                    except (TypeError, ValueError):
+                        pass
                 elif event.get("event") == "done":
                     run.summary = event.get("summary")
                 run.events += 1
                 self._lock.notify_all()
+
+    def _finish(self, db: Path, run: Run, proc: subprocess.Popen, errors) -> None:
         code = proc.wait()
         errors.seek(0)
         stderr = errors.read().decode("utf-8", "replace")

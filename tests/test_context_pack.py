@@ -184,7 +184,7 @@ def test_no_secret_leaves_the_store(leaky, repo):
     pack_text = outputs[-2]
     assert "[REDACTED:" in pack_text
     assert re.search(r"password = \"?\[REDACTED", json.dumps(
-        [asdict(h) for h in outputs[1].hits])) or "[REDACTED:password]" in pack_text
+        [asdict(h) for h in outputs[1].hits])) or "[REDACTED:password]" in unescaped(pack_text)
 
 
 def test_budget_of_a_pack_is_checked_from_the_command_line(leaky, repo):
@@ -204,4 +204,10 @@ def test_budget_of_a_pack_is_checked_from_the_command_line(leaky, repo):
 
 def test_pack_subject_with_a_secret_is_redacted():
     result = pack(f"why {SECRETS['github']}", [], 200)
-    assert SECRETS["github"] not in result.text and "[REDACTED:github-token]" in result.text
+    assert SECRETS["github"] not in result.text
+    assert "[REDACTED:github-token]" in unescaped(result.text)
+
+
+def unescaped(text: str) -> str:
+    """A markdown pack's text without the escapes that keep repository text inert."""
+    return re.sub(r"\\([\\\[\]])", r"\1", text)

@@ -98,6 +98,20 @@ def hooks_dir(repo) -> Path:
 
 # -- indexing ---------------------------------------------------------------------------------
 
+def test_the_hooks_never_run_the_repositorys_code(small, tmp_path):
+    # git runs hooks at the top of the working tree: `python -m` would import from there first.
+    marker = tmp_path / "PWNED"
+    small.write("cortex_core/__init__.py", "")
+    small.write("cortex_core/__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    small.write("json.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    hooks.install(small.path)
+    small.write("app.py", "def run():\n    return 2\n")
+    git(small, "add", "-A")
+    git(small, "commit", "-q", "-m", "feat: shadow modules")
+    assert not marker.exists()
+    assert small.head() in indexed_shas(small.path)
+
+
 def test_commit_merge_and_checkout_index_the_repository(small):
     report = hooks.install(small.path)
     assert [(h.name, h.action) for h in report.hooks] == [

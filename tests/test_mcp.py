@@ -273,7 +273,7 @@ async def test_bad_arguments_get_clear_tool_errors(indexed: ScriptedRepo, tmp_pa
         assert "target" in await error(client, "symbol_history")        # missing argument
         assert "since" in await error(client, "search_memory", query="x", since="last tuesday")
         assert "kind" in await error(client, "search_memory", query="x", kind=["emails"])
-        assert "give a query" in await error(client, "context_pack")
+        assert "give a `query`, a `focus`, or both" in await error(client, "context_pack")
         assert "no note #999" in await error(client, "supersede_note", note_id=999, text="x")
         assert "budget" in await error(client, "context_pack", query="x", budget=10)
         assert "drop_tables" in await error(client, "drop_tables")
@@ -439,11 +439,14 @@ async def test_prompts_brief_within_their_budget(indexed: ScriptedRepo):
         assert "def compute(x):" in body and "Callers rely on compute growing" in body
 
         for name in ("before-edit", "explain-symbol"):
-            for budget in (120, 200, 400, 1000, 3000):
+            for budget in (200, 400, 1000, 3000):
                 got = await client.get_prompt(name, {"target": "pkg/core.py::compute",
                                                      "budget": str(budget)})
                 assert count_tokens(got.messages[0].content.text) <= budget, (name, budget)
 
+        with pytest.raises(MCPError, match="leave no room for the context"):
+            await client.get_prompt("before-edit", {"target": "pkg/core.py::compute",
+                                                    "budget": "100"})
         with pytest.raises(MCPError, match="no symbol"):
             await client.get_prompt("before-edit", {"target": "pkg/core.py::nope"})
         with pytest.raises(MCPError, match="budget"):
@@ -460,3 +463,95 @@ def test_cli_mcp_help_and_bad_repo(tmp_path: Path):
                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert bad.returncode == 1
     assert re.search(r"cortex: .* is not inside a git repository", bad.stderr)
+
+
+# -- hostile repositories and stopping -----------------------------------------------------------
+
+
+def hostile(path: Path) -> ScriptedRepo:
+    """A repository whose files would run if the indexer imported from its working directory."""
+    repo = ScriptedRepo(path)
+    marker = path.parent / "PWNED"
+    repo.write("cortex_core/__init__.py", "")
+    repo.write("cortex_core/__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    repo.write("json.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    repo.write("app.py", "def f():\n    return 1\n")
+    repo.commit("add f")
+    return repo
+
+
+async def test_sync_never_runs_the_repositorys_code(tmp_path: Path):
+    repo = hostile(tmp_path / "evil")
+    # As Claude Code starts servers: in the project folder (-P: the server itself must not import
+    # from it either; `cortex mcp`, the console script, never does).
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-P", "-m", "cortex_core", "mcp"], cwd=str(repo.path),
+                                   env={"CORTEX_MODEL": "none"})
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await ok(client, "sync", wait_seconds=120)
+        assert result.structured_content["summary"]["new_commits"] == 1
+        assert "1 commit" in text(await ok(client, "symbol_history", target="app.py::f"))
+    assert not (tmp_path / "PWNED").exists()
+
+
+async def test_a_shipped_index_is_refused(indexed: ScriptedRepo):
+    indexed.git("add", "-f", ".cortex/cortex.db")
+    indexed.commit("ship an index")
+    async with server("--repo", str(indexed.path)) as client:
+        message = await error(client, "symbol_history", target="pkg/core.py::compute")
+        assert "tracks" in message or "shipped" in message or "refus" in message
+
+
+async def test_a_rebuild_keeps_notes_and_their_ids(indexed: ScriptedRepo):
+    async with server("--repo", str(indexed.path)) as client:
+        first = (await ok(client, "record_note", target="pkg/core.py::compute",
+                          text="keep compute pure")).structured_content["id"]
+        inode = os.stat(indexed.path / ".cortex" / "cortex.db").st_ino
+        result = await ok(client, "sync", rebuild=True, wait_seconds=120)
+        assert result.structured_content["summary"]["rebuilt"] is True
+        # Emptied in place: the same file, so no reader or note writer is left on a removed one.
+        assert os.stat(indexed.path / ".cortex" / "cortex.db").st_ino == inode
+        data = (await ok(client, "symbol_history", target="pkg/core.py::compute")
+                ).structured_content
+        assert [n["id"] for n in data["notes"]] == [first] and data["total"] == 5
+        second = (await ok(client, "record_note", target="pkg/core.py::helper",
+                           text="helper is public API")).structured_content["id"]
+        assert second == first + 1
+
+
+def test_sigterm_stops_a_server_whose_stdin_is_still_open(indexed: ScriptedRepo):
+    import signal
+    import subprocess
+    proc = subprocess.Popen([sys.executable, "-m", "cortex_core", "mcp", "--repo",
+                             str(indexed.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, CORTEX_MODEL="none"))
+    try:
+        # The server answers once it is serving: then the signal finds it in its loop.
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        proc.stdin.flush()
+        assert proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfd_open (Linux)")
+async def test_a_killed_server_takes_its_indexer_with_it(project: ScriptedRepo):
+    import select
+    import signal
+    db = project.path / ".cortex" / "cortex.db"
+    with writer_lock(db, 0):          # the indexer waits for this lock: it is alive and quiet
+        async with server("--repo", str(project.path)) as client:
+            started = await ok(client, "sync", wait_seconds=0)
+            child = started.structured_content["pid"]
+            stat = Path(f"/proc/{child}/stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            watch = os.pidfd_open(child)
+            try:
+                os.kill(parent, signal.SIGKILL)      # no cleanup can run in the server
+                ready, _, _ = select.select([watch], [], [], 20)   # the child's exit, an event
+                assert ready, "the indexer outlived its server"
+            finally:
+                os.close(watch)

@@ -147,7 +147,7 @@ def test_pack_text_cannot_forge_structure_or_escape_the_terminal():
                       "abc1234567", 0.7)]
     text = pack("why", items, 500).text
     assert "\x1b" not in text and "\x07" not in text
-    assert "\n## [deadbeef00]" not in text and "\\## [deadbeef00] forged" in text
+    assert "\n## [deadbeef00]" not in text and "\\## \\[deadbeef00\\] forged" in text
     assert text.count("```") == 0
 
 

@@ -32,7 +32,7 @@ end
 
 local cortex = require("cortex")
 cortex.setup({
-  cmd = { os.getenv("E2E_PYTHON"), "-m", "cortex_ls" },
+  cmd = { os.getenv("E2E_PYTHON"), "-P", "-m", "cortex_ls" },
   cmd_env = { CORTEX_MODEL = "none" },
   settings = { hotspotThreshold = 2, historyLength = 3 },
   on_attach = function(client, bufnr) results.on_attach = { client.name, bufnr } end,

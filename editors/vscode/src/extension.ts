@@ -112,9 +112,9 @@ async function resolveServer(): Promise<ServerCommand> {
 /** For `python -m cortex_ls`: check that the interpreter can import the server at all. */
 function checkImport(cmd: ServerCommand, cwd: string | undefined): Promise<string | undefined> {
   if (cmd.source !== "pythonPath" && cmd.source !== "pythonExtension") return Promise.resolve(undefined);
-  const pre = cmd.args.slice(0, cmd.args.length - 2);
+  const pre = cmd.args.slice(0, cmd.args.length - 3);   // without "-P", "-m", "cortex_ls"
   return new Promise((resolve) => {
-    execFile(cmd.command, [...pre, "-c", "import cortex_ls"], { timeout: 30000, cwd }, (err, _out, stderr) => {
+    execFile(cmd.command, [...pre, "-P", "-c", "import cortex_ls"], { timeout: 30000, cwd }, (err, _out, stderr) => {
       if (!err) return resolve(undefined);
       resolve(oneLine(stderr || String(err), 400));
     });

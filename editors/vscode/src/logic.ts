@@ -45,11 +45,13 @@ export function chooseServerCommand(inp: ServerCommandInputs): ServerCommand {
     return { command, args, source: "serverCommand" };
   }
   if (nonEmptyString(inp.pythonPath)) {
-    return { command: inp.pythonPath, args: ["-m", "cortex_ls"], source: "pythonPath" };
+    // -P: the working directory (the workspace, which vscode-languageclient starts servers in) must
+    // not come first on sys.path, or a repository's own cortex_ls/ would run as the server.
+    return { command: inp.pythonPath, args: ["-P", "-m", "cortex_ls"], source: "pythonPath" };
   }
   const interp = inp.pythonExtensionInterpreter;
   if (Array.isArray(interp) && interp.length > 0 && interp.every(nonEmptyString)) {
-    return { command: interp[0], args: [...interp.slice(1), "-m", "cortex_ls"], source: "pythonExtension" };
+    return { command: interp[0], args: [...interp.slice(1), "-P", "-m", "cortex_ls"], source: "pythonExtension" };
   }
   return { command: "cortex-ls", args: [], source: "path" };
 }

@@ -26,9 +26,9 @@ test("server command: serverCommand, then pythonPath, then the Python extension,
   assert.deepEqual(chooseServerCommand({ serverCommand: ["/x/cortex-ls", "-v"], pythonPath: "/py" }),
     { command: "/x/cortex-ls", args: ["-v"], source: "serverCommand" });
   assert.deepEqual(chooseServerCommand({ serverCommand: [], pythonPath: "/venv/bin/python" }),
-    { command: "/venv/bin/python", args: ["-m", "cortex_ls"], source: "pythonPath" });
+    { command: "/venv/bin/python", args: ["-P", "-m", "cortex_ls"], source: "pythonPath" });
   assert.deepEqual(chooseServerCommand({ serverCommand: null, pythonPath: "  ", pythonExtensionInterpreter: ["/usr/bin/conda", "run", "python"] }),
-    { command: "/usr/bin/conda", args: ["run", "python", "-m", "cortex_ls"], source: "pythonExtension" });
+    { command: "/usr/bin/conda", args: ["run", "python", "-P", "-m", "cortex_ls"], source: "pythonExtension" });
   assert.deepEqual(chooseServerCommand({}), { command: "cortex-ls", args: [], source: "path" });
   // malformed settings fall through
   assert.equal(chooseServerCommand({ serverCommand: [1, 2], pythonPath: 3 }).source, "path");
