@@ -582,11 +582,11 @@ def cmd_context(args) -> int:
 
 
 def _note_writer(args):
-    from .store import open_writer
+    from .store import open_note_writer   # never creates or migrates: that is the indexer's
     root, db = _locate(args)
     if not db.is_file():
         raise CortexError(f"no index at {db}; run `cortex index` first")
-    return root, open_writer(db)
+    return root, open_note_writer(db)
 
 
 def _git_author(root: Path) -> str | None:
