@@ -48,10 +48,10 @@ answer cites commits (short sha), files (path:line) and notes (#id)."""
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-Repo = Annotated[str | None, Field(max_length=4096, description="a path inside the git repository (default: the "
-                                               "server's repository)")]
-TargetArg = Annotated[str, Field(max_length=4096, description="PATH, PATH::SYMBOL (Class.method) or PATH:LINE; "
-                                             "the path relative to the repository root")]
+Repo = Annotated[str | None, Field(max_length=4096, description=(
+    "a path inside the git repository (default: the server's repository)"))]
+TargetArg = Annotated[str, Field(max_length=4096, description=(
+    "PATH, PATH::SYMBOL (Class.method) or PATH:LINE; the path relative to the repository root"))]
 TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
 Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
 DEFAULT_BUDGET = 2000
@@ -99,8 +99,9 @@ class Memory:
             notes.append(f"indexing in progress ({render.escape(run.message)}): recent history "
                          "may be missing")
         elif head and indexed != head:
-            notes.append(f"the index is at {str(indexed)[:10]}, HEAD at {head[:10]}: "
-                         "call `sync` for the newest commits")
+            at = f"is at {indexed[:10]}" if indexed else "has no commits yet"
+            notes.append(f"the index {at}, HEAD at {head[:10]}: call `sync` for the newest "
+                         "commits")
         return state, notes
 
 
@@ -264,8 +265,8 @@ def build_server(memory: Memory) -> MCPServer:
 
     @mcp.tool(annotations=READ)
     def context_pack(query: Annotated[str | None, Field(max_length=2000)] = None,
-                     focus: Annotated[str | None, Field(description="a target: PATH, "
-                                                                    "PATH::SYMBOL or PATH:LINE")] = None,
+                     focus: Annotated[str | None, Field(max_length=4096, description=(
+                         "a target: PATH, PATH::SYMBOL or PATH:LINE"))] = None,
                      budget: Budget = DEFAULT_BUDGET,
                      repo: Repo = None) -> CallToolResult:
         """A token-budgeted pack of what to read about a question and/or a symbol: its code,
@@ -285,9 +286,8 @@ def build_server(memory: Memory) -> MCPServer:
             data["tokens"], data["budget"] = pack.used, budget
             for item in data["items"]:      # their text is in `text` already
                 item.pop("text", None)
-            return answer([pack.text.rstrip("\n"),
-                           f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{budget} tokens_"],
-                          data, state, notes)
+            size = f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{budget} tokens_"
+            return answer([pack.text.rstrip("\n"), size], data, state, notes)
 
     @mcp.tool(annotations=READ)
     def status(repo: Repo = None) -> CallToolResult:
@@ -315,8 +315,8 @@ def build_server(memory: Memory) -> MCPServer:
                    wait_seconds: Annotated[float, Field(ge=0, le=3600, description=(
                        "how long to wait for the run to finish; it goes on in the background "
                        "after that"))] = 60,
-                   rebuild: Annotated[bool, Field(description="delete the index and rebuild it "
-                                                              "from scratch")] = False,
+                   rebuild: Annotated[bool, Field(description="empty the index (its notes are "
+                                                              "kept) and rebuild it")] = False,
                    ctx: Context | None = None) -> CallToolResult:
         """Bring the index up to date with HEAD (incremental: only new commits are read). Starts
         the indexer in the background, or joins the run already going; reports progress."""
