@@ -20,7 +20,8 @@ A real `cortex mcp` process is driven over stdio by the MCP SDK's client (`mcp.C
      `status` call on a path that does not exist, answered with an error before any query (the
      SDK's protocol, validation and thread hop alone);
   4. budgets: for every target and each budget in --budgets, context_pack with the target as
-     focus, context_pack with a query, and both prompts: the answer's text is counted with
+     focus, context_pack with a query, and both prompts: the whole answer's text (the pack, its
+     size line and any note on the index's freshness; a prompt's request) is counted with
      cortex_core.context_pack.count_tokens (the pack's own counter) and must not exceed the
      budget; every case is counted and any excess reported;
   5. baseline: for B of the targets, `git log -L :NAME:PATH -s --format=%H` in REPO, with git's
@@ -203,7 +204,7 @@ async def measure(args, db: Path, targets: list[str], queries: list[str]) -> dic
                         errors += 1
                         continue
                     tried += 1
-                    used = count_tokens(body.split("\n\n_", 1)[0] if kind == "tool" else body)
+                    used = count_tokens(body)     # the whole answer: pack, size line, notes
                     worst = max(worst, used / budget)
                     if used > budget:
                         over += 1
