@@ -10,7 +10,7 @@ import re
 # (<), strikethrough, tables. Parentheses, dots and colons stay readable (clients that show the
 # raw text, like Neovim's hover, would show every escape): with the brackets escaped no link can
 # form, and the autolinks of bare URLs, www. names and e-mail addresses are broken where they
-# start. Escaped text never starts a line here, so block markers need no escape.
+# start. A block marker at the very start is escaped too: text may follow a line break of ours.
 _SPECIAL = re.compile(r"([\\`*_\[\]~|@])")
 _AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9+.-])(:)(?=//)|(?<=\bwww)(\.)")
 _BLOCK_START = re.compile(r"^(?:([#>+=-])|(\d{1,9})([.)]))")
