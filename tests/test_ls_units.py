@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import random
 
 from hypothesis import given
@@ -147,8 +149,12 @@ def test_escaped_text_cannot_make_links_html_or_lines(text):
     assert "\n" not in out and "\r" not in out
     assert "<" not in out
     for i, ch in enumerate(out):
-        if ch in "[]`*_@":
+        if ch in "[]`*@":
             assert out[i - 1] == "\\", (text, out)
+    # An underscore is escaped unless its run sits inside a word, where it cannot make emphasis.
+    for run in re.finditer(r"(?<!\\)_+", out):
+        before, after = out[run.start() - 1:run.start()], out[run.end():run.end() + 1]
+        assert before.isalnum() and after.isalnum(), (text, out)
     assert "://" not in out and "www." not in out.lower()    # bare URLs cannot autolink
 
 
