@@ -362,7 +362,7 @@ async def test_a_repository_indexed_while_the_server_runs(project: ScriptedRepo)
         index(project)
         md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
         assert "6 commits" in md and "Eight is the new normal." in md
-        # A rebuild replaces the database file: the server reopens it.
+        # A rebuild (in place: the same file) while the server keeps its connections.
         index(project, rebuild=True)
         md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
         assert "6 commits" in md
