@@ -253,19 +253,11 @@ def _unit_float(text: str) -> float:
 
 def _since(text: str) -> int:
     """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
-    from datetime import datetime, timezone
+    from .dates import since
     try:
-        days = float(text)
-    except ValueError:
-        try:
-            when = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD) or a number of days: "
-                                             f"{text!r}") from None
-        return int(when.timestamp())
-    if not 0 <= days <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"must be a number of days between 0 and 1000000: {text}")
-    return int(time.time() - days * 86400)
+        return since(text)
+    except CortexError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -488,9 +480,7 @@ def _fix_spec(root: Path):
 
 
 def _target_label(text: str, root: Path) -> str:
-    spec = _spec(text, root)
-    return f"{spec.path}::{spec.symbol}" if spec.symbol else \
-        f"{spec.path}:{spec.line}" if spec.line else spec.path
+    return _spec(text, root).label
 
 
 def cmd_search(args) -> int:

@@ -347,10 +347,7 @@ def _search(con, query: str, at, embedder, half_life_days: float, spec_fix, *, k
     focus = build_focus(con, at) if at and not spec_fix else None
     if at and spec_fix:
         from .targets import parse_target
-        spec = spec_fix(parse_target(at))
-        label = f"{spec.path}::{spec.symbol}" if spec.symbol else \
-            f"{spec.path}:{spec.line}" if spec.line else spec.path
-        focus = build_focus(con, label)
+        focus = build_focus(con, spec_fix(parse_target(at)).label)
     options = SearchOptions(top_k=10, kinds=tuple(kinds), half_life_days=half_life_days)
     if focus is not None:
         options = replace(options, focus=focus)

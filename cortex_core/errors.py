@@ -18,10 +18,6 @@ class StoreError(CortexError):
     """The database cannot be used: unreadable, corrupt, or written by a newer Cortex."""
 
 
-class StoreReplaced(StoreError):
-    """The database file a connection writes to was replaced (a rebuild) since it was opened."""
-
-
 class IndexerBusy(CortexError):
     """Another indexer holds the write lock of this repository's store."""
 

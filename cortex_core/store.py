@@ -11,14 +11,13 @@ import fcntl
 import importlib.util
 import os
 import time
-import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 import apsw
 
-from .errors import IndexerBusy, IndexQueued, StoreError, StoreReplaced
+from .errors import IndexerBusy, IndexQueued, StoreError
 from .schema import MIGRATIONS
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -143,38 +142,20 @@ def open_reader(path: Path) -> apsw.Connection:
 
 def open_note_writer(path: Path) -> apsw.Connection:
     """A write connection for notes to an existing, up-to-date store. It never creates the file
-    (a rebuild may have just removed it) and never migrates (the indexer does, under its lock);
-    its write transactions (`immediate`) check that the file is still the store's, so a note is
-    never written into a file a rebuild has replaced (see ingest.fresh_store)."""
+    and never migrates it: that is the indexer's, under its lock (a note writer that did raced a
+    rebuild's migration). A rebuild empties the store in place (ingest.fresh_store), so notes
+    written meanwhile land in the file the rebuild keeps."""
     if not path.is_file():
         raise StoreError(f"no index at {path}; build it first (`sync`, or `cortex index`)")
     check_location(path)
-    before = _inode(path)
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
-    if _inode(path) != before:   # replaced while it was being opened: say so, the caller retries
-        con.close()
-        raise StoreReplaced(f"the index at {path} was rebuilt meanwhile")
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
         con.close()
         raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
                          "index it first (`sync`, or `cortex index`)")
     con.execute("pragma foreign_keys=on")
-    _GUARDED[con] = (path, before)
     return con
-
-
-def _inode(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-# Connections whose writes must land in the file at `path` (notes): path and the file's identity.
-_GUARDED: "weakref.WeakKeyDictionary[apsw.Connection, tuple[Path, tuple[int, int] | None]]" = \
-    weakref.WeakKeyDictionary()
 
 
 def open_writer(path: Path) -> apsw.Connection:
@@ -290,12 +271,6 @@ def immediate(con: apsw.Connection) -> Iterator[None]:
         con.execute("begin immediate")
     except apsw.BusyError:
         raise StoreError("the index is busy (an indexer is writing); try again in a moment") from None
-    guard = _GUARDED.get(con)
-    if guard is not None and _inode(guard[0]) != guard[1]:
-        # A rebuild replaced the file while this connection waited for the lock: what it would
-        # write here would be lost with the old file.
-        con.execute("rollback")
-        raise StoreReplaced(f"the index at {guard[0]} was rebuilt meanwhile")
     try:
         yield
     except BaseException:

@@ -19,6 +19,13 @@ class TargetSpec:
     symbol: str | None = None
     line: int | None = None
 
+    @property
+    def label(self) -> str:
+        """The target as it is written: PATH::SYMBOL, PATH:LINE or PATH."""
+        if self.symbol:
+            return f"{self.path}::{self.symbol}"
+        return f"{self.path}:{self.line}" if self.line else self.path
+
 
 @dataclass(frozen=True)
 class Target:

@@ -277,7 +277,7 @@ def _custom_requests(server: CortexServer) -> None:
             repo, label = ls.repo_for(p), commit
         else:
             repo, spec = await ls.spec_of(p)
-            label = _label(spec)
+            label = spec.label
         return await ls.query(repo, lambda con: queries.related_commits(
             con, repo, label, top_k, ls.embedder(repo, con)))
 
@@ -305,7 +305,7 @@ def _custom_requests(server: CortexServer) -> None:
         at = None
         if "position" in p or p.get("target"):
             _, spec = await ls.spec_of(p)
-            at = _label(spec)
+            at = spec.label
         top_k = int_param(p, "limit", 10, 1, MAX_RESULTS)
         path = str_param(p, "path", limit=4096)
         dirty = ls.dirty_paths(repo)
@@ -349,7 +349,7 @@ async def _pack(ls: CortexServer, p: dict):
     at = None
     if "position" in p or p.get("target"):
         repo, spec = await ls.spec_of(p)
-        at = _label(spec)
+        at = spec.label
     else:
         repo = ls.repo_for(p)
     if not at and not (query and query.strip()):
@@ -361,12 +361,6 @@ async def _pack(ls: CortexServer, p: dict):
     return await ls.query(repo, lambda con: queries.context_pack(
         con, repo, query=query, at=at, budget=budget, fmt=fmt, embedder=ls.embedder(repo, con),
         settings=ls.settings))
-
-
-def _label(spec) -> str:
-    if spec.symbol:
-        return f"{spec.path}::{spec.symbol}"
-    return f"{spec.path}:{spec.line}" if spec.line else spec.path
 
 
 def _settings_json(ls: CortexServer) -> dict:
@@ -424,6 +418,6 @@ def _commands(server: CortexServer) -> None:
             repo, label = ls.repo_for(p), None       # a note on the repository
         else:
             repo, spec = await ls.spec_of(p)
-            label = _label(spec)
+            label = spec.label
         return await ls.query(repo, queries.add_note, repo, label, text)
 

@@ -93,8 +93,3 @@ def spec_of(text: str, root: Path) -> TargetSpec:
         raise CortexError(f"the target is too long ({len(text)} characters; at most 4096)")
     spec = parse_target(text.strip())
     return TargetSpec(repo_relative(spec.path, root, cwd=root), spec.symbol, spec.line)
-
-
-def label(spec: TargetSpec) -> str:
-    return f"{spec.path}::{spec.symbol}" if spec.symbol else \
-        f"{spec.path}:{spec.line}" if spec.line else spec.path

@@ -31,7 +31,7 @@ from cortex_core.errors import CortexError
 from cortex_core.plain import plain
 
 from . import render
-from .places import Place, Places, label, spec_of
+from .places import Place, Places, spec_of
 from .sync import Indexers, head_of
 
 log = logging.getLogger(__name__)
@@ -145,22 +145,13 @@ def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolRes
 
 
 def since_epoch(text: str | None) -> int | None:
-    """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
+    from cortex_core.dates import since
     if text is None or not text.strip():
         return None
-    from datetime import datetime, timezone
     try:
-        days = float(text)
-    except ValueError:
-        try:
-            when = datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=timezone.utc)
-        except ValueError:
-            raise CortexError(f"since: not a date (YYYY-MM-DD) or a number of days: "
-                              f"{text[:40]!r}") from None
-        return int(when.timestamp())
-    if not 0 <= days <= 1_000_000:
-        raise CortexError(f"since: a number of days between 0 and 1000000, not {text[:40]}")
-    return int(time.time() - days * 86400)
+        return since(text)
+    except CortexError as exc:
+        raise CortexError(f"since: {exc}") from None
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -274,7 +265,7 @@ def build_server(memory: Memory) -> MCPServer:
         Every item is cited; the pack never exceeds `budget` tokens."""
         from cortex_core.context_pack import build_pack, count_tokens
         with memory.reading(repo) as (place, con):
-            at = label(spec_of(focus, place.root)) if focus else None
+            at = spec_of(focus, place.root).label if focus else None
             state, notes = memory.freshness(place, con)
             # The answer's own lines (its size, the index's freshness) come out of the budget too.
             most = f"\n_{render.plural(999, 'item')}, {budget}/{budget} tokens_"
@@ -360,7 +351,7 @@ def build_server(memory: Memory) -> MCPServer:
         with notes_writer(memory, repo) as (place, con):
             at = None
             if target is not None and target.strip() not in ("", ".", "/"):
-                at = label(spec_of(target, place.root))
+                at = spec_of(target, place.root).label
             note = add_note(con, place.root, at, text,
                             author=author or _agent_author(git_author(place.root)))
             return answer(render.note(note, "Recorded"), note,
@@ -467,7 +458,7 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
                                   f"this prompt's request ({count_tokens(ask)} tokens); give at "
                                   f"least {count_tokens(ask) + 40}")
             heat = HeatSettings(half_life_days=memory.settings(place).hotspots.half_life_days)
-            pack = briefing(con, place.root, label(spec_of(target, place.root)), purpose,
+            pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
                             budget=room, heat=heat, embedder=memory.embedder(place, con))
             return ask + pack.text
     except ToolError as exc:

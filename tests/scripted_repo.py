@@ -75,3 +75,32 @@ class ScriptedRepo:
         sha = proc.stdout.decode().strip()
         self.git("update-ref", "HEAD", sha)
         return sha
+
+
+# The sample project the language server, MCP and VS Code tests share: a function that changes,
+# its callers in the same file and in another module.
+SAMPLE_CORE = '''import os
+
+
+def compute(x):
+    return x + {n}
+
+
+def helper():
+    return 2
+
+
+class Engine:
+    def run(self):
+        return compute(3)
+'''
+
+
+def sample_core(n: int) -> str:
+    """The core module, with compute adding `n`."""
+    return SAMPLE_CORE.format(n=n)
+
+
+def sample_use(module: str = "pkg.core") -> str:
+    """A module that imports compute from `module` and calls it."""
+    return f"from {module} import compute\n\n\ndef main():\n    return compute(1)\n"

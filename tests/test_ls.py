@@ -16,34 +16,9 @@ from pytest_lsp import LanguageClient
 sys.path.insert(0, str(Path(__file__).parent))
 
 from ls_harness import CONFIG, Session, plain  # noqa: E402
-from scripted_repo import ScriptedRepo  # noqa: E402
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
-CORE_V1 = '''import os
-
-
-def compute(x):
-    return x + 1
-
-
-def helper():
-    return 2
-
-
-class Engine:
-    def run(self):
-        return compute(3)
-'''
-
-USE = '''from pkg.core import compute
-
-
-def main():
-    return compute(1)
-'''
-
-
-def core(version: int) -> str:
-    return CORE_V1.replace("x + 1", f"x + {version}")
+USE = sample_use()
 
 
 @pytest.fixture
@@ -51,15 +26,15 @@ def project(tmp_path: Path) -> ScriptedRepo:
     repo = ScriptedRepo(tmp_path / "widgets")
     repo.git("remote", "add", "origin", "git@github.com:acme/widgets.git")
     repo.write("pkg/__init__.py", "")
-    repo.write("pkg/core.py", core(1))
+    repo.write("pkg/core.py", sample_core(1))
     repo.write("pkg/use.py", USE)
     repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
     for n, author in ((2, "Bob <bob@example.com>"), (3, "Ann <ann@example.com>"),
                       (4, "Bob <bob@example.com>")):
-        repo.write("pkg/core.py", core(n))
+        repo.write("pkg/core.py", sample_core(n))
         repo.commit(f"tune compute to {n}\n\nCallers rely on compute growing by {n} now.",
                     author=author, days_ago=30 - n)
-    repo.write("pkg/core.py", core(5))
+    repo.write("pkg/core.py", sample_core(5))
     repo.commit("fix: [click me](command:workbench.action.terminal.new) <img src=x> **loud**",
                 days_ago=5)
     return repo
@@ -218,7 +193,7 @@ async def test_a_new_commit_is_indexed_and_lenses_refreshed(lsp: Session, projec
     await lsp.start(project.path)
     assert lsp.registrations, "watchers on .git/HEAD and refs are registered dynamically"
     refreshes = lsp.refreshes
-    project.write("pkg/core.py", core(6))
+    project.write("pkg/core.py", sample_core(6))
     project.commit("tune compute once more", days_ago=1)
     lsp.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=(project.path / ".git/refs/heads/main").as_uri(),

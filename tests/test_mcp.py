@@ -15,35 +15,14 @@ from mcp.shared.exceptions import MCPError
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scripted_repo import ScriptedRepo  # noqa: E402
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
 from cortex_core.context_pack import count_tokens  # noqa: E402
 from cortex_core.ingest import index_repository  # noqa: E402
 from cortex_core.store import writer_lock  # noqa: E402
 
-CORE = '''import os
-
-
-def compute(x):
-    return x + {n}
-
-
-def helper():
-    return 2
-
-
-class Engine:
-    def run(self):
-        return compute(3)
-'''
-
-USE = '''from pkg.core import compute
-
-
-def main():
-    return compute(1)
-'''
+USE = sample_use()
 
 TOOLS = {"search_memory", "symbol_history", "blast_radius", "related", "hotspots", "context_pack",
          "status", "sync", "record_note", "supersede_note"}
@@ -52,17 +31,17 @@ TOOLS = {"search_memory", "symbol_history", "blast_radius", "related", "hotspots
 def make_project(path: Path) -> ScriptedRepo:
     repo = ScriptedRepo(path)
     repo.write("pkg/__init__.py", "")
-    repo.write("pkg/core.py", CORE.format(n=1))
+    repo.write("pkg/core.py", sample_core(n=1))
     repo.write("pkg/use.py", USE)
     repo.write("README.md", "# Widgets\n\n## Retries\n\nThe engine retries compute on failure.\n")
     repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
     for n, author in ((2, "Bob <bob@example.com>"), (3, "Ann <ann@example.com>"),
                       (4, "Bob <bob@example.com>")):
-        repo.write("pkg/core.py", CORE.format(n=n))
+        repo.write("pkg/core.py", sample_core(n=n))
         repo.write("pkg/use.py", USE + f"\n# tuned {n}\n")
         repo.commit(f"tune compute to {n}\n\nCallers rely on compute growing by {n} now.",
                     author=author, days_ago=30 - n)
-    repo.write("pkg/core.py", CORE.format(n=5))
+    repo.write("pkg/core.py", sample_core(n=5))
     repo.commit("fix: [click me](javascript:alert(1)) <img src=x> **loud**", days_ago=5)
     return repo
 
@@ -243,7 +222,7 @@ async def test_status_says_whether_the_index_is_up_to_date(indexed: ScriptedRepo
         assert "6 commits" not in md and "5 commits by 2 authors" in md
         assert "up to date with HEAD" in md
         assert result.structured_content["commits"] == 5
-        indexed.write("pkg/core.py", CORE.format(n=6))
+        indexed.write("pkg/core.py", sample_core(n=6))
         indexed.commit("tune compute to 6", days_ago=1)
         md = text(await ok(client, "status"))
         assert f"HEAD is `{indexed.head()[:10]}`: call `sync`" in md
@@ -325,7 +304,7 @@ async def test_notes_are_recorded_superseded_and_flagged_stale(indexed: Scripted
         assert second in ids and first not in ids
 
         # The code changes: the note is flagged stale, and says by which commit.
-        indexed.write("pkg/core.py", CORE.format(n=7))
+        indexed.write("pkg/core.py", sample_core(n=7))
         sha = indexed.commit("tune compute to 7", days_ago=0)
         await ok(client, "sync", wait_seconds=120)
         md = text(await ok(client, "symbol_history", target="pkg/core.py::compute"))
@@ -357,7 +336,7 @@ async def test_a_repository_indexed_while_the_server_runs(project: ScriptedRepo)
         assert "5 commits" in md
 
         # A commit, indexed by a `cortex index` outside the server: the next answer has it.
-        project.write("pkg/core.py", CORE.format(n=8))
+        project.write("pkg/core.py", sample_core(n=8))
         project.commit("tune compute to 8\n\nEight is the new normal.", days_ago=0)
         index(project)
         md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))

@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scripted_repo import ScriptedRepo  # noqa: E402
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 pytestmark = [
     pytest.mark.vscode,
@@ -33,28 +33,7 @@ CACHE = Path(os.environ.get("CORTEX_E2E_CACHE", EXT / ".e2e"))
 CODE_SERVER = CACHE / "node_modules" / ".bin" / "code-server"
 VSIX = EXT / "cortex.vsix"
 
-CORE = '''import os
-
-
-def compute(x):
-    return x + {n}
-
-
-def helper():
-    return 2
-
-
-class Engine:
-    def run(self):
-        return compute(3)
-'''
-
-USE = '''from core import compute
-
-
-def main():
-    return compute(1)
-'''
+USE = sample_use("core")
 
 
 def _free_port() -> int:
@@ -80,15 +59,15 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
 def workspace(tmp_path: Path) -> ScriptedRepo:
     repo = ScriptedRepo(tmp_path / "widgets")
     repo.git("remote", "add", "origin", "git@github.com:acme/widgets.git")
-    repo.write("core.py", CORE.format(n=1))
+    repo.write("core.py", sample_core(n=1))
     repo.write("use.py", USE)
     repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
     for n, author in ((2, "Bob <bob@example.com>"), (3, "Ann <ann@example.com>"),
                       (4, "Bob <bob@example.com>")):
-        repo.write("core.py", CORE.format(n=n))
+        repo.write("core.py", sample_core(n=n))
         repo.commit(f"tune compute to {n}\n\nCallers rely on compute growing by {n} now.",
                     author=author, days_ago=30 - n)
-    repo.write("core.py", CORE.format(n=5))
+    repo.write("core.py", sample_core(n=5))
     repo.commit("speed up compute for the engine", days_ago=5)
     return repo
 
