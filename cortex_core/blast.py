@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from .coupling import related
 from .history import CommitRef
+from .qualnames import structural_name
 from .targets import Target, TargetSpec, resolve
 
 MAX_DEPTH = 10
@@ -118,6 +119,7 @@ class Neighbours:
 
 def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
     """(src file, src scope, kind, line, confidence, dst qualname) of edges into a node."""
+    qualname = _structural(qualname)
     if whole_file:
         where, params = "e.dst_file_id = ?", (file_id,)
     elif qualname is None:      # module level: what imports the module
@@ -132,6 +134,7 @@ def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
 
 
 def _outgoing(con, file_id: int, qualname: str | None):
+    qualname = _structural(qualname)
     if qualname is None:
         where, params = "r.file_id = ?", (file_id,)
     else:
@@ -155,7 +158,13 @@ class _Names:
         return self.paths[fid]
 
 
+def _structural(qualname: str | None) -> str | None:
+    """The structure pass names definitions as code does: overloads are one node there."""
+    return structural_name(qualname) if qualname else qualname
+
+
 def _inside(scope: str | None, qualname: str | None) -> bool:
+    qualname = _structural(qualname)
     return qualname is not None and scope is not None and (
         scope == qualname or scope.startswith(qualname + "."))
 
@@ -179,7 +188,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     depth = max(1, min(depth, MAX_DEPTH))
     names = _Names(con)
     whole_file = target.qualname is None
-    start = (target.file_id, target.qualname)
+    start = (target.file_id, _structural(target.qualname))
     best: dict[tuple[int, str | None], Dependent] = {}
     frontier = [(start, (), 1.0)]
     note = _structure_note(con, target)
@@ -346,7 +355,7 @@ def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tupl
     """path -> (s, relation, depth) of files connected to the target in either direction."""
     out: dict[str, tuple[float, str, int]] = {}
     names = _Names(con)
-    start = (target.file_id, target.qualname)
+    start = (target.file_id, _structural(target.qualname))
 
     def dependents(fid, qual, level):
         whole = target.qualname is None and fid == target.file_id and level == 1

@@ -68,9 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("history", parents=[common], help="commits that changed a file or symbol",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
-                       "PATH:LINE, newest first, following renames and moves.")
+                       "PATH:LINE, newest first, following renames and moves. Each symbol change has "
+                       "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
+                       "rescoped (its class was renamed; its own code did not change). Overloads are "
+                       "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
+                       "lists them when it is ambiguous.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
     p.add_argument("-n", "--limit", type=_positive_int, metavar="N", help="show at most N commits")
+    p.add_argument("--substantive", action="store_true",
+                   help="leave out formatting-only commits and waypoints where the symbol's own "
+                   "code did not change (a rename of its class)")
 
     p = sub.add_parser("hotspots", parents=[common], help="symbols and files that change the most",
                        description="Symbols and files ranked by recency-weighted change count, "
@@ -401,7 +408,8 @@ def cmd_history(args) -> int:
     from .history import history
     from . import render
     root, _, con = _reader(args)
-    result = history(con, _spec(args.target, root), limit=args.limit)
+    result = history(con, _spec(args.target, root), limit=args.limit,
+                     substantive=args.substantive)
     if args.json:
         return _emit_json(result)
     print(render.history(result, time.time()))

@@ -161,7 +161,8 @@ class CommitReader:
         return FileSymbols(old_path=record.old_path or record.path, new_path=record.path,
                            old=old_syms, new=new_syms, hunks=record.hunks,
                            old_source=old_data if old_lang else b"",
-                           new_source=new_data if new_lang else b"")
+                           new_source=new_data if new_lang else b"",
+                           old_language=old_lang or "", new_language=new_lang or "")
 
     def head_file(self, path: str, blob_id: str) -> tuple[str | None, list[Symbol]]:
         """(reason recorded at file level only, symbols) of one file of the HEAD tree."""

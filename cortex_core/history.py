@@ -2,6 +2,14 @@
 
 A symbol's history follows its lineage — the renames and moves recorded at indexing — and, for a
 container such as a class, rolls up the changes of its members. A file's history follows renames.
+
+Kinds of a symbol's change (symbol_changes, change_kinds): added, deleted, body, signature, docs,
+reformatted, renamed, moved, rescoped; "modified" in stores indexed before kinds existed. A
+container's entry for a commit that changed only its members takes the members' kind: body unless
+they were all docs, reformatted or rescoped. A substantive history leaves out what did not change
+the symbol's meaning (change_kinds.NOT_SUBSTANTIVE: reformatting, and lineage waypoints where its
+own code did not change, such as a rename of its enclosing class); file moves, renames and doc
+changes stay.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from functools import lru_cache
 
 import apsw
 
+from .change_kinds import NOT_SUBSTANTIVE
 from .redact import redact
 from .targets import Target, TargetSpec, resolve
 
@@ -62,6 +71,13 @@ class HistoryEntry:
     path: str                # the path at that commit
     name: str | None = None  # the symbol's qualified name at that commit
     members: tuple[str, ...] = ()  # for a container: the members whose change it rolls up
+    # Where the lineage crosses a pairing made by similarity (a rename or move with edits): how
+    # alike the two versions were, below 1.0. None for exact pairings and other changes.
+    confidence: float | None = None
+
+    @property
+    def substantive(self) -> bool:
+        return self.change not in NOT_SUBSTANTIVE
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,9 @@ FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C
                "T": "type changed"}
 
 
-def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None) -> History:
+def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
+            substantive: bool = False) -> History:
+    """`substantive`: leave out reformatting and lineage waypoints (see the module)."""
     target = resolve(con, spec)
     note = None
     if spec.line is not None and target.symbol_id is None:
@@ -85,6 +103,8 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None) ->
         entries = file_history(con, target.file_id)
     else:
         entries = symbol_history(con, target.symbol_id)
+        if substantive:
+            entries = [e for e in entries if e.substantive]
     return History(target, entries[:limit] if limit else entries, note, len(entries))
 
 
@@ -110,30 +130,47 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
                                         (sid,)).fetchone()
         for row in con.execute(
-                f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname"
-                " from symbols s join symbol_changes sc on sc.symbol_id = s.id"
+                f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
+                " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
                 " and c.reachable = 1 and c.seq < ?",
                 (file_id, qualname, len(qualname) + 1, qualname + ".", limit)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
-                                                 "deleted": 0, "members": [], "name": qualname})
+                                                 "deleted": 0, "members": [], "kinds": set(),
+                                                 "name": qualname})
             slot["added"] += row[9]
             slot["deleted"] += row[10]
             if row[12] == qualname:
                 slot["own"] = row
             else:
                 slot["members"].append(row[12][len(qualname) + 1:])
+                slot["kinds"].add(row[8])
     entries = []
     for slot in by_commit.values():
         own = slot["own"]
         row = own or slot["row"]
-        # A container whose members changed but not its own lines was still modified.
-        change = own[8] if own is not None else "modified"
+        change = _container_change(own[8] if own is not None else None, slot["kinds"])
+        confidence = own[13] if own is not None and own[13] is not None and own[13] < 1 else None
         entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects), change,
                                              slot["added"], slot["deleted"],
-                                             row[11], slot["name"], tuple(sorted(slot["members"])))))
+                                             row[11], slot["name"], tuple(sorted(slot["members"])),
+                                             confidence)))
     return _newest_first(entries)
+
+
+def _container_change(own: str | None, member_kinds: set[str]) -> str:
+    """A symbol's kind of change in a commit, given its own (None: only members changed) and its
+    members' kinds: a non-substantive own change (or none) gives way to a member's real one."""
+    if own is not None and (own not in NOT_SUBSTANTIVE or not member_kinds):
+        return own
+    if member_kinds <= {"reformatted"}:
+        return "reformatted"
+    if member_kinds <= {"docs", "reformatted"}:
+        return "docs"
+    if member_kinds <= NOT_SUBSTANTIVE:
+        return own or "rescoped"
+    return "body"
 
 
 # Lineage links: (id, predecessor id, seq of the commit that made the link).

@@ -98,6 +98,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
         con = fresh_store(db_path) if rebuild else open_writer(db_path)
+        if not rebuild and get_meta(con, "rebuild_history"):
+            # Written by a Cortex that named symbols otherwise (schema migration 4): its
+            # identities cannot be extended incrementally.
+            con.close()
+            con, rebuild = fresh_store(db_path), True
         try:
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
@@ -313,10 +318,12 @@ class _Indexer:
             symbol_id = self._symbol_id(self._file_id(change.path), change.symbol)
             from_id = (self._symbol_id(self._file_id(change.from_path), change.from_symbol)
                        if change.from_symbol is not None else None)
-            rows.append((symbol_id, commit_id, change.change, change.added, change.deleted, from_id))
+            confidence = change.confidence if from_id is not None else None
+            rows.append((symbol_id, commit_id, change.change, change.added, change.deleted, from_id,
+                         confidence))
         self.con.executemany(
             "insert or replace into symbol_changes(symbol_id, commit_id, change, added, deleted,"
-            " from_symbol_id) values (?,?,?,?,?,?)", rows)
+            " from_symbol_id, confidence) values (?,?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
         self.parses += record.parses
 

@@ -68,6 +68,8 @@ def history(result: History, now: float) -> str:
         extra = ""
         if t.qualname and e.name and e.name != t.qualname:
             extra = f"  [as {clean(e.path)}::{clean(e.name)}]"
+        if e.confidence is not None:  # the lineage crosses a pairing by similarity here
+            extra += f"  (paired by similarity {e.confidence:.2f})"
         elif not t.qualname and e.path != t.path:
             extra = f"  [as {clean(e.path)}]"
         if e.members:

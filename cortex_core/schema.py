@@ -1,6 +1,7 @@
 """The store's schema, as an append-only list of migrations: entry N brings version N to N+1.
 
-Never edit a migration that has shipped; add one. The vector table (`item_vectors`, vec0) is not
+Never edit a migration that has shipped; add one. A migration that needs more than SQL to fill
+what it adds in an existing store has a Python step in BACKFILLS. The vector table (`item_vectors`, vec0) is not
 here: its width is the embedding model's, so it is created when a model is first used.
 """
 
@@ -255,5 +256,13 @@ MIGRATIONS: list[str] = [
     );
     create index edges_ref on edges(ref_id);
     create index edges_dst on edges(dst_file_id, dst_qualname);
+    """,
+    # 4: identities with tags (overloads are distinct symbols), change kinds (body, signature,
+    # docs, reformatted, rescoped) and the confidence of a rename or move pairing. Stores written
+    # before it hold other identities: the indexer rebuilds their history in place (notes kept).
+    """
+    alter table symbol_changes add column confidence real;
+    insert or replace into meta(key, value) select 'rebuild_history', '4'
+        where exists (select 1 from commits);
     """,
 ]

@@ -196,12 +196,12 @@ def _store_file(con, fid, language, blob, data, test_file, parser,
     con.executemany(
         "insert or ignore into defs(file_id, qualname, name, kind, start_line, end_line, is_test)"
         " values (?,?,?,?,?,?,?)",
-        ((fid, s.qualname, s.name, s.kind, s.start_line, s.end_line,
+        ((fid, s.structural_name, s.name, s.kind, s.start_line, s.end_line,
           int(test_file and bool(_TEST_FUNC.match(s.name)))) for s in symbols))
     found = extract(language, data)
     if found is None:
         return {s.name for s in symbols}, 0
-    spans = sorted(((s.start_byte, s.end_byte, s.qualname) for s in symbols),
+    spans = sorted(((s.start_byte, s.end_byte, s.structural_name) for s in symbols),
                    key=lambda t: (t[0], -t[1]))
     rows = []
     for imp in found.imports:

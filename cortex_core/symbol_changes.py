@@ -2,25 +2,39 @@
 
 Pure functions: no git, no SQL. Lines are credited to the innermost symbol that contains them
 (a method, not its class), deleted lines on the old blob's symbols and added lines on the new
-blob's. Then symbols that disappeared are paired with symbols that appeared in the same commit, so
-that a rename or a move continues one history instead of ending one and starting another:
+blob's. Symbols are identities (symbols.py): overloads and same-named siblings are distinct.
+
+A symbol with the same identity on both sides whose text changed gets the kind of its change
+(change_kinds: reformatted, docs, signature, body). Then symbols that disappeared are paired with
+symbols that appeared in the same commit, so that a rename or a move continues one history
+instead of ending one and starting another:
 
 1. the same body fingerprint (text with the symbol's own name masked), unique on both sides;
    computed here, for these candidates only, from the blobs' text;
 2. children of a pair follow their parent (class `Old` renamed to `New`: `Old.m` -> `New.m`),
    and a parent follows its children when both sides are otherwise unpaired;
-3. the same qualified name in another file, unique on both sides (a move with edits);
-4. within one scope (file and parent), the only definition of a kind that disappeared and the
-   only one that appeared, when at least 60% of their lines match (a rename with edits);
-5. a file rename carries every symbol whose qualified name survives.
+3. the same identity in another file, unique on both sides (a move with edits);
+4. within one scope (file and parent), the same simple name, unique on both sides: a signature
+   change (`f(int)` -> `f(long)`) or a shifted ordinal;
+5. within one scope, the rest of a kind paired as a matching: every pair whose code tokens (own
+   name masked) have a similarity of at least SIMILAR, best first;
+6. across scopes and files (a move with edits, a function turned into a method): the same simple
+   name unique on both sides with similarity at least MOVED_SIMILAR; then any callables with
+   similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
+7. a file rename carries every symbol whose identity survives.
+
+The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
+with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
+ordinal changed and its code did not: a waypoint of its lineage, not a change of its own).
+Each pairing carries a confidence: 1.0 for 1-3 and for 4 with unchanged code, else the similarity.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 
+from .change_kinds import change_kind, masked, token_similarity
 from .symbols import Symbol, body_hash
 
 Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
@@ -37,17 +51,21 @@ class FileSymbols:
     # The blobs' text, for the fingerprints of symbols that appear or disappear.
     old_source: bytes = b""
     new_source: bytes = b""
+    old_language: str = ""
+    new_language: str = ""
 
 
 @dataclass(frozen=True)
 class SymbolChange:
     path: str
     symbol: Symbol
-    change: str  # added | modified | deleted | renamed | moved
+    # added | deleted | body | signature | docs | reformatted | renamed | moved | rescoped
+    change: str
     added: int
     deleted: int
     from_path: str | None = None
     from_symbol: Symbol | None = None
+    confidence: float = 1.0  # of the pairing with from_symbol
 
 
 def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]],
@@ -130,10 +148,26 @@ class _Side:
     """A symbol that only one side of the commit has: a candidate for pairing."""
     path: str
     symbol: Symbol
+    parent: str  # the identity of its enclosing symbol, "" at top level
     lines: int
     source: bytes  # the blob the symbol was read from
+    language: str
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
+    _masked: tuple[str, ...] | None = None
+
+    @property
+    def text(self) -> bytes:
+        return self.source[self.symbol.start_byte:self.symbol.end_byte]
+
+    def masked(self) -> tuple[str, ...]:
+        if self._masked is None:
+            self._masked = masked(self.text, self.language, self.symbol.name)
+        return self._masked
+
+
+def _parents(symbols: list[Symbol]) -> list[str]:
+    return [symbols[s.parent].qualname if s.parent >= 0 else "" for s in symbols]
 
 
 def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
@@ -147,30 +181,36 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
         plus = own_lines(f.new, added_ranges, f.new_source)
         old_by_name = _first_by_qualname(f.old)
         new_by_name = _first_by_qualname(f.new)
+        old_parents = dict(zip((s.qualname for s in f.old), _parents(f.old)))
+        new_parents = dict(zip((s.qualname for s in f.new), _parents(f.new)))
         moved_file = f.old_path != f.new_path
         for qualname, sym in new_by_name.items():
             a, d = plus.get(qualname, 0), minus.get(qualname, 0)
             before = old_by_name.get(qualname)
             if before is None:
-                born.append(_Side(f.new_path, sym, a, f.new_source, f.new_path))
+                born.append(_Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
+                                  f.new_language, f.new_path))
             elif moved_file:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
-            elif (a or d) and not _same_text(f, qualname):
-                changes.append(SymbolChange(f.new_path, sym, "modified", a, d))
+            elif a or d:
+                old_text, new_text = _texts(f.old, f.old_source, qualname), \
+                    _texts(f.new, f.new_source, qualname)
+                if old_text != new_text:
+                    kind = change_kind(old_text, new_text, f.new_language)
+                    changes.append(SymbolChange(f.new_path, sym, kind, a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
-                gone.append(_Side(f.old_path, sym, minus.get(qualname, 0), f.old_source,
+                gone.append(_Side(f.old_path, sym, old_parents[qualname],
+                                  minus.get(qualname, 0), f.old_source, f.old_language,
                                   f.new_path))
 
-    pairs = _pair(gone, born)
-    for old, new in pairs:
-        change = "renamed" if old.path == new.path else "moved"
-        changes.append(SymbolChange(new.path, new.symbol, change, new.lines, old.lines,
-                                    old.path, old.symbol))
+    for old, new, kind, confidence in _pair(gone, born):
+        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, old.lines,
+                                    old.path, old.symbol, confidence))
         # The old identity's history ends with the same event (not with a deletion).
-        changes.append(SymbolChange(old.path, old.symbol, change, 0, old.lines))
+        changes.append(SymbolChange(old.path, old.symbol, kind, 0, old.lines))
     changes.extend(SymbolChange(s.path, s.symbol, "added", s.lines, 0)
                    for s in born if not s.paired)
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
@@ -178,36 +218,41 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     return changes
 
 
-def _same_text(f: FileSymbols, qualname: str) -> bool:
-    """Whether a definition's text (every occurrence of its name: a getter and its setter) is
-    unchanged although the diff touched its lines: libgit2 has no indent heuristic, so an
-    inserted block can slide onto an identical line at the edge of the next definition (a
-    `@property` above it) that `git diff` would leave alone; a newline added at the end of the
-    file touches the last line, not the definition."""
-    def texts(symbols: list[Symbol], source: bytes) -> list[bytes]:
-        return [source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname]
-    return texts(f.old, f.old_source) == texts(f.new, f.new_source)
+def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> bytes:
+    """A definition's text: every part of its identity (an implementation and its overload
+    stubs), joined. Equal texts although the diff touched the lines: libgit2 has no indent
+    heuristic, so an inserted block can slide onto an identical line at the edge of the next
+    definition (a `@property` above it) that `git diff` would leave alone; a newline added at the
+    end of the file touches the last line, not the definition."""
+    return b"\n".join(source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname)
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
-    """Duplicates (overloads, property setters) share one identity: keep the first."""
+    """Parts of one identity (an implementation and its overload stubs): keep the first."""
     out: dict[str, Symbol] = {}
     for sym in symbols:
         out.setdefault(sym.qualname, sym)
     return out
 
 
-def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
-    pairs: list[tuple[_Side, _Side]] = []
+SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
+MOVED_SIMILAR = 0.5           # step 6: the same name in another scope or file, with edits
+RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
+MAX_CANDIDATES = 2_500        # step 6 compares at most this many pairs (gone x born)
+_CALLABLE = frozenset({"function", "method"})
+
+
+def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
+    pairs: list[tuple[_Side, _Side, str, float]] = []
     gone_at = {(s.path, s.symbol.qualname): s for s in gone}
     born_at = {(s.path, s.symbol.qualname): s for s in born}
     gone_children: dict[tuple[str, str], list[_Side]] = {}
     for s in gone:
-        gone_children.setdefault((s.path, _parent_name(s.symbol.qualname)), []).append(s)
+        gone_children.setdefault((s.path, s.parent), []).append(s)
 
-    def link(old: _Side, new: _Side) -> None:
+    def link(old: _Side, new: _Side, confidence: float = 1.0) -> None:
         old.paired = new.paired = True
-        pairs.append((old, new))
+        pairs.append((old, new, _kind(old, new), confidence))
         follow(old, new)
 
     def follow(old: _Side, new: _Side) -> None:
@@ -217,11 +262,9 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
             twin = born_at.get((new.path, new.symbol.qualname + suffix))
             if not child.paired and twin is not None and not twin.paired:
                 link(child, twin)
-        old_parent = _parent_name(old.symbol.qualname)
-        new_parent = _parent_name(new.symbol.qualname)
-        if old_parent and new_parent and old_parent != new_parent:
-            po = gone_at.get((old.path, old_parent))
-            pn = born_at.get((new.path, new_parent))
+        if old.parent and new.parent and old.parent != new.parent:
+            po = gone_at.get((old.path, old.parent))
+            pn = born_at.get((new.path, new.parent))
             if po is not None and pn is not None and not po.paired and not pn.paired:
                 link(po, pn)
 
@@ -230,36 +273,67 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side]]:
     for old, new in _unique_keys(gone, born, lambda s: body_hash(s.symbol, s.source) or None):
         if not old.paired and not new.paired:
             link(old, new)
-    # 3. The same qualified name in another file.
+    # 3. The same identity in another file.
     for old, new in _unique_keys(gone, born, lambda s: s.symbol.qualname):
         if old.path != new.path and not old.paired and not new.paired:
             link(old, new)
-    # 4. Renamed with edits: the only definition of its kind that disappeared from a scope and
-    #    the only one that appeared there, with mostly the same lines.
-    renamed = {(o.path, o.symbol.qualname): n.symbol.qualname for o, n in pairs}
-    for old, new in _unique_keys(gone, born, lambda s: (
-            s.scope, s.symbol.kind, renamed.get((s.path, _parent_name(s.symbol.qualname)),
-                                                _parent_name(s.symbol.qualname)))):
-        if not old.paired and not new.paired and _similar(old, new):
-            link(old, new)
+    # 4. The same simple name in the same scope (the parent as renamed by an earlier pair).
+    renamed = {(o.path, o.symbol.qualname): n.symbol.qualname for o, n, _, _ in pairs}
+
+    def scope(s: _Side) -> tuple[str, str]:
+        return s.scope, renamed.get((s.path, s.parent), s.parent)
+
+    for old, new in _unique_keys(gone, born, lambda s: (*scope(s), s.symbol.name)):
+        if not old.paired and not new.paired:
+            link(old, new, 1.0 if old.masked() == new.masked() else
+                 token_similarity(old.masked(), new.masked()))
+    # 5. Within a scope and kind, the best matching above SIMILAR.
+    groups: dict[tuple, tuple[list[_Side], list[_Side]]] = {}
+    for s in gone:
+        if not s.paired:
+            groups.setdefault((*scope(s), s.symbol.kind), ([], []))[0].append(s)
+    for s in born:
+        if not s.paired:
+            groups.setdefault((*scope(s), s.symbol.kind), ([], []))[1].append(s)
+    for olds, news in groups.values():
+        if olds and news:
+            _match(olds, news, SIMILAR, link)
+    # 6. Across scopes: the same simple name, then near copies.
+    for old, new in _unique_keys(gone, born, lambda s: s.symbol.name):
+        if not old.paired and not new.paired:
+            similarity = token_similarity(old.masked(), new.masked(), MOVED_SIMILAR)
+            if similarity >= MOVED_SIMILAR:
+                link(old, new, similarity)
+    olds = [s for s in gone if not s.paired and s.symbol.kind in _CALLABLE]
+    news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
+    if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+        _match(olds, news, RENAMED_MOVED_SIMILAR, link)
     return pairs
 
 
-SIMILAR = 0.6  # share of lines two versions of a renamed definition must have in common
+def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None:
+    """Pairs the most similar candidates first (a greedy matching), each at most once."""
+    scored = []
+    for o in olds:
+        for n in news:
+            similarity = token_similarity(o.masked(), n.masked(), threshold)
+            if similarity >= threshold:
+                scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
+                               o, n))
+    for negative, *_, o, n in sorted(scored, key=lambda t: t[:5]):
+        if not o.paired and not n.paired:
+            link(o, n, -negative)
 
 
-def _similar(old: _Side, new: _Side) -> bool:
-    a = _lines(old)
-    b = _lines(new)
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return matcher.real_quick_ratio() >= SIMILAR and matcher.ratio() >= SIMILAR
-
-
-def _lines(side: _Side) -> list[bytes]:
-    """A definition's lines without indentation, its own name masked, blank lines dropped."""
-    text = side.source[side.symbol.start_byte:side.symbol.end_byte]
-    name = side.symbol.name.encode("utf-8", "replace")
-    return [line.strip().replace(name, b"\0") for line in text.split(b"\n") if line.strip()]
+def _kind(old: _Side, new: _Side) -> str:
+    if old.path != new.path:
+        return "moved"
+    if old.symbol.name != new.symbol.name:
+        return "renamed"
+    unchanged = old.masked() == new.masked()
+    if old.symbol.structural_name == new.symbol.structural_name and not unchanged:
+        return "signature"
+    return "rescoped" if unchanged else "renamed"
 
 
 def _unique_keys(gone: list[_Side], born: list[_Side], key):
@@ -273,7 +347,3 @@ def _unique_keys(gone: list[_Side], born: list[_Side], key):
         return {k: v[0] for k, v in seen.items() if len(v) == 1}
     olds, news = index(gone), index(born)
     return [(olds[k], news[k]) for k in sorted(olds.keys() & news.keys())]
-
-
-def _parent_name(qualname: str) -> str:
-    return qualname.rpartition(".")[0]

@@ -37,6 +37,25 @@ Per-language decisions:
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
 
+Identity: a symbol's qualname tells it from every other symbol of its file. Same-named siblings
+(overloads, redefinitions, a property's accessors) would otherwise share one history, so a
+definition may carry a tag, and its qualname is its structural name (the dotted scope path that
+code uses to name it, kept in `structural_name`) with the tags of it and of its enclosing symbols:
+- Java and C++ functions, methods and constructors: their parameter types as written, always
+  (an overload's identity does not depend on which overloads exist): "Visitor.visit(Node, A)",
+  "Foo.Foo()", C++ "Foo.get() const". Names and default values of parameters are left out,
+  annotations and `final` too; whitespace is normalized.
+- Python: a property's setter and deleter are "x[setter]" and "x[deleter]" (the getter is "x");
+  `@overload` stubs share the identity of their implementation, and so do TypeScript overload
+  signatures (function_signature; method_signature in a class body): their lines are the
+  implementation's.
+- Any other same-named functions or methods in one scope: the second is "f[2]", the third
+  "f[3]". Other kinds stay merged: a reopened namespace, a Rust struct and its impls, TypeScript
+  interface merging, a class defined in both branches of an `if` are one symbol each.
+Java definitions take their Javadoc (`/** ... */` right before them) into their range, as
+decorators and attributes are elsewhere: CodeShovel and reviewers count a doc change as a change
+of the method.
+
 body_hash(symbol, source): blake2b (8 bytes, hex) of the definition's text (decorators included,
 Symbol.start_byte to end_byte) with every whole-identifier occurrence of its own simple name
 masked and all whitespace removed; "" when fewer than 40 bytes remain. Equal for a function
@@ -60,19 +79,23 @@ import hashlib
 import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Callable, Iterable, NamedTuple
 
 from tree_sitter import Language, Node, Parser, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
-__all__ = ["Symbol", "SymbolParser", "body_hash", "extract_symbols"]
+from .qualnames import structural_name
+
+__all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols", "structural_name"]
 
 
 @dataclass(frozen=True, slots=True)
 class Symbol:
-    qualname: str  # "Class.method", "outer.inner", "Repo.Save", "ns.Foo.bar"
+    # The symbol's identity in its file: "Class.method", "outer.inner", "Repo.Save",
+    # "Visitor.visit(MethodCallExpr, A)", "f[2]", "Box.size[setter]" (see Identity above).
+    qualname: str
     name: str  # the simple name
     kind: str  # see the module docstring
     start_line: int  # 1-based, inclusive, decorators/attributes included
@@ -81,6 +104,15 @@ class Symbol:
     # The definition's text in its blob, decorators/attributes included: what body_hash reads.
     start_byte: int
     end_byte: int
+    # What tells it from same-named siblings: "(int, String)", "[setter]", OVERLOAD; "" if none.
+    tag: str = ""
+    # The qualified name without tags or ordinals, when it differs from qualname: the name that
+    # code uses for it (references, imports, the structure pass).
+    structural: str = ""
+
+    @property
+    def structural_name(self) -> str:
+        return self.structural or self.qualname
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +317,116 @@ def _with_body(namer: _Namer) -> _Namer:
 
 
 # ---------------------------------------------------------------------------------------------
+# Tags: what tells same-named siblings apart (see Identity)
+
+OVERLOAD = "=overload"  # the tag of an overload stub or signature: it joins its implementation
+_CALLABLE_KINDS = frozenset({"function", "method"})
+
+
+def _words(text: bytes) -> str:
+    return b" ".join(text.split()).decode("utf-8", "replace")
+
+
+def _type_list(types: list[str]) -> str:
+    return "(" + ", ".join(types) + ")"
+
+
+def _java_tag(node: Node, outer: Node | None, kind: str) -> str:
+    """The parameter types of a method or constructor: "(int, String...)"."""
+    params = node.child_by_field_name("parameters")
+    if kind not in _CALLABLE_KINDS or params is None:
+        return ""
+    types = []
+    for p in params.named_children:
+        if p.type == "formal_parameter":
+            t = p.child_by_field_name("type")
+            dims = p.child_by_field_name("dimensions")
+            text = _words(t.text or b"") if t is not None else "?"
+            types.append(text + (_words(dims.text or b"") if dims is not None else ""))
+        elif p.type == "spread_parameter":
+            t = next((c for c in p.named_children
+                      if c.type not in ("modifiers", "variable_declarator")), None)
+            types.append((_words(t.text or b"") if t is not None else "?") + "...")
+    return _type_list(types)
+
+
+def _c_function_declarator(node: Node) -> Node | None:
+    d = node.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        inner = d.child_by_field_name("declarator")
+        if inner is None and d.named_child_count:
+            inner = d.named_children[0]
+        d = inner
+    return d
+
+
+def _c_param_type(p: Node) -> str:
+    """A parameter's text without its name and default value: `const char *`."""
+    text = p.text or b""
+    base = p.start_byte
+    end = len(text)
+    default = p.child_by_field_name("default_value")
+    if default is not None:
+        end = default.start_byte - base
+    d = p.child_by_field_name("declarator")
+    while d is not None and d.type not in ("identifier", "field_identifier"):
+        inner = d.child_by_field_name("declarator")
+        if inner is None and d.named_child_count:
+            inner = d.named_children[-1] if d.type == "reference_declarator" else d.named_children[0]
+        d = inner
+    if d is not None and d.start_byte - base < end:
+        text = text[:d.start_byte - base] + text[d.end_byte - base:end]
+    else:
+        text = text[:end]
+    return _tidy(text.rstrip().rstrip(b"=").rstrip()).decode("utf-8", "replace") or "?"
+
+
+def _cpp_tag(node: Node, outer: Node | None, kind: str) -> str:
+    """The parameter types of a function, and its const/ref qualifiers: "(int, const char*) const"."""
+    if kind not in _CALLABLE_KINDS:
+        return ""
+    fd = _c_function_declarator(node)
+    params = fd.child_by_field_name("parameters") if fd is not None else None
+    if params is None:
+        return ""
+    types = [_c_param_type(p) if p.type != "..." else "..." for p in params.named_children
+             if p.type.endswith("parameter_declaration") or p.type == "..."]
+    if any(c.type == "..." for c in params.children):
+        types.append("...")
+    quals = [_words(c.text or b"") for c in fd.children
+             if c.type in ("type_qualifier", "ref_qualifier")]
+    return _type_list(types) + "".join(" " + q for q in quals)
+
+
+def _python_tag(node: Node, outer: Node | None, kind: str) -> str:
+    """A property's setter or deleter, or an @overload stub."""
+    if kind not in _CALLABLE_KINDS or outer is None or outer.type != "decorated_definition":
+        return ""
+    name = node.child_by_field_name("name")
+    own = name.text if name is not None else b""
+    for d in outer.named_children:
+        if d.type != "decorator":
+            continue
+        text = b"".join((d.text or b"").lstrip(b"@").split())
+        if text == b"overload" or text.endswith(b".overload"):
+            return OVERLOAD
+        if text in (own + b".setter", own + b".deleter"):
+            return "[" + text.rpartition(b".")[2].decode() + "]"
+    return ""
+
+
+_TS_SIGNATURES = frozenset({"function_signature", "method_signature"})
+
+
+def _ts_tag(node: Node, outer: Node | None, kind: str) -> str:
+    return OVERLOAD if node.type in _TS_SIGNATURES else ""
+
+
+def _javadoc(node: Node) -> bool:
+    return (node.text or b"").startswith(b"/**")
+
+
+# ---------------------------------------------------------------------------------------------
 # Language tables
 
 
@@ -305,6 +447,10 @@ class _Spec:
     wrappers: frozenset[str] = frozenset()
     # Siblings that belong to the definition after them (Rust #[attr], TS member decorators).
     leading: frozenset[str] = frozenset()
+    # Reads a definition's tag (see Identity): (node, wrapper node or None, kind) -> tag.
+    tagger: "Callable[[Node, Node | None, str], str] | None" = None
+    # Accepts a leading sibling (a Java block comment is leading only when it is a Javadoc).
+    lead_filter: "Callable[[Node], bool] | None" = None
     # Enclosing kinds that make a function a method.
     method_parents: frozenset[str] = frozenset({"class", "struct", "interface", "trait", "impl",
                                                 "enum"})
@@ -338,11 +484,15 @@ _TS = _Spec(
         "internal_module": _Def("namespace", _with_body(_by_name)),
         "module": _Def("namespace", _with_body(_by_name)),
         "public_field_definition": _Def("method", _js_field("name")),
+        # Overload signatures: symbols sharing the identity of their implementation.
+        "function_signature": _Def("function"),
+        "method_signature": _Def("method"),
     },
     containers=_JS_CONTAINERS,
     # `namespace X {}` is an expression statement in this grammar.
     wrappers=_JS_WRAPPERS | {"ambient_declaration", "expression_statement"},
     leading=frozenset({"decorator"}),
+    tagger=_ts_tag,
 )
 
 _C_DEFS = {
@@ -365,6 +515,7 @@ _SPECS: dict[str, _Spec] = {
                               "try_statement", "except_clause", "except_group_clause",
                               "finally_clause", "with_statement", "ERROR"}),
         wrappers=frozenset({"decorated_definition"}),
+        tagger=_python_tag,
     ),
     "javascript": _Spec(defs=_JS_DEFS, containers=_JS_CONTAINERS, wrappers=_JS_WRAPPERS),
     "typescript": _TS,
@@ -409,6 +560,9 @@ _SPECS: dict[str, _Spec] = {
         containers=frozenset({"program", "class_body", "interface_body", "enum_body",
                               "enum_body_declarations", "annotation_type_body", "block",
                               "constructor_body", "ERROR"}),
+        leading=frozenset({"block_comment"}),
+        lead_filter=_javadoc,
+        tagger=_java_tag,
     ),
     "c": _Spec(defs=_C_DEFS, containers=_C_CONTAINERS, wrappers=_C_WRAPPERS),
     "cpp": _Spec(
@@ -419,6 +573,7 @@ _SPECS: dict[str, _Spec] = {
         },
         containers=_C_CONTAINERS | {"declaration_list", "linkage_specification"},
         wrappers=_C_WRAPPERS | {"template_declaration", "friend_declaration"},
+        tagger=_cpp_tag,
     ),
     "ruby": _Spec(
         defs={
@@ -543,6 +698,7 @@ class _Walker:
         self.walked = resolve(spec.walked)
         self.wrappers = resolve(spec.wrappers)
         self.leading = resolve(spec.leading)
+        self.lead_filter = spec.lead_filter
 
     def children(self, node: Node, parent: int) -> list[_Item]:
         """The children of `node` worth walking, each with its leading siblings."""
@@ -554,7 +710,7 @@ class _Walker:
             if kind_id in walked:
                 items.append((child, parent, None, lead))
                 lead = None
-            elif kind_id in leading:
+            elif kind_id in leading and (self.lead_filter is None or self.lead_filter(child)):
                 lead = lead or child
             elif lead is not None and not child.is_extra:  # a comment keeps the lead
                 lead = None
@@ -571,6 +727,7 @@ class _Walker:
             children = self._visit(stack.pop(), found, namespaces, reuse)
             children.reverse()
             stack.extend(children)
+        found.symbols[:] = _identities(found.symbols)
         return found
 
     def _visit(self, item: _Item, found: _Extraction, namespaces: set[str],
@@ -633,7 +790,8 @@ def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer:
             lead: Node | None, symbols: list[Symbol], namespaces: set[str]) -> Symbol:
     parts, kind_override = read
     kind = kind_override or kind
-    prefix = symbols[parent].qualname + "." if parent >= 0 else ""
+    # The walk names symbols structurally; _identities adds the tags once the file is read.
+    prefix = symbols[parent].structural_name + "." if parent >= 0 else ""
     names = [p.decode("utf-8", errors="replace") for p in parts]
     qualname = prefix + ".".join(names)
     if kind == "function":
@@ -653,7 +811,36 @@ def _symbol(spec: _Spec, kind: str, read: _Name, node: Node, parent: int, outer:
         parent=parent,
         start_byte=first.start_byte,
         end_byte=last.end_byte,
+        tag=spec.tagger(node, outer, kind) if spec.tagger is not None else "",
     )
+
+
+def _identities(symbols: list[Symbol]) -> list[Symbol]:
+    """The symbols with their identities as qualnames (see Identity): a symbol's structural name
+    under its parent's identity, its tag, and an ordinal for the second and later same-named
+    siblings. Symbols are in document order, parents before their children."""
+    out: list[Symbol] = []
+    seen: dict[tuple[int, str], int] = {}
+    for s in symbols:
+        structural = s.structural_name
+        ident = structural
+        if s.parent >= 0:
+            up = out[s.parent]
+            up_name = up.structural_name
+            if up.qualname != up_name and structural.startswith(up_name + "."):
+                ident = up.qualname + structural[len(up_name):]
+        if s.tag and s.tag != OVERLOAD:
+            ident += s.tag
+        # Only callables: reopened namespaces, a struct and its impls, merged TS interfaces and
+        # classes redefined in if/else are one thing each.
+        if s.tag != OVERLOAD and s.kind in _CALLABLE_KINDS:
+            n = seen[(s.parent, ident)] = seen.get((s.parent, ident), 0) + 1
+            if n > 1:
+                ident += f"[{n}]"
+        if ident != s.qualname:
+            s = replace(s, qualname=ident, structural="" if ident == structural else structural)
+        out.append(s)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -720,7 +907,8 @@ class _Reuse:
         """Appends the old symbols under `at`, whose new symbol found.symbols[root] was just
         computed; False when they have to be walked."""
         mine, theirs = found.symbols[root], self.old.symbols[at.index]
-        if mine.qualname != theirs.qualname or mine.kind != theirs.kind:
+        if (mine.structural_name != theirs.structural_name or mine.kind != theirs.kind
+                or mine.tag != theirs.tag):
             return False
         return _copy_subtree(self.old, at, None, found, namespaces)
 
@@ -751,7 +939,8 @@ def _same_parent(symbols: list[Symbol], parent: int, old_symbols: list[Symbol],
     if parent < 0 or old_parent < 0:
         return parent == old_parent
     mine, theirs = symbols[parent], old_symbols[old_parent]
-    return mine.qualname == theirs.qualname and mine.kind == theirs.kind
+    return (mine.structural_name == theirs.structural_name and mine.kind == theirs.kind
+            and mine.tag == theirs.tag)
 
 
 def _merged(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -789,7 +978,7 @@ def _copy_subtree(old: _Extraction, at: _Located, parent: int | None, found: _Ex
         _append_shifted(olds[first:stop], parent, reindex, at, found.symbols)
     for s in olds[first:stop]:
         if s.kind == "namespace":
-            namespaces.add(s.qualname)
+            namespaces.add(s.structural_name)
     shift = at.byte_shift.__add__
     found.node_starts.extend(map(shift, old.node_starts[first:stop]))
     found.node_ends.extend(map(shift, old.node_ends[first:stop]))
@@ -805,7 +994,7 @@ def _append_shifted(copied: list[Symbol], parent: int | None, reindex: int, at: 
     for s in copied:
         out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + rows, s.end_line + rows,
                           s.parent + reindex if parent is None else parent,
-                          s.start_byte + offset, s.end_byte + offset))
+                          s.start_byte + offset, s.end_byte + offset, s.tag, s.structural))
         parent = None
 
 
@@ -998,3 +1187,4 @@ def extract_symbols(language: str, source: bytes) -> list[Symbol]:
     """Symbols of `source`, parsed once without caching."""
     walker = _walker(language)
     return walker.extract(get_parser(language).parse(source).root_node).symbols
+

@@ -25,11 +25,11 @@ def test_function_history_is_per_function_not_per_file(repo, cortex):
     cortex.index()
     con = cortex.reader()
     assert changes(con, "app.py", "a") == [
-        ("change a", "modified", 2, 1, "a"),
+        ("change a", "body", 2, 1, "a"),
         ("add a and b", "added", 2, 0, "a"),
     ]
     assert changes(con, "app.py", "b") == [
-        ("change b", "modified", 1, 1, "b"),
+        ("change b", "body", 1, 1, "b"),
         ("add a and b", "added", 2, 0, "b"),
     ]
     assert [c[0] for c in changes(con, "app.py")] == ["change b", "change a", "add a and b"]
@@ -42,12 +42,12 @@ def test_method_credits_innermost_and_class_rolls_up(repo, cortex):
     repo.commit("tune f")
     cortex.index()
     con = cortex.reader()
-    assert changes(con, "m.py", "C.f") == [("tune f", "modified", 1, 1, "C.f"),
+    assert changes(con, "m.py", "C.f") == [("tune f", "body", 1, 1, "C.f"),
                                           ("add C", "added", 2, 0, "C.f")]
     assert changes(con, "m.py", "C.g") == [("add C", "added", 2, 0, "C.g")]
     rolled = history(con, TargetSpec("m.py", "C")).entries
     assert [(e.commit.subject, e.change, e.members) for e in rolled] == [
-        ("tune f", "modified", ("f",)),
+        ("tune f", "body", ("f",)),
         ("add C", "added", ("f", "g")),
     ]
     # A short name resolves when it is unambiguous.
@@ -64,7 +64,7 @@ def test_file_rename_keeps_the_history(repo, cortex):
     cortex.index()
     con = cortex.reader()
     assert changes(con, "new.py", "keep") == [
-        ("edit after rename", "modified", 1, 1, "keep"),
+        ("edit after rename", "body", 1, 1, "keep"),
         ("rename file", "moved", 0, 0, "keep"),
         ("create", "added", 3, 0, "keep"),
     ]
@@ -93,7 +93,7 @@ def test_function_moved_between_files(repo, cortex):
     entries = history(con, TargetSpec("b.py", "price")).entries
     assert [(e.commit.subject, e.change, e.path) for e in entries] == [
         ("move price to b", "moved", "b.py"),
-        ("float total", "modified", "a.py"),
+        ("float total", "body", "a.py"),
         ("start", "added", "a.py"),
     ]
     # The old identity's history ends with the move, not with a deletion.
@@ -113,12 +113,15 @@ def test_method_whose_class_is_renamed(repo, cortex):
     cortex.index()
     con = cortex.reader()
     assert [(s, c, n) for s, c, _, _, n in changes(con, "shop.py", "Basket.total")] == [
-        ("round the total", "modified", "Basket.total"),
-        ("rename Cart to Basket", "renamed", "Basket.total"),
+        ("round the total", "body", "Basket.total"),
+        # Its own code did not change: a waypoint of its lineage, left out of substantive history.
+        ("rename Cart to Basket", "rescoped", "Basket.total"),
         ("cart", "added", "Cart.total"),
     ]
     assert [(s, c) for s, c, *_ in changes(con, "shop.py", "Basket")] == [
-        ("round the total", "modified"), ("rename Cart to Basket", "renamed"), ("cart", "added")]
+        ("round the total", "body"), ("rename Cart to Basket", "renamed"), ("cart", "added")]
+    found = history(con, TargetSpec("shop.py", "Basket.total"), substantive=True)
+    assert [e.commit.subject for e in found.entries] == ["round the total", "cart"]
 
 
 def test_function_renamed_in_place(repo, cortex):
@@ -201,7 +204,7 @@ def test_typescript_class_method_history(repo, cortex):
     cortex.index()
     con = cortex.reader()
     assert [(s, c) for s, c, *_ in changes(con, "src/api.ts", "Client.get")] == [
-        ("trim urls", "modified"), ("client", "added")]
+        ("trim urls", "body"), ("client", "added")]
 
 
 def test_blank_lines_between_methods_do_not_change_the_class(repo, cortex):
@@ -272,7 +275,7 @@ def test_blank_lines_inside_a_function_with_a_nested_function_count(repo, cortex
     repo.commit("breathe")
     cortex.index()
     assert [(s, c, a) for s, c, a, _, _ in changes(cortex.reader(), "n.py", "outer")] == [
-        ("breathe", "modified", 1), ("outer", "added", 4)]  # inner rolls up into outer
+        ("breathe", "reformatted", 1), ("outer", "added", 4)]  # inner rolls up into outer
 
 
 def test_a_diff_sliding_onto_an_identical_decorator_changes_nothing(repo, cortex):
@@ -291,7 +294,7 @@ def test_a_diff_sliding_onto_an_identical_decorator_changes_nothing(repo, cortex
     assert [s for s, *_ in changes(con, "s.py", "R.c")] == ["add c"]
 
 
-def test_a_changed_setter_changes_its_property(repo, cortex):
+def test_a_property_setter_has_a_history_of_its_own(repo, cortex):
     base = ("class P:\n    @property\n    def x(self):\n        return self._x\n\n"
             "    @x.setter\n    def x(self, value):\n        self._x = value\n")
     repo.write("p.py", base)
@@ -299,5 +302,7 @@ def test_a_changed_setter_changes_its_property(repo, cortex):
     repo.write("p.py", base.replace("self._x = value", "self._x = int(value)"))
     repo.commit("setter casts")
     cortex.index()
+    assert [(s, c) for s, c, *_ in changes(cortex.reader(), "p.py", "P.x[setter]")] == [
+        ("setter casts", "body"), ("property", "added")]
     assert [(s, c) for s, c, *_ in changes(cortex.reader(), "p.py", "P.x")] == [
-        ("setter casts", "modified"), ("property", "added")]
+        ("property", "added")]

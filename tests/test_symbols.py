@@ -35,7 +35,7 @@ def assert_well_formed(found: list[Symbol]) -> None:
             assert s.parent < i
             assert p.start_line <= s.start_line and s.end_line <= p.end_line
             assert s.qualname.startswith(p.qualname + ".")
-        assert s.qualname.endswith(s.name)
+        assert s.structural_name.endswith(s.name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
         ("retry.decorate.wrapper", "function", 7, 9),
         ("Repo", "class", 14, 29),
         ("Repo.name", "method", 18, 20),
-        ("Repo.name", "method", 22, 24),
+        ("Repo.name[setter]", "method", 22, 24),  # a property's accessors are two symbols
         ("Repo.save", "method", 26, 29),
         ("Repo.save.Batch", "class", 27, 28),
         ("typed", "function", 33, 33),
@@ -182,7 +182,9 @@ export function parse(raw: unknown): User {
         ("Service.handler", "method", 17, 17),
         ("Service.constructor", "method", 19, 21),
         ("Service.find", "method", 25, 28),  # its decorator is a sibling in the class body
-        ("parse", "function", 32, 34),  # the overload signature is not a definition
+        # The overload signature shares the identity of its implementation.
+        ("parse", "function", 31, 31),
+        ("parse", "function", 32, 34),
     ]
 
 
@@ -392,15 +394,16 @@ public class OrderService extends Base implements Api {
 '''
     assert rows("java", source) == [
         ("OrderService", "class", 5, 39),
-        ("OrderService.OrderService", "method", 9, 11),
-        ("OrderService.find", "method", 13, 16),
-        ("OrderService.find", "method", 18, 23),  # the anonymous class's run() is not a symbol
+        # Overloads are told apart by their parameter types as written.
+        ("OrderService.OrderService(List<Order>)", "method", 9, 11),
+        ("OrderService.find(int)", "method", 13, 16),
+        ("OrderService.find(String)", "method", 18, 23),  # the anonymous run() is no symbol
         ("OrderService.Listener", "interface", 25, 27),
-        ("OrderService.Listener.changed", "method", 26, 26),
+        ("OrderService.Listener.changed(Order)", "method", 26, 26),
         ("OrderService.Status", "enum", 29, 32),
-        ("OrderService.Status.done", "method", 31, 31),
+        ("OrderService.Status.done()", "method", 31, 31),
         ("OrderService.Line", "class", 34, 38),
-        ("OrderService.Line.Line", "method", 35, 37),
+        ("OrderService.Line.Line", "method", 35, 37),  # a compact constructor has no list
         ("Audit", "interface", 41, 43),
     ]
 
@@ -500,17 +503,18 @@ int c_api(void) { return 0; }
     assert rows("cpp", source) == [
         ("geo", "namespace", 3, 26),
         ("geo.Shape", "class", 5, 17),
-        ("geo.Shape.Shape", "method", 8, 8),
-        ("geo.Shape.area", "method", 10, 10),
+        ("geo.Shape.Shape()", "method", 8, 8),
+        ("geo.Shape.area() const", "method", 10, 10),
         ("geo.Shape.Cache", "struct", 11, 13),
-        ("geo.Shape.Cache.clear", "method", 12, 12),
+        ("geo.Shape.Cache.clear()", "method", 12, 12),
         ("geo.detail", "namespace", 19, 21),
-        ("geo.detail.helper", "function", 20, 20),
-        ("geo.Shape.~Shape", "method", 23, 24),
-        ("geo.Shape.name", "method", 28, 30),
-        ("geo.detail.log", "function", 32, 32),  # geo::detail is a namespace of this file
-        ("operator==", "function", 34, 34),
-        ("c_api", "function", 37, 37),
+        ("geo.detail.helper(int)", "function", 20, 20),
+        ("geo.Shape.~Shape()", "method", 23, 24),
+        ("geo.Shape.name() const", "method", 28, 30),
+        # geo::detail is a namespace of this file
+        ("geo.detail.log(const char*)", "function", 32, 32),
+        ("operator==(const geo::Point&, const geo::Point&)", "function", 34, 34),
+        ("c_api(void)", "function", 37, 37),
     ]
 
 
@@ -1692,11 +1696,11 @@ def test_a_namespace_defined_earlier_changes_an_unchanged_scoped_definition():
     new = b"namespace a { namespace ns { } }\nnamespace b { }\n" + old
     parser = SymbolParser()
     assert {s.qualname: s.kind for s in parser.symbols("cpp", "old", old)} == {
-        "a": "namespace", "a.ns.f": "method", "b.g": "method"}
+        "a": "namespace", "a.ns.f()": "method", "b.g()": "method"}
     got = parser.symbols("cpp", "new", new, base=("old", git_hunks(old, new)))
     assert got == extract_symbols("cpp", new)
     assert [(s.qualname, s.kind) for s in got if s.name in ("f", "g")] == [
-        ("a.ns.f", "function"), ("b.g", "function")]
+        ("a.ns.f()", "function"), ("b.g()", "function")]
 
 
 def test_an_unclosed_comment_changes_what_follows_without_editing_it():

@@ -1,0 +1,175 @@
+"""What kind of change a commit made to a definition, read from its two texts.
+
+A definition's text is split into tokens (words, punctuation, string literals, comments) by a small
+per-language lexer: not a parser, but it knows where comments and strings start and end, which is
+all that tells a reformatting from a change. The kinds, the first that applies:
+
+- reformatted: the same code tokens and the same comments (each comment's words compared with its
+  whitespace normalized): whitespace, line breaks, or a trailing comma before a closing bracket
+  (a comma that no supported grammar gives a meaning) changed;
+- docs: the same code tokens; only comments or docstrings changed (a docstring: a string literal
+  that is a statement of its own, at bracket depth 0 alone on its line; Python);
+- signature: the header changed: the tokens before the body (parameters, return type, modifiers,
+  annotations, decorators) — up to the first `{` at bracket depth 0 in brace languages, the `:` that
+  ends a `def` or `class` line in Python, the first line in Ruby;
+- body: anything else.
+
+Also token_similarity: how alike two definitions are, on their code tokens with their own name
+masked, for pairing renames and moves with edits (symbol_changes).
+
+Cost: linear in the text (each pattern is a regular expression without nested quantifiers over
+the same characters); run only on the definitions a commit changed, renamed or moved.
+"""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from functools import lru_cache
+from typing import NamedTuple
+
+KINDS = ("reformatted", "docs", "signature", "body")
+# Kinds of changes that leave a definition's meaning as it was: left out of substantive histories
+# and of hotspot counts. "rescoped": its enclosing symbol was renamed or it moved to another
+# scope of the same file, its own text unchanged (a lineage waypoint).
+NOT_SUBSTANTIVE = frozenset({"reformatted", "rescoped"})
+
+_WORD = r"(?P<word>[\w$]+)"
+_PUNCT = r"(?P<punct>\S)"
+_WS = r"(?P<ws>[ \t\f\r\v]+|\\\r?\n)"
+_NL = r"(?P<nl>\n)"
+_DQ = r'"(?:[^"\\\n]|\\.)*"?'
+_SQ = r"'(?:[^'\\\n]|\\.)*'?"
+_CHAR = r"'(?:\\.[^'\n]{0,8}|[^'\\\n])'"  # a char literal; any other ' is a Rust lifetime
+_BLOCK = r"/\*.*?(?:\*/|\Z)"
+_LINE = r"//[^\n]*"
+_HASH = r"\#[^\n]*"
+_TRIPLE = r"(?:'''(?:[^\\]|\\.)*?(?:'''|\Z)|\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z))"
+_BACKTICK = r"`(?:[^`\\]|\\.)*`?"
+
+
+def _lexer(comment: str, string: str) -> re.Pattern[str]:
+    return re.compile(f"{_WS}|{_NL}|(?P<comment>{comment})|(?P<string>{string})|{_WORD}|{_PUNCT}",
+                      re.S)
+
+
+_C_LIKE = _lexer(f"{_LINE}|{_BLOCK}", f"{_TRIPLE}|{_DQ}|{_CHAR}|{_BACKTICK}")
+_LEXERS = {
+    "python": _lexer(_HASH, f"(?:[rRbBuUfF]{{0,2}})(?:{_TRIPLE}|{_DQ}|{_SQ})"),
+    "ruby": _lexer(_HASH, f"{_DQ}|{_SQ}"),
+    "php": _lexer(f"{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
+    "javascript": _lexer(f"{_LINE}|{_BLOCK}", f"{_DQ}|{_SQ}|{_BACKTICK}"),
+}
+_LEXERS["typescript"] = _LEXERS["tsx"] = _LEXERS["javascript"]
+_OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
+
+
+class Tokens(NamedTuple):
+    code: tuple[str, ...]      # code tokens, trailing commas dropped
+    notes: tuple[str, ...]     # comments and docstrings, whitespace normalized, in order
+    header: tuple[str, ...]    # the code tokens before the body
+
+
+@lru_cache(maxsize=256)
+def tokens(text: str, language: str) -> Tokens:
+    lexer = _LEXERS.get(language, _C_LIKE)
+    code: list[str] = []
+    notes: list[str] = []
+    depth = 0
+    line_start = True          # no token yet on this line
+    pending: str | None = None  # a string at depth 0 first on its line: a docstring if alone
+    for m in lexer.finditer(text):
+        group = m.lastgroup
+        if group == "ws":
+            continue
+        if group == "nl":
+            if pending is not None:
+                notes.append(" ".join(pending.split()))
+                pending = None
+            line_start = True
+            continue
+        if pending is not None:  # not alone on its line: code after all
+            code.append(pending)
+            pending = None
+        value = m.group()
+        if group == "comment":
+            notes.append(" ".join(value.split()))
+            continue
+        if group == "string" and language == "python" and line_start and depth == 0 and code \
+                and code[-1] not in ("=", ",", "(", "[", "{", "+", "%", "return", "yield"):
+            pending = value
+            line_start = False
+            continue
+        line_start = False
+        if value in _OPEN:
+            depth += 1
+        elif value in _CLOSE:
+            depth = max(0, depth - 1)
+            if code and code[-1] == ",":
+                code.pop()  # a trailing comma
+        code.append(value)
+    if pending is not None:
+        notes.append(" ".join(pending.split()))
+    return Tokens(tuple(code), tuple(notes), _header(code, language, text))
+
+
+def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
+    if language == "python":
+        seen_def = False
+        depth = 0
+        for i, t in enumerate(code):
+            if t in ("def", "class"):
+                seen_def = True
+            elif t in _OPEN:
+                depth += 1
+            elif t in _CLOSE:
+                depth = max(0, depth - 1)
+            elif t == ":" and seen_def and depth == 0:
+                return tuple(code[:i + 1])
+        return tuple(code)
+    if language == "ruby":
+        first = text.lstrip().split("\n", 1)[0]
+        return tokens(first, "ruby").code if first != text else tuple(code)
+    depth = 0
+    for i, t in enumerate(code):
+        if t == "{" and depth == 0:
+            return tuple(code[:i])
+        if t in _OPEN:
+            depth += 1
+        elif t in _CLOSE:
+            depth = max(0, depth - 1)
+    # No body: a declaration (`void f(int a);`) is all header; anything else cannot be told.
+    return tuple(code) if code and code[-1] == ";" else ()
+
+
+def change_kind(old: bytes, new: bytes, language: str) -> str:
+    """The kind of change from `old` to `new`, two texts of one definition (see the module)."""
+    a = tokens(old.decode("utf-8", "replace"), language)
+    b = tokens(new.decode("utf-8", "replace"), language)
+    if a.code == b.code:
+        return "reformatted" if a.notes == b.notes else "docs"
+    if a.header != b.header:
+        return "signature"
+    return "body"
+
+
+def same_code(old: bytes, new: bytes, language: str, old_name: str, new_name: str) -> bool:
+    """Whether two texts are one definition's code, each with its own name masked: a rename or a
+    move that left the code as it was."""
+    return masked(old, language, old_name) == masked(new, language, new_name)
+
+
+def masked(text: bytes, language: str, name: str) -> tuple[str, ...]:
+    code = tokens(text.decode("utf-8", "replace"), language).code
+    return tuple("\0" if t == name else t for t in code)
+
+
+def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0.0) -> float:
+    """difflib's ratio of two token sequences (2 * matches / total), 0.0 as soon as a cheap upper
+    bound shows it is below `at_least`."""
+    if not a and not b:
+        return 1.0
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.real_quick_ratio() < at_least or matcher.quick_ratio() < at_least:
+        return 0.0
+    return matcher.ratio()
