@@ -29,3 +29,11 @@ class IndexQueued(IndexerBusy):
 
 class NotFound(CortexError):
     """A path or symbol that the index does not know; the message suggests close matches."""
+
+
+class Ambiguous(NotFound):
+    """A short name that several symbols answer to (overloads): the message lists them."""
+
+    def __init__(self, message: str, candidates: list[str]):
+        super().__init__(message)
+        self.candidates = candidates

@@ -195,10 +195,10 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
             elif a or d:
-                old_text, new_text = _texts(f.old, f.old_source, qualname), \
+                old_parts, new_parts = _texts(f.old, f.old_source, qualname), \
                     _texts(f.new, f.new_source, qualname)
-                if old_text != new_text:
-                    kind = change_kind(old_text, new_text, f.new_language)
+                if old_parts != new_parts:
+                    kind = _parts_kind(old_parts, new_parts, f.new_language)
                     changes.append(SymbolChange(f.new_path, sym, kind, a, d))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
@@ -218,13 +218,25 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     return changes
 
 
-def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> bytes:
+def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> list[bytes]:
     """A definition's text: every part of its identity (an implementation and its overload
-    stubs), joined. Equal texts although the diff touched the lines: libgit2 has no indent
-    heuristic, so an inserted block can slide onto an identical line at the edge of the next
-    definition (a `@property` above it) that `git diff` would leave alone; a newline added at the
-    end of the file touches the last line, not the definition."""
-    return b"\n".join(source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname)
+    stubs). Equal texts although the diff touched the lines: libgit2 has no indent heuristic,
+    so an inserted block can slide onto an identical line at the edge of the next definition (a
+    `@property` above it) that `git diff` would leave alone; a newline added at the end of the
+    file touches the last line, not the definition."""
+    return [source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname]
+
+
+_STRONGEST = {"reformatted": 0, "docs": 1, "body": 2, "signature": 3}
+
+
+def _parts_kind(old: list[bytes], new: list[bytes], language: str) -> str:
+    """The kind of change of a definition made of parts: an overload stub added or removed is a
+    signature change; otherwise the strongest kind among its parts."""
+    if len(old) != len(new):
+        return "signature"
+    kinds = [change_kind(a, b, language) for a, b in zip(old, new) if a != b]
+    return max(kinds, key=_STRONGEST.__getitem__)
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:

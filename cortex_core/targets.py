@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from .errors import CortexError, NotFound
+from .errors import Ambiguous, CortexError, NotFound
+from .qualnames import structural_name
 
 _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
@@ -45,6 +46,8 @@ class Target:
 
 
 def parse_target(text: str) -> TargetSpec:
+    """`PATH::SYMBOL` (SYMBOL may be an identity with a parameter list, `Foo.bar(int, String)`),
+    `PATH:LINE`, or `PATH`."""
     text = text.strip()
     if not text:
         raise CortexError("empty target: give PATH, PATH::SYMBOL or PATH:LINE")
@@ -53,7 +56,11 @@ def parse_target(text: str) -> TargetSpec:
         if not path or not symbol.strip():
             raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
         # Accept the separators other tools print: `Class::method`, `Class#method`.
-        return TargetSpec(path, symbol.strip().replace("::", ".").replace("#", "."))
+        symbol = symbol.strip()
+        # Outside a tag (a C++ parameter list keeps its `::`).
+        cut = min((i for i in (symbol.find("("), symbol.find("[")) if i >= 0), default=len(symbol))
+        name = symbol[:cut].replace("::", ".").replace("#", ".")
+        return TargetSpec(path, name + symbol[cut:])
     match = _LINE.match(text)
     if match:
         line = int(match.group("line")) if len(match.group("line")) <= 9 else 10**9
@@ -110,19 +117,44 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     raise NotFound(f"no file {path!r} in the index{hint}")
 
 
+def _pick(rows: list, name: str, path: str):
+    """The row `name` names: the identity as written (spaces in a parameter list aside), else a
+    name without tags (`Class.visit` for `Class.visit(int)`) or a short suffix of one, when one
+    symbol alive at HEAD answers to it. Several: Ambiguous, listing them."""
+    exact = [r for r in rows if r[1] == name]
+    if exact:
+        return exact[0]
+    squeezed = name.replace(" ", "")
+    exact = [r for r in rows if r[1].replace(" ", "") == squeezed]
+    if exact:
+        return exact[0]
+    alive = [r for r in rows if r[3]]
+    for matches in ([r for r in alive if structural_name(r[1]) == name],
+                    [r for r in alive if r[1].endswith("." + name)
+                     or structural_name(r[1]).endswith("." + name)]):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            listed = [f"{r[1]} (line {r[4]})" if r[4] else r[1] for r in matches]
+            shown = "; ".join(listed[:12]) + (f"; and {len(listed) - 12} more"
+                                               if len(listed) > 12 else "")
+            raise Ambiguous(f"{path}::{name} names {len(matches)} symbols: {shown}. Name one "
+                            f"(PATH::{matches[0][1]}) or point at it with PATH:LINE",
+                            [r[1] for r in matches])
+    return None
+
+
 def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) -> Target:
     rows = con.execute(
         "select s.id, s.qualname, s.kind, s.alive, min(sp.start_line), max(sp.end_line)"
         " from symbols s left join symbol_spans sp on sp.symbol_id = s.id"
         " where s.file_id = ? group by s.id order by s.alive desc, s.qualname",
         (file_id,)).fetchall()
-    exact = [r for r in rows if r[1] == name]
-    # A short name is enough when it is unambiguous among the symbols alive at HEAD.
-    suffix = [r for r in rows if r[3] and r[1].endswith("." + name)]
-    found = exact[0] if exact else (suffix[0] if len(suffix) == 1 else None)
+    found = _pick(rows, name, path)
     if found is not None:
         sid, qualname, kind, alive, start, end = found
         return Target(file_id, path, sid, qualname, kind, bool(alive), start, end)
+    suffix = [r for r in rows if r[3] and r[1].endswith("." + name)]
     import difflib
     names = [r[1] for r in rows]
     close = [r[1] for r in suffix][:5] or difflib.get_close_matches(name, names, n=5, cutoff=0.5)

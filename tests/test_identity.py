@@ -1,0 +1,155 @@
+"""Symbol identity and change kinds, end to end on real repositories: overloads are distinct
+symbols with histories of their own, short names resolve or list the overloads, renames and
+signature changes continue one lineage, and each change says what kind it was."""
+
+from __future__ import annotations
+
+import pytest
+
+from cortex_core.change_kinds import change_kind, tokens
+from cortex_core.errors import Ambiguous
+from cortex_core.history import history
+from cortex_core.targets import TargetSpec, parse_target, resolve
+
+VISITOR = """\
+package v;
+
+class Visitor {
+    /** Visits a call. */
+    public void visit(MethodCallExpr n, A arg) {
+        n.scope().accept(this, arg);
+    }
+
+    public void visit(FieldAccessExpr n, A arg) {
+        n.scope().accept(this, arg);
+    }
+
+    public void visit(NameExpr n, A arg) {
+        record(n);
+    }
+}
+"""
+
+
+def subjects(con, path, symbol=None, line=None, substantive=False):
+    found = history(con, TargetSpec(path, symbol, line), substantive=substantive)
+    return [(e.commit.subject, e.change) for e in found.entries]
+
+
+def test_java_overloads_have_histories_of_their_own(repo, cortex):
+    repo.write("Visitor.java", VISITOR)
+    repo.commit("visitor")
+    repo.write("Visitor.java", VISITOR.replace("record(n);", "record(n);\n        count++;"))
+    repo.commit("count names")
+    repo.write("Visitor.java", (repo.path / "Visitor.java").read_text().replace(
+        "/** Visits a call. */", "/** Visits a method call. */"))
+    repo.commit("doc the call visitor")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "Visitor.java", "Visitor.visit(NameExpr, A)") == [
+        ("count names", "body"), ("visitor", "added")]
+    assert subjects(con, "Visitor.java", "Visitor.visit(MethodCallExpr,A)") == [
+        ("doc the call visitor", "docs"), ("visitor", "added")]
+    assert subjects(con, "Visitor.java", "Visitor.visit(FieldAccessExpr, A)") == [
+        ("visitor", "added")]
+    # A line picks the overload there; the Javadoc is part of the method.
+    assert resolve(con, TargetSpec("Visitor.java", line=4)).qualname == \
+        "Visitor.visit(MethodCallExpr, A)"
+    with pytest.raises(Ambiguous) as raised:
+        resolve(con, parse_target("Visitor.java::Visitor.visit"))
+    assert raised.value.candidates == ["Visitor.visit(FieldAccessExpr, A)",
+                                       "Visitor.visit(MethodCallExpr, A)",
+                                       "Visitor.visit(NameExpr, A)"]
+    assert "line 4" in str(raised.value)
+    # The class rolls up every overload.
+    assert [s for s, _ in subjects(con, "Visitor.java", "Visitor")] == [
+        "doc the call visitor", "count names", "visitor"]
+
+
+def test_a_signature_change_continues_the_history(repo, cortex):
+    repo.write("Box.java", "class Box {\n    int size(int scale) {\n        return 2 * scale;\n"
+                           "    }\n}\n")
+    repo.commit("box")
+    repo.write("Box.java", "class Box {\n    long size(long scale) {\n        return 2 * scale;\n"
+                           "    }\n}\n")
+    repo.commit("widen size")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "Box.java", "Box.size") == [("widen size", "signature"), ("box", "added")]
+
+
+def test_overloaded_renames_are_paired_as_a_matching(repo, cortex):
+    """Two same-kind definitions renamed with edits in one commit: each keeps its history."""
+    body_a = "    total = 0\n    for item in items:\n        total += item.price * item.qty\n" \
+             "    return total\n"
+    body_b = "    seen = set()\n    for row in rows:\n        seen.add(row.key)\n" \
+             "    return sorted(seen)\n"
+    repo.write("m.py", f"def price(items):\n{body_a}\n\ndef keys(rows):\n{body_b}")
+    repo.commit("two helpers")
+    repo.write("m.py", f"def total_price(items):\n{body_a.replace('total = 0', 'total = 0.0')}"
+                       f"\n\ndef unique_keys(rows):\n{body_b.replace('sorted(seen)', 'list(seen)')}")
+    repo.commit("rename both, with edits")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "m.py", "total_price") == [
+        ("rename both, with edits", "renamed"), ("two helpers", "added")]
+    assert subjects(con, "m.py", "unique_keys") == [
+        ("rename both, with edits", "renamed"), ("two helpers", "added")]
+    entry = history(con, TargetSpec("m.py", "unique_keys")).entries[0]
+    assert entry.name == "unique_keys" and 0.6 <= entry.confidence < 1
+
+
+def test_formatting_only_commits_are_marked_and_left_out_when_substantive(repo, cortex):
+    repo.write("f.py", "def f(a, b):\n    return a+b\n")
+    repo.commit("f")
+    repo.write("f.py", "def f(a, b):\n    return a + b\n")
+    repo.commit("format")
+    repo.write("f.py", "def f(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b\n")
+    repo.commit("document")
+    repo.write("f.py", "def f(a, b, c=0):\n    \"\"\"Add.\"\"\"\n    return a + b\n")
+    repo.commit("take c")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "f.py", "f") == [("take c", "signature"), ("document", "docs"),
+                                          ("format", "reformatted"), ("f", "added")]
+    assert subjects(con, "f.py", "f", substantive=True) == [
+        ("take c", "signature"), ("document", "docs"), ("f", "added")]
+
+
+def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
+    src = ("from typing import overload\n\n\n@overload\ndef g(x: int) -> int: ...\n"
+           "@overload\ndef g(x: str) -> str: ...\ndef g(x):\n    return x\n")
+    repo.write("o.py", src)
+    repo.commit("g")
+    repo.write("o.py", src.replace("def g(x: str) -> str", "def g(x: bytes) -> bytes"))
+    repo.commit("bytes, not str")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "o.py", "g") == [("bytes, not str", "signature"), ("g", "added")]
+    assert resolve(con, TargetSpec("o.py", line=5)).qualname == "g"
+
+
+@pytest.mark.parametrize("language, old, new, kind", [
+    ("python", "def f(a,):\n    return [1,\n 2,]\n", "def f(a):\n    return [1, 2]\n",
+     "reformatted"),
+    ("python", "def f():\n    return 'a  b'\n", "def f():\n    return 'a b'\n", "body"),
+    ("python", "def f():\n    x = 1  # one\n", "def f():\n    x = 1  # uno\n", "docs"),
+    ("python", "def f():\n    print(\n        'x'\n    )\n",
+     "def f():\n    print(\n        'y'\n    )\n", "body"),  # an argument, not a docstring
+    ("java", "/** a */ void f() { g(); }", "/** b */ void f() { g(); }", "docs"),
+    ("java", "void f() { g(); }", "public void f() { g(); }", "signature"),
+    ("java", "void f() { g(1); }", "void f() { g(2); }", "body"),
+    ("rust", "fn f<'a>(x: &'a str) { g('x') }", "fn f<'a>(x: &'a str) {\n    g('x')\n}",
+     "reformatted"),
+    ("go", "func f() {\n\ts := `a\nb`\n}", "func f() {\n\ts := `a\nc`\n}", "body"),
+])
+def test_change_kinds(language, old, new, kind):
+    assert change_kind(old.encode(), new.encode(), language) == kind
+
+
+def test_the_lexer_is_linear_on_hostile_text():
+    """Unterminated strings and comments, deep brackets: each pattern runs once per token."""
+    for text in ("/*" + "x" * 200_000, '"' + "\\" * 200_001, "'''" + "a'" * 100_000,
+                 "(" * 100_000, "#" * 200_000, "`" + "\\`" * 100_000):
+        for language in ("python", "java", "rust", "javascript", "ruby", "php"):
+            assert isinstance(tokens(text, language).code, tuple)
