@@ -11,7 +11,9 @@ Change frequency leads, as in CodeScene and code-maat's `revisions`; authors and
 with logarithms so that they reorder entities of similar frequency without swamping it. Symbols are
 credited for their own lines only (a method's change does not also count for its class), so
 containers are not inflated. Only live symbols and files present at HEAD are ranked; merges and
-files recorded at file level only (lockfiles, generated, vendored...) are not counted.
+files recorded at file level only (lockfiles, generated, vendored...) are not counted. A symbol's
+changes are its substantive ones: formatting-only commits and lineage waypoints (its class
+renamed, its own code unchanged) are not counted (change_kinds.NOT_SUBSTANTIVE).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class Hotspots:
 
 
 _SCORE = "r * (1 + ln(a)) * (1 + log10(1 + l))"
+# What counts as a change of a symbol (the kinds of change_kinds.NOT_SUBSTANTIVE left out).
+_SUBSTANTIVE = "sc.change not in ('reformatted', 'rescoped')"
 
 
 def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: float | None = None,
@@ -67,7 +71,8 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
                          count(distinct c.author_email) as a, sum(sc.added + sc.deleted) as l,
                          max(c.author_time) as last
                   from symbol_changes sc join commits c on c.id = sc.commit_id
-                  where c.reachable = 1 and c.author_time >= :since group by sc.symbol_id)
+                  where c.reachable = 1 and c.author_time >= :since and {_SUBSTANTIVE}
+                  group by sc.symbol_id)
             join symbols s on s.id = sid join files f on f.id = s.file_id
             where s.alive = 1 and {in_prefix}
             order by score desc, n desc, f.path, s.qualname limit :k""", params).fetchall()
@@ -97,7 +102,8 @@ def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
     if symbol_id is not None:
         inner = (f"select count(*) as n, sum({recency}) as r, count(distinct c.author_email) as a,"
                  " sum(x.added + x.deleted) as l from symbol_changes x join commits c"
-                 " on c.id = x.commit_id where x.symbol_id = :id and c.reachable = 1")
+                 f" on c.id = x.commit_id where x.symbol_id = :id and c.reachable = 1"
+                 f" and {_SUBSTANTIVE.replace('sc.', 'x.')}")
     else:
         inner = (f"select count(*) as n, sum({recency}) as r, count(distinct c.author_email) as a,"
                  " sum(coalesce(x.added, 0) + coalesce(x.deleted, 0)) as l from file_changes x"

@@ -85,7 +85,8 @@ def history(result: History, now: float) -> str:
 def hotspots(result: Hotspots, now: float, explain: bool) -> str:
     window = f"last {result.since_days:g} days" if result.since_days else "all history"
     lines = [f"hotspots ({window}, half-life {result.half_life_days:g} days)"]
-    for title, rows in (("symbols", result.symbols), ("files", result.files)):
+    for title, rows in (("symbols (substantive changes: formatting-only commits not counted)",
+                         result.symbols), ("files", result.files)):
         lines.append(f"\n{title}:")
         if not rows:
             lines.append("  none")

@@ -65,6 +65,10 @@ class SymbolCard:
     history: list[Change] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     window_days: float = 90.0
+    # Commits left out of `history` and `changes` because they did not change the symbol's
+    # meaning: formatting only, and lineage waypoints (its class renamed, its code unchanged).
+    reformatted: int = 0
+    waypoints: int = 0
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -80,6 +84,10 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
         entries = file_history(con, target.file_id, redact_subjects=False)
     else:
         entries = symbol_history(con, target.symbol_id, redact_subjects=False)
+    # Reformatting is never a reason: folded into a count, as are lineage waypoints.
+    reformatted = sum(e.change == "reformatted" for e in entries)
+    waypoints = sum(not e.substantive for e in entries) - reformatted
+    entries = [e for e in entries if e.substantive]
     shown = [redacted(e.commit) for e in entries[:max(0, limit)]]
     whys = reasons(con, shown)
     history = [Change(c, e.change, whys.get(c.sha), e.members) for c, e in zip(shown, entries)]
@@ -93,7 +101,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     last = (shown[0] if shown else redacted(entries[0].commit)) if entries else None
     return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
-                      live_notes_for(con, repo_root, path, target.qualname), heat.window_days)
+                      live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
+                      reformatted, waypoints)
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,
@@ -110,6 +119,7 @@ def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float
            join symbol_changes sc on sc.symbol_id = s.id join commits c on c.id = sc.commit_id
            where f.path = :path and s.alive = 1 and c.reachable = 1 and c.author_time >= :since
                  and (:q is null or s.qualname = :q)
+                 and sc.change not in ('reformatted', 'rescoped')  -- substantive changes only
            group by s.id having n >= :min order by n desc, s.qualname""", params).fetchall()
     return [Heat(path, q, kind, line, n, a, n >= heat.threshold) for q, kind, line, n, a in rows]
 

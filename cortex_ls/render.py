@@ -65,6 +65,11 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
         more = card.changes - len(card.history)
         if more > 0:
             lines.append(f"- … {more} more (Cortex: Show Symbol History)")
+    folded = [_plural(card.reformatted, "formatting-only commit")] if card.reformatted else []
+    if card.waypoints:
+        folded.append(_plural(card.waypoints, "scope rename"))
+    if folded:  # dimmed: never a reason
+        lines.append(f"- *+ {' · '.join(folded)}*")
     if card.notes:
         lines += ["", "**Notes**"]
         for n in card.notes[:5]:

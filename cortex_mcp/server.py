@@ -188,14 +188,18 @@ def build_server(memory: Memory) -> MCPServer:
     @mcp.tool(annotations=READ)
     def symbol_history(target: TargetArg,
                        limit: Annotated[int, Field(ge=1, le=500)] = 10,
+                       substantive: bool = True,
                        repo: Repo = None) -> CallToolResult:
         """The commits that changed one function, class or file (not the whole file's log for a
-        symbol), newest first, each with its reason; and the live notes on it."""
+        symbol), newest first, each with its reason and kind (body, signature, docs, renamed,
+        moved, ...); and the live notes on it. Overloads are distinct: `Class.method(int)`.
+        `substantive` (default) leaves out formatting-only commits and renames of its class."""
         from cortex_core.history import history
         from cortex_core.notes import live_notes_for
         from cortex_core.symbol_info import reasons
         with memory.reading(repo) as (place, con):
-            result = history(con, spec_of(target, place.root), limit=limit)
+            result = history(con, spec_of(target, place.root), limit=limit,
+                             substantive=substantive)
             whys = reasons(con, [e.commit for e in result.entries])
             found = live_notes_for(con, place.root, result.target.path, result.target.qualname)
             lines = render.history(result, whys)

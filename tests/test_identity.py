@@ -116,6 +116,21 @@ def test_formatting_only_commits_are_marked_and_left_out_when_substantive(repo, 
         ("take c", "signature"), ("document", "docs"), ("f", "added")]
 
 
+def test_hotspots_count_substantive_changes_only(repo, cortex):
+    from cortex_core.hotspots import hotspots
+    repo.write("f.py", "def f(a, b):\n    return a+b\n\n\ndef g(a):\n    return a\n")
+    repo.commit("f and g")
+    for spaces in range(1, 4):  # three formatting-only commits of f
+        repo.write("f.py", f"def f(a, b):\n    return a{' ' * spaces}+b\n\n\n"
+                           "def g(a):\n    return a\n")
+        repo.commit(f"format {spaces}")
+    repo.write("f.py", "def f(a, b):\n    return a   +b\n\n\ndef g(a):\n    return a * 2\n")
+    repo.commit("double g")
+    cortex.index()
+    found = {h.qualname: h.changes for h in hotspots(cortex.reader(), top_k=5).symbols}
+    assert found == {"f": 1, "g": 2}
+
+
 def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
     src = ("from typing import overload\n\n\n@overload\ndef g(x: int) -> int: ...\n"
            "@overload\ndef g(x: str) -> str: ...\ndef g(x):\n    return x\n")
@@ -153,3 +168,18 @@ def test_the_lexer_is_linear_on_hostile_text():
                  "(" * 100_000, "#" * 200_000, "`" + "\\`" * 100_000):
         for language in ("python", "java", "rust", "javascript", "ruby", "php"):
             assert isinstance(tokens(text, language).code, tuple)
+
+
+def test_hovers_fold_formatting_only_commits(repo, cortex):
+    from cortex_core.symbol_info import symbol_card
+    from cortex_ls.render import hover
+    repo.write("f.py", "def f(a, b):\n    return a+b\n")
+    repo.commit("f")
+    repo.write("f.py", "def f(a, b):\n    return a + b\n")
+    repo.commit("style: spaces around +")
+    cortex.index()
+    card = symbol_card(cortex.reader(), repo.path, "f.py", "f")
+    assert (card.changes, card.reformatted, [c.commit.subject for c in card.history]) == \
+        (1, 1, ["f"])
+    text = hover(card, web_base=None, partial=False)
+    assert "*+ 1 formatting-only commit*" in text and "spaces around" not in text
