@@ -118,7 +118,7 @@ def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
         seen_def = False
         depth = 0
         for i, t in enumerate(code):
-            if t in ("def", "class"):
+            if t in ("def", "class", "lambda"):
                 seen_def = True
             elif t in _OPEN:
                 depth += 1

@@ -12,7 +12,7 @@ namespace, type (aliases and other named types), macro (Rust macro_rules!, C fun
 
 Per-language decisions:
 - Python: defs in module, class and function bodies and in their if/try/with blocks; the range of
-  a decorated definition starts at its first decorator.
+  a decorated definition starts at its first decorator. `f = lambda ...` is a function f.
 - JavaScript/TypeScript/TSX: `const f = () => {}` / `function () {}` / `class {}` assigned to a
   variable (anywhere a statement list is walked) takes the variable's name; class fields holding
   functions are methods; an anonymous `export default` function or class is named "default";
@@ -25,7 +25,10 @@ Per-language decisions:
   qualnames joins a struct with its impls. Trait method signatures are methods ("Trait.m").
   Preceding #[attributes] belong to the range. `mod m;` without a body is not a symbol.
 - Java: records are classes, annotation types interfaces; constructors are methods named after
-  their class ("Foo.Foo"); enum constant bodies and anonymous classes are skipped.
+  their class ("Foo.Foo()"). Inside a method or constructor, an anonymous class is a class named
+  "new Runnable" and local classes are classes, at any depth of statements and expressions
+  (found by one tree-sitter query per file, so the walk still never enters expressions); their
+  methods are symbols under it and roll up into it. Enum constant bodies are skipped.
 - C/C++: only definitions with a body (no prototypes, no forward declarations); a typedef'd
   struct is named by its tag when it has one, else by the typedef name, and its range is the
   whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
@@ -83,7 +86,7 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Callable, Iterable, NamedTuple
 
-from tree_sitter import Language, Node, Parser, Range, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
 from .qualnames import structural_name
@@ -426,6 +429,22 @@ def _javadoc(node: Node) -> bool:
     return (node.text or b"").startswith(b"/**")
 
 
+def _py_lambda(node: Node, outer: Node | None) -> _Name | None:
+    """`f = lambda x: ...`: a function named by its variable."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None or left.type != "identifier" or right.type != "lambda":
+        return None
+    return (left.text,), "function"
+
+
+def _java_anonymous(node: Node, outer: Node | None) -> _Name | None:
+    """`new Runnable() { ... }` is a class named "new Runnable" (generic arguments dropped)."""
+    if not any(c.type == "class_body" for c in node.named_children):
+        return None
+    name = _bare_type_name(node.child_by_field_name("type"))
+    return ((b"new " + (name or b"Object"),), "class")
+
+
 # ---------------------------------------------------------------------------------------------
 # Language tables
 
@@ -451,6 +470,10 @@ class _Spec:
     tagger: "Callable[[Node, Node | None, str], str] | None" = None
     # Accepts a leading sibling (a Java block comment is leading only when it is a Javadoc).
     lead_filter: "Callable[[Node], bool] | None" = None
+    # A tree-sitter query for definitions nested in expressions (Java anonymous classes) and
+    # statements of any depth (local classes): the children of a callable are the matches whose
+    # nearest enclosing definition it is, instead of the statements the walk would enter.
+    nested: str | None = None
     # Enclosing kinds that make a function a method.
     method_parents: frozenset[str] = frozenset({"class", "struct", "interface", "trait", "impl",
                                                 "enum"})
@@ -508,7 +531,8 @@ _C_WRAPPERS = frozenset({"declaration", "type_definition", "field_declaration"})
 
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(
-        defs={"function_definition": _Def("function"), "class_definition": _Def("class")},
+        defs={"function_definition": _Def("function"), "class_definition": _Def("class"),
+              "assignment": _Def("function", _py_lambda)},
         # Control flow is walked inside functions too: tkinter alone defines two closures in
         # if/else branches of methods. It costs ~1 ms per 5,000 lines.
         containers=frozenset({"module", "block", "if_statement", "elif_clause", "else_clause",
@@ -556,6 +580,7 @@ _SPECS: dict[str, _Spec] = {
             "method_declaration": _Def("method"),
             "constructor_declaration": _Def("method"),
             "compact_constructor_declaration": _Def("method"),
+            "object_creation_expression": _Def("class", _java_anonymous),
         },
         containers=frozenset({"program", "class_body", "interface_body", "enum_body",
                               "enum_body_declarations", "annotation_type_body", "block",
@@ -563,6 +588,8 @@ _SPECS: dict[str, _Spec] = {
         leading=frozenset({"block_comment"}),
         lead_filter=_javadoc,
         tagger=_java_tag,
+        nested="(object_creation_expression (class_body)) @d (class_declaration) @d"
+               " (record_declaration) @d (enum_declaration) @d (interface_declaration) @d",
     ),
     "c": _Spec(defs=_C_DEFS, containers=_C_CONTAINERS, wrappers=_C_WRAPPERS),
     "cpp": _Spec(
@@ -699,6 +726,9 @@ class _Walker:
         self.wrappers = resolve(spec.wrappers)
         self.leading = resolve(spec.leading)
         self.lead_filter = spec.lead_filter
+        self.nested = Query(language, spec.nested) if spec.nested else None
+        self.callables = frozenset(i for i, rule in self.defs.items()
+                                   if rule.kind in _CALLABLE_KINDS)
 
     def children(self, node: Node, parent: int) -> list[_Item]:
         """The children of `node` worth walking, each with its leading siblings."""
@@ -721,17 +751,34 @@ class _Walker:
         blob's extraction instead of walked."""
         found = _Extraction([], [], [], [], set())
         namespaces: set[str] = set()  # qualnames of namespaces, to tell C++ ns::f from Foo::f
+        nested = self._nested(root) if self.nested is not None else None
         stack = self.children(root, -1)
         stack.reverse()
         while stack:
-            children = self._visit(stack.pop(), found, namespaces, reuse)
+            children = self._visit(stack.pop(), found, namespaces, reuse, nested)
             children.reverse()
             stack.extend(children)
         found.symbols[:] = _identities(found.symbols)
         return found
 
+    def _nested(self, root: Node) -> dict[tuple[int, int], list[Node]]:
+        """(start, end) of a callable -> the nested definitions it is the nearest definition of.
+        One query over the file, in C; only the matches' ancestors are looked at in Python."""
+        out: dict[tuple[int, int], list[Node]] = {}
+        defs = self.defs
+        for node in QueryCursor(self.nested).captures(root).get("d", ()):
+            up = node.parent
+            while up is not None and up.kind_id not in defs:
+                up = up.parent
+            if up is not None and up.kind_id in self.callables:
+                out.setdefault((up.start_byte, up.end_byte), []).append(node)
+        for nodes in out.values():
+            nodes.sort(key=lambda n: n.start_byte)
+        return out
+
     def _visit(self, item: _Item, found: _Extraction, namespaces: set[str],
-               reuse: _Reuse | None) -> list[_Item]:
+               reuse: _Reuse | None,
+               nested: dict[tuple[int, int], list[Node]] | None = None) -> list[_Item]:
         """Appends the symbol `item` defines, if any; returns its children to walk (none when
         the symbols under it were copied)."""
         node, parent, outer, lead = item
@@ -746,6 +793,9 @@ class _Walker:
             index = self._add(found, namespaces, rule, read, node, parent, outer, lead)
             if at is not None and reuse.copy_descendants(at, index, found, namespaces):
                 return []  # an unchanged subtree under a symbol that is the same as before
+            if nested is not None and kind_id in self.callables:
+                return [(n, index, None, None) for n in nested.get((node.start_byte,
+                                                                    node.end_byte), ())]
             return self.children(node, index)
         children = self.children(node, parent)
         # A wrapper lends its range only when it holds a single definition.
@@ -833,7 +883,7 @@ def _identities(symbols: list[Symbol]) -> list[Symbol]:
             ident += s.tag
         # Only callables: reopened namespaces, a struct and its impls, merged TS interfaces and
         # classes redefined in if/else are one thing each.
-        if s.tag != OVERLOAD and s.kind in _CALLABLE_KINDS:
+        if s.tag != OVERLOAD and (s.kind in _CALLABLE_KINDS or s.name.startswith("new ")):
             n = seen[(s.parent, ident)] = seen.get((s.parent, ident), 0) + 1
             if n > 1:
                 ident += f"[{n}]"

@@ -183,3 +183,34 @@ def test_hovers_fold_formatting_only_commits(repo, cortex):
         (1, 1, ["f"])
     text = hover(card, web_base=None, partial=False)
     assert "*+ 1 formatting-only commit*" in text and "spaces around" not in text
+
+
+def test_methods_of_anonymous_classes_have_histories_and_roll_up(repo, cortex):
+    src = ("class Runner {\n    Statement block(final Method m) {\n"
+           "        return new Statement() {\n"
+           "            @Override\n            public void evaluate() throws Throwable {\n"
+           "                m.invoke();\n            }\n        };\n    }\n}\n")
+    repo.write("Runner.java", src)
+    repo.commit("runner")
+    repo.write("Runner.java", src.replace("m.invoke();", "m.invoke();\n                log();"))
+    repo.commit("log each run")
+    cortex.index()
+    con = cortex.reader()
+    inner = "Runner.block(Method).new Statement.evaluate()"
+    assert subjects(con, "Runner.java", inner) == [("log each run", "body"), ("runner", "added")]
+    assert [s for s, _ in subjects(con, "Runner.java", "Runner.block(Method)")] == [
+        "log each run", "runner"]
+    # The hover on a line of the inner method shows the inner method.
+    assert resolve(con, TargetSpec("Runner.java", line=6)).qualname == inner
+    assert resolve(con, TargetSpec("Runner.java", line=2)).qualname == "Runner.block(Method)"
+
+
+def test_a_lambda_bound_to_a_name_is_a_function(repo, cortex):
+    repo.write("k.py", "def rows(items):\n    key = lambda r: r.name\n    return sorted(items, key=key)\n")
+    repo.commit("rows")
+    repo.write("k.py", "def rows(items):\n    key = lambda r: r.name.lower()\n"
+                       "    return sorted(items, key=key)\n")
+    repo.commit("case-insensitive")
+    cortex.index()
+    assert subjects(cortex.reader(), "k.py", "rows.key") == [("case-insensitive", "body"),
+                                                            ("rows", "added")]

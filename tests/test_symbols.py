@@ -397,7 +397,10 @@ public class OrderService extends Base implements Api {
         # Overloads are told apart by their parameter types as written.
         ("OrderService.OrderService(List<Order>)", "method", 9, 11),
         ("OrderService.find(int)", "method", 13, 16),
-        ("OrderService.find(String)", "method", 18, 23),  # the anonymous run() is no symbol
+        ("OrderService.find(String)", "method", 18, 23),
+        # An anonymous class and its methods are symbols under the method that creates it.
+        ("OrderService.find(String).new Runnable", "class", 19, 21),
+        ("OrderService.find(String).new Runnable.run()", "method", 20, 20),
         ("OrderService.Listener", "interface", 25, 27),
         ("OrderService.Listener.changed(Order)", "method", 26, 26),
         ("OrderService.Status", "enum", 29, 32),
