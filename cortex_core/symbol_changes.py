@@ -19,7 +19,7 @@ instead of ending one and starting another:
 5. within one scope, the rest of a kind paired as a matching: every pair whose code tokens (own
    name masked) have a similarity of at least SIMILAR, best first;
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
-   name unique on both sides with similarity at least MOVED_SIMILAR; then any callables with
+   name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
 7. a file rename carries every symbol whose identity survives.
 
@@ -310,12 +310,18 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     for olds, news in groups.values():
         if olds and news:
             _match(olds, news, SIMILAR, link)
-    # 6. Across scopes: the same simple name, then near copies.
-    for old, new in _unique_keys(gone, born, lambda s: s.symbol.name):
-        if not old.paired and not new.paired:
-            similarity = token_similarity(old.masked(), new.masked(), MOVED_SIMILAR)
-            if similarity >= MOVED_SIMILAR:
-                link(old, new, similarity)
+    # 6. Across scopes: the same simple name (a matching per name), then near copies.
+    by_name: dict[str, tuple[list[_Side], list[_Side]]] = {}
+    for s in gone:
+        if not s.paired:
+            by_name.setdefault(s.symbol.name, ([], []))[0].append(s)
+    for s in born:
+        if not s.paired:
+            by_name.setdefault(s.symbol.name, ([], []))[1].append(s)
+    for name in sorted(by_name):
+        olds, news = by_name[name]
+        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+            _match(olds, news, MOVED_SIMILAR, link)
     olds = [s for s in gone if not s.paired and s.symbol.kind in _CALLABLE]
     news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
     if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
