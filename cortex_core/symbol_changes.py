@@ -21,7 +21,11 @@ instead of ending one and starting another:
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
    name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
-7. a file rename carries every symbol whose identity survives.
+7. a file rename carries every symbol whose identity survives;
+8. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
+   edited in the same commit, which itself kept at least EXTRACT_MARGIN less of it (the body
+   moved into a new method, the old one now a wrapper), continues that callable's lineage, which
+   goes on as well.
 
 The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
 with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
@@ -175,6 +179,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     changes: list[SymbolChange] = []
     gone: list[_Side] = []
     born: list[_Side] = []
+    edited: list[tuple[_Side, _Side]] = []  # callables changed in place: (before, after)
     for f in files:
         deleted_ranges, added_ranges = hunk_ranges(f.hunks)
         minus = own_lines(f.old, deleted_ranges, f.old_source)
@@ -200,6 +205,12 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 if old_parts != new_parts:
                     kind = _parts_kind(old_parts, new_parts, f.new_language)
                     changes.append(SymbolChange(f.new_path, sym, kind, a, d))
+                    if sym.kind in _CALLABLE and kind in ("body", "signature"):
+                        edited.append((
+                            _Side(f.old_path, before, old_parents[qualname], d, f.old_source,
+                                  f.old_language, f.new_path),
+                            _Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
+                                  f.new_language, f.new_path)))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
                 gone.append(_Side(f.old_path, sym, old_parents[qualname],
@@ -211,6 +222,10 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                                     old.path, old.symbol, confidence))
         # The old identity's history ends with the same event (not with a deletion).
         changes.append(SymbolChange(old.path, old.symbol, kind, 0, old.lines))
+    for donor, new, kind, confidence in _extracted(edited, born):
+        # The donor's history goes on too: it is not ended here.
+        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, 0, donor.path,
+                                    donor.symbol, confidence))
     changes.extend(SymbolChange(s.path, s.symbol, "added", s.lines, 0)
                    for s in born if not s.paired)
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
@@ -327,6 +342,38 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
         _match(olds, news, RENAMED_MOVED_SIMILAR, link)
     return pairs
+
+
+EXTRACT_SIMILAR = 0.7   # a new definition that holds this much of an edited one's old code
+EXTRACT_MARGIN = 0.15   # ... and more of it, by this much, than the edited one kept
+
+
+def _extracted(edited: list[tuple[_Side, _Side]],
+               born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
+    """New callables that took most of the code of a callable edited in the same commit, which
+    kept less of it: the body moved into a new method and the old one became a wrapper
+    (`isNumber` -> `isCreatable`, an overload gaining a parameter). The new one continues the
+    old one's lineage; the old one keeps its own."""
+    news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
+    if not edited or not news or len(edited) * len(news) > MAX_CANDIDATES:
+        return []
+    scored = []
+    for before, after in edited:
+        kept = token_similarity(before.masked(), after.masked())
+        for n in news:
+            similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
+            if similarity >= EXTRACT_SIMILAR and similarity >= kept + EXTRACT_MARGIN:
+                scored.append((-similarity, before.path, before.symbol.qualname, n.path,
+                               n.symbol.qualname, before, n))
+    out = []
+    used: set[int] = set()
+    for negative, *_, before, n in sorted(scored, key=lambda t: t[:5]):
+        if n.paired or id(before) in used:
+            continue
+        n.paired = True
+        used.add(id(before))
+        out.append((before, n, _kind(before, n), -negative))
+    return out
 
 
 def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None:

@@ -214,3 +214,30 @@ def test_a_lambda_bound_to_a_name_is_a_function(repo, cortex):
     cortex.index()
     assert subjects(cortex.reader(), "k.py", "rows.key") == [("case-insensitive", "body"),
                                                             ("rows", "added")]
+
+
+def test_a_body_moved_into_a_new_method_takes_its_history_along(repo, cortex):
+    """isNumber's code moves into the new isCreatable and isNumber becomes a wrapper: both
+    histories hold the old commits (commons-lang's LANG-1252 did this)."""
+    body = ("        if (s == null) {\n            return false;\n        }\n"
+            "        for (int i = 0; i < s.length(); i++) {\n"
+            "            if (!Character.isDigit(s.charAt(i))) {\n                return false;\n"
+            "            }\n        }\n        return true;\n")
+    repo.write("N.java", f"class N {{\n    static boolean isNumber(String s) {{\n{body}    }}\n}}\n")
+    repo.commit("isNumber")
+    repo.write("N.java", f"class N {{\n    static boolean isNumber(String s) {{\n"
+                         f"{body.replace('return true;', 'return s.length() > 0;')}    }}\n}}\n")
+    repo.commit("empty is no number")
+    body = body.replace("return true;", "return s.length() > 0;")
+    repo.write("N.java", "class N {\n    static boolean isNumber(String s) {\n"
+                         "        return isCreatable(s);\n    }\n\n"
+                         f"    static boolean isCreatable(String s) {{\n{body}    }}\n}}\n")
+    repo.commit("better naming")
+    cortex.index()
+    con = cortex.reader()
+    assert [s for s, _ in subjects(con, "N.java", "N.isCreatable(String)")] == [
+        "better naming", "empty is no number", "isNumber"]
+    assert [s for s, _ in subjects(con, "N.java", "N.isNumber(String)")] == [
+        "better naming", "empty is no number", "isNumber"]
+    entry = history(con, TargetSpec("N.java", "N.isCreatable(String)")).entries[0]
+    assert entry.change == "renamed"  # an exact copy of the old code: no confidence shown
