@@ -12,6 +12,7 @@ from pygit2.enums import DiffFind
 
 from .config import IndexSettings
 from .languages import language_for_path
+from .merge_reader import MergeFile, read_merge
 from .messages import classify, split_message
 from .skip_rules import skip_by_content, skip_by_path
 from .symbol_changes import FileSymbols, SymbolChange, match_commit
@@ -50,6 +51,7 @@ class CommitRecord:
     files: list[FileRecord] = field(default_factory=list)
     symbols: list[SymbolChange] = field(default_factory=list)
     parses: int = 0  # blobs parsed to read this commit (the others came from the cache)
+    merge_files: list[MergeFile] = field(default_factory=list)  # a merge's, for line blame
 
     @property
     def is_merge(self) -> bool:
@@ -75,7 +77,10 @@ class CommitReader:
                               commit.commit_time, subject, body,
                               classify(subject, len(parents) > 1))
         if record.is_merge:
-            return record  # merges contribute no hunks: their changes are in the merged commits
+            # No file changes: a merge's changes are the merged commits'. Line blame still needs
+            # to know which parent each file came from (merge_reader).
+            record.merge_files = read_merge(self, commit)
+            return record
         if parents:
             diff = self.repo.diff(commit.parents[0].tree, commit.tree, context_lines=0,
                                   interhunk_lines=0)

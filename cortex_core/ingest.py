@@ -3,8 +3,10 @@
 One pass over the commits not indexed yet, parents before children. Each commit is diffed against
 its first parent with zero context and rename detection; the old and new blob of every changed file
 in a supported language are parsed (each blob once) and the hunks are mapped to the innermost
-symbols — deleted lines to the old blob's symbols, added lines to the new blob's. Batches commit in
-their own transactions, so a killed run leaves a consistent store that the next run continues.
+symbols — deleted lines to the old blob's symbols, added lines to the new blob's. Merges record
+no changes, only what line blame needs (merge_reader); after the commits, the version graph of
+line blame is extended (versions.py). Batches commit in their own transactions, so a killed run
+leaves a consistent store that the next run continues.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .read_pool import head_files_parallel, read_parallel
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
 from .symbols import Symbol
+from .versions import VersionGraph
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
 PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
@@ -220,9 +223,14 @@ class _Indexer:
             set_meta(con, "tips", "[]")
 
         self._ingest(new)
+        if get_meta(con, "reread_merges"):
+            self._reread_merges()
+        versions = VersionGraph(con)
+        versions.update()
         head = self.repo.head.peel(pygit2.Commit)
         with con:
             self._snapshot_head(head)
+            versions.write_head(str(head.id))
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
@@ -266,6 +274,7 @@ class _Indexer:
     def _ingest(self, commits: list[pygit2.Commit]) -> None:
         """Read and store `commits`, in transactions of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
+        generations = self._generations(commits)
         total = len(commits)
         if self.progress:
             self.progress(0, total)
@@ -274,7 +283,7 @@ class _Indexer:
         while done < total:
             with self.con:
                 for position, record in records:
-                    self._write(record, seq0 + position)
+                    self._write(record, seq0 + position, generations[position])
                     done += 1
                     if self.progress:
                         self.progress(done, total)
@@ -289,17 +298,35 @@ class _Indexer:
                                  [str(c.id) for c in commits], self.jobs)
         return ((i, self.reader.read(c)) for i, c in enumerate(commits))
 
-    def _write(self, record: CommitRecord, seq: int) -> None:
+    def _generations(self, commits: list[pygit2.Commit]) -> list[int]:
+        """The generation of each of `commits` (parents first): from the list itself, not from
+        the order records are written in, which worker processes do not keep."""
+        known: dict[str, int] = {}
+        out = []
+        for commit in commits:
+            generation = 0
+            for parent in map(str, commit.parent_ids):
+                if parent not in known:   # stored by an earlier run, or missing (shallow): 0
+                    known[parent] = self.con.execute(
+                        "select generation from commits where sha = ?", (parent,)).get or 0
+                generation = max(generation, known[parent])
+            known[str(commit.id)] = generation + 1
+            out.append(generation + 1)
+        return out
+
+    def _write(self, record: CommitRecord, seq: int, generation: int) -> None:
         added = sum(f.added or 0 for f in record.files)
         deleted = sum(f.deleted or 0 for f in record.files)
         commit_id = self.con.execute(
-            "insert into commits(sha, seq, parents, author_name, author_email, author_time,"
-            " author_offset, committer_time, subject, body, kind, is_merge, files_changed,"
-            " lines_added, lines_deleted) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
-            (record.sha, seq, " ".join(record.parents), record.author_name, record.author_email,
-             record.author_time, record.author_offset, record.committer_time, record.subject,
-             record.body, record.kind, int(record.is_merge), len(record.files), added,
-             deleted)).get
+            "insert into commits(sha, seq, generation, parents, author_name, author_email,"
+            " author_time, author_offset, committer_time, subject, body, kind, is_merge,"
+            " files_changed, lines_added, lines_deleted)"
+            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            (record.sha, seq, generation, " ".join(record.parents), record.author_name,
+             record.author_email, record.author_time, record.author_offset,
+             record.committer_time, record.subject, record.body, record.kind,
+             int(record.is_merge), len(record.files), added, deleted)).get
+        self._write_merge_files(commit_id, record)
         for f in record.files:
             file_id = self._file_id(f.path)
             old_file_id = self._file_id(f.old_path) if f.old_path is not None else None
@@ -326,6 +353,49 @@ class _Indexer:
             " from_symbol_id, confidence) values (?,?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
         self.parses += record.parses
+
+    def _write_merge_files(self, commit_id: int, record: CommitRecord) -> None:
+        """What a merge did to each file, for line blame (see merge_reader)."""
+        for entry in record.merge_files:
+            file_id = self._file_id(entry.path)
+            self.con.execute(
+                "insert or replace into merge_files(commit_id, file_id, old_file_id, status, via,"
+                " via_file_id, lines) values (?,?,?,?,?,?,?)",
+                (commit_id, file_id, self._file_id(entry.old_path) if entry.old_path else None,
+                 entry.status, entry.via,
+                 self._file_id(entry.via_path) if entry.via_path else None, entry.lines))
+            for edge in entry.edges:
+                self.con.execute(
+                    "insert or replace into merge_edges(commit_id, file_id, parent, old_file_id,"
+                    " skip_reason) values (?,?,?,?,?)",
+                    (commit_id, file_id, edge.parent, self._file_id(edge.old_path),
+                     edge.skip_reason))
+                self.con.executemany(
+                    "insert into merge_hunks(commit_id, file_id, parent, old_start, old_lines,"
+                    " new_start, new_lines) values (?,?,?,?,?,?,?)",
+                    ((commit_id, file_id, edge.parent, *h) for h in edge.hunks))
+
+    def _reread_merges(self) -> None:
+        """Merges stored before the store had merge_files (schema 5): read them again, once.
+        In one transaction, so that a stopped run leaves the flag for the next one."""
+        con = self.con
+        ids = dict(con.execute("select sha, id from commits where is_merge = 1"))
+        merges = [c for c in (self._commit(sha) for sha in ids) if c is not None]
+        with con:
+            con.execute("delete from merge_hunks")
+            con.execute("delete from merge_edges")
+            con.execute("delete from merge_files")
+            for _, record in self._records(merges):
+                self._write_merge_files(ids[record.sha], record)
+            con.execute("delete from meta where key = 'reread_merges'")
+
+    def _commit(self, sha: str) -> pygit2.Commit | None:
+        """The commit, None when the repository no longer has it (a rewrite, then gc)."""
+        try:
+            commit = self.repo.get(sha)
+        except (ValueError, pygit2.GitError):
+            return None
+        return commit if isinstance(commit, pygit2.Commit) else None
 
     # -- memory ------------------------------------------------------------------------------
 

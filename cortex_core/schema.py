@@ -1,8 +1,9 @@
 """The store's schema, as an append-only list of migrations: entry N brings version N to N+1.
 
 Never edit a migration that has shipped; add one. A migration that needs more than SQL to fill
-what it adds in an existing store has a Python step in BACKFILLS. The vector table (`item_vectors`, vec0) is not
-here: its width is the embedding model's, so it is created when a model is first used.
+what it adds in an existing store has a Python step in BACKFILLS. The vector table
+(`item_vectors`, vec0) is not here: its width is the embedding model's, so it is created when a
+model is first used.
 """
 
 MIGRATIONS: list[str] = [
@@ -265,4 +266,117 @@ MIGRATIONS: list[str] = [
     insert or replace into meta(key, value) select 'rebuild_history', '4'
         where exists (select 1 from commits);
     """,
+    # 5: line blame through merges (every file's version graph, see versions.py) and an order of
+    # history that does not depend on how the commits were indexed.
+    """
+    -- generation: 1 + the largest generation among the commit's parents (1 for a root): above
+    -- every ancestor's, whatever order commits were indexed in; it orders commits of equal time,
+    -- and lineage (renames, moves). Existing stores get it from the backfill (BACKFILLS).
+    -- versioned: 1 once the commit's file versions are in file_versions.
+    alter table commits add column generation integer not null default 0;
+    alter table commits add column versioned integer not null default 0;
+    create index commits_unversioned on commits(id) where versioned = 0;
+
+    -- Merges carry no file_changes (their changes are the merged commits'); for line blame each
+    -- file the merge's result differs in from its first parent has a row here. status and
+    -- old_file_id: against the first parent (A M D R T). via: the first parent (0-based) whose
+    -- version is identical (git blame passes the whole file to it), via_file_id its path there;
+    -- null when the merge changed the file against every parent: then merge_edges has a row per
+    -- parent that has the file, and lines is the merge's line count.
+    create table merge_files(
+        commit_id integer not null references commits(id),
+        file_id integer not null references files(id),
+        old_file_id integer references files(id),
+        status text not null,
+        via integer,
+        via_file_id integer references files(id),
+        lines integer,
+        primary key (commit_id, file_id)
+    ) without rowid;
+    create index merge_files_file on merge_files(file_id, commit_id);
+
+    -- A merge's diff of a file against one parent's version (old_file_id: its path there), with
+    -- its hunks in merge_hunks; skip_reason: why the hunks were not recorded.
+    create table merge_edges(
+        commit_id integer not null references commits(id),
+        file_id integer not null references files(id),
+        parent integer not null,
+        old_file_id integer not null references files(id),
+        skip_reason text,
+        primary key (commit_id, file_id, parent)
+    ) without rowid;
+    create table merge_hunks(
+        commit_id integer not null,
+        file_id integer not null,
+        parent integer not null,
+        old_start integer not null,
+        old_lines integer not null,
+        new_start integer not null,
+        new_lines integer not null
+    );
+    create index merge_hunks_edge on merge_hunks(file_id, commit_id, parent);
+
+    -- The version graph of every file: a row per commit that made a version of the file (a
+    -- non-merge that changed it, a merge that changed it against every parent) and parent whose
+    -- version it changed; prev_commit_id: the commit that made that parent's version (null when
+    -- unknown), prev_file_id: the file's path there. parent null: the file was created there, with
+    -- `lines` lines. skip_reason: the diff was not recorded (the edge cannot be crossed). merge:
+    -- the hunks are in merge_hunks, not hunks (kept here: reading it from commits costs more
+    -- than the rest of a step of the walk).
+    create table file_versions(
+        file_id integer not null references files(id),
+        commit_id integer not null references commits(id),
+        parent integer,
+        prev_commit_id integer references commits(id),
+        prev_file_id integer references files(id),
+        skip_reason text,
+        lines integer,
+        merge integer not null default 0
+    );
+    create index file_versions_node on file_versions(file_id, commit_id);
+
+    -- The commit whose version of each file the indexed HEAD has (meta versions_head: which
+    -- HEAD), and the file's path there (a merge may have taken it whole from a renamed file).
+    create table head_versions(
+        file_id integer primary key references files(id),
+        commit_id integer not null references commits(id),
+        version_file_id integer not null references files(id)
+    );
+
+    -- Merges indexed before this migration have no merge_files: the indexer reads them again.
+    insert or replace into meta(key, value) select 'reread_merges', '5'
+        where exists (select 1 from commits where is_merge = 1);
+    """,
 ]
+
+
+def _generations(con) -> None:
+    """Migration 5's backfill: every stored commit's generation. Depth-first over the parent
+    links rather than in seq order: a run resumed after a kill may have stored a child before its
+    parent. A parent missing from the store (a shallow clone) counts as generation 0."""
+    ids: dict[str, int] = {}
+    parents: dict[int, list[str]] = {}
+    for commit_id, sha, parent_shas in con.execute("select id, sha, parents from commits"):
+        ids[sha] = commit_id
+        parents[commit_id] = parent_shas.split()
+    generation: dict[int, int] = {}
+    for start in parents:
+        stack = [start]
+        while stack:
+            top = stack[-1]
+            if top in generation:
+                stack.pop()
+                continue
+            known = [ids[p] for p in parents[top] if p in ids]
+            waiting = [p for p in known if p not in generation]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            generation[top] = 1 + max((generation[p] for p in known), default=0)
+            stack.pop()
+    con.executemany("update commits set generation = ? where id = ?",
+                    ((g, c) for c, g in generation.items()))
+
+
+# Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
+BACKFILLS = {5: _generations}

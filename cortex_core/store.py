@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import apsw
 
 from .errors import IndexerBusy, IndexQueued, StoreError
-from .schema import MIGRATIONS
+from .schema import BACKFILLS, MIGRATIONS
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -118,11 +118,13 @@ def _check_not_newer(con: apsw.Connection, path: Path) -> int:
 
 
 def migrate(con: apsw.Connection, path: Path) -> None:
-    """Bring the schema up to date, one migration per transaction."""
+    """Bring the schema up to date, one migration per transaction (its SQL, then its backfill)."""
     version = _check_not_newer(con, path)
     for number in range(version, SCHEMA_VERSION):
         with con:
             con.execute(MIGRATIONS[number])
+            if number + 1 in BACKFILLS:
+                BACKFILLS[number + 1](con)
             con.execute("insert or replace into meta(key, value) values ('schema_version', ?)",
                         (str(number + 1),))
 
