@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .history import COMMIT_COLUMNS, CommitRef, commit_ref
+from .history import COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef, commit_ref
 from .targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
@@ -109,11 +109,12 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         (max_changeset,))}
     file_canon = _canonical(con.execute(
         "select fc.old_file_id, fc.file_id from file_changes fc join commits c on"
-        " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1 order by c.seq"))
+        " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1"
+        f" order by {OLDEST_FIRST}"))
     symbol_canon = _canonical(con.execute(
         "select sc.from_symbol_id, sc.symbol_id from symbol_changes sc join commits c on"
         " c.id = sc.commit_id where sc.from_symbol_id is not null and c.reachable = 1"
-        " order by c.seq"))
+        f" order by {OLDEST_FIRST}"))
     file_rows = con.execute("select commit_id, file_id from file_changes"
                             " where skip_reason is null").fetchall()
     symbol_rows = con.execute("select commit_id, symbol_id from symbol_changes").fetchall()
@@ -179,7 +180,7 @@ def _partners(con, mine: set[int], by_commit: dict[int, set[int]],
 def _evidence(con, commit_ids: list[int]) -> list[CommitRef]:
     marks = ",".join("?" * len(commit_ids))
     rows = con.execute(f"select {COMMIT_COLUMNS} from commits c where c.id in ({marks})"
-                       f" order by c.seq desc limit {EVIDENCE}", commit_ids).fetchall()
+                       f" order by {NEWEST_FIRST} limit {EVIDENCE}", commit_ids).fetchall()
     return [commit_ref(r) for r in rows]
 
 

@@ -23,9 +23,21 @@ from .change_kinds import NOT_SUBSTANTIVE
 from .redact import redact
 from .targets import Target, TargetSpec, resolve
 
-NO_LIMIT = 1 << 62
+NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
+# The order of history, the same however the store was indexed (one run, resumed, incremental):
+# newest first by committer time, which is what git log orders by and which follows topology far
+# better than author time (a rebase or a cherry-pick keeps the author's date, gives a new
+# committer date); commits of equal time children first (higher generation); then by sha.
+# ORDER_KEY is time and generation in one integer (generations below 2^24), the eighth column of
+# COMMIT_COLUMNS; NEWEST_FIRST the same order for SQL, OLDEST_FIRST its reverse; BEFORE and AFTER
+# compare with a commit's (committer_time, generation, sha).
+ORDER_KEY = "c.committer_time * 16777216 + min(c.generation, 16777215)"
+NEWEST_FIRST = "c.committer_time desc, c.generation desc, c.sha desc"
+OLDEST_FIRST = "c.committer_time, c.generation, c.sha"
+BEFORE = "(c.committer_time, c.generation, c.sha) < (?, ?, ?)"
+AFTER = "(c.committer_time, c.generation, c.sha) > (?, ?, ?)"
 COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.author_email,"
-                  " c.subject, c.kind, c.seq")
+                  f" c.subject, c.kind, {ORDER_KEY}")
 
 
 @dataclass(frozen=True)
@@ -116,7 +128,7 @@ def file_history(con: apsw.Connection, file_id: int,
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
-                " where fc.file_id = ? and c.reachable = 1 and c.seq < ?", (fid, limit)):
+                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE}", (fid, *limit)):
             entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
                                                  FILE_STATUS.get(row[8], row[8]),
                                                  row[9], row[10], row[11])))
@@ -134,8 +146,8 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
-                " and c.reachable = 1 and c.seq < ?",
-                (file_id, qualname, len(qualname) + 1, qualname + ".", limit)):
+                f" and c.reachable = 1 and {BEFORE}",
+                (file_id, qualname, len(qualname) + 1, qualname + ".", *limit)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
                                                  "name": qualname})
@@ -173,32 +185,39 @@ def _container_change(own: str | None, member_kinds: set[str]) -> str:
     return "body"
 
 
-# Lineage links: (id, predecessor id, seq of the commit that made the link).
-_FILE_LINKS = ("select fc.old_file_id, c.seq from file_changes fc join commits c on"
-               " c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R' and c.seq < ?"
-               " and c.reachable = 1 and fc.old_file_id is not null")
-_SYMBOL_LINKS = ("select sc.from_symbol_id, c.seq from symbol_changes sc join commits c on"
-                 " c.id = sc.commit_id where sc.symbol_id = ? and c.seq < ?"
-                 " and c.reachable = 1 and sc.from_symbol_id is not null")
+# Lineage links: (predecessor id, the link's commit as a limit), for an id and a limit.
+# "Before the link" is before it in history's order (BEFORE): what history shows below the
+# rename is the old identity's, whatever order the commits were indexed in.
+_FILE_LINKS = ("select fc.old_file_id, c.committer_time, c.generation, c.sha from file_changes fc"
+               " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R'"
+               f" and {BEFORE} and c.reachable = 1 and fc.old_file_id is not null"
+               f" order by {NEWEST_FIRST}")
+_SYMBOL_LINKS = ("select sc.from_symbol_id, c.committer_time, c.generation, c.sha"
+                 " from symbol_changes sc join commits c on c.id = sc.commit_id"
+                 f" where sc.symbol_id = ? and {BEFORE} and c.reachable = 1"
+                 f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
+
+Limit = tuple[int, int, str]   # (committer time, generation, sha) of a commit, see BEFORE
 
 
-def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, int]]:
-    """(identity, seq limit) for the target and every identity it was renamed or moved from; each
-    predecessor contributes only the commits before the link. Terminates on cycles (a -> b -> a)
-    because every step back lowers the seq limit."""
-    out: dict[int, int] = {}
-    stack = [(start, NO_LIMIT)]
+def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, Limit]]:
+    """(identity, limit) for the target and every identity it was renamed or moved from; each
+    predecessor contributes only the commits before the link. Terminates on cycles
+    (a -> b -> a) because every step back lowers the limit."""
+    out: dict[int, Limit] = {}
+    stack: list[tuple[int, Limit]] = [(start, NO_LIMIT)]
     while stack:
         ident, limit = stack.pop()
-        if out.get(ident, -1) >= limit:
+        if ident in out and out[ident] >= limit:
             continue
         out[ident] = limit
-        for previous, seq in con.execute(links_sql, (ident, limit)).fetchall():
+        for previous, *link in con.execute(links_sql, (ident, *limit)).fetchall():
             if previous != ident:
-                stack.append((previous, seq))
+                stack.append((previous, tuple(link)))
     return list(out.items())
 
 
 def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]:
-    entries.sort(key=lambda pair: pair[0], reverse=True)
+    """Entries keyed by ORDER_KEY in history's order (see ORDER_KEY); ties by sha."""
+    entries.sort(key=lambda pair: (pair[0], pair[1].commit.sha), reverse=True)
     return [entry for _, entry in entries]

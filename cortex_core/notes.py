@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CortexError, NotFound
-from .history import COMMIT_COLUMNS, CommitRef, commit_ref
+from .history import AFTER, COMMIT_COLUMNS, OLDEST_FIRST, CommitRef, commit_ref
 from .memory import delete_items, insert_item
 from .redact import redact
 from .store import get_meta, immediate
@@ -257,21 +257,25 @@ def _note(con, repo_root: Path, row, hashes: dict) -> Note:
 
 def _first_change_after(con, path: str, qualname: str | None, anchor_commit: str | None,
                         recorded_at: int) -> CommitRef | None:
-    seq = con.execute("select seq from commits where sha = ?", (anchor_commit,)).get \
-        if anchor_commit else None
-    after, value = ("c.seq > ?", seq) if seq is not None else ("c.author_time > ?", recorded_at)
+    # "After" in history's order (history.ORDER_KEY), which does not depend on how the store
+    # was indexed.
+    anchor = con.execute("select committer_time, generation, sha from commits where sha = ?",
+                         (anchor_commit,)).fetchone() if anchor_commit else None
+    after, values = (AFTER, tuple(anchor)) if anchor is not None \
+        else ("c.author_time > ?", (recorded_at,))
+    oldest_first = f"order by {OLDEST_FIRST} limit 1"
     if qualname:
         sql = (f"select {COMMIT_COLUMNS} from symbol_changes x join symbols s on s.id = x.symbol_id"
                " join files f on f.id = s.file_id join commits c on c.id = x.commit_id"
                f" where f.path = ? and s.qualname = ? and c.reachable = 1 and {after}"
-               " order by c.seq limit 1")
-        params = (path, qualname, value)
+               f" {oldest_first}")
+        params = (path, qualname, *values)
     else:
         sql = (f"select {COMMIT_COLUMNS} from file_changes x join commits c on c.id = x.commit_id"
                " where (x.file_id = (select id from files where path = ?) or x.old_file_id ="
                f" (select id from files where path = ?)) and c.reachable = 1 and {after}"
-               " order by c.seq limit 1")
-        params = (path, path, value)
+               f" {oldest_first}")
+        params = (path, path, *values)
     row = con.execute(sql, params).fetchone()
     return commit_ref(row) if row else None
 

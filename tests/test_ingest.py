@@ -320,3 +320,124 @@ def test_a_missing_blob_is_recorded_not_fatal(repo, cortex):
                             " join files f on f.id = fc.file_id"))
     assert rows == {"a.py": None, "b.py": "missing object"}
     assert subjects(con, "a.py", "f") == ["one"]
+
+
+# -- the same store, however it was indexed ---------------------------------------------------
+
+def _branchy_stages(repo):
+    """A history built in three stages (each one a point to index at): branches whose commits
+    share one timestamp, merged into main, a file renamed on a branch, a function edited on
+    all of them. Yields after each stage."""
+    same = 5   # days ago: every branch commit and merge of a stage has this one timestamp
+
+    def code(tag: str, n: int) -> str:
+        return (f"def shared():\n    return {n}\n\n\ndef {tag}_only():\n    return '{tag}'\n")
+
+    def merge(branch: str, message: str, days_ago: float = same, *options: str):
+        stamp = f"{int(repo.now - days_ago * 86400)} +0000"
+        repo.git("merge", "-q", "--no-ff", *options, "-m", message, branch,
+                 env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+
+    repo.write("core.py", code("main", 0))
+    repo.write("notes.txt", "".join(f"note {i}\n" for i in range(20)))
+    repo.commit("base", days_ago=9)
+    repo.write("core.py", code("main", 1))
+    repo.commit("main 1", days_ago=8)
+    yield
+    for name, row in (("left", 2), ("right", 15)):
+        repo.git("checkout", "-q", "-b", name, "main")
+        for i in range(3):
+            repo.write(f"{name}.py", code(name, i))
+            notes = [f"note {j}" for j in range(20)]
+            notes[row + i] = f"note {row + i} by {name} {i}"
+            repo.write("notes.txt", "".join(f"{n}\n" for n in notes))
+            repo.commit(f"{name} {i}", days_ago=same)
+        repo.git("checkout", "-q", "main")
+    repo.write("core.py", code("main", 2))
+    repo.commit("main 2", days_ago=same)
+    merge("left", "merge left")
+    yield
+    # A day later, on a branch from before the merge: the file renamed, the function edited.
+    repo.git("checkout", "-q", "-b", "late", "main~1")
+    repo.move("notes.txt", "docs/notes.txt")
+    repo.commit("move the notes", days_ago=same - 1)
+    repo.write("core.py", code("late", 3))
+    repo.commit("late 1", days_ago=same - 1)
+    repo.git("checkout", "-q", "main")
+    merge("right", "merge right", same - 1)
+    merge("late", "merge late", same - 1, "-X", "theirs")
+    yield
+
+
+def _answers(db) -> dict:
+    """Every history and every line blame the store gives, and its ingestion order."""
+    from cortex_core.blame import last_change_of_line
+    from cortex_core.errors import CortexError
+    from cortex_core.history import file_history, symbol_history
+    con = open_reader(db)
+    out = {"seq": [sha for (sha,) in con.execute("select sha from commits order by seq")]}
+    for file_id, path in con.execute("select f.id, f.path from head_files h join files f"
+                                     " on f.id = h.file_id order by f.path").fetchall():
+        out[path] = [e.commit.sha for e in file_history(con, file_id)]
+        lines, number = [], 1
+        while True:
+            try:
+                found = last_change_of_line(con, path, number)
+            except CortexError:
+                break
+            lines.append((found.commit.sha, found.path, found.line))
+            number += 1
+        out[f"blame {path}"] = lines
+    for symbol_id, path, qualname in con.execute(
+            "select s.id, f.path, s.qualname from symbols s join files f on f.id = s.file_id"
+            " where s.alive = 1 order by 2, 3").fetchall():
+        out[f"{path}::{qualname}"] = [e.commit.sha for e in symbol_history(con, symbol_id)]
+    con.close()
+    return out
+
+
+def test_history_order_is_the_same_however_the_store_was_indexed(repo, tmp_path, monkeypatch):
+    """One run, several incremental runs, runs stopped and resumed (worker processes reading
+    out of order, so that commits were stored before their parents): the same answers."""
+    from cortex_core.ingest import index_repository
+    import cortex_core.ingest as ingest
+    import cortex_core.read_pool as read_pool
+
+    def index(name, **kwargs):
+        return index_repository(repo.path, tmp_path / f"{name}.db", Settings(), model="none",
+                                **kwargs)
+
+    for _ in _branchy_stages(repo):
+        index("incremental")
+    index("one run")
+    # Stopped three times (at the n-th commit of the run, which is rolled back), workers
+    # reading ranges of two commits.
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_COMMITS", 2)
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(read_pool, "CHUNK", 2)
+    for stop_at in (3, 4, 3):
+        def stop(done, total, phase="commits"):
+            if phase == "commits" and done == stop_at:
+                raise KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt):
+            index("resumed", jobs=2, progress=stop)
+    index("resumed", jobs=2)
+
+    answers = {name: _answers(tmp_path / f"{name}.db")
+               for name in ("one run", "incremental", "resumed")}
+    orders = {name: a.pop("seq") for name, a in answers.items()}
+    assert sorted(orders["one run"]) == sorted(orders["resumed"])
+    assert len({tuple(o) for o in orders.values()}) > 1, "the runs stored commits in one order"
+    assert answers["one run"] == answers["incremental"] == answers["resumed"]
+    # The renamed file's history: six commits of one timestamp, pairs of them (left i, right i)
+    # of one generation too, ordered by sha; the rename a day later.
+    con = open_reader(tmp_path / "one run.db")
+    history_of_notes = [con.execute("select subject, committer_time, generation from commits"
+                                    " where sha = ?", (sha,)).fetchone()
+                        for sha in answers["one run"]["docs/notes.txt"]]
+    subjects = [s for s, _, _ in history_of_notes]
+    assert subjects[0] == "move the notes" and subjects[-1] == "base"
+    assert sorted(subjects[1:-1]) == ["left 0", "left 1", "left 2", "right 0", "right 1",
+                                      "right 2"]
+    assert len({(t, g) for _, t, g in history_of_notes[1:-1]}) == 3
+    assert len(answers["one run"]["blame docs/notes.txt"]) == 20
