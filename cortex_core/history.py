@@ -128,7 +128,8 @@ def file_history(con: apsw.Connection, file_id: int,
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
-                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE}", (fid, *limit)):
+                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}",
+                (fid, *limit)):
             entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
                                                  FILE_STATUS.get(row[8], row[8]),
                                                  row[9], row[10], row[11])))
@@ -146,7 +147,7 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
-                f" and c.reachable = 1 and {BEFORE}",
+                f" and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY.replace('fc.', 's.')}",
                 (file_id, qualname, len(qualname) + 1, qualname + ".", *limit)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
@@ -169,6 +170,11 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                                              row[11], slot["name"], tuple(sorted(slot["members"])),
                                              confidence)))
     return _newest_first(entries)
+
+
+# A change a merge dropped (simplified.py) is on no history, as in `git log -- FILE`.
+_ON_GITS_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
+                    " and p.file_id = fc.file_id)")
 
 
 def _container_change(own: str | None, member_kinds: set[str]) -> str:

@@ -36,6 +36,7 @@ from .read_pool import head_files_parallel, read_parallel
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
 from .symbols import Symbol
+from .simplified import update_pruned
 from .versions import VersionGraph
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
@@ -231,6 +232,7 @@ class _Indexer:
         with con:
             self._snapshot_head(head)
             versions.write_head(str(head.id))
+            update_pruned(con)
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))

@@ -347,6 +347,23 @@ MIGRATIONS: list[str] = [
     insert or replace into meta(key, value) select 'reread_merges', '5'
         where exists (select 1 from commits where is_merge = 1);
     """,
+    # 6: history as `git log -- FILE` simplifies it (simplified.py): the file changes a merge
+    # dropped (it kept the file as its other parent had it), left out of histories.
+    """
+    -- head_file_id: the file at the indexed HEAD whose version graph was walked.
+    create table pruned_changes(
+        commit_id integer not null references commits(id),
+        file_id integer not null references files(id),
+        head_file_id integer not null references files(id),
+        primary key (commit_id, file_id)
+    ) without rowid;
+    create index pruned_changes_head on pruned_changes(head_file_id);
+    -- The version of each HEAD file that pruned_changes was computed from ("commit:file").
+    create table pruned_heads(
+        file_id integer primary key references files(id),
+        version text not null
+    );
+    """,
 ]
 
 

@@ -471,6 +471,7 @@ def test_a_store_indexed_before_merge_versions_is_upgraded(repo, cortex, tmp_pat
     con.execute("""
         drop table merge_files; drop table merge_edges; drop table merge_hunks;
         drop table file_versions; drop table head_versions; drop index commits_unversioned;
+        drop table pruned_changes; drop table pruned_heads; delete from meta where key = 'pruned_head';
         alter table commits drop column generation; alter table commits drop column versioned;
         delete from meta where key = 'versions_head';
         update meta set value = '4' where key = 'schema_version';

@@ -241,3 +241,23 @@ def test_a_body_moved_into_a_new_method_takes_its_history_along(repo, cortex):
         "better naming", "empty is no number", "isNumber"]
     entry = history(con, TargetSpec("N.java", "N.isCreatable(String)")).entries[0]
     assert entry.change == "renamed"  # an exact copy of the old code: no confidence shown
+
+
+def test_a_change_the_merge_dropped_is_on_no_history(repo, cortex):
+    """A side branch changes f; the merge keeps main's file (`-s ours`): as in `git log -- FILE`,
+    the side commit is in neither the file's nor the function's history."""
+    repo.write("f.py", "def f():\n    return 1\n")
+    repo.commit("f", days_ago=3)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("f.py", "def f():\n    return 2\n")
+    repo.commit("side: two", days_ago=2)
+    repo.git("checkout", "-q", "main")
+    repo.write("f.py", "def f():\n    return 3\n")
+    repo.commit("main: three", days_ago=2)
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    cortex.index()
+    con = cortex.reader()
+    shown = repo.git("log", "--format=%s", "--", "f.py").split("\n")
+    assert shown == ["main: three", "f"]
+    assert [s for s, _ in subjects(con, "f.py")] == shown
+    assert [s for s, _ in subjects(con, "f.py", "f")] == shown
