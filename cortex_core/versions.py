@@ -62,7 +62,8 @@ class VersionGraph:
         stopped); returns how many."""
         con = self.con
         pending = {cid: (seq, parents.split(), bool(merge)) for cid, seq, parents, merge in
-                   con.execute("select id, seq, parents, is_merge from commits where versioned = 0")}
+                   con.execute("select id, seq, parents, is_merge from commits"
+                               " where versioned = 0")}
         if not pending:
             return 0
         parent_ids = {cid: [self._commit_id(sha) for sha in shas]
