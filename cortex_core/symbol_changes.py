@@ -200,7 +200,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
-            elif a or d:
+            elif a or d or (sym.kind in _CALLABLE and _at_an_edge(before, sym, f.hunks)):
                 old_parts, new_parts = _texts(f.old, f.old_source, qualname), \
                     _texts(f.new, f.new_source, qualname)
                 if old_parts != new_parts:
@@ -232,6 +232,19 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
     return changes
+
+
+def _at_an_edge(old: Symbol, new: Symbol, hunks: list[Hunk]) -> bool:
+    """Whether a hunk touches the first or last line of a callable (or the line next to it)
+    without lying inside it: its text may have changed although no credited line did (code
+    deleted above it left an annotation, which now annotates it), so the texts are compared."""
+    def edge(lo: int, hi: int, start: int, end: int) -> bool:
+        return lo <= end + 1 and hi >= start - 1 and not (start < lo and hi < end)
+    for old_start, old_lines, new_start, new_lines in hunks:
+        if edge(old_start, old_start + max(old_lines, 1) - 1, old.start_line, old.end_line) or \
+                edge(new_start, new_start + max(new_lines, 1) - 1, new.start_line, new.end_line):
+            return True
+    return False
 
 
 def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> list[bytes]:

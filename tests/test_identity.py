@@ -261,3 +261,17 @@ def test_a_change_the_merge_dropped_is_on_no_history(repo, cortex):
     assert shown == ["main: three", "f"]
     assert [s for s, _ in subjects(con, "f.py")] == shown
     assert [s for s, _ in subjects(con, "f.py", "f")] == shown
+
+
+def test_an_annotation_left_by_a_deleted_method_changes_the_next_one(repo, cortex):
+    """junit4's a6368e40e7: classBlock() is deleted but its @Override stays, and now annotates
+    runChild(), whose lines the diff never enters."""
+    src = ("class R {\n    @Override\n    void classBlock() {\n        a();\n    }\n\n"
+           "    void runChild() {\n        b();\n    }\n}\n")
+    repo.write("R.java", src)
+    repo.commit("runner")
+    repo.write("R.java", src.replace("    void classBlock() {\n        a();\n    }\n\n", ""))
+    repo.commit("pull classBlock up")
+    cortex.index()
+    assert subjects(cortex.reader(), "R.java", "R.runChild()") == [
+        ("pull classBlock up", "signature"), ("runner", "added")]
