@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Symbol history: `cortex history FILE::FUNC` against `git log -L :FUNC:FILE`, speed and agreement.
 
-For a deterministic sample of Python functions and methods alive at HEAD (names unique in their
-file, since `git log -L :regex:` takes the first match), this measures
+For a deterministic sample of Python (or, with --language go, Go) functions and methods alive at
+HEAD (whose regex singles out their def line, since `git log -L :regex:` takes the first match),
+this measures
 
   (a) git log -L :REGEX:FILE --format=%H -s   in a private clone with `*.py diff=python`
+                                               (Go: `*.go diff=golang`)
   (b) cortex history FILE::QUALNAME --json     as a subprocess, process start included
   (c) cortex_core.history.history(...)         in process on an open reader, warm, best of 5
 
@@ -26,14 +28,47 @@ definition itself, decorators included, up to its last non-blank line, nested de
 (a function's history rolls up its members), and its identity follows renames and moves recorded
 at indexing.
 
+Go (--language go): `.go` files, `_test.go` included (test functions are functions; the report
+says how many were sampled there). The regex matches the `func` line only: for a function
+`^func[ \t][ \t]*NAME[ \t]*[[(]` (`[`: type parameters); for a method, which cortex calls
+`Repo.Save`, `^func[ \t]*(\([^)]*[ \t*]\)\{0,1\}Repo\(\[[^]]*]\)\{0,1\}[ \t]*)[ \t]*Save[ \t]*[[(]`
+(receiver name, `*` and type arguments optional: `(r *Repo)`, `(Repo)`, `(r Repo[T])`). Methods
+of other types named alike are told apart, so no name-uniqueness rule applies; two `func init(`
+are skipped (the regex does not single out one line). git's `golang` driver makes a funcname line
+of any line whose first word starts with `func` (`func`, but also `funcMap := ...` or a raw
+string's `function __foo`) and of `type ... struct` / `type ... interface` lines, at any
+indentation; other declarations (`var`, `const`, `type X int`) are not. So git's range is the
+`func` line up to the next such line: the function, the blank lines and the doc comment of the
+next function (git-trailing-comment, the Go analogue of Python's trailing decorators), and any
+var/const/type declarations in between (git-trailing-code); a func literal starting a line inside
+the body, a local `type ... struct` or a raw-string line starting with "func" ends it
+(git-range-cut-short). Going back, git follows the range as for Python.
+The function's own doc comment is outside both ranges (cortex's Go symbols start at `func`: no
+doc comment, unlike Java's Javadoc). There are no decorators: own-decorator, outside-git-range
+and git-trailing-decorator do not occur; every other check applies as it is, with tree-sitter's
+Go grammar and `//`, `/*` as comments.
+
+Moves between files: for each rename/move link of a sampled function's lineage whose path
+changes, git's own rename detection on that commit (`git diff -M --name-status` against the first
+parent: what `git log -L` and `--follow` use) tells a whole-file rename (the pair is detected:
+git -L follows it too) from a cross-file move (the function went into another file, or git sees
+no rename: git's range ends there, its lines all added). Functions with a cross-file move are
+reported apart: agreement over all functions, without them, over them, and over them counting
+only the commits from their newest cross-file move on (git cannot list the older ones).
+
 Kinds of differences (each: one commit listed by one tool only, for one function), in the order
-they are checked; each was seen on psf/requests or scrapy/scrapy and checked by hand on examples:
+they are checked; each was seen on psf/requests, scrapy/scrapy or (Go) spf13/cobra and checked by
+hand on examples:
 
   kind                    listed by  bug?  meaning
   ----------------------  ---------  ----  ------------------------------------------------------
   git-merge               git        no    a merge whose result for the range differs from every
                                            parent (conflict resolution, evil merge); cortex never
                                            lists merges: their changes are in the merged commits
+  git-text-unchanged      git        no    the function's text is identical on both sides, but the
+                                           diff deletes and re-adds its lines (it moved within its
+                                           file): git's range follows the lines, cortex compares
+                                           the texts and records nothing (seen on Go)
   cortex-missed-blank-lines git      BUG   only blank lines inside the function changed, and the
                                            function has nested definitions: cortex credits no
                                            blank line to a symbol that has children (meant for
@@ -167,6 +202,7 @@ KINDS = {
     "git-trailing-code": ("git", "no", "code between the function and the next def, inside git's range"),
     "git-range-other-def": ("git", "no", "lines of another definition that git's range had taken in"),
     "git-before-birth": ("git", "no", "function absent on both sides: git tracked other lines"),
+    "git-text-unchanged": ("git", "no", "text identical, its lines deleted and re-added (moved in the file)"),
     "cortex-unlinked-rename": ("git", "gap", "renamed with edits: git follows, cortex starts anew"),
     "cortex-missed": ("git", "BUG", "the function's own lines changed, cortex does not list it"),
     "cortex-missed-blank-lines": ("git", "BUG", "blank lines inside a function with nested defs changed, not listed"),
@@ -190,30 +226,49 @@ KINDS = {
     "unexplained-cortex": ("cortex", "?", "not classified: read the example"),
 }
 
-TAB = "\t"
 # Above this difflib ratio, a definition that disappears where the function appears is taken
 # for the function under its old name (cortex-unlinked-rename); below, for another one.
 RENAME_SIMILARITY = 0.5
 # A rename/move link cortex follows whose two definitions are less alike than this is reported.
 WEAK_LINK = 0.5
-# git's built-in `python` diff driver: which lines are funcname lines.
-PY_FUNCNAME = re.compile(r"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def git_regex(name: str, kind: str) -> tuple[str, re.Pattern[str]]:
-    """The POSIX basic regex given to `git log -L :RE:FILE` (git compiles it with regcomp and
-    REG_NEWLINE, no REG_EXTENDED) and the equivalent Python regex used to check, on the HEAD
-    blob, that it matches the definition line and nothing else. Inside brackets POSIX has no
-    escapes, so the tab is a literal tab."""
-    ws = f"[ {TAB}]"
-    if kind == "class":
-        # ':' ends the funcname part of -L unless escaped; inside brackets the backslash is
-        # literal in POSIX, which only widens the class by one character.
-        return (f"^{ws}*class{ws}{ws}*{name}{ws}*[(\\:]",
-                re.compile(rf"^[ \t]*class[ \t]+{name}[ \t]*[(\\:]"))
-    return (f"^{ws}*\\(async{ws}{ws}*\\)\\{{0,1\\}}def{ws}{ws}*{name}{ws}*[(]",
-            re.compile(rf"^[ \t]*(async[ \t]+)?def[ \t]+{name}[ \t]*\("))
+@dataclass(frozen=True)
+class Lang:
+    """What the script needs to know of a language: cortex's and tree-sitter's name, the files,
+    git's diff driver and its funcname lines, the -L regex of a symbol, which lines are comments
+    and decorators, and the name a funcname line defines (to tell whether it still exists)."""
+    name: str
+    suffix: str
+    driver: str
+    funcname: re.Pattern[str]
+    regex: object  # (qualname, name, kind) -> (POSIX BRE, Python pattern)
+    key: object  # funcname line -> the name it defines, or None
+    comments: tuple[str, ...]
+    decorator: str | None
+    unique_names: bool  # skip functions whose simple name is not unique in the file
+
+    @property
+    def attributes(self) -> str:
+        return f"*{self.suffix} diff={self.driver}"
+
+    def defines(self, data: bytes, key: str) -> bool:
+        """Whether a blob has a funcname line defining `key`."""
+        if self.name == "python":
+            return bool(re.search(rb"^[ \t]*(async[ \t]+)?(def|class)[ \t]+"
+                                  + re.escape(key.encode()) + rb"\b", data, re.M))
+        return any(self.funcname.match(l) and self.key(l) == key
+                   for l in data.decode("utf-8", "replace").split("\n"))
+
+
+LANGS = {
+    "python": Lang("python", ".py", "python", bl.PY_FUNCNAME,
+                   lambda q, n, k: bl.git_regex(n, "class" if k == "class" else "function"),
+                   bl.python_def_name, ("#",), "@", True),
+    "go": Lang("go", ".go", "golang", bl.GO_FUNCNAME, bl.go_regex, bl.go_def_name, ("//", "/*"),
+               None, False),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +298,7 @@ class Func:
         return f"{self.path}::{self.qualname}"
 
 
-def sample_functions(con, repo, head, n: int, seed: int, kinds: list[str]):
+def sample_functions(con, repo, head, n: int, seed: int, kinds: list[str], lang: Lang):
     """Functions alive at HEAD, shuffled deterministically, kept while the git regex built from
     their name matches exactly one funcname line of the HEAD blob: their definition line."""
     import apsw  # noqa: F401 - the connection's module
@@ -252,7 +307,8 @@ def sample_functions(con, repo, head, n: int, seed: int, kinds: list[str]):
         " count(*) from symbols s join files f on f.id = s.file_id"
         " join symbol_spans sp on sp.symbol_id = s.id"
         f" where s.alive = 1 and s.kind in ({','.join('?' * len(kinds))})"
-        " and f.path like '%.py' group by s.id order by f.path, s.qualname", kinds).fetchall()
+        f" and f.path like '%{lang.suffix}' group by s.id order by f.path, s.qualname",
+        kinds).fetchall()
     same_name = {}
     for path, name, count in con.execute(
             "select f.path, s.name, count(*) from symbols s join files f on f.id = s.file_id"
@@ -270,15 +326,17 @@ def sample_functions(con, repo, head, n: int, seed: int, kinds: list[str]):
         if spans > 1:
             skipped["duplicate definitions (several spans)"] += 1
             continue
-        if same_name.get((path, name), 0) > 1:
+        if lang.unique_names and same_name.get((path, name), 0) > 1:
             skipped["name not unique in its file"] += 1
             continue
-        if not IDENT.match(name):
+        if not IDENT.match(name) or not lang.unique_names and "." in qualname and \
+                not IDENT.match(qualname.split(".")[-2]):
             skipped["name not plain ASCII"] += 1
             continue
-        bre, py = git_regex(name, "class" if kind == "class" else "function")
+        bre, py = lang.regex(qualname, name, kind)
         lines = repo[tree[path].id].data.decode("utf-8", "replace").split("\n")
-        hits = [i + 1 for i, line in enumerate(lines) if PY_FUNCNAME.match(line) and py.match(line)]
+        hits = [i + 1 for i, line in enumerate(lines)
+                if lang.funcname.match(line) and py.match(line)]
         if len(hits) != 1 or not start <= hits[0] <= end:
             skipped["regex does not single out the def line"] += 1
             continue
@@ -341,11 +399,13 @@ class Side:
     defline: int | None = None  # the def/class line (after decorators)
     git_end: int | None = None  # where git's funcname range would end (approximation)
     symbols: list = field(default_factory=list)  # every definition of the blob
+    lang: Lang = LANGS["python"]
 
     def decorates(self, line: int) -> bool:
         """Whether `line` lies in the decorators of some definition (above its def line)."""
-        return any(s.start_line <= line and line < _defline(self.lines, s)
-                   for s in self.symbols)
+        return self.lang.decorator is not None and any(
+            s.start_line <= line and line < _defline(self.lines, s, self.lang)
+            for s in self.symbols)
 
     def text(self) -> str | None:
         if self.span is None:
@@ -363,9 +423,10 @@ class Side:
 
 
 class Explainer:
-    def __init__(self, repo, con, clone: Path, rev: str):
+    def __init__(self, repo, con, clone: Path, rev: str, lang: Lang = LANGS["python"]):
         from cortex_core.symbols import extract_symbols
-        self.repo, self.con, self.clone, self.rev = repo, con, clone, rev
+        self.repo, self.con, self.clone, self.rev, self.lang = repo, con, clone, rev, lang
+        self._renames: dict[str, dict] = {}
         self.extract = extract_symbols
         self._parsed: dict[str, tuple[list[str], list]] = {}
         self._births: dict[str, dict | None] = {}
@@ -454,7 +515,7 @@ class Explainer:
         if here.span is None or other_commit is None:
             return None
         text = here.text().split("\n", 1)
-        blob = _blob_id(other_commit, path)
+        blob = bl.blob_id(other_commit, path)
         if blob is None:
             return None
         lines, symbols = self.parsed(blob)
@@ -463,7 +524,7 @@ class Explainer:
             if sym.name == name and sym.qualname != here.qualname:
                 other = "\n".join(lines[sym.start_line - 1:sym.end_line]).split("\n", 1)
                 if [t.strip() for t in other] == [t.strip() for t in text] or \
-                        _dedent(other) == _dedent(text):
+                        bl.dedent(other) == bl.dedent(text):
                     return sym.qualname
         return None
 
@@ -487,8 +548,9 @@ class Explainer:
             if not any(a <= old.defline < a + n for a, n in ranges):
                 first = next((b["old_first"] for b in blocks if b["old_first"]), "")
                 a, n = ranges[0]
-                return (f"at {z[:10]} ({_clip(self.subject.get(z, '?'), 40)!r}) git's range in the "
-                        f"parent is lines {a}-{a + n - 1} ({_clip(first, 40)!r}) while the function "
+                return (f"at {z[:10]} ({bl.clip(self.subject.get(z, '?'), 40)!r}) git's range in "
+                        f"the parent is lines {a}-{a + n - 1} ({bl.clip(first, 40)!r}) while the "
+                        f"function "
                         f"is at {old.defline}-{old.git_end}: the diff re-added its def line and "
                         f"git went on with other lines")
         return None
@@ -519,7 +581,7 @@ class Explainer:
             data = self.repo[str(commit.tree[path].id)].data
         except (KeyError, AttributeError):
             return True
-        return not get_parser("python").parse(data).root_node.has_error
+        return not get_parser(self.lang.name).parse(data).root_node.has_error
 
     def simplified(self, fn: Func, lineage) -> set[str]:
         """The commits `git log REV -- <every path of the function's lineage>` lists: git's
@@ -538,7 +600,7 @@ class Explainer:
         if got is None:
             data = self.repo[blob_id].data
             lines = data.decode("utf-8", "replace").split("\n")
-            got = (lines, self.extract("python", data))
+            got = (lines, self.extract(self.lang.name, data))
             if len(self._parsed) > 2048:
                 self._parsed.clear()
             self._parsed[blob_id] = got
@@ -546,20 +608,20 @@ class Explainer:
 
     def side(self, commit, path: str, qualname: str) -> tuple[Side, str | None]:
         if commit is None:
-            return Side(path, qualname, None, None), None
+            return Side(path, qualname, None, None, lang=self.lang), None
         try:
             blob_id = str(commit.tree[path].id)
         except KeyError:
-            return Side(path, qualname, None, None), None
+            return Side(path, qualname, None, None, lang=self.lang), None
         lines, symbols = self.parsed(blob_id)
         sym = next((s for s in symbols if s.qualname == qualname), None)
-        s = Side(path, qualname, lines, None, symbols=symbols)
+        s = Side(path, qualname, lines, None, symbols=symbols, lang=self.lang)
         if sym is not None:
             s.span = (sym.start_line, sym.end_line)
-            s.defline = _defline(lines, sym)
+            s.defline = _defline(lines, sym, self.lang)
             end = len(lines) - (1 if lines and lines[-1] == "" else 0)
             s.git_end = next((i - 1 for i in range(s.defline + 1, end + 1)
-                              if PY_FUNCNAME.match(lines[i - 1])), end)
+                              if self.lang.funcname.match(lines[i - 1])), end)
         return s, blob_id
 
     def sides(self, fn: Func, lineage, sha: str):
@@ -607,48 +669,7 @@ class Explainer:
     def git_patch(self, fn: Func) -> dict[str, list[dict]]:
         """git log -L with its patch: per commit, the lines git saw deleted and added in its
         range, with numbers, and the first line of its range on each side."""
-        r = bl.run(["git", "-C", str(self.clone), "log", f"-L:{fn.bre}:{fn.path}",
-                    "--format=%x00%H", self.rev])
-        out: dict[str, list[dict]] = {}
-        sha = block = None
-        o = n = 0
-        hunk = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-        for raw in r.stdout.decode("utf-8", "replace").split("\n"):
-            if raw.startswith("\0"):
-                sha = raw[1:].strip()
-                out[sha] = []
-                block = None
-            elif sha is None:
-                continue
-            elif raw.startswith("diff --git "):
-                block = {"old_path": None, "new_path": None, "minus": [], "plus": [],
-                         "old_first": None, "new_first": None, "old_ranges": [],
-                         "new_ranges": []}
-                out[sha].append(block)
-            elif block is None:
-                continue
-            elif raw.startswith("--- ") and block["old_path"] is None and not block["minus"]:
-                block["old_path"] = raw[4:].removeprefix("a/")
-            elif raw.startswith("+++ ") and block["new_path"] is None and not block["plus"]:
-                block["new_path"] = raw[4:].removeprefix("b/")
-            elif (m := hunk.match(raw)):
-                o, n = int(m.group(1)), int(m.group(3))
-                block["old_ranges"].append((o, int(m.group(2) or 1)))
-                block["new_ranges"].append((n, int(m.group(4) or 1)))
-            elif raw.startswith("-"):
-                block["minus"].append((o, raw[1:]))
-                block["old_first"] = block["old_first"] or raw[1:]
-                o += 1
-            elif raw.startswith("+"):
-                block["plus"].append((n, raw[1:]))
-                block["new_first"] = block["new_first"] or raw[1:]
-                n += 1
-            elif raw.startswith(" "):
-                block["old_first"] = block["old_first"] or raw[1:]
-                block["new_first"] = block["new_first"] or raw[1:]
-                o += 1
-                n += 1
-        return out
+        return bl.line_log(self.clone, f":{fn.bre}:{fn.path}", self.rev)
 
     def birth(self, fn: Func, git_view) -> dict | None:
         """Where cortex's history of `fn` starts and what git's range was just before it: when
@@ -666,18 +687,22 @@ class Explainer:
                    "git_from": next((b["old_first"] for b in blocks if b["old_first"]), None),
                    "survives": False}
             for b in blocks:
-                m = PY_FUNCNAME.match(b["old_first"] or "")
-                name = re.match(r"\s*(?:async\s+)?(?:def|class)\s+(\w+)", b["old_first"] or "")
+                m = self.lang.funcname.match(b["old_first"] or "")
+                name = self.lang.key(b["old_first"] or "")
                 if not (m and name and b["new_path"]):
                     continue
                 try:
                     data = self.repo[str(self.repo[sha].tree[b["new_path"]].id)].data
                 except KeyError:
                     continue
-                still = re.search(rb"^[ \t]*(async[ \t]+)?(def|class)[ \t]+"
-                                  + re.escape(name.group(1).encode()) + rb"\b", data, re.M)
-                if still:
+                if self.lang.defines(data, name):
                     out["survives"] = True
+                    continue
+                # Gone, but cortex follows it to another definition (renamed): not this one's.
+                old_def = self.old_definition(sha, b)
+                heir = old_def and self.linked_to((b["old_path"], old_def[1].qualname), sha)
+                if heir and heir != self.identity(self.lineage(fn.symbol_id), sha, False):
+                    out["survives"], out["heir"] = True, f"{heir[0]}::{heir[1]}"
                     continue
                 # Gone: a rename if the two definitions are alike, else a replacement.
                 similarity = self.similarity(sha, b, fn)
@@ -714,23 +739,51 @@ class Explainer:
                         "similarity": ratio})
         return out
 
-    def similarity(self, sha: str, block: dict, fn: Func) -> float | None:
-        """difflib ratio between the definition git's range came from (in the parent) and the
-        function as the commit leaves it."""
-        import difflib
+    def moves(self, lineage) -> list[dict]:
+        """The links of the lineage (newest first) that change the function's file: a whole-file
+        rename when git's own rename detection (`git diff -M` on the commit's first parent, as
+        `git log -L` and `--follow` use it) pairs the two paths, which git -L follows too; else a
+        cross-file move (the function went into another file, or git sees no rename), where git's
+        range ends: its lines were all added there."""
+        by_seq = {seq: sha for sha, seq in self.seq.items()}
+        out = []
+        for newer, older in zip(lineage, lineage[1:]):
+            sha = by_seq.get(newer[1])
+            if sha is None or newer[3] == older[3]:
+                continue
+            if sha not in self._renames:
+                self._renames[sha] = (bl.renames(self.clone, sha) if self.repo[sha].parents
+                                      else {})
+            similarity = self._renames[sha].get((older[3], newer[3]))
+            out.append({"sha": sha, "seq": newer[1], "subject": self.subject.get(sha, "?"),
+                        "from": f"{older[3]}::{older[4]}", "to": f"{newer[3]}::{newer[4]}",
+                        "file_rename": similarity is not None, "git_similarity": similarity})
+        return out
+
+    def old_definition(self, sha: str, block: dict):
+        """(lines, symbol) of the definition git's range starts at in the parent, or None."""
         commit = self.repo[sha]
         if not commit.parents or not block["old_path"]:
             return None
-        old_blob = _blob_id(commit.parents[0], block["old_path"])
+        old_blob = bl.blob_id(commit.parents[0], block["old_path"])
         if old_blob is None:
             return None
         lines, symbols = self.parsed(old_blob)
         first = (block["old_first"] or "").strip()
-        old_sym = next((s for s in symbols if lines[_defline(lines, s) - 1].strip() == first), None)
+        old_sym = next((s for s in symbols
+                        if lines[_defline(lines, s, self.lang) - 1].strip() == first), None)
+        return (lines, old_sym) if old_sym is not None else None
+
+    def similarity(self, sha: str, block: dict, fn: Func) -> float | None:
+        """difflib ratio between the definition git's range came from (in the parent) and the
+        function as the commit leaves it."""
+        import difflib
+        found = self.old_definition(sha, block)
         path, qualname = self.identity(self.lineage(fn.symbol_id), sha, old_side=False)
-        new = self.side(commit, path, qualname)[0]
-        if old_sym is None or new.span is None:
+        new = self.side(self.repo[sha], path, qualname)[0]
+        if found is None or new.span is None:
             return None
+        lines, old_sym = found
         old_text = "\n".join(lines[old_sym.start_line - 1:old_sym.end_line])
         return difflib.SequenceMatcher(None, old_text, new.text(), autojunk=False).ratio()
 
@@ -753,12 +806,12 @@ class Explainer:
             if all(holds) or not any(holds):
                 continue
             path, qualname = self.identity(lineage, m, old_side=False)
-            blob = _blob_id(merge, path)
+            blob = bl.blob_id(merge, path)
             text = None
             # Like git: the first parent (in order) whose version is identical is the only one
             # followed. Identical file, or else identical function text.
             for parent, has in zip(parents, holds):
-                same = _blob_id(parent, path) == blob
+                same = bl.blob_id(parent, path) == blob
                 if not same and blob is not None:
                     if text is None:
                         text = self.side(merge, path, qualname)[0].text() or ""
@@ -789,7 +842,7 @@ class Explainer:
             if at_y.defline is None:
                 return None
             return (sum(n for _, n in ranges), ranges[0][0] - at_y.defline,
-                    f"{y[:10]} ({_clip(self.subject.get(y, '?'), 40)!r}), the next newer commit "
+                    f"{y[:10]} ({bl.clip(self.subject.get(y, '?'), 40)!r}), the next newer commit "
                     f"git lists, whose parent-side range has")
         head = self.repo[self.rev]
         side = self.side(head, fn.path, fn.qualname)[0]
@@ -813,7 +866,7 @@ class Explainer:
         item["path"] = new.path if new.span else old.path
         item["name"] = new.qualname if new.span else old.qualname
         touched = sorted(({("-", l) for l in deleted if old.in_span(l)}
-                          | {("+", l) for l in added if new.in_span(l)}), key=lambda t: t[1])
+                          | {("+", l) for l in added if new.in_span(l)}), key=lambda t: (t[1], t[0]))
         created_or_gone = (old.span is None) != (new.span is None)
         text_changed = old.text() != new.text()
         if listed_by == "git":
@@ -827,12 +880,19 @@ class Explainer:
         blocks = git_view.get(sha, [])
         minus = [(l, t) for b in blocks for l, t in b["minus"]]
         plus = [(l, t) for b in blocks for l, t in b["plus"]]
+        if touched and not created_or_gone and not text_changed:
+            item.update(kind="git-text-unchanged",
+                        why=f"{item['name']}'s text is identical on both sides, but the diff "
+                            f"deletes and re-adds its lines (e.g. {_sample_line(old, new, touched)}"
+                            f"): it moved within the file, or identical lines were aligned anew")
+            return item
         if touched or created_or_gone or text_changed:
             line = _sample_line(old, new, touched)
             what = ("created" if new.span and not old.span else "deleted" if old.span
                     and not new.span else "changed")
             blank_only = (old.span is not None and new.span is not None
-                          and _without_blank_lines(old.text()) == _without_blank_lines(new.text()))
+                          and bl.without_blank_lines(old.text())
+                          == bl.without_blank_lines(new.text()))
             if blank_only:
                 nested = any(s2.qualname.startswith(new.qualname + ".") for s2 in new.symbols)
                 item.update(kind="cortex-missed-blank-lines",
@@ -850,26 +910,28 @@ class Explainer:
             if birth and birth["renamed_from"]:
                 item.update(kind="cortex-unlinked-rename",
                             why=f"git follows the lines through {birth['sha'][:10]} "
-                                f"({_clip(birth['subject'], 40)!r}), where "
-                                f"{_clip(birth['renamed_from'], 60)!r} became "
-                                f"{_clip(birth['new_first'], 60)!r} with edits; cortex starts the "
+                                f"({bl.clip(birth['subject'], 40)!r}), where "
+                                f"{bl.clip(birth['renamed_from'], 60)!r} became "
+                                f"{bl.clip(birth['new_first'], 60)!r} with edits; cortex starts "
+                                f"the "
                                 f"history there ({birth['change']}); here git tracked "
                                 f"{', '.join(paths) or '?'}")
                 return item
             origin = ""
             if birth and birth.get("git_from"):
                 origin = (f"; at {birth['sha'][:10]} (cortex: {birth['change']}) git's range came "
-                          f"from {_clip(birth['git_from'], 50)!r}"
-                          + (", a definition still there after that commit" if birth["survives"]
-                             else ""))
+                          f"from {bl.clip(birth['git_from'], 50)!r}"
+                          + (f", a definition that cortex follows to {birth['heir']} there"
+                             if birth.get("heir") else ", a definition still there after that "
+                             "commit" if birth["survives"] else ""))
             if birth and birth.get("replaced"):
                 origin = (f"; at {birth['sha'][:10]} (cortex: {birth['change']}) git's range came "
-                          f"from {_clip(birth['replaced'], 50)!r}, a definition that commit "
+                          f"from {bl.clip(birth['replaced'], 50)!r}, a definition that commit "
                           f"removed, too unlike the function to be a rename (similarity "
                           f"{birth.get('similarity') or 0:.2f} < {RENAME_SIMILARITY})")
             item.update(kind="git-before-birth",
                         why=f"no {old.qualname} in {old.path} on either side; git was tracking "
-                        f"{', '.join(paths) or '?'} from the line {_clip(first)!r}{origin}")
+                        f"{', '.join(paths) or '?'} from the line {bl.clip(first)!r}{origin}")
             return item
         outside = [("-", l, t) for l, t in minus if not old.in_span(l)] + \
                   [("+", l, t) for l, t in plus if not new.in_span(l)]
@@ -888,10 +950,11 @@ class Explainer:
             kind = "git-range-other-def"
         else:
             kind = "git-trailing-code"
-        sign, line, text = next((o for o in outside if _line_class(o[2]) != "blank"), outside[0])
+        sign, line, text = next((o for o in outside if _line_class(o[2], self.lang) != "blank"),
+                                outside[0])
         span = new.span or old.span
         item.update(kind=kind, why=f"{len(outside)} line(s) outside the function's lines "
-                    f"{span[0]}-{span[1]} changed, e.g. {sign}{line}: {_clip(text)!r}")
+                    f"{span[0]}-{span[1]} changed, e.g. {sign}{line}: {bl.clip(text)!r}")
         return item
 
     def _explain_cortex(self, item, fn, lineage, sha, old, new, deleted, added, touched,
@@ -950,7 +1013,8 @@ class Explainer:
             b = min(later_birth, key=lambda s2: self.seq[s2])
             item.update(kind="cortex-earlier-life",
                         why=f"the function was deleted and later re-created under the same name "
-                            f"(cortex: added at {b[:10]} {_clip(self.subject.get(b, '?'), 40)!r}); "
+                            f"(cortex: added at {b[:10]} "
+                            f"{bl.clip(self.subject.get(b, '?'), 40)!r}); "
                             f"cortex keeps one identity per file and qualified name, so its "
                             f"history includes the earlier life (here: {change}); git's range "
                             f"ends at the re-creation")
@@ -1003,7 +1067,7 @@ class Explainer:
                 stop = ref.lines[ref.git_end] if ref.git_end < len(ref.lines) else "?"
                 item.update(kind="git-range-cut-short",
                             why=f"git's range ends before line {ref.git_end + 1} "
-                                f"{_clip(stop)!r}; changed: {_sample_line(old, new, touched)}")
+                                f"{bl.clip(stop)!r}; changed: {_sample_line(old, new, touched)}")
                 return item
             before = sum(1 for p in positions if p[0] < ref.defline)
             if cut and all(p[0] < ref.defline or p[0] >= ref.git_end for p in positions):
@@ -1025,7 +1089,7 @@ class Explainer:
         if dropped:
             m, p = dropped
             item.update(kind="git-merge-dropped",
-                        why=f"the merge {m[:10]} ({_clip(self.subject.get(m, '?'), 40)!r}) kept "
+                        why=f"the merge {m[:10]} ({bl.clip(self.subject.get(m, '?'), 40)!r}) kept "
                             f"the function as in its parent {p[:10]}, which does not contain this "
                             f"commit: git -L follows only that parent (cortex: {change}; e.g. "
                             f"{_sample_line(old, new, touched)})")
@@ -1064,33 +1128,20 @@ class Explainer:
         return item
 
 
-def _without_blank_lines(text: str | None) -> str | None:
-    return None if text is None else "\n".join(l for l in text.split("\n") if l.strip())
-
-
-def _dedent(parts: list[str]) -> list[str]:
-    import textwrap
-    return [textwrap.dedent(p) for p in parts]
-
-
-def _blob_id(commit, path: str) -> str | None:
-    try:
-        return str(commit.tree[path].id)
-    except KeyError:
-        return None
-
-
-def _defline(lines: list[str], sym) -> int:
-    """The def/class line of a definition: its first funcname line, after its decorators."""
+def _defline(lines: list[str], sym, lang: Lang) -> int:
+    """The def/class line of a definition: its first funcname line, after its decorators (Go:
+    its first line; a Go struct's field named func... is a funcname line too)."""
+    if lang.decorator is None:
+        return sym.start_line
     return next((i for i in range(sym.start_line, sym.end_line + 1)
-                 if PY_FUNCNAME.match(lines[i - 1])), sym.start_line)
+                 if lang.funcname.match(lines[i - 1])), sym.start_line)
 
 
 def _outside_class(side: Side, line: int, text: str) -> str:
     """What a line that git's range holds outside the function is: blank, comment, decorator
     (of another definition), other-def (inside another definition that does not enclose the
     function) or code (module, class or enclosing-function level)."""
-    kind = _line_class(text)
+    kind = _line_class(text, side.lang)
     if kind in ("blank", "comment"):
         return kind
     if side.decorates(line):
@@ -1105,27 +1156,22 @@ def _outside_class(side: Side, line: int, text: str) -> str:
     return "code" if kind != "decorator" else "decorator"
 
 
-def _line_class(text: str) -> str:
+def _line_class(text: str, lang: Lang) -> str:
     s = text.strip()
     if not s:
         return "blank"
-    if s.startswith("#"):
+    if s.startswith(lang.comments):
         return "comment"
-    if s.startswith("@"):
+    if lang.decorator and s.startswith(lang.decorator):
         return "decorator"
     return "code"
-
-
-def _clip(text: str | None, width: int = 70) -> str:
-    text = (text or "").strip()
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _sample_line(old: Side, new: Side, touched) -> str:
     for sign, line in touched:
         side = old if sign == "-" else new
         if side.lines and line <= len(side.lines) and side.lines[line - 1].strip():
-            return f"{sign}{line}: {_clip(side.lines[line - 1])!r}"
+            return f"{sign}{line}: {bl.clip(side.lines[line - 1])!r}"
     if touched:
         sign, line = touched[0]
         return f"{sign}{line} (blank)"
@@ -1144,6 +1190,8 @@ def parse_args(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", type=Path, help="the git repository (not modified; git -L runs in a "
                    "private clone under bench/.work/)")
+    p.add_argument("--language", choices=sorted(LANGS), default="python", help="the functions "
+                   "sampled: Python (.py) or Go (.go, _test.go included); default python")
     p.add_argument("--db", type=Path, help="an existing index of REPO at its HEAD (default: index "
                    "REPO into a temporary database first)")
     p.add_argument("--sample", type=int, default=50, metavar="N", help="functions (default 50)")
@@ -1196,20 +1244,23 @@ def main(argv=None) -> int:
 
         repo = pygit2.Repository(str(repo_path))
         head = repo[head_sha]
+        lang = LANGS[args.language]
         funcs, skipped, candidates = sample_functions(
-            con, repo, head, args.sample, args.seed, args.kinds.split(","))
+            con, repo, head, args.sample, args.seed, args.kinds.split(","), lang)
         report["sample"] = {"requested": args.sample, "taken": len(funcs),
                             "candidates": candidates, "skipped": skipped}
+        if lang.name == "go":
+            report["sample"]["in_test_files"] = sum(f.path.endswith("_test.go") for f in funcs)
         log(f"sampled {len(funcs)} of {candidates} candidates; skipped {skipped}")
 
         clone = bl.private_clone(repo_path, work / "clone", checkout=False)
         (clone / ".git" / "info").mkdir(parents=True, exist_ok=True)
-        (clone / ".git" / "info" / "attributes").write_text("*.py diff=python\n")
+        (clone / ".git" / "info" / "attributes").write_text(lang.attributes + "\n")
         if args.commit_graph:
             bl.run(["git", "-C", str(clone), "commit-graph", "write", "--reachable",
                     "--changed-paths"])
         report["git_clone"] = {"commit_graph": args.commit_graph,
-                               "attributes": "*.py diff=python"}
+                               "attributes": lang.attributes}
 
         reader = open_reader(db)
         mismatched_inproc = []
@@ -1226,7 +1277,7 @@ def main(argv=None) -> int:
         report["in_process_matches_subprocess"] = not mismatched_inproc
         report["in_process_mismatches"] = mismatched_inproc
 
-        explainer = Explainer(repo, con, clone, head_sha)
+        explainer = Explainer(repo, con, clone, head_sha, lang)
         report["agreement"], report["differences"], report["functions"] = agreement(
             funcs, explainer, log)
     finally:
@@ -1240,20 +1291,9 @@ def main(argv=None) -> int:
 
 
 def timings(funcs: list[Func]) -> dict:
-    out = {}
-    for key, attr in (("git_log_L", "git_seconds"), ("cortex_subprocess", "cli_seconds"),
-                      ("cortex_in_process", "inproc_seconds")):
-        values = [getattr(f, attr) for f in funcs]
-        out[key] = {"p50": bl.percentile(values, 50), "p95": bl.percentile(values, 95),
-                    "min": min(values), "max": max(values)}
-    g = out["git_log_L"]
-    for key in ("cortex_subprocess", "cortex_in_process"):
-        per = [f.git_seconds / getattr(f, "cli_seconds" if key == "cortex_subprocess"
-                                        else "inproc_seconds") for f in funcs]
-        out[key]["git_over_this"] = {
-            "p50": bl.ratio(g["p50"], out[key]["p50"]), "p95": bl.ratio(g["p95"], out[key]["p95"]),
-            "per_function_median": bl.percentile(per, 50), "per_function_min": min(per),
-            "functions_faster_than_git": sum(1 for r in per if r > 1)}
+    out = bl.speed_summary({key: [getattr(f, attr) for f in funcs] for key, attr in (
+        ("git_log_L", "git_seconds"), ("cortex_subprocess", "cli_seconds"),
+        ("cortex_in_process", "inproc_seconds"))}, "git_log_L")
     out["goals"] = {
         "subprocess_beats_git_p50": out["cortex_subprocess"]["git_over_this"]["p50"] > 1,
         "subprocess_beats_git_every_function":
@@ -1267,15 +1307,10 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
     per_function = []
     items: list[dict] = []
     links: list[dict] = []
-    tp = n_git = n_cortex = exact = 0
-    precisions, recalls = [], []
+    counts, moved = [], []
     for fn in funcs:
         g, c = set(fn.git_shas), set(fn.cortex_shas)
         common = len(g & c)
-        tp, n_git, n_cortex = tp + common, n_git + len(g), n_cortex + len(c)
-        exact += g == c
-        precisions.append(common / len(c) if c else 1.0)
-        recalls.append(common / len(g) if g else 1.0)
         row = {"function": fn.label, "git": len(g), "cortex": len(c), "common": common,
                "git_seconds": fn.git_seconds, "cortex_subprocess_seconds": fn.cli_seconds,
                "cortex_in_process_seconds": fn.inproc_seconds, "differences": []}
@@ -1294,27 +1329,43 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
                             "kind": f"unexplained-{by}", "why": f"explainer failed: {exc!r}"}
                 items.append(item)
                 row["differences"].append({k: item[k] for k in ("sha", "listed_by", "kind")})
+        merge_shas = {d["sha"] for d in row["differences"] if d["kind"] == "git-merge"}
+        counts.append(bl.set_counts(g, c, len(merge_shas)))
+        # Moves between files: whole-file renames (git follows them too) and cross-file moves,
+        # which git -L cannot follow; their commits from the (newest) move on are scored apart.
+        row["moves"] = explainer.moves(lineage)
+        cross = [m for m in row["moves"] if not m["file_rename"]]
+        row["cross_file_move"] = bool(cross)
+        if cross:
+            since = cross[0]["seq"]
+            keep = {s for s in g | c if explainer.seq.get(s, -1) >= since}
+            moved.append((len(counts) - 1,
+                          bl.set_counts(g & keep, c & keep, len(merge_shas & keep))))
         per_function.append(row)
         if g != c:
             log(f"explained {len(row['differences'])} differences of {fn.label}")
-    n = len(funcs)
-    # The same figures once git's merges are left out: cortex never lists merges by design.
-    merges = sum(1 for i in items if i["kind"] == "git-merge")
     agreement_ = {
-        "functions": n,
-        "exact_match_rate": exact / n if n else None,
-        "precision_micro": tp / n_cortex if n_cortex else None,
-        "recall_micro": tp / n_git if n_git else None,
-        "precision_macro": sum(precisions) / n if n else None,
-        "recall_macro": sum(recalls) / n if n else None,
-        "commits_git": n_git, "commits_cortex": n_cortex, "commits_common": tp,
-        "recall_micro_without_git_merges": tp / (n_git - merges) if n_git - merges else None,
+        **bl.set_scores(counts),
         "git_only": sum(1 for i in items if i["listed_by"] == "git"),
         "lineage_links": len(links),
         "weak_links": [l for l in links if l["similarity"] is not None
                        and l["similarity"] < WEAK_LINK],
         "unmeasured_links": [l for l in links if l["similarity"] is None],
         "cortex_only": sum(1 for i in items if i["listed_by"] == "cortex"),
+    }
+    moved_ids = {i for i, _ in moved}
+    agreement_["moves"] = {
+        "functions_with_cross_file_move": len(moved),
+        "functions_with_file_rename_only": sum(
+            1 for r in per_function if r["moves"] and not r["cross_file_move"]),
+        "cross_file_links": sum(1 for r in per_function for m in r["moves"]
+                                if not m["file_rename"]),
+        "file_rename_links": sum(1 for r in per_function for m in r["moves"] if m["file_rename"]),
+        "all": bl.set_scores(counts),
+        "without_cross_file_moves": bl.set_scores([x for i, x in enumerate(counts)
+                                                   if i not in moved_ids]),
+        "cross_file_moved": bl.set_scores([counts[i] for i in moved_ids]),
+        "cross_file_moved_since_move": bl.set_scores([x for _, x in moved]),
     }
     kinds: dict[str, dict] = {}
     for item in items:
@@ -1338,23 +1389,15 @@ def render(report: dict, examples: int) -> str:
     if idx.get("seconds") is not None:
         out.append(f"index built for this run in {bl.fmt_seconds(idx['seconds'])}")
     s = report["sample"]
-    out.append(f"sample: {s['taken']} functions of {s['candidates']} candidates "
+    tests = f" ({s['in_test_files']} in _test.go files)" if "in_test_files" in s else ""
+    out.append(f"sample: {s['taken']} functions{tests} of {s['candidates']} candidates "
                f"(seed {report['config']['seed']}); skipped while sampling: "
-               + ", ".join(f"{v} {k}" for k, v in s["skipped"].items() if v))
+               + (", ".join(f"{v} {k}" for k, v in s["skipped"].items() if v) or "none"))
     t = report["timings"]
     out += ["", "Speed (baseline: git log -L in the same run; ratio = git time / cortex time)"]
-    rows = []
-    for key, label in (("git_log_L", "git log -L -s (baseline)"),
-                       ("cortex_subprocess", "cortex history --json (subprocess)"),
-                       ("cortex_in_process", "history() in process, warm")):
-        v = t[key]
-        r = v.get("git_over_this")
-        rows.append([label, bl.fmt_seconds(v["p50"]), bl.fmt_seconds(v["p95"]),
-                     f"{r['p50']:.1f}x" if r else "1x", f"{r['p95']:.1f}x" if r else "1x",
-                     f"{r['per_function_median']:.1f}x / {r['per_function_min']:.1f}x"
-                     if r else "-"])
-    out.append(bl.table(rows, ["", "p50", "p95", "git/this p50", "git/this p95",
-                               "per-function median / min"]))
+    out.append(bl.speed_table(t, (("git_log_L", "git log -L -s (baseline)"),
+                                  ("cortex_subprocess", "cortex history --json (subprocess)"),
+                                  ("cortex_in_process", "history() in process, warm"))))
     g = t["goals"]
     sub = t["cortex_subprocess"]["git_over_this"]
     out.append(f"goal: subprocess beats git -L: {'yes' if g['subprocess_beats_git_p50'] else 'NO'}"
@@ -1368,12 +1411,7 @@ def render(report: dict, examples: int) -> str:
     out += ["", "Agreement (reference: git log -L; precision = cortex commits git also lists, "
             "recall = git commits cortex also lists)"]
     out.append(bl.table([
-        ["functions with identical commit sets", f"{a['exact_match_rate']:.0%}"],
-        ["precision (micro / macro)", f"{a['precision_micro']:.3f} / {a['precision_macro']:.3f}"],
-        ["recall (micro / macro)", f"{a['recall_micro']:.3f} / {a['recall_macro']:.3f}"],
-        ["recall without git's merge commits", f"{a['recall_micro_without_git_merges']:.3f}"],
-        ["commits: git / cortex / both", f"{a['commits_git']} / {a['commits_cortex']} / "
-                                          f"{a['commits_common']}"],
+        *([label, value] for label, value in bl.score_rows(a)),
         ["listed by git only / cortex only", f"{a['git_only']} / {a['cortex_only']}"],
     ], ["", ""]))
     weak, unmeasured = a["weak_links"], a["unmeasured_links"]
@@ -1383,7 +1421,30 @@ def render(report: dict, examples: int) -> str:
     for link in weak + unmeasured:
         sim = "?" if link["similarity"] is None else f"{link['similarity']:.2f}"
         out.append(f"  {link['sha'][:10]} {link['change']} {link['from']} -> {link['to']} "
-                   f"(similarity {sim}) {_clip(link['subject'], 50)!r}")
+                   f"(similarity {sim}) {bl.clip(link['subject'], 50)!r}")
+    m = a.get("moves")
+    if m:
+        out += ["", f"Functions moved between files: {m['functions_with_cross_file_move']} of "
+                f"{a['functions']} have a cross-file move in cortex's lineage "
+                f"({m['cross_file_links']} links), which git -L cannot follow (its range ends "
+                f"there); {m['functions_with_file_rename_only']} more moved only with whole-file "
+                f"renames, which git follows too ({m['file_rename_links']} such links in all)"]
+        cols = [(f"all {m['all']['functions']}", m["all"]),
+                (f"without the {m['functions_with_cross_file_move']} moved",
+                 m["without_cross_file_moves"]),
+                ("moved", m["cross_file_moved"]), ("moved, from the move on",
+                                                   m["cross_file_moved_since_move"])]
+        table = [bl.score_rows(v) for _, v in cols]
+        out.append(bl.table([[row[0], *(t[i][1] for t in table)] for i, row in enumerate(table[0])],
+                            ["", *(c for c, _ in cols)]))
+        groups: dict[tuple, list[str]] = {}  # the cross-file moves, by commit and files
+        for row in report["functions"]:
+            for mv in (x for x in row["moves"] if not x["file_rename"]):
+                key = (mv["sha"], mv["subject"], *(x.split("::")[0] for x in (mv["from"], mv["to"])))
+                groups.setdefault(key, []).append(mv["from"].split("::", 1)[1])
+        for (sha, subject, a, b), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            out.append(f"  {sha[:10]} {a} -> {b} {bl.clip(subject, 50)!r}: {len(names)} "
+                       f"function(s), {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}")
     d = report["differences"]
     out += ["", "Differences by kind (each: one commit of one function; see the script's "
             "docstring)"]
@@ -1398,7 +1459,7 @@ def render(report: dict, examples: int) -> str:
             if item["function"] in seen and len(seen) < v["functions"]:
                 continue
             seen.add(item["function"])
-            out.append(f"  {item['sha'][:10]} {_clip(item['subject'], 60)!r}")
+            out.append(f"  {item['sha'][:10]} {bl.clip(item['subject'], 60)!r}")
             out.append(f"      {item['function']}: {item['why']}")
             shown += 1
             if shown >= examples:
