@@ -9,13 +9,14 @@ all that tells a reformatting from a change. The kinds, the first that applies:
   (a comma that no supported grammar gives a meaning) changed;
 - docs: the same code tokens; only comments or docstrings changed (a docstring: a string literal
   that is a statement of its own, at bracket depth 0 alone on its line; Python);
-- signature: the header changed: the tokens before the body (parameters, return type, modifiers,
-  annotations, decorators) — up to the first `{` at bracket depth 0 in brace languages, the `:` that
-  ends a `def` or `class` line in Python, the first line in Ruby;
+- signature: the header changed: the tokens before the body (parameters, return type,
+  modifiers, annotations, decorators) — up to the first `{` at bracket depth 0 in brace
+  languages, the `:` that ends a `def`, `class` or `lambda` header in Python, the first line in
+  Ruby;
 - body: anything else.
 
-Also token_similarity: how alike two definitions are, on their code tokens with their own name
-masked, for pairing renames and moves with edits (symbol_changes).
+Also token_similarity: how alike two definitions are, on the 3-grams of their code tokens with
+their own name masked, for pairing renames and moves with edits (symbol_changes).
 
 Cost: linear in the text (each pattern is a regular expression without nested quantifiers over
 the same characters); run only on the definitions a commit changed, renamed or moved.
@@ -24,7 +25,7 @@ the same characters); run only on the definitions a commit changed, renamed or m
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -36,7 +37,7 @@ NOT_SUBSTANTIVE = frozenset({"reformatted", "rescoped"})
 
 _WORD = r"(?P<word>[\w$]+)"
 _PUNCT = r"(?P<punct>\S)"
-_WS = r"(?P<ws>[ \t\f\r\v]+|\\\r?\n)"
+_WS = r"(?:[ \t\f\r\v]+|\\\r?\n)"
 _NL = r"(?P<nl>\n)"
 _DQ = r'"(?:[^"\\\n]|\\.)*"?'
 _SQ = r"'(?:[^'\\\n]|\\.)*'?"
@@ -49,8 +50,9 @@ _BACKTICK = r"`(?:[^`\\]|\\.)*`?"
 
 
 def _lexer(comment: str, string: str) -> re.Pattern[str]:
-    return re.compile(f"{_WS}|{_NL}|(?P<comment>{comment})|(?P<string>{string})|{_WORD}|{_PUNCT}",
-                      re.S)
+    # Whitespace is consumed before each token rather than matched on its own: half the matches.
+    return re.compile(f"{_WS}*(?:{_NL}|(?P<comment>{comment})|(?P<string>{string})"
+                      f"|{_WORD}|{_PUNCT})", re.S)
 
 
 _C_LIKE = _lexer(f"{_LINE}|{_BLOCK}", f"{_TRIPLE}|{_DQ}|{_CHAR}|{_BACKTICK}")
@@ -80,8 +82,6 @@ def tokens(text: str, language: str) -> Tokens:
     pending: str | None = None  # a string at depth 0 first on its line: a docstring if alone
     for m in lexer.finditer(text):
         group = m.lastgroup
-        if group == "ws":
-            continue
         if group == "nl":
             if pending is not None:
                 notes.append(" ".join(pending.split()))
@@ -91,7 +91,7 @@ def tokens(text: str, language: str) -> Tokens:
         if pending is not None:  # not alone on its line: code after all
             code.append(pending)
             pending = None
-        value = m.group()
+        value = m.group(group)
         if group == "comment":
             notes.append(" ".join(value.split()))
             continue
@@ -159,17 +159,39 @@ def same_code(old: bytes, new: bytes, language: str, old_name: str, new_name: st
     return masked(old, language, old_name) == masked(new, language, new_name)
 
 
+_PIECES = re.compile(r"\w+|[^\w\s]")
+
+
 def masked(text: bytes, language: str, name: str) -> tuple[str, ...]:
-    code = tokens(text.decode("utf-8", "replace"), language).code
-    return tuple("\0" if t == name else t for t in code)
+    """The code tokens for similarity: own name masked, and string literals split into their
+    words (a function that is mostly a 6 KB script in a string is not one token, which an edit of
+    the few lines around it would outweigh)."""
+    out: list[str] = []
+    for t in tokens(text.decode("utf-8", "replace"), language).code:
+        if t == name:
+            out.append("\0")
+        elif len(t) > 2 and t[0] in "\"'`" or t[:2] in ('r"', "r'", 'b"', "b'", 'f"', "f'"):
+            out.extend(_PIECES.findall(t))
+        else:
+            out.append(t)
+    return tuple(out)
 
 
-def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0.0) -> float:
-    """difflib's ratio of two token sequences (2 * matches / total), 0.0 as soon as a cheap upper
-    bound shows it is below `at_least`."""
-    if not a and not b:
+def shingles(code: tuple[str, ...], n: int = 3) -> Counter:
+    """The multiset of a token sequence's n-grams (the sequence itself when shorter)."""
+    if len(code) < n:
+        return Counter([code])
+    return Counter(zip(*(code[i:] for i in range(n))))
+
+
+def token_similarity(a: Counter, b: Counter, at_least: float = 0.0) -> float:
+    """How alike two definitions are: the Dice coefficient of their token 3-gram multisets,
+    2 |A ∩ B| / (|A| + |B|). Linear in their length (difflib's ratio, tried first, is quadratic
+    on code full of repeated tokens: 50 x 50 methods of 600 tokens took 160 s), and it keeps local
+    order through the 3-grams. 0.0 as soon as the sizes alone bound it below `at_least`."""
+    total_a, total_b = sum(a.values()), sum(b.values())
+    if not total_a and not total_b:
         return 1.0
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
-    if matcher.real_quick_ratio() < at_least or matcher.quick_ratio() < at_least:
+    if 2 * min(total_a, total_b) / (total_a + total_b) < at_least:
         return 0.0
-    return matcher.ratio()
+    return 2 * sum((a & b).values()) / (total_a + total_b)

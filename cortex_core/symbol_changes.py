@@ -17,7 +17,7 @@ instead of ending one and starting another:
 4. within one scope (file and parent), the same simple name, unique on both sides: a signature
    change (`f(int)` -> `f(long)`) or a shifted ordinal;
 5. within one scope, the rest of a kind paired as a matching: every pair whose code tokens (own
-   name masked) have a similarity of at least SIMILAR, best first;
+   name masked; change_kinds.token_similarity) have a similarity of at least SIMILAR, best first;
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
    name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
@@ -36,9 +36,10 @@ Each pairing carries a confidence: 1.0 for 1-3 and for 4 with unchanged code, el
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 
-from .change_kinds import change_kind, masked, token_similarity
+from .change_kinds import change_kind, masked, shingles, token_similarity
 from .qualnames import structural_name
 from .symbols import Symbol, body_hash
 
@@ -160,6 +161,7 @@ class _Side:
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
     _masked: tuple[str, ...] | None = None
+    _shingles: Counter | None = None
 
     @property
     def text(self) -> bytes:
@@ -169,6 +171,11 @@ class _Side:
         if self._masked is None:
             self._masked = masked(self.text, self.language, self.symbol.name)
         return self._masked
+
+    def shingles(self) -> Counter:
+        if self._shingles is None:
+            self._shingles = shingles(self.masked())
+        return self._shingles
 
 
 def _parents(symbols: list[Symbol]) -> list[str]:
@@ -190,6 +197,11 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
         old_parents = dict(zip((s.qualname for s in f.old), _parents(f.old)))
         new_parents = dict(zip((s.qualname for s in f.new), _parents(f.new)))
         moved_file = f.old_path != f.new_path
+        # Lines outside every hunk (and their neighbours): no definition there can be at an edge.
+        edge_lo = min((h[2] for h in f.hunks), default=0) - 1
+        edge_hi = max((h[2] + max(h[3], 1) for h in f.hunks), default=-1)
+        old_lo = min((h[0] for h in f.hunks), default=0) - 1
+        old_hi = max((h[0] + max(h[1], 1) for h in f.hunks), default=-1)
         for qualname, sym in new_by_name.items():
             a, d = plus.get(qualname, 0), minus.get(qualname, 0)
             before = old_by_name.get(qualname)
@@ -200,7 +212,10 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
                 changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
-            elif a or d or (sym.kind in _CALLABLE and _at_an_edge(before, sym, f.hunks)):
+            elif a or d or (sym.kind in _CALLABLE
+                            and (edge_lo <= sym.end_line and sym.start_line <= edge_hi
+                                 or old_lo <= before.end_line and before.start_line <= old_hi)
+                            and _at_an_edge(before, sym, f.hunks)):
                 old_parts, new_parts = _texts(f.old, f.old_source, qualname), \
                     _texts(f.new, f.new_source, qualname)
                 if old_parts != new_parts:
@@ -279,7 +294,7 @@ def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
 SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
 MOVED_SIMILAR = 0.5           # step 6: the same name in another scope or file, with edits
 RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
-MAX_CANDIDATES = 2_500        # step 6 compares at most this many pairs (gone x born)
+MAX_CANDIDATES = 2_500        # a matching compares at most this many pairs (gone x born)
 _CALLABLE = frozenset({"function", "method"})
 
 
@@ -327,7 +342,7 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     for old, new in _unique_keys(gone, born, lambda s: (*scope(s), s.symbol.name)):
         if not old.paired and not new.paired:
             link(old, new, 1.0 if old.masked() == new.masked() else
-                 token_similarity(old.masked(), new.masked()))
+                 token_similarity(old.shingles(), new.shingles()))
     # 5. Within a scope and kind, the best matching above SIMILAR.
     groups: dict[tuple, tuple[list[_Side], list[_Side]]] = {}
     for s in gone:
@@ -337,7 +352,8 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
         if not s.paired:
             groups.setdefault((*scope(s), s.symbol.kind), ([], []))[1].append(s)
     for olds, news in groups.values():
-        if olds and news:
+        # A rewrite of a whole large class is beyond a matching: its rest stays added/deleted.
+        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
             _match(olds, news, SIMILAR, link)
     # 6. Across scopes: the same simple name (a matching per name), then near copies.
     by_name: dict[str, tuple[list[_Side], list[_Side]]] = {}
@@ -360,9 +376,10 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
 
 # A new definition that holds this much of an edited one's old code, and more of it by
 # EXTRACT_MARGIN than the edited one kept. Chosen on CodeShovel's allowed oracles, which follow
-# commons-lang's isNumber -> isCreatable (0.955 of the code; the wrapper kept 0.044) and
-# random(.., char[]) -> random(.., char[], Random) (0.985; 0.242 kept), and do not follow
-# asciinema's play -> _play (0.874; 0.438 kept).
+# commons-lang's isNumber -> isCreatable (0.947 of the code; the wrapper kept 0.030) and
+# random(.., char[]) -> random(.., char[], Random) (0.958; 0.186 kept), and do not follow
+# asciinema's play -> _play (0.785; 0.449 kept) or commons-lang's reflectionEquals ->
+# reflectionAppend(Object, Object) (0.733; 0.239 kept).
 EXTRACT_SIMILAR = 0.9
 EXTRACT_MARGIN = 0.15
 
@@ -380,9 +397,17 @@ def _extracted(edited: list[tuple[_Side, _Side]],
         return []
     scored = []
     for before, after in edited:
-        kept = token_similarity(before.masked(), after.masked())
-        for n in news:
-            similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
+        size = len(before.masked())
+        # A Dice coefficient of at least EXTRACT_SIMILAR needs sizes that close: a cheap filter
+        # before any 3-grams are counted.
+        bound = EXTRACT_SIMILAR - 0.05  # token counts, not 3-gram counts: a little slack
+        close = [n for n in news
+                 if 2 * min(size, len(n.masked())) >= bound * (size + len(n.masked()))]
+        if not close:
+            continue
+        kept = token_similarity(before.shingles(), after.shingles())
+        for n in close:
+            similarity = token_similarity(before.shingles(), n.shingles(), EXTRACT_SIMILAR)
             if similarity >= EXTRACT_SIMILAR and similarity >= kept + EXTRACT_MARGIN:
                 scored.append((-similarity, before.path, before.symbol.qualname, n.path,
                                n.symbol.qualname, before, n))
@@ -409,7 +434,7 @@ def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None
     scored = []
     for o in olds:
         for n in news:
-            similarity = token_similarity(o.masked(), n.masked(), threshold)
+            similarity = token_similarity(o.shingles(), n.shingles(), threshold)
             if similarity >= threshold:
                 scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
                                o, n))

@@ -375,7 +375,8 @@ def _c_param_type(p: Node) -> str:
     while d is not None and d.type not in ("identifier", "field_identifier"):
         inner = d.child_by_field_name("declarator")
         if inner is None and d.named_child_count:
-            inner = d.named_children[-1] if d.type == "reference_declarator" else d.named_children[0]
+            children = d.named_children
+            inner = children[-1] if d.type == "reference_declarator" else children[0]
         d = inner
     if d is not None and d.start_byte - base < end:
         text = text[:d.start_byte - base] + text[d.end_byte - base:end]
@@ -385,7 +386,7 @@ def _c_param_type(p: Node) -> str:
 
 
 def _cpp_tag(node: Node, outer: Node | None, kind: str) -> str:
-    """The parameter types of a function, and its const/ref qualifiers: "(int, const char*) const"."""
+    """A function's parameter types and const/ref qualifiers: "(int, const char*) const"."""
     if kind not in _CALLABLE_KINDS:
         return ""
     fd = _c_function_declarator(node)

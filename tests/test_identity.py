@@ -275,3 +275,27 @@ def test_an_annotation_left_by_a_deleted_method_changes_the_next_one(repo, corte
     cortex.index()
     assert subjects(cortex.reader(), "R.java", "R.runChild()") == [
         ("pull classBlock up", "signature"), ("runner", "added")]
+
+
+@pytest.mark.timeout(60)
+def test_pairing_a_rewritten_class_stays_linear():
+    """50 long methods renamed and edited at once: 2,500 similarity computations. difflib's
+    ratio took 160 s here (repeated tokens); 3-gram multisets take well under a second. The
+    timeout only catches a hang."""
+    import pygit2
+    from cortex_core.symbol_changes import FileSymbols, match_commit
+    from cortex_core.symbols import extract_symbols
+    body = "".join(f"        v{j} = x + {j}\n" for j in range(100))
+    edited = "".join(f"        v{j} = x {'-' if j % 5 == 0 else '+'} {j}\n" for j in range(100))
+    old = ("class A:\n" + "".join(f"    def m{i}(self, x):\n{body}        return {i}\n\n"
+                                  for i in range(50))).encode()
+    new = ("class A:\n" + "".join(f"    def n{i}(self, x):\n{edited}        return {i}\n\n"
+                                  for i in range(50))).encode()
+    hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines)
+             for h in pygit2.Patch.create_from(old, new, context_lines=0).hunks]
+    found = match_commit([FileSymbols("a.py", "a.py", extract_symbols("python", old),
+                                      extract_symbols("python", new), hunks, old, new,
+                                      "python", "python")])
+    renamed = {c.from_symbol.qualname: c.symbol.qualname for c in found
+               if c.change == "renamed" and c.from_symbol is not None}
+    assert renamed == {f"A.m{i}": f"A.n{i}" for i in range(50)}
