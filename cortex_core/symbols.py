@@ -330,8 +330,16 @@ def _words(text: bytes) -> str:
     return b" ".join(text.split()).decode("utf-8", "replace")
 
 
+MAX_TAG = 200  # characters of a parameter list kept in an identity; beyond, a digest stands in
+
+
 def _type_list(types: list[str]) -> str:
-    return "(" + ", ".join(types) + ")"
+    text = ", ".join(types)
+    if len(text) > MAX_TAG:  # untrusted input: a name stays readable and bounded, still unique
+        digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=4).hexdigest()
+        kept = text[:MAX_TAG].rsplit(",", 1)[0]
+        text = kept.translate(str.maketrans("", "", "()[]")) + f", …{digest}"
+    return "(" + text + ")"
 
 
 def _java_tag(node: Node, outer: Node | None, kind: str) -> str:

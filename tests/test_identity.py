@@ -299,3 +299,13 @@ def test_pairing_a_rewritten_class_stays_linear():
     renamed = {c.from_symbol.qualname: c.symbol.qualname for c in found
                if c.change == "renamed" and c.from_symbol is not None}
     assert renamed == {f"A.m{i}": f"A.n{i}" for i in range(50)}
+
+
+def test_an_enormous_parameter_list_gives_a_bounded_identity():
+    from cortex_core.qualnames import structural_name
+    from cortex_core.symbols import MAX_TAG, extract_symbols
+    params = ", ".join(f"Map<String, int[]> a{i}" for i in range(2000))
+    found = extract_symbols("java", f"class A {{ void f({params}) {{}} void f() {{}} }}".encode())
+    names = [s.qualname for s in found]
+    assert len(names[1]) < MAX_TAG + 40 and names[2] == "A.f()" and len(set(names)) == 3
+    assert structural_name(names[1]) == "A.f"
