@@ -4,8 +4,8 @@ A definition's text is split into tokens (words, punctuation, string literals, c
 per-language lexer: not a parser, but it knows where comments and strings start and end, which is
 all that tells a reformatting from a change. The kinds, the first that applies:
 
-- reformatted: the same code tokens and the same comments (each comment's words compared with its
-  whitespace normalized): whitespace, line breaks, or a trailing comma before a closing bracket
+- reformatted: the same code tokens and the same comments (each comment compared without its
+  whitespace: `//x` is `// x`): whitespace, line breaks, or a trailing comma before a closing bracket
   (a comma that no supported grammar gives a meaning) changed;
 - docs: the same code tokens; only comments or docstrings changed (a docstring: a string literal
   that is a statement of its own, at bracket depth 0 alone on its line; Python);
@@ -68,7 +68,7 @@ _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 class Tokens(NamedTuple):
     code: tuple[str, ...]      # code tokens, trailing commas dropped
-    notes: tuple[str, ...]     # comments and docstrings, whitespace normalized, in order
+    notes: tuple[str, ...]     # comments and docstrings without whitespace, in order
     header: tuple[str, ...]    # the code tokens before the body
 
 
@@ -84,7 +84,7 @@ def tokens(text: str, language: str) -> Tokens:
         group = m.lastgroup
         if group == "nl":
             if pending is not None:
-                notes.append(" ".join(pending.split()))
+                notes.append("".join(pending.split()))
                 pending = None
             line_start = True
             continue
@@ -93,7 +93,7 @@ def tokens(text: str, language: str) -> Tokens:
             pending = None
         value = m.group(group)
         if group == "comment":
-            notes.append(" ".join(value.split()))
+            notes.append("".join(value.split()))
             continue
         if group == "string" and language == "python" and line_start and depth == 0 and code \
                 and code[-1] not in ("=", ",", "(", "[", "{", "+", "%", "return", "yield"):
@@ -109,7 +109,7 @@ def tokens(text: str, language: str) -> Tokens:
                 code.pop()  # a trailing comma
         code.append(value)
     if pending is not None:
-        notes.append(" ".join(pending.split()))
+        notes.append("".join(pending.split()))
     return Tokens(tuple(code), tuple(notes), _header(code, language, text))
 
 

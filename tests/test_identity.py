@@ -309,3 +309,9 @@ def test_an_enormous_parameter_list_gives_a_bounded_identity():
     names = [s.qualname for s in found]
     assert len(names[1]) < MAX_TAG + 40 and names[2] == "A.f()" and len(set(names)) == 3
     assert structural_name(names[1]) == "A.f"
+
+
+def test_a_space_after_a_comment_marker_is_formatting():
+    assert change_kind(b"void f() {\n    //todo\n    g();\n}", b"void f() {\n  // todo\n  g();\n}",
+                       "java") == "reformatted"
+    assert change_kind(b"void f() {\n    // todo\n}", b"void f() {\n    // done\n}", "java") == "docs"
