@@ -36,10 +36,9 @@ Each pairing carries a confidence: 1.0 for 1-3 and for 4 with unchanged code, el
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import Counter
 from dataclasses import dataclass, field
 
-from .change_kinds import change_kind, masked, shingles, token_similarity
+from .change_kinds import change_kind, masked, token_similarity
 from .qualnames import structural_name
 from .symbols import Symbol, body_hash
 
@@ -161,7 +160,6 @@ class _Side:
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
     _masked: tuple[str, ...] | None = None
-    _shingles: Counter | None = None
 
     @property
     def text(self) -> bytes:
@@ -171,11 +169,6 @@ class _Side:
         if self._masked is None:
             self._masked = masked(self.text, self.language, self.symbol.name)
         return self._masked
-
-    def shingles(self) -> Counter:
-        if self._shingles is None:
-            self._shingles = shingles(self.masked())
-        return self._shingles
 
 
 def _parents(symbols: list[Symbol]) -> list[str]:
@@ -342,7 +335,7 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     for old, new in _unique_keys(gone, born, lambda s: (*scope(s), s.symbol.name)):
         if not old.paired and not new.paired:
             link(old, new, 1.0 if old.masked() == new.masked() else
-                 token_similarity(old.shingles(), new.shingles()))
+                 token_similarity(old.masked(), new.masked()))
     # 5. Within a scope and kind, the best matching above SIMILAR.
     groups: dict[tuple, tuple[list[_Side], list[_Side]]] = {}
     for s in gone:
@@ -376,10 +369,10 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
 
 # A new definition that holds this much of an edited one's old code, and more of it by
 # EXTRACT_MARGIN than the edited one kept. Chosen on CodeShovel's allowed oracles, which follow
-# commons-lang's isNumber -> isCreatable (0.947 of the code; the wrapper kept 0.030) and
-# random(.., char[]) -> random(.., char[], Random) (0.958; 0.186 kept), and do not follow
-# asciinema's play -> _play (0.785; 0.449 kept) or commons-lang's reflectionEquals ->
-# reflectionAppend(Object, Object) (0.733; 0.239 kept).
+# commons-lang's isNumber -> isCreatable (0.951 of the code; the wrapper kept 0.041) and
+# random(.., char[]) -> random(.., char[], Random) (0.985; 0.239 kept), and do not follow
+# asciinema's play -> _play (0.874; 0.438 kept) or commons-lang's reflectionEquals ->
+# reflectionAppend(Object, Object) (0.619; 0.292 kept).
 EXTRACT_SIMILAR = 0.9
 EXTRACT_MARGIN = 0.15
 
@@ -398,16 +391,14 @@ def _extracted(edited: list[tuple[_Side, _Side]],
     scored = []
     for before, after in edited:
         size = len(before.masked())
-        # A Dice coefficient of at least EXTRACT_SIMILAR needs sizes that close: a cheap filter
-        # before any 3-grams are counted.
-        bound = EXTRACT_SIMILAR - 0.05  # token counts, not 3-gram counts: a little slack
-        close = [n for n in news
-                 if 2 * min(size, len(n.masked())) >= bound * (size + len(n.masked()))]
+        # A ratio of at least EXTRACT_SIMILAR needs lengths that close: a cheap filter first.
+        close = [n for n in news  # difflib's ratio is at most 2 min / (sum) of the lengths
+                 if 2 * min(size, len(n.masked())) >= EXTRACT_SIMILAR * (size + len(n.masked()))]
         if not close:
             continue
-        kept = token_similarity(before.shingles(), after.shingles())
+        kept = token_similarity(before.masked(), after.masked())
         for n in close:
-            similarity = token_similarity(before.shingles(), n.shingles(), EXTRACT_SIMILAR)
+            similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
             if similarity >= EXTRACT_SIMILAR and similarity >= kept + EXTRACT_MARGIN:
                 scored.append((-similarity, before.path, before.symbol.qualname, n.path,
                                n.symbol.qualname, before, n))
@@ -434,7 +425,7 @@ def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None
     scored = []
     for o in olds:
         for n in news:
-            similarity = token_similarity(o.shingles(), n.shingles(), threshold)
+            similarity = token_similarity(o.masked(), n.masked(), threshold)
             if similarity >= threshold:
                 scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
                                o, n))

@@ -450,7 +450,10 @@ def _java_anonymous(node: Node, outer: Node | None) -> _Name | None:
     """`new Runnable() { ... }` is a class named "new Runnable" (generic arguments dropped)."""
     if not any(c.type == "class_body" for c in node.named_children):
         return None
-    name = _bare_type_name(node.child_by_field_name("type"))
+    target = node.child_by_field_name("type")
+    if target is not None and target.type == "generic_type" and target.named_child_count:
+        target = target.named_children[0]  # Callable<Object> -> Callable
+    name = _bare_type_name(target)
     return ((b"new " + (name or b"Object"),), "class")
 
 
