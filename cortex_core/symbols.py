@@ -333,8 +333,22 @@ def _words(text: bytes) -> str:
 MAX_TAG = 200  # characters of a parameter list kept in an identity; beyond, a digest stands in
 
 
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def _type_list(types: list[str]) -> str:
     text = ", ".join(types)
+    if not _balanced(text):  # a syntax error (`int[ x`): brackets would swallow the names after
+        text = text.translate(str.maketrans("", "", "()[]"))
     if len(text) > MAX_TAG:  # untrusted input: a name stays readable and bounded, still unique
         digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=4).hexdigest()
         kept = text[:MAX_TAG].rsplit(",", 1)[0]

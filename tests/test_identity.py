@@ -315,3 +315,19 @@ def test_a_space_after_a_comment_marker_is_formatting():
     assert change_kind(b"void f() {\n    //todo\n    g();\n}", b"void f() {\n  // todo\n  g();\n}",
                        "java") == "reformatted"
     assert change_kind(b"void f() {\n    // todo\n}", b"void f() {\n    // done\n}", "java") == "docs"
+
+
+@pytest.mark.parametrize("language, source", [
+    ("java", b"class A { void f(int[ x) { class B { void g() {} } } }"),  # unbalanced tag
+    ("java", b"class A { void m() { new constFoo() { public void run() {} }; } }"),
+    ("java", b"class A { void operator() {} void myoperator() { class B {} } }"),
+    ("cpp", b"struct V { int operator()(int x) const { return x; } int& operator[](int i) &"
+            b" { return d; } void myoperator() {} };"),
+])
+def test_structural_names_read_from_identities_are_the_parsers(language, source):
+    """Targets and blast radius read structural names back from stored identities: the string
+    function must give what the parser recorded, for every symbol."""
+    from cortex_core.qualnames import structural_name
+    from cortex_core.symbols import extract_symbols
+    for s in extract_symbols(language, source):
+        assert structural_name(s.qualname) == s.structural_name, s.qualname
