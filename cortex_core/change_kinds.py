@@ -29,11 +29,13 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import NamedTuple
 
-KINDS = ("reformatted", "docs", "signature", "body")
 # Kinds of changes that leave a definition's meaning as it was: left out of substantive histories
 # and of hotspot counts. "rescoped": its enclosing symbol was renamed or it moved to another
 # scope of the same file, its own text unchanged (a lineage waypoint).
 NOT_SUBSTANTIVE = frozenset({"reformatted", "rescoped"})
+# The same, for a query over symbol_changes aliased `sc`.
+SUBSTANTIVE_SQL = "sc.change not in ({})".format(
+    ", ".join(f"'{kind}'" for kind in sorted(NOT_SUBSTANTIVE)))
 
 _WORD = r"(?P<word>[\w$]+)"
 _PUNCT = r"(?P<punct>\S)"
@@ -151,12 +153,6 @@ def change_kind(old: bytes, new: bytes, language: str) -> str:
     if a.header != b.header:
         return "signature"
     return "body"
-
-
-def same_code(old: bytes, new: bytes, language: str, old_name: str, new_name: str) -> bool:
-    """Whether two texts are one definition's code, each with its own name masked: a rename or a
-    move that left the code as it was."""
-    return masked(old, language, old_name) == masked(new, language, new_name)
 
 
 _PIECES = re.compile(r"\w+|[^\w\s]")

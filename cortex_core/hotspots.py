@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from .change_kinds import SUBSTANTIVE_SQL
+
 FORMULA = "score = R × (1 + ln A) × (1 + log10(1 + L)); R = Σ 0.5^(age_days / half_life)"
 
 
@@ -51,7 +53,7 @@ class Hotspots:
 
 _SCORE = "r * (1 + ln(a)) * (1 + log10(1 + l))"
 # What counts as a change of a symbol (the kinds of change_kinds.NOT_SUBSTANTIVE left out).
-_SUBSTANTIVE = "sc.change not in ('reformatted', 'rescoped')"
+_SUBSTANTIVE = SUBSTANTIVE_SQL
 
 
 def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: float | None = None,

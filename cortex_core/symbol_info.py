@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .blast import direct_dependents
+from .change_kinds import SUBSTANTIVE_SQL
 from .history import CommitRef, HistoryEntry, file_history, redacted, symbol_history
 from .hotspots import hotspot_score
 from .notes import Note, live_notes_for
@@ -113,13 +114,13 @@ def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float
     params = {"path": path, "since": now - heat.window_days * 86400, "q": qualname,
               "min": heat.threshold if only_hot else 1}
     rows = con.execute(
-        """select s.qualname, s.kind, (select min(start_line) from symbol_spans
+        f"""select s.qualname, s.kind, (select min(start_line) from symbol_spans
                   where symbol_id = s.id), count(*) as n, count(distinct c.author_email)
            from files f join symbols s on s.file_id = f.id
            join symbol_changes sc on sc.symbol_id = s.id join commits c on c.id = sc.commit_id
            where f.path = :path and s.alive = 1 and c.reachable = 1 and c.author_time >= :since
                  and (:q is null or s.qualname = :q)
-                 and sc.change not in ('reformatted', 'rescoped')  -- substantive changes only
+                 and {SUBSTANTIVE_SQL}  -- substantive changes only
            group by s.id having n >= :min order by n desc, s.qualname""", params).fetchall()
     return [Heat(path, q, kind, line, n, a, n >= heat.threshold) for q, kind, line, n, a in rows]
 

@@ -89,9 +89,7 @@ from typing import Callable, Iterable, NamedTuple
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
-from .qualnames import structural_name
-
-__all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols", "structural_name"]
+__all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols"]
 
 
 @dataclass(frozen=True, slots=True)
