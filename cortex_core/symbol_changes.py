@@ -396,10 +396,14 @@ def _extracted(edited: list[tuple[_Side, _Side]],
                  if 2 * min(size, len(n.masked())) >= EXTRACT_SIMILAR * (size + len(n.masked()))]
         if not close:
             continue
-        kept = token_similarity(before.masked(), after.masked())
+        kept = None  # how much of its code the edited callable kept: only asked when needed
         for n in close:
             similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
-            if similarity >= EXTRACT_SIMILAR and similarity >= kept + EXTRACT_MARGIN:
+            if similarity < EXTRACT_SIMILAR:
+                continue
+            if kept is None:
+                kept = token_similarity(before.masked(), after.masked())
+            if similarity >= kept + EXTRACT_MARGIN:
                 scored.append((-similarity, before.path, before.symbol.qualname, n.path,
                                n.symbol.qualname, before, n))
     out = []
