@@ -30,13 +30,20 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .coupling import related
+from .coupling import (DECAY, HALF_LIFE_DAYS, MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT,
+                       evidence_of, file_scores, name_twins, related)
 from .history import CommitRef
 from .qualnames import structural_name
 from .targets import Target, TargetSpec, resolve
 
 MAX_DEPTH = 10
 MAX_DEPENDENTS = 2000
+# How much the structure counts beside co-change in `fused_related`: s / (1 + n) at this weight,
+# n the target's commits (see bench/bench_cochange.py for how it was chosen).
+STRUCTURE_WEIGHT = 1.0
+# The structure share of a file named like the target once test affixes are dropped (a module and
+# its tests): as strong as a direct dependent of confidence TWIN_WEIGHT. 0 turns it off.
+TWIN_WEIGHT = 1.0
 RISK_LEVELS = ((4.0, "low"), (12.0, "medium"))
 RISK_FORMULA = ("risk = (1 + ln(1 + D)) × (1 + H); D = dependents (confidence-weighted), "
                 "H = hotspot score of the target; low < 4 ≤ medium < 12 ≤ high")
@@ -231,16 +238,25 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
 
 def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
             top: int) -> list[Hidden]:
-    """Co-change partners the structure does not connect (in either direction)."""
+    """Co-change partners the structure does not connect (in either direction), with at least
+    two shared commits: a risk needs a pattern, and one shared commit (often the one that
+    created both) is only a hint, which `related` shows as such."""
     structural = {d.path for d in dependents} | {target.path}
     structural |= {con.execute("select path from files where id = ?", (f,)).get
                    for f, *_ in _outgoing(con, target.file_id, target.qualname)}
     found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3)
     out = []
+    # For a symbol: the symbols that change with it first, those no dependent edge explains.
+    linked = {(d.path, d.qualname) for d in dependents}
+    for p in found.symbols:
+        if (p.path, p.qualname) not in linked and not p.weak and len(out) < top:
+            out.append(Hidden(p.path, p.qualname, p.support, round(p.confidence, 4), p.evidence))
+    files = 0
     for p in found.files:
-        if p.path not in structural:
+        if p.path not in structural and not p.weak:
             out.append(Hidden(p.path, None, p.support, round(p.confidence, 4), p.evidence))
-        if len(out) == top:
+            files += 1
+        if files == top:
             break
     return out
 
@@ -335,11 +351,18 @@ class FusedPartner:
     path: str
     score: float
     structure: float          # in [0, 1]
-    cochange: float           # co-change confidence
+    cochange: float           # co-change: the shared commits' weight / the target's, in [0, 1]
     relation: str | None      # how the structure connects it (dependent, dependency), if it does
     depth: int | None
     support: int              # shared commits
     evidence: list[CommitRef]
+    confidence: float = 0.0   # shared commits / the target's commits (no decay)
+    last_shared: int = 0      # committer time of the newest shared commit
+
+    @property
+    def weak(self) -> bool:
+        """Co-change from one shared commit only (structure may still vouch for it)."""
+        return self.support == 1
 
 
 @dataclass(frozen=True)
@@ -347,8 +370,18 @@ class FusedRelated:
     target: Target
     files: list[FusedPartner]
     target_commits: int = 0   # commits (within the changeset bound) that changed the target
-    formula: str = ("score = c + s / (1 + n); c = co-change confidence, n = the target's commits, "
-                    "s = chain confidence × 0.5^(depth − 1)")
+    half_life_days: float | None = HALF_LIFE_DAYS
+    structure_weight: float = STRUCTURE_WEIGHT
+    symbols: list = field(default_factory=list)  # for a symbol: coupling.Partner, co-change only
+
+    @property
+    def formula(self) -> str:
+        decay = (f"each shared commit weighted 0.5^(age / {self.half_life_days:g} days)"
+                 if self.half_life_days else "no decay")
+        return (f"score = c + {self.structure_weight:g} × s / (1 + n); c = the shared commits' "
+                f"weight / the target's ({decay}), n = the target's commits, s = chain "
+                "confidence × 0.5^(depth − 1), or a file of the same name but for test affixes; "
+                "ties: the newest shared commit, then s")
 
 
 def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tuple[float, str, int]]:
@@ -384,19 +417,48 @@ def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tupl
 
 
 def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
-                  max_changeset: int = 30, min_support: int = 2) -> FusedRelated:
+                  max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
+                  half_life_days: float | None = HALF_LIFE_DAYS,
+                  structure_weight: float = STRUCTURE_WEIGHT,
+                  size_exponent: float = SIZE_EXPONENT,
+                  twin_weight: float = TWIN_WEIGHT, decay: str = DECAY) -> FusedRelated:
+    """Files that change with the target: co-change first; the structure breaks its ties and
+    fills in where history is thin (its share shrinks as the target's commits grow)."""
     target = resolve(con, spec)
     structure = structural_neighbours(con, target, depth)
-    co = related(con, TargetSpec(target.path, target.qualname), top_k=10_000,
-                 max_changeset=max_changeset, min_support=min_support)
-    cochange = {p.path: p for p in co.files}
-    out = []
+    if twin_weight:
+        for path in name_twins(con, target, max_changeset):
+            if structure.get(path, (0.0,))[0] < twin_weight:
+                structure[path] = (twin_weight, "same name", None)
+    cochange, total, n, h = file_scores(con, target, max_changeset=max_changeset,
+                                        min_support=min_support, half_life_days=half_life_days,
+                                        size_exponent=size_exponent)
+    rows = []
     for path in set(structure) | set(cochange):
         s, relation, level = structure.get(path, (0.0, None, None))
-        p = cochange.get(path)
-        c = p.confidence if p else 0.0
-        out.append(FusedPartner(path, round(c + s / (1 + co.target_commits), 4), round(s, 4),
-                                round(c, 4), relation, level, p.support if p else 0,
-                                p.evidence if p else []))
-    out.sort(key=lambda f: (-f.score, -f.support, f.path))
-    return FusedRelated(target, out[:top_k], target_commits=co.target_commits)
+        found = cochange.get(path)
+        if found is None or not n:
+            c = 0.0
+        elif decay == "ties":  # support leads; the decayed weight only orders its ties
+            c = found.support / n
+        else:
+            c = found.weight / total if total else 0.0
+        rows.append((c + structure_weight * s / (1 + n), s, c, path, relation, level, found))
+    # Ties: the decayed weight ("ties" mode), the newest shared commit (recency, as for co-change
+    # alone), then structure.
+    rows.sort(key=lambda r: (-round(r[0], 9), -round(r[6].weight, 9) if r[6] is not None else 0,
+                             -(r[6].last_shared if r[6] is not None else 0), -r[1], r[3]))
+    out = []
+    for score, s, c, path, relation, level, found in rows[:top_k]:
+        out.append(FusedPartner(
+            path, round(score, 4), round(s, 4), round(c, 4), relation, level,
+            found.support if found else 0, evidence_of(con, h, found.commits) if found else [],
+            round(found.support / n, 4) if found and n else 0.0,
+            found.last_shared if found else 0))
+    symbols = []
+    if target.symbol_id is not None:
+        symbols = related(con, TargetSpec(target.path, target.qualname), top_k=top_k,
+                          max_changeset=max_changeset, min_support=min_support,
+                          half_life_days=half_life_days, size_exponent=size_exponent,
+                          decay=decay).symbols
+    return FusedRelated(target, out, n, half_life_days, structure_weight, symbols)

@@ -94,10 +94,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Files that move with it, ranked by structure (what it calls, "
                        "what calls it) and history (files changed in the same commits) fused; each "
                        "with its structural relation, shared commits and confidence.")
-    p.add_argument("target", metavar="TARGET", help="PATH or PATH::SYMBOL")
+    p.add_argument("target", metavar="TARGET", nargs="?",
+                   help="PATH or PATH::SYMBOL; without it, what the uncommitted changes (staged "
+                   "and not) usually bring along that is not changed yet")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
     p.add_argument("--min-support", type=_positive_int, metavar="N",
-                   help="shared commits needed (default: 2, or [coupling] min_support)")
+                   help="shared commits needed (default: 1, shown as weak; or [coupling] "
+                   "min_support)")
+    p.add_argument("--half-life", type=_non_negative_float, metavar="DAYS",
+                   help="a shared commit's weight halves every DAYS days, on the repository's "
+                   "own clock; 0: every commit counts alike (default: 1825, or [coupling] "
+                   "half_life_days)")
+    p.add_argument("--explain", action="store_true",
+                   help="print each partner's score components and the formula")
 
     p = sub.add_parser("blast", parents=[common], help="what depends on a symbol or file",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -289,6 +298,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive number: {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
@@ -436,12 +455,26 @@ def cmd_related(args) -> int:
     from . import render
     root, _, con = _reader(args)
     settings = _settings(root).coupling
-    result = fused_related(con, _spec(args.target, root), top_k=args.top_k,
-                           max_changeset=settings.max_changeset,
-                           min_support=args.min_support or settings.min_support)
+    chosen = {"top_k": args.top_k, "max_changeset": settings.max_changeset,
+              "min_support": args.min_support or settings.min_support,
+              "half_life_days": settings.half_life_days if args.half_life is None
+              else args.half_life}
+    if args.target is None:
+        from .coupling import related_to_set
+        from .workspace import read_workspace
+        workspace = read_workspace(root)
+        changed = list(workspace.changed) + list(workspace.untracked)
+        if not changed:
+            raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
+        found = related_to_set(con, changed, **chosen)
+        if args.json:
+            return _emit_json(found)
+        print(render.set_related(found))
+        return 0
+    result = fused_related(con, _spec(args.target, root), **chosen)
     if args.json:
         return _emit_json(result)
-    print(render.fused_related(result))
+    print(render.fused_related(result, args.explain))
     return 0
 
 

@@ -16,7 +16,8 @@ of the wrong type are errors with a clear message rather than silently ignored.
 
     [coupling]
     max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
-    min_support = 2               # a pair must share at least this many commits
+    min_support = 1               # a pair must share at least this many commits (1: shown as weak)
+    half_life_days = 1825.0       # a shared commit's weight halves every this many days (0: none)
 
     [memory]
     model = "minishlab/potion-base-8M"   # a model-hub id or a local folder; "none" turns vectors off
@@ -74,8 +75,11 @@ class HotspotSettings:
 
 @dataclass(frozen=True)
 class CouplingSettings:
+    # The one set of co-change defaults: coupling.py, the CLI, the language server, MCP and packs
+    # all read these (bench/bench_cochange.py measured them).
     max_changeset: int = 30
-    min_support: int = 2
+    min_support: int = 1
+    half_life_days: float = 1825.0
 
 
 @dataclass(frozen=True)

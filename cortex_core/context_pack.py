@@ -301,10 +301,13 @@ def _changes_with(con, spec) -> list[PackItem]:
     for p in found.files:
         parts = []
         if p.relation:
-            parts.append(f"a structural {p.relation} at depth {p.depth}")
+            parts.append(f"a structural {p.relation} at depth {p.depth}" if p.depth
+                         else f"a file of the {p.relation}")
         if p.support:
             shas = ", ".join(ref.short for ref in p.evidence[:3])
-            parts.append(f"changed together in {p.support} commits ({p.cochange:.0%}), e.g. {shas}")
+            parts.append(f"changed together in {p.support} commit{'s' if p.support != 1 else ''}"
+                         f" ({p.confidence:.0%} of its own), e.g. {shas}"
+                         + (" (weak: one commit)" if p.weak else ""))
         out.append(PackItem("changes-with", p.path, "; ".join(parts) or "related",
                             p.evidence[0].short if p.evidence else p.path, 0.5 * p.score))
     return out

@@ -7,24 +7,57 @@ coupling; code-maat's default is 30):
     support(X, Y)     = commits that change both
     confidence(X ⇒ Y) = support / commits that change X      (how often Y follows X)
     confidence(Y ⇒ X) = support / commits that change Y      (how much of Y's life is X's)
+    weight(X, Y)      = the shared commits, each counted 0.5^(age / half-life), its age taken
+                        on the repository's own clock (from its newest indexed commit, not from
+                        today: an old clone ranks as it did when it was current)
 
-Candidates need `min_support` shared commits (default 2), and are ranked by support, then by
-confidence(Y ⇒ X) — the ROSE ranking (Zimmermann et al., 2004) with a tie-break that prefers
-partners bound to X over files that change with everything. Identities follow renames and moves
-forward, so a file's earlier names count as the file. Only candidates alive at HEAD are returned.
+Candidates are ranked by weight (with no half-life: by support, the order of association rules,
+Zimmermann et al. 2004), then by the newest shared commit, then by name. One shared commit is
+enough (`min_support` 1): it is shown as weak evidence, and ordered by its recency among the
+others. Every path is a candidate and counts in the commits' sets, whatever its indexing level
+(lockfiles and generated files are exactly what a reviewer forgets), except changelogs, which
+change with everything (CHANGELOG, HISTORY, NEWS..., towncrier fragments). Identities follow
+renames and moves forward, so a file's earlier names count as the file. Only candidates alive at
+HEAD are returned.
+
+The half-life was picked on time-split histories of repositories kept apart from the ones the
+numbers are reported on (bench/bench_cochange.py, docs/cochange.md).
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 import apsw
 
+from .change_kinds import SUBSTANTIVE_SQL
+from .config import CouplingSettings
 from .history import COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef, commit_ref
 from .targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
+_DEFAULTS = CouplingSettings()  # the one set of defaults (config.py)
+MAX_CHANGESET = _DEFAULTS.max_changeset
+MIN_SUPPORT = _DEFAULTS.min_support
+HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # five years; see the module docstring
+SIZE_EXPONENT = 0.0
+# How the decay ranks: "weight", by the decayed weight of the shared commits; "ties", by support
+# (the rules' order) with the decayed weight breaking its ties (bench/bench_cochange.py).
+DECAY = "weight"
+_DAY = 86_400
+
+_CHANGELOG_NAME = re.compile(
+    r"(?i)(change[-_]?log|changes|history|news|release[-_]?notes|whatsnew)"
+    r"(\.(md|markdown|rst|txt|adoc|asciidoc|org|html))?")
+_CHANGELOG_DIRS = frozenset({"changelog.d", "newsfragments", "changes", "changelogs"})
+
+
+def is_changelog(path: str) -> bool:
+    """A changelog or a changelog fragment: it changes with everything, so it is no partner."""
+    *dirs, name = path.split("/")
+    return bool(_CHANGELOG_NAME.fullmatch(name)) or any(d.lower() in _CHANGELOG_DIRS for d in dirs)
 
 
 @dataclass(frozen=True)
@@ -35,6 +68,14 @@ class Partner:
     confidence: float          # confidence(target ⇒ partner)
     reverse_confidence: float  # confidence(partner ⇒ target)
     evidence: list[CommitRef]  # the newest shared commits
+    weight: float = 0.0        # the shared commits weighted by age (the ranking key)
+    weighted_confidence: float = 0.0  # weight / the target's commits weighted alike, in [0, 1]
+    last_shared: int = 0       # committer time of the newest shared commit
+
+    @property
+    def weak(self) -> bool:
+        """One shared commit: a hint, not a pattern."""
+        return self.support < 2
 
 
 @dataclass(frozen=True)
@@ -45,26 +86,192 @@ class Related:
     symbols: list[Partner]
     max_changeset: int
     min_support: int
+    half_life_days: float | None = HALF_LIFE_DAYS
 
 
-def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10, max_changeset: int = 30,
-            min_support: int = 2) -> Related:
+@dataclass(frozen=True)
+class Scored:
+    """A candidate before it is labelled: what the ranking reads."""
+    ident: int
+    support: int
+    weight: float
+    last_shared: int
+    commits: list[int]
+
+
+def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
+            max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
+            half_life_days: float | None = HALF_LIFE_DAYS,
+            size_exponent: float = SIZE_EXPONENT, decay: str = DECAY) -> Related:
     target = resolve(con, spec)
     h = _history_sets(con, max_changeset)
+    weights = h.weights(half_life_days, size_exponent)
+    me, mine, by_commit, commits_of, alive = _side(h, target)
+    own_file = h.file_canon.get(target.file_id, target.file_id)
+    files = _partners(con, h, mine, h.files_by_commit, h.commits_of_file, {own_file},
+                      h.alive_files, min_support, top_k, _file_label, weights, decay)
+    symbols = []
+    if target.symbol_id is not None:
+        symbols = _partners(con, h, mine, h.symbols_by_commit, h.commits_of_symbol, {me},
+                            h.alive_symbols, min_support, top_k, _symbol_label, weights, decay)
+    return Related(target, len(mine), files, symbols, max_changeset, min_support, half_life_days)
+
+
+@dataclass(frozen=True)
+class CoupledSymbol:
+    """The hover's "usually changes with `Session.send` (7 of 9 commits)"."""
+    path: str
+    qualname: str
+    shared: int    # commits that changed both
+    of: int        # commits that changed the target (within the changeset bound)
+
+
+@dataclass(frozen=True)
+class SetPartner:
+    path: str
+    score: float              # Σ over shared commits of weight × (changed files it holds) / |set|
+    support: int              # commits shared with any of the changed files
+    with_files: list[str]     # the changed files it changed with
+    evidence: list[CommitRef]
+
+    @property
+    def weak(self) -> bool:
+        return self.support < 2
+
+
+@dataclass(frozen=True)
+class SetRelated:
+    """What a set of changed files usually brings along (the working tree's "you probably also
+    need to touch ...")."""
+    changed: list[str]        # the set's files the index knows
+    unknown: list[str]        # the set's files without history (new, or not indexed)
+    files: list[SetPartner]
+    half_life_days: float | None = HALF_LIFE_DAYS
+
+
+def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
+                   max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
+                   half_life_days: float | None = HALF_LIFE_DAYS) -> SetRelated:
+    """Files that usually change with these files and are not among them. A commit counts for
+    its candidates in proportion to how many of the set it changed (as TARMAQ prefers the rules
+    whose antecedent covers most of the query): a file that came along with three of the changed
+    files outranks one that came along with one of them."""
+    h = _history_sets(con, max_changeset)
+    weights = h.weights(half_life_days)
+    by_path = {path: fid for fid, path in h.paths(con).items()}
+    known, unknown, ids = [], [], set()
+    for path in dict.fromkeys(paths):
+        fid = by_path.get(path)
+        if fid is None:
+            unknown.append(path)
+            continue
+        fid = h.file_canon.get(fid, fid)
+        known.append(path)
+        ids.add(fid)
+    exclude = set(ids) | {by_path[p] for p in paths if p in by_path}
+    score: dict[int, float] = defaultdict(float)
+    shared: dict[int, list[int]] = defaultdict(list)
+    sources: dict[int, set[int]] = defaultdict(set)
+    commits = set().union(*(h.commits_of_file.get(f, set()) for f in ids)) if ids else set()
+    for commit_id in commits:
+        files = h.files_by_commit[commit_id]
+        held = files & ids
+        for g in files:
+            if g not in exclude and g in h.alive_files:
+                score[g] += weights(commit_id) * len(held) / len(ids)
+                shared[g].append(commit_id)
+                sources[g] |= held
+    paths_of = h.paths(con)
+    ranked = sorted((g for g in score if len(shared[g]) >= max(1, min_support)),
+                    key=lambda g: (-round(score[g], 9),
+                                   -max(h.commit_time[c] for c in shared[g]), paths_of[g]))
+    out = [SetPartner(paths_of[g], round(score[g], 4), len(shared[g]),
+                      sorted(paths_of[f] for f in sources[g]), evidence_of(con, h, shared[g]))
+           for g in ranked[:top_k]]
+    return SetRelated(known, unknown, out, half_life_days)
+
+
+def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int = 2,
+                     min_confidence: float = 0.25) -> CoupledSymbol | None:
+    """The symbol that changes with a symbol most, by the `related` ranking: a pattern of at
+    least `min_support` shared commits making `min_confidence` of the target's, else None."""
+    if target.symbol_id is None:
+        return None
+    h = _history_sets(con, MAX_CHANGESET)
+    weights = h.weights(HALF_LIFE_DAYS, SIZE_EXPONENT)
+    me, mine, _, _, _ = _side(h, target)
+    found = sorted(_score(mine, h.symbols_by_commit, {me}, h.alive_symbols, min_support, h,
+                          weights), key=rank_key)
+    if not found:
+        return None
+    tied = [s for s in found if rank_key(s) == rank_key(found[0])]
+    best = min(tied, key=lambda s: _symbol_label(con, s.ident))
+    if best.support / len(mine) < min_confidence:
+        return None
+    path, qualname = _symbol_label(con, best.ident)
+    return CoupledSymbol(path, qualname, best.support, len(mine))
+
+
+def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MAX_CHANGESET,
+                min_support: int = MIN_SUPPORT, half_life_days: float | None = HALF_LIFE_DAYS,
+                size_exponent: float = SIZE_EXPONENT
+                ) -> tuple[dict[str, Scored], float, int, "_HistorySets"]:
+    """Every file partner of `target` by path, unlabelled and unranked (for a fusion with other
+    evidence), with the target's commits weighted alike (the denominator of a weighted
+    confidence), their count, and the history read (for evidence_of)."""
+    h = _history_sets(con, max_changeset)
+    weights = h.weights(half_life_days, size_exponent)
+    _, mine, _, _, _ = _side(h, target)
+    own_file = h.file_canon.get(target.file_id, target.file_id)
+    found = _score(mine, h.files_by_commit, {own_file}, h.alive_files, min_support, h, weights)
+    paths = h.paths(con)
+    return ({paths[s.ident]: s for s in found}, sum(weights(c) for c in mine), len(mine), h)
+
+
+_TEST_AFFIXES = re.compile(r"^(tests?|Tests?)[_-]|[_.-](tests?|spec|Tests?|Spec)$"
+                           r"|(?<=[a-z0-9])(Tests?|Spec|IT)$")
+
+
+def name_key(path: str) -> str:
+    """A file's name without extension and test affixes: `test_utils.py`, `utils_test.go`,
+    `UtilsTest.java` and `utils.spec.ts` all give `utils` (lower-cased)."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0] if not path.endswith("/") else ""
+    return _TEST_AFFIXES.sub("", stem).lower() if stem else ""
+
+
+def name_twins(con: apsw.Connection, target: Target, max_changeset: int = MAX_CHANGESET
+               ) -> list[str]:
+    """Files alive at HEAD whose name is the target's once test affixes are dropped (a module
+    and its tests), other than the target: partners where history is thin."""
+    h = _history_sets(con, max_changeset)
+    paths = h.paths(con)
+    by_key = h.name_index(paths)
+    own = paths.get(target.file_id)
+    key = name_key(own) if own else ""
+    if len(key) < 3:
+        return []
+    return sorted(p for p in by_key.get(key, ()) if p != own)
+
+
+def evidence_of(con: apsw.Connection, h: "_HistorySets | None", commit_ids: list[int]
+                ) -> list[CommitRef]:
+    """The newest of these commits, newest first. The candidates are cut to the newest few by
+    time first (ties kept): a partner of a busy file shares thousands."""
+    if h is not None and len(commit_ids) > EVIDENCE:
+        times = h.commit_time
+        bound = sorted((times[c] for c in commit_ids), reverse=True)[EVIDENCE - 1]
+        commit_ids = [c for c in commit_ids if times[c] >= bound]
+    return _evidence(con, commit_ids)
+
+
+def _side(h: "_HistorySets", target: Target):
     own_file = h.file_canon.get(target.file_id, target.file_id)
     if target.symbol_id is not None:
         me = h.symbol_canon.get(target.symbol_id, target.symbol_id)
-        mine = h.commits_of_symbol.get(me, set())
-    else:
-        me = own_file
-        mine = h.commits_of_file.get(me, set())
-    files = _partners(con, mine, h.files_by_commit, h.commits_of_file, {own_file}, h.alive_files,
-                      min_support, top_k, _file_label)
-    symbols = []
-    if target.symbol_id is not None:
-        symbols = _partners(con, mine, h.symbols_by_commit, h.commits_of_symbol, {me},
-                            h.alive_symbols, min_support, top_k, _symbol_label)
-    return Related(target, len(mine), files, symbols, max_changeset, min_support)
+        return me, h.commits_of_symbol.get(me, set()), h.symbols_by_commit, \
+            h.commits_of_symbol, h.alive_symbols
+    return own_file, h.commits_of_file.get(own_file, set()), h.files_by_commit, \
+        h.commits_of_file, h.alive_files
 
 
 @dataclass
@@ -75,12 +282,45 @@ class _HistorySets:
     symbols_by_commit: dict[int, set[int]]
     alive_files: set[int]
     alive_symbols: set[int]
+    commit_time: dict[int, int]        # eligible commit -> committer time
+    commit_size: dict[int, int]        # eligible commit -> files it changed
     commits_of_file: dict[int, set[int]] = None      # the inverse of files_by_commit
     commits_of_symbol: dict[int, set[int]] = None
+    _paths: dict[int, str] | None = None
+    _names: dict[str, list[str]] | None = None
 
     def __post_init__(self):
         self.commits_of_file = _invert(self.files_by_commit)
         self.commits_of_symbol = _invert(self.symbols_by_commit)
+        self.now = max(self.commit_time.values(), default=0)  # the repository's own clock
+        self._weights: dict[tuple, dict[int, float]] = {}
+
+    def weights(self, half_life_days: float | None, size_exponent: float = 0.0):
+        """commit id -> its weight under this half-life (1.0 for all without one)."""
+        decay = half_life_days is not None and half_life_days > 0
+        if not decay and not size_exponent:
+            return lambda commit_id: 1.0
+        key = (half_life_days if decay else None, size_exponent)
+        table = self._weights.get(key)
+        if table is None:
+            scale = half_life_days * _DAY if decay else None
+            sizes = self.commit_size
+            table = self._weights[key] = {
+                cid: (0.5 ** (max(0, self.now - t) / scale) if decay else 1.0)
+                / max(1, sizes[cid] - 1) ** size_exponent for cid, t in self.commit_time.items()}
+        return table.__getitem__
+
+    def name_index(self, paths: dict[int, str]) -> dict[str, list[str]]:
+        if self._names is None:
+            self._names = defaultdict(list)
+            for fid in self.alive_files:
+                self._names[name_key(paths[fid])].append(paths[fid])
+        return self._names
+
+    def paths(self, con) -> dict[int, str]:
+        if self._paths is None:
+            self._paths = dict(con.execute("select id, path from files"))
+        return self._paths
 
 
 def _invert(by_commit: dict[int, set[int]]) -> dict[int, set[int]]:
@@ -104,9 +344,12 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
     cached = _CACHE.get(id(con))
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    eligible = {cid for (cid,) in con.execute(
-        "select id from commits where reachable = 1 and is_merge = 0 and files_changed <= ?",
-        (max_changeset,))}
+    commit_time, commit_size = {}, {}
+    for cid, when, size in con.execute(
+            "select id, committer_time, files_changed from commits where reachable = 1"
+            " and is_merge = 0 and files_changed <= ?", (max_changeset,)):
+        commit_time[cid] = when
+        commit_size[cid] = size
     file_canon = _canonical(con.execute(
         "select fc.old_file_id, fc.file_id from file_changes fc join commits c on"
         " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1"
@@ -115,14 +358,23 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         "select sc.from_symbol_id, sc.symbol_id from symbol_changes sc join commits c on"
         " c.id = sc.commit_id where sc.from_symbol_id is not null and c.reachable = 1"
         f" order by {OLDEST_FIRST}"))
-    file_rows = con.execute("select commit_id, file_id from file_changes"
-                            " where skip_reason is null").fetchall()
-    symbol_rows = con.execute("select commit_id, symbol_id from symbol_changes").fetchall()
+    changelogs = {fid for fid, path in con.execute("select id, path from files")
+                  if is_changelog(path)}
+    # Every path, whatever its indexing level (a lockfile's change is recorded at file level).
+    file_rows = [(c, f) for c, f in con.execute("select commit_id, file_id from file_changes")
+                 if f not in changelogs]
+    # A commit that only reformatted a file's functions, renamed their class or moved their file
+    # says nothing about which of them change together.
+    symbol_rows = con.execute(
+        "select commit_id, symbol_id from symbol_changes sc"
+        f" where {SUBSTANTIVE_SQL} and not (sc.change = 'moved' and sc.added = 0"
+        " and sc.deleted = 0)").fetchall()
+    alive_files = {fid for (fid,) in con.execute("select file_id from head_files")} - changelogs
     sets = _HistorySets(
-        file_canon, symbol_canon, _group(file_rows, eligible, file_canon),
-        _group(symbol_rows, eligible, symbol_canon),
-        {fid for (fid,) in con.execute("select file_id from head_files where skip_reason is null")},
-        {sid for (sid,) in con.execute("select id from symbols where alive = 1")})
+        file_canon, symbol_canon, _group(file_rows, commit_time, file_canon),
+        _group(symbol_rows, commit_time, symbol_canon), alive_files,
+        {sid for (sid,) in con.execute("select id from symbols where alive = 1")}, commit_time,
+        commit_size)
     if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
         _CACHE.clear()
     _CACHE[id(con)] = (stamp, sets)
@@ -145,7 +397,7 @@ def _canonical(links) -> dict[int, int]:
     return canon
 
 
-def _group(rows, eligible: set[int], canon: dict[int, int]) -> dict[int, set[int]]:
+def _group(rows, eligible, canon: dict[int, int]) -> dict[int, set[int]]:
     by_commit: dict[int, set[int]] = defaultdict(set)
     for commit_id, ident in rows:
         if commit_id in eligible:
@@ -153,27 +405,46 @@ def _group(rows, eligible: set[int], canon: dict[int, int]) -> dict[int, set[int
     return by_commit
 
 
-def _partners(con, mine: set[int], by_commit: dict[int, set[int]],
-              commits_of: dict[int, set[int]], exclude: set[int], alive: set[int],
-              min_support: int, top_k: int, label) -> list[Partner]:
-    shared: Counter[int] = Counter()
-    together: dict[int, list[int]] = defaultdict(list)
+def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], alive: set[int],
+           min_support: int, h: _HistorySets, weights) -> list[Scored]:
+    commits: dict[int, list[int]] = defaultdict(list)
     for commit_id in mine:
         for ident in by_commit[commit_id]:
             if ident not in exclude and ident in alive:
-                shared[ident] += 1
-                together[ident].append(commit_id)
-    if not shared:
+                commits[ident].append(commit_id)
+    times = h.commit_time
+    return [Scored(ident, len(shared), sum(weights(c) for c in shared),
+                   max(times[c] for c in shared), shared)
+            for ident, shared in commits.items() if len(shared) >= max(1, min_support)]
+
+
+def rank_key(s: Scored, decay: str = DECAY) -> tuple:
+    """Heavier first, then the newest shared commit (ties and weak evidence by recency)."""
+    if decay == "ties":
+        return (-s.support, -round(s.weight, 9), -s.last_shared)
+    return (-round(s.weight, 9), -s.last_shared)
+
+
+def _partners(con, h: _HistorySets, mine: set[int], by_commit: dict[int, set[int]],
+              commits_of: dict[int, set[int]], exclude: set[int], alive: set[int],
+              min_support: int, top_k: int, label, weights, decay: str = DECAY
+              ) -> list[Partner]:
+    def key(s: Scored) -> tuple:
+        return rank_key(s, decay)
+    found = sorted(_score(mine, by_commit, exclude, alive, min_support, h, weights), key=key)
+    if not found:
         return []
-    totals = {ident: len(commits_of[ident]) for ident in shared}
-    ranked = sorted((i for i, n in shared.items() if n >= min_support),
-                    key=lambda i: (-shared[i], -shared[i] / totals[i], label(con, i)))[:top_k]
+    # Names break the remaining ties; only the candidates tied with the last one kept are read.
+    cut = [s for s in found if key(s) <= key(found[min(top_k, len(found)) - 1])]
+    labels = {s.ident: label(con, s.ident) for s in cut}
+    cut.sort(key=lambda s: (key(s), labels[s.ident]))
+    total = sum(weights(c) for c in mine) or 1.0
     out = []
-    for ident in ranked:
-        path, qualname = label(con, ident)
-        evidence = _evidence(con, together[ident])
-        out.append(Partner(path, qualname, shared[ident], shared[ident] / len(mine),
-                           shared[ident] / totals[ident], evidence))
+    for s in cut[:top_k]:
+        path, qualname = labels[s.ident]
+        out.append(Partner(path, qualname, s.support, s.support / len(mine),
+                           s.support / len(commits_of[s.ident]), evidence_of(con, h, s.commits),
+                           round(s.weight, 4), round(s.weight / total, 4), s.last_shared))
     return out
 
 

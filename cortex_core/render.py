@@ -384,7 +384,8 @@ def blast(result) -> str:
     lines.append("\nhidden coupling (changes with it, no structural link):")
     for h in result.hidden:
         shas = ", ".join(ref.short for ref in h.evidence[:3])
-        lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  {clean(h.path)}  ({shas})")
+        lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  "
+                     f"{_where(h.path, h.qualname)}  ({shas})")
     if not result.hidden:
         lines.append("  none")
     lines.append(f"\n{s.formula}\n  D = {s.dependents_weighted:g}, H = {s.hotspot:g}")
@@ -402,13 +403,58 @@ def neighbours(result, command: str) -> str:
     return "\n".join(lines)
 
 
-def fused_related(result) -> str:
-    lines = [f"what changes with {clean(result.target.label)} (structure and co-change fused)"]
+_WEAK = "  (1 shared commit: weak)"
+
+
+def set_related(result) -> str:
+    lines = [f"what usually changes with the {len(result.changed)} changed file"
+             f"{'s' if len(result.changed) != 1 else ''} and is not changed yet"]
+    if result.unknown:
+        lines.append(f"  (no history for {len(result.unknown)}: "
+                     + ", ".join(clean(p) for p in result.unknown[:5])
+                     + (" …" if len(result.unknown) > 5 else "") + ")")
+    lines.append(f"  {'score':>5}  {'shared':>6}  what")
+    for p in result.files:
+        weak = _WEAK if p.weak else ""
+        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {clean(p.path)}{weak}")
+        lines.append(f"  {'':5}  {'':6}    with " + ", ".join(clean(f) for f in p.with_files[:4])
+                     + (" …" if len(p.with_files) > 4 else ""))
+        for ref in p.evidence[:2]:
+            lines.append(f"  {'':5}  {'':6}    {ref.short} {_clip(ref.subject, 70)}")
+    if not result.files:
+        lines.append("  nothing: no history links the changed files to others")
+    lines.append("\nscore = Σ over shared commits of their weight × (changed files the commit held)"
+                 " / (changed files)")
+    return "\n".join(lines)
+
+
+def fused_related(result, explain: bool = False) -> str:
+    lines = [f"what changes with {clean(result.target.label)} (co-change and structure fused; "
+             f"{result.target_commits} commits of the target)"]
+    if result.target.qualname:
+        lines.append("\nsymbols (co-change):")
+        lines.append(f"  {'shared':>6}  {'conf':>5}  what")
+        for p in result.symbols:
+            weak = _WEAK if p.weak else ""
+            lines.append(f"  {p.support:6d}  {p.confidence:5.2f}  "
+                         f"{clean(p.path)}::{clean(p.qualname or '')}{weak}")
+            for ref in p.evidence[:2]:
+                lines.append(f"  {'':6}  {'':5}    {ref.short} {_clip(ref.subject, 70)}")
+        if not result.symbols:
+            lines.append("  none")
+        lines.append("\nfiles:")
     lines.append(f"  {'score':>5}  {'struct':>6}  {'co-chg':>6}  {'shared':>6}  what")
     for f in result.files:
-        rel = f"  [{f.relation} at depth {f.depth}]" if f.relation else ""
+        rel = (f"  [{f.relation}" + (f" at depth {f.depth}]" if f.depth else "]")
+               if f.relation else "")
+        weak = _WEAK if f.weak else ""
         lines.append(f"  {f.score:5.2f}  {f.structure:6.2f}  {f.cochange:6.2f}  {f.support:6d}  "
-                     f"{clean(f.path)}{rel}")
+                     f"{clean(f.path)}{rel}{weak}")
+        if explain:
+            last = (f"newest shared commit {date(f.last_shared)}" if f.last_shared
+                    else "no shared commit")
+            lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    c {f.cochange:.4f} (plain "
+                         f"confidence {f.confidence:.4f}), s {f.structure:.4f}, {last}")
         for ref in f.evidence[:2]:
             lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    {ref.short} {_clip(ref.subject, 70)}")
     if not result.files:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .blast import direct_dependents
 from .change_kinds import SUBSTANTIVE_SQL
+from .coupling import CoupledSymbol, strongest_symbol
 from .history import CommitRef, HistoryEntry, file_history, redacted, symbol_history
 from .hotspots import hotspot_score
 from .notes import Note, live_notes_for
@@ -70,6 +71,7 @@ class SymbolCard:
     # meaning: formatting only, and lineage waypoints (its class renamed, its code unchanged).
     reformatted: int = 0
     waypoints: int = 0
+    coupled: CoupledSymbol | None = None  # the symbol that usually changes with it
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -103,7 +105,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
-                      reformatted, waypoints)
+                      reformatted, waypoints,
+                      strongest_symbol(con, target) if target.alive else None)
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,

@@ -50,6 +50,12 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     if card.dependents is not None:
         facts.append(_plural(card.dependents, "dependent"))
     lines = [head[0], "", " · ".join(facts)]
+    if card.coupled is not None:
+        c = card.coupled
+        lines += ["", f"{'usually' if 2 * c.shared >= c.of else 'often'} changes with "
+                      f"{code(c.qualname)}"
+                      + ("" if c.path == t.path else f" in {code(c.path)}")
+                      + f" ({c.shared} of {c.of} commits)"]
     if card.history:
         lines.append("")
         for change in card.history:

@@ -83,25 +83,28 @@ def blast(result) -> list[str]:
     return lines
 
 
-def related(fused, coupled) -> list[str]:
+def related(fused) -> list[str]:
     lines = [f"**What changes with {code(fused.target.label)}** "
              f"({plural(fused.target_commits, 'commit')} of its own)"]
+    if fused.symbols:
+        lines.append("Symbols that change with it:")
+        for p in fused.symbols:
+            lines.append(f"- {_where(p.path, p.qualname)}: {plural(p.support, 'shared commit')} "
+                         f"({p.confidence:.0%} of its commits)" + (" (weak)" if p.weak else ""))
+        lines.append("Files:")
     for f in fused.files:
         parts = []
         if f.support:
             shas = ", ".join(f"`{r.short}`" for r in f.evidence[:2])
-            parts.append(f"changed together in {plural(f.support, 'commit')} ({f.cochange:.0%})"
-                         + (f", e.g. {shas}" if shas else ""))
+            parts.append(f"changed together in {plural(f.support, 'commit')} "
+                         f"({f.confidence:.0%} of its own)" + (f", e.g. {shas}" if shas else "")
+                         + (" (weak: one commit)" if f.weak else ""))
         if f.relation:
-            parts.append(f"{f.relation} in the code at depth {f.depth}")
+            parts.append(f"{f.relation} in the code at depth {f.depth}" if f.depth
+                         else f"{f.relation} (a module and its tests)")
         lines.append(f"- {code(f.path)} score {f.score:.2f}: " + "; ".join(parts))
     if not fused.files:
         lines.append("- nothing changes with it often enough, and nothing links to it")
-    if coupled is not None and coupled.symbols:
-        lines.append("Symbols that change with it:")
-        for p in coupled.symbols:
-            lines.append(f"- {_where(p.path, p.qualname)}: {plural(p.support, 'shared commit')} "
-                         f"({p.confidence:.0%} of its commits)")
     return lines
 
 

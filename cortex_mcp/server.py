@@ -232,17 +232,14 @@ def build_server(memory: Memory) -> MCPServer:
         with evidence) fused with the files the code links it to; for a symbol, also the
         symbols that change with it."""
         from cortex_core.blast import fused_related
-        from cortex_core.coupling import related as coupled
         with memory.reading(repo) as (place, con):
             spec = spec_of(target, place.root)
             settings = memory.settings(place).coupling
-            fused = fused_related(con, spec, top_k=top_k, max_changeset=settings.max_changeset,
-                                  min_support=settings.min_support)
-            symbols = coupled(con, spec, top_k=top_k, max_changeset=settings.max_changeset,
-                              min_support=settings.min_support) if fused.target.qualname else None
-            data = plain(fused)
-            data["symbols"] = plain(symbols.symbols) if symbols is not None else []
-            return answer(render.related(fused, symbols), data, *memory.freshness(place, con))
+            chosen = {"max_changeset": settings.max_changeset,
+                      "min_support": settings.min_support,
+                      "half_life_days": settings.half_life_days}
+            fused = fused_related(con, spec, top_k=top_k, **chosen)
+            return answer(render.related(fused), plain(fused), *memory.freshness(place, con))
 
     @mcp.tool(annotations=READ)
     def hotspots(top_k: TopK = 10,

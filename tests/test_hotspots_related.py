@@ -107,7 +107,11 @@ def test_related_symbols(repo, cortex):
         repo.commit(f"load and save {i}", days_ago=days)
     cortex.index()
     result = related(cortex.reader(), TargetSpec("m.py", "load"))
-    assert [(p.qualname, p.support) for p in result.symbols] == [("save", 3)]
+    # `other` shares only the first commit: listed, after the pattern, as weak evidence.
+    assert [(p.qualname, p.support, p.weak) for p in result.symbols] == [
+        ("save", 3, False), ("other", 1, True)]
+    assert [p.qualname for p in related(cortex.reader(), TargetSpec("m.py", "load"),
+                                        min_support=2).symbols] == ["save"]
     assert result.files == []  # m.py is the target's own file; nothing else changed with it
 
 

@@ -1,0 +1,223 @@
+"""Co-change ranking (issue 14): every path a partner, changelogs none, weak evidence, recency
+ties and decay on the repository's own clock; the CLI's --explain, --half-life and --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from cortex_core.blast import fused_related
+from cortex_core.coupling import is_changelog, related
+from cortex_core.targets import TargetSpec
+
+
+def _touch(repo, files, subject, days):
+    for name in files:
+        path = repo.path / name
+        old = path.read_text() if path.exists() else ""
+        repo.write(name, old + f"def f{len(old)}():\n    return {days}\n\n\n")
+    return repo.commit(subject, days_ago=days)
+
+
+def test_lockfiles_are_partners_and_changelogs_are_not(repo, cortex):
+    for n, days in enumerate((30, 20, 10)):
+        repo.write("uv.lock", f"version = {n}\n")          # recorded at file level only
+        repo.write("CHANGELOG.md", f"- change {n}\n")
+        repo.write("changelog.d/fragment.md", f"- {n}\n")
+        _touch(repo, ["app.py"], f"bump {n}", days)
+    cortex.index()
+    result = related(cortex.reader(), TargetSpec("app.py"))
+    assert [(p.path, p.support) for p in result.files] == [("uv.lock", 3)]
+    fused = fused_related(cortex.reader(), TargetSpec("app.py"))
+    assert [f.path for f in fused.files] == ["uv.lock"]
+    # The lockfile as the target: its partners are found from its file-level changes.
+    assert [p.path for p in related(cortex.reader(), TargetSpec("uv.lock")).files] == ["app.py"]
+
+
+def test_changelog_names():
+    for path in ("CHANGELOG.md", "docs/changes.rst", "HISTORY.txt", "NEWS", "changelog.d/12.md",
+                 "newsfragments/3.feature", "RELEASE-NOTES.md", "whatsnew.txt"):
+        assert is_changelog(path), path
+    for path in ("changes.py", "src/history/store.py", "news_feed.py", "docs/index.md"):
+        assert not is_changelog(path), path
+
+
+def test_single_shared_commit_is_weak_and_ties_go_to_the_newest(repo, cortex):
+    _touch(repo, ["a.py", "old.py"], "a with old", 30)
+    _touch(repo, ["a.py", "new.py"], "a with new", 20)
+    _touch(repo, ["a.py", "pair.py"], "pair 1", 15)
+    _touch(repo, ["a.py", "pair.py"], "pair 2", 10)
+    cortex.index()
+    for half_life in (0, 1825.0):
+        result = related(cortex.reader(), TargetSpec("a.py"), half_life_days=half_life)
+        assert [(p.path, p.support, p.weak) for p in result.files] == [
+            ("pair.py", 2, False), ("new.py", 1, True), ("old.py", 1, True)], half_life
+    strict = related(cortex.reader(), TargetSpec("a.py"), min_support=2)
+    assert [p.path for p in strict.files] == ["pair.py"]
+
+
+def test_decay_runs_on_the_repository_clock(repo, cortex):
+    """Three shared commits years ago against two recent ones: with a short half-life the recent
+    partner leads, without decay the older; and "recent" is measured from the newest commit, so
+    the answer does not depend on the day it is asked."""
+    for days in (4000, 3990, 3980):
+        _touch(repo, ["a.py", "steady.py"], "steady", days)
+    for days in (3010, 3000):
+        _touch(repo, ["a.py", "fresh.py"], "fresh", days)
+    cortex.index()
+    con = cortex.reader()
+    no_decay = related(con, TargetSpec("a.py"), half_life_days=0)
+    assert [p.path for p in no_decay.files] == ["steady.py", "fresh.py"]
+    decayed = related(con, TargetSpec("a.py"), half_life_days=180)
+    assert [p.path for p in decayed.files] == ["fresh.py", "steady.py"]
+    fresh = decayed.files[0]
+    # Ages 10 and 0 days from the newest commit (3,000 days before today).
+    assert fresh.weight == round(0.5 ** (10 / 180) + 1.0, 4)
+    assert 0 < decayed.files[1].weighted_confidence < fresh.weighted_confidence <= 1
+
+
+def test_cli_related_explain_half_life_and_json(repo, cortex):
+    _touch(repo, ["a.py", "b.py"], "one", 30)
+    _touch(repo, ["a.py", "b.py"], "two", 20)
+    _touch(repo, ["a.py", "c.py"], "three", 10)
+    cortex.index()
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+                               "--repo", str(repo.path), "--db", str(cortex.db)],
+                              capture_output=True, text=True, timeout=120)
+
+    shown = run("a.py", "--explain")
+    assert shown.returncode == 0, shown.stderr
+    assert "c.py" in shown.stdout and "(1 shared commit: weak)" in shown.stdout
+    assert "plain confidence" in shown.stdout and "0.5^(age / 1825 days)" in shown.stdout
+    flat = run("a.py", "--half-life", "0", "--json")
+    data = json.loads(flat.stdout)
+    assert data["half_life_days"] == 0
+    assert [(f["path"], f["support"], f["confidence"]) for f in data["files"]] == [
+        ("b.py", 2, 0.6667), ("c.py", 1, 0.3333)]
+    bad = run("a.py", "--half-life", "-3")
+    assert bad.returncode == 2 and "must be 0 or a positive number" in bad.stderr
+
+
+def test_history_is_read_once_per_connection_until_the_index_changes(repo, cortex):
+    from cortex_core.coupling import _history_sets
+    _touch(repo, ["a.py", "b.py"], "one", 3)
+    cortex.index()
+    con = cortex.reader()
+    first = _history_sets(con, 30)
+    assert _history_sets(con, 30) is first       # a warm server does not re-read history
+    _touch(repo, ["a.py", "c.py"], "two", 2)
+    cortex.index()
+    assert _history_sets(con, 30) is not first   # a new commit: read again
+    assert [p.path for p in related(con, TargetSpec("a.py")).files] == ["c.py", "b.py"]
+
+
+def _functions(repo, n, days, names=("load", "save", "other")):
+    body = "".join(f"def {name}():\n    return {n if name != 'other' else 0}\n\n\n"
+                   for name in names)
+    repo.write("m.py", body)
+    return repo.commit(f"load and save {n}", days_ago=days)
+
+
+def test_symbol_level_related_hover_and_blast(repo, cortex):
+    from cortex_core.blast import blast
+    from cortex_core.symbol_info import symbol_card
+    from cortex_ls.render import hover
+    _functions(repo, 1, 9)
+    _functions(repo, 2, 8)
+    _functions(repo, 3, 7)
+    repo.write("m.py", repo.path.joinpath("m.py").read_text().replace("return 3\n\n\ndef save",
+                                                                      "return 4\n\n\ndef save"))
+    repo.commit("load alone", days_ago=6)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("m.py", "load"))
+    # Symbols first: save shares 3 of load's 4 commits; `other` only the first (weak).
+    assert [(p.qualname, p.support, p.weak) for p in fused.symbols] == [
+        ("save", 3, False), ("other", 1, True)]
+    card = symbol_card(con, repo.path, "m.py", "load")
+    assert (card.coupled.qualname, card.coupled.shared, card.coupled.of) == ("save", 3, 4)
+    assert "usually changes with `save` (3 of 4 commits)" in hover(card, web_base=None,
+                                                                     partial=False)
+    # No structural link between load and save: hidden coupling, at symbol level.
+    hidden = blast(con, TargetSpec("m.py", "load")).hidden
+    assert [(h.path, h.qualname, h.support) for h in hidden] == [("m.py", "save", 3)]
+    # The CLI prints the symbols before the files.
+    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "m.py::load",
+                          "--repo", str(repo.path), "--db", str(cortex.db)],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert out.index("symbols (co-change):") < out.index("m.py::save") < out.index("files:")
+
+
+def test_formatting_commits_do_not_couple_symbols(repo, cortex):
+    from cortex_core.symbol_info import symbol_card
+    _functions(repo, 1, 9)
+    for n, days in ((2, 8), (3, 7)):   # load changes alone, twice
+        repo.write("m.py", repo.path.joinpath("m.py").read_text().replace(
+            f"return {n - 1}\n\n\ndef save", f"return {n}\n\n\ndef save"))
+        repo.commit(f"load {n}", days_ago=days)
+    # A commit that only reformats the whole file: not a reason to call them coupled.
+    repo.write("m.py", repo.path.joinpath("m.py").read_text().replace("():\n", "( ):\n"))
+    repo.commit("reformat", days_ago=5)
+    cortex.index()
+    con = cortex.reader()
+    assert [p.support for p in related(con, TargetSpec("m.py", "load")).symbols] == [1, 1]
+    assert symbol_card(con, repo.path, "m.py", "load").coupled is None
+
+
+def test_related_without_target_reads_the_working_tree(repo, cortex):
+    for days in (30, 20, 10):
+        _touch(repo, ["a.py", "b.py", "c.py"], f"abc {days}", days)
+    _touch(repo, ["b.py", "d.py"], "bd", 5)
+    cortex.index()
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+                               "--repo", str(repo.path), "--db", str(cortex.db), "--json"],
+                              capture_output=True, text=True, timeout=120)
+
+    nothing = run()
+    assert nothing.returncode != 0 and "no uncommitted changes" in nothing.stderr
+    repo.write("a.py", "def changed():\n    return 0\n")
+    repo.write("new.py", "x = 1\n")                  # untracked: no history, said so
+    one = json.loads(run().stdout)
+    assert one["changed"] == ["a.py"] and one["unknown"] == ["new.py"]
+    assert [(f["path"], f["support"]) for f in one["files"]] == [("b.py", 3), ("c.py", 3)]
+    # With b.py changed too: c.py came with both three times, d.py with b.py once.
+    repo.write("b.py", "def changed():\n    return 0\n")
+    two = json.loads(run().stdout)
+    assert [f["path"] for f in two["files"]] == ["c.py", "d.py"]
+    assert two["files"][0]["with_files"] == ["a.py", "b.py"]
+    assert two["files"][0]["score"] > two["files"][1]["score"]
+
+
+def test_a_module_and_its_tests_are_name_twins(repo, cortex):
+    from cortex_core.coupling import name_key
+    assert {name_key(p) for p in ("pkg/utils.py", "tests/test_utils.py", "utils_test.go",
+                                  "UtilsTest.java", "utils.spec.ts")} == {"utils"}
+    assert name_key("contest.py") == "contest" and name_key("latest.py") == "latest"
+    repo.write("pkg/parser.py", "def parse():\n    return 1\n")
+    repo.write("tests/test_parser.py", "def test_parse():\n    assert True\n")
+    repo.commit("start", days_ago=9)
+    _touch(repo, ["pkg/parser.py", "README.md"], "parser and docs", 8)
+    cortex.index()
+    fused = fused_related(cortex.reader(), TargetSpec("pkg/parser.py"))
+    by = {f.path: f for f in fused.files}
+    # One shared commit each; the test file also has the name: it leads, and says why.
+    assert fused.files[0].path == "tests/test_parser.py"
+    assert by["tests/test_parser.py"].relation == "same name"
+    assert fused_related(cortex.reader(), TargetSpec("pkg/parser.py"),
+                         twin_weight=0).files[0].path == "README.md"
+
+
+def test_a_file_move_does_not_couple_its_symbols(repo, cortex):
+    _functions(repo, 1, 9)
+    _functions(repo, 2, 8)            # load and save change together once more
+    repo.move("m.py", "pkg_m.py")
+    repo.commit("move the module", days_ago=7)
+    cortex.index()
+    result = related(cortex.reader(), TargetSpec("pkg_m.py", "load"))
+    # The two real commits count; the move, which changed no function, does not.
+    assert [(p.qualname, p.support) for p in result.symbols][:1] == [("save", 2)]
