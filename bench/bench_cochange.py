@@ -10,7 +10,7 @@ The protocol (issue 14), on a private clone of REPO:
      changes 2 to 10 files (paths as git lists them without rename detection); each of its files
      that existed at the split is a query, gold = its other files that existed at the split;
      changelog files (CHANGELOG, CHANGES, HISTORY, NEWS, RELEASE-NOTES, bare or as text or markup, and
-     towncrier fragments under changelog.d/, newsfragments/, changes/) are left out of queries,
+     fragments under changelog.d/, newsfragments/, changelogs/) are left out of queries,
      gold, transactions and answers: they change with everything;
   3. the baseline, association rules as in Zimmermann et al., "Mining Version Histories to Guide
      Software Changes" (ICSE 2004), written here from `git log` alone: transactions = non-merge
@@ -49,8 +49,8 @@ import _benchlib as bl
 
 _CHANGELOG_NAMES = re.compile(
     r"(?i)^(change[-_]?log|changes|history|news|release[-_]?notes|whatsnew)"
-    r"(\.(md|markdown|rst|txt|adoc|asciidoc|org|html))?$")
-_CHANGELOG_DIRS = {"changelog.d", "newsfragments", "changes", "changelogs"}
+    r"(\.(md|markdown|rst|txt|adoc|asciidoc|org|xml))?$")
+_CHANGELOG_DIRS = {"changelog.d", "newsfragments", "changelogs"}
 
 
 def is_changelog(path: str) -> bool:

@@ -128,6 +128,8 @@ def load_settings(path: Path) -> Settings:
 
 
 _SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "clusters")
+_ZERO_MEANS_OFF = {("coupling", "half_life_days")}
+_MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
 
 def _apply(path: Path, section: str, current, values: dict):
@@ -145,12 +147,16 @@ def _apply(path: Path, section: str, current, values: dict):
             if not isinstance(value, str) or not value.strip():
                 raise CortexError(f"{path}: {section}.{key} must be a non-empty string")
         elif isinstance(default, float):
+            zero = (section, key) in _ZERO_MEANS_OFF
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0 < value < float("inf"):     # NaN fails the comparison too
-                raise CortexError(f"{path}: {section}.{key} must be a positive number")
+                    or not (0 <= value if zero else 0 < value) or not value < float("inf"):
+                # NaN fails the comparisons too
+                raise CortexError(f"{path}: {section}.{key} must be a positive number"
+                                  + (" or 0 (off)" if zero else ""))
             value = float(value)
         elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise CortexError(f"{path}: {section}.{key} must be a positive integer")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_INT:
+                raise CortexError(f"{path}: {section}.{key} must be a whole number from 1 to "
+                                  f"{_MAX_INT}")
         changes[key] = value
     return replace(current, **changes)

@@ -50,8 +50,9 @@ _DAY = 86_400
 
 _CHANGELOG_NAME = re.compile(
     r"(?i)(change[-_]?log|changes|history|news|release[-_]?notes|whatsnew)"
-    r"(\.(md|markdown|rst|txt|adoc|asciidoc|org|html))?")
-_CHANGELOG_DIRS = frozenset({"changelog.d", "newsfragments", "changes", "changelogs"})
+    r"(\.(md|markdown|rst|txt|adoc|asciidoc|org|xml))?")   # xml: Maven's src/changes/changes.xml
+# Fragment folders (towncrier, ansible); not `changes/`, a common name for source folders.
+_CHANGELOG_DIRS = frozenset({"changelog.d", "newsfragments", "changelogs"})
 
 
 def is_changelog(path: str) -> bool:

@@ -407,8 +407,9 @@ _WEAK = "  (1 shared commit: weak)"
 
 
 def set_related(result) -> str:
-    lines = [f"what usually changes with the {len(result.changed)} changed file"
-             f"{'s' if len(result.changed) != 1 else ''} and is not changed yet"]
+    total = len(result.changed) + len(result.unknown)
+    lines = [f"what usually changes with the {total} changed file{'s' if total != 1 else ''} "
+             "and is not changed yet"]
     if result.unknown:
         lines.append(f"  (no history for {len(result.unknown)}: "
                      + ", ".join(clean(p) for p in result.unknown[:5])
@@ -429,8 +430,12 @@ def set_related(result) -> str:
 
 
 def fused_related(result, explain: bool = False) -> str:
+    from .coupling import is_changelog
+    n = result.target_commits
     lines = [f"what changes with {clean(result.target.label)} (co-change and structure fused; "
-             f"{result.target_commits} commits of the target)"]
+             f"{n} commit{'s' if n != 1 else ''} of the target)"]
+    if is_changelog(result.target.path):
+        lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
     if result.target.qualname:
         lines.append("\nsymbols (co-change):")
         lines.append(f"  {'shared':>6}  {'conf':>5}  what")

@@ -37,9 +37,11 @@ def test_lockfiles_are_partners_and_changelogs_are_not(repo, cortex):
 
 def test_changelog_names():
     for path in ("CHANGELOG.md", "docs/changes.rst", "HISTORY.txt", "NEWS", "changelog.d/12.md",
-                 "newsfragments/3.feature", "RELEASE-NOTES.md", "whatsnew.txt"):
+                 "newsfragments/3.feature", "RELEASE-NOTES.md", "whatsnew.txt",
+                 "src/changes/changes.xml", "changelogs/fragments/x.yml"):
         assert is_changelog(path), path
-    for path in ("changes.py", "src/history/store.py", "news_feed.py", "docs/index.md"):
+    for path in ("changes.py", "src/history/store.py", "news_feed.py", "docs/index.md",
+                 "app/changes/models.py", "templates/history.html", "templates/news.html"):
         assert not is_changelog(path), path
 
 
@@ -221,3 +223,24 @@ def test_a_file_move_does_not_couple_its_symbols(repo, cortex):
     result = related(cortex.reader(), TargetSpec("pkg_m.py", "load"))
     # The two real commits count; the move, which changed no function, does not.
     assert [(p.qualname, p.support) for p in result.symbols][:1] == [("save", 2)]
+
+
+def test_coupling_settings_bounds_and_changelog_target(repo, cortex):
+    import pytest
+    from cortex_core.config import load_settings
+    from cortex_core.errors import CortexError
+    config = repo.path / "settings.toml"
+    config.write_text("[coupling]\nhalf_life_days = 0\n")
+    assert load_settings(config).coupling.half_life_days == 0.0   # 0: no decay, as documented
+    for bad in ("max_changeset = 100000000000000000000", "min_support = 0",
+                "half_life_days = -1", "half_life_days = nan"):
+        config.write_text(f"[coupling]\n{bad}\n")
+        with pytest.raises(CortexError, match="coupling"):
+            load_settings(config)
+    repo.write("CHANGELOG.md", "- one\n")
+    _touch(repo, ["a.py"], "one", 3)
+    cortex.index()
+    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "CHANGELOG.md",
+                          "--repo", str(repo.path), "--db", str(cortex.db)],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "0 commits of the target" in out and "a changelog" in out
