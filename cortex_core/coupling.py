@@ -107,7 +107,7 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
     target = resolve(con, spec)
     h = _history_sets(con, max_changeset)
     weights = h.weights(half_life_days, size_exponent)
-    me, mine, by_commit, commits_of, alive = _side(h, target)
+    me, mine, _, _, _ = _side(h, target)
     own_file = h.file_canon.get(target.file_id, target.file_id)
     files = _partners(con, h, mine, h.files_by_commit, h.commits_of_file, {own_file},
                       h.alive_files, min_support, top_k, _file_label, weights, decay)
@@ -262,7 +262,10 @@ def evidence_of(con: apsw.Connection, h: "_HistorySets | None", commit_ids: list
         times = h.commit_time
         bound = sorted((times[c] for c in commit_ids), reverse=True)[EVIDENCE - 1]
         commit_ids = [c for c in commit_ids if times[c] >= bound]
-    return _evidence(con, commit_ids)
+    marks = ",".join("?" * len(commit_ids))
+    rows = con.execute(f"select {COMMIT_COLUMNS} from commits c where c.id in ({marks})"
+                       f" order by {NEWEST_FIRST} limit {EVIDENCE}", commit_ids).fetchall()
+    return [commit_ref(r) for r in rows]
 
 
 def _side(h: "_HistorySets", target: Target):
@@ -447,13 +450,6 @@ def _partners(con, h: _HistorySets, mine: set[int], by_commit: dict[int, set[int
                            s.support / len(commits_of[s.ident]), evidence_of(con, h, s.commits),
                            round(s.weight, 4), round(s.weight / total, 4), s.last_shared))
     return out
-
-
-def _evidence(con, commit_ids: list[int]) -> list[CommitRef]:
-    marks = ",".join("?" * len(commit_ids))
-    rows = con.execute(f"select {COMMIT_COLUMNS} from commits c where c.id in ({marks})"
-                       f" order by {NEWEST_FIRST} limit {EVIDENCE}", commit_ids).fetchall()
-    return [commit_ref(r) for r in rows]
 
 
 def _file_label(con, file_id: int) -> tuple[str, None]:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
-    from .coupling import Partner, Related
     from .history import CommitRef, History
     from .hotspots import Hotspots
     from .ingest import IndexSummary
@@ -102,30 +101,6 @@ def hotspots(result: Hotspots, now: float, explain: bool) -> str:
             if explain:
                 lines.append(f"           R={h.recency_weighted:.3f} A={h.authors} L={h.churn}")
     lines.append(f"\n{result.formula}")
-    return "\n".join(lines)
-
-
-def _partner_lines(partners: list[Partner]) -> list[str]:
-    lines = [f"  {'support':>7}  {'conf':>5}  {'rev':>5}  what"]
-    for p in partners:
-        what = f"{p.path}::{p.qualname}" if p.qualname else p.path
-        lines.append(f"  {p.support:7d}  {p.confidence:5.2f}  {p.reverse_confidence:5.2f}  {clean(what)}")
-        for ref in p.evidence[:3]:
-            lines.append(f"  {'':7}  {'':5}  {'':5}    {ref.short} {_clip(ref.subject, 70)}")
-    return lines
-
-
-def related(result: Related) -> str:
-    lines = [f"what changes with {clean(result.target.label)}  —  {result.target_commits} commits "
-             f"(merges and commits of more than {result.max_changeset} files left out; "
-             f"min support {result.min_support})"]
-    sections = [("files", result.files)]
-    if result.target.qualname:
-        sections.append(("symbols", result.symbols))
-    for title, partners in sections:
-        lines.append(f"\n{title}:")
-        lines.extend(_partner_lines(partners) if partners else ["  none"])
-    lines.append("\nconf = shared / commits of the target; rev = shared / commits of the partner")
     return "\n".join(lines)
 
 
@@ -406,6 +381,10 @@ def neighbours(result, command: str) -> str:
 _WEAK = "  (1 shared commit: weak)"
 
 
+def _evidence_lines(refs, pad: str, count: int = 2) -> list[str]:
+    return [f"{pad}{ref.short} {_clip(ref.subject, 70)}" for ref in refs[:count]]
+
+
 def set_related(result) -> str:
     total = len(result.changed) + len(result.unknown)
     lines = [f"what usually changes with the {total} changed file{'s' if total != 1 else ''} "
@@ -420,8 +399,7 @@ def set_related(result) -> str:
         lines.append(f"  {p.score:5.2f}  {p.support:6d}  {clean(p.path)}{weak}")
         lines.append(f"  {'':5}  {'':6}    with " + ", ".join(clean(f) for f in p.with_files[:4])
                      + (" …" if len(p.with_files) > 4 else ""))
-        for ref in p.evidence[:2]:
-            lines.append(f"  {'':5}  {'':6}    {ref.short} {_clip(ref.subject, 70)}")
+        lines.extend(_evidence_lines(p.evidence, " " * 19))
     if not result.files:
         lines.append("  nothing: no history links the changed files to others")
     lines.append("\nscore = Σ over shared commits of their weight × (changed files the commit held)"
@@ -443,8 +421,7 @@ def fused_related(result, explain: bool = False) -> str:
             weak = _WEAK if p.weak else ""
             lines.append(f"  {p.support:6d}  {p.confidence:5.2f}  "
                          f"{clean(p.path)}::{clean(p.qualname or '')}{weak}")
-            for ref in p.evidence[:2]:
-                lines.append(f"  {'':6}  {'':5}    {ref.short} {_clip(ref.subject, 70)}")
+            lines.extend(_evidence_lines(p.evidence, " " * 19))
         if not result.symbols:
             lines.append("  none")
         lines.append("\nfiles:")
@@ -460,8 +437,7 @@ def fused_related(result, explain: bool = False) -> str:
                     else "no shared commit")
             lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    c {f.cochange:.4f} (plain "
                          f"confidence {f.confidence:.4f}), s {f.structure:.4f}, {last}")
-        for ref in f.evidence[:2]:
-            lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    {ref.short} {_clip(ref.subject, 70)}")
+        lines.extend(_evidence_lines(f.evidence, " " * 35))
     if not result.files:
         lines.append("  nothing")
     lines.append(f"\n{result.formula}")
