@@ -31,6 +31,25 @@ of queries each method answers better than the baseline and worse. Latency of `r
 p95 per query (warm connection); of the hover's "usually changes with" line
 (`coupling.strongest_symbol`): p50 and p95 over up to 300 functions and methods, warm.
 
+With --level symbol (issue 14, item 2), the same protocol for symbols (PATH::SYMBOL), every kind
+cortex records (functions, methods, classes, Go types...): a change's lines are credited to the
+innermost definition holding them, so a class changes only when its own lines do (its header,
+its attributes), never because one of its methods did.
+
+  1. two indexes: the split's, and a copy of it indexed on to HEAD (the same symbol ids); the
+     second only says which symbols the later commits changed;
+  2. a commit's changed symbols: its stored symbol changes, except "rescoped" (the text is the
+     same: an enclosing class renamed); test transactions: every non-merge commit after the split
+     changing 2 to 10 symbols (a rename counted once); a symbol renamed or moved after the split
+     is mapped back to its identity at the split along the head index's links; each that
+     existed at the split is a query, gold = the others that did;
+  3. the baseline's transactions: the same stored changes of the split index, each symbol under
+     the name it had at that commit (no rename following, as `git log -p` hunks mapped onto
+     definitions would give), non-merge commits of at most 30 files; ranked as above, answers
+     limited to symbols alive at the split;
+  4. cortex: `cortex_core.coupling.related(...).symbols`, what `cortex related PATH::SYMBOL`
+     lists under symbols (fused_related takes it unchanged), top 10, on the split index.
+
 Run with the venv's python: `/work/venv/bin/python bench/bench_cochange.py REPO`.
 """
 
@@ -72,7 +91,13 @@ def parse_args(argv=None):
     p.add_argument("--variant", action="append", default=[], metavar="NAME=K:V,...",
                    help="a further cortex configuration: keyword arguments passed to "
                    "fused_related and related (e.g. nodecay=half_life_days:0)")
+    p.add_argument("--level", choices=("file", "symbol"), default="file",
+                   help="rank files for files (default), or symbols for symbols (PATH::SYMBOL)")
     p.add_argument("--db", type=Path, help="reuse this database (must index the split)")
+    p.add_argument("--head-db", type=Path,
+                   help="--level symbol: reuse this database, a copy of --db indexed on to HEAD")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="processes `cortex index` reads history with (default 1)")
     p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     return p.parse_args(argv)
@@ -82,7 +107,8 @@ def parse_args(argv=None):
 class Transaction:
     sha: str
     time: int
-    files: list[str]
+    files: list[str]          # at symbol level: PATH::QUALNAME keys
+    size: int = 0             # files the commit changed, when `files` holds symbols
 
 
 def log(clone: Path, rev: str) -> list[Transaction]:
@@ -100,12 +126,13 @@ def log(clone: Path, rev: str) -> list[Transaction]:
 class AssociationRules:
     """The baseline: single-antecedent rules over the training transactions."""
 
-    def __init__(self, transactions: list[Transaction], max_changeset: int, alive: set[str]):
+    def __init__(self, transactions: list[Transaction], max_changeset: int, alive: set[str],
+                 keep=lambda item: not is_changelog(item)):
         self.of_file: dict[str, list[int]] = defaultdict(list)
         self.transactions = []
         for t in transactions:
-            files = [f for f in t.files if not is_changelog(f)]
-            if len(t.files) > max_changeset or not files:
+            files = [f for f in t.files if keep(f)]
+            if (t.size or len(t.files)) > max_changeset or not files:
                 continue
             index = len(self.transactions)
             self.transactions.append((t.time, files))
@@ -142,7 +169,11 @@ def main(argv=None) -> int:
     repo = args.repo.resolve()
     env = bl.environment(repo)
     work = bl.work_dir("cochange-", args.keep)
+    if args.keep:
+        print(f"work folder (kept): {work}", file=sys.stderr)
     try:
+        if args.level == "symbol":
+            return _run_symbols(args, repo, env, work)
         return _run(args, repo, env, work)
     finally:
         if not args.keep:
@@ -175,10 +206,20 @@ def _accepted(fn, kwargs: dict) -> dict:
     return {k: v for k, v in kwargs.items() if k in names}
 
 
-def _run(args, repo: Path, env: dict, work: Path) -> int:
+def _index(clone: Path, db: Path, jobs: int) -> None:
+    bl.run([*bl.cortex_command(), "index", "--repo", str(clone), "--db", str(db), "--quiet",
+            "--model", "none", "--jobs", str(jobs)])
+
+
+def _split(repo: Path, fraction: float) -> tuple[str, list[str], str]:
+    """HEAD, its first-parent line oldest first, and the commit at `fraction` of it."""
     head = bl.git(repo, "rev-parse", "HEAD")
     line = bl.git(repo, "rev-list", "--first-parent", "--reverse", head).split()
-    split = line[min(len(line) - 1, int(len(line) * args.split))]
+    return head, line, line[min(len(line) - 1, int(len(line) * fraction))]
+
+
+def _run(args, repo: Path, env: dict, work: Path) -> int:
+    head, line, split = _split(repo, args.split)
     clone = bl.private_clone(repo, work / "clone", checkout=False)
     bl.git(clone, "checkout", "-q", "--detach", split)
     alive = set(bl.git(clone, "ls-tree", "-r", "--name-only", split).splitlines())
@@ -205,8 +246,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     if db is None:
         db = work / "cortex.db"
         print("indexing the split ...", file=sys.stderr)
-        bl.run([*bl.cortex_command(), "index", "--repo", str(clone), "--db", str(db), "--quiet",
-                "--model", "none"])
+        _index(clone, db, args.jobs)
     from cortex_core.blast import fused_related
     from cortex_core.coupling import related
     from cortex_core.errors import CortexError
@@ -296,6 +336,238 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
         print(f"\nhover's coupled-symbol line (strongest_symbol, warm, {hover['symbols']} "
               f"symbols): p50 {hover['p50']:.2f} ms, p95 {hover['p95']:.2f} ms")
     return 0
+
+
+# ---- symbol level (--level symbol) ------------------------------------------------------------
+# Changes whose text is the same on both sides (an enclosing class renamed, a scope shifted) are
+# no change of the definition: a diff touches none of its lines. Left out of every transaction.
+_UNCHANGED = ("rescoped",)
+
+
+def _names(con) -> dict[int, tuple[str, str, str, bool]]:
+    """symbol id -> (PATH::QUALNAME, kind, path, alive) in this database."""
+    return {sid: (f"{path}::{qual}", kind, path, bool(alive)) for sid, path, qual, kind, alive
+            in con.execute("select s.id, f.path, s.qualname, s.kind, s.alive from symbols s"
+                           " join files f on f.id = s.file_id")}
+
+
+def _changed_symbols(con, commit_ids=None) -> dict[int, list[int]]:
+    """commit id -> the symbols it changed (stored symbol changes, one row per identity)."""
+    marks = ",".join("?" * len(_UNCHANGED))
+    out: dict[int, list[int]] = defaultdict(list)
+    for cid, sid in con.execute(
+            "select sc.commit_id, sc.symbol_id from symbol_changes sc join commits c on"
+            f" c.id = sc.commit_id where c.is_merge = 0 and sc.change not in ({marks})",
+            _UNCHANGED):
+        if commit_ids is None or cid in commit_ids:
+            out[cid].append(sid)
+    return out
+
+
+def symbol_training(con, names: dict) -> list[Transaction]:
+    """The rules' transactions: per non-merge commit up to the split, the names its changed
+    symbols had at that commit, as the split index stores them (no rename following)."""
+    meta = {cid: (sha, when, size) for cid, sha, when, size in con.execute(
+        "select id, sha, committer_time, files_changed from commits where reachable = 1")}
+    out = []
+    for cid, sids in _changed_symbols(con).items():
+        if cid in meta:
+            sha, when, size = meta[cid]
+            out.append(Transaction(sha, when, sorted({names[s][0] for s in sids}), size))
+    return sorted(out, key=lambda t: t.time)
+
+
+class SplitIdentity:
+    """Maps a symbol changed after the split (head index) to its identity at the split: back
+    along the rename and move links the head index recorded after the split. Both indexes share
+    their symbol ids: the head index is a copy of the split index, indexed on."""
+
+    def __init__(self, head_con, after: dict[int, int], split_alive: set[int]):
+        self.after = after          # commit id after the split -> its rank, oldest first
+        self.split_alive = split_alive
+        self.links: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for sid, cid, old in head_con.execute(
+                "select symbol_id, commit_id, from_symbol_id from symbol_changes"
+                " where from_symbol_id is not null and from_symbol_id != symbol_id"):
+            if cid in after:
+                self.links[sid].append((after[cid], old))
+
+    def of(self, sid: int, commit_id: int) -> int | None:
+        bound = self.after[commit_id]
+        for _ in range(64):   # a lineage is short; the bound guards a cycle
+            earlier = [(key, old) for key, old in self.links.get(sid, ()) if key <= bound]
+            if not earlier:
+                return sid if sid in self.split_alive else None
+            rank, sid = max(earlier)
+            bound = rank - 1   # the older name: links into it are strictly before this one
+        return None
+
+
+def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: set[int],
+                   low: int = 2, high: int = 10) -> tuple[list, int]:
+    """Test transactions: each non-merge commit after the split that changed `low` to `high`
+    symbols; each of them that existed at the split is a query, gold = the others that did."""
+    ids = dict(head_con.execute("select sha, id from commits where is_merge = 0"))
+    wanted = [ids[s] for s in after_shas if s in ids]
+    marks = ",".join("?" * len(wanted))
+    # The index's own order, oldest first (committer time, generation, sha), as a rank.
+    ordered = head_con.execute(f"select id from commits c where id in ({marks})"
+                               " order by c.committer_time, c.generation, c.sha", wanted)
+    after = {cid: rank for rank, (cid,) in enumerate(ordered)}
+    identity = SplitIdentity(head_con, after, split_alive)
+    queries, tests = [], 0
+    for cid, sids in sorted(_changed_symbols(head_con, after).items(), key=lambda i: after[i[0]]):
+        mapped = {s: identity.of(s, cid) for s in set(sids)}
+        # A rename has a row under each name: the commit's size counts identities.
+        if not low <= len({m or -s for s, m in mapped.items()}) <= high:
+            continue
+        tests += 1
+        alive = set(mapped.values()) - {None}
+        for q in sorted(alive):
+            gold = {names[g][0] for g in alive - {q}}
+            if gold:
+                queries.append((q, gold))
+    return queries, tests
+
+
+def _symbol_dbs(args, clone: Path, work: Path, split: str, head: str) -> tuple[Path, Path]:
+    """The split index, and a copy of it indexed on to HEAD (the same symbol ids)."""
+    db = args.db
+    if db is None:
+        db = work / "split.db"
+        print("indexing the split ...", file=sys.stderr)
+        bl.git(clone, "checkout", "-q", "--detach", split)
+        _index(clone, db, args.jobs)
+    head_db = args.head_db
+    if head_db is None:
+        head_db = work / "head.db"
+        bl.copy_db(db, head_db)
+        print("indexing on to HEAD (a copy) ...", file=sys.stderr)
+        bl.git(clone, "checkout", "-q", "--detach", head)
+        _index(clone, head_db, args.jobs)
+    return db, head_db
+
+
+def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
+    from cortex_core.coupling import related
+    from cortex_core.errors import CortexError
+    from cortex_core.store import open_reader
+    from cortex_core.targets import TargetSpec
+    head, line, split = _split(repo, args.split)
+    clone = bl.private_clone(repo, work / "clone", checkout=False)
+    db, head_db = _symbol_dbs(args, clone, work, split, head)
+    con, head_con = open_reader(db), open_reader(head_db)
+    names = _names(con)
+    split_alive = {sid for sid, n in names.items() if n[3]}
+    head_names = _names(head_con)
+    renumbered = sum(head_names.get(sid, ("",))[0] != names[sid][0] for sid in split_alive)
+    if renumbered:
+        sys.exit(f"{head_db} does not continue {db}: {renumbered} symbol ids differ")
+    training = symbol_training(con, names)
+    after = bl.git(clone, "rev-list", "--no-merges", f"{split}..{head}").split()
+    queries, tests = symbol_queries(head_con, names, after, split_alive)
+    head_con.close()
+    print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
+          f"{len(training)} training commits with symbol changes, {tests} test transactions, "
+          f"{len(queries)} queries", file=sys.stderr)
+    alive_keys = {names[sid][0] for sid in split_alive}
+    baseline = AssociationRules(training, args.max_changeset, alive_keys, keep=lambda k: True)
+    golds = [g for _, g in queries]
+    started = time.perf_counter()
+    base_answers = [baseline.rank(names[q][0], args.top) for q, _ in queries]
+    base_seconds = time.perf_counter() - started
+    base = scores(base_answers, golds, args.top)
+    kinds: dict[str, int] = defaultdict(int)
+    for q, _ in queries:
+        kinds[names[q][1]] += 1
+    report = {"environment": env, "repo": str(repo), "level": "symbol", "split": split,
+              "head": head, "first_parent_commits": len(line),
+              "training_commits": len(training), "test_transactions": tests,
+              "queries": len(queries), "query_kinds": dict(kinds), "top": args.top,
+              "methods": {"association rules": {
+                  "recall": base["recall"], "mrr": base["mrr"],
+                  "seconds_per_query": base_seconds / max(1, len(queries))}}}
+    reachable = [len(g & set(baseline.rank(names[q][0], 10**9))) / len(g) for q, g in queries]
+    report["history_ceiling"] = sum(reachable) / max(1, len(reachable))
+    methods = [("cortex related (symbols)", {})]
+    methods += [(name, kwargs) for name, kwargs in _variants(args.variant)]
+    unresolved = 0
+    for name, kwargs in methods:
+        call_kwargs = _accepted(related, {"max_changeset": args.max_changeset, **kwargs})
+        answers, times = [], []
+        for q, _ in queries:
+            key, _, path, _ = names[q]
+            t0 = time.perf_counter()
+            try:
+                found = related(con, TargetSpec(path, key[len(path) + 2:]), top_k=args.top,
+                                **call_kwargs)
+            except CortexError:
+                found = None
+            times.append(time.perf_counter() - t0)
+            if found is None or found.target.symbol_id != q:
+                unresolved += not kwargs   # counted once, on the default configuration
+                answers.append([])
+                continue
+            answers.append([f"{p.path}::{p.qualname}" for p in found.symbols])
+        sc = scores(answers, golds, args.top)
+        report["methods"][name] = {
+            "recall": sc["recall"], "mrr": sc["mrr"], "kwargs": call_kwargs,
+            "better_than_baseline": sum(
+                a > b for a, b in zip(sc["per_query_recall"], base["per_query_recall"])),
+            "worse_than_baseline": sum(
+                a < b for a, b in zip(sc["per_query_recall"], base["per_query_recall"])),
+            "p50_ms": bl.percentile(times, 50) * 1000 if times else None,
+            "p95_ms": bl.percentile(times, 95) * 1000 if times else None}
+    report["unresolved_queries"] = unresolved
+    report["gold_hidden_by_lineage"] = _hidden_by_lineage(con, queries, names, split_alive,
+                                                          args.max_changeset)
+    con.close()
+    if args.json:
+        bl.dump_json(report)
+        return 0
+    _print_symbol_report(report, repo)
+    return 0
+
+
+def _hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_changeset: int
+                       ) -> dict:
+    """Gold that cortex cannot answer whatever its ranking: symbols whose lineage (followed
+    forward through renames, as coupling does) ends on an identity that is not alive, so that
+    they are no candidate. It happens when a name is renamed away and later used again. Read
+    from coupling's own history sets: a diagnosis, not a ranking."""
+    from cortex_core.coupling import _history_sets
+    canon = _history_sets(con, max_changeset).symbol_canon
+    hidden = {names[s][0] for s in split_alive if canon.get(s, s) not in split_alive}
+    gold = sum(len(g) for _, g in queries)
+    return {"symbols": len(hidden), "gold": sum(len(g & hidden) for _, g in queries),
+            "of_gold": gold}
+
+
+def _print_symbol_report(report: dict, repo: Path) -> None:
+    print("\n".join(bl.environment_lines(report["environment"])))
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(report["query_kinds"].items()))
+    name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
+    print(f"\n{name}, symbol level: split at {report['split'][:10]}, {report['queries']} "
+          f"queries ({kinds}) from {report['test_transactions']} test transactions; "
+          f"{report['history_ceiling']:.3f} of the gold shared a commit with its query before "
+          "the split (by name, without renames)")
+    if report["unresolved_queries"]:
+        print(f"{report['unresolved_queries']} queries cortex could not resolve to the same "
+              "symbol (scored 0)")
+    hidden = report["gold_hidden_by_lineage"]
+    print(f"{hidden['gold']} of {hidden['of_gold']} gold symbols are no candidate for cortex: "
+          f"their lineage ends on a symbol not alive at the split ({hidden['symbols']} such "
+          "symbols; a name renamed away and used again)")
+    print()
+    base = report["methods"]["association rules"]
+    rows = []
+    for name, m in report["methods"].items():
+        delta = "" if m is base else f"{(m['recall'] - base['recall']) * 100:+.1f}"
+        rows.append([name, f"{m['recall']:.3f}", delta, f"{m['mrr']:.3f}",
+                     str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
+                     f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
+    print(bl.table(rows, ["method", "Recall@10", "pts vs rules", "MRR@10", "better", "worse",
+                          "p95 ms"]))
 
 
 if __name__ == "__main__":

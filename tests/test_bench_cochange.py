@@ -1,0 +1,69 @@
+"""bench/bench_cochange.py --level symbol on a scripted history: which commits are tests, how a
+symbol renamed after the split is mapped back to its identity at the split, and the association
+rules' scores, through the real script (two real indexes, the split's and HEAD's)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_cochange.py"
+
+
+def _module(bodies: dict[str, int]) -> str:
+    # Distinct bodies: each function keeps its own fingerprint, so a rename pairs unambiguously.
+    return "".join(f"def {name}():\n    x = '{name}'\n    return x * {n}\n\n\n"
+                   for name, n in bodies.items())
+
+
+def _history(repo) -> None:
+    bodies = {"a": 1, "b": 1, "c": 1, "d": 1}
+    steps = [("create", {}), ("a and b", {"a": 2, "b": 2}), ("a and b again", {"a": 3, "b": 3}),
+             ("a and c", {"a": 4, "c": 2}), ("d alone", {"d": 2}),
+             ("c and d (the split)", {"c": 3, "d": 3})]
+    for day, (subject, changes) in enumerate(steps):
+        bodies.update(changes)
+        repo.write("mod.py", _module(bodies))
+        repo.commit(subject, days_ago=100 - day)
+    # After the split: b renamed to b2 (same body) with a changed; b2 and c changed with a new e;
+    # d alone (one symbol: no test).
+    bodies = {("b2" if k == "b" else k): v for k, v in bodies.items()}
+    bodies["a"] = 5
+    repo.write("mod.py", _module(bodies))
+    repo.commit("rename b, change a", days_ago=50)
+    bodies.update({"b2": 4, "c": 4, "e": 1})
+    repo.write("mod.py", _module(bodies))
+    repo.commit("b2 and c, new e", days_ago=40)
+    bodies["d"] = 4
+    repo.write("mod.py", _module(bodies))
+    repo.commit("d alone again", days_ago=30)
+
+
+def test_symbol_level_maps_renames_back_and_scores_the_rules(repo):
+    _history(repo)
+    # 9 first-parent commits: 0.6 splits at the sixth ("c and d").
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--level", "symbol",
+                          "--split", "0.6", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["split"] == repo.git("rev-parse", "HEAD~3")
+    # Tests: the rename commit (a, b, b2) and the next (b2, c, e); e did not exist at the split.
+    assert report["test_transactions"] == 2
+    # Queries: a and b; then b (b2 mapped back through the rename, a commit earlier) and c.
+    assert report["queries"] == 4
+    assert report["query_kinds"] == {"function": 4}
+    # The rules, by name: a -> [b (3 commits), ...]; b -> [a (3), c (1), d (1): tied, by name];
+    # c -> [d, a (2 each, d's newest shared commit is newer), b]. MRR = (1 + 1 + 1/2 + 1/3) / 4.
+    mrr = (1 + 1 + 1 / 2 + 1 / 3) / 4
+    rules = report["methods"]["association rules"]
+    assert rules["recall"] == 1.0 and rules["mrr"] == pytest.approx(mrr)
+    assert report["history_ceiling"] == 1.0
+    cortex = report["methods"]["cortex related (symbols)"]
+    assert cortex["recall"] == 1.0 and cortex["mrr"] == pytest.approx(mrr)
+    assert (cortex["better_than_baseline"], cortex["worse_than_baseline"]) == (0, 0)
+    assert report["unresolved_queries"] == 0
