@@ -96,6 +96,9 @@ def parse_args(argv=None):
     p.add_argument("--db", type=Path, help="reuse this database (must index the split)")
     p.add_argument("--head-db", type=Path,
                    help="--level symbol: reuse this database, a copy of --db indexed on to HEAD")
+    p.add_argument("--substantive-gold", action="store_true",
+                   help="--level symbol: tests and gold from the changes coupling counts only "
+                   "(no reformatting, no move without edits)")
     p.add_argument("--jobs", type=int, default=1,
                    help="processes `cortex index` reads history with (default 1)")
     p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
@@ -285,12 +288,8 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
                 continue
             times.append(time.perf_counter() - t0)
             answers.append([p.path for p in found.files])
-        s = scores(answers, golds, args.top)
-        better = sum(a > b for a, b in zip(s["per_query_recall"], base["per_query_recall"]))
-        worse = sum(a < b for a, b in zip(s["per_query_recall"], base["per_query_recall"]))
         report["methods"][name] = {
-            "recall": s["recall"], "mrr": s["mrr"], "kwargs": call_kwargs,
-            "better_than_baseline": better, "worse_than_baseline": worse,
+            **_versus(scores(answers, golds, args.top), base), "kwargs": call_kwargs,
             "p50_ms": bl.percentile(times, 50) * 1000 if times else None,
             "p95_ms": bl.percentile(times, 95) * 1000 if times else None}
     # The hover's "usually changes with ..." line: strongest_symbol on sampled symbols alive at
@@ -322,20 +321,24 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     print(f"\n{repo.name}: split at {split[:10]}, {len(queries)} queries from {len(tests)} test "
           f"transactions; {report['history_ceiling']:.3f} of the gold shared a commit with its "
           "query before the split (the ceiling of any co-change ranking without renames)\n")
-    rows = []
-    for name, m in report["methods"].items():
-        delta = "" if name == "association rules" else \
-            f"{(m['recall'] - base['recall']) * 100:+.1f}"
-        rows.append([name, f"{m['recall']:.3f}", delta, f"{m['mrr']:.3f}",
-                     str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
-                     f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
-    print(bl.table(rows, ["method", "Recall@10", "pts vs rules", "MRR@10", "better", "worse",
-                          "p95 ms"]))
+    print(_methods_table(report["methods"]))
     hover = report.get("hover_coupled_symbol_ms")
     if hover:
         print(f"\nhover's coupled-symbol line (strongest_symbol, warm, {hover['symbols']} "
               f"symbols): p50 {hover['p50']:.2f} ms, p95 {hover['p95']:.2f} ms")
     return 0
+
+
+def _methods_table(methods: dict) -> str:
+    base = methods["association rules"]
+    rows = []
+    for name, m in methods.items():
+        delta = "" if m is base else f"{(m['recall'] - base['recall']) * 100:+.1f}"
+        rows.append([name, f"{m['recall']:.3f}", delta, f"{m['mrr']:.3f}",
+                     str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
+                     f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
+    return bl.table(rows, ["method", "Recall@10", "pts vs rules", "MRR@10", "better", "worse",
+                           "p95 ms"])
 
 
 # ---- symbol level (--level symbol) ------------------------------------------------------------
@@ -351,29 +354,36 @@ def _names(con) -> dict[int, tuple[str, str, str, bool]]:
                            " join files f on f.id = s.file_id")}
 
 
-def _changed_symbols(con, commit_ids=None) -> dict[int, list[int]]:
-    """commit id -> the symbols it changed (stored symbol changes, one row per identity)."""
-    marks = ",".join("?" * len(_UNCHANGED))
+def _changed_symbols(con, commit_ids=None, as_cortex: bool = False) -> dict[int, list[int]]:
+    """commit id -> the symbols it changed (stored symbol changes, one row per identity). With
+    `as_cortex`, only the changes coupling counts (no reformatting, no move without edits)."""
+    from cortex_core.change_kinds import SUBSTANTIVE_SQL
+    where = (f"{SUBSTANTIVE_SQL} and not (sc.change = 'moved' and sc.added = 0"
+             " and sc.deleted = 0)") if as_cortex else \
+        "sc.change not in ({})".format(",".join(f"'{k}'" for k in _UNCHANGED))
     out: dict[int, list[int]] = defaultdict(list)
     for cid, sid in con.execute(
             "select sc.commit_id, sc.symbol_id from symbol_changes sc join commits c on"
-            f" c.id = sc.commit_id where c.is_merge = 0 and sc.change not in ({marks})",
-            _UNCHANGED):
+            f" c.id = sc.commit_id where c.is_merge = 0 and {where}"):
         if commit_ids is None or cid in commit_ids:
             out[cid].append(sid)
     return out
 
 
-def symbol_training(con, names: dict) -> list[Transaction]:
+def symbol_training(con, names: dict, canon: dict | None = None,
+                    as_cortex: bool = False) -> list[Transaction]:
     """The rules' transactions: per non-merge commit up to the split, the names its changed
-    symbols had at that commit, as the split index stores them (no rename following)."""
+    symbols had at that commit, as the split index stores them (no rename following). With
+    `canon` (coupling's lineage), each under its latest identity instead."""
+    canon = canon or {}
     meta = {cid: (sha, when, size) for cid, sha, when, size in con.execute(
         "select id, sha, committer_time, files_changed from commits where reachable = 1")}
     out = []
-    for cid, sids in _changed_symbols(con).items():
+    for cid, sids in _changed_symbols(con, as_cortex=as_cortex).items():
         if cid in meta:
             sha, when, size = meta[cid]
-            out.append(Transaction(sha, when, sorted({names[s][0] for s in sids}), size))
+            keys = {names[canon.get(s, s)][0] for s in sids}
+            out.append(Transaction(sha, when, sorted(keys), size))
     return sorted(out, key=lambda t: t.time)
 
 
@@ -404,7 +414,7 @@ class SplitIdentity:
 
 
 def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: set[int],
-                   low: int = 2, high: int = 10) -> tuple[list, int]:
+                   low: int = 2, high: int = 10, as_cortex: bool = False) -> tuple[list, int]:
     """Test transactions: each non-merge commit after the split that changed `low` to `high`
     symbols; each of them that existed at the split is a query, gold = the others that did."""
     ids = dict(head_con.execute("select sha, id from commits where is_merge = 0"))
@@ -416,7 +426,8 @@ def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: se
     after = {cid: rank for rank, (cid,) in enumerate(ordered)}
     identity = SplitIdentity(head_con, after, split_alive)
     queries, tests = [], 0
-    for cid, sids in sorted(_changed_symbols(head_con, after).items(), key=lambda i: after[i[0]]):
+    changed = _changed_symbols(head_con, after, as_cortex)
+    for cid, sids in sorted(changed.items(), key=lambda i: after[i[0]]):
         mapped = {s: identity.of(s, cid) for s in set(sids)}
         # A rename has a row under each name: the commit's size counts identities.
         if not low <= len({m or -s for s, m in mapped.items()}) <= high:
@@ -449,10 +460,7 @@ def _symbol_dbs(args, clone: Path, work: Path, split: str, head: str) -> tuple[P
 
 
 def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
-    from cortex_core.coupling import related
-    from cortex_core.errors import CortexError
     from cortex_core.store import open_reader
-    from cortex_core.targets import TargetSpec
     head, line, split = _split(repo, args.split)
     clone = bl.private_clone(repo, work / "clone", checkout=False)
     db, head_db = _symbol_dbs(args, clone, work, split, head)
@@ -465,60 +473,44 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
         sys.exit(f"{head_db} does not continue {db}: {renumbered} symbol ids differ")
     training = symbol_training(con, names)
     after = bl.git(clone, "rev-list", "--no-merges", f"{split}..{head}").split()
-    queries, tests = symbol_queries(head_con, names, after, split_alive)
+    queries, tests = symbol_queries(head_con, names, after, split_alive,
+                                    as_cortex=args.substantive_gold)
     head_con.close()
     print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
           f"{len(training)} training commits with symbol changes, {tests} test transactions, "
           f"{len(queries)} queries", file=sys.stderr)
+    if not queries:
+        sys.exit("no queries: no later commit changed 2 to 10 symbols that existed at the split")
     alive_keys = {names[sid][0] for sid in split_alive}
-    baseline = AssociationRules(training, args.max_changeset, alive_keys, keep=lambda k: True)
+    keys = [names[q][0] for q, _ in queries]
     golds = [g for _, g in queries]
+    baseline = AssociationRules(training, args.max_changeset, alive_keys, keep=lambda k: True)
     started = time.perf_counter()
-    base_answers = [baseline.rank(names[q][0], args.top) for q, _ in queries]
+    base = scores([baseline.rank(k, args.top) for k in keys], golds, args.top)
     base_seconds = time.perf_counter() - started
-    base = scores(base_answers, golds, args.top)
     kinds: dict[str, int] = defaultdict(int)
     for q, _ in queries:
         kinds[names[q][1]] += 1
     report = {"environment": env, "repo": str(repo), "level": "symbol", "split": split,
               "head": head, "first_parent_commits": len(line),
-              "training_commits": len(training), "test_transactions": tests,
+              "substantive_gold": args.substantive_gold, "training_commits": len(training),
+              "test_transactions": tests,
               "queries": len(queries), "query_kinds": dict(kinds), "top": args.top,
               "methods": {"association rules": {
                   "recall": base["recall"], "mrr": base["mrr"],
-                  "seconds_per_query": base_seconds / max(1, len(queries))}}}
-    reachable = [len(g & set(baseline.rank(names[q][0], 10**9))) / len(g) for q, g in queries]
-    report["history_ceiling"] = sum(reachable) / max(1, len(reachable))
-    methods = [("cortex related (symbols)", {})]
-    methods += [(name, kwargs) for name, kwargs in _variants(args.variant)]
-    unresolved = 0
+                  "seconds_per_query": base_seconds / len(queries)}}}
+    reachable = [len(g & set(baseline.rank(k, 10**9))) / len(g) for k, g in zip(keys, golds)]
+    report["history_ceiling"] = sum(reachable) / len(reachable)
+    methods = [("cortex related (symbols)", {})] + _variants(args.variant)
     for name, kwargs in methods:
-        call_kwargs = _accepted(related, {"max_changeset": args.max_changeset, **kwargs})
-        answers, times = [], []
-        for q, _ in queries:
-            key, _, path, _ = names[q]
-            t0 = time.perf_counter()
-            try:
-                found = related(con, TargetSpec(path, key[len(path) + 2:]), top_k=args.top,
-                                **call_kwargs)
-            except CortexError:
-                found = None
-            times.append(time.perf_counter() - t0)
-            if found is None or found.target.symbol_id != q:
-                unresolved += not kwargs   # counted once, on the default configuration
-                answers.append([])
-                continue
-            answers.append([f"{p.path}::{p.qualname}" for p in found.symbols])
-        sc = scores(answers, golds, args.top)
-        report["methods"][name] = {
-            "recall": sc["recall"], "mrr": sc["mrr"], "kwargs": call_kwargs,
-            "better_than_baseline": sum(
-                a > b for a, b in zip(sc["per_query_recall"], base["per_query_recall"])),
-            "worse_than_baseline": sum(
-                a < b for a, b in zip(sc["per_query_recall"], base["per_query_recall"])),
-            "p50_ms": bl.percentile(times, 50) * 1000 if times else None,
-            "p95_ms": bl.percentile(times, 95) * 1000 if times else None}
-    report["unresolved_queries"] = unresolved
+        answers, times, unresolved = _cortex_answers(con, queries, names, args, kwargs)
+        report["methods"][name] = {**_versus(scores(answers, golds, args.top), base),
+                                   "kwargs": kwargs, "unresolved": unresolved,
+                                   "p50_ms": bl.percentile(times, 50) * 1000,
+                                   "p95_ms": bl.percentile(times, 95) * 1000}
+    report["unresolved_queries"] = report["methods"]["cortex related (symbols)"]["unresolved"]
+    report["methods"].update(_rules_on_cortex_data(con, names, [q for q, _ in queries], golds,
+                                                   alive_keys, args, base))
     report["gold_hidden_by_lineage"] = _hidden_by_lineage(con, queries, names, split_alive,
                                                           args.max_changeset)
     con.close()
@@ -527,6 +519,60 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
         return 0
     _print_symbol_report(report, repo)
     return 0
+
+
+def _versus(s: dict, base: dict) -> dict:
+    """Scores, and the queries answered better and worse than the baseline (Recall@10)."""
+    pairs = list(zip(s["per_query_recall"], base["per_query_recall"]))
+    return {"recall": s["recall"], "mrr": s["mrr"],
+            "better_than_baseline": sum(a > b for a, b in pairs),
+            "worse_than_baseline": sum(a < b for a, b in pairs)}
+
+
+def _cortex_answers(con, queries, names: dict, args, kwargs: dict):
+    """What `cortex related PATH::SYMBOL` lists under symbols for each query, timed (warm: the
+    history is read once per connection). A query that resolves to another symbol scores 0."""
+    from cortex_core.coupling import related
+    from cortex_core.errors import CortexError
+    from cortex_core.targets import TargetSpec
+    call_kwargs = _accepted(related, {"max_changeset": args.max_changeset, **kwargs})
+    answers, times, unresolved = [], [], 0
+    for q, _ in queries:
+        key, _, path, _ = names[q]
+        t0 = time.perf_counter()
+        try:
+            found = related(con, TargetSpec(path, key[len(path) + 2:]), top_k=args.top,
+                            **call_kwargs)
+        except CortexError:
+            found = None
+        times.append(time.perf_counter() - t0)
+        if found is None or found.target.symbol_id != q:
+            unresolved += 1
+            answers.append([])
+            continue
+        answers.append([f"{p.path}::{p.qualname}" for p in found.symbols])
+    return answers, times, unresolved
+
+
+def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base) -> dict:
+    """The rules again, given what cortex reads instead of the plain stored changes: its change
+    filter (no reformatting, no move without edits), its lineage (each symbol under its latest
+    identity, coupling's own map), and both. Says which of cortex's data choices moves the score,
+    apart from its ranking (decay, ties)."""
+    from cortex_core.coupling import _history_sets
+    canon = _history_sets(con, args.max_changeset).symbol_canon
+    out = {}
+    for label, lineage, as_cortex in (("rules + cortex's change filter", False, True),
+                                      ("rules + cortex's lineage", True, False),
+                                      ("rules + both", True, True)):
+        rules = AssociationRules(symbol_training(con, names, canon if lineage else None,
+                                                 as_cortex),
+                                 args.max_changeset, alive_keys, keep=lambda k: True)
+        # With the lineage, a query asks under its latest identity, as coupling does.
+        keys = [names[canon.get(q, q) if lineage else q][0] for q in qids]
+        found = scores([rules.rank(k, args.top) for k in keys], golds, args.top)
+        out[label] = _versus(found, base)
+    return out
 
 
 def _hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_changeset: int
@@ -559,15 +605,7 @@ def _print_symbol_report(report: dict, repo: Path) -> None:
           f"their lineage ends on a symbol not alive at the split ({hidden['symbols']} such "
           "symbols; a name renamed away and used again)")
     print()
-    base = report["methods"]["association rules"]
-    rows = []
-    for name, m in report["methods"].items():
-        delta = "" if m is base else f"{(m['recall'] - base['recall']) * 100:+.1f}"
-        rows.append([name, f"{m['recall']:.3f}", delta, f"{m['mrr']:.3f}",
-                     str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
-                     f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
-    print(bl.table(rows, ["method", "Recall@10", "pts vs rules", "MRR@10", "better", "worse",
-                          "p95 ms"]))
+    print(_methods_table(report["methods"]))
 
 
 if __name__ == "__main__":
