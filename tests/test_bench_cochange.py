@@ -67,3 +67,21 @@ def test_symbol_level_maps_renames_back_and_scores_the_rules(repo):
     assert cortex["recall"] == 1.0 and cortex["mrr"] == pytest.approx(mrr)
     assert (cortex["better_than_baseline"], cortex["worse_than_baseline"]) == (0, 0)
     assert report["unresolved_queries"] == 0
+
+
+def test_a_head_index_that_does_not_continue_the_split_index_is_refused(repo, cortex, tmp_path):
+    from scripted_repo import ScriptedRepo
+    _history(repo)
+    cortex.index()
+    other = ScriptedRepo(tmp_path / "other")
+    other.write("z.py", _module({"zeta": 1, "eta": 2}))
+    other.commit("other project")
+    subprocess.run([sys.executable, "-m", "cortex_core.cli", "index", "--repo", str(other.path),
+                    "--db", str(tmp_path / "other.db"), "--quiet", "--model", "none"],
+                   check=True, capture_output=True, timeout=300)
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--level", "symbol",
+                          "--db", str(cortex.db), "--head-db", str(tmp_path / "other.db")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"{tmp_path / 'other.db'} does not continue {cortex.db}: 5 symbol ids differ")
