@@ -27,6 +27,7 @@ numbers are reported on (bench/bench_cochange.py, docs/cochange.md).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -108,7 +109,7 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
     h = _history_sets(con, max_changeset)
     weights = h.weights(half_life_days, size_exponent)
     me, mine, _, _, _ = _side(h, target)
-    own_file = h.file_canon.get(target.file_id, target.file_id)
+    own_file = h.file_canon.latest(target.file_id, h.alive_files)
     files = _partners(con, h, mine, h.files_by_commit, h.commits_of_file, {own_file},
                       h.alive_files, min_support, top_k, _file_label, weights, decay)
     symbols = []
@@ -166,7 +167,7 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
         if fid is None:
             unknown.append(path)
             continue
-        fid = h.file_canon.get(fid, fid)
+        fid = h.file_canon.latest(fid, h.alive_files)
         known.append(path)
         ids.add(fid)
     exclude = set(ids) | {by_path[p] for p in paths if p in by_path}
@@ -223,7 +224,7 @@ def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MA
     h = _history_sets(con, max_changeset)
     weights = h.weights(half_life_days, size_exponent)
     _, mine, _, _, _ = _side(h, target)
-    own_file = h.file_canon.get(target.file_id, target.file_id)
+    own_file = h.file_canon.latest(target.file_id, h.alive_files)
     found = _score(mine, h.files_by_commit, {own_file}, h.alive_files, min_support, h, weights)
     paths = h.paths(con)
     return ({paths[s.ident]: s for s in found}, sum(weights(c) for c in mine), len(mine), h)
@@ -269,9 +270,9 @@ def evidence_of(con: apsw.Connection, h: "_HistorySets | None", commit_ids: list
 
 
 def _side(h: "_HistorySets", target: Target):
-    own_file = h.file_canon.get(target.file_id, target.file_id)
+    own_file = h.file_canon.latest(target.file_id, h.alive_files)
     if target.symbol_id is not None:
-        me = h.symbol_canon.get(target.symbol_id, target.symbol_id)
+        me = h.symbol_canon.latest(target.symbol_id, h.alive_symbols)
         return me, h.commits_of_symbol.get(me, set()), h.symbols_by_commit, \
             h.commits_of_symbol, h.alive_symbols
     return own_file, h.commits_of_file.get(own_file, set()), h.files_by_commit, \
@@ -280,8 +281,8 @@ def _side(h: "_HistorySets", target: Target):
 
 @dataclass
 class _HistorySets:
-    file_canon: dict[int, int]
-    symbol_canon: dict[int, int]
+    file_canon: Lineage
+    symbol_canon: Lineage
     files_by_commit: dict[int, set[int]]
     symbols_by_commit: dict[int, set[int]]
     alive_files: set[int]
@@ -354,14 +355,16 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
             " and is_merge = 0 and files_changed <= ?", (max_changeset,)):
         commit_time[cid] = when
         commit_size[cid] = size
-    file_canon = _canonical(con.execute(
-        "select fc.old_file_id, fc.file_id from file_changes fc join commits c on"
+    position = {cid: n for n, (cid,) in enumerate(con.execute(
+        f"select c.id from commits c where c.reachable = 1 order by {OLDEST_FIRST}"))}
+    file_canon = Lineage(con.execute(
+        "select fc.commit_id, fc.old_file_id, fc.file_id from file_changes fc join commits c on"
         " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1"
-        f" order by {OLDEST_FIRST}"))
-    symbol_canon = _canonical(con.execute(
-        "select sc.from_symbol_id, sc.symbol_id from symbol_changes sc join commits c on"
-        " c.id = sc.commit_id where sc.from_symbol_id is not null and c.reachable = 1"
-        f" order by {OLDEST_FIRST}"))
+        f" order by {OLDEST_FIRST}"), position)
+    symbol_canon = Lineage(con.execute(
+        "select sc.commit_id, sc.from_symbol_id, sc.symbol_id from symbol_changes sc join"
+        " commits c on c.id = sc.commit_id where sc.from_symbol_id is not null and"
+        f" c.reachable = 1 order by {OLDEST_FIRST}"), position)
     changelogs = {fid for fid, path in con.execute("select id, path from files")
                   if is_changelog(path)}
     # Every path, whatever its indexing level (a lockfile's change is recorded at file level).
@@ -385,27 +388,55 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
     return sets
 
 
-def _canonical(links) -> dict[int, int]:
-    """Map every former identity to its latest one, following renames forward in commit order."""
-    forward: dict[int, int] = {}
-    for old, new in links:
-        if old != new:
-            forward[old] = new
-    canon = {}
-    for start in forward:
-        seen, current = {start}, forward[start]
-        while current in forward and forward[current] not in seen:
-            seen.add(current)
-            current = forward[current]
-        canon[start] = current
-    return canon
+class Lineage:
+    """Where each change of an identity belongs: the identity its code carries at HEAD.
+
+    Identities are names (a path, a file's qualified name), and names are reused: `a.py` renamed
+    to `b.py` and a new `a.py` created later are two lineages under one old name. A change of `a`
+    therefore follows only the renames of `a` made after it, in commit order: the old `a.py`'s
+    changes go to `b.py`, the new one's stay with `a.py`; a cycle (a -> b -> a) ends where it
+    ends at HEAD."""
+
+    def __init__(self, links, position: dict[int, int]):
+        # links: (commit id, old identity, new identity), oldest first
+        self.renames: dict[int, tuple[list[int], list[int]]] = {}
+        for commit_id, old, new in links:
+            if old != new and commit_id in position:
+                at, to = self.renames.setdefault(old, ([], []))
+                at.append(position[commit_id])
+                to.append(new)
+        self.position = position
+
+    def at(self, ident: int, commit_id: int) -> int:
+        """The HEAD identity of `ident` as changed by `commit_id`."""
+        if ident not in self.renames:
+            return ident
+        return self._follow(ident, self.position.get(commit_id, -1))
+
+    def latest(self, ident: int, alive: set[int]) -> int:
+        """The HEAD identity of a query's `ident`: itself while it lives (a reused name is its
+        new lineage), else where its last life went."""
+        if ident in alive or ident not in self.renames:
+            return ident
+        at, to = self.renames[ident]
+        return self._follow(to[-1], at[-1])
+
+    def _follow(self, ident: int, pos: int) -> int:
+        # Positions only grow along the way, so this ends, cycles included.
+        while ident in self.renames:
+            at, to = self.renames[ident]
+            i = bisect_right(at, pos)   # the first rename after `pos`
+            if i == len(at):
+                break
+            pos, ident = at[i], to[i]
+        return ident
 
 
-def _group(rows, eligible, canon: dict[int, int]) -> dict[int, set[int]]:
+def _group(rows, eligible, lineage: Lineage) -> dict[int, set[int]]:
     by_commit: dict[int, set[int]] = defaultdict(set)
     for commit_id, ident in rows:
         if commit_id in eligible:
-            by_commit[commit_id].add(canon.get(ident, ident))
+            by_commit[commit_id].add(lineage.at(ident, commit_id))
     return by_commit
 
 

@@ -244,3 +244,38 @@ def test_coupling_settings_bounds_and_changelog_target(repo, cortex):
                           "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert "0 commits of the target" in out and "a changelog" in out
+
+
+def test_a_reused_path_is_a_lineage_of_its_own(repo, cortex):
+    """`a.py` renamed to `b.py`, then a new `a.py`: the old file's partners go with `b.py`, the
+    new one's stay with `a.py` (names are reused; identity follows renames in time)."""
+    _touch(repo, ["a.py", "old_partner.py"], "old a with its partner", 50)
+    _touch(repo, ["a.py", "old_partner.py"], "again", 45)
+    repo.move("a.py", "b.py")
+    repo.commit("a.py becomes b.py", days_ago=40)
+    repo.write("a.py", "def fresh():\n    return 1\n")
+    repo.commit("a new a.py", days_ago=30)
+    _touch(repo, ["a.py", "new_partner.py"], "new a with its partner", 20)
+    _touch(repo, ["a.py", "new_partner.py"], "again", 10)
+    cortex.index()
+    con = cortex.reader()
+    assert [(p.path, p.support) for p in related(con, TargetSpec("a.py")).files] == [
+        ("new_partner.py", 2)]
+    assert [(p.path, p.support) for p in related(con, TargetSpec("b.py")).files] == [
+        ("old_partner.py", 2)]
+    assert [p.path for p in related(con, TargetSpec("new_partner.py")).files] == ["a.py"]
+    assert [p.path for p in related(con, TargetSpec("old_partner.py")).files] == ["b.py"]
+
+
+def test_a_rename_cycle_ends_where_head_has_it(repo, cortex):
+    """a -> b -> a: every change of the file, under either name, is `a.py`'s."""
+    _touch(repo, ["a.py", "p.py"], "a with p", 50)
+    repo.move("a.py", "b.py")
+    repo.commit("to b", days_ago=40)
+    _touch(repo, ["b.py", "q.py"], "b with q", 30)
+    repo.move("b.py", "a.py")
+    repo.commit("back to a", days_ago=20)
+    cortex.index()
+    con = cortex.reader()
+    assert sorted(p.path for p in related(con, TargetSpec("a.py")).files) == ["p.py", "q.py"]
+    assert [p.path for p in related(con, TargetSpec("q.py")).files] == ["a.py"]
