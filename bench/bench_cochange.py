@@ -370,19 +370,18 @@ def _changed_symbols(con, commit_ids=None, as_cortex: bool = False) -> dict[int,
     return out
 
 
-def symbol_training(con, names: dict, canon: dict | None = None,
+def symbol_training(con, names: dict, lineage=None,
                     as_cortex: bool = False) -> list[Transaction]:
     """The rules' transactions: per non-merge commit up to the split, the names its changed
     symbols had at that commit, as the split index stores them (no rename following). With
-    `canon` (coupling's lineage), each under its latest identity instead."""
-    canon = canon or {}
+    `lineage` (coupling's), each under the identity its lineage has at the split instead."""
     meta = {cid: (sha, when, size) for cid, sha, when, size in con.execute(
         "select id, sha, committer_time, files_changed from commits where reachable = 1")}
     out = []
     for cid, sids in _changed_symbols(con, as_cortex=as_cortex).items():
         if cid in meta:
             sha, when, size = meta[cid]
-            keys = {names[canon.get(s, s)][0] for s in sids}
+            keys = {names[lineage.at(s, cid) if lineage else s][0] for s in sids}
             out.append(Transaction(sha, when, sorted(keys), size))
     return sorted(out, key=lambda t: t.time)
 
@@ -560,16 +559,17 @@ def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base)
     identity, coupling's own map), and both. Says which of cortex's data choices moves the score,
     apart from its ranking (decay, ties)."""
     from cortex_core.coupling import _history_sets
-    canon = _history_sets(con, args.max_changeset).symbol_canon
+    h = _history_sets(con, args.max_changeset)
     out = {}
     for label, lineage, as_cortex in (("rules + cortex's change filter", False, True),
                                       ("rules + cortex's lineage", True, False),
                                       ("rules + both", True, True)):
-        rules = AssociationRules(symbol_training(con, names, canon if lineage else None,
-                                                 as_cortex),
+        training = symbol_training(con, names, h.symbol_canon if lineage else None, as_cortex)
+        rules = AssociationRules(training,
                                  args.max_changeset, alive_keys, keep=lambda k: True)
         # With the lineage, a query asks under its latest identity, as coupling does.
-        keys = [names[canon.get(q, q) if lineage else q][0] for q in qids]
+        keys = [names[h.symbol_canon.latest(q, h.alive_symbols) if lineage else q][0]
+                for q in qids]
         found = scores([rules.rank(k, args.top) for k in keys], golds, args.top)
         out[label] = _versus(found, base)
     return out
@@ -579,11 +579,13 @@ def _hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_cha
                        ) -> dict:
     """Gold that cortex cannot answer whatever its ranking: symbols whose lineage (followed
     forward through renames, as coupling does) ends on an identity that is not alive, so that
-    they are no candidate. It happens when a name is renamed away and later used again. Read
-    from coupling's own history sets: a diagnosis, not a ranking."""
+    they are no candidate. It happened when a name was renamed away and later used again, until
+    coupling followed renames in time (expected 0 now). Read from coupling's own history sets:
+    a diagnosis, not a ranking."""
     from cortex_core.coupling import _history_sets
-    canon = _history_sets(con, max_changeset).symbol_canon
-    hidden = {names[s][0] for s in split_alive if canon.get(s, s) not in split_alive}
+    h = _history_sets(con, max_changeset)
+    hidden = {names[s][0] for s in split_alive
+              if h.symbol_canon.latest(s, h.alive_symbols) not in split_alive}
     gold = sum(len(g) for _, g in queries)
     return {"symbols": len(hidden), "gold": sum(len(g & hidden) for _, g in queries),
             "of_gold": gold}
