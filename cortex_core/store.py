@@ -54,7 +54,7 @@ def _connect(path: Path | str, flags: int, shown: Path | None = None) -> apsw.Co
         raise StoreError(f"cannot open the database {shown}") from None
     except (apsw.NotADBError, apsw.CorruptError):
         raise StoreError(f"{shown} is not a readable Cortex database (corrupt?); "
-                         "run `cortex index --rebuild` to recreate it") from None
+                         "run `cortex index --rebuild` to recreate it (notes are kept)") from None
     return con
 
 
