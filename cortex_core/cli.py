@@ -416,6 +416,10 @@ def cmd_index(args) -> int:
         return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
     if bar:
         bar.close()
+    if location.seed is not None:   # the first run in the per-user folder: bring the notes
+        from .salvage import carry_notes
+        carried = carry_notes(location.seed, db)
+        print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
     if args.progress_json:
         _json_line({"event": "done", "summary": _plain(summary)})
         return 0

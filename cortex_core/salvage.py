@@ -382,6 +382,36 @@ def replace_damaged(db_path: Path, damage: str):
     return con, Recovery(damage, str(moved), len(notes), saved, method)
 
 
+def carry_notes(source: Path, target: Path) -> int:
+    """Copy the notes of the store at `source` (one the indexer cannot write: a read-only
+    `.cortex`) into the store at `target`; returns how many were added."""
+    from .store import immediate, open_note_writer
+    notes, _ = salvage_notes_readonly(source)
+    if not notes:
+        return 0
+    con = open_note_writer(target)
+    try:
+        with immediate(con):
+            return restore_notes(con, notes)
+    finally:
+        con.close()
+
+
+def salvage_notes_readonly(db_path: Path) -> tuple[list[dict], str]:
+    """salvage_notes for a store on a read-only file system, which SQLite opens only as an
+    immutable file (see store._connect_reader)."""
+    from .notes import export_notes
+    from .store import open_reader
+    try:
+        con = open_reader(db_path)
+    except StoreError:
+        return salvage_notes(db_path)
+    try:
+        return export_notes(con)["notes"], "sql"
+    finally:
+        con.close()
+
+
 def restore_notes(con, notes: list[dict]) -> int:
     """Write salvaged notes (ids, bi-temporal fields and anchors kept as they were read); a note
     that does not pass the import's checks (a damaged row) is left out, not the whole lot."""

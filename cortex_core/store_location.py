@@ -38,6 +38,8 @@ class Location:
     path: Path                      # the database file
     reason: str | None = None       # why it is not <repo>/.cortex/cortex.db (None: it is)
     explicit: bool = False          # given with --db
+    seed: Path | None = None        # a store the indexer cannot write, whose notes a new store
+                                    # at `path` should start with
 
     @property
     def fallback(self) -> bool:
@@ -76,13 +78,26 @@ def store_location(repo_root: Path, explicit_db: str | os.PathLike | None = None
         return Location(Path(explicit_db).expanduser().resolve(), "given with --db", True)
     local = local_db_path(repo_root)
     problem = unusable_reason(local.parent)
-    user = user_db_path(repo_root)
     if problem is None:
-        if _is_file(local) or not _is_file(user):
+        if _is_file(local):
+            return Location(local)
+        try:
+            user = user_db_path(repo_root)
+        except StoreError:          # no per-user folder, and none needed
+            return Location(local)
+        if not _is_file(user):
             return Location(local)
         return Location(user, f"the index was built here while {_short(local.parent, repo_root)}"
                               f" could not be used; it stays in use until you move it to "
                               f"{_short(local, repo_root)} (or remove it)")
+    try:
+        user = user_db_path(repo_root)
+    except StoreError as exc:
+        if _is_file(local) and not for_writing:
+            return Location(local, problem)
+        raise StoreError(f"{problem}, and {exc}") from None
+    if for_writing and not _is_file(user) and _is_file(local):
+        return Location(user, problem, seed=local)
     if for_writing or _is_file(user) or not _is_file(local):
         return Location(user, problem)
     return Location(local, f"{problem}: the index there is read as it is and cannot be updated "
