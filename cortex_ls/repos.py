@@ -98,7 +98,7 @@ class Repo:
             return "indexing"
         if not self.db.exists():
             return "error" if self.index.error else "missing"
-        return "ready"
+        return "error" if self.problem else "ready"
 
     @property
     def partial(self) -> bool:

@@ -199,3 +199,63 @@ def test_salvage_is_safe_on_hostile_files(tmp_path):
     assert _notes_by_pages(hostile) == []
     assert salvage_notes(hostile) == ([], "pages")
     assert salvage_notes(tmp_path / "missing.db") == ([], "pages")
+
+
+# -- the servers, finding a damaged store -------------------------------------------------------
+
+import pytest_lsp  # noqa: E402
+from lsprotocol import types  # noqa: E402
+from pygls.exceptions import JsonRpcException  # noqa: E402
+from pytest_lsp import LanguageClient  # noqa: E402
+
+from ls_harness import CONFIG, Session, plain  # noqa: E402
+from test_mcp import error, make_project, ok, server  # noqa: E402
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    if getattr(lsp_client, "cortex_started", False):
+        await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """The sample project, indexed, with a note, then its derived pages overwritten."""
+    project = make_project(tmp_path / "widgets")
+    index_repository(project.path, db_of(project), Settings(), model="none")
+    con = open_note_writer(db_of(project))
+    add_note(con, project.path, "pkg/core.py::compute", "compute must stay pure")
+    con.close()
+    damage_all_but_notes(db_of(project))
+    return project
+
+
+async def test_the_language_server_names_the_fix_and_keeps_answering(client, damaged):
+    lsp = Session(client)
+    await lsp.start(damaged.path, options={"indexOnStart": False}, wait_index=False)
+    uri = lsp.open(damaged.path / "pkg/core.py")
+    assert await lsp.hover(uri, 3, 5) is None            # nothing to show, no error pop-up
+    with pytest.raises(JsonRpcException, match=r"cortex index --rebuild"):
+        await lsp.request("cortex/symbolHistory", {"target": "pkg/core.py::compute"})
+    status = plain(await lsp.request("cortex/status", {}))
+    assert "cortex index --rebuild" in status["repositories"][0]["databaseProblem"]
+    # The fix, from the editor: a rebuild through the server keeps the note.
+    await lsp.command("cortex.reindex", {"rebuild": True})
+    await lsp.indexed(1)
+    value = await lsp.hover(uri, 3, 5)
+    assert "5 changes" in value and "compute must stay pure" in value
+    assert not [m for m in lsp.client.messages if m.type == types.MessageType.Error]
+
+
+async def test_mcp_tools_return_an_error_naming_the_fix(damaged):
+    async with server("--repo", str(damaged.path)) as client:
+        message = await error(client, "symbol_history", target="pkg/core.py::compute")
+        assert "rebuild=true" in message and "cortex index --rebuild" in message, message
+        message = await error(client, "status")
+        assert "rebuild=true" in message, message
+        result = await ok(client, "sync", rebuild=True, wait_seconds=120)
+        assert result.structured_content["summary"]["recovery"]["notes_saved"] == 1
+        data = (await ok(client, "symbol_history", target="pkg/core.py::compute")
+                ).structured_content
+        assert [n["text"] for n in data["notes"]] == ["compute must stay pure"]

@@ -268,3 +268,79 @@ def test_an_index_on_a_file_system_now_read_only_is_read_then_replaced(shop, cac
     assert f"cortex: 1 notes copied from {shop.path / '.cortex' / 'cortex.db'}" in index.stderr
     assert json.loads(after.stdout)["db_path"] == str(expected)
     assert "totals in cents" in notes.stdout
+
+
+# -- the servers find the same store -------------------------------------------------------------
+
+import tempfile  # noqa: E402
+
+import pytest_lsp  # noqa: E402
+from lsprotocol import types  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+
+from ls_harness import CONFIG, Session, plain  # noqa: E402
+from test_mcp import make_project, ok  # noqa: E402
+
+# The language server's environment is fixed when the fixture is made: one cache folder for the
+# module (each test's repository has its own path, so its own store in it).
+SERVER_CACHE = Path(tempfile.mkdtemp(prefix="cortex-cache-"))
+LS_CONFIG = ClientServerConfig(server_command=CONFIG.server_command,
+                               server_env=dict(CONFIG.server_env,
+                                               XDG_CACHE_HOME=str(SERVER_CACHE)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_server_cache():
+    yield
+    shutil.rmtree(SERVER_CACHE, ignore_errors=True)
+
+
+@pytest_lsp.fixture(config=LS_CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    if getattr(lsp_client, "cortex_started", False):
+        await lsp_client.shutdown_session()
+
+
+async def test_the_language_server_uses_and_names_the_user_folder(client, tmp_path):
+    project = make_project(tmp_path / "widgets")
+    (project.path / ".cortex").write_text("x")
+    lsp = Session(client)
+    await lsp.start(project.path)
+    expected = user_db(project.path, SERVER_CACHE)
+    assert expected.is_file()
+    told = [m.message for m in lsp.client.messages if "the index of widgets is at" in m.message]
+    assert told == [f"Cortex: the index of widgets is at {expected}: .cortex is not a folder"]
+    assert all(m.type == types.MessageType.Warning for m in lsp.client.messages)
+    uri = lsp.open(project.path / "pkg/core.py")
+    assert "5 changes" in await lsp.hover(uri, 3, 5)
+    status = plain(await lsp.request("cortex/status", {}))["repositories"][0]
+    assert status["database"] == str(expected)
+    assert status["databaseReason"] == ".cortex is not a folder"
+    # A second run (a reindex) keeps the same place and says nothing more.
+    await lsp.command("cortex.reindex")
+    await lsp.indexed(2)
+    assert len([m for m in lsp.client.messages if "is at" in m.message]) == 1
+
+
+async def test_mcp_uses_and_names_the_user_folder(tmp_path):
+    project = make_project(tmp_path / "widgets")
+    (project.path / ".cortex").write_text("x")
+    cache = tmp_path / "cache"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cortex_core", "mcp", "--repo", str(project.path)],
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", "XDG_CACHE_HOME": str(cache),
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
+    async with Client(params, read_timeout_seconds=60) as mcp_client:
+        result = await ok(mcp_client, "sync", wait_seconds=120)
+        assert result.structured_content["ok"] is True
+        expected = user_db(project.path, cache)
+        assert expected.is_file() and not (project.path / ".cortex").is_dir()
+        status = await ok(mcp_client, "status")
+        text = status.content[0].text
+        assert str(expected) in text and "not in `.cortex`: .cortex is not a folder" in text
+        assert status.structured_content["store_reason"] == ".cortex is not a folder"
+        history = await ok(mcp_client, "symbol_history", target="pkg/core.py::compute")
+        assert history.structured_content["total"] == 5
