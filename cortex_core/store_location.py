@@ -29,7 +29,8 @@ from .errors import StoreError
 
 DB_NAME = "cortex.db"
 # A lock that fails with these means the file system has no working locks (some network and FUSE
-# file systems); SQLite's WAL mode and our writer lock both need them.
+# file systems); SQLite's WAL mode and our writer lock both need them. Other errors are reported
+# as they are.
 _NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 
@@ -163,10 +164,9 @@ def _lock_problem(folder: Path, name: str) -> str | None:
                 lock(fd, unlock)
             except BlockingIOError:
                 pass                # held by someone else: locks work
-            except OSError as exc:
-                if exc.errno in _NO_LOCKS:
-                    return f"file locks do not work where {name} is ({exc.strerror or exc})"
-                raise
+            except OSError as exc:   # ENOLCK, EOPNOTSUPP: no locks; anything else: no use
+                why = "do not work" if exc.errno in _NO_LOCKS else "fail"
+                return f"file locks {why} where {name} is ({exc.strerror or exc})"
     finally:
         os.close(fd)
     return None
