@@ -11,8 +11,9 @@ table leaf page of the database and of its write-ahead log is parsed by hand
 (https://www.sqlite.org/fileformat2.html, "B-tree Pages" and "Record Format"), and every record
 shaped like a row of `notes` (twelve columns, of the declared types, its target agreeing with its
 path and symbol) is kept. The installed APSW has no binding of SQLite's recovery extension, and
-its SQLite is not built with `sqlite_dbpage`, so this is done here; it reads at most the file's
-size, each page once, and bounds every length it reads from the file.
+its SQLite is not built with `sqlite_dbpage`, so this is done here. It parses each page once,
+follows overflow chains within a budget of four times the page count (no loops), and bounds every
+length it reads from the file: linear in the file's size, whatever the bytes.
 """
 
 from __future__ import annotations
@@ -212,6 +213,9 @@ class _Pages:
         self.usable = page_size - reserved
         self.count = len(data) // page_size
         self.overrides: dict[int, bytes] = {}   # pages as the log has them (for overflow chains)
+        # Overflow pages followed in all: cells can share a chain, so a crafted file could make
+        # following each cell's chain quadratic. A real store's notes overflow rarely.
+        self.overflow_budget = 4 * self.count + 1024
 
     def page(self, number: int):
         if number in self.overrides:
@@ -274,8 +278,9 @@ class _Pages:
 
     def _overflow(self, number: int, wanted: int) -> bytes:
         out, seen = [], set()
-        while wanted > 0 and number and number not in seen:
+        while wanted > 0 and number and number not in seen and self.overflow_budget > 0:
             seen.add(number)
+            self.overflow_budget -= 1
             page = self.page(number)
             if page is None:
                 break
