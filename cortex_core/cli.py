@@ -21,7 +21,9 @@ EPILOG = """targets:
   PATH::SYMBOL    a symbol in it, by qualified name (Class.method) or unambiguous short name
   PATH:LINE       the innermost symbol enclosing that line at HEAD
 
-The index lives in <repo>/.cortex/cortex.db unless --db says otherwise.
+The index lives in <repo>/.cortex/cortex.db unless --db says otherwise; when .cortex
+cannot be used (read-only, not a folder, no file locks), in
+$XDG_CACHE_HOME/cortex/<name>-<hash>/cortex.db (`cortex status` says which).
 Settings: <repo>/.cortex/config.toml (see the README)."""
 
 
@@ -29,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", metavar="PATH",
                         help="the git repository (default: the one around the current directory)")
-    common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db)")
+    common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     common.add_argument("--json", action="store_true", help="print JSON for machines")
 
     parser = argparse.ArgumentParser(
@@ -216,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
                    "none (default: the one around the current directory, if any)")
     p.add_argument("--db", metavar="FILE", help="that repository's index (default: "
-                   "<repo>/.cortex/cortex.db)")
+                   "<repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
 
     p = sub.add_parser("model", help="the embedding model",
@@ -324,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
         print("cortex: the index is busy (an indexer is writing); try again in a moment",
               file=sys.stderr)
         return 1
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage past the opening checks
+        print(f"cortex: the index is damaged ({exc}); run `cortex index --rebuild` (it keeps "
+              "the notes it can read)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cortex: interrupted (the index stays consistent; run again to continue)",
               file=sys.stderr)
@@ -335,12 +341,16 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- plumbing -------------------------------------------------------------------------------------
 
-def _locate(args) -> tuple[Path, Path]:
+def _locate(args, for_writing: bool = False) -> tuple[Path, Path]:
+    root, location = _location(args, for_writing)
+    return root, location.path
+
+
+def _location(args, for_writing: bool = False):
     from .repo_paths import find_repo_root
-    from .store import default_db_path
+    from .store_location import store_location
     root = find_repo_root(args.repo)
-    db = Path(args.db).expanduser().resolve() if args.db else default_db_path(root)
-    return root, db
+    return root, store_location(root, args.db, for_writing=for_writing)
 
 
 def _settings(root: Path):
@@ -349,9 +359,13 @@ def _settings(root: Path):
 
 
 def _reader(args):
-    from .store import open_reader
     root, db = _locate(args)
-    return root, db, open_reader(db)
+    return root, db, _open(db)
+
+
+def _open(db: Path):
+    from .store import open_reader
+    return open_reader(db)
 
 
 def _spec(text: str, root: Path):
@@ -385,7 +399,10 @@ def cmd_index(args) -> int:
         os.environ.setdefault(var, "1")
     from .ingest import index_repository
     from . import render
-    root, db = _locate(args)
+    root, location = _location(args, for_writing=True)
+    db = location.path
+    if location.fallback:
+        print(f"cortex: the index is at {db}: {location.reason}", file=sys.stderr)
     show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
     progress = _json_progress if args.progress_json else bar.update if bar else None
@@ -399,6 +416,10 @@ def cmd_index(args) -> int:
         return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
     if bar:
         bar.close()
+    if location.seed is not None:   # the first run in the per-user folder: bring the notes
+        from .salvage import carry_notes
+        carried = carry_notes(location.seed, db)
+        print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
     if args.progress_json:
         _json_line({"event": "done", "summary": _plain(summary)})
         return 0
@@ -505,8 +526,9 @@ def cmd_neighbours(args) -> int:
 def cmd_status(args) -> int:
     from .status import status
     from . import render
-    root, db, con = _reader(args)
-    result = status(con, db)
+    root, location = _location(args)
+    result = status(_open(location.path), location.path,
+                    None if location.explicit else location.reason)
     if args.json:
         return _emit_json(result)
     print(render.status(result, root, time.time()))
@@ -687,7 +709,7 @@ def cmd_mcp(args) -> int:
         if args.repo is not None:    # named explicitly: a mistake to report now
             raise
         root = None                  # started outside a repository: every call names its own
-    db = Path(args.db).expanduser().resolve() if args.db else None
+    db = Path(args.db).expanduser().resolve() if args.db else None   # else: store_location
     level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

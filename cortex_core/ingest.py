@@ -16,10 +16,11 @@ import os
 import time
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+import apsw
 import pygit2
 from pygit2.enums import SortMode
 
@@ -33,6 +34,7 @@ from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vect
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
+from .salvage import Recovery, replace_damaged, store_damage
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
 from .symbols import Symbol
@@ -66,6 +68,7 @@ class IndexSummary:
     model_replaced: str | None = None   # the model whose vectors were dropped for a new one
     areas: int | None = None            # clusters after this run (None: not recomputed)
     structure_files_read: int = 0       # files whose structure was read (again) this run
+    recovery: Recovery | None = None    # a damaged store replaced by this rebuild (salvage.py)
 
 
 def open_repository(repo_root: Path) -> pygit2.Repository:
@@ -101,16 +104,20 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
     with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
-        con = fresh_store(db_path) if rebuild else open_writer(db_path)
+        con, recovery = fresh_store(db_path) if rebuild else (open_writer(db_path), None)
         if not rebuild and get_meta(con, "rebuild_history"):
             # Written by a Cortex that named symbols otherwise (schema migration 4): its
             # identities cannot be extended incrementally.
             con.close()
-            con, rebuild = fresh_store(db_path), True
+            (con, recovery), rebuild = fresh_store(db_path), True
         try:
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
-            return indexer.run(all_branches, started, rebuild)
+            summary = indexer.run(all_branches, started, rebuild)
+            return replace(summary, recovery=recovery) if recovery else summary
+        except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
+            raise StoreError(f"the index at {db_path} is damaged ({exc}); run `cortex index "
+                             "--rebuild` (it keeps the notes it can read)") from None
         except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
             raise CortexError(f"git error while indexing {repo_root}: {exc}") from None
         except BrokenProcessPool:
@@ -124,14 +131,18 @@ def _nothing() -> None:
     pass
 
 
-def fresh_store(db_path: Path):
+def fresh_store(db_path: Path) -> tuple[apsw.Connection, Recovery | None]:
     """For a rebuild: the store emptied, in place, of everything but its notes.
 
     The file stays the same file. Readers and note writers keep working on it, a note written
     while the rebuild runs is kept (notes keep their ids), and nothing is ever written into a
     file that was removed (which loses the write, and can make SQLite delete the new file's
-    journal when an old connection closes). A store that cannot be opened (corrupt, or from a
-    newer Cortex) is replaced, with the notes that can still be read from it."""
+    journal when an old connection closes). A damaged store is moved aside and replaced, with the
+    notes that can be read from it (salvage.py); one from a newer Cortex is replaced, with its
+    notes."""
+    damage = store_damage(db_path)
+    if damage:
+        return replace_damaged(db_path, damage)
     try:
         con = open_writer(db_path)
     except StoreError:
@@ -145,14 +156,17 @@ def fresh_store(db_path: Path):
         except BaseException:
             con.close()
             raise
-        return con
+        return con, None
     try:
         with con:
             _clear_derived(con)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage the check did not see
+        con.close()
+        return replace_damaged(db_path, str(exc))
     except BaseException:
         con.close()
         raise
-    return con
+    return con, None
 
 
 _KEPT_TABLES = ("meta", "notes")

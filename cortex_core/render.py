@@ -122,7 +122,8 @@ def _db_label(db: Path | str, root: Path) -> str:
 def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     rate = s.new_commits / s.seconds if s.seconds > 0 else 0.0
     size = _size(sum(os.path.getsize(p) for p in (str(db), f"{db}-wal") if os.path.exists(p)))
-    lines = [f"{'rebuilt' if s.rebuilt else 'indexed'} {s.new_commits} new commit"
+    lines = _recovery(s.recovery) if s.recovery else []
+    lines += [f"{'rebuilt' if s.rebuilt else 'indexed'} {s.new_commits} new commit"
              f"{'s' if s.new_commits != 1 else ''} in {s.seconds:.1f}s ({rate:.0f} commits/s);"
              f" HEAD {s.head[:10]}",
              f"  {s.total_commits} commits reachable",
@@ -145,6 +146,14 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     return "\n".join(lines)
 
 
+def _recovery(r) -> list[str]:
+    lost = r.notes_found - r.notes_saved
+    return [f"the index was damaged ({r.damage}); moved aside to {r.moved_to}",
+            f"  {r.notes_saved} note{'s' if r.notes_saved != 1 else ''} saved from it"
+            + (f" ({lost} unreadable)" if lost else "")
+            + ("" if r.method == "sql" else ", read page by page")]
+
+
 def status(s: Status, root: Path, now: float) -> str:
     span = ""
     if s.first_commit_time:
@@ -152,6 +161,7 @@ def status(s: Status, root: Path, now: float) -> str:
     indexed = relative_time(s.indexed_at, now) if s.indexed_at else "never"
     lines = [
         f"index: {_db_label(s.db_path, root)} ({_size(s.db_bytes)}, schema {s.schema_version})",
+        *([f"  location: {s.store_reason}"] if s.store_reason else []),
         f"last indexed commit: {s.head[:10] if s.head else 'none'} ({indexed})"
         f"{'; all branches' if s.all_branches else ''}",
         f"commits: {s.commits}{span} by {s.authors} authors; {s.merges} merges"

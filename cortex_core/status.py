@@ -49,6 +49,8 @@ class Status:
     skipped: list[SkipCount]
     memory: MemoryStatus | None = None
     structure: list[ResolutionRate] | None = None
+    store_reason: str | None = None   # why the store is not <repo>/.cortex/cortex.db (see
+                                      # store_location); None when it is, or given with --db
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class MemoryStatus:
     notes_closed: int
 
 
-def status(con: apsw.Connection, db_path: Path) -> Status:
+def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None) -> Status:
     one = lambda sql: con.execute(sql).get  # noqa: E731 - a single value
     size = sum(os.path.getsize(p) for p in (str(db_path), f"{db_path}-wal") if os.path.exists(p))
     langs = con.execute(
@@ -114,7 +116,8 @@ def status(con: apsw.Connection, db_path: Path) -> Status:
         symbol_changes=one("select count(*) from symbol_changes"),
         file_changes=one("select count(*) from file_changes"),
         languages=[LanguageCount(*row) for row in langs],
-        skipped=skipped, memory=_memory(con), structure=_structure(con))
+        skipped=skipped, memory=_memory(con), structure=_structure(con),
+        store_reason=store_reason)
 
 
 def _structure(con: apsw.Connection) -> list[ResolutionRate]:

@@ -24,6 +24,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def default_db_path(repo_root: Path) -> Path:
+    """`<repo>/.cortex/cortex.db`; where the store really is: store_location.store_location."""
     return repo_root / ".cortex" / "cortex.db"
 
 
@@ -36,7 +37,9 @@ def _vec_extension_path() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _connect(path: Path, flags: int) -> apsw.Connection:
+def _connect(path: Path | str, flags: int, shown: Path | None = None) -> apsw.Connection:
+    """`shown`: the path messages name when `path` is a URI."""
+    shown = shown or path
     try:
         con = apsw.Connection(str(path), flags=flags)
         con.setbusytimeout(5000)
@@ -48,17 +51,37 @@ def _connect(path: Path, flags: int) -> apsw.Connection:
         # A cheap read that fails right away on a file that is not a database.
         con.execute("select count(*) from sqlite_master").get
     except apsw.CantOpenError:
-        raise StoreError(f"cannot open the database {path}") from None
+        raise StoreError(f"cannot open the database {shown}") from None
     except (apsw.NotADBError, apsw.CorruptError):
-        raise StoreError(f"{path} is not a readable Cortex database (corrupt?); "
-                         "run `cortex index --rebuild` to recreate it") from None
+        raise StoreError(f"{shown} is not a readable Cortex database (corrupt?); "
+                         "run `cortex index --rebuild` to recreate it (notes are kept)") from None
     return con
+
+
+def _connect_reader(path: Path) -> apsw.Connection:
+    """A read connection; on a read-only file system, a read of the file as it is. SQLite cannot
+    open a WAL-mode database there at all (it needs to create the -shm file), unless told that
+    the file cannot change (`immutable`): true of a read-only mount, the only case it is used."""
+    try:
+        return _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    except StoreError:
+        if os.access(path.parent, os.W_OK) or Path(f"{path}-wal").exists():
+            raise
+    from urllib.parse import quote
+    return _connect(f"file:{quote(str(path))}?immutable=1",
+                    apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, shown=path)
 
 
 def _prepare_folder(path: Path) -> None:
     """Create the database folder; a `.cortex/` folder ignores itself for git."""
     check_location(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The per-user folder is private: the index holds notes and history.
+    mode = 0o777 if path.parent.name == ".cortex" else 0o700
+    try:
+        path.parent.mkdir(mode=mode, parents=True, exist_ok=True)
+    except OSError as exc:   # read-only, a file in the way: a message, not a traceback
+        raise StoreError(f"cannot create the folder of the index {path.parent}: "
+                         f"{exc.strerror or exc} (give it another place with --db)") from None
     if path.parent.name == ".cortex":
         try:   # never through a link: a repository must not choose where this writes
             fd = os.open(path.parent / ".gitignore",
@@ -134,7 +157,7 @@ def open_reader(path: Path) -> apsw.Connection:
     if not path.is_file():
         raise StoreError(f"no index at {path}; run `cortex index` first")
     check_location(path)
-    con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    con = _connect_reader(path)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
         raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "

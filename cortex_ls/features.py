@@ -8,6 +8,7 @@ import re
 import uuid
 from pathlib import Path
 
+import apsw
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
@@ -60,6 +61,9 @@ def _lifecycle(server: CortexServer) -> None:
                 repo.index.error = repo.refused
                 _warn(ls, f"Cortex: {repo.refused}")
                 ls.notify_status(repo)
+            elif repo.notice:
+                _warn(ls, repo.notice)
+                repo.notice = None
         watch = ls.capability("workspace", "did_change_watched_files", "dynamic_registration")
         if watch:
             await _register_watchers(ls)
@@ -194,7 +198,7 @@ def _editor_features(server: CortexServer) -> None:
                 return None
             try:
                 return queries.hover(con, loc, settings)
-            except CortexError as exc:
+            except (CortexError, apsw.Error) as exc:   # a damaged index: nothing to show
                 log.info("no hover: %s", exc)
                 return None
         text = await ls.work(answer)

@@ -178,8 +178,9 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
         model = model_setting()
         # -P: the working directory must not come first on sys.path (a repository's own
         # cortex_core/ or json.py would run as the indexer); the child also runs in "/".
+        # No --db: the indexer decides where the store is as the server does (store_location).
         cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(repo.root),
-               "--db", str(repo.db), "--progress-json", "--wait", "30"]
+               "--progress-json", "--wait", "30"]
         if rebuild:
             cmd.append("--rebuild")
         if model:

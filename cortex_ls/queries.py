@@ -221,11 +221,15 @@ def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float
 
 def status(con, repo: Repo) -> dict:
     from cortex_core.status import status as read
-    out = payload(read(con, repo.db), repo) if con is not None else {
+    reason = repo.location.reason if repo.location is not None else None
+    out = payload(read(con, repo.db, reason), repo) if con is not None else {
         "indexState": repo.state(), "partial": True, "repository": str(repo.root)}
     out["indexing"] = {"running": repo.index.running, "percentage": repo.index.percentage,
                        "message": repo.index.message, "error": repo.index.error}
     out["database"] = str(repo.db)
+    out["databaseReason"] = reason      # why it is not <repo>/.cortex/cortex.db (None: it is)
+    if repo.problem and con is None:
+        out["databaseProblem"] = repo.problem
     return out
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cortex_core.errors import CortexError
-from cortex_core.store import default_db_path, open_reader
+from cortex_core.store import open_reader
+from cortex_core.store_location import Location, store_location
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Repo:
     web_base: str | None = None
     seen_head: str | None = None  # HEAD when last looked at (see indexer.head_state)
     refused: str | None = None    # why its store is not used (see store.shipped_store)
+    location: Location | None = None   # where the store is, and why (store_location)
+    problem: str | None = None    # why the store could not be opened last time (corrupt...)
+    notice: str | None = None     # a line for the user, shown once (the store's location)
     folders: set = field(default_factory=set)   # the workspace folders inside it
     _local: threading.local = field(default_factory=threading.local, repr=False)
     embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -60,10 +64,22 @@ class Repo:
         self._drop()
         try:
             con = open_reader(self.db)
-        except CortexError:       # not an index yet, an older schema mid-upgrade, a newer one
+        except CortexError as exc:   # an older schema mid-upgrade, a newer one, a damaged file
+            self.problem = str(exc)
             return None
+        self.problem = None
         self._local.con, self._local.identity = con, identity
         return con
+
+    def relocate(self) -> str | None:
+        """Decide again where the store is (an index run may have made the per-user one);
+        returns the line to tell the user when it moved out of `.cortex`, else None."""
+        before = self.location
+        self.location = store_location(self.root)
+        self.db = self.location.path
+        if self.location.fallback and (before is None or before.path != self.location.path):
+            return f"Cortex: the index of {self.root.name} is at {self.db}: {self.location.reason}"
+        return None
 
     def _drop(self) -> None:
         con = getattr(self._local, "con", None)
@@ -82,7 +98,7 @@ class Repo:
             return "indexing"
         if not self.db.exists():
             return "error" if self.index.error else "missing"
-        return "ready"
+        return "error" if self.problem else "ready"
 
     @property
     def partial(self) -> bool:
@@ -116,8 +132,13 @@ class Repos:
         if root not in self.by_root:
             from cortex_core.remotes import web_base
             from cortex_core.store import shipped_store
-            self.by_root[root] = Repo(root, default_db_path(root), web_base=web_base(root),
-                                      refused=shipped_store(root))
+            repo = Repo(root, root / ".cortex" / "cortex.db", web_base=web_base(root),
+                        refused=shipped_store(root))
+            try:
+                repo.notice = repo.relocate()    # told once the client is ready (initialized)
+            except CortexError as exc:           # no per-user folder (HOME unset)
+                repo.refused = repo.refused or str(exc)
+            self.by_root[root] = repo
         repo = self.by_root[root]
         repo.folders.add(folder)
         return repo

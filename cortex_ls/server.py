@@ -219,6 +219,7 @@ class CortexServer(LanguageServer):
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
         self.notify_status(repo)
         if outcome.ok:
+            self._relocate(repo)
             self.protocol.notify("cortex/indexUpdated", {
                 "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
                     "new_commits", 0), "head": (outcome.summary or {}).get("head")})
@@ -227,6 +228,16 @@ class CortexServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Warning,
                 message=f"Cortex: indexing {repo.root} failed: {outcome.error}"))
+
+    def _relocate(self, repo: Repo) -> None:
+        """After a run: the indexer may have built the per-user store (see store_location)."""
+        try:
+            notice = repo.relocate()
+        except CortexError as exc:
+            notice = f"Cortex: {exc}"
+        if notice:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=notice))
 
     def notify_status(self, repo: Repo) -> None:
         s = repo.index
@@ -301,6 +312,9 @@ class CortexServer(LanguageServer):
             raise JsonRpcInvalidParams(_clip(f"invalid params: {exc}")) from None
         except apsw.BusyError:
             raise Failed("the index is busy (an indexer is writing); try again") from None
+        except (apsw.CorruptError, apsw.NotADBError) as exc:
+            raise Failed(_clip(f"the index of {repo.root} is damaged ({exc}): run `cortex index "
+                               "--rebuild` there (notes are kept)")) from None
         except apsw.Error as exc:
             raise Failed(f"the index could not be read: {exc}") from None
 
@@ -412,6 +426,8 @@ def _no_index(repo: Repo) -> str:
         return f"no index yet for {repo.root}: indexing ({repo.index.percentage}%)"
     if repo.index.error:
         return f"no index for {repo.root}: {repo.index.error}"
+    if repo.problem:
+        return repo.problem
     return f"no index yet for {repo.root}: run the command Cortex: Reindex"
 
 

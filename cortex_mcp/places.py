@@ -20,6 +20,8 @@ from cortex_core.targets import TargetSpec, parse_target
 class Place:
     root: Path
     db: Path
+    reason: str | None = None     # why the store is not <repo>/.cortex/cortex.db (store_location)
+    explicit: bool = False        # given with `cortex mcp --db`
 
 
 class Places:
@@ -32,13 +34,11 @@ class Places:
         self._refused: dict[Path, str | None] = {}
 
     def find(self, repo: str | None) -> Place:
-        from cortex_core.store import default_db_path
         if repo is None or not repo.strip():
             if self.default is None:
                 raise CortexError("no repository: pass `repo` (a path inside a git repository), or "
                                   "start the server with `cortex mcp --repo PATH`")
-            return self._checked(Place(self.default,
-                                       self.default_db or default_db_path(self.default)))
+            return self._checked(self._place(self.default))
         if "\x00" in repo:
             raise CortexError("the repository path contains a NUL character")
         try:
@@ -46,8 +46,14 @@ class Places:
         except OSError as exc:          # ENAMETOOLONG, EACCES, ELOOP...
             raise NotARepository(f"cannot use the repository path {repo[:200]!r}: "
                                  f"{exc.strerror or exc}") from None
-        db = self.default_db if root == self.default and self.default_db else default_db_path(root)
-        return self._checked(Place(root, db))
+        return self._checked(self._place(root))
+
+    def _place(self, root: Path) -> Place:
+        """Where the repository's store is, decided as every front end does (store_location)."""
+        from cortex_core.store_location import store_location
+        location = store_location(root, self.default_db if root == self.default else None)
+        return Place(root, location.path, None if location.explicit else location.reason,
+                     location.explicit)
 
     def _checked(self, place: Place) -> Place:
         """Refuse an index the repository ships (tracked under .cortex/), as the language server

@@ -142,6 +142,8 @@ def status(s, head: str | None, run) -> list[str]:
              f"{plural(s.authors, 'author')}"
              + (f", {date(s.first_commit_time)} to {date(s.last_commit_time)}"
                 if s.first_commit_time else "")]
+    if s.store_reason:
+        lines.append(f"- not in `.cortex`: {escape(s.store_reason)}")
     indexed = s.head[:10] if s.head else "nothing"
     if head and s.head == head:
         lines.append(f"- up to date with HEAD (`{indexed}`)")

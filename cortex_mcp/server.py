@@ -115,6 +115,9 @@ def errors_as(kind: type[Exception]) -> Iterator[None]:
         raise kind(_mcp_words(str(exc))) from None
     except apsw.BusyError:
         raise kind("the index is busy (an indexer is writing); try again in a moment") from None
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        raise kind(f"the index is damaged ({exc}): call `sync` with rebuild=true (or run "
+                   "`cortex index --rebuild`); notes are kept") from None
     except apsw.Error as exc:
         raise kind(f"the index could not be read: {exc}") from None
     except OverflowError as exc:
@@ -126,6 +129,8 @@ _WORDS = (("give a larger --budget", "give a larger `budget`"),
           ("give a query, --at TARGET, or both", "give a `query`, a `focus`, or both"),
           ("run `cortex index` first", "call `sync` first (or run `cortex index`)"),
           ("run `cortex index` to upgrade it", "call `sync` to upgrade it"),
+          ("run `cortex index --rebuild` to recreate it",
+           "call `sync` with rebuild=true (or run `cortex index --rebuild`) to recreate it"),
           ("(use --repo PATH)", "(pass `repo`: a path inside a git repository)"))
 
 
@@ -296,7 +301,7 @@ def build_server(memory: Memory) -> MCPServer:
                                   structured_content={"index": None, "repository": str(place.root),
                                                       "indexer": plain(run)})
         with memory.reading(repo) as (place, con):
-            result = read(con, place.db)
+            result = read(con, place.db, place.reason)
             state, _ = memory.freshness(place, con)
             out = answer(render.status(result, state["head"], run), result, state, [])
             out.structured_content["indexer"] = plain(run)
@@ -382,7 +387,7 @@ def build_server(memory: Memory) -> MCPServer:
         with errors_as(ResourceError):
             place = memory.places.find(None)
             con = memory.places.reader(place)
-            result = read(con, place.db)
+            result = read(con, place.db, place.reason)
             state, _ = memory.freshness(place, con)
             return "\n".join(render.status(result, state["head"],
                                            memory.indexers.current(place)))

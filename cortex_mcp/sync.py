@@ -74,8 +74,10 @@ class Indexers:
                 raise RuntimeError("the server is stopping")
             # -P and cwd="/": the working directory (the repository, as clients start servers)
             # must never come first on sys.path, or its cortex_core/ or json.py runs as the indexer.
+            # Without --db, the indexer decides where the store is as the server does.
             cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(place.root),
-                   "--db", str(place.db), "--progress-json", "--wait", "30"]
+                   *(["--db", str(place.db)] if place.explicit else []),
+                   "--progress-json", "--wait", "30"]
             if rebuild:
                 cmd.append("--rebuild")
             errors = tempfile.TemporaryFile()
