@@ -128,7 +128,10 @@ class CommitReader:
         # From the blobs already loaded: indexing the diff (`diff[i]`) would inflate them again.
         patch = pygit2.Patch.create_from(old_blob, new_blob, context_lines=0, interhunk_lines=0)
         _, record.added, record.deleted = patch.line_stats
-        if record.added + record.deleted > self.settings.max_diff_lines:
+        # A whole file added or deleted diffs in linear time and its symbols are simply born or
+        # gone: the limit is for edits, whose matching grows with the lines changed. Without
+        # this, a big file's functions would have no birth, only later changes.
+        if record.added + record.deleted > self.settings.max_diff_lines and status in "MRCT":
             record.skip_reason = reason or "diff too large"
         if record.skip_reason is not None:
             return record, None

@@ -4,8 +4,9 @@ Read from `<repo>/.cortex/config.toml` when it exists; every key is optional. Un
 of the wrong type are errors with a clear message rather than silently ignored.
 
     [index]
-    max_file_bytes = 1000000      # a blob larger than this is recorded at file level only
+    max_file_bytes = 10000000     # a blob larger than this is recorded at file level only
     max_diff_lines = 20000        # a file patch with more changed lines is recorded at file level only
+                                  (additions and deletions of a whole file excepted)
     max_commit_files = 2000       # files of one commit beyond this are recorded at file level only
     drop_trailers = ["Signed-off-by", "Co-authored-by", ...]   # replaces the default list
     vendored = ["vendor/", "third_party/", ...]                # path prefixes or segments
@@ -60,7 +61,10 @@ DEFAULT_GENERATED = (
 
 @dataclass(frozen=True)
 class IndexSettings:
-    max_file_bytes: int = 1_000_000
+    # 10 MB: tree-sitter parses about 4 MB/s and symbol extraction about 2 MB/s, so a commit that
+    # changes a 10 MB file costs about 2-3 s (incremental re-parse) and its trees about 35x the
+    # text in memory (bench/bench_large_files.py). Beyond, minutes per commit would be no rarity.
+    max_file_bytes: int = 10_000_000
     max_diff_lines: int = 20_000
     max_commit_files: int = 2_000
     drop_trailers: tuple[str, ...] = DEFAULT_TRAILERS

@@ -21,7 +21,7 @@ import apsw
 
 from .change_kinds import NOT_SUBSTANTIVE
 from .redact import redact
-from .targets import Target, TargetSpec, resolve
+from .targets import Target, TargetSpec, file_level_reason, resolve
 
 NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
 # The order of history, the same however the store was indexed (one run, resumed, incremental):
@@ -111,6 +111,10 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
     note = None
     if spec.line is not None and target.symbol_id is None:
         note = f"no symbol encloses line {spec.line} at HEAD; showing the file's history"
+    if target.symbol_id is None:
+        level = file_level_reason(con, target.file_id)
+        if level is not None:
+            note = f"recorded at file level only, {level}"
     if target.symbol_id is None:
         entries = file_history(con, target.file_id)
     else:

@@ -35,6 +35,7 @@ from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vect
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .read_pool import head_files_parallel, read_parallel
 from .salvage import Recovery, replace_damaged, store_damage
+from .skip_rules import record_limits
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
 from .symbols import Symbol
@@ -250,6 +251,7 @@ class _Indexer:
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
+            record_limits(con, self.settings)
         from .structure import update_structure
         structure = update_structure(con, self.repo, self.settings, self._phase_progress)
         memory = self._memory()

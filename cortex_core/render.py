@@ -175,7 +175,8 @@ def status(s: Status, root: Path, now: float) -> str:
     lines.append("recorded at file level only:" + ("" if s.skipped else " nothing"))
     for skip in s.skipped:
         lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
-                     f"{skip.changes_in_history:7d} changes in history")
+                     f"{skip.changes_in_history:7d} changes in history"
+                     + (f"  ({skip.explanation})" if skip.explanation else ""))
     if s.structure:
         lines.append("structure (references resolved to a definition; imports not counted):")
         for r in s.structure:

@@ -3,14 +3,26 @@
 Binary, vendored, minified, generated files and lockfiles carry no history worth mapping to
 symbols, and some of them (minified bundles, lockfiles) are huge: parsing or diffing them line by
 line would cost the most and tell the least.
+
+A reason is stored as a short stable code ("too large", "diff too large"...) that status groups
+by; `explain` renders the codes that a setting bounds with the limit and the setting that raises
+it, from the limits the index was last built with (`indexed_limits`).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import posixpath
+from dataclasses import fields, replace
 
 from .config import IndexSettings
+from .store import get_meta, set_meta
+
+# Reasons that an [index] setting bounds, and that setting.
+LIMITED_BY = {"too large": "max_file_bytes", "diff too large": "max_diff_lines",
+              "commit too large": "max_commit_files"}
+_LIMITS_META = "index_limits"
 
 LOCKFILES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
@@ -54,3 +66,56 @@ def skip_by_content(data: bytes, settings: IndexSettings) -> str | None:
         if len(data) / lines > 300:
             return "minified"
     return None
+
+
+def explain(reason: str, limits: IndexSettings | None, size: int | None = None) -> str:
+    """The reason as users read it: "too large (over 10 MB; raise [index] max_file_bytes in
+    .cortex/config.toml, then run `cortex index --rebuild`)"; other reasons as they are."""
+    more = limit_hint(reason, limits, size)
+    return f"{reason} ({more})" if more else reason
+
+
+def limit_hint(reason: str, limits: IndexSettings | None, size: int | None = None) -> str:
+    """For a reason that a setting bounds: the limit and the setting that raises it ("" for the
+    others). `limits` None (an index older than this record) names the setting only."""
+    key = LIMITED_BY.get(reason)
+    if key is None:
+        return ""
+    limit = getattr(limits, key) if limits is not None else None
+    if limit is None:
+        what = ""
+    elif key == "max_file_bytes":
+        what = f"{size_text(size)} > {size_text(limit)}; " if size else f"over {size_text(limit)}; "
+    elif key == "max_diff_lines":
+        what = f"over {limit:,} changed lines; "
+    else:
+        what = f"files past the {limit:,}th of one commit; "
+    # Raising it changes what the next commits read; older records need a rebuild (notes stay).
+    return f"{what}raise [index] {key} in .cortex/config.toml, then run `cortex index --rebuild`"
+
+
+def size_text(n: int) -> str:
+    """Bytes in decimal units, as the settings are written: 10 MB is 10,000,000 bytes."""
+    for unit, scale in (("MB", 1_000_000), ("kB", 1_000)):
+        if n >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
+
+
+def record_limits(con, settings: IndexSettings) -> None:
+    """Remember the limits this run read history with (explain's numbers)."""
+    set_meta(con, _LIMITS_META, json.dumps({k: getattr(settings, k) for k in LIMITED_BY.values()}))
+
+
+def indexed_limits(con) -> IndexSettings | None:
+    """The limits the index was last built with; None for an index older than this record."""
+    raw = get_meta(con, _LIMITS_META)
+    try:
+        values = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(values, dict):
+        return None
+    known = {f.name for f in fields(IndexSettings)} & set(LIMITED_BY.values())
+    kept = {k: v for k, v in values.items() if k in known and isinstance(v, int) and v > 0}
+    return replace(IndexSettings(), **kept) if kept.keys() == known else None

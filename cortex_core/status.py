@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apsw
 
+from .skip_rules import indexed_limits, limit_hint
 from .store import SCHEMA_VERSION, get_meta
 
 
@@ -24,6 +25,7 @@ class SkipCount:
     reason: str
     files_at_head: int       # files of the HEAD tree recorded at file level only
     changes_in_history: int  # file changes recorded at file level only
+    explanation: str = ""    # the limit and the setting that raises it, for limits' reasons
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,9 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
     history_skips = dict(con.execute(
         "select fc.skip_reason, count(*) from file_changes fc join commits c on c.id = fc.commit_id"
         " where fc.skip_reason is not null and c.reachable = 1 group by 1"))
-    skipped = [SkipCount(r, head_skips.get(r, 0), history_skips.get(r, 0))
+    limits = indexed_limits(con)
+    skipped = [SkipCount(r, head_skips.get(r, 0), history_skips.get(r, 0),
+                         limit_hint(r, limits))
                for r in sorted(head_skips.keys() | history_skips.keys())]
     indexed_at = get_meta(con, "indexed_at")
     return Status(

@@ -1177,6 +1177,12 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
             == new.offset(new_to) - new.offset(new_from))
 
 
+# Text whose trees the cache keeps: a tree takes 20-40x its text (35x measured on generated Python,
+# Java, C and JavaScript), so about 0.5-1 GB at most, per process. One 10 MB file (the default
+# max_file_bytes) and the recently changed ordinary files fit.
+TREE_CACHE_BYTES = 16_000_000
+
+
 class _Parsed(NamedTuple):
     tree: Tree  # never mutated: incremental parses edit a copy
     lines: _Lines
@@ -1191,15 +1197,20 @@ class SymbolParser:
     definitions it did not change. Not thread-safe: one per thread.
     """
 
-    def __init__(self, cache_size: int = 4096, tree_cache_size: int = 128):
+    def __init__(self, cache_size: int = 4096, tree_cache_size: int = 128,
+                 tree_cache_bytes: int = TREE_CACHE_BYTES):
         # Two caches: symbols are small and answer a repeated blob (the old side of the next
         # commit) without parsing; trees are large (~20x the text) and serve incremental
         # re-parses. A tree superseded by an incremental parse of its successor is dropped: a
         # file's older versions are rarely diffed again (merges, other branches), so the tree
         # cache holds about one version per recently changed file. Measured on scrapy (11k
         # commits): one LRU cache of 128 blobs parsed 30.7k blobs, of 1024 21.2k (and 425 MB).
+        # The tree cache is also bounded by the text it stands for: 128 trees of 10 MB files
+        # would take tens of GB (see TREE_CACHE_BYTES).
         self._cache_size = cache_size
         self._tree_cache_size = tree_cache_size
+        self._tree_cache_bytes = tree_cache_bytes
+        self._tree_bytes = 0
         self._cache: OrderedDict[tuple[str, str], list[Symbol]] = OrderedDict()
         self._trees: OrderedDict[tuple[str, str], _Parsed] = OrderedDict()
         self._parsers: dict[str, Parser] = {}
@@ -1222,10 +1233,25 @@ class SymbolParser:
         self._parses += 1
         found = walker.extract(tree.root_node, reuse)
         if edited is not None:
-            self._trees.pop((language, base[0]), None)
-        _remember(self._trees, key, _Parsed(tree, lines, found), self._tree_cache_size)
+            self._forget_tree((language, base[0]))
+        self._remember_tree(key, _Parsed(tree, lines, found))
         _remember(self._cache, key, found.symbols, self._cache_size)
         return list(found.symbols)
+
+    def _remember_tree(self, key: tuple[str, str], parsed: _Parsed) -> None:
+        """Keep the newest tree whatever its size (its successor will want it); evict the
+        least recently used beyond either bound."""
+        self._forget_tree(key)
+        self._trees[key] = parsed
+        self._tree_bytes += parsed.lines.size
+        while len(self._trees) > 1 and (len(self._trees) > self._tree_cache_size
+                                        or self._tree_bytes > self._tree_cache_bytes):
+            self._forget_tree(next(iter(self._trees)))
+
+    def _forget_tree(self, key: tuple[str, str]) -> None:
+        parsed = self._trees.pop(key, None)
+        if parsed is not None:
+            self._tree_bytes -= parsed.lines.size
 
     def parse_count(self) -> int:
         """How many blobs were parsed (full or incremental), i.e. cache misses."""

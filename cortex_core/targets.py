@@ -163,4 +163,14 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
     hints = [f"{path}::{q}" for q in close] + [f"{p}::{name}" for p in elsewhere]
     hint = f"; did you mean: {', '.join(hints)}" if hints else ""
+    level = file_level_reason(con, file_id)
+    if level is not None:  # the reason, rather than guesses among symbols it never had
+        hint = f": the file is recorded at file level only, {level}"
     raise NotFound(f"no symbol {name!r} in {path}{hint}")
+
+
+def file_level_reason(con: apsw.Connection, file_id: int) -> str | None:
+    """Why a file of the indexed HEAD has no symbols, explained (limit and setting), if so."""
+    from .skip_rules import explain, indexed_limits
+    row = con.execute("select skip_reason from head_files where file_id = ?", (file_id,)).fetchone()
+    return explain(row[0], indexed_limits(con)) if row and row[0] else None

@@ -505,7 +505,7 @@ def test_unrecorded_diff_stops_the_walk_with_a_reason(repo, cortex):
     second = last_change_of_line(con, "g.txt", 2)
     assert second.commit is None
     assert second.path == "g.txt" and second.line == 2
-    assert "was not recorded (too large)" in second.reason
+    assert "was not recorded (too large): over 10 kB; raise [index] max_file_bytes" in second.reason
     assert repo.git("rev-parse", "--short=10", "HEAD~1") in second.reason
 
 
@@ -526,7 +526,7 @@ def test_diff_too_large_gives_no_commit(repo, cortex):
     repo.commit("rewrite")
     con = index(cortex, Settings(index=IndexSettings(max_diff_lines=60)))
     found = last_change_of_line(con, "d.txt", 10)
-    assert found.commit is None and "(diff too large)" in found.reason
+    assert found.commit is None and "(diff too large): over 60 changed lines" in found.reason
 
 
 def test_file_added_without_hunks_is_still_its_own_origin(repo, cortex):

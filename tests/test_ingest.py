@@ -124,12 +124,18 @@ def test_huge_diffs_are_bounded(repo, cortex):
     repo.write("big.py", "".join(f"def f{i}():\n    return {i}\n" for i in range(400)))
     repo.write("small.py", "def s():\n    return 1\n")
     repo.commit("big")
+    repo.write("big.py", "".join(f"def f{i}():\n    return {i + 1}\n" for i in range(400)))
+    repo.write("small.py", "def s():\n    return 2\n")
+    repo.commit("rewrite")
     settings = Settings(index=IndexSettings(max_diff_lines=500, max_file_bytes=100_000))
     cortex.index(settings)
     con = cortex.reader()
-    rows = dict(con.execute("select f.path, fc.skip_reason from file_changes fc"
-                            " join files f on f.id = fc.file_id"))
-    assert rows == {"big.py": "diff too large", "small.py": None}
+    rows = set(con.execute("select f.path, fc.status, fc.skip_reason from file_changes fc"
+                           " join files f on f.id = fc.file_id"))
+    # A whole file added is read whatever its line count (its symbols are born); an edit of
+    # 800 changed lines is over the limit.
+    assert rows == {("big.py", "A", None), ("small.py", "A", None),
+                    ("big.py", "M", "diff too large"), ("small.py", "M", None)}
     repo.write("huge.py", "x = 1\n" * 30_000)
     repo.commit("huge")
     cortex.index(settings)

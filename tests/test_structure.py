@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from cortex_core.blast import blast, callees, callers, fused_related
+from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import NotFound
 from cortex_core.status import status
 from cortex_core.targets import TargetSpec
@@ -161,7 +162,7 @@ def test_cycles_terminate_and_broken_files_degrade(repo, cortex):
                             "    return g()\n")
     repo.write("gen.py", "# big\n" + "x = 1\n" * 900_000)
     repo.commit("Cycles and junk", days_ago=1)
-    cortex.index(model="none")
+    cortex.index(Settings(index=IndexSettings(max_file_bytes=1_000_000)), model="none")
     con = cortex.reader()
     result = blast(con, TargetSpec("a.py", "f"), depth=10)
     assert ("b.py", "g") in labels(result.dependents) and ("a.py", "f") not in labels(
