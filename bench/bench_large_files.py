@@ -57,18 +57,21 @@ EXTENSIONS = {"python": "py", "java": "java", "c": "c", "javascript": "js"}
 
 
 def source(language: str, size: int, changed: dict[int, str] | None = None) -> bytes:
-    """A file of about `size` bytes; `changed` maps a definition's number to text appended to
-    its `total` line (an edit of one line)."""
+    """A file of at most `size` bytes (10 MB stays under the default limit), within a definition
+    of it; `changed` maps a definition's number to text appended to its `total` line (an edit
+    of one line)."""
     head, body, tail = TEMPLATES[language]
     changed = changed or {}
-    parts, total, i = [head], len(head), 0
-    while total < size:
+    count, total = 0, len(head) + len(tail) + 64   # room for the edits
+    while total + len(body) + 8 < size:
+        total += len(body.format(i=count))
+        count += 1
+    parts = [head]
+    for i in range(count):   # the same definitions whatever the edits
         text = body.format(i=i)
         if i in changed:
             text = text.replace(f" + {i}", f" + {i}{changed[i]}", 1)
         parts.append(text)
-        total += len(text)
-        i += 1
     parts.append(tail)
     return "".join(parts).encode()
 
@@ -204,6 +207,7 @@ def part_index(megabytes: float, commits: int, keep: bool) -> dict:
         print(f"index: building a repository with a {megabytes:g} MB file", file=sys.stderr)
         build_repository(repo, megabytes, commits)
         size = (repo / "big.py").stat().st_size
+        assert size <= 1_000_000 * megabytes
         git_log = lib.run(["git", "-C", str(repo), "log", "-p", "--no-merges"],
                           stdout_path=os.devnull)
         results = {}
