@@ -61,9 +61,9 @@ DEFAULT_GENERATED = (
 
 @dataclass(frozen=True)
 class IndexSettings:
-    # 10 MB: tree-sitter parses about 4 MB/s and symbol extraction about 2 MB/s, so a commit that
-    # changes a 10 MB file costs about 2-3 s (incremental re-parse) and its trees about 35x the
-    # text in memory (bench/bench_large_files.py). Beyond, minutes per commit would be no rarity.
+    # 10 MB: a commit that changes a 10 MB Python file costs 4-5 s of CPU (incremental re-parse,
+    # the walk over its definitions, matching), its trees 55-80 MB per MB of text in memory
+    # (bench/bench_large_files.py: parse 0.2-0.4 s/MB, full extraction 0.3-0.8 s/MB).
     max_file_bytes: int = 10_000_000
     max_diff_lines: int = 20_000
     max_commit_files: int = 2_000
