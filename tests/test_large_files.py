@@ -110,3 +110,21 @@ def test_limit_reasons_in_the_engine_results(repo: ScriptedRepo, cortex, tmp_pat
     assert status(con, cortex.db).skipped[0].explanation.startswith(
         "raise [index] max_file_bytes in .cortex/config.toml")
     assert history(con, TargetSpec("gen.txt")).note is None   # small at HEAD: no note
+
+
+def test_tree_cache_bounded_by_text_still_gives_full_parse_symbols():
+    """Trees evicted for their size: the next version is parsed in full, with the same symbols;
+    the newest tree is kept whatever its size, so its successor is still parsed incrementally."""
+    from cortex_core.symbols import SymbolParser, extract_symbols
+    parser = SymbolParser(tree_cache_bytes=100)
+    a, b = generated(30).encode(), generated(40).encode()
+    parser.symbols("python", "a", a)
+    parser.symbols("python", "b", b)                       # over the budget: a's tree goes
+    a2 = generated(30, {3: " + 1"}).encode().replace(b"def handler_29", b"def renamed_29")
+    b2 = generated(40, {7: " - 1"}).encode()
+    # b's tree is the newest: b2 is parsed incrementally; a's was evicted: a2 is parsed in full.
+    assert parser.symbols("python", "b2", b2, ("b", [(38, 1, 38, 1)])) == \
+        extract_symbols("python", b2)
+    hunks = [(18, 1, 18, 1), (146, 1, 146, 1)]             # handler_3's return, handler_29's def
+    assert parser.symbols("python", "a2", a2, ("a", hunks)) == extract_symbols("python", a2)
+    assert "renamed_29" in {s.qualname for s in parser.symbols("python", "a2", a2)}
