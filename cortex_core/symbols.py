@@ -1181,6 +1181,10 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
 # Java, C and JavaScript), so about 0.5-1 GB at most, per process. One 10 MB file (the default
 # max_file_bytes) and the recently changed ordinary files fit.
 TREE_CACHE_BYTES = 16_000_000
+# Symbols the symbols cache keeps, all versions together: each version of a 10 MB file holds
+# about 100k of them, and those after its first edit are new objects (shifted), 150-200 bytes
+# each; 4096 versions of it would not fit in memory. 1M symbols: about 200 MB at most.
+CACHED_SYMBOLS = 1_000_000
 
 
 class _Parsed(NamedTuple):
@@ -1211,6 +1215,7 @@ class SymbolParser:
         self._tree_cache_size = tree_cache_size
         self._tree_cache_bytes = tree_cache_bytes
         self._tree_bytes = 0
+        self._cached_symbols = 0
         self._cache: OrderedDict[tuple[str, str], list[Symbol]] = OrderedDict()
         self._trees: OrderedDict[tuple[str, str], _Parsed] = OrderedDict()
         self._parsers: dict[str, Parser] = {}
@@ -1235,8 +1240,17 @@ class SymbolParser:
         if edited is not None:
             self._forget_tree((language, base[0]))
         self._remember_tree(key, _Parsed(tree, lines, found))
-        _remember(self._cache, key, found.symbols, self._cache_size)
+        self._remember_symbols(key, found.symbols)
         return list(found.symbols)
+
+    def _remember_symbols(self, key: tuple[str, str], symbols: list[Symbol]) -> None:
+        """Keep a blob's symbols; evict the least recently used beyond the count of blobs or of
+        symbols (the newest is kept whatever its size)."""
+        self._cache[key] = symbols
+        self._cached_symbols += len(symbols)
+        while len(self._cache) > 1 and (len(self._cache) > self._cache_size
+                                        or self._cached_symbols > CACHED_SYMBOLS):
+            self._cached_symbols -= len(self._cache.popitem(last=False)[1])
 
     def _remember_tree(self, key: tuple[str, str], parsed: _Parsed) -> None:
         """Keep the newest tree whatever its size (its successor will want it); evict the
@@ -1289,12 +1303,6 @@ class SymbolParser:
         for edit in edits:
             tree.edit(*edit)
         return old, tree, edits
-
-
-def _remember(cache: OrderedDict, key, value, size: int) -> None:
-    cache[key] = value
-    if len(cache) > size:
-        cache.popitem(last=False)
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
