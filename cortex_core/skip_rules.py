@@ -68,14 +68,14 @@ def skip_by_content(data: bytes, settings: IndexSettings) -> str | None:
     return None
 
 
-def explain(reason: str, limits: IndexSettings | None, size: int | None = None) -> str:
+def explain(reason: str, limits: IndexSettings | None) -> str:
     """The reason as users read it: "too large (over 10 MB; raise [index] max_file_bytes in
     .cortex/config.toml, then run `cortex index --rebuild`)"; other reasons as they are."""
-    more = limit_hint(reason, limits, size)
+    more = limit_hint(reason, limits)
     return f"{reason} ({more})" if more else reason
 
 
-def limit_hint(reason: str, limits: IndexSettings | None, size: int | None = None) -> str:
+def limit_hint(reason: str, limits: IndexSettings | None) -> str:
     """For a reason that a setting bounds: the limit and the setting that raises it ("" for the
     others). `limits` None (an index older than this record) names the setting only."""
     key = LIMITED_BY.get(reason)
@@ -85,7 +85,7 @@ def limit_hint(reason: str, limits: IndexSettings | None, size: int | None = Non
     if limit is None:
         what = ""
     elif key == "max_file_bytes":
-        what = f"{size_text(size)} > {size_text(limit)}; " if size else f"over {size_text(limit)}; "
+        what = f"over {size_text(limit)}; "
     elif key == "max_diff_lines":
         what = f"over {limit:,} changed lines; "
     else:
