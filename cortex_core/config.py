@@ -61,7 +61,7 @@ DEFAULT_GENERATED = (
 
 @dataclass(frozen=True)
 class IndexSettings:
-    # 10 MB: a commit that changes a 10 MB Python file costs 4-5 s of CPU (incremental re-parse,
+    # 10 MB: a commit that changes a 10 MB Python file costs 5-6 s of CPU (incremental re-parse,
     # the walk over its definitions, matching), its trees 55-80 MB per MB of text in memory
     # (bench/bench_large_files.py: parse 0.2-0.4 s/MB, full extraction 0.3-0.8 s/MB).
     max_file_bytes: int = 10_000_000
