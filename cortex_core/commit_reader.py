@@ -14,6 +14,7 @@ from .config import IndexSettings
 from .languages import language_for_path
 from .merge_reader import MergeFile, read_merge
 from .messages import classify, split_message
+from .object_source import ObjectSource
 from .skip_rules import skip_by_content, skip_by_path
 from .symbol_changes import FileSymbols, SymbolChange, match_commit
 from .symbols import Symbol, SymbolParser
@@ -52,6 +53,7 @@ class CommitRecord:
     symbols: list[SymbolChange] = field(default_factory=list)
     parses: int = 0  # blobs parsed to read this commit (the others came from the cache)
     merge_files: list[MergeFile] = field(default_factory=list)  # a merge's, for line blame
+    missing: list[str] = field(default_factory=list)  # ids of the objects it could not read
 
     @property
     def is_merge(self) -> bool:
@@ -63,12 +65,23 @@ class CommitReader:
     so reading a file's versions in history order parses each blob once, mostly incrementally."""
 
     def __init__(self, repo: pygit2.Repository, settings: IndexSettings,
-                 parser: SymbolParser | None = None):
+                 parser: SymbolParser | None = None, objects: ObjectSource | None = None):
         self.repo = repo
         self.settings = settings
         self.parser = parser or SymbolParser()
+        self.objects = objects  # a partial clone's way to the objects libgit2 cannot read
+        self.missing: set[str] = set()  # ids not read since the last `take_missing`
+
+    def take_missing(self) -> list[str]:
+        missing, self.missing = sorted(self.missing), set()
+        return missing
 
     def read(self, commit: pygit2.Commit) -> CommitRecord:
+        record = self._read(commit)
+        record.missing = self.take_missing()
+        return record
+
+    def _read(self, commit: pygit2.Commit) -> CommitRecord:
         parents = [str(p) for p in commit.parent_ids]
         subject, body = split_message(_message(commit), self.settings.drop_trailers)
         author = commit.author
@@ -81,13 +94,10 @@ class CommitReader:
             # to know which parent each file came from (merge_reader).
             record.merge_files = read_merge(self, commit)
             return record
-        if parents:
-            diff = self.repo.diff(commit.parents[0].tree, commit.tree, context_lines=0,
-                                  interhunk_lines=0)
-        else:
-            diff = commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
-        # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
-        diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=1000)
+        diff = self._diff(commit)
+        if diff is None:
+            return record  # its tree, or its parent, is not in the repository: no file changes
+        find_renames(diff)
         parsed: list[FileSymbols] = []
         parses_before = self.parser.parse_count()
         for count, delta in enumerate(diff.deltas, 1):
@@ -98,6 +108,33 @@ class CommitReader:
         record.symbols = match_commit(parsed)
         record.parses = self.parser.parse_count() - parses_before
         return record
+
+    def _diff(self, commit: pygit2.Commit) -> pygit2.Diff | None:
+        """The commit's diff against its first parent; None when a commit or tree it needs
+        cannot be read (a damaged repository), its id noted as missing."""
+        try:
+            parent = self.repo.get(commit.parent_ids[0]) if commit.parent_ids else None
+        except (ValueError, pygit2.GitError):
+            parent = None
+        if commit.parent_ids and not isinstance(parent, pygit2.Commit):
+            self.missing.add(str(commit.parent_ids[0]))
+            return None
+        try:
+            if parent is not None:
+                return self.repo.diff(parent.tree, commit.tree, context_lines=0,
+                                      interhunk_lines=0)
+            return commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
+        except pygit2.GitError:  # a tree, or a tree below one, is missing
+            self.missing.add(self._missing_tree(commit, parent))
+            return None
+
+    def _missing_tree(self, commit: pygit2.Commit, parent: pygit2.Commit | None) -> str:
+        """The id of the root tree that cannot be read (the commit's own when the missing one
+        is below the roots: which one is no matter to the count)."""
+        for tree_id in ([parent.tree_id] if parent is not None else []) + [commit.tree_id]:
+            if not isinstance(self._get(tree_id), pygit2.Tree):
+                return str(tree_id)
+        return str(commit.tree_id)
 
     def _read_file(self, delta, over_limit: bool) -> tuple[FileRecord, FileSymbols | None]:
         status = delta.status_char()
@@ -192,11 +229,33 @@ class CommitReader:
         return reason, [] if reason else self.parser.symbols(language, blob_id, data)
 
     def blob(self, oid) -> pygit2.Blob | None:
+        """The blob, None when neither libgit2 nor (in a partial clone) git can read it."""
+        obj = self._get(oid)
+        if obj is None and self.objects is not None and self.objects.fetch(str(oid)):
+            obj = self._get(oid)   # git stored it: libgit2 rescans its packs on a miss
+        if obj is None:
+            self.missing.add(str(oid))
+        return obj if isinstance(obj, pygit2.Blob) else None
+
+    def _get(self, oid):
         try:
-            obj = self.repo.get(oid)
+            return self.repo.get(oid)
         except (ValueError, pygit2.GitError):
             return None
-        return obj if isinstance(obj, pygit2.Blob) else None
+
+
+def find_renames(diff: pygit2.Diff) -> None:
+    """Rename detection, which compares the contents of added and deleted files. A blob that
+    cannot be read (a partial clone offline, a damaged repository) stops it: pair files by
+    identical ids only, then not at all, rather than lose the commit."""
+    # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
+    for flags in (DiffFind.FIND_RENAMES,
+                  DiffFind.FIND_RENAMES | DiffFind.FIND_EXACT_MATCH_ONLY):
+        try:
+            diff.find_similar(flags=flags, rename_limit=1000)
+            return
+        except pygit2.GitError:
+            continue
 
 
 def text(raw: bytes | str) -> str:

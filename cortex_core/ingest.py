@@ -33,7 +33,9 @@ from .languages import language_for_path
 from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
                      prepare_vectors, refresh_docs, vectors_current)
 from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
-from .read_pool import head_files_parallel, read_parallel
+from .object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE, ObjectSource,
+                            prefetch, promisor_remote)
+from .read_pool import WorkerError, head_files_parallel, read_parallel
 from .salvage import Recovery, replace_damaged, store_damage
 from .skip_rules import record_limits
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
@@ -70,6 +72,9 @@ class IndexSummary:
     areas: int | None = None            # clusters after this run (None: not recomputed)
     structure_files_read: int = 0       # files whose structure was read (again) this run
     recovery: Recovery | None = None    # a damaged store replaced by this rebuild (salvage.py)
+    missing_objects: int = 0            # objects this run could not read (see object_source)
+    missing_cause: str = ""             # what that means: a partial clone offline, or damage
+    objects_fetched: int = 0            # a partial clone's objects fetched before reading
 
 
 def open_repository(repo_root: Path) -> pygit2.Repository:
@@ -114,13 +119,20 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
         try:
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
-            summary = indexer.run(all_branches, started, rebuild)
+            try:
+                summary = indexer.run(all_branches, started, rebuild)
+            finally:
+                if indexer.reader.objects is not None:
+                    indexer.reader.objects.close()
             return replace(summary, recovery=recovery) if recovery else summary
         except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
             raise StoreError(f"the index at {db_path} is damaged ({exc}); run `cortex index "
                              "--rebuild` (it keeps the notes it can read)") from None
         except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
             raise CortexError(f"git error while indexing {repo_root}: {exc}") from None
+        except WorkerError as exc:
+            raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
+                              " was stored is kept — run again with --jobs 1") from None
         except BrokenProcessPool:
             raise CortexError("a worker process died while indexing (out of memory?); what was "
                               "stored is kept — run again, or with --jobs 1") from None
@@ -205,6 +217,10 @@ class _Indexer:
         self.symbol_changes = 0
         self.skipped = 0
         self.parses = 0
+        self.missing: set[str] = set()     # ids of the objects this run could not read
+        self.remote = promisor_remote(repo)  # set for a partial clone
+        self.online = False                # its remote answered the prefetch
+        self.fetched = 0
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -238,6 +254,8 @@ class _Indexer:
             # that no recorded tip accounts for, so the next run recomputes reachability fully.
             set_meta(con, "tips", "[]")
 
+        if self.remote is not None:
+            self._prefetch(tips, [] if lost_tips else old_tips, bool(new))
         self._ingest(new)
         if get_meta(con, "reread_merges"):
             self._reread_merges()
@@ -255,8 +273,10 @@ class _Indexer:
         from .structure import update_structure
         structure = update_structure(con, self.repo, self.settings, self._phase_progress)
         memory = self._memory()
+        cause = self._record_missing()
         total = con.execute("select count(*) from commits where reachable = 1").get
         return IndexSummary(**memory, structure_files_read=structure.files_read,
+            missing_objects=len(self.missing), missing_cause=cause, objects_fetched=self.fetched,
             head=str(head.id), new_commits=len(new), total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
@@ -271,6 +291,29 @@ class _Indexer:
                 if str(target.id) not in tips:
                     tips.append(str(target.id))
         return tips
+
+    def _prefetch(self, tips: list[str], hide: list[str], new_commits: bool) -> None:
+        """A partial clone: fetch the objects the new commits need in one request; later misses
+        are then fetched one by one, unless the remote could not be reached."""
+        done = prefetch(self.repo.workdir, self.remote, tips, hide) if new_commits else None
+        self.online = done is None or done.fetched
+        self.fetched = done.missing if done is not None and done.fetched else 0
+        self.reader.objects = ObjectSource(self.repo.workdir, self.online)
+
+    def _record_missing(self) -> str:
+        """What the objects this run could not read mean, kept for `cortex status` (summed over
+        the runs since the last rebuild: each run reads other commits)."""
+        if not self.missing:
+            return ""
+        if self.remote is None:
+            cause = CAUSE_DAMAGED
+        else:
+            cause = CAUSE_PARTIAL if self.online else CAUSE_PARTIAL_OFFLINE
+        with self.con:
+            before = int(get_meta(self.con, "missing_objects") or 0)
+            set_meta(self.con, "missing_objects", str(before + len(self.missing)))
+            set_meta(self.con, "missing_cause", cause)
+        return cause
 
     def _exists(self, sha: str) -> bool:
         try:
@@ -287,7 +330,47 @@ class _Indexer:
             walker.push(pygit2.Oid(hex=sha))
         for sha in hide:
             walker.hide(pygit2.Oid(hex=sha))
-        return list(walker)
+        try:
+            return list(walker)
+        except pygit2.GitError:   # a commit is missing (a damaged repository)
+            return self._walk_around_missing(tips, hide)
+
+    def _walk_around_missing(self, tips: list[str], hide: list[str]) -> list[pygit2.Commit]:
+        """`_walk` for a history with commits missing: the commits that can be read, parents
+        before children (a child of a missing commit is read as having no known parent)."""
+        hidden = {str(c.id) for c in self._reachable(hide)} if hide else set()
+        return [c for c in self._reachable(tips) if str(c.id) not in hidden]
+
+    def _reachable(self, tips: list[str]) -> list[pygit2.Commit]:
+        """Readable commits reachable from `tips`, parents first (oldest parent first); the ids
+        of the missing ones go to `self.missing`."""
+        order: list[pygit2.Commit] = []
+        state: dict[str, bool] = {}   # sha -> finished
+        for tip in tips:
+            stack = [(tip, False)]
+            while stack:
+                sha, parents_done = stack.pop()
+                if parents_done:
+                    if not state[sha]:
+                        state[sha] = True
+                        order.append(self.repo.get(sha))
+                    continue
+                if sha in state:
+                    continue
+                commit = self._commit(sha)
+                if commit is None:
+                    self.missing.add(sha)
+                    state[sha] = True
+                    continue
+                state[sha] = False
+                stack.append((sha, True))
+                parents = sorted(map(str, commit.parent_ids), key=self._time, reverse=True)
+                stack.extend((p, False) for p in parents if p not in state)
+        return order
+
+    def _time(self, sha: str) -> int:
+        commit = self._commit(sha)
+        return commit.commit_time if commit is not None else 0
 
     def _ingest(self, commits: list[pygit2.Commit]) -> None:
         """Read and store `commits`, in transactions of about BATCH_SECONDS each."""
@@ -302,6 +385,7 @@ class _Indexer:
             with self.con:
                 for position, record in records:
                     self._write(record, seq0 + position, generations[position])
+                    self.missing.update(record.missing)
                     done += 1
                     if self.progress:
                         self.progress(done, total)
@@ -313,7 +397,7 @@ class _Indexer:
         """(position, record) of every commit: read here, or by worker processes for long runs."""
         if self.jobs > 1 and len(commits) >= PARALLEL_MIN_COMMITS:
             return read_parallel(self.repo.workdir, self.settings,
-                                 [str(c.id) for c in commits], self.jobs)
+                                 [str(c.id) for c in commits], self.jobs, self.online)
         return ((i, self.reader.read(c)) for i, c in enumerate(commits))
 
     def _generations(self, commits: list[pygit2.Commit]) -> list[int]:
@@ -489,12 +573,15 @@ class _Indexer:
             self._forget_head_file(file_id)
             con.execute("delete from head_files where file_id = ?", (file_id,))
         if self.jobs > 1 and len(changed) >= PARALLEL_MIN_FILES:
-            results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs)
+            results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs,
+                                          self.online)
         else:
             results = ((i, *self._head_file(path, blob_id))
                        for i, (path, blob_id) in enumerate(changed))
         for i, reason, symbols, parses in results:
             path, blob_id = changed[i]
+            if reason == "missing object":
+                self.missing.add(blob_id)
             self._store_head_file(self._file_id(path), blob_id, reason, symbols)
             self.parses += parses
 

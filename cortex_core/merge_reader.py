@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pygit2
-from pygit2.enums import DiffFind
 
 from .skip_rules import skip_by_path
 
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from .commit_reader import CommitReader
 
 GITLINK_MODE = 0o160000
-RENAME_LIMIT = 1000   # as for commits: bounds the quadratic pairing of added and deleted files
 
 Hunk = tuple[int, int, int, int]
 
@@ -58,11 +56,17 @@ class MergeFile:
 
 
 def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
+    from .commit_reader import find_renames
     parents = _parents(reader.repo, commit)
     if parents[0] is None:
+        reader.missing.add(str(commit.parent_ids[0]))
         return []
-    diff = reader.repo.diff(parents[0].tree, commit.tree)
-    diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=RENAME_LIMIT)
+    try:
+        diff = reader.repo.diff(parents[0].tree, commit.tree)
+    except pygit2.GitError:  # a tree is missing (a damaged repository)
+        reader.missing.add(str(commit.tree_id))
+        return []
+    find_renames(diff)
     origins = _Origins(reader.repo, commit, parents)
     out: list[MergeFile] = []
     changed_against_all = 0
@@ -123,8 +127,12 @@ class _Origins:
         if entry is not None:
             return (path, entry.id) if entry.type_str == "blob" else None
         if index not in self.renames:
-            diff = self.repo.diff(parent.tree, self.commit.tree)
-            diff.find_similar(flags=DiffFind.FIND_RENAMES, rename_limit=RENAME_LIMIT)
+            try:
+                diff = self.repo.diff(parent.tree, self.commit.tree)
+            except pygit2.GitError:  # a tree is missing: no renames known from that parent
+                self.renames[index] = {}
+                return None
+            find_renames(diff)
             self.renames[index] = {_text(d.new_file.raw_path): (_text(d.old_file.raw_path),
                                                                  d.old_file.id)
                                    for d in diff.deltas if d.status_char() == "R"}

@@ -17,6 +17,7 @@ import pygit2
 
 from .commit_reader import CommitReader, CommitRecord
 from .config import IndexSettings
+from .object_source import ObjectSource
 from .symbols import Symbol
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
@@ -24,14 +25,27 @@ CHUNK = 32  # commits per task: small enough to stream progress, large enough to
 _reader: CommitReader | None = None
 
 
-def _start(repo_path: str, settings: IndexSettings) -> None:
+class WorkerError(Exception):
+    """Whatever a worker raised, as plain text: an exception of a C extension (pygit2's
+    NotFoundError) cannot always be pickled back, and the parent must still say what failed."""
+
+
+def _start(repo_path: str, settings: IndexSettings, fetch: bool = False) -> None:
+    """`fetch`: a partial clone whose remote answered: read what libgit2 lacks through git."""
     global _reader
-    _reader = CommitReader(pygit2.Repository(repo_path), settings)
+    _reader = CommitReader(pygit2.Repository(repo_path), settings,
+                           objects=ObjectSource(repo_path, True) if fetch else None)
 
 
 def _read(shas: list[str]) -> list[CommitRecord]:
     assert _reader is not None
-    return [_reader.read(_reader.repo.get(sha)) for sha in shas]
+    out = []
+    for sha in shas:
+        try:
+            out.append(_reader.read(_reader.repo.get(sha)))
+        except Exception as exc:  # noqa: BLE001 - must reach the parent as text
+            raise WorkerError(f"reading commit {sha[:10]}: {type(exc).__name__}: {exc}") from None
+    return out
 
 
 def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Symbol], int]]:
@@ -39,17 +53,21 @@ def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Sym
     out = []
     for path, blob_id in items:
         before = _reader.parser.parse_count()
-        reason, symbols = _reader.head_file(path, blob_id)
+        try:
+            reason, symbols = _reader.head_file(path, blob_id)
+        except Exception as exc:  # noqa: BLE001 - must reach the parent as text
+            raise WorkerError(f"reading {path} at HEAD: {type(exc).__name__}: {exc}") from None
         out.append((reason, symbols, _reader.parser.parse_count() - before))
     return out
 
 
 def head_files_parallel(repo_path: str, settings: IndexSettings, items: list[tuple[str, str]],
-                        workers: int) -> Iterator[tuple[int, str | None, list[Symbol], int]]:
+                        workers: int, fetch: bool = False
+                        ) -> Iterator[tuple[int, str | None, list[Symbol], int]]:
     """(position in `items`, skip reason, symbols, blobs parsed) for files of the HEAD tree."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                             initargs=(repo_path, settings)) as pool:
+                             initargs=(repo_path, settings, fetch)) as pool:
         starts = range(0, len(items), CHUNK)
         for start, results in zip(starts, pool.map(_head_files,
                                                    (items[i:i + CHUNK] for i in starts))):
@@ -62,11 +80,11 @@ RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed 
 
 
 def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
-                  workers: int) -> Iterator[tuple[int, CommitRecord]]:
+                  workers: int, fetch: bool = False) -> Iterator[tuple[int, CommitRecord]]:
     """(position in `shas`, record) for every commit, in completion order."""
     context = multiprocessing.get_context("spawn")
     pools = [ProcessPoolExecutor(1, mp_context=context, initializer=_start,
-                                 initargs=(repo_path, settings)) for _ in range(workers)]
+                                 initargs=(repo_path, settings, fetch)) for _ in range(workers)]
     size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))
     ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
     ranges.reverse()  # popped from the end: in history order

@@ -129,6 +129,10 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
              f"  {s.total_commits} commits reachable",
              f"  {s.file_changes} file changes ({s.skipped_file_changes} at file level only),"
              f" {s.symbol_changes} symbol changes, {s.blobs_parsed} blobs parsed"]
+    if s.objects_fetched:
+        lines.append(f"  partial clone: {s.objects_fetched} missing objects fetched in one request")
+    if s.missing_objects:
+        lines.append("  " + missing_objects(s.missing_objects, s.missing_cause))
     if s.marked_unreachable or s.reachable_again:
         lines.append(f"  history rewritten: {s.marked_unreachable} commits no longer reachable,"
                      f" {s.reachable_again} reachable again")
@@ -154,6 +158,16 @@ def _recovery(r) -> list[str]:
             + ("" if r.method == "sql" else ", read page by page")]
 
 
+def missing_objects(count: int, cause: str) -> str:
+    """What objects git could not give mean for the history (see object_source)."""
+    line = (f"{count} object{'s' if count != 1 else ''} could not be read ({cause}): the file"
+            " changes that need them are recorded at file level only (no symbol history)")
+    if cause.startswith("partial clone"):
+        return line + "; run `cortex index --rebuild` once the remote is reachable"
+    return line + ("; a commit whose tree is missing has no file changes, and commits that only"
+                   " a missing commit leads to are not indexed")
+
+
 def status(s: Status, root: Path, now: float) -> str:
     span = ""
     if s.first_commit_time:
@@ -177,6 +191,8 @@ def status(s: Status, root: Path, now: float) -> str:
         lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
                      f"{skip.changes_in_history:7d} changes in history"
                      + (f"  ({skip.explanation})" if skip.explanation else ""))
+    if s.missing is not None:
+        lines.append(missing_objects(s.missing.objects, s.missing.cause))
     if s.structure:
         lines.append("structure (references resolved to a definition; imports not counted):")
         for r in s.structure:

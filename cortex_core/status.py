@@ -53,6 +53,18 @@ class Status:
     structure: list[ResolutionRate] | None = None
     store_reason: str | None = None   # why the store is not <repo>/.cortex/cortex.db (see
                                       # store_location); None when it is, or given with --db
+    missing: MissingObjects | None = None   # None: every object the index needed was read
+
+
+@dataclass(frozen=True)
+class MissingObjects:
+    """Objects git could not give the indexer (see object_source): a partial clone whose
+    remote was unreachable, or a damaged repository. Summed over the runs since the last
+    rebuild."""
+    objects: int
+    cause: str               # object_source.CAUSE_*
+    changes_in_history: int  # file changes recorded at file level only for want of them
+    files_at_head: int
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,16 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         file_changes=one("select count(*) from file_changes"),
         languages=[LanguageCount(*row) for row in langs],
         skipped=skipped, memory=_memory(con), structure=_structure(con),
-        store_reason=store_reason)
+        store_reason=store_reason,
+        missing=_missing(con, head_skips.get("missing object", 0),
+                         history_skips.get("missing object", 0)))
+
+
+def _missing(con: apsw.Connection, at_head: int, in_history: int) -> MissingObjects | None:
+    objects = int(get_meta(con, "missing_objects") or 0)
+    if not objects:
+        return None
+    return MissingObjects(objects, get_meta(con, "missing_cause") or "", in_history, at_head)
 
 
 def _structure(con: apsw.Connection) -> list[ResolutionRate]:

@@ -1,0 +1,140 @@
+"""Objects libgit2 cannot read but git can: a partial clone's blobs, kept by its promisor remote.
+
+libgit2 knows nothing of promisor remotes, so in a `git clone --filter=blob:none` every blob of
+the history is "not found" to it. git itself fetches such objects on demand. Two ways through it:
+
+- `prefetch`: before a run reads its commits, list the objects those commits reach that are not
+  here (`git rev-list --objects --missing=print`) and fetch them in one go (`git fetch --stdin`
+  with their ids, what git's own lazy fetch runs, for all of them at once). One round trip.
+- `ObjectSource.fetch`: one object at a time through a long-lived `git cat-file --batch-check`,
+  which fetches lazily: one round trip per object (bench/bench_partial.py measures both).
+
+Either way git stores what it fetched in the repository, where libgit2 finds it on its next read
+(it rescans the packs when an object is not found). Offline, neither can succeed: the first
+failure marks the remote unreachable and nothing is fetched after it, so a run never pays one
+failed connection per object. Nothing here ever prompts or waits for a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+import pygit2
+
+# No prompts, no terminal, no background gc repacking the packs libgit2 is reading from.
+_GIT_CONFIG = ("-c", "gc.auto=0", "-c", "maintenance.auto=false",
+               "-c", "fetch.writeCommitGraph=false", "-c", "http.lowSpeedLimit=1000",
+               "-c", "http.lowSpeedTime=30")
+_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true",
+            "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o ConnectTimeout=15"}
+
+# What a missing object means, as the summary and `cortex status` say it.
+CAUSE_PARTIAL_OFFLINE = "partial clone, remote unreachable"
+CAUSE_PARTIAL = "partial clone"
+CAUSE_DAMAGED = "missing from the repository"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **_GIT_ENV}
+
+
+def promisor_remote(repo: pygit2.Repository) -> str | None:
+    """The remote a partial clone fetches its missing objects from, None for a full clone."""
+    config = repo.config
+    try:
+        name = config["extensions.partialclone"]
+    except KeyError:
+        name = None
+    if name:
+        return name
+    for entry in config:
+        key = entry.name
+        if key.startswith("remote.") and key.endswith(".promisor") and \
+                entry.value.lower() in ("true", "yes", "on", "1"):
+            return key[len("remote."):-len(".promisor")]
+    return None
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    missing: int   # objects the commits reach that were not in the repository
+    fetched: bool  # fetched in one go; False: the remote could not be reached (or refused)
+    error: str     # git's last line when it failed
+
+
+def missing_objects(workdir: str, tips: list[str], hide: list[str]) -> list[str]:
+    """Ids of the objects reachable from `tips` but not from `hide` that are not here."""
+    args = ["git", *_GIT_CONFIG, "rev-list", "--objects", "--missing=print", *tips]
+    if hide:
+        args += ["--not", *hide]
+    done = subprocess.run(args, cwd=workdir, env=_env(), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return []   # a damaged repository: the readers record what they cannot read
+    return [line[1:] for line in done.stdout.splitlines() if line.startswith("?")]
+
+
+def prefetch(workdir: str, remote: str, tips: list[str], hide: list[str]) -> Prefetch:
+    """Fetch, in one request, every object the commits from `tips` (not from `hide`) reach and
+    the repository lacks."""
+    oids = missing_objects(workdir, tips, hide)
+    if not oids:
+        return Prefetch(0, True, "")
+    # The same command git's lazy fetch runs (promisor-remote.c), for all the objects at once.
+    done = subprocess.run(
+        ["git", *_GIT_CONFIG, "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
+         "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+         "--filter=blob:none", "--stdin"],
+        cwd=workdir, env=_env(), input="\n".join(oids) + "\n", capture_output=True, text=True,
+        check=False)
+    error = (done.stderr.strip().splitlines() or [""])[-1] if done.returncode else ""
+    return Prefetch(len(oids), done.returncode == 0, error)
+
+
+class ObjectSource:
+    """One long-lived `git cat-file --batch-check` for the objects libgit2 does not find: asking
+    git for an object makes it fetch it from the promisor remote. Started on the first miss;
+    `online=False` (or a first failure) never asks at all."""
+
+    def __init__(self, workdir: str, online: bool):
+        self.workdir = workdir
+        self.online = online
+        self._process: subprocess.Popen | None = None
+
+    def fetch(self, oid: str) -> bool:
+        """True when git now has the object (fetched, or present after all)."""
+        if not self.online:
+            return False
+        try:
+            process = self._start()
+            process.stdin.write(oid.encode() + b"\n")
+            process.stdin.flush()
+            answer = process.stdout.readline().decode("ascii", "replace")
+        except OSError:
+            answer = ""
+        if answer.endswith(" missing\n") or not answer:
+            # The remote cannot give it (unreachable, or it lacks the object too): do not try
+            # again for every other object of the run.
+            self.online = False
+            self.close()
+            return False
+        return True
+
+    def _start(self) -> subprocess.Popen:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                ["git", *_GIT_CONFIG, "cat-file", "--batch-check"], cwd=self.workdir,
+                env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL)
+        return self._process
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+            process.wait()
