@@ -1,0 +1,292 @@
+"""Clones people really have: blobless partial clones (online and with the remote gone), and
+repositories missing a blob, a tree or a commit. Each is built for real in a temporary folder
+(git fast-import, git clone --filter over file://, object files deleted) and indexed through the
+CLI, with one worker and with two (worker processes read histories of 500 commits or more)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from cortex_core.commit_reader import CommitReader
+from cortex_core.config import Settings
+from cortex_core.object_source import ObjectSource, missing_objects
+from cortex_core.read_pool import WorkerError, read_parallel
+
+PROJECT = Path(__file__).resolve().parent.parent
+COMMITS = 520   # above ingest.PARALLEL_MIN_COMMITS: --jobs 2 reads them in worker processes
+GIT_ENV = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
+               GIT_AUTHOR_NAME="Ann", GIT_AUTHOR_EMAIL="ann@example.com",
+               GIT_COMMITTER_NAME="Ann", GIT_COMMITTER_EMAIL="ann@example.com")
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, input=input,
+                          capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def cortex(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(GIT_ENV, PYTHONPATH=str(PROJECT)))
+
+
+def index(path: Path, jobs: int) -> dict:
+    done = cortex("index", "--json", "--quiet", "--jobs", str(jobs), "--model", "none", cwd=path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return json.loads(done.stdout)
+
+
+def status(path: Path) -> dict:
+    return json.loads(cortex("status", "--json", cwd=path).stdout)
+
+
+def history(path: Path, target: str) -> list[dict]:
+    done = cortex("history", target, "--json", cwd=path)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["entries"]
+
+
+def build_history(path: Path, commits: int) -> Path:
+    """A repository of `commits` commits made with one `git fast-import`: `app.py`'s `step`
+    changes in every commit, `lib/util.py`'s `helper` in every tenth, `notes.txt` in every
+    seventh."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    stream = []
+    for n in range(1, commits + 1):
+        files = {"app.py": f"def step():\n    return {n}\n\n\ndef stay():\n    return 0\n"}
+        if n == 1 or n % 10 == 0:
+            files["lib/util.py"] = f"def helper():\n    return {n}\n"
+        if n == 1 or n % 7 == 0:
+            files["notes.txt"] = f"note {n}\n"
+        stream.append(f"commit refs/heads/main\nmark :{n}\n"
+                      f"committer Ann <ann@example.com> {1_600_000_000 + n * 60} +0000\n"
+                      f"data <<EOF\nchange {n}\nEOF\n" + (f"from :{n - 1}\n" if n > 1 else ""))
+        for name, content in files.items():
+            data = content.encode()
+            stream.append(f"M 100644 inline {name}\ndata {len(data)}\n{content}\n")
+    git(path, "fast-import", "--quiet", input="".join(stream).encode())
+    git(path, "checkout", "-q", "main")
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Path:
+    """A bare repository that serves partial clones over file://."""
+    root = tmp_path_factory.mktemp("served")
+    source = build_history(root / "source", COMMITS)
+    bare = root / "served.git"
+    git(root, "clone", "-q", "--bare", str(source), str(bare))
+    git(bare, "config", "uploadpack.allowFilter", "true")
+    git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    return bare
+
+
+def partial_clone(served: Path, dest: Path) -> Path:
+    git(dest.parent, "clone", "-q", "--filter=blob:none", served.as_uri(), str(dest))
+    return dest
+
+
+def missing_count(clone: Path) -> int:
+    return len(missing_objects(str(clone), ["HEAD"], []))
+
+
+# -- partial clones ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_partial_clone_is_indexed_as_fully_as_a_full_clone(served, tmp_path, jobs):
+    clone = partial_clone(served, tmp_path / "partial")
+    lacking = missing_count(clone)
+    assert lacking > COMMITS   # every old version of app.py, util.py, notes.txt
+    full = tmp_path / "full"
+    git(tmp_path, "clone", "-q", served.as_uri(), str(full))
+
+    summary = index(clone, jobs)
+    assert summary["objects_fetched"] == lacking and summary["missing_objects"] == 0
+    assert missing_count(clone) == 0   # fetched in one request, stored in the clone
+    reference = index(full, 1)
+    for key in ("total_commits", "file_changes", "symbol_changes", "skipped_file_changes"):
+        assert summary[key] == reference[key], key
+    step = history(clone, "app.py::step")
+    assert len(step) == COMMITS and step[-1]["change"] == "added"
+    assert len(history(clone, "lib/util.py::helper")) == 1 + COMMITS // 10
+    assert status(clone)["missing"] is None
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_partial_clone_offline_indexes_the_rest_and_says_what_is_missing(served, tmp_path,
+                                                                          jobs):
+    clone = partial_clone(served, tmp_path / "partial")
+    lacking = missing_count(clone)
+    moved = tmp_path / "away.git"
+    shutil.move(served, moved)   # the remote is unreachable from now on
+    try:
+        summary = index(clone, jobs)
+    finally:
+        shutil.move(moved, served)
+    assert summary["missing_objects"] == lacking and summary["objects_fetched"] == 0
+    assert summary["missing_cause"] == "partial clone, remote unreachable"
+    assert summary["total_commits"] == COMMITS
+    # Every change of app.py needs an old blob the clone lacks (the first only a new one, which
+    # the checkout brought only for HEAD's version): recorded at file level.
+    entries = history(clone, "app.py")
+    assert len(entries) == COMMITS and entries[0]["added"] is None
+    # HEAD's files were checked out, so their symbols are known.
+    state = status(clone)
+    assert state["symbols_alive"] == 3
+    assert state["missing"] == {"objects": lacking,
+                                "cause": "partial clone, remote unreachable",
+                                "changes_in_history": summary["skipped_file_changes"],
+                                "files_at_head": 0}
+    text = cortex("status", cwd=clone).stdout
+    assert (f"{lacking} objects could not be read (partial clone, remote unreachable)"
+            in text)
+    assert "cortex index --rebuild` once the remote is reachable" in text
+
+    # The remote is back: the advice works.
+    rebuilt = json.loads(cortex("index", "--rebuild", "--json", "--quiet", "--model", "none",
+                                "--jobs", str(jobs), cwd=clone).stdout)
+    assert rebuilt["missing_objects"] == 0 and rebuilt["objects_fetched"] == lacking
+    assert len(history(clone, "app.py::step")) == COMMITS
+    assert status(clone)["missing"] is None
+
+
+def test_blobs_libgit2_lacks_are_read_through_git_one_by_one(served, tmp_path):
+    """The fallback after the prefetch: a reader asks git for each blob libgit2 cannot find."""
+    clone = partial_clone(served, tmp_path / "partial")
+    repo = pygit2.Repository(str(clone))
+    commit = repo.revparse_single("HEAD~3")
+    source = ObjectSource(str(clone), online=True)
+    try:
+        record = CommitReader(repo, Settings().index, objects=source).read(commit)
+    finally:
+        source.close()
+    app = next(f for f in record.files if f.path == "app.py")
+    assert app.skip_reason is None and app.hunks == [(2, 1, 2, 1)]
+    assert [(s.symbol.qualname, s.change) for s in record.symbols] == [("step", "body")]
+    assert record.missing == []
+
+
+def test_without_git_the_reader_records_the_missing_blobs(served, tmp_path):
+    clone = partial_clone(served, tmp_path / "partial")
+    repo = pygit2.Repository(str(clone))
+    commit = repo.revparse_single("HEAD~3")
+    record = CommitReader(repo, Settings().index,
+                          objects=ObjectSource(str(clone), online=False)).read(commit)
+    app = next(f for f in record.files if f.path == "app.py")
+    assert app.skip_reason == "missing object" and record.symbols == []
+    assert len(record.missing) == 2   # app.py before and after
+    assert str(commit.tree["app.py"].id) in record.missing
+
+
+# -- damaged repositories ----------------------------------------------------------------------
+
+def loose(path: Path) -> None:
+    """Every object of the repository as its own file, so that one can be deleted."""
+    packs = list((path / ".git/objects/pack").glob("*.pack"))
+    for pack in packs:
+        data = pack.read_bytes()
+        for extra in pack.parent.glob(pack.stem + ".*"):
+            extra.unlink()
+        git(path, "unpack-objects", "-q", input=data)
+
+
+def delete_object(path: Path, oid: str) -> None:
+    (path / ".git/objects" / oid[:2] / oid[2:]).unlink()
+
+
+@pytest.fixture(scope="module")
+def damaged_source(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("damaged")
+    source = build_history(root / "source", COMMITS)
+    loose(source)
+    return source
+
+
+def damaged(damaged_source: Path, dest: Path, rev: str, what: str) -> tuple[Path, str]:
+    """A copy of the loose repository with one object deleted: the blob of app.py at `rev`, its
+    root tree, or the commit itself."""
+    shutil.copytree(damaged_source, dest, symlinks=True)
+    spec = {"blob": f"{rev}:app.py", "tree": f"{rev}^{{tree}}", "commit": rev}[what]
+    oid = git(dest, "rev-parse", spec)
+    delete_object(dest, oid)
+    return dest, oid
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, tmp_path,
+                                                                jobs):
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "blob")
+    summary = index(repo, jobs)
+    assert summary["missing_objects"] == 1
+    assert summary["missing_cause"] == "missing from the repository"
+    assert summary["total_commits"] == COMMITS
+    # The commit that wrote the blob and the next one, which changed it, have file-level changes
+    # only; every other commit of step's history is there.
+    entries = history(repo, "app.py")
+    by_subject = {e["commit"]["subject"]: e for e in entries}
+    lost = {f"change {COMMITS - 100}", f"change {COMMITS - 99}"}
+    assert all(by_subject[s]["added"] is None for s in lost)
+    assert len(entries) == COMMITS
+    step = history(repo, "app.py::step")
+    assert {e["commit"]["subject"] for e in step}.isdisjoint(lost)
+    assert len(step) == COMMITS - 2
+    assert len(history(repo, "lib/util.py::helper")) == 1 + COMMITS // 10
+    state = status(repo)
+    assert state["missing"] == {"objects": 1, "cause": "missing from the repository",
+                                "changes_in_history": 2, "files_at_head": 0}
+    skipped = {s["reason"]: s["changes_in_history"] for s in state["skipped"]}
+    assert skipped == {"missing object": 2}
+    assert "1 object could not be read (missing from the repository)" in \
+        cortex("status", cwd=repo).stdout
+
+
+def test_a_missing_tree_costs_the_file_changes_of_two_commits(damaged_source, tmp_path):
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "tree")
+    summary = index(repo, jobs=2)
+    assert summary["total_commits"] == COMMITS
+    assert summary["missing_objects"] == 1 and status(repo)["missing"]["objects"] == 1
+    # That commit's changes cannot be known, nor the next one's (its parent's tree is gone).
+    step = {e["commit"]["subject"] for e in history(repo, "app.py::step")}
+    assert f"change {COMMITS - 100}" not in step and f"change {COMMITS - 99}" not in step
+    assert len(step) == COMMITS - 2
+
+
+def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_source, tmp_path):
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~30", "commit")
+    summary = index(repo, jobs=1)   # 30 commits: read in this process whatever --jobs says
+    # Its parents are unknown, so nothing before it can be reached: the 30 commits after it.
+    # The one just after it has no parent to diff against: no file changes.
+    assert summary["total_commits"] == 30
+    assert summary["missing_objects"] == 1
+    step = history(repo, "app.py::step")
+    assert len(step) == 29 and step[-1]["commit"]["subject"] == f"change {COMMITS - 28}"
+    assert status(repo)["missing"]["objects"] == 1
+
+
+def test_workers_and_one_process_store_the_same(damaged_source, tmp_path):
+    answers = []
+    for jobs in (1, 2):
+        repo, _ = damaged(damaged_source, tmp_path / f"repo{jobs}", "HEAD~100", "blob")
+        index(repo, jobs)
+        state = status(repo)
+        answers.append({k: v for k, v in state.items() if k not in ("db_path", "db_bytes",
+                                                                    "indexed_at")})
+    assert answers[0] == answers[1]
+
+
+def test_a_worker_error_reaches_the_parent_as_text(damaged_source):
+    # A sha that names no commit: the worker raises, and the parent gets a picklable error
+    # naming the commit, not a PicklingError.
+    with pytest.raises(WorkerError, match="reading commit 0000000000: AttributeError"):
+        list(read_parallel(str(damaged_source), Settings().index, ["0" * 40], 1))
