@@ -5,7 +5,8 @@ the history is "not found" to it. git itself fetches such objects on demand. Two
 
 - `prefetch`: before a run reads its commits, list the objects those commits reach that are not
   here (`git rev-list --objects --missing=print`) and fetch them in one go (`git fetch --stdin`
-  with their ids, what git's own lazy fetch runs, for all of them at once). One round trip.
+  with their ids, what git's own lazy fetch runs, for all of them at once). One round trip
+  (two for a treeless clone, whose first fetch brings the trees naming the blobs).
 - `ObjectSource.fetch`: one object at a time through a long-lived `git cat-file --batch-check`,
   which fetches lazily: one round trip per object (bench/bench_partial.py measures both).
 
@@ -60,8 +61,7 @@ def promisor_remote(repo: pygit2.Repository) -> str | None:
 @dataclass(frozen=True)
 class Prefetch:
     missing: int   # objects the commits reach that were not in the repository
-    fetched: bool  # fetched in one go; False: the remote could not be reached (or refused)
-    error: str     # git's last line when it failed
+    fetched: bool  # all fetched; False: the remote could not be reached (or refused)
 
 
 def missing_objects(workdir: str, tips: list[str], hide: list[str]) -> list[str]:
@@ -76,21 +76,29 @@ def missing_objects(workdir: str, tips: list[str], hide: list[str]) -> list[str]
     return [line[1:] for line in done.stdout.splitlines() if line.startswith("?")]
 
 
+PREFETCH_ROUNDS = 3  # a treeless clone (--filter=tree:0) learns its blobs' ids from the trees
+                     # of the first round; a blobless one needs one round
+
+
 def prefetch(workdir: str, remote: str, tips: list[str], hide: list[str]) -> Prefetch:
-    """Fetch, in one request, every object the commits from `tips` (not from `hide`) reach and
-    the repository lacks."""
-    oids = missing_objects(workdir, tips, hide)
-    if not oids:
-        return Prefetch(0, True, "")
-    # The same command git's lazy fetch runs (promisor-remote.c), for all the objects at once.
-    done = subprocess.run(
-        ["git", *_GIT_CONFIG, "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
-         "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
-         "--filter=blob:none", "--stdin"],
-        cwd=workdir, env=_env(), input="\n".join(oids) + "\n", capture_output=True, text=True,
-        check=False)
-    error = (done.stderr.strip().splitlines() or [""])[-1] if done.returncode else ""
-    return Prefetch(len(oids), done.returncode == 0, error)
+    """Fetch, in one request per round, every object the commits from `tips` (not from `hide`)
+    reach and the repository lacks."""
+    total = 0
+    for _ in range(PREFETCH_ROUNDS):
+        oids = missing_objects(workdir, tips, hide)
+        if not oids:
+            break
+        # What git's lazy fetch runs (promisor-remote.c), for all the objects at once.
+        done = subprocess.run(
+            ["git", *_GIT_CONFIG, "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
+             "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+             "--filter=blob:none", "--stdin"],
+            cwd=workdir, env=_env(), input="\n".join(oids) + "\n", capture_output=True,
+            text=True, check=False)
+        if done.returncode != 0:
+            return Prefetch(total + len(oids), False)
+        total += len(oids)
+    return Prefetch(total, True)
 
 
 class ObjectSource:

@@ -130,7 +130,8 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
              f"  {s.file_changes} file changes ({s.skipped_file_changes} at file level only),"
              f" {s.symbol_changes} symbol changes, {s.blobs_parsed} blobs parsed"]
     if s.objects_fetched:
-        lines.append(f"  partial clone: {s.objects_fetched} missing objects fetched in one request")
+        lines.append(f"  partial clone: {s.objects_fetched} missing objects fetched before reading"
+                     " the commits")
     if s.missing_objects:
         lines.append("  " + missing_objects(s.missing_objects, s.missing_cause))
     if s.marked_unreachable or s.reachable_again:
