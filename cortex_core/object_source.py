@@ -52,8 +52,9 @@ def promisor_remote(repo: pygit2.Repository) -> str | None:
         return name
     for entry in config:
         key = entry.name
+        # A key without a value is true to git.
         if key.startswith("remote.") and key.endswith(".promisor") and \
-                entry.value.lower() in ("true", "yes", "on", "1"):
+                (entry.value or "true").lower() in ("true", "yes", "on", "1"):
             return key[len("remote."):-len(".promisor")]
     return None
 
