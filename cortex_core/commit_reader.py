@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pygit2
-from pygit2.enums import DiffFind
 
 from .config import IndexSettings
 from .languages import language_for_path
-from .merge_reader import MergeFile, read_merge
+from .merge_reader import MergeFile, find_renames, read_merge
 from .messages import classify, split_message
 from .object_source import ObjectSource
 from .skip_rules import skip_by_content, skip_by_path
@@ -242,20 +241,6 @@ class CommitReader:
             return self.repo.get(oid)
         except (ValueError, pygit2.GitError):
             return None
-
-
-def find_renames(diff: pygit2.Diff) -> None:
-    """Rename detection, which compares the contents of added and deleted files. A blob that
-    cannot be read (a partial clone offline, a damaged repository) stops it: pair files by
-    identical ids only, then not at all, rather than lose the commit."""
-    # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
-    for flags in (DiffFind.FIND_RENAMES,
-                  DiffFind.FIND_RENAMES | DiffFind.FIND_EXACT_MATCH_ONLY):
-        try:
-            diff.find_similar(flags=flags, rename_limit=1000)
-            return
-        except pygit2.GitError:
-            continue
 
 
 def text(raw: bytes | str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pygit2
+from pygit2.enums import DiffFind
 
 from .skip_rules import skip_by_path
 
@@ -56,7 +57,6 @@ class MergeFile:
 
 
 def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
-    from .commit_reader import find_renames
     parents = _parents(reader.repo, commit)
     if parents[0] is None:
         reader.missing.add(str(commit.parent_ids[0]))
@@ -92,6 +92,21 @@ def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
                               changed_against_all > reader.settings.max_commit_files)
         out.append(entry)
     return out
+
+
+def find_renames(diff: pygit2.Diff) -> None:
+    """Rename detection, which compares the contents of added and deleted files. A blob that
+    cannot be read (a partial clone offline, a damaged repository) stops it: pair files by
+    identical ids only, then not at all, rather than lose the commit."""
+    # rename_limit bounds the quadratic pairing of added and deleted files in huge commits.
+    for flags in (DiffFind.FIND_RENAMES,
+                  DiffFind.FIND_RENAMES | DiffFind.FIND_EXACT_MATCH_ONLY):
+        try:
+            diff.find_similar(flags=flags, rename_limit=1000)
+            return
+        except pygit2.GitError:
+            continue
+
 
 
 def _parents(repo: pygit2.Repository, commit: pygit2.Commit) -> list[pygit2.Commit | None]:

@@ -15,10 +15,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from cortex_core.blame import last_change_of_line
 from cortex_core.commit_reader import CommitReader
 from cortex_core.config import Settings
 from cortex_core.object_source import ObjectSource, missing_objects
 from cortex_core.read_pool import WorkerError, read_parallel
+from cortex_core.store import open_reader
+
+from scripted_repo import ScriptedRepo
 
 PROJECT = Path(__file__).resolve().parent.parent
 COMMITS = 520   # above ingest.PARALLEL_MIN_COMMITS: --jobs 2 reads them in worker processes
@@ -290,3 +294,61 @@ def test_a_worker_error_reaches_the_parent_as_text(damaged_source):
     # naming the commit, not a PicklingError.
     with pytest.raises(WorkerError, match="reading commit 0000000000: AttributeError"):
         list(read_parallel(str(damaged_source), Settings().index, ["0" * 40], 1))
+
+
+# -- merges ------------------------------------------------------------------------------------
+
+def merged_history(path: Path) -> Path:
+    """A merge that changed a.py against both parents (each side edited one function), and a
+    rename on the merged branch: the merge is read with diffs against each parent."""
+    repo = ScriptedRepo(path)
+    repo.write("a.py", "def one():\n    return 1\n\n\ndef two():\n    return 2\n")
+    repo.write("b.py", "def keep():\n    return 'a body long enough for rename detection'\n")
+    repo.commit("base", days_ago=5)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("a.py", "def one():\n    return 10\n\n\ndef two():\n    return 2\n")
+    repo.move("b.py", "c.py")
+    repo.commit("side: one, b.py renamed", days_ago=4)
+    repo.git("checkout", "-q", "main")
+    repo.write("a.py", "def one():\n    return 1\n\n\ndef two():\n    return 20\n")
+    repo.commit("main: two", days_ago=3)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    return path
+
+
+def line_origins(clone: Path, path: str, count: int) -> list[tuple[str | None, str | None]]:
+    con = open_reader(clone / ".cortex" / "cortex.db")
+    try:
+        out = []
+        for line in range(1, count + 1):
+            found = last_change_of_line(con, path, line)
+            out.append((found.commit.subject if found.commit else None, found.reason))
+        return out
+    finally:
+        con.close()
+
+
+def test_merges_of_a_partial_clone_online_and_offline(tmp_path):
+    source = merged_history(tmp_path / "source")
+    bare = tmp_path / "served.git"
+    git(tmp_path, "clone", "-q", "--bare", str(source), str(bare))
+    git(bare, "config", "uploadpack.allowFilter", "true")
+    full = tmp_path / "full"
+    git(tmp_path, "clone", "-q", bare.as_uri(), str(full))
+    online = partial_clone(bare, tmp_path / "online")
+    offline = partial_clone(bare, tmp_path / "offline")
+    git(offline, "remote", "set-url", "origin", (tmp_path / "gone.git").as_uri())
+
+    index(full, 1)
+    assert index(online, 1)["missing_objects"] == 0
+    expected = line_origins(full, "a.py", 6)
+    assert [subject for subject, _ in expected] == [
+        "base", "side: one, b.py renamed", "base", "base", "base", "main: two"]
+    assert line_origins(online, "a.py", 6) == expected
+    assert history(online, "c.py::keep")[-1]["commit"]["subject"] == "base"  # the rename
+
+    summary = index(offline, 1)
+    assert summary["missing_objects"] > 0 and summary["total_commits"] == 4
+    # Blame cannot cross what was recorded without hunks; it says so instead of guessing.
+    for subject, reason in line_origins(offline, "a.py", 6):
+        assert subject is None and reason.endswith("was not recorded (missing object)")
