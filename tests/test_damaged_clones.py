@@ -193,6 +193,16 @@ def test_without_git_the_reader_records_the_missing_blobs(served, tmp_path):
     assert str(commit.tree["app.py"].id) in record.missing
 
 
+def test_a_shallow_clone_starts_at_its_oldest_commit_with_nothing_missing(served, tmp_path):
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))
+    summary = index(clone, 2)
+    assert summary["total_commits"] == 5 and summary["missing_objects"] == 0
+    step = history(clone, "app.py::step")
+    assert len(step) == 5 and step[-1]["change"] == "added"
+    assert status(clone)["missing"] is None
+
+
 # -- damaged repositories ----------------------------------------------------------------------
 
 def loose(path: Path) -> None:
