@@ -124,10 +124,10 @@ class CommitReader:
                                       interhunk_lines=0)
             return commit.tree.diff_to_tree(context_lines=0, interhunk_lines=0, swap=True)
         except pygit2.GitError:  # a tree, or a tree below one, is missing
-            self.missing.add(self._missing_tree(commit, parent))
+            self.missing.add(self.missing_tree(commit, parent))
             return None
 
-    def _missing_tree(self, commit: pygit2.Commit, parent: pygit2.Commit | None) -> str:
+    def missing_tree(self, commit: pygit2.Commit, parent: pygit2.Commit | None) -> str:
         """The id of the root tree that cannot be read (the commit's own when the missing one
         is below the roots: which one is no matter to the count)."""
         for tree_id in ([parent.tree_id] if parent is not None else []) + [commit.tree_id]:

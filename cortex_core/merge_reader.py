@@ -64,7 +64,7 @@ def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
     try:
         diff = reader.repo.diff(parents[0].tree, commit.tree)
     except pygit2.GitError:  # a tree is missing (a damaged repository)
-        reader.missing.add(str(commit.tree_id))
+        reader.missing.add(reader.missing_tree(commit, parents[0]))
         return []
     find_renames(diff)
     origins = _Origins(reader.repo, commit, parents)
@@ -106,7 +106,6 @@ def find_renames(diff: pygit2.Diff) -> None:
             return
         except pygit2.GitError:
             continue
-
 
 
 def _parents(repo: pygit2.Repository, commit: pygit2.Commit) -> list[pygit2.Commit | None]:
