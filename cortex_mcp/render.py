@@ -7,7 +7,7 @@ cannot forge a heading, a link or an instruction block in the answer."""
 from __future__ import annotations
 
 from cortex_core.markdown import code, escape
-from cortex_core.render import date
+from cortex_core.render import date, missing_objects
 
 
 def plural(count: int, word: str) -> str:
@@ -154,6 +154,8 @@ def status(s, head: str | None, run) -> list[str]:
     if s.languages:
         lines.append("- languages: " + ", ".join(f"{lang.language} ({lang.files})"
                                                  for lang in s.languages[:8]))
+    if s.missing is not None:   # a partial clone offline, a damaged repository
+        lines.append("- " + missing_objects(s.missing.objects, s.missing.cause))  # our text
     m = s.memory
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "

@@ -288,6 +288,16 @@ def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_sourc
     assert status(repo)["missing"]["objects"] == 1
 
 
+async def test_the_mcp_status_says_what_is_missing(damaged_source, tmp_path):
+    from test_mcp import ok, server, text
+    repo, _ = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "blob")
+    index(repo, 1)
+    async with server("--repo", str(repo)) as client:
+        result = await ok(client, "status")
+    assert "1 object could not be read (missing from the repository)" in text(result)
+    assert result.structured_content["missing"]["changes_in_history"] == 2
+
+
 def test_workers_and_one_process_store_the_same(damaged_source, tmp_path):
     answers = []
     for jobs in (1, 2):
