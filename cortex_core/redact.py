@@ -7,16 +7,36 @@ names it), so a secret is never half shown; a quoted literal that holds a secret
 Markers are never matched again: redact is idempotent. Every pattern runs in linear time (no
 nested quantifiers over one run; bodies stop at the next delimiter), so hostile input is safe.
 
-Kinds recognised by their format, anywhere:
+Kinds recognised by their format, anywhere (formats as gitleaks, detect-secrets and GitHub's
+secret scanning describe them; a token starts at a word edge and, when its length is fixed, ends
+at one):
     private-key      -----BEGIN [RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP ]PRIVATE KEY[ BLOCK]-----
                      through the END line, BEGIN line included; with no END before the next BEGIN,
-                     to the first blank line or quote, or to the end of the text
+                     to the first blank line or quote, or to the end of the text. A GCP
+                     service-account file's "private_key" is one, with JSON-escaped newlines
     aws-access-key   AKIA / ASIA + 16 upper-case letters or digits
     gcp-api-key      AIza + 35
     github-token     ghp_ gho_ ghu_ ghs_ ghr_ + 36 or more; github_pat_ + 22 or more
     gitlab-token     glpat- + 20 or more
-    slack-token      xoxa- xoxb- xoxe- xoxo- xoxp- xoxr- xoxs- + 10 or more
+    slack-token      xoxa- xoxb- xoxe- xoxo- xoxp- xoxr- xoxs- xapp- + 10 or more
     slack-webhook    the T…/B…/… path after hooks.slack.com/services/
+    stripe-key       sk_ / rk_ + live_ / test_ / prod_ + 10 or more letters and digits; whsec_
+                     + 32 or more. Publishable keys (pk_live_…) are left: they are public, sent
+                     to every browser of a checkout page
+    npm-token        npm_ + 36 letters and digits
+    pypi-token       pypi-AgEIcHlwaS5vcmc (or the test.pypi.org prefix) + 50 or more
+    anthropic-key    sk-ant- + 32 or more of [A-Za-z0-9_-]
+    openai-key       sk- (sk-proj-, sk-svcacct-, …) + 32 or more of [A-Za-z0-9_-], with a digit
+    twilio-key       SK + 32 hex
+    sendgrid-key     SG. + 22 + . + 43
+    huggingface-token  hf_ or api_org_ + 34 letters and digits
+    shopify-token    shpat_ shpca_ shppa_ shpss_ + 32 hex
+    square-token     sq0atp- + 22; sq0csp- + 43; EAAA + 60
+    mailgun-key      key- + 32 hex; 32 hex-8 hex-8 hex
+    digitalocean-token  dop_v1_ doo_v1_ dor_v1_ + 64 hex
+    doppler-token    dp.pt. dp.st. dp.sa. dp.ct. dp.scim. dp.audit. + 40 or more
+    databricks-token dapi + 32 hex [+ -digit]
+    azure-storage-key  the 86 base64 characters and "==" after AccountKey= (connection strings)
     jwt              eyJ….eyJ….signature
 Kinds recognised by their context:
     aws-secret-key   40 base64 characters assigned to aws_secret_access_key, SecretAccessKey, …
@@ -25,7 +45,13 @@ Kinds recognised by their context:
     bearer-token     what follows "Bearer ";  basic-auth: what follows "Basic "
     password         a value assigned to …password, …passwd, …pass, …passphrase, …pwd
     generic-api-key  a value assigned to …secret, …token, …api_key/apikey, …secret_key,
-                     …access_key, …private_key, …auth_key, …signing_key, …encryption_key
+                     …access_key, …private_key, …auth_key, …signing_key, …encryption_key; and a
+                     high-entropy value assigned to …key, …credential(s), …creds (not
+                     …public_key, …publishable_key, …pub_key)
+High entropy: 20 or more characters of [A-Za-z0-9+/=_-], not all hex digits and dashes, with a
+Shannon entropy of at least ENTROPY_BITS (4.0) bits per character. Hex cannot reach it (16 symbols
+hold 4 bits; commit shas, digests and UUIDs stay below), nor can words and most identifiers; a
+random base-62 string of 32 characters nearly always does, one of 20 about half the time.
 Assignments: `k = v`, `k: v`, `k := v`, `k => v`, `"k": v`, `ENV["k"] = v`, `k: T = v`, `--k v`,
 `--k=v`, URL queries `?k=v&`. A key name matches when the keyword ends it after `_ . -` or a
 camelCase edge (db_password, dbPassword, self.password, X-Api-Key); passwordless, tokenizer,
@@ -39,19 +65,23 @@ Values kept, because they are not secrets:
     (self.secret, process.env.X), calls and subscripts (get_token(), os.environ["X"]), paths
     (PWD=/home/me), numbers under 4 digits — in code an unquoted value is a name, in config it
     usually has a digit;
-  - token/secret/API-key values shorter than 8 characters or without a digit, and bearer/basic
-    values that look like words: a lexer's token = "(" or "Bearer tokens" is prose.
+  - token/secret/API-key values shorter than 8 characters, or without a digit and below the
+    entropy threshold; …key/…credentials values below it (cache_key = "v1:users", a sha, a UUID);
+    bearer/basic values that look like words: a lexer's token = "(" or "Bearer tokens" is prose.
 Known false negatives: unquoted all-letter passwords (PASSWORD=hunter), unquoted values with
 spaces, values starting with $, multi-line YAML values, XML elements, `-pVALUE`, prose ("the
 password is x"), keys with no edge before the keyword (DBPASSWORD, DBPassword), a bare AWS
-secret or any high-entropy string with no key name, a token with no digit, and the part of a
-truncated key block after a blank line.
+secret or any high-entropy string with no key name, an unquoted token with no digit (read as a
+name), a short one with no digit and low entropy, hex secrets under a bare …key name, a Stripe
+publishable key (on purpose), an Azure AD client secret with no key name, and the part of a truncated key block after a blank line.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,6 +103,9 @@ _PRIVATE_KEY = (rf"-----BEGIN {_LABEL}(?:(?:(?!-----(?:BEGIN|END) )[\s\S])*+----
 # marker, and every closing edge refuses "[", its start: otherwise redacting a neighbour would
 # open an edge, and a second pass would find more than the first.
 _EDGE = r"(?<![A-Za-z0-9_\-\]])"
+# The end of a fixed-format token: no more token characters (a longer run is something else) and
+# no "[", for the same reason as above.
+_CLOSE = r"(?![A-Za-z0-9_\-\[])"
 _URL_CHARS = r"[^\s/?#@\[\]\"'<>]"  # no "[" either: a marker is never a password
 _TEMPLATES = ("${", "{{")
 _MARKER = re.compile(r"\[REDACTED:[a-z\-]+\]")
@@ -104,19 +137,67 @@ def _random_like(value: str) -> bool:
         any(c.isupper() for c in value[1:]) and any(c.islower() for c in value))
 
 
+def _digit_and_letter(value: str) -> bool:
+    """Generated keys mix both; a long kebab-case name ("sk-learn-…") has no digit."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")
+_HEX = re.compile(r"[0-9a-fA-F\-]+")
+# Bits per character. Hex (commit shas, digests, UUIDs) cannot pass it: 16 symbols give at most
+# 4 bits, and real ones stay below (6,489 shas of psf/requests: at most 3.94; uuid4: 3.996); hex
+# is refused by name anyway. Random base-62 strings of 32 characters are above it 99.9% of the
+# time, of 24 characters 85%, of 20 characters 55% (bench/bench_secrets.py prints these).
+ENTROPY_BITS = 4.0
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy of the characters of value, in bits per character."""
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in Counter(value).values()) if size else 0.0
+
+
+def _high_entropy(value: str) -> bool:
+    """20 or more token characters, not hex, and at least ENTROPY_BITS bits per character."""
+    return bool(_TOKEN_CHARS.fullmatch(value)) and not _HEX.fullmatch(value) and (
+        entropy(value) >= ENTROPY_BITS)
+
+
 # (kind, pattern, check on the value); the value is group "v" or the whole match. Earlier entries
 # name a span when several start at the same place.
 _FORMATS: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     (kind, re.compile(pattern), check) for kind, pattern, check in (
         ("private-key", _PRIVATE_KEY, None),
         ("aws-access-key", r"(?<![A-Z0-9\]])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9\[])", None),
-        ("gcp-api-key", _EDGE + r"AIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-\[])", None),
+        ("gcp-api-key", _EDGE + r"AIza[A-Za-z0-9_\-]{35}" + _CLOSE, None),
         ("github-token", _EDGE + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
          None),
         ("gitlab-token", _EDGE + r"glpat-[A-Za-z0-9_\-]{20,}", None),
-        ("slack-token", _EDGE + r"xox[abeoprs]-[A-Za-z0-9\-]{10,}", None),
+        ("slack-token", _EDGE + r"(?:xox[abeoprs]|xapp)-[A-Za-z0-9\-]{10,}", None),
         ("slack-webhook",
          r"hooks\.slack\.com/services/(?P<v>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)", None),
+        ("stripe-key", _EDGE + r"(?:[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}+"
+         r"|whsec_[A-Za-z0-9]{32,}+)" + _CLOSE, None),
+        ("npm-token", _EDGE + r"npm_[A-Za-z0-9]{36}" + _CLOSE, None),
+        ("pypi-token", _EDGE + r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{50,}+"
+         + _CLOSE, None),
+        ("anthropic-key", _EDGE + r"sk-ant-[A-Za-z0-9_\-]{32,}+" + _CLOSE, None),
+        ("openai-key", _EDGE + r"sk-[A-Za-z0-9_\-]{32,}+" + _CLOSE, _digit_and_letter),
+        ("twilio-key", _EDGE + r"SK[0-9a-fA-F]{32}" + _CLOSE, None),
+        ("sendgrid-key", _EDGE + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _CLOSE, None),
+        ("huggingface-token", _EDGE + r"(?:hf_|api_org_)[A-Za-z0-9]{34}" + _CLOSE, None),
+        ("shopify-token", _EDGE + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _CLOSE, None),
+        ("square-token", _EDGE + r"(?:sq0atp-[A-Za-z0-9_\-]{22}|sq0csp-[A-Za-z0-9_\-]{43}"
+         r"|EAAA[A-Za-z0-9_\-]{60})" + _CLOSE, None),
+        ("mailgun-key", _EDGE + r"(?:key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})"
+         + _CLOSE, None),
+        ("digitalocean-token", _EDGE + r"do[opr]_v1_[0-9a-f]{64}" + _CLOSE, None),
+        ("doppler-token", _EDGE + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}+" + _CLOSE,
+         None),
+        ("databricks-token", _EDGE + r"dapi[0-9a-f]{32}(?:-\d)?" + _CLOSE, None),
+        ("azure-storage-key", (
+            r"(?<![A-Za-z0-9\]])(?i:accountkey)[ \t]*=[ \t]*(?P<v>[A-Za-z0-9+/]{86}==)"
+            r"(?![A-Za-z0-9+/=\[])"), None),
         ("jwt", _EDGE + r"eyJ[\w\-]++\.eyJ[\w\-]++\.[\w\-]++", None),
         ("aws-secret-key", (
             r"(?<![A-Za-z0-9\]])(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)"
@@ -135,7 +216,8 @@ _FORMATS: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     )]
 
 _KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
-            r"|(?:api|access|private|auth|signing|encryption)[_.\-]?key)")
+            r"|(?:api|access|private|auth|signing|encryption)[_.\-]?key"
+            r"|(?P<weak>key|credentials?|creds))")
 # Key: an optional prefix ending at "_ . -" or a camelCase edge, then a keyword that ends the name.
 # Separator: "--k v" for options, else an optional annotation ("k: str = v") and = : := =>.
 # Key and separator are atomic: when the value turns out to be a marker, the match fails instead
@@ -145,13 +227,26 @@ _KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|toke
 # excludes "(" and "[" so that a call or subscript is seen by the character after the value.
 _ASSIGNMENT = re.compile(
     r"(?<![\w.\-/@\]])(?<!REDACTED:)(?>(?P<dash>--)?"
-    r"(?:[A-Za-z_][\w.\-]*?(?:[_.\-]|(?<=[a-z0-9])(?=[A-Z])))?" + _KEYWORD + r"(?![\w.\-])"
+    r"(?P<name>[A-Za-z_][\w.\-]*?(?:[_.\-]|(?<=[a-z0-9])(?=[A-Z])))?" + _KEYWORD + r"(?![\w.\-])"
     r"[\"'`]?\]?"
     r"(?(dash)(?:[ \t]*=[ \t]*|[ \t]+)"
     r"|(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]{0,40}?[ \t]*(?==(?!=)))?"
     r"[ \t]*(?::=|=>|=(?!=)|:(?!:))[ \t]*))"
     r"(?:[rbufRBUF]{0,2}(?P<q>[\"'`])(?P<qv>(?:(?!(?P=q))[^\\\n]|\\.)*+)(?P=q)"
     r"|(?P<uv>[^\s\"'`,;&|()\[\]{}<>]+))")
+
+
+_PUBLIC = re.compile(r"(?i)pub(?:lic|lishable)?[_.\-]?$")
+
+
+def _looks_secret(m: re.Match[str], value: str) -> bool:
+    """A password is any literal; a token or secret looks generated (a digit, or high entropy);
+    a bare …key or …credentials must be high-entropy, and a public key is no secret."""
+    if m.group("pw"):
+        return True
+    if m.group("weak"):
+        return not _PUBLIC.search(m.group("name") or "") and _high_entropy(value)
+    return _token_like(value) or _high_entropy(value)
 
 
 def _assignments(text: str):
@@ -165,8 +260,8 @@ def _assignments(text: str):
         if rest != value:  # a literal around a masked secret is one; a marker alone is done
             secret = bool(rest.strip())
         else:
-            secret = _literal(value, quoted, text[m.end():m.end() + 1]) and (
-                bool(m.group("pw")) or _token_like(value))
+            secret = _literal(value, quoted, text[m.end():m.end() + 1]) and _looks_secret(
+                m, value)
         if secret:
             yield start, start + len(value), "password" if m.group("pw") else "generic-api-key"
 
