@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core.redact import _ASSIGNMENT, _FORMATS, ENTROPY_BITS, Secret, entropy, find_secrets, redact
+from cortex_core.redact import (_ANY_CASE, _ASSIGNMENT, _FORMATS, _HINTS, ENTROPY_BITS, Secret,
+                                 entropy, find_secrets, redact)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -256,6 +257,15 @@ def test_every_corpus_example_is_found_whole_and_named(example):
 
 def test_every_format_kind_has_a_corpus_example():
     assert {kind for kind, _, _ in _FORMATS} <= {e.kind for e in EXAMPLES}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.kind for e in EXAMPLES])
+def test_every_match_holds_a_hint_of_its_kind(example):
+    # A pattern runs only when its hint is in the text: the hint must be in every match.
+    for kind, pattern, _ in _FORMATS:
+        for m in pattern.finditer(example.line):
+            seen = m.group(0).lower() if kind in _ANY_CASE else m.group(0)
+            assert any(hint in seen for hint in _HINTS[kind]), (kind, m.group(0)[:40])
 
 
 @pytest.mark.parametrize("text", [
