@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core.redact import (_ANY_CASE, _ASSIGNMENT, _FORMATS, _HINTS, ENTROPY_BITS, Secret,
-                                 entropy, find_secrets, redact)
+from cortex_core.redact import (_ANY_CASE, _ASSIGNMENT, _FORMATS, _HINT, _HINT_ANY_CASE, _HINTS,
+                                 ENTROPY_BITS, Secret, entropy, find_secrets, redact)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -369,7 +369,8 @@ def _samples() -> dict[str, str]:
     return out
 
 
-_PATTERNS = [(kind, pattern) for kind, pattern, _ in _FORMATS] + [("assignment", _ASSIGNMENT)]
+_PATTERNS = [(kind, pattern) for kind, pattern, _ in _FORMATS] + [
+    ("assignment", _ASSIGNMENT), ("hints", _HINT), ("hints in any case", _HINT_ANY_CASE)]
 _BOUND = 2.0   # seconds for 100 KB: catastrophic backtracking takes minutes, linear ~10 ms
 
 
