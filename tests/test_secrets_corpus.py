@@ -62,7 +62,8 @@ def corpus_repo(tmp_path_factory) -> ScriptedRepo:
     pending = set(range(len(EXAMPLES)))
     repo.write("app/__init__.py", "")
     repo.write(SETTINGS, settings_file(pending))
-    repo.write("app/legacy.py", "".join(f"LEGACY_{i} = {e.line!r}\n" for i, e in enumerate(EXAMPLES)))
+    repo.write("app/legacy.py",
+               "".join(f"LEGACY_{i} = {e.line!r}\n" for i, e in enumerate(EXAMPLES)))
     repo.commit("corpus: add the settings", days_ago=60)
     for i, e in enumerate(EXAMPLES):
         pending.discard(i)
