@@ -215,9 +215,10 @@ _FORMATS: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
          _random_like),
     )]
 
-# Strings every match of a format holds, tried first: a substring test costs far less than a
-# regex pass, and most texts hold none of them. Kinds in _ANY_CASE are tested on the lower-cased
-# text. tests/test_redact.py checks that each example of a kind holds one of its hints.
+# Strings every match of a format holds. One pass of _HINT (and of _HINT_ANY_CASE, in any case,
+# for the kinds in _ANY_CASE) tells which formats can match at all: most texts hold none, and a
+# regex pass per format would double the time of redact(). tests/test_redact.py checks that every
+# match in the corpus holds a hint of its kind.
 _HINTS: dict[str, tuple[str, ...]] = {
     "private-key": ("-----BEGIN ",), "aws-access-key": ("AKIA", "ASIA"), "gcp-api-key": ("AIza",),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
