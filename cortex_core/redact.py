@@ -243,13 +243,20 @@ def _hint_pattern(any_case: bool) -> re.Pattern[str]:
 
 
 _HINT, _HINT_ANY_CASE = _hint_pattern(False), _hint_pattern(True)
+_KINDS_OF_HINT: dict[str, set[str]] = {}
+for _kind, _hints in _HINTS.items():
+    for _hint in _hints:
+        _KINDS_OF_HINT.setdefault(_hint, set()).add(_kind)
 
 
 def _hinted(text: str) -> set[str]:
     """The kinds whose hints are in text: one pass of each hint pattern."""
-    present = set(_HINT.findall(text))
-    present.update(h.lower() for h in _HINT_ANY_CASE.findall(text))
-    return {kind for kind, hints in _HINTS.items() if not present.isdisjoint(hints)}
+    kinds: set[str] = set()
+    for hint in _HINT.findall(text):
+        kinds |= _KINDS_OF_HINT[hint]
+    for hint in _HINT_ANY_CASE.findall(text):
+        kinds |= _KINDS_OF_HINT[hint.lower()]
+    return kinds
 
 _KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
             r"|(?:api|access|private|auth|signing|encryption)[_.\-]?key"
