@@ -179,7 +179,8 @@ def status(s: Status, root: Path, now: float) -> str:
         *([f"  location: {s.store_reason}"] if s.store_reason else []),
         f"last indexed commit: {s.head[:10] if s.head else 'none'} ({indexed})"
         f"{'; all branches' if s.all_branches else ''}",
-        f"commits: {s.commits}{span} by {s.authors} authors; {s.merges} merges"
+        f"commits: {s.commits}{span} by {s.authors} author{'s' if s.authors != 1 else ''};"
+        f" {s.merges} merge{'s' if s.merges != 1 else ''}"
         + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",

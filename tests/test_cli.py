@@ -68,6 +68,7 @@ def test_index_then_query_everything(shop):
 
     status = cortex("status", cwd=shop.path)
     assert "commits: 2" in status.stdout and "python" in status.stdout
+    assert "by 2 authors; 0 merges" in status.stdout
     assert json.loads(cortex("status", "--json", cwd=shop.path).stdout)["symbols_alive"] == 3
 
 
