@@ -13,13 +13,19 @@ the history is "not found" to it. git itself fetches such objects on demand. Two
 Either way git stores what it fetched in the repository, where libgit2 finds it on its next read
 (it rescans the packs when an object is not found). Offline, neither can succeed: the first
 failure marks the remote unreachable and nothing is fetched after it, so a run never pays one
-failed connection per object. Nothing here ever prompts or waits for a terminal.
+failed connection per object. Nothing here ever prompts or waits for a terminal, nor for a remote
+that stops answering: a fetch silent for FETCH_IDLE_SECONDS (git's progress is its sign of life)
+is killed, with whatever it started, and counts as the remote being unreachable.
 """
 
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 
 import pygit2
@@ -37,8 +43,64 @@ CAUSE_PARTIAL = "partial clone"
 CAUSE_DAMAGED = "missing from the repository"
 
 
+# A remote that accepts a connection and then never answers (a stalled server, a remote helper
+# that hangs) must not hold a run forever; CORTEX_FETCH_IDLE_SECONDS sets another bound.
+IDLE_ENV = "CORTEX_FETCH_IDLE_SECONDS"
+FETCH_IDLE_SECONDS = 60.0
+
+
+def fetch_idle_seconds() -> float:
+    try:
+        value = float(os.environ.get(IDLE_ENV, ""))
+    except ValueError:
+        return FETCH_IDLE_SECONDS
+    return value if value > 0 else FETCH_IDLE_SECONDS
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, **_GIT_ENV}
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Kill a git started in a session of its own, and everything it started (a remote helper,
+    ssh), then reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait()
+
+
+def _fetch_until_idle(args: list[str], workdir: str, data: bytes, idle: float) -> int | None:
+    """Run a fetch with `data` on its stdin; its return code, None when it was silent (no
+    progress on stderr) for `idle` seconds and was killed."""
+    process = subprocess.Popen(args, cwd=workdir, env=_env(), stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+
+    def feed() -> None:
+        try:
+            process.stdin.write(data)
+            process.stdin.close()
+        except OSError:
+            pass
+    threading.Thread(target=feed, daemon=True).start()
+    err = process.stderr.fileno()
+    try:
+        while True:
+            ready, _, _ = select.select([err], [], [], idle)
+            if not ready:
+                _kill(process)
+                return None
+            if not os.read(err, 65536):
+                break
+        try:
+            return process.wait(timeout=idle)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            return None
+    finally:
+        process.stderr.close()
 
 
 def promisor_remote(repo: pygit2.Repository) -> str | None:
@@ -90,13 +152,12 @@ def prefetch(workdir: str, remote: str, tips: list[str], hide: list[str]) -> Pre
         if not oids:
             break
         # What git's lazy fetch runs (promisor-remote.c), for all the objects at once.
-        done = subprocess.run(
+        code = _fetch_until_idle(
             ["git", *_GIT_CONFIG, "-c", "fetch.negotiationAlgorithm=noop", "fetch", remote,
-             "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+             "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--progress",
              "--filter=blob:none", "--stdin"],
-            cwd=workdir, env=_env(), input="\n".join(oids) + "\n", capture_output=True,
-            text=True, check=False)
-        if done.returncode != 0:
+            workdir, ("\n".join(oids) + "\n").encode(), fetch_idle_seconds())
+        if code != 0:
             return Prefetch(total + len(oids), False)
         total += len(oids)
     return Prefetch(total, True)
@@ -120,7 +181,7 @@ class ObjectSource:
             process = self._start()
             process.stdin.write(oid.encode() + b"\n")
             process.stdin.flush()
-            answer = process.stdout.readline().decode("ascii", "replace")
+            answer = self._answer(process).decode("ascii", "replace")
         except OSError:
             answer = ""
         if answer.endswith(" missing\n") or not answer:
@@ -136,8 +197,24 @@ class ObjectSource:
             self._process = subprocess.Popen(
                 ["git", *_GIT_CONFIG, "cat-file", "--batch-check"], cwd=self.workdir,
                 env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL)
+                stderr=subprocess.DEVNULL, bufsize=0, start_new_session=True)
         return self._process
+
+    @staticmethod
+    def _answer(process: subprocess.Popen) -> bytes:
+        """git's one line of answer; empty when it did not come within the idle bound (the
+        process is then killed: the remote hangs)."""
+        out = process.stdout.fileno()
+        deadline = time.monotonic() + fetch_idle_seconds()
+        line = b""
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(out, 4096) if ready else b""
+            if not chunk:
+                _kill(process)
+                return b""
+            line += chunk
+        return line
 
     def close(self) -> None:
         process, self._process = self._process, None

@@ -194,6 +194,49 @@ def test_without_git_the_reader_records_the_missing_blobs(served, tmp_path):
     assert str(commit.tree["app.py"].id) in record.missing
 
 
+def hanging_remote(clone: Path, tmp_path: Path) -> dict:
+    """Point the clone's remote at a remote helper that never answers (a stalled server); the
+    environment that finds the helper, with a short idle bound."""
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    helper = helpers / "git-remote-hang"
+    helper.write_text("#!/bin/sh\nexec sleep 3600\n")
+    helper.chmod(0o755)
+    git(clone, "remote", "set-url", "origin", "hang::nowhere")
+    return dict(GIT_ENV, PATH=f"{helpers}{os.pathsep}{os.environ['PATH']}",
+                CORTEX_FETCH_IDLE_SECONDS="2", PYTHONPATH=str(PROJECT))
+
+
+def test_a_remote_that_never_answers_does_not_hold_the_index(served, tmp_path):
+    clone = partial_clone(served, tmp_path / "partial")
+    lacking = missing_count(clone)
+    env = hanging_remote(clone, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "cortex_core.cli", "index", "--json",
+                           "--quiet", "--model", "none", "--jobs", "1"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["missing_objects"] == lacking and summary["objects_fetched"] == 0
+    assert summary["missing_cause"] == "partial clone, remote unreachable"
+    assert summary["total_commits"] == COMMITS
+
+
+def test_a_lazy_fetch_from_a_remote_that_never_answers_gives_up(served, tmp_path,
+                                                                monkeypatch):
+    clone = partial_clone(served, tmp_path / "partial")
+    env = hanging_remote(clone, tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("CORTEX_FETCH_IDLE_SECONDS", "2")
+    repo = pygit2.Repository(str(clone))
+    blob = str(repo.revparse_single("HEAD~3").tree["app.py"].id)
+    source = ObjectSource(str(clone), online=True)
+    try:
+        assert source.fetch(blob) is False
+        assert source.online is False   # the other objects of the run are not asked for
+    finally:
+        source.close()
+
+
 def test_a_shallow_clone_starts_at_its_oldest_commit_with_nothing_missing(served, tmp_path):
     clone = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))
