@@ -635,8 +635,9 @@ def cmd_context(args) -> int:
 
 
 def _note_writer(args):
-    from .store import open_note_writer   # never creates or migrates: that is the indexer's
+    from .store import check_location, open_note_writer   # never creates or migrates
     root, db = _locate(args)
+    check_location(db)
     if not db.is_file():
         raise CortexError(f"no index at {db}; run `cortex index` first")
     return root, open_note_writer(db)

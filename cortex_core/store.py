@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,6 +105,17 @@ def check_location(path: Path) -> None:
         if candidate.is_symlink():
             raise StoreError(f"refusing to use {candidate}: it is a symbolic link (remove it, or "
                              "give the index another place with --db)")
+    # The database and its journals are regular files: a directory or a FIFO there (opening a
+    # FIFO blocks or fails with an I/O error deep in SQLite) is named, with the fix.
+    for candidate in (Path(str(path) + s) for s in ("", "-wal", "-shm")):
+        try:
+            mode = candidate.lstat().st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise StoreError(f"cannot use {candidate}: it is {kind} (remove it, or give the "
+                             "index another place with --db)")
 
 
 def shipped_store(repo_root: Path) -> str | None:
@@ -154,9 +166,9 @@ def migrate(con: apsw.Connection, path: Path) -> None:
 
 def open_reader(path: Path) -> apsw.Connection:
     """A read connection to an existing, up-to-date store. Never blocks on the indexer."""
+    check_location(path)
     if not path.is_file():
         raise StoreError(f"no index at {path}; run `cortex index` first")
-    check_location(path)
     con = _connect_reader(path)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
@@ -170,9 +182,9 @@ def open_note_writer(path: Path) -> apsw.Connection:
     and never migrates it: that is the indexer's, under its lock (a note writer that did raced a
     rebuild's migration). A rebuild empties the store in place (ingest.fresh_store), so notes
     written meanwhile land in the file the rebuild keeps."""
+    check_location(path)
     if not path.is_file():
         raise StoreError(f"no index at {path}; build it first (`sync`, or `cortex index`)")
-    check_location(path)
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:

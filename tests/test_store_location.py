@@ -148,6 +148,22 @@ def test_a_symbolic_link_is_still_refused_not_bypassed(shop, cache, tmp_path):
 
 # -- a folder we may not write: an unprivileged user -----------------------------------------
 
+@pytest.mark.parametrize("what", ["folder", "fifo"])
+def test_a_database_that_is_not_a_file_is_named_with_the_fix(shop, cache, what):
+    db = shop.path / ".cortex" / "cortex.db"
+    db.parent.mkdir()
+    if what == "folder":
+        db.mkdir()
+    else:
+        os.mkfifo(db)
+    kind = "a folder" if what == "folder" else "not a regular file"
+    for command in (["index", "--quiet"], ["status"], ["note", "add", "shop/cart.py", "hi"]):
+        done = cortex(*command, cwd=shop.path, cache=cache)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip() == (f"cortex: cannot use {db}: it is {kind} (remove it, or "
+                                       "give the index another place with --db)"), command
+
+
 def _run_as_nobody() -> list[str] | None:
     """A command prefix that runs as an unprivileged user, or None where there is none (we run
     as root here, and as root permission bits never stop a write)."""
