@@ -330,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cortex: the index is damaged ({exc}); run `cortex index --rebuild` (it keeps "
               "the notes it can read)", file=sys.stderr)
         return 1
+    except (apsw.FullError, apsw.IOError) as exc:   # a full disk, a file size limit, a failing disk
+        print(f"cortex: cannot read or write the index ({exc}): is the disk full? Free some space "
+              "and run the command again (a rebuild goes on where it stopped)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("cortex: interrupted (the index stays consistent; run again to continue)",
               file=sys.stderr)

@@ -36,7 +36,7 @@ from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from .object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE, ObjectSource,
                             prefetch, promisor_remote)
 from .read_pool import WorkerError, head_files_parallel, read_parallel
-from .salvage import Recovery, replace_damaged, store_damage
+from .salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from .skip_rules import record_limits
 from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
@@ -117,6 +117,7 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             con.close()
             (con, recovery), rebuild = fresh_store(db_path), True
         try:
+            recovery = resume_salvage(db_path, con) or recovery
             jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
             indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
             try:

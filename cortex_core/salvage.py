@@ -68,14 +68,19 @@ def store_damage(db_path: Path) -> str | None:
     return "; ".join(problems)[:300] if problems else None
 
 
-def move_aside(db_path: Path) -> Path:
-    """Rename the database and its -wal/-shm to `<name>.corrupt-<UTC time>[-wal|-shm]`."""
+def _aside_name(db_path: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = db_path.with_name(f"{db_path.name}.corrupt-{stamp}")
     n = 1
     while any(Path(f"{target}{s}").exists() for s in _SUFFIXES):
         n += 1
         target = db_path.with_name(f"{db_path.name}.corrupt-{stamp}-{n}")
+    return target
+
+
+def move_aside(db_path: Path, target: Path | None = None) -> Path:
+    """Rename the database and its -wal/-shm to `<name>.corrupt-<UTC time>[-wal|-shm]`."""
+    target = target or _aside_name(db_path)
     for suffix in _SUFFIXES:
         source = Path(f"{db_path}{suffix}")
         try:
@@ -373,9 +378,16 @@ def _values(payload: bytes, types: list[int], at: int) -> list:
 
 def replace_damaged(db_path: Path, damage: str):
     """Move the damaged store aside and open a new one at `db_path` holding the notes read back
-    from it. Returns (connection, Recovery). The caller holds the writer lock."""
+    from it. Returns (connection, Recovery). The caller holds the writer lock.
+
+    Until the notes are in the new store, `<db>.salvage` names the file moved aside: a run that
+    stops in between (killed, interrupted, the disk full) is finished by the next one
+    (resume_salvage), which would otherwise find a sound, empty store and never look back."""
     from .store import open_writer
-    moved = move_aside(db_path)
+    pending = pending_path(db_path)
+    target = _aside_name(db_path)
+    _write_pending(pending, target)
+    moved = move_aside(db_path, target)
     notes, method = salvage_notes(moved)
     con = open_writer(db_path)
     try:
@@ -384,7 +396,54 @@ def replace_damaged(db_path: Path, damage: str):
     except BaseException:
         con.close()
         raise
+    _remove(pending)
     return con, Recovery(damage, str(moved), len(notes), saved, method)
+
+
+def pending_path(db_path: Path) -> Path:
+    return Path(f"{db_path}.salvage")
+
+
+def resume_salvage(db_path: Path, con) -> Recovery | None:
+    """Finish a rebuild that moved a damaged store aside and stopped before its notes were in
+    the new store (see replace_damaged); None when there is none to finish."""
+    pending = pending_path(db_path)
+    try:
+        name = Path(pending.read_text(encoding="utf-8").strip()).name
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        name = ""
+    moved = db_path.with_name(name) if name.startswith(f"{db_path.name}.corrupt-") else None
+    if moved is None or not moved.is_file():
+        _remove(pending)
+        return None
+    notes, method = salvage_notes(moved)
+    with con:
+        saved = restore_notes(con, notes)
+    _remove(pending)
+    return Recovery("an earlier rebuild stopped before its notes were saved", str(moved),
+                    len(notes), saved, method)
+
+
+def _write_pending(pending: Path, target: Path) -> None:
+    temporary = Path(f"{pending}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(target.name + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, pending)
+    except OSError as exc:
+        raise StoreError(f"cannot write {pending}: {exc.strerror or exc}") from None
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def carry_notes(source: Path, target: Path) -> int:

@@ -139,6 +139,36 @@ def test_a_destroyed_header_still_gives_back_the_notes(shop):
     assert "note 4: why this is so" in listed and "(superseded)" in listed
 
 
+def test_a_rebuild_stopped_after_moving_the_store_aside_keeps_the_notes(shop):
+    """The disk fills up (here: a file size limit) once the damaged store is moved aside, while
+    the new one is made: one line says so, and the next run still brings the notes back, though
+    it finds a sound, empty store in place."""
+    import resource
+    index_repository(shop.path, db_of(shop), Settings(), model="none")
+    write_notes(shop, 5)
+    overwrite(db_of(shop), [1])
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (32768, 32768))
+    full = subprocess.run([sys.executable, "-m", "cortex_core", "index", "--rebuild"],
+                          cwd=shop.path, capture_output=True, text=True, timeout=300,
+                          preexec_fn=small_files,
+                          env=dict(os.environ, PYTHONPATH=str(PROJECT), CORTEX_MODEL="none"))
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    assert full.stderr.count("\n") == 1 and "is the disk full?" in full.stderr
+    assert list(db_of(shop).parent.glob("cortex.db.corrupt-*[0-9]Z"))   # it was moved aside
+
+    out = cortex("index", "--rebuild", cwd=shop.path)
+    assert out.returncode == 0, out.stderr
+    assert "an earlier rebuild stopped before its notes were saved" in out.stdout
+    assert "6 notes saved from it, read page by page" in out.stdout
+    listed = cortex("note", "list", "--all", cwd=shop.path).stdout
+    assert "note 4: why this is so" in listed and "(superseded)" in listed
+    again = cortex("index", "--rebuild", cwd=shop.path)   # once only
+    assert again.returncode == 0 and "moved aside" not in again.stdout
+    assert len(json.loads(cortex("note", "list", "--all", "--json", cwd=shop.path).stdout)) == 6
+
+
 def test_notes_on_damaged_pages_are_lost_and_the_count_says_so(shop):
     index_repository(shop.path, db_of(shop), Settings(), model="none")
     write_notes(shop, 400)     # several leaf pages of notes
