@@ -565,7 +565,7 @@ class _Indexer:
         previous = dict(con.execute("select file_id, blob from head_files"))
         seen: set[int] = set()
         changed: list[tuple[str, str]] = []
-        for path, blob_id in _tree_blobs(head.tree):
+        for path, blob_id in _tree_blobs(self.repo, head.tree_id, self.missing):
             file_id = self._file_id(path)
             seen.add(file_id)
             if previous.get(file_id) != blob_id:
@@ -628,14 +628,20 @@ class _Indexer:
         return symbol_id
 
 
-def _tree_blobs(tree: pygit2.Tree, prefix: str = ""):
-    """(path, blob id) of every file in a tree, recursively; submodules and links to trees skipped."""
-    stack = [(tree, prefix)]
+def _tree_blobs(repo: pygit2.Repository, tree_id, missing: set[str]):
+    """(path, blob id) of every file in a tree, recursively; submodules and links to trees skipped.
+    A tree that cannot be read (missing, or its object damaged) adds its id to `missing`: the
+    files under it are not listed, the others are."""
+    stack = [(tree_id, "")]
     while stack:
-        current, base = stack.pop()
-        for entry in current:
-            name = base + text(entry.raw_name)
-            if entry.type_str == "tree":
-                stack.append((entry, name + "/"))
-            elif entry.type_str == "blob":
-                yield name, str(entry.id)
+        oid, base = stack.pop()
+        try:
+            entries = [(text(e.raw_name), e.type_str, e.id) for e in repo[oid]]
+        except (KeyError, ValueError, pygit2.GitError):
+            missing.add(str(oid))
+            continue
+        for name, kind, entry_id in entries:
+            if kind == "tree":
+                stack.append((entry_id, base + name + "/"))
+            elif kind == "blob":
+                yield base + name, str(entry_id)

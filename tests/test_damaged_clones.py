@@ -281,6 +281,28 @@ def damaged(damaged_source: Path, dest: Path, rev: str, what: str) -> tuple[Path
     return dest, oid
 
 
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_a_damaged_tree_at_head_does_not_stop_the_run(damaged_source, tmp_path, damage):
+    """HEAD's `lib` folder (a tree only HEAD has) deleted, or its object file overwritten with
+    bytes that are no object: the history is indexed, and HEAD's other files too."""
+    repo = tmp_path / "repo"
+    shutil.copytree(damaged_source, repo, symlinks=True)
+    oid = git(repo, "rev-parse", "HEAD:lib")
+    path = repo / ".git/objects" / oid[:2] / oid[2:]
+    if damage == "missing":
+        path.unlink()
+    else:
+        path.chmod(0o644)
+        path.write_bytes(b"these bytes are no zlib stream" * 4)
+    summary = index(repo, 1)
+    assert summary["total_commits"] == COMMITS
+    # lib's tree, and HEAD's root tree, whose diff the commit reader cannot complete: the last
+    # commit has no file changes, every other commit is whole.
+    assert summary["missing_objects"] == 2
+    assert status(repo)["symbols_alive"] == 2   # step and stay; helper was under lib/
+    assert len(history(repo, "app.py::step")) == COMMITS - 1
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, tmp_path,
                                                                 jobs):
