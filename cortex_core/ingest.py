@@ -111,9 +111,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
         con, recovery = fresh_store(db_path) if rebuild else (open_writer(db_path), None)
-        if not rebuild and get_meta(con, "rebuild_history"):
+        if not rebuild and (get_meta(con, "rebuild_history") or _deepened(con, repo)):
             # Written by a Cortex that named symbols otherwise (schema migration 4): its
-            # identities cannot be extended incrementally.
+            # identities cannot be extended incrementally. Or a shallow clone was deepened: its
+            # former boundary commits were read as adding every file, and the commits now
+            # behind them are ancestors of the recorded tips, which a run never walks again.
             con.close()
             (con, recovery), rebuild = fresh_store(db_path), True
         try:
@@ -143,6 +145,24 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
 
 def _nothing() -> None:
     pass
+
+
+def shallow_commits(repo: pygit2.Repository) -> set[str]:
+    """The boundary commits of a shallow clone (git's `shallow` file); empty for a full one."""
+    try:
+        lines = (Path(repo.path) / "shallow").read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return set(lines)
+
+
+def _deepened(con, repo: pygit2.Repository) -> bool:
+    """A boundary commit the last run saw is no longer one (`git fetch --deepen`, --unshallow)."""
+    try:
+        recorded = set(json.loads(get_meta(con, "shallow") or "[]"))
+    except (ValueError, TypeError):
+        return False
+    return bool(recorded - shallow_commits(repo))
 
 
 def fresh_store(db_path: Path) -> tuple[apsw.Connection, Recovery | None]:
@@ -268,6 +288,7 @@ class _Indexer:
             versions.write_head(str(head.id))
             update_pruned(con)
             set_meta(con, "tips", json.dumps(tips))
+            set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
             record_limits(con, self.settings)

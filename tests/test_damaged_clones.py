@@ -247,6 +247,22 @@ def test_a_shallow_clone_starts_at_its_oldest_commit_with_nothing_missing(served
     assert status(clone)["missing"] is None
 
 
+def test_a_shallow_clone_deepened_later_gets_its_older_history(served, tmp_path):
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))
+    assert index(clone, 1)["total_commits"] == 5
+    note = cortex("note", "add", "app.py::step", "kept across the rebuild", cwd=clone)
+    assert note.returncode == 0, note.stderr
+    git(clone, "fetch", "-q", "--deepen", "20")
+    summary = index(clone, 1)
+    assert summary["total_commits"] == 25 and summary["missing_objects"] == 0
+    step = history(clone, "app.py::step")
+    # The old boundary commit changed step's body; it did not add it.
+    assert len(step) == 25 and [e["change"] for e in step].count("added") == 1
+    assert "kept across the rebuild" in cortex("note", "list", cwd=clone).stdout
+    assert index(clone, 1)["new_commits"] == 0   # once: the next run is incremental again
+
+
 # -- damaged repositories ----------------------------------------------------------------------
 
 def loose(path: Path) -> None:
