@@ -132,7 +132,10 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             raise StoreError(f"the index at {db_path} is damaged ({exc}); run `cortex index "
                              "--rebuild` (it keeps the notes it can read)") from None
         except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
-            raise CortexError(f"git error while indexing {repo_root}: {exc}") from None
+            # What is left after every missing object was tolerated: HEAD itself cannot be read.
+            raise CortexError(f"git error while indexing {repo_root}: {exc}; the repository is "
+                              "damaged where its current commit is (`git fsck` lists what is "
+                              "missing; a fresh clone repairs it)") from None
         except WorkerError as exc:
             raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
                               " was stored is kept — run again with --jobs 1") from None

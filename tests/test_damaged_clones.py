@@ -319,6 +319,15 @@ def test_a_damaged_tree_at_head_does_not_stop_the_run(damaged_source, tmp_path, 
     assert len(history(repo, "app.py::step")) == COMMITS - 1
 
 
+def test_a_missing_head_commit_names_the_way_out(damaged_source, tmp_path):
+    """The one damage no run can go around: the commit HEAD names. One line, the fix named."""
+    repo, _ = damaged(damaged_source, tmp_path / "repo", "HEAD", "commit")
+    done = cortex("index", "--quiet", cwd=repo)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert "`git fsck` lists what is missing" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, tmp_path,
                                                                 jobs):
