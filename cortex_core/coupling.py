@@ -17,11 +17,11 @@ enough (`min_support` 1): it is shown as weak evidence, and ordered by its recen
 others. Every path is a candidate and counts in the commits' sets, whatever its indexing level
 (lockfiles and generated files are exactly what a reviewer forgets), except changelogs, which
 change with everything (CHANGELOG, HISTORY, NEWS..., towncrier fragments). Identities follow
-renames and moves forward, so a file's earlier names count as the file. Only candidates alive at
-HEAD are returned.
+renames and moves forward in time (Lineage), so a file's earlier names count as the file and a
+reused name starts a lineage of its own. Only candidates alive at HEAD are returned.
 
 The half-life was picked on time-split histories of repositories kept apart from the ones the
-numbers are reported on (bench/bench_cochange.py, docs/cochange.md).
+numbers are reported on (bench/bench_cochange.py; the README's Numbers).
 """
 
 from __future__ import annotations
