@@ -476,8 +476,8 @@ def run(default: Path | None, db: Path | None = None) -> None:
     server = build_server(memory)
     # A client that stops the server with SIGTERM (the SDK's stdio client does, after closing
     # stdin) still gets the indexer child interrupted: it runs in its own session.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGHUP, lambda *_: sys.exit(129))
+    signal.signal(signal.SIGTERM, _stop(memory, 143))
+    signal.signal(signal.SIGHUP, _stop(memory, 129))
     code = 0
     try:
         server.run("stdio")
@@ -496,3 +496,24 @@ def run(default: Path | None, db: Path | None = None) -> None:
         # flushed when it was written; the indexer is stopped.
         sys.stderr.flush()
         os._exit(code)
+
+
+STOP_GRACE = 5.0   # seconds the normal way out may take before the watchdog takes it
+
+
+def _stop(memory: Memory, code: int):
+    """A signal handler that exits with `code` through the normal way out (SystemExit from the
+    main thread: stdio closed, indexer interrupted). A watchdog makes sure of it: the SystemExit
+    can land inside library code that swallows it (seen once on a loaded machine: the server
+    outlived its SIGTERM), and then the watchdog stops the indexer and exits itself."""
+    def watchdog() -> None:
+        memory.indexers.close(grace=1.0)
+        sys.stderr.flush()
+        os._exit(code)
+
+    def handler(*_) -> None:
+        timer = threading.Timer(STOP_GRACE, watchdog)
+        timer.daemon = True
+        timer.start()
+        sys.exit(code)
+    return handler
