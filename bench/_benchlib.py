@@ -252,6 +252,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[rank - 1]
 
 
+def best_of(fn, runs: int = 3) -> float:
+    """The fastest of `runs` calls of `fn`, in seconds: the least disturbed by a shared machine."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def ratio(baseline: float, value: float) -> float:
     return baseline / value if value > 0 else float("inf")
 

@@ -27,7 +27,6 @@ import argparse
 import random
 import re
 import sys
-import time
 from pathlib import Path
 
 import _benchlib as bl
@@ -69,10 +68,10 @@ def measure(args, work: Path) -> dict:
     pages = damage(damaged)
     out = {"environment": env, "db_bytes": bl.db_size(sound), "notes": notes_total,
            "pages_overwritten": pages}
-    out["quick_check_s"] = best(lambda: store_damage(sound), 3)
+    out["quick_check_s"] = bl.best_of(lambda: store_damage(sound), 3)
     assert store_damage(sound) is None and store_damage(damaged)
-    out["salvage_sql_s"] = best(lambda: _notes_by_sql(sound), 3)
-    out["salvage_pages_s"] = best(lambda: _notes_by_pages(damaged), 3)
+    out["salvage_sql_s"] = bl.best_of(lambda: _notes_by_sql(sound), 3)
+    out["salvage_pages_s"] = bl.best_of(lambda: _notes_by_pages(damaged), 3)
     out["found_sql"] = len(_notes_by_sql(sound))
     out["found_pages"] = len(_notes_by_pages(damaged))
     out["sqlite3_recover"] = {name: recover(db) for name, db in (("sound", sound),
@@ -144,14 +143,6 @@ def recover(db: Path) -> dict | None:
             "notes_found": len(set(re.findall(r"'(note \d+(?::|, corrected))", text))),
             "error": done.stderr.decode("utf-8", "replace").strip()[:200] or None}
 
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def lines(r: dict) -> list[str]:

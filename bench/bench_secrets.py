@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import random
 import string
 import subprocess
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _benchlib import PROJECT_DIR, environment, environment_lines  # noqa: E402
+from _benchlib import PROJECT_DIR, best_of, environment, environment_lines  # noqa: E402
 from secret_corpus import EXAMPLES, PUBLISHABLE  # noqa: E402
 
 from cortex_core import redact as current  # noqa: E402
@@ -148,14 +147,6 @@ def entropy_table() -> dict:
                                                 for _ in range(5000)), 3)
     return table
 
-
-def best_of(fn, runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 _HOSTILE = {

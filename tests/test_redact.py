@@ -6,7 +6,6 @@ Every secret here is fake but well-formed, assembled from pieces so that no real
 from __future__ import annotations
 
 import base64
-import re
 import string
 import sys
 import time

@@ -242,8 +242,8 @@ def read_only(repo: Path, *commands: list[str]) -> list[subprocess.CompletedProc
     mount goes away with the process)."""
     results = []
     for args in commands:
-        script = (f'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && '
-                  f'exec "$@"')
+        script = ('mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && '
+                  'exec "$@"')
         results.append(subprocess.run(
             ["unshare", "-m", "sh", "-c", script, "sh", str(repo), sys.executable, "-m",
              "cortex_core", *args], cwd=repo, capture_output=True, text=True, timeout=300,
