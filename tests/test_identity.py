@@ -317,6 +317,42 @@ def test_a_space_after_a_comment_marker_is_formatting():
     assert change_kind(b"void f() {\n    // todo\n}", b"void f() {\n    // done\n}", "java") == "docs"
 
 
+@pytest.mark.parametrize("old, new, kind", [
+    # A space removed after a word is a change of the doc's text (Javadoc keeps it) ...
+    ("/**\n * Parses it \n * fast.\n */\nvoid f() {}",
+     "/**\n * Parses it\n * fast.\n */\nvoid f() {}", "docs"),
+    # ... but not the decoration: ` * ` made ` *`, indentation, CR LF, a blank line at an end.
+    ("/**\n * Parses.\n * \n * @param a\n */\nvoid f() {}",
+     "/**\n * Parses.\n *\n * @param a\n */\nvoid f() {}", "reformatted"),
+    ("  /**\n   * Parses.\n   */\n  void f() {}",
+     "/**\r\n * Parses.\r\n *\r\n */\nvoid f() {}", "reformatted"),
+    ("/** Parses. */ void f() {}", "/**\n * Parses.\n */\nvoid f() {}", "reformatted"),
+    # Other comments are compared without any whitespace.
+    ("/* parses \n */ void f() {}", "/* parses\n */ void f() {}", "reformatted"),
+    ("/** Parses. */ void f() {}", "/** Reads. */ void f() {}", "docs"),
+])
+def test_a_doc_comment_is_compared_as_its_text(old, new, kind):
+    assert change_kind(old.encode(), new.encode(), "java") == kind
+
+
+def test_a_class_change_is_judged_on_its_own_text(repo, cortex):
+    repo.write("c.py", "class C:\n    limit = 1\n\n    def f(self):\n        return 1\n")
+    repo.commit("c")
+    # One commit comments the class's own line and changes a method's body: the class's change
+    # is a doc change, the method's a body change (before, the class's text held the method's).
+    repo.write("c.py",
+               "class C:\n    limit = 1  # at most\n\n    def f(self):\n        return 2\n")
+    repo.commit("comment the limit, return 2")
+    repo.write("c.py",
+               "class C:\n    limit = 2  # at most\n\n    def f(self):\n        return 2\n")
+    repo.commit("raise the limit")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "c.py", "C.f") == [("comment the limit, return 2", "body"), ("c", "added")]
+    assert subjects(con, "c.py", "C") == [("raise the limit", "body"),
+                                          ("comment the limit, return 2", "docs"), ("c", "added")]
+
+
 @pytest.mark.parametrize("language, source", [
     ("java", b"class A { void f(int[ x) { class B { void g() {} } } }"),  # unbalanced tag
     ("java", b"class A { void m() { new constFoo() { public void run() {} }; } }"),
