@@ -257,11 +257,28 @@ def _at_an_edge(old: Symbol, new: Symbol, hunks: list[Hunk]) -> bool:
 
 def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> list[bytes]:
     """A definition's text: every part of its identity (an implementation and its overload
-    stubs). Equal texts although the diff touched the lines: libgit2 has no indent heuristic,
-    so an inserted block can slide onto an identical line at the edge of the next definition (a
-    `@property` above it) that `git diff` would leave alone; a newline added at the end of the
-    file touches the last line, not the definition."""
-    return [source[s.start_byte:s.end_byte] for s in symbols if s.qualname == qualname]
+    stubs); a class's own text, without its members (their changes are theirs, and a Java class
+    is most of its file: lexing all of it for a field added was most of the lexer's time). Equal
+    texts although the diff touched the lines: libgit2 has no indent heuristic, so an inserted
+    block can slide onto an identical line at the edge of the next definition (a `@property`
+    above it) that `git diff` would leave alone; a newline added at the end of the file touches
+    the last line, not the definition."""
+    return [source[s.start_byte:s.end_byte] if s.kind in _CALLABLE
+            else _own_text(symbols, i, source)
+            for i, s in enumerate(symbols) if s.qualname == qualname]
+
+
+def _own_text(symbols: list[Symbol], index: int, source: bytes) -> bytes:
+    """A container's text with each member cut down to a line break (a callable's inner
+    definitions stay: they are part of its code)."""
+    outer = symbols[index]
+    pieces, at = [], outer.start_byte
+    for child in sorted((s for s in symbols if s.parent == index), key=lambda s: s.start_byte):
+        if child.start_byte >= at:
+            pieces.append(source[at:child.start_byte])
+            at = child.end_byte
+    pieces.append(source[at:outer.end_byte])
+    return b"\n".join(pieces)
 
 
 _STRONGEST = {"reformatted": 0, "docs": 1, "body": 2, "signature": 3}
@@ -288,7 +305,6 @@ SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
 MOVED_SIMILAR = 0.5           # step 6: the same name in another scope or file, with edits
 RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
 MAX_CANDIDATES = 2_500        # a matching compares at most this many pairs (gone x born)
-_CALLABLE = frozenset({"function", "method"})
 
 
 def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
