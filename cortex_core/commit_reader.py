@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
+from .blobs import blob_bytes
 from .config import IndexSettings
 from .languages import language_for_path
 from .merge_reader import MergeFile, find_renames, read_merge
@@ -151,8 +152,8 @@ class CommitReader:
         if reason is None and ((status != "A" and old_blob is None) or
                                (status != "D" and new_blob is None)):
             reason = "missing object"  # a shallow or damaged repository
-        # pygit2 copies a blob's bytes on every `.data`: read each once, and not at all when
-        # the name already rules the content out.
+        # Each blob's bytes are read once (blobs.py), and not at all when the name already
+        # rules the content out.
         old_data = new_data = b""
         if reason not in UNREADABLE:
             old_data, new_data, reason = self._content(reason, old_blob, new_blob)
@@ -188,7 +189,7 @@ class CommitReader:
             elif blob.is_binary:
                 return b"", b"", "binary"
             else:
-                datas.append(blob.data)
+                datas.append(blob_bytes(blob))
         judged = datas[1] if new_blob is not None else datas[0]
         return datas[0], datas[1], reason or skip_by_content(judged, self.settings)
 
@@ -223,7 +224,7 @@ class CommitReader:
         language = language_for_path(path)
         if language is None:
             return None, []  # only the content checks above are worth a read
-        data = blob.data
+        data = blob_bytes(blob)
         reason = skip_by_content(data, self.settings)
         return reason, [] if reason else self.parser.symbols(language, blob_id, data)
 

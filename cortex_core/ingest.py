@@ -25,6 +25,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from .areas import update_areas
+from .blobs import blob_bytes
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
@@ -576,7 +577,7 @@ class _Indexer:
 
     def _read_blob(self, blob_id: str) -> bytes | None:
         try:
-            return self.repo[blob_id].data
+            return blob_bytes(self.repo[blob_id])
         except (KeyError, ValueError, pygit2.GitError):
             return None
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pygit2
 from pygit2.enums import DiffFind
 
+from .blobs import blob_bytes
 from .skip_rules import skip_by_path
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def _diff_each_parent(reader: CommitReader, entry: MergeFile, new_id: pygit2.Oid
     new_blob = reader.blob(new_id)
     if new_blob is not None and not new_blob.is_binary and \
             new_blob.size <= reader.settings.max_file_bytes:
-        entry.lines = _line_count(new_blob.data)
+        entry.lines = _line_count(blob_bytes(new_blob))
     seen: set[pygit2.Oid] = set()
     for index, origin in enumerate(found):
         if origin is None or origin[1] in seen:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from .blobs import blob_bytes
 from .languages import language_for_path
 from .resolve import RefRow, Resolver
 from .skip_rules import skip_by_content, skip_by_path
@@ -165,7 +166,7 @@ def _read(repo, blob: str) -> bytes | None:
         obj = repo.get(blob)
     except (ValueError, pygit2.GitError):
         return None
-    return obj.data if isinstance(obj, pygit2.Blob) else None
+    return blob_bytes(obj) if isinstance(obj, pygit2.Blob) else None
 
 
 def _record_go_module(con, repo) -> None:
