@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .context_pack import ContextPack, PackItem, pack, target_candidates
+from .token_count import DEFAULT_ENCODING
 from .errors import CortexError
 from .render import date
 from .symbol_info import HeatSettings, symbol_card
@@ -33,7 +34,7 @@ SUBJECTS = {"before-edit": "before editing {}", "explain": "why {} is the way it
 
 def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
              heat: HeatSettings = HeatSettings(), embedder=None, spec_fix=None,
-             now: float | None = None) -> ContextPack:
+             now: float | None = None, encoding: str = DEFAULT_ENCODING) -> ContextPack:
     """The pack for `purpose` about `at` (PATH, PATH::SYMBOL or PATH:LINE), within `budget`."""
     if purpose not in PURPOSES:
         raise CortexError(f"unknown purpose {purpose!r} ({', '.join(PURPOSES)})")
@@ -44,7 +45,7 @@ def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
     candidates = [status_item(con, repo_root, target, heat, now)]
     candidates += target_candidates(con, repo_root, spec, target, embedder)
     candidates = [replace(c, utility=c.utility * weights.get(c.section, 0.5)) for c in candidates]
-    return pack(SUBJECTS[purpose].format(target.label), candidates, budget)
+    return pack(SUBJECTS[purpose].format(target.label), candidates, budget, encoding=encoding)
 
 
 def status_item(con, repo_root: Path, target, heat: HeatSettings,

@@ -15,6 +15,7 @@ import apsw
 
 from . import __version__
 from .errors import CortexError
+from .token_count import ENCODINGS, encoding_name
 
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
@@ -174,13 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The focus symbol's code, its history with reasons, live "
                        "notes, what changes with it, related commits, docs and search hits, packed "
-                       "by utility per token under --budget. Every item is cited; secrets are "
-                       "redacted. Tokens are counted as documented in the README.")
+                       "by utility per token under --budget, the room left filled by the next item "
+                       "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
+                       "in --encoding (see the README).")
     p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
     p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
     p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
                    help="hard limit on the pack's size (default: 2000)")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--encoding", choices=ENCODINGS, metavar="{" + ",".join(ENCODINGS) + "}",
+                   type=_encoding, help="how tokens are counted (default: packs.encoding in "
+                   ".cortex/config.toml, else o200k; estimate over-counts, for other tokenizers)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
 
     p = sub.add_parser("note", help="notes on symbols, files or the repository",
@@ -274,6 +279,13 @@ def _since(text: str) -> int:
     from .dates import since
     try:
         return since(text)
+    except CortexError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _encoding(text: str) -> str:
+    try:
+        return encoding_name(text)
     except CortexError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -624,15 +636,19 @@ def cmd_context(args) -> int:
     from .context_pack import build_pack
     from .embeddings import load_embedder
     root, _, con = _reader(args)
+    settings = _settings(root)
     pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
                       fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
-                      half_life_days=_settings(root).search.half_life_days)
+                      half_life_days=settings.search.half_life_days,
+                      encoding=args.encoding or settings.packs.encoding)
+    if pack.note:
+        print(f"cortex: note: {pack.note}", file=sys.stderr)
     if args.json:  # the pack with its accounting
         return _emit_json(pack)
     if args.output:
         _write_file(args.output, pack.text)
         print(f"wrote {args.output}: {len(pack.items)} items, {pack.used}/{pack.budget} tokens"
-              f" ({pack.left_out} candidates left out)", file=sys.stderr)
+              f" ({pack.tokenizer}; {pack.left_out} candidates left out)", file=sys.stderr)
     else:
         sys.stdout.write(pack.text)
     return 0

@@ -27,6 +27,9 @@ of the wrong type are errors with a clear message rather than silently ignored.
     [search]
     half_life_days = 180.0        # the recency prior halves every this many days
 
+    [packs]
+    encoding = "o200k"            # how context packs count tokens: o200k, cl100k or estimate
+
     [clusters]
     min_clusters = 2              # bounds for the eigengap's choice of the number of areas
     max_clusters = 40
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .errors import CortexError
+from .token_count import DEFAULT_ENCODING, encoding_name
 
 DEFAULT_TRAILERS = (
     "Signed-off-by", "Co-authored-by", "Co-Authored-By", "Change-Id", "Reviewed-by", "Reviewed-on",
@@ -97,6 +101,11 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class PackSettings:
+    encoding: str = DEFAULT_ENCODING   # o200k, cl100k or estimate (cortex_core/token_count.py)
+
+
+@dataclass(frozen=True)
 class ClusterSettings:
     min_clusters: int = 2
     max_clusters: int = 40
@@ -111,6 +120,7 @@ class Settings:
     coupling: CouplingSettings = field(default_factory=CouplingSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    packs: PackSettings = field(default_factory=PackSettings)
     clusters: ClusterSettings = field(default_factory=ClusterSettings)
 
 
@@ -131,7 +141,7 @@ def load_settings(path: Path) -> Settings:
     return settings
 
 
-_SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "clusters")
+_SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "packs", "clusters")
 _ZERO_MEANS_OFF = {("coupling", "half_life_days")}
 _MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
@@ -150,6 +160,11 @@ def _apply(path: Path, section: str, current, values: dict):
         elif isinstance(default, str):
             if not isinstance(value, str) or not value.strip():
                 raise CortexError(f"{path}: {section}.{key} must be a non-empty string")
+            if (section, key) == ("packs", "encoding"):
+                try:
+                    value = encoding_name(value)
+                except CortexError as exc:
+                    raise CortexError(f"{path}: packs.encoding: {exc}") from None
         elif isinstance(default, float):
             zero = (section, key) in _ZERO_MEANS_OFF
             if isinstance(value, bool) or not isinstance(value, (int, float)) \

@@ -2,35 +2,34 @@
 
 Candidates — the focus symbol's code (or just its signature), its history with the reasons, live
 notes, what changes with it, related commits, search hits and doc sections — each get a utility.
-They are packed greedily by utility per token; each item costs what its rendering costs, so the
-rendered pack never exceeds the budget under `count_tokens`. Every item carries a citation (short
-sha, path:line, note id). All text is redacted before it is costed and rendered.
+They are packed greedily by utility per token; each item costs what its rendering costs in the
+pack's encoding. The room the greedy fill leaves is then given to the most useful candidate that
+did not fit, cut to fit (the focus code by whole lines, other text at a word, marked `…`). The
+rendered pack is counted whole at the end and never exceeds the budget under that count. Every item
+carries a citation (short sha, path:line, note id). All text is redacted before it is costed and
+rendered.
 
-Token counter (documented, deterministic, no tokenizer download): the text is cut into pieces that
-are either a run of word characters or a single other non-space character; a word costs
-ceil(length / 4) tokens, any other piece 1. It over-counts common BPE tokenizers on English and
-code, so a pack that fits here fits there.
+Tokens are counted by `token_count`: o200k by default, cl100k, or the documented estimate (also
+the fallback when the `bpe-openai` package is missing; the pack then says so in `note`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import CortexError
 from .redact import redact
+from .token_count import DEFAULT_ENCODING, count_tokens, counter, estimate_tokens
 
-_PIECE = re.compile(r"\w+|[^\w\s]")
+__all__ = ["PackItem", "ContextPack", "pack", "build_pack", "target_candidates", "count_tokens",
+           "estimate_tokens", "FORMATS"]
+
 FORMATS = ("markdown", "json")
 CODE_LINES_MAX = 400
-
-
-def count_tokens(text: str) -> int:
-    return sum(math.ceil(len(p) / 4) if p[0].isalnum() or p[0] == "_" else 1
-               for p in _PIECE.findall(text))
+MIN_CUT_TOKENS = 16      # a cut item must keep at least this much of its own text
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,7 @@ class PackItem:
     utility: float
     group: str = ""    # at most one item of a non-empty group (the code, or its signature)
     tokens: int = 0    # cost in the pack's format, set when packed
+    cut: bool = False  # its text was cut to fit the room left
 
 
 @dataclass(frozen=True)
@@ -53,26 +53,32 @@ class ContextPack:
     items: list[PackItem]
     left_out: int          # candidates that did not fit
     text: str              # the rendered pack
+    tokenizer: str = DEFAULT_ENCODING   # what counted: o200k, cl100k or estimate
+    note: str = ""         # why the tokens are estimated when an encoding was asked for
 
 
 # -- packing -----------------------------------------------------------------------------------
 
 
-def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "markdown") -> ContextPack:
-    """Greedy by utility per token under a hard budget; never exceeds it."""
+def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "markdown",
+         encoding: str = DEFAULT_ENCODING) -> ContextPack:
+    """Greedy by utility per token, then the room left filled by a cut item; never exceeds the
+    budget in `encoding`."""
     if fmt not in FORMATS:
         raise CortexError(f"unknown format {fmt!r} (markdown or json)")
     if budget < 1:
         raise CortexError("the budget must be at least 1 token")
+    tokens = counter(encoding)
+    count = tokens.count
     inert = _inert if fmt == "markdown" else str
     subject = inert(_one_line(redact(subject))[:MAX_SUBJECT])
-    header = count_tokens(_render(subject, budget, [], fmt))
+    header = count(_render(subject, budget, [], fmt))
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
                           "needs; give a larger --budget")
     costed = [replace(c, title=inert(_one_line(redact(c.title))),
                       text=_safe_text(redact(c.text), c, inert)) for c in _dedupe(candidates)]
-    costed = [replace(c, tokens=_item_cost(c, fmt)) for c in costed]
+    costed = [replace(c, tokens=_item_cost(c, fmt, count)) for c in costed]
     order = sorted(costed, key=lambda c: (-c.utility / max(c.tokens, 1), -c.utility, c.citation))
     chosen: list[PackItem] = []
     used, groups = header, set()
@@ -85,13 +91,26 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
             if item.group:
                 groups.add(item.group)
     chosen, used = _upgrade(chosen, costed, used, budget)
+    chosen, used = _fill(chosen, costed, used, budget, fmt, count)
     chosen = _reading_order(chosen)
     text = _render(subject, budget, chosen, fmt)
-    while count_tokens(text) > budget and chosen:   # a safety net; costs are exact by design
-        chosen.remove(min(chosen, key=lambda c: c.utility / max(c.tokens, 1)))
+    total = count(text)
+    # Costs add up exactly for the estimate; a BPE count can merge or split a token where two
+    # items meet, so the whole pack is counted, and a cut item shrinks (or an item goes) until
+    # it fits.
+    while total > budget and chosen:
+        over = total - budget
+        cut = next((c for c in chosen if c.cut), None)
+        n = chosen.index(cut) if cut else -1
+        smaller = _cut(cut, cut.tokens - over - 1, fmt, count) if cut else None
+        if smaller is not None:
+            chosen[n] = smaller
+        else:
+            chosen.remove(cut or min(chosen, key=lambda c: c.utility / max(c.tokens, 1)))
         text = _render(subject, budget, chosen, fmt)
-    return ContextPack(subject, budget, count_tokens(text), fmt, chosen,
-                       len(costed) - len(chosen), text)
+        total = count(text)
+    return ContextPack(subject, budget, total, fmt, chosen, len(costed) - len(chosen), text,
+                       tokens.tokenizer, tokens.note)
 
 
 def _upgrade(chosen: list[PackItem], costed: list[PackItem], used: int,
@@ -109,6 +128,82 @@ def _upgrade(chosen: list[PackItem], costed: list[PackItem], used: int,
                 used += alt.tokens - item.tokens
                 break
     return chosen, used
+
+
+def _fill(chosen: list[PackItem], costed: list[PackItem], used: int, budget: int, fmt: str,
+          count) -> tuple[list[PackItem], int]:
+    """The room the greedy fill left, given to the most useful candidates that did not fit, cut
+    to fit. A cut focus code replaces its signature when it shows more than the signature."""
+    taken = {(c.citation, c.title) for c in chosen}
+    by_group = {c.group: c for c in chosen if c.group}
+    rest = sorted((c for c in costed if (c.citation, c.title) not in taken),
+                  key=lambda c: (-c.utility, c.citation))
+    for item in rest:
+        room = budget - used
+        if room < MIN_CUT_TOKENS:
+            break
+        held = by_group.get(item.group) if item.group else None
+        if held is not None and held.utility >= item.utility:
+            continue
+        smaller = _cut(item, room + (held.tokens if held else 0), fmt, count)
+        if smaller is None or (held is not None and len(smaller.text) <= len(held.text)):
+            continue
+        if held is not None:
+            chosen[chosen.index(held)] = smaller
+            used -= held.tokens
+        else:
+            chosen.append(smaller)
+        by_group.pop(item.group, None)
+        if item.group:
+            by_group[item.group] = smaller
+        used += smaller.tokens
+    return chosen, used
+
+
+_FENCED = re.compile(r"\A(`{3,}[^\n]*)\n(.*)\n(`{3,})\Z", re.S)
+_LINES_KEPT = re.compile(r" \(lines 1–\d+ of (\d+)\)\Z")
+
+
+def _cut(item: PackItem, room: int, fmt: str, count) -> PackItem | None:
+    """`item` cut to cost at most `room` tokens, keeping at least MIN_CUT_TOKENS of its text;
+    None when it cannot. Fenced code keeps whole lines and its fence; other text is cut at a
+    word and marked `…`."""
+    if room <= 0:
+        return None
+    source = item.text
+    fenced = _FENCED.match(source) if item.section == "focus" else None
+    if fenced:
+        units = fenced[2].split("\n")
+        before = _LINES_KEPT.search(item.title) if item.cut else None
+        first = item.title[:before.start()] if before else item.title
+        of = int(before[1]) if before else len(units)
+
+        def make(k: int) -> PackItem:
+            body = "\n".join(units[:k])
+            return replace(item, title=f"{first} (lines 1–{k} of {of})", cut=True,
+                           text=f"{fenced[1]}\n{body}\n{fenced[3]}")
+    else:
+        units = re.findall(r"\s*\S+", source)
+        if item.cut and units and units[-1] == " …":     # cut before: its own words only
+            units = units[:-1]
+
+        def make(k: int) -> PackItem:
+            return replace(item, text="".join(units[:k]) + " …", cut=True)
+    lo, hi, best = 1, len(units) - (0 if item.cut else 1), None   # a cut keeps less than all
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        candidate = make(mid)
+        cost = _item_cost(candidate, fmt, count)
+        if cost <= room:
+            best, lo = replace(candidate, tokens=cost), mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return None
+    kept = ("\n" if fenced else "").join(units[:lo - 1])
+    if count(kept) < MIN_CUT_TOKENS:
+        return None
+    return best
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -167,10 +262,11 @@ def _reading_order(items: list[PackItem]) -> list[PackItem]:
                                         if c.section in SECTION_ORDER else 99, -c.utility))
 
 
-def _item_cost(item: PackItem, fmt: str) -> int:
+def _item_cost(item: PackItem, fmt: str, count) -> int:
+    """What the item adds to the rendered pack, its separator included."""
     if fmt == "json":
-        return count_tokens(json.dumps(_json_item(item), ensure_ascii=False)) + 1  # + separator
-    return count_tokens(_markdown_item(item))
+        return count(", " + json.dumps(_json_item(item), ensure_ascii=False))
+    return count("\n\n" + _markdown_item(item))
 
 
 def _markdown_item(item: PackItem) -> str:
@@ -195,7 +291,7 @@ def _render(subject: str, budget: int, items: list[PackItem], fmt: str) -> str:
 
 def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None = None,
                budget: int = 2000, fmt: str = "markdown", embedder=None, spec_fix=None,
-               half_life_days: float = 180.0) -> ContextPack:
+               half_life_days: float = 180.0, encoding: str = DEFAULT_ENCODING) -> ContextPack:
     """A pack about `query`, `at` (PATH, PATH::SYMBOL, PATH:LINE), or both. `spec_fix` maps a
     parsed target to the repository (the CLI's cwd handling)."""
     if not (query and query.strip()) and not at:
@@ -217,7 +313,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         name = target.qualname.rsplit(".", 1)[-1] if target.qualname else Path(target.path).stem
         candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
                               section="docs", weight=0.45)
-    return pack(" — ".join(subject_parts), candidates, budget, fmt)
+    return pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
 
 
 def target_candidates(con, repo_root: Path, spec, target, embedder=None) -> list[PackItem]:

@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from cortex_core.errors import CortexError
+from cortex_core.token_count import ENCODINGS, encoding_name
 
 from . import queries
 from .documents import Buffer
@@ -362,9 +363,14 @@ async def _pack(ls: CortexServer, p: dict):
     fmt = str_param(p, "format") or "markdown"
     if fmt not in PACK_FORMATS:
         raise JsonRpcInvalidParams("`format` must be markdown or json")
+    encoding = str_param(p, "encoding", limit=40) or ls.settings.token_encoding
+    try:
+        encoding = encoding_name(encoding)
+    except CortexError:
+        raise JsonRpcInvalidParams(f"`encoding` must be one of {', '.join(ENCODINGS)}") from None
     return await ls.query(repo, lambda con: queries.context_pack(
         con, repo, query=query, at=at, budget=budget, fmt=fmt, embedder=ls.embedder(repo, con),
-        settings=ls.settings))
+        settings=ls.settings, encoding=encoding))
 
 
 def _settings_json(ls: CortexServer) -> dict:
@@ -391,6 +397,7 @@ def _commands(server: CortexServer) -> None:
         """The markdown pack and its token count; clients put the text on the clipboard."""
         out = await _pack(ls, _command_args(args))
         return {"text": out["text"], "tokens": out["tokens"], "budget": out["budget"],
+                "tokenizer": out["tokenizer"], "note": out["note"],
                 "items": len(out["items"]), "leftOut": out["left_out"],
                 "subject": out["subject"], "partial": out["partial"]}
 

@@ -181,10 +181,11 @@ def related_commits(con, repo: Repo, target: str, top_k: int, embedder) -> dict:
 
 
 def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: int, fmt: str,
-                 embedder, settings: Settings) -> dict:
+                 embedder, settings: Settings, encoding: str | None = None) -> dict:
     from cortex_core.context_pack import build_pack
     pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
-                      embedder=embedder, half_life_days=settings.recency_half_life_days)
+                      embedder=embedder, half_life_days=settings.recency_half_life_days,
+                      encoding=encoding or settings.token_encoding)
     out = payload(pack, repo)
     out["tokens"] = pack.used
     return out

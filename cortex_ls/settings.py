@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from cortex_core.errors import CortexError
+from cortex_core.token_count import ENCODINGS, encoding_name
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -16,6 +19,7 @@ class Settings:
     hotspot_window_days: float = 90.0
     history_length: int = 5              # commits listed in a hover
     token_budget: int = 4000             # context packs
+    token_encoding: str = "o200k"        # how packs count tokens: o200k, cl100k or estimate
     model: str | None = None             # embedding model for indexing ("none": no vectors)
     recency_half_life_days: float = 90.0  # hotspot score and search recency
     poll_interval: float = 2.0           # seconds between HEAD checks; 0 turns polling off
@@ -53,6 +57,14 @@ def _poll(v):
     return None
 
 
+def _encoding(v):
+    try:
+        encoding_name(v)
+        return None
+    except CortexError:
+        return f"{', '.join(ENCODINGS[:-1])} or {ENCODINGS[-1]}"
+
+
 def _model(v):
     if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v):
         return None
@@ -64,6 +76,7 @@ _KEYS = {
     "hotspotWindowDays": ("hotspot_window_days", _number(1, 36_500)),
     "historyLength": ("history_length", _int(0, 50)),
     "tokenBudget": ("token_budget", _int(200, 1_000_000)),
+    "tokenEncoding": ("token_encoding", _encoding),
     "model": ("model", _model),
     "recencyHalfLifeDays": ("recency_half_life_days", _number(1, 36_500)),
     "pollInterval": ("poll_interval", _poll),
@@ -102,8 +115,15 @@ def parse_settings(raw, base: Settings = Settings()) -> tuple[Settings, list[str
                           f" using {_show(default)}")
             changes[name] = default
         else:
-            changes[name] = value.strip() if isinstance(value, str) else value
+            changes[name] = _CLEAN.get(name, _strip)(value)
     return replace(base, **changes), errors
+
+
+def _strip(value):
+    return value.strip() if isinstance(value, str) else value
+
+
+_CLEAN = {"token_encoding": encoding_name}   # o200k_base -> o200k
 
 
 def _show(value) -> str:

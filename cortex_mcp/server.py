@@ -54,6 +54,9 @@ TargetArg = Annotated[str, Field(max_length=4096, description=(
     "PATH, PATH::SYMBOL (Class.method) or PATH:LINE; the path relative to the repository root"))]
 TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
 Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
+Encoding = Annotated[Literal["o200k", "cl100k", "estimate"] | None, Field(description=(
+    "how tokens are counted: o200k (GPT-4o and later), cl100k (GPT-4), estimate (an over-count, "
+    "for other tokenizers); default: the repository's packs.encoding, else o200k"))]
 DEFAULT_BUDGET = 2000
 MAX_NOTES = 10          # notes listed in an answer's text
 
@@ -265,26 +268,40 @@ def build_server(memory: Memory) -> MCPServer:
                      focus: Annotated[str | None, Field(max_length=4096, description=(
                          "a target: PATH, PATH::SYMBOL or PATH:LINE"))] = None,
                      budget: Budget = DEFAULT_BUDGET,
+                     encoding: Encoding = None,
                      repo: Repo = None) -> CallToolResult:
         """A token-budgeted pack of what to read about a question and/or a symbol: its code,
         history with reasons, notes, what changes with it, dependents, related commits, docs.
-        Every item is cited; the pack never exceeds `budget` tokens."""
-        from cortex_core.context_pack import build_pack, count_tokens
+        Every item is cited; the answer never exceeds `budget` tokens in `encoding`."""
+        from cortex_core.context_pack import build_pack
+        from cortex_core.token_count import counter
         with memory.reading(repo) as (place, con):
             at = spec_of(focus, place.root).label if focus else None
             state, notes = memory.freshness(place, con)
-            # The answer's own lines (its size, the index's freshness) come out of the budget too.
-            most = f"\n_{render.plural(999, 'item')}, {budget}/{budget} tokens_"
-            room = budget - count_tokens(render.footer([most], list(notes)))
-            pack = build_pack(con, place.root, query=query, at=at, budget=room,
-                              embedder=memory.embedder(place, con),
-                              half_life_days=memory.settings(place).search.half_life_days)
+            tokens = counter(encoding or memory.settings(place).packs.encoding)
+            notes = list(notes) + ([tokens.note] if tokens.note else [])
+
+            def size(items: int, used: int) -> str:
+                return (f"\n_{render.plural(items, 'item')}, {used}/{budget} tokens "
+                        f"({tokens.tokenizer})_")
+            # The answer's own lines (its size, the index's freshness) come out of the budget
+            # too; the whole answer is counted at the end (BPE tokens need not add up).
+            room = budget - tokens.count(render.footer([size(999, budget)], list(notes)))
+            while True:
+                pack = build_pack(con, place.root, query=query, at=at, budget=room,
+                                  embedder=memory.embedder(place, con),
+                                  half_life_days=memory.settings(place).search.half_life_days,
+                                  encoding=tokens.encoding)
+                lines = [pack.text.rstrip("\n"), size(len(pack.items), pack.used)]
+                over = tokens.count(render.footer(list(lines), list(notes))) - budget
+                if over <= 0:
+                    break
+                room -= over
             data = plain(pack)
             data["tokens"], data["budget"] = pack.used, budget
             for item in data["items"]:      # their text is in `text` already
                 item.pop("text", None)
-            size = f"\n_{render.plural(len(pack.items), 'item')}, {pack.used}/{budget} tokens_"
-            return answer([pack.text.rstrip("\n"), size], data, state, notes)
+            return answer(lines, data, state, notes)
 
     @mcp.tool(annotations=READ)
     def status(repo: Repo = None) -> CallToolResult:
@@ -447,8 +464,8 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
               ask: str) -> str:
     """The prompt's text: the request, then a briefing packed into what the budget leaves."""
     from cortex_core.briefing import briefing
-    from cortex_core.context_pack import count_tokens
     from cortex_core.symbol_info import HeatSettings
+    from cortex_core.token_count import counter
     try:
         with memory.reading(repo) as (place, con):
             try:
@@ -457,16 +474,22 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
                 raise CortexError(f"budget: a whole number of tokens, not {budget[:40]!r}") from None
             if not 50 <= total <= 200_000:
                 raise CortexError("budget: between 50 and 200000 tokens")
+            count = counter(memory.settings(place).packs.encoding).count
             ask = ask.replace(f"`{target}`", render.code(target[:300]))
-            room = total - count_tokens(ask)
+            room = total - count(ask)
             if room < 40:     # the pack's header and one short item
                 raise CortexError(f"budget: {total} tokens leave no room for the context after "
-                                  f"this prompt's request ({count_tokens(ask)} tokens); give at "
-                                  f"least {count_tokens(ask) + 40}")
+                                  f"this prompt's request ({count(ask)} tokens); give at "
+                                  f"least {count(ask) + 40}")
             heat = HeatSettings(half_life_days=memory.settings(place).hotspots.half_life_days)
-            pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
-                            budget=room, heat=heat, embedder=memory.embedder(place, con))
-            return ask + pack.text
+            while True:     # the whole prompt is counted (BPE tokens need not add up)
+                pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
+                                budget=room, heat=heat, embedder=memory.embedder(place, con),
+                                encoding=memory.settings(place).packs.encoding)
+                over = count(ask + pack.text) - total
+                if over <= 0:
+                    return ask + pack.text
+                room -= over
     except ToolError as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from None
 

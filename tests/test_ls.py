@@ -13,6 +13,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
+from cortex_core.token_count import count_tokens
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from ls_harness import CONFIG, Session, plain  # noqa: E402
@@ -244,6 +246,11 @@ async def test_custom_requests(lsp: Session, project: ScriptedRepo):
 
     pack = plain(await lsp.request("cortex/contextPack", dict(at, budget=600)))
     assert pack["tokens"] <= 600 and "compute" in pack["text"]
+    assert pack["tokenizer"] == "o200k" and pack["tokens"] == count_tokens(pack["text"])
+    pack = plain(await lsp.request("cortex/contextPack", dict(at, budget=600,
+                                                               encoding="cl100k")))
+    assert pack["tokenizer"] == "cl100k" and pack["tokens"] == count_tokens(pack["text"],
+                                                                            "cl100k") <= 600
 
     found = plain(await lsp.request("cortex/search", {"query": "engine compute values"}))
     assert found["hits"] and found["hits"][0]["title"] == "add the core"
@@ -295,6 +302,8 @@ async def test_invalid_params_get_errors_and_the_server_lives_on(lsp: Session,
         ("cortex/search", {"query": ""}),
         ("cortex/search", {"query": "x", "limit": 10**9}),
         ("cortex/contextPack", {"query": "x", "format": "pdf"}),
+        ("cortex/contextPack", {"query": "x", "encoding": "gpt2"}),
+        ("cortex/contextPack", {"query": "x", "encoding": 7}),
         ("cortex/blastRadius", {"target": "pkg/core.py", "minConfidence": 7}),
         ("codeLens/resolve", {"range": {"start": {"line": 0, "character": 0},
                                         "end": {"line": 0, "character": 0}}, "data": None}),

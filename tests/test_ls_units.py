@@ -135,6 +135,15 @@ def test_settings_parse_flat_or_nested_and_keep_defaults_on_errors():
     assert parse_settings([1, 2])[1] and parse_settings(None) == (Settings(), [])
 
 
+def test_the_token_encoding_setting_is_checked_and_normalised():
+    s, errors = parse_settings({"cortex": {"tokenEncoding": "CL100K_base"}})
+    assert s.token_encoding == "cl100k" and not errors
+    s, errors = parse_settings({"tokenEncoding": "gpt2"}, s)
+    assert s.token_encoding == "o200k"
+    assert errors == ["Cortex setting tokenEncoding = 'gpt2' is not valid: expected o200k, "
+                      "cl100k or estimate; using 'o200k'"]
+
+
 def test_booleans_are_not_numbers():
     _, errors = parse_settings({"hotspotThreshold": True, "pollInterval": False})
     assert len(errors) == 2

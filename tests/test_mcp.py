@@ -209,6 +209,14 @@ async def test_context_pack_stays_within_its_budget(indexed: ScriptedRepo):
                 assert count_tokens(pack) <= budget
                 assert result.structured_content["tokens"] == count_tokens(pack)
                 assert text(result).startswith("# Context: ")
+        for encoding in ("o200k", "cl100k", "estimate"):   # the whole answer, in its encoding
+            for budget in (120, 800):
+                result = await ok(client, "context_pack", focus="pkg/core.py::compute",
+                                  budget=budget, encoding=encoding)
+                assert result.structured_content["tokenizer"] == encoding
+                assert count_tokens(text(result), encoding) <= budget
+                assert f"tokens ({encoding})_" in text(result)
+        assert "encoding" in await error(client, "context_pack", query="x", encoding="gpt2")
         big = await ok(client, "context_pack", focus="pkg/core.py::compute", budget=4000)
         sections = {item["section"] for item in big.structured_content["items"]}
         assert {"focus", "history"} <= sections

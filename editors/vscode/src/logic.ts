@@ -8,6 +8,7 @@ export const SERVER_SETTINGS = [
   "hotspotWindowDays",
   "historyLength",
   "tokenBudget",
+  "tokenEncoding",
   "model",
   "recencyHalfLifeDays",
   "pollInterval",
