@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from .context_pack import ContextPack, PackItem, pack, target_candidates
-from .token_count import DEFAULT_ENCODING
 from .errors import CortexError
 from .render import date
 from .symbol_info import HeatSettings, symbol_card
+from .token_count import DEFAULT_ENCODING
 from .targets import parse_target, resolve
 
 # Multipliers on each section's utility (the candidates' own utilities are in context_pack).

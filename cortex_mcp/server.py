@@ -279,7 +279,7 @@ def build_server(memory: Memory) -> MCPServer:
             at = spec_of(focus, place.root).label if focus else None
             state, notes = memory.freshness(place, con)
             tokens = counter(encoding or memory.settings(place).packs.encoding)
-            notes = list(notes) + ([tokens.note] if tokens.note else [])
+            notes = list(notes) + ([render.escape(tokens.note)] if tokens.note else [])
 
             def size(items: int, used: int) -> str:
                 return (f"\n_{render.plural(items, 'item')}, {used}/{budget} tokens "
