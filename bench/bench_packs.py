@@ -4,8 +4,8 @@
         [--budgets 1000,4000,8000] [--json] [--keep]
 
 1. Indexes REPO into a temporary database (`cortex index --model none`), or uses `--db`.
-2. Samples N functions, methods and classes alive at HEAD in `.py` files (shuffled with the seed;
-   one definition per path and name).
+2. Samples N functions, methods and classes alive at HEAD in `.py` files with one definition: N
+   at random (shuffled with the seed), and the N with the most changes (more to say).
 3. For each symbol and budget, builds the pack `cortex context --at PATH::SYMBOL` builds, three
    ways in the same run: costed with the estimate (the counter of earlier versions: the
    baseline), with o200k and with cl100k (bpe-openai). Every pack's text is then counted in
