@@ -406,6 +406,23 @@ async def test_resources(indexed: ScriptedRepo):
         assert hot.text.startswith("**Hotspots**") and "`pkg/core.py::compute`" in hot.text
 
 
+async def test_without_bpe_openai_a_pack_says_its_tokens_are_estimated(indexed: ScriptedRepo):
+    from cortex_core.token_count import estimate_tokens
+    code = ("import sys; sys.modules['bpe_openai'] = None\n"
+            "from cortex_core.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", code, "mcp", "--repo", str(indexed.path)],
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await ok(client, "context_pack", focus="pkg/core.py::compute", budget=800)
+        data = result.structured_content
+        assert data["tokenizer"] == "estimate" and "bpe-openai is not installed" in data["note"]
+        assert "tokens are estimated" in text(result) and "tokens (estimate)_" in text(result)
+        assert estimate_tokens(text(result)) <= 800
+
+
 async def test_prompts_brief_within_their_budget(indexed: ScriptedRepo):
     async with server("--repo", str(indexed.path)) as client:
         await ok(client, "record_note", target="pkg/core.py::compute",
