@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the git repository (default: the one around the current directory)")
     common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     common.add_argument("--json", action="store_true", help="print JSON for machines")
+    timed = argparse.ArgumentParser(add_help=False)   # the commands that count back in time
+    timed.add_argument("--clock", choices=("repository", "wall"),
+                       help="what windows and recency count back from: the indexed HEAD's date "
+                       "(repository) or today (wall) (default: repository, or [time] clock)")
 
     parser = argparse.ArgumentParser(
         prog="cortex", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -81,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave out formatting-only commits and waypoints where the symbol's own "
                    "code did not change (a rename of its class)")
 
-    p = sub.add_parser("hotspots", parents=[common], help="symbols and files that change the most",
+    p = sub.add_parser("hotspots", parents=[common, timed], help="symbols and files that change the most",
                        description="Symbols and files ranked by recency-weighted change count, "
                        "distinct authors and churn (formula: --explain).")
     p.add_argument("--since", type=_positive_float, metavar="DAYS", help="only commits of the last DAYS days")
@@ -110,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="print each partner's score components and the formula")
 
-    p = sub.add_parser("blast", parents=[common], help="what depends on a symbol or file",
+    p = sub.add_parser("blast", parents=[common, timed], help="what depends on a symbol or file",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The blast radius: callers, importers, subclasses and tests "
                        "up to --depth, each with the chain of edges that explains it; co-change "
@@ -134,14 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
                    description="Commits, symbols, languages, skipped files with reasons, the last "
                    "indexed commit, memory items, whether semantic search is on, and the size.")
 
-    p = sub.add_parser("search", parents=[common], help="search commits, docs and notes",
+    p = sub.add_parser("search", parents=[common, timed], help="search commits, docs and notes",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="Hybrid search: BM25 and vector neighbours fused by rank, then "
                        "bounded priors (recency, signal, context, area). --explain shows why.")
     p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
-    p.add_argument("--since", type=_since, metavar="WHEN",
-                   help="only items from this date (YYYY-MM-DD) or the last N days")
+    p.add_argument("--since", type=_since_text, metavar="WHEN",
+                   help="only items from this date (YYYY-MM-DD) or the last N days (on --clock)")
     p.add_argument("--path", metavar="PREFIX", help="only items about this folder or file")
     p.add_argument("--kind", action="append", choices=("commit", "doc", "note"),
                    help="only this kind (repeatable)")
@@ -153,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ignore the working tree and the branch name")
     p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
 
-    p = sub.add_parser("what", parents=[common], help="what is relevant to your current changes",
+    p = sub.add_parser("what", parents=[common, timed], help="what is relevant to your current changes",
                        description="From the git state alone: notes and commits about the files "
                        "you changed, recent decisions, and the hot spots you are touching.")
     p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
@@ -170,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "label (distinctive terms), hottest paths and date span.")
     p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
 
-    p = sub.add_parser("context", parents=[common], help="a token-budgeted context pack for an agent",
+    p = sub.add_parser("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The focus symbol's code, its history with reasons, live "
                        "notes, what changes with it, related commits, docs and search hits, packed "
@@ -278,6 +282,12 @@ def _since(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _since_text(text: str) -> str:
+    """A date or a number of days, checked now and counted once the clock is known."""
+    _since(text)
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -360,6 +370,10 @@ def _location(args, for_writing: bool = False):
 def _settings(root: Path):
     from .config import load_settings
     return load_settings(root / ".cortex" / "config.toml")
+
+
+def _clock(args, settings) -> str:
+    return args.clock or settings.time.clock
 
 
 def _reader(args):
@@ -467,7 +481,7 @@ def cmd_hotspots(args) -> int:
     root, _, con = _reader(args)
     settings = _settings(root)
     result = hotspots(con, half_life_days=args.half_life or settings.hotspots.half_life_days,
-                      since_days=args.since, top_k=args.top_k,
+                      since_days=args.since, top_k=args.top_k, clock=_clock(args, settings),
                       path_prefix=repo_relative(args.path, root) if args.path else None)
     if args.json:
         return _emit_json(result)
@@ -507,9 +521,10 @@ def cmd_blast(args) -> int:
     from .blast import blast
     from . import render
     root, _, con = _reader(args)
+    settings = _settings(root)
     result = blast(con, _spec(args.target, root), depth=args.depth,
-                   half_life_days=_settings(root).hotspots.half_life_days,
-                   min_confidence=args.min_confidence)
+                   half_life_days=settings.hotspots.half_life_days,
+                   min_confidence=args.min_confidence, clock=_clock(args, settings))
     if args.json:
         return _emit_json(result)
     print(render.blast(result))
@@ -563,8 +578,13 @@ def cmd_search(args) -> int:
         workspace = read_workspace(root)
     focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
     embedder = load_embedder(con) if args.mode != "lexical" else None
+    since = None
+    if args.since is not None:
+        from .clock import clock
+        from .dates import since as since_epoch
+        since = since_epoch(args.since, clock(con, _clock(args, settings)).now)
     options = SearchOptions(
-        top_k=args.top_k, kinds=tuple(args.kind or ()), since=args.since,
+        top_k=args.top_k, kinds=tuple(args.kind or ()), since=since, clock=_clock(args, settings),
         path=_spec(args.path, root).path if args.path else None, mode=args.mode,
         priors=not args.no_priors, context=not args.no_context or bool(args.at),
         half_life_days=settings.search.half_life_days, focus=focus)
@@ -588,8 +608,9 @@ def cmd_what(args) -> int:
     from .what import what
     from . import render
     root, _, con = _reader(args)
-    result = what(con, root, top_k=args.top_k,
-                  half_life_days=_settings(root).hotspots.half_life_days)
+    settings = _settings(root)
+    result = what(con, root, top_k=args.top_k, half_life_days=settings.hotspots.half_life_days,
+                  clock=_clock(args, settings))
     if args.json:
         return _emit_json(result)
     print(render.what(result, time.time()))
@@ -624,9 +645,10 @@ def cmd_context(args) -> int:
     from .context_pack import build_pack
     from .embeddings import load_embedder
     root, _, con = _reader(args)
+    settings = _settings(root)
     pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
                       fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
-                      half_life_days=_settings(root).search.half_life_days)
+                      half_life_days=settings.search.half_life_days, clock=_clock(args, settings))
     if args.json:  # the pack with its accounting
         return _emit_json(pack)
     if args.output:

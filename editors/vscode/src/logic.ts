@@ -14,6 +14,7 @@ export const SERVER_SETTINGS = [
   "hover",
   "codeLens",
   "indexOnStart",
+  "clock",
 ] as const;
 
 export const INSTALL_HINT =
