@@ -16,6 +16,7 @@ import apsw
 from . import __version__
 from .errors import CortexError
 
+
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
   PATH::SYMBOL    a symbol in it, by qualified name (Class.method) or unambiguous short name
@@ -27,7 +28,17 @@ $XDG_CACHE_HOME/cortex/<name>-<hash>/cortex.db (`cortex status` says which).
 Settings: <repo>/.cortex/config.toml (see the README)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _NotAsked:
+    """A subcommand other than the one asked for: nothing of it is built. Each argument costs a
+    help formatter and each parser a few gettext lookups: the whole parser was most of the start
+    of a short command such as `cortex history` (bench/bench_start.py)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `only` (a command name; "" for none)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", metavar="PATH",
                         help="the git repository (default: the one around the current directory)")
@@ -45,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("index", parents=[common], help="index new commits (incremental)",
+    def command(name: str, **kwargs):
+        return sub.add_parser(name, **kwargs) if only is None or name == only else _NotAsked()
+
+    p = command("index", parents=[common], help="index new commits (incremental)",
                        description="Index the commits not indexed yet, down to functions. "
                        "Safe to interrupt: the next run continues.")
     p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
@@ -71,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedding model: a model-hub id or a folder; 'none' turns vectors off "
                    "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
 
-    p = sub.add_parser("history", parents=[common], help="commits that changed a file or symbol",
+    p = command("history", parents=[common], help="commits that changed a file or symbol",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
                        "PATH:LINE, newest first, following renames and moves. Each symbol change has "
@@ -85,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave out formatting-only commits and waypoints where the symbol's own "
                    "code did not change (a rename of its class)")
 
-    p = sub.add_parser("hotspots", parents=[common, timed], help="symbols and files that change the most",
+    p = command("hotspots", parents=[common, timed], help="symbols and files that change the most",
                        description="Symbols and files ranked by recency-weighted change count, "
                        "distinct authors and churn (formula: --explain).")
     p.add_argument("--since", type=_positive_float, metavar="DAYS", help="only commits of the last DAYS days")
@@ -95,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recency half-life (default: 90, or [hotspots] half_life_days)")
     p.add_argument("--explain", action="store_true", help="print the formula and its inputs")
 
-    p = sub.add_parser("related", parents=[common], help="what changes together with a file or symbol",
+    p = command("related", parents=[common], help="what changes together with a file or symbol",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="Files that move with it, ranked by structure (what it calls, "
                        "what calls it) and history (files changed in the same commits) fused; each "
@@ -114,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="print each partner's score components and the formula")
 
-    p = sub.add_parser("blast", parents=[common, timed], help="what depends on a symbol or file",
+    p = command("blast", parents=[common, timed], help="what depends on a symbol or file",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The blast radius: callers, importers, subclasses and tests "
                        "up to --depth, each with the chain of edges that explains it; co-change "
@@ -128,17 +142,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "method's name alone is 0.4 shared among its candidates)")
     for name, help_ in (("callers", "what calls or references a symbol"),
                         ("callees", "what a symbol calls or references")):
-        p = sub.add_parser(name, parents=[common], help=help_, epilog=EPILOG,
+        p = command(name, parents=[common], help=help_, epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
                            description=help_[0].upper() + help_[1:] + ", one edge away, with "
                            "the line and the resolution's confidence.")
         p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
 
-    sub.add_parser("status", parents=[common], help="what the index holds",
+    command("status", parents=[common], help="what the index holds",
                    description="Commits, symbols, languages, skipped files with reasons, the last "
                    "indexed commit, memory items, whether semantic search is on, and the size.")
 
-    p = sub.add_parser("search", parents=[common, timed], help="search commits, docs and notes",
+    p = command("search", parents=[common, timed], help="search commits, docs and notes",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="Hybrid search: BM25 and vector neighbours fused by rank, then "
                        "bounded priors (recency, signal, context, area). --explain shows why.")
@@ -157,24 +171,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ignore the working tree and the branch name")
     p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
 
-    p = sub.add_parser("what", parents=[common, timed], help="what is relevant to your current changes",
+    p = command("what", parents=[common, timed], help="what is relevant to your current changes",
                        description="From the git state alone: notes and commits about the files "
                        "you changed, recent decisions, and the hot spots you are touching.")
     p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
 
-    p = sub.add_parser("related-commits", parents=[common], help="commits related to a commit or symbol",
+    p = command("related-commits", parents=[common], help="commits related to a commit or symbol",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The commits touching a symbol (or the commit itself), commits "
                        "whose messages are semantically close, and commits of the same area.")
     p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
 
-    p = sub.add_parser("areas", parents=[common], help="areas of the code base (spectral clusters)",
+    p = command("areas", parents=[common], help="areas of the code base (spectral clusters)",
                        description="Clusters of commits, doc sections and notes, with their size, "
                        "label (distinctive terms), hottest paths and date span.")
     p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
 
-    p = sub.add_parser("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
+    p = command("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                        description="The focus symbol's code, its history with reasons, live "
                        "notes, what changes with it, related commits, docs and search hits, packed "
@@ -187,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
     p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
 
-    p = sub.add_parser("note", help="notes on symbols, files or the repository",
+    p = command("note", help="notes on symbols, files or the repository",
                        description="Notes are kept with time: superseded notes stay on record but "
                        "never reach search or context packs; a note whose code changed is flagged.")
     notes = p.add_subparsers(dest="note_command", metavar="ACTION")
@@ -211,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = notes.add_parser("import", parents=[common], help="add the notes of an export")
     q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
 
-    p = sub.add_parser("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
+    p = command("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="A Model Context Protocol server over stdio, for chat agents "
                        "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
@@ -225,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "<repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
 
-    p = sub.add_parser("model", help="the embedding model",
+    p = command("model", help="the embedding model",
                        description="Semantic search needs a model2vec model on disk. Nothing is "
                        "downloaded unless you ask: `cortex model pull`.")
     models = p.add_subparsers(dest="model_command", metavar="ACTION")
@@ -237,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--repo", metavar="PATH",
                        help="the git repository (default: the one around the current directory)")
     where.add_argument("--json", action="store_true", help="print JSON for machines")
-    p = sub.add_parser("hooks", help="git hooks that keep the index fresh",
+    p = command("hooks", help="git hooks that keep the index fresh",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="post-commit, post-merge, post-checkout and post-rewrite hooks "
                        "that run `cortex index`\nin the background after each change: git "
@@ -320,8 +334,18 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _asked(argv: list[str]) -> str | None:
+    """The command that argv names first, if any ("" for --version alone): only its parser is
+    built. Anything else (no command, a typo, --help) builds them all, for the full message."""
+    first = argv[0] if argv else None
+    if first in COMMANDS:
+        return first
+    return "" if argv == ["--version"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_asked(argv)).parse_args(argv)
     # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
     # which SQLite and the tokenizers refuse: carry them as replacement characters.
     for name, value in vars(args).items():
