@@ -16,7 +16,6 @@ import apsw
 from . import __version__
 from .errors import CortexError
 
-
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
   PATH::SYMBOL    a symbol in it, by qualified name (Class.method) or unambiguous short name
@@ -60,8 +59,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         return sub.add_parser(name, **kwargs) if only is None or name == only else _NotAsked()
 
     p = command("index", parents=[common], help="index new commits (incremental)",
-                       description="Index the commits not indexed yet, down to functions. "
-                       "Safe to interrupt: the next run continues.")
+                description="Index the commits not indexed yet, down to functions. "
+                "Safe to interrupt: the next run continues.")
     p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
     branches = p.add_mutually_exclusive_group()
     branches.add_argument("--all-branches", dest="all_branches", action="store_true", default=None,
@@ -86,13 +85,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
 
     p = command("history", parents=[common], help="commits that changed a file or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
-                       "PATH:LINE, newest first, following renames and moves. Each symbol change has "
-                       "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
-                       "rescoped (its class was renamed; its own code did not change). Overloads are "
-                       "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
-                       "lists them when it is ambiguous.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
+                "PATH:LINE, newest first, following renames and moves. Each symbol change has "
+                "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
+                "rescoped (its class was renamed; its own code did not change). Overloads are "
+                "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
+                "lists them when it is ambiguous.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
     p.add_argument("-n", "--limit", type=_positive_int, metavar="N", help="show at most N commits")
     p.add_argument("--substantive", action="store_true",
@@ -100,8 +99,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    "code did not change (a rename of its class)")
 
     p = command("hotspots", parents=[common, timed], help="symbols and files that change the most",
-                       description="Symbols and files ranked by recency-weighted change count, "
-                       "distinct authors and churn (formula: --explain).")
+                description="Symbols and files ranked by recency-weighted change count, "
+                "distinct authors and churn (formula: --explain).")
     p.add_argument("--since", type=_positive_float, metavar="DAYS", help="only commits of the last DAYS days")
     p.add_argument("--path", metavar="PREFIX", help="only under this folder or file")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many of each (default: 10)")
@@ -110,10 +109,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="print the formula and its inputs")
 
     p = command("related", parents=[common], help="what changes together with a file or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Files that move with it, ranked by structure (what it calls, "
-                       "what calls it) and history (files changed in the same commits) fused; each "
-                       "with its structural relation, shared commits and confidence.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Files that move with it, ranked by structure (what it calls, "
+                "what calls it) and history (files changed in the same commits) fused; each "
+                "with its structural relation, shared commits and confidence.")
     p.add_argument("target", metavar="TARGET", nargs="?",
                    help="PATH or PATH::SYMBOL; without it, what the uncommitted changes (staged "
                    "and not) usually bring along that is not changed yet")
@@ -129,11 +128,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="print each partner's score components and the formula")
 
     p = command("blast", parents=[common, timed], help="what depends on a symbol or file",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The blast radius: callers, importers, subclasses and tests "
-                       "up to --depth, each with the chain of edges that explains it; co-change "
-                       "partners the structure does not show (hidden coupling); a summary with "
-                       "a documented risk level.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The blast radius: callers, importers, subclasses and tests "
+                "up to --depth, each with the chain of edges that explains it; co-change "
+                "partners the structure does not show (hidden coupling); a summary with "
+                "a documented risk level.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
     p.add_argument("--depth", type=_positive_int, default=2, metavar="N",
                    help="how many edges away (default: 2, at most 10)")
@@ -143,19 +142,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, help_ in (("callers", "what calls or references a symbol"),
                         ("callees", "what a symbol calls or references")):
         p = command(name, parents=[common], help=help_, epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                           description=help_[0].upper() + help_[1:] + ", one edge away, with "
-                           "the line and the resolution's confidence.")
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description=help_[0].upper() + help_[1:] + ", one edge away, with "
+                    "the line and the resolution's confidence.")
         p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
 
     command("status", parents=[common], help="what the index holds",
-                   description="Commits, symbols, languages, skipped files with reasons, the last "
-                   "indexed commit, memory items, whether semantic search is on, and the size.")
+            description="Commits, symbols, languages, skipped files with reasons, the last "
+            "indexed commit, memory items, whether semantic search is on, and the size.")
 
     p = command("search", parents=[common, timed], help="search commits, docs and notes",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Hybrid search: BM25 and vector neighbours fused by rank, then "
-                       "bounded priors (recency, signal, context, area). --explain shows why.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Hybrid search: BM25 and vector neighbours fused by rank, then "
+                "bounded priors (recency, signal, context, area). --explain shows why.")
     p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
     p.add_argument("--since", type=_since_text, metavar="WHEN",
@@ -172,28 +171,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
 
     p = command("what", parents=[common, timed], help="what is relevant to your current changes",
-                       description="From the git state alone: notes and commits about the files "
-                       "you changed, recent decisions, and the hot spots you are touching.")
+                description="From the git state alone: notes and commits about the files "
+                "you changed, recent decisions, and the hot spots you are touching.")
     p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
 
     p = command("related-commits", parents=[common], help="commits related to a commit or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The commits touching a symbol (or the commit itself), commits "
-                       "whose messages are semantically close, and commits of the same area.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits touching a symbol (or the commit itself), commits "
+                "whose messages are semantically close, and commits of the same area.")
     p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
 
     p = command("areas", parents=[common], help="areas of the code base (spectral clusters)",
-                       description="Clusters of commits, doc sections and notes, with their size, "
-                       "label (distinctive terms), hottest paths and date span.")
+                description="Clusters of commits, doc sections and notes, with their size, "
+                "label (distinctive terms), hottest paths and date span.")
     p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
 
     p = command("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The focus symbol's code, its history with reasons, live "
-                       "notes, what changes with it, related commits, docs and search hits, packed "
-                       "by utility per token under --budget. Every item is cited; secrets are "
-                       "redacted. Tokens are counted as documented in the README.")
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The focus symbol's code, its history with reasons, live "
+                "notes, what changes with it, related commits, docs and search hits, packed "
+                "by utility per token under --budget. Every item is cited; secrets are "
+                "redacted. Tokens are counted as documented in the README.")
     p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
     p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
     p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
@@ -202,8 +201,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
 
     p = command("note", help="notes on symbols, files or the repository",
-                       description="Notes are kept with time: superseded notes stay on record but "
-                       "never reach search or context packs; a note whose code changed is flagged.")
+                description="Notes are kept with time: superseded notes stay on record but "
+                "never reach search or context packs; a note whose code changed is flagged.")
     notes = p.add_subparsers(dest="note_command", metavar="ACTION")
     notes.required = True
     q = notes.add_parser("add", parents=[common], help="write a note",
@@ -226,13 +225,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
 
     p = command("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="A Model Context Protocol server over stdio, for chat agents "
-                       "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
-                       "symbol_history, blast_radius, related, hotspots, context_pack, status, "
-                       "sync, record_note, supersede_note. Each takes an optional `repo`.",
-                       epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
-                       "see the README's section for agents.")
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="A Model Context Protocol server over stdio, for chat agents "
+                "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
+                "symbol_history, blast_radius, related, hotspots, context_pack, status, "
+                "sync, record_note, supersede_note. Each takes an optional `repo`.",
+                epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
+                "see the README's section for agents.")
     p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
                    "none (default: the one around the current directory, if any)")
     p.add_argument("--db", metavar="FILE", help="that repository's index (default: "
@@ -240,8 +239,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
 
     p = command("model", help="the embedding model",
-                       description="Semantic search needs a model2vec model on disk. Nothing is "
-                       "downloaded unless you ask: `cortex model pull`.")
+                description="Semantic search needs a model2vec model on disk. Nothing is "
+                "downloaded unless you ask: `cortex model pull`.")
     models = p.add_subparsers(dest="model_command", metavar="ACTION")
     models.required = True
     q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
@@ -252,16 +251,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                        help="the git repository (default: the one around the current directory)")
     where.add_argument("--json", action="store_true", help="print JSON for machines")
     p = command("hooks", help="git hooks that keep the index fresh",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="post-commit, post-merge, post-checkout and post-rewrite hooks "
-                       "that run `cortex index`\nin the background after each change: git "
-                       "returns at once and its output stays clean.",
-                       epilog="A hook already in place keeps running first (renamed to "
-                       "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
-                       "status; uninstall puts it back exactly.\nThe hooks directory is git's "
-                       "own (core.hooksPath is followed). The indexer writes to\n"
-                       "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
-                       "of git makes\nthe hooks index before git returns (scripts, tests).")
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="post-commit, post-merge, post-checkout and post-rewrite hooks "
+                "that run `cortex index`\nin the background after each change: git "
+                "returns at once and its output stays clean.",
+                epilog="A hook already in place keeps running first (renamed to "
+                "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
+                "status; uninstall puts it back exactly.\nThe hooks directory is git's "
+                "own (core.hooksPath is followed). The indexer writes to\n"
+                "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
+                "of git makes\nthe hooks index before git returns (scripts, tests).")
     hooks = p.add_subparsers(dest="hooks_command", metavar="ACTION")
     hooks.required = True
     hooks.add_parser("install", parents=[where], help="install the hooks (again: refreshes them)",

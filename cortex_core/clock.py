@@ -30,6 +30,7 @@ DEFAULT = "repository"
 
 @dataclass(frozen=True)
 class Clock:
+    """What windows and recency count back from, and its time."""
     kind: str       # "repository", "wall", or "given" (a caller's own now, as in tests)
     now: int        # epoch seconds: windows are [now - days, now]
 
