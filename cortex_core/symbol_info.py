@@ -4,9 +4,10 @@ A card sums up the symbol's history (changes, authors, last change, the newest c
 "why" from their bodies), its hotspot standing, how many places depend on it and its live notes.
 
 Hot, for a lens or the hover's flag, means: changed at least `threshold` times in the last
-`window_days` days (counted back from the repository's own clock by default: clock.py), counting the commits that changed the symbol's own lines (as `cortex hotspots`
-credits them: a method's change does not also count for its class). The numbers shown come from
-the same query, so a lens and a hover never disagree.
+`window_days` days (counted back from the repository's own clock by default: clock.py), counting
+the commits that changed the symbol's own lines (as `cortex hotspots` credits them: a method's
+change does not also count for its class). The numbers shown come from the same query, so a lens
+and a hover never disagree.
 """
 
 from __future__ import annotations
