@@ -26,10 +26,10 @@ file one edge away outranked every co-change partner.)
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .clock import DEFAULT, clock as read_clock
 from .coupling import (DECAY, HALF_LIFE_DAYS, MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT,
                        evidence_of, file_scores, name_twins, related)
 from .history import CommitRef
@@ -190,7 +190,7 @@ MIN_CONFIDENCE = 0.25   # a chain less likely than this (a guess by method name)
 
 def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
           half_life_days: float = 90.0, now: float | None = None,
-          min_confidence: float = MIN_CONFIDENCE) -> Blast:
+          min_confidence: float = MIN_CONFIDENCE, clock: str = DEFAULT) -> Blast:
     target = resolve(con, spec)
     depth = max(1, min(depth, MAX_DEPTH))
     names = _Names(con)
@@ -233,7 +233,8 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                                                       d.qualname or ""))
     hidden = _hidden(con, spec, target, dependents, top_hidden)
     return Blast(target, depth, dependents, hidden,
-                 _summary(con, spec, dependents, half_life_days, now), note)
+                 _summary(con, spec, dependents, half_life_days, read_clock(con, clock, now).now),
+                 note)
 
 
 def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
@@ -262,8 +263,7 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
 
 
 def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days: float,
-             now: float | None) -> Summary:
-    now = time.time() if now is None else now
+             now: float) -> Summary:
     counts: dict[str, int] = defaultdict(int)
     for d in dependents:
         counts[d.relation] += 1

@@ -9,13 +9,12 @@ what changes with it matter most; to explain it, its code, its history and relat
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from .context_pack import ContextPack, PackItem, pack, target_candidates
 from .errors import CortexError
-from .render import date
+from .render import date, window
 from .symbol_info import HeatSettings, symbol_card
 from .token_count import DEFAULT_ENCODING
 from .targets import parse_target, resolve
@@ -43,7 +42,7 @@ def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
     target = resolve(con, spec)
     weights = PURPOSES[purpose]
     candidates = [status_item(con, repo_root, target, heat, now)]
-    candidates += target_candidates(con, repo_root, spec, target, embedder)
+    candidates += target_candidates(con, repo_root, spec, target, embedder, heat.clock)
     candidates = [replace(c, utility=c.utility * weights.get(c.section, 0.5)) for c in candidates]
     return pack(SUBJECTS[purpose].format(target.label), candidates, budget, encoding=encoding)
 
@@ -52,7 +51,6 @@ def status_item(con, repo_root: Path, target, heat: HeatSettings,
                 now: float | None = None) -> PackItem:
     """One line of facts: how often and by how many it changed, whether it is a hotspot now,
     how many places depend on it directly."""
-    now = time.time() if now is None else now
     card = symbol_card(con, repo_root, target.path, target.qualname, limit=1, heat=heat, now=now)
     facts = [f"{card.changes} commit{'s' if card.changes != 1 else ''} changed it, "
              f"by {card.authors} author{'s' if card.authors != 1 else ''}"]
@@ -60,10 +58,10 @@ def status_item(con, repo_root: Path, target, heat: HeatSettings,
         c = card.last_change
         facts.append(f"last on {date(c.time, c.offset)} in {c.short} ({c.subject})")
     if card.recent is not None:
-        days = f"{heat.window_days:g} days"
-        facts.append(f"a hotspot: {card.recent.changes} changes in the last {days}"
+        span = window(heat.window_days, card.clock)
+        facts.append(f"a hotspot: {card.recent.changes} changes in the {span}"
                      if card.recent.hot else
-                     f"not a hotspot ({card.recent.changes} changes in the last {days}; "
+                     f"not a hotspot ({card.recent.changes} changes in the {span}; "
                      f"hot from {heat.threshold})")
     if not target.alive:
         facts.append("no longer at HEAD")

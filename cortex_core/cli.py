@@ -28,12 +28,26 @@ $XDG_CACHE_HOME/cortex/<name>-<hash>/cortex.db (`cortex status` says which).
 Settings: <repo>/.cortex/config.toml (see the README)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _NotAsked:
+    """A subcommand other than the one asked for: nothing of it is built. Each argument costs a
+    help formatter and each parser a few gettext lookups: the whole parser was most of the start
+    of a short command such as `cortex history` (bench/bench_start.py)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `only` (a command name; "" for none)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", metavar="PATH",
                         help="the git repository (default: the one around the current directory)")
     common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     common.add_argument("--json", action="store_true", help="print JSON for machines")
+    timed = argparse.ArgumentParser(add_help=False)   # the commands that count back in time
+    timed.add_argument("--clock", choices=("repository", "wall"),
+                       help="what windows and recency count back from: the indexed HEAD's date "
+                       "(repository) or today (wall) (default: repository, or [time] clock)")
 
     parser = argparse.ArgumentParser(
         prog="cortex", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -42,9 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("index", parents=[common], help="index new commits (incremental)",
-                       description="Index the commits not indexed yet, down to functions. "
-                       "Safe to interrupt: the next run continues.")
+    def command(name: str, **kwargs):
+        return sub.add_parser(name, **kwargs) if only is None or name == only else _NotAsked()
+
+    p = command("index", parents=[common], help="index new commits (incremental)",
+                description="Index the commits not indexed yet, down to functions. "
+                "Safe to interrupt: the next run continues.")
     p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
     branches = p.add_mutually_exclusive_group()
     branches.add_argument("--all-branches", dest="all_branches", action="store_true", default=None,
@@ -68,23 +85,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedding model: a model-hub id or a folder; 'none' turns vectors off "
                    "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
 
-    p = sub.add_parser("history", parents=[common], help="commits that changed a file or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
-                       "PATH:LINE, newest first, following renames and moves. Each symbol change has "
-                       "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
-                       "rescoped (its class was renamed; its own code did not change). Overloads are "
-                       "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
-                       "lists them when it is ambiguous.")
+    p = command("history", parents=[common], help="commits that changed a file or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
+                "PATH:LINE, newest first, following renames and moves. Each symbol change has "
+                "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
+                "rescoped (its class was renamed; its own code did not change). Overloads are "
+                "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
+                "lists them when it is ambiguous.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
     p.add_argument("-n", "--limit", type=_positive_int, metavar="N", help="show at most N commits")
     p.add_argument("--substantive", action="store_true",
                    help="leave out formatting-only commits and waypoints where the symbol's own "
                    "code did not change (a rename of its class)")
 
-    p = sub.add_parser("hotspots", parents=[common], help="symbols and files that change the most",
-                       description="Symbols and files ranked by recency-weighted change count, "
-                       "distinct authors and churn (formula: --explain).")
+    p = command("hotspots", parents=[common, timed], help="symbols and files that change the most",
+                description="Symbols and files ranked by recency-weighted change count, "
+                "distinct authors and churn (formula: --explain).")
     p.add_argument("--since", type=_positive_float, metavar="DAYS", help="only commits of the last DAYS days")
     p.add_argument("--path", metavar="PREFIX", help="only under this folder or file")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many of each (default: 10)")
@@ -92,11 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recency half-life (default: 90, or [hotspots] half_life_days)")
     p.add_argument("--explain", action="store_true", help="print the formula and its inputs")
 
-    p = sub.add_parser("related", parents=[common], help="what changes together with a file or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Files that move with it, ranked by structure (what it calls, "
-                       "what calls it) and history (files changed in the same commits) fused; each "
-                       "with its structural relation, shared commits and confidence.")
+    p = command("related", parents=[common], help="what changes together with a file or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Files that move with it, ranked by structure (what it calls, "
+                "what calls it) and history (files changed in the same commits) fused; each "
+                "with its structural relation, shared commits and confidence.")
     p.add_argument("target", metavar="TARGET", nargs="?",
                    help="PATH or PATH::SYMBOL; without it, what the uncommitted changes (staged "
                    "and not) usually bring along that is not changed yet")
@@ -111,12 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="print each partner's score components and the formula")
 
-    p = sub.add_parser("blast", parents=[common], help="what depends on a symbol or file",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The blast radius: callers, importers, subclasses and tests "
-                       "up to --depth, each with the chain of edges that explains it; co-change "
-                       "partners the structure does not show (hidden coupling); a summary with "
-                       "a documented risk level.")
+    p = command("blast", parents=[common, timed], help="what depends on a symbol or file",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The blast radius: callers, importers, subclasses and tests "
+                "up to --depth, each with the chain of edges that explains it; co-change "
+                "partners the structure does not show (hidden coupling); a summary with "
+                "a documented risk level.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
     p.add_argument("--depth", type=_positive_int, default=2, metavar="N",
                    help="how many edges away (default: 2, at most 10)")
@@ -125,24 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "method's name alone is 0.4 shared among its candidates)")
     for name, help_ in (("callers", "what calls or references a symbol"),
                         ("callees", "what a symbol calls or references")):
-        p = sub.add_parser(name, parents=[common], help=help_, epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                           description=help_[0].upper() + help_[1:] + ", one edge away, with "
-                           "the line and the resolution's confidence.")
+        p = command(name, parents=[common], help=help_, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description=help_[0].upper() + help_[1:] + ", one edge away, with "
+                    "the line and the resolution's confidence.")
         p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
 
-    sub.add_parser("status", parents=[common], help="what the index holds",
-                   description="Commits, symbols, languages, skipped files with reasons, the last "
-                   "indexed commit, memory items, whether semantic search is on, and the size.")
+    command("status", parents=[common], help="what the index holds",
+            description="Commits, symbols, languages, skipped files with reasons, the last "
+            "indexed commit, memory items, whether semantic search is on, and the size.")
 
-    p = sub.add_parser("search", parents=[common], help="search commits, docs and notes",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Hybrid search: BM25 and vector neighbours fused by rank, then "
-                       "bounded priors (recency, signal, context, area). --explain shows why.")
+    p = command("search", parents=[common, timed], help="search commits, docs and notes",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Hybrid search: BM25 and vector neighbours fused by rank, then "
+                "bounded priors (recency, signal, context, area). --explain shows why.")
     p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
-    p.add_argument("--since", type=_since, metavar="WHEN",
-                   help="only items from this date (YYYY-MM-DD) or the last N days")
+    p.add_argument("--since", type=_since_text, metavar="WHEN",
+                   help="only items from this date (YYYY-MM-DD) or the last N days (on --clock)")
     p.add_argument("--path", metavar="PREFIX", help="only items about this folder or file")
     p.add_argument("--kind", action="append", choices=("commit", "doc", "note"),
                    help="only this kind (repeatable)")
@@ -154,30 +171,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ignore the working tree and the branch name")
     p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
 
-    p = sub.add_parser("what", parents=[common], help="what is relevant to your current changes",
-                       description="From the git state alone: notes and commits about the files "
-                       "you changed, recent decisions, and the hot spots you are touching.")
+    p = command("what", parents=[common, timed], help="what is relevant to your current changes",
+                description="From the git state alone: notes and commits about the files "
+                "you changed, recent decisions, and the hot spots you are touching.")
     p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
 
-    p = sub.add_parser("related-commits", parents=[common], help="commits related to a commit or symbol",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The commits touching a symbol (or the commit itself), commits "
-                       "whose messages are semantically close, and commits of the same area.")
+    p = command("related-commits", parents=[common], help="commits related to a commit or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits touching a symbol (or the commit itself), commits "
+                "whose messages are semantically close, and commits of the same area.")
     p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
 
-    p = sub.add_parser("areas", parents=[common], help="areas of the code base (spectral clusters)",
-                       description="Clusters of commits, doc sections and notes, with their size, "
-                       "label (distinctive terms), hottest paths and date span.")
+    p = command("areas", parents=[common], help="areas of the code base (spectral clusters)",
+                description="Clusters of commits, doc sections and notes, with their size, "
+                "label (distinctive terms), hottest paths and date span.")
     p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
 
-    p = sub.add_parser("context", parents=[common], help="a token-budgeted context pack for an agent",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="The focus symbol's code, its history with reasons, live "
-                       "notes, what changes with it, related commits, docs and search hits, packed "
-                       "by utility per token under --budget, the room left filled by the next item "
-                       "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
-                       "in --encoding (see the README).")
+    p = command("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The focus symbol's code, its history with reasons, live "
+                "notes, what changes with it, related commits, docs and search hits, packed "
+                "by utility per token under --budget, the room left filled by the next item "
+                "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
+                "in --encoding (see the README).")
     p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
     p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
     p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
@@ -188,9 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
                    ".cortex/config.toml, else o200k; estimate over-counts, for other tokenizers)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
 
-    p = sub.add_parser("note", help="notes on symbols, files or the repository",
-                       description="Notes are kept with time: superseded notes stay on record but "
-                       "never reach search or context packs; a note whose code changed is flagged.")
+    p = command("note", help="notes on symbols, files or the repository",
+                description="Notes are kept with time: superseded notes stay on record but "
+                "never reach search or context packs; a note whose code changed is flagged.")
     notes = p.add_subparsers(dest="note_command", metavar="ACTION")
     notes.required = True
     q = notes.add_parser("add", parents=[common], help="write a note",
@@ -212,23 +229,23 @@ def build_parser() -> argparse.ArgumentParser:
     q = notes.add_parser("import", parents=[common], help="add the notes of an export")
     q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
 
-    p = sub.add_parser("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="A Model Context Protocol server over stdio, for chat agents "
-                       "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
-                       "symbol_history, blast_radius, related, hotspots, context_pack, status, "
-                       "sync, record_note, supersede_note. Each takes an optional `repo`.",
-                       epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
-                       "see the README's section for agents.")
+    p = command("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="A Model Context Protocol server over stdio, for chat agents "
+                "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
+                "symbol_history, blast_radius, related, hotspots, context_pack, status, "
+                "sync, record_note, supersede_note. Each takes an optional `repo`.",
+                epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
+                "see the README's section for agents.")
     p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
                    "none (default: the one around the current directory, if any)")
     p.add_argument("--db", metavar="FILE", help="that repository's index (default: "
                    "<repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
 
-    p = sub.add_parser("model", help="the embedding model",
-                       description="Semantic search needs a model2vec model on disk. Nothing is "
-                       "downloaded unless you ask: `cortex model pull`.")
+    p = command("model", help="the embedding model",
+                description="Semantic search needs a model2vec model on disk. Nothing is "
+                "downloaded unless you ask: `cortex model pull`.")
     models = p.add_subparsers(dest="model_command", metavar="ACTION")
     models.required = True
     q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
@@ -238,17 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--repo", metavar="PATH",
                        help="the git repository (default: the one around the current directory)")
     where.add_argument("--json", action="store_true", help="print JSON for machines")
-    p = sub.add_parser("hooks", help="git hooks that keep the index fresh",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="post-commit, post-merge, post-checkout and post-rewrite hooks "
-                       "that run `cortex index`\nin the background after each change: git "
-                       "returns at once and its output stays clean.",
-                       epilog="A hook already in place keeps running first (renamed to "
-                       "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
-                       "status; uninstall puts it back exactly.\nThe hooks directory is git's "
-                       "own (core.hooksPath is followed). The indexer writes to\n"
-                       "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
-                       "of git makes\nthe hooks index before git returns (scripts, tests).")
+    p = command("hooks", help="git hooks that keep the index fresh",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="post-commit, post-merge, post-checkout and post-rewrite hooks "
+                "that run `cortex index`\nin the background after each change: git "
+                "returns at once and its output stays clean.",
+                epilog="A hook already in place keeps running first (renamed to "
+                "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
+                "status; uninstall puts it back exactly.\nThe hooks directory is git's "
+                "own (core.hooksPath is followed). The indexer writes to\n"
+                "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
+                "of git makes\nthe hooks index before git returns (scripts, tests).")
     hooks = p.add_subparsers(dest="hooks_command", metavar="ACTION")
     hooks.required = True
     hooks.add_parser("install", parents=[where], help="install the hooks (again: refreshes them)",
@@ -290,6 +307,12 @@ def _encoding(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _since_text(text: str) -> str:
+    """A date or a number of days, checked now and counted once the clock is known."""
+    _since(text)
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -322,8 +345,18 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _asked(argv: list[str]) -> str | None:
+    """The command that argv names first, if any ("" for --version alone): only its parser is
+    built. Anything else (no command, a typo, --help) builds them all, for the full message."""
+    first = argv[0] if argv else None
+    if first in COMMANDS:
+        return first
+    return "" if argv == ["--version"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_asked(argv)).parse_args(argv)
     # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
     # which SQLite and the tokenizers refuse: carry them as replacement characters.
     for name, value in vars(args).items():
@@ -372,6 +405,10 @@ def _location(args, for_writing: bool = False):
 def _settings(root: Path):
     from .config import load_settings
     return load_settings(root / ".cortex" / "config.toml")
+
+
+def _clock(args, settings) -> str:
+    return args.clock or settings.time.clock
 
 
 def _reader(args):
@@ -479,7 +516,7 @@ def cmd_hotspots(args) -> int:
     root, _, con = _reader(args)
     settings = _settings(root)
     result = hotspots(con, half_life_days=args.half_life or settings.hotspots.half_life_days,
-                      since_days=args.since, top_k=args.top_k,
+                      since_days=args.since, top_k=args.top_k, clock=_clock(args, settings),
                       path_prefix=repo_relative(args.path, root) if args.path else None)
     if args.json:
         return _emit_json(result)
@@ -519,9 +556,10 @@ def cmd_blast(args) -> int:
     from .blast import blast
     from . import render
     root, _, con = _reader(args)
+    settings = _settings(root)
     result = blast(con, _spec(args.target, root), depth=args.depth,
-                   half_life_days=_settings(root).hotspots.half_life_days,
-                   min_confidence=args.min_confidence)
+                   half_life_days=settings.hotspots.half_life_days,
+                   min_confidence=args.min_confidence, clock=_clock(args, settings))
     if args.json:
         return _emit_json(result)
     print(render.blast(result))
@@ -575,8 +613,13 @@ def cmd_search(args) -> int:
         workspace = read_workspace(root)
     focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
     embedder = load_embedder(con) if args.mode != "lexical" else None
+    since = None
+    if args.since is not None:
+        from .clock import clock
+        from .dates import since as since_epoch
+        since = since_epoch(args.since, clock(con, _clock(args, settings)).now)
     options = SearchOptions(
-        top_k=args.top_k, kinds=tuple(args.kind or ()), since=args.since,
+        top_k=args.top_k, kinds=tuple(args.kind or ()), since=since, clock=_clock(args, settings),
         path=_spec(args.path, root).path if args.path else None, mode=args.mode,
         priors=not args.no_priors, context=not args.no_context or bool(args.at),
         half_life_days=settings.search.half_life_days, focus=focus)
@@ -600,8 +643,9 @@ def cmd_what(args) -> int:
     from .what import what
     from . import render
     root, _, con = _reader(args)
-    result = what(con, root, top_k=args.top_k,
-                  half_life_days=_settings(root).hotspots.half_life_days)
+    settings = _settings(root)
+    result = what(con, root, top_k=args.top_k, half_life_days=settings.hotspots.half_life_days,
+                  clock=_clock(args, settings))
     if args.json:
         return _emit_json(result)
     print(render.what(result, time.time()))
@@ -640,7 +684,8 @@ def cmd_context(args) -> int:
     pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
                       fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
                       half_life_days=settings.search.half_life_days,
-                      encoding=args.encoding or settings.packs.encoding)
+                      encoding=args.encoding or settings.packs.encoding,
+                      clock=_clock(args, settings))
     if pack.note:
         print(f"cortex: note: {pack.note}", file=sys.stderr)
     if args.json:  # the pack with its accounting

@@ -15,6 +15,10 @@ of the wrong type are errors with a clear message rather than silently ignored.
     [hotspots]
     half_life_days = 90.0         # recency weight halves every this many days
 
+    [time]
+    clock = "repository"          # what windows and recency count back from: "repository" (the
+                                  # indexed HEAD's date) or "wall" (today); see clock.py
+
     [coupling]
     max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
     min_support = 1               # a pair must share at least this many commits (1: shown as weak)
@@ -82,6 +86,11 @@ class HotspotSettings:
 
 
 @dataclass(frozen=True)
+class TimeSettings:
+    clock: str = "repository"     # clock.CLOCKS
+
+
+@dataclass(frozen=True)
 class CouplingSettings:
     # The one set of co-change defaults: coupling.py, the CLI, the language server, MCP and packs
     # all read these (bench/bench_cochange.py measured them).
@@ -122,6 +131,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     packs: PackSettings = field(default_factory=PackSettings)
     clusters: ClusterSettings = field(default_factory=ClusterSettings)
+    time: TimeSettings = field(default_factory=TimeSettings)
 
 
 def load_settings(path: Path) -> Settings:
@@ -141,8 +151,9 @@ def load_settings(path: Path) -> Settings:
     return settings
 
 
-_SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "packs", "clusters")
+_SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "packs", "clusters", "time")
 _ZERO_MEANS_OFF = {("coupling", "half_life_days")}
+_CHOICES = {("time", "clock"): ("repository", "wall")}
 _MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
 
@@ -157,6 +168,11 @@ def _apply(path: Path, section: str, current, values: dict):
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise CortexError(f"{path}: {section}.{key} must be a list of strings")
             value = tuple(value)
+        elif (section, key) in _CHOICES:
+            choices = _CHOICES[section, key]
+            if value not in choices:
+                raise CortexError(f"{path}: {section}.{key} must be "
+                                  + " or ".join(f'"{c}"' for c in choices))
         elif isinstance(default, str):
             if not isinstance(value, str) or not value.strip():
                 raise CortexError(f"{path}: {section}.{key} must be a non-empty string")

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .clock import DEFAULT
 from .errors import CortexError
 from .redact import redact
 from .token_count import DEFAULT_ENCODING, count_tokens, counter, estimate_tokens
@@ -291,7 +292,8 @@ def _render(subject: str, budget: int, items: list[PackItem], fmt: str) -> str:
 
 def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None = None,
                budget: int = 2000, fmt: str = "markdown", embedder=None, spec_fix=None,
-               half_life_days: float = 180.0, encoding: str = DEFAULT_ENCODING) -> ContextPack:
+               half_life_days: float = 180.0, encoding: str = DEFAULT_ENCODING,
+               clock: str = DEFAULT) -> ContextPack:
     """A pack about `query`, `at` (PATH, PATH::SYMBOL, PATH:LINE), or both. `spec_fix` maps a
     parsed target to the repository (the CLI's cwd handling)."""
     if not (query and query.strip()) and not at:
@@ -305,22 +307,23 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         spec = spec_fix(spec) if spec_fix else spec
         target = resolve(con, spec)
         subject_parts.append(target.label)
-        candidates += target_candidates(con, repo_root, spec, target, embedder)
+        candidates += target_candidates(con, repo_root, spec, target, embedder, clock)
     if query and query.strip():
         subject_parts.insert(0, query.strip())
-        candidates += _search(con, query, at, embedder, half_life_days, spec_fix)
+        candidates += _search(con, query, at, embedder, half_life_days, spec_fix, clock=clock)
     elif target is not None:
         name = target.qualname.rsplit(".", 1)[-1] if target.qualname else Path(target.path).stem
         candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
-                              section="docs", weight=0.45)
+                              section="docs", weight=0.45, clock=clock)
     return pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
 
 
-def target_candidates(con, repo_root: Path, spec, target, embedder=None) -> list[PackItem]:
+def target_candidates(con, repo_root: Path, spec, target, embedder=None,
+                      clock: str = DEFAULT) -> list[PackItem]:
     """Everything a pack can say about one resolved target: its code, notes, history, what
     changes with it, what depends on it, related commits."""
     return (_focus(con, repo_root, target) + _notes(con, repo_root, target) + _history(con, spec)
-            + _changes_with(con, spec) + _blast(con, spec) + _related(con, target, embedder))
+            + _changes_with(con, spec) + _blast(con, spec, clock) + _related(con, target, embedder))
 
 
 def _focus(con, repo_root: Path, target) -> list[PackItem]:
@@ -409,10 +412,10 @@ def _changes_with(con, spec) -> list[PackItem]:
     return out
 
 
-def _blast(con, spec) -> list[PackItem]:
+def _blast(con, spec, clock: str) -> list[PackItem]:
     from .blast import blast
     try:
-        found = blast(con, spec, depth=2)
+        found = blast(con, spec, depth=2, clock=clock)
     except CortexError:
         return []
     if not found.dependents:
@@ -441,13 +444,15 @@ def _related(con, target, embedder) -> list[PackItem]:
 
 
 def _search(con, query: str, at, embedder, half_life_days: float, spec_fix, *, kinds=(),
-            section: str = "search", weight: float = 0.85) -> list[PackItem]:
+            section: str = "search", weight: float = 0.85,
+            clock: str = DEFAULT) -> list[PackItem]:
     from .search import SearchOptions, build_focus, search
     focus = build_focus(con, at) if at and not spec_fix else None
     if at and spec_fix:
         from .targets import parse_target
         focus = build_focus(con, spec_fix(parse_target(at)).label)
-    options = SearchOptions(top_k=10, kinds=tuple(kinds), half_life_days=half_life_days)
+    options = SearchOptions(top_k=10, kinds=tuple(kinds), half_life_days=half_life_days,
+                            clock=clock)
     if focus is not None:
         options = replace(options, focus=focus)
     try:

@@ -8,8 +8,8 @@ coupling; code-maat's default is 30):
     confidence(X ⇒ Y) = support / commits that change X      (how often Y follows X)
     confidence(Y ⇒ X) = support / commits that change Y      (how much of Y's life is X's)
     weight(X, Y)      = the shared commits, each counted 0.5^(age / half-life), its age taken
-                        on the repository's own clock (from its newest indexed commit, not from
-                        today: an old clone ranks as it did when it was current)
+                        on the repository's own clock (clock.repository_time: the indexed
+                        HEAD's date, not today: an old clone ranks as it did when it was current)
 
 Candidates are ranked by weight (with no half-life: by support, the order of association rules,
 Zimmermann et al. 2004), then by the newest shared commit, then by name. One shared commit is
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import apsw
 
 from .change_kinds import SUBSTANTIVE_SQL
+from .clock import repository_time
 from .config import CouplingSettings
 from .history import COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef, commit_ref
 from .targets import Target, TargetSpec, resolve
@@ -291,13 +292,13 @@ class _HistorySets:
     commit_size: dict[int, int]        # eligible commit -> files it changed
     commits_of_file: dict[int, set[int]] = None      # the inverse of files_by_commit
     commits_of_symbol: dict[int, set[int]] = None
+    now: int = 0                       # the repository's own clock (clock.repository_time)
     _paths: dict[int, str] | None = None
     _names: dict[str, list[str]] | None = None
 
     def __post_init__(self):
         self.commits_of_file = _invert(self.files_by_commit)
         self.commits_of_symbol = _invert(self.symbols_by_commit)
-        self.now = max(self.commit_time.values(), default=0)  # the repository's own clock
         self._weights: dict[tuple, dict[int, float]] = {}
 
     def weights(self, half_life_days: float | None, size_exponent: float = 0.0):
@@ -381,7 +382,7 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         file_canon, symbol_canon, _group(file_rows, commit_time, file_canon),
         _group(symbol_rows, commit_time, symbol_canon), alive_files,
         {sid for (sid,) in con.execute("select id from symbols where alive = 1")}, commit_time,
-        commit_size)
+        commit_size, now=repository_time(con) or 0)
     if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
         _CACHE.clear()
     _CACHE[id(con)] = (stamp, sets)

@@ -42,6 +42,7 @@ COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.autho
 
 @dataclass(frozen=True)
 class CommitRef:
+    """A commit as a history shows it."""
     sha: str
     time: int      # author time, seconds since the epoch
     offset: int    # author's UTC offset in minutes
@@ -76,6 +77,7 @@ def _redact_name(text: str) -> str:
 
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One commit of a file's or a symbol's history, and what it did to it."""
     commit: CommitRef
     change: str              # added | modified | deleted | renamed | moved (files: A M D R ...)
     added: int | None
@@ -94,6 +96,7 @@ class HistoryEntry:
 
 @dataclass(frozen=True)
 class History:
+    """The history of a target, newest first."""
     target: Target
     entries: list[HistoryEntry] = field(default_factory=list)
     note: str | None = None

@@ -3,7 +3,8 @@
     score = R × (1 + ln A) × (1 + log10(1 + L))
 
     R  recency-weighted change count: Σ over the commits that changed it of 0.5^(age_days / half_life)
-       (half_life: [hotspots] half_life_days, 90 by default; age from `now`, the wall clock)
+       (half_life: [hotspots] half_life_days, 90 by default; age from `now`: the repository's
+       own clock by default, clock.py)
     A  distinct authors (by e-mail) of those commits
     L  churn: lines added + deleted by those commits
 
@@ -18,12 +19,12 @@ renamed, its own code unchanged) are not counted (change_kinds.NOT_SUBSTANTIVE).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import apsw
 
 from .change_kinds import SUBSTANTIVE_SQL
+from .clock import DEFAULT, Clock, clock as read_clock
 
 FORMULA = "score = R × (1 + ln A) × (1 + log10(1 + L)); R = Σ 0.5^(age_days / half_life)"
 
@@ -49,6 +50,7 @@ class Hotspots:
     half_life_days: float
     since_days: float | None
     formula: str = FORMULA
+    clock: Clock | None = None   # what the window and the ages count back from
 
 
 _SCORE = "r * (1 + ln(a)) * (1 + log10(1 + l))"
@@ -57,8 +59,10 @@ _SUBSTANTIVE = SUBSTANTIVE_SQL
 
 
 def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: float | None = None,
-             path_prefix: str | None = None, top_k: int = 10, now: float | None = None) -> Hotspots:
-    now = time.time() if now is None else now
+             path_prefix: str | None = None, top_k: int = 10, now: float | None = None,
+             clock: str = DEFAULT) -> Hotspots:
+    used = read_clock(con, clock, now)
+    now = used.now
     since = now - since_days * 86400 if since_days is not None else -(1 << 62)
     prefix = (path_prefix or "").strip("/")
     prefix = "" if prefix == "." else prefix
@@ -91,14 +95,15 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
             where h.skip_reason is null and {in_prefix}
             order by score desc, n desc, f.path limit :k""", params).fetchall()
     return Hotspots([Hotspot(*row) for row in symbols], [Hotspot(*row) for row in files],
-                    half_life_days, since_days)
+                    half_life_days, since_days, clock=used)
 
 
 def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
-                  half_life_days: float = 90.0, now: float | None = None) -> float:
+                  half_life_days: float = 90.0, now: float | None = None,
+                  clock: str = DEFAULT) -> float:
     """The score `hotspots` gives one file or symbol (0 when it has no change), computed for it
     alone: an indexed lookup instead of the whole history's aggregate."""
-    now = time.time() if now is None else now
+    now = read_clock(con, clock, now).now
     params = {"now": now, "hl": half_life_days * 86400.0, "id": symbol_id or file_id}
     recency = "pow(0.5, max(0.0, :now - c.author_time) / :hl)"
     if symbol_id is not None:

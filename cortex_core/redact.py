@@ -89,6 +89,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Secret:
+    """A secret value's span in a text, and its kind."""
     kind: str
     start: int
     end: int  # the value only: key names, schemes, users and hosts stay outside
@@ -164,10 +165,25 @@ def _high_entropy(value: str) -> bool:
         entropy(value) >= ENTROPY_BITS)
 
 
+class _OnFirstUse:
+    """A pattern compiled when first used. A format runs only on texts that hold its hint (see
+    _HINTS), so most processes use few of them: compiling them all was most of this module's
+    import, a good part of the start of a short command such as `cortex history`."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __getattr__(self, name: str):    # finditer, groupindex, pattern...: those of the regex
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self.__dict__["_compiled"] = re.compile(self.source)
+        return getattr(compiled, name)
+
+
 # (kind, pattern, check on the value); the value is group "v" or the whole match. Earlier entries
 # name a span when several start at the same place.
-_FORMATS: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
-    (kind, re.compile(pattern), check) for kind, pattern, check in (
+_FORMATS: list[tuple[str, _OnFirstUse, Callable[[str], bool] | None]] = [
+    (kind, _OnFirstUse(pattern), check) for kind, pattern, check in (
         ("private-key", _PRIVATE_KEY, None),
         ("aws-access-key", r"(?<![A-Z0-9\]])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9\[])", None),
         ("gcp-api-key", _EDGE + r"AIza[A-Za-z0-9_\-]{35}" + _CLOSE, None),

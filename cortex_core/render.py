@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +25,39 @@ def relative_time(then: float, now: float) -> str:
 
 
 def date(ref_time: int, offset_minutes: int = 0) -> str:
-    tz = timezone(timedelta(minutes=offset_minutes))
-    return datetime.fromtimestamp(ref_time, tz).strftime("%Y-%m-%d")
+    # time, not datetime: one import less in every command's start (bench/bench_start.py)
+    return time.strftime("%Y-%m-%d", time.gmtime(ref_time + offset_minutes * 60))
+
+
+def _utc_day(when: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(when))
+
+
+def on_clock(clock) -> str:
+    """Which clock (clock.py) windows and recency count back from, and its date (UTC)."""
+    if clock.kind == "repository":
+        return f"on this repository's clock, its HEAD of {_utc_day(clock.now)}"
+    if clock.kind == "wall":
+        return f"on the wall clock, today {_utc_day(clock.now)}"
+    return f"as of {_utc_day(clock.now)}"
+
+
+def window(days: float, clock) -> str:
+    """'last 90 days of this repository's activity (to 2023-04-02)', or on the wall clock
+    'last 90 days (to today, 2026-12-03)'."""
+    if clock is None:
+        return f"last {days:g} days"
+    if clock.kind == "repository":
+        return f"last {days:g} days of this repository's activity (to {_utc_day(clock.now)})"
+    if clock.kind == "wall":
+        return f"last {days:g} days (to today, {_utc_day(clock.now)})"
+    return f"last {days:g} days (to {_utc_day(clock.now)})"
 
 
 def clean(text: str) -> str:
     """Untrusted text made safe for a terminal: no control characters or escape sequences."""
+    if text.isprintable():   # most text: one pass in C
+        return text
     return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
@@ -82,8 +108,11 @@ def history(result: History, now: float) -> str:
 
 
 def hotspots(result: Hotspots, now: float, explain: bool) -> str:
-    window = f"last {result.since_days:g} days" if result.since_days else "all history"
-    lines = [f"hotspots ({window}, half-life {result.half_life_days:g} days)"]
+    if result.since_days:
+        span = f"in the {window(result.since_days, result.clock)}"
+    else:
+        span = "over all history" + (f", {on_clock(result.clock)}" if result.clock else "")
+    lines = [f"hotspots {span}; half-life {result.half_life_days:g} days"]
     for title, rows in (("symbols (substantive changes: formatting-only commits not counted)",
                          result.symbols), ("files", result.files)):
         lines.append(f"\n{title}:")
@@ -276,6 +305,8 @@ def search(result, now: float, explain: bool) -> str:
                          + (f"  ({'; '.join(w.context_reasons)})" if w.context_reasons else ""))
     if not result.hits:
         lines.append("  nothing matched")
+    elif explain and result.clock is not None:
+        lines.append(f"recency {on_clock(result.clock)}")
     return "\n".join(lines)
 
 
@@ -302,7 +333,8 @@ def what(result, now: float) -> str:
         lines.append(f"  {_note_line(note, now)}")
     if not result.decisions and not result.recent_notes:
         lines.append("  none")
-    lines.append("\nhot spots you are touching:")
+    lines.append("\nhot spots you are touching"
+                 + (f" ({on_clock(result.clock)}):" if getattr(result, "clock", None) else ":"))
     for h in result.hotspots:
         what_ = f"{h.path}::{h.qualname}" if h.qualname else h.path
         lines.append(f"  {h.score:7.2f}  {h.changes:4d} changes  {h.authors:3d} authors  {clean(what_)}")

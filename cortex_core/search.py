@@ -8,7 +8,8 @@
    is gated by how flat the BM25 list is: when the best BM25 score clearly stands out from the
    tenth, words have found it and vectors only break ties; when BM25 is flat (or finds nothing),
    vectors get their full weight. bench/bench_search.py chose the numbers.
-3. Priors multiply the fused score by 1 + a bounded sum: recency (exponential decay), signal (a fix
+3. Priors multiply the fused score by 1 + a bounded sum: recency (exponential decay, ages counted
+   back from the repository's own clock by default: clock.py), signal (a fix
    or revert above a feature above a refactor above chores and docs), context (the focus symbol or
    file, files changed in the working tree, words of the branch name) and area (the cluster of the
    best hits). The sum is at most `MAX_BOOST`, so an item whose fused score is more than
@@ -23,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
+from .clock import DEFAULT, Clock, clock as read_clock
 from .errors import CortexError
 from .redact import redact
 from .tokens import fts_query, query_terms
@@ -92,6 +94,7 @@ class SearchOptions:
     weights: Weights = field(default_factory=Weights)
     prior_weights: PriorWeights = field(default_factory=PriorWeights)
     per_source: int = PER_SOURCE
+    clock: str = DEFAULT                 # what the recency prior counts back from
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ class SearchResult:
     semantic: bool
     note: str | None               # e.g. why vectors were not used
     candidates: int
+    clock: Clock | None = None     # what the recency prior counted back from
 
 
 def build_focus(con, at: str | None = None, workspace=None) -> Focus:
@@ -164,7 +168,8 @@ def build_focus(con, at: str | None = None, workspace=None) -> Focus:
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
            now: float | None = None) -> SearchResult:
     _check(options)
-    now = time.time() if now is None else now
+    used = read_clock(con, options.clock, now)
+    now = used.now
     mode, note = options.mode, None
     if mode != "lexical" and embedder is None:
         if mode == "vector":
@@ -181,7 +186,7 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
         known = set(lexical)
         vector = [item for item in vector if item in known]
     return SearchResult(query, mode, _rank(con, scored, vector, sims, w_vec, options, now),
-                        embedder is not None, note, len(set(lexical) | set(vector)))
+                        embedder is not None, note, len(set(lexical) | set(vector)), used)
 
 
 def _check(options: SearchOptions) -> None:

@@ -14,12 +14,15 @@ import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import apsw
 
 from .errors import IndexerBusy, IndexQueued, StoreError
 from .schema import BACKFILLS, MIGRATIONS
+
+if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
+    from collections.abc import Callable, Iterator
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

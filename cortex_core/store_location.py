@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ _NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 @dataclass(frozen=True)
 class Location:
+    """Where a repository's store is, and why when it is not in <repo>/.cortex."""
     path: Path                      # the database file
     reason: str | None = None       # why it is not <repo>/.cortex/cortex.db (None: it is)
     explicit: bool = False          # given with --db
@@ -54,6 +54,7 @@ def local_db_path(repo_root: Path) -> Path:
 def user_db_path(repo_root: Path) -> Path:
     """The per-user store of a repository: one folder per resolved working-tree path, named for
     people (the folder's name) and made unique by a hash (two clones called `app`)."""
+    import hashlib   # here: only the per-user store needs it, and every command starts here
     resolved = str(repo_root.resolve())
     digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", repo_root.name)[:40].lstrip(".") or "repo"

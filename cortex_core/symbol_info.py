@@ -4,20 +4,21 @@ A card sums up the symbol's history (changes, authors, last change, the newest c
 "why" from their bodies), its hotspot standing, how many places depend on it and its live notes.
 
 Hot, for a lens or the hover's flag, means: changed at least `threshold` times in the last
-`window_days` days, counting the commits that changed the symbol's own lines (as `cortex hotspots`
-credits them: a method's change does not also count for its class). The numbers shown come from
-the same query, so a lens and a hover never disagree.
+`window_days` days (counted back from the repository's own clock by default: clock.py), counting
+the commits that changed the symbol's own lines (as `cortex hotspots` credits them: a method's
+change does not also count for its class). The numbers shown come from the same query, so a lens
+and a hover never disagree.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .blast import direct_dependents
 from .change_kinds import SUBSTANTIVE_SQL
+from .clock import DEFAULT, Clock, clock as read_clock
 from .coupling import CoupledSymbol, strongest_symbol
 from .history import CommitRef, HistoryEntry, file_history, redacted, symbol_history
 from .hotspots import hotspot_score
@@ -33,6 +34,7 @@ class HeatSettings:
     threshold: int = 4          # changes within the window that make a symbol hot
     window_days: float = 90.0
     half_life_days: float = 90.0
+    clock: str = DEFAULT        # what the window counts back from: "repository" or "wall"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class SymbolCard:
     reformatted: int = 0
     waypoints: int = 0
     coupled: CoupledSymbol | None = None  # the symbol that usually changes with it
+    clock: Clock | None = None  # what the window counts back from
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -79,7 +82,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     """The card of `path::qualname` (or of the file when qualname is None).
 
     Raises targets' NotFound when the file or symbol is not in the index."""
-    now = time.time() if now is None else now
+    used = read_clock(con, heat.clock, now)
+    now = used.now
     target = resolve(con, TargetSpec(path, qualname))
     # Subjects are redacted for the commits shown only: the rest are counted, and redacting a
     # long history's subjects was most of a hover's time.
@@ -106,14 +110,14 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
                       reformatted, waypoints,
-                      strongest_symbol(con, target) if target.alive else None)
+                      strongest_symbol(con, target) if target.alive else None, used)
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,
               qualname: str | None = None, only_hot: bool = False) -> list[Heat]:
     """The live symbols of a file with changes in the window (or one symbol of it), most changed
     first; one indexed query for the whole file."""
-    now = time.time() if now is None else now
+    now = read_clock(con, heat.clock, now).now
     params = {"path": path, "since": now - heat.window_days * 86400, "q": qualname,
               "min": heat.threshold if only_hot else 1}
     rows = con.execute(

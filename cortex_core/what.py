@@ -3,15 +3,16 @@
 Three groups: about your changes (notes on the files you changed, then the commits that shaped
 them — fixes and features first, recent first), recent decisions (the latest commits that explain
 themselves with a body, and the latest notes), and hot spots you are touching (hotspots among
-the changed files and their symbols).
+the changed files and their symbols). "Recent" counts back from the repository's own clock by
+default (clock.py).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .clock import DEFAULT, Clock, clock as read_clock
 from .history import COMMIT_COLUMNS, CommitRef, commit_ref
 from .hotspots import Hotspot, hotspots
 from .notes import Note, list_notes, live_notes_for
@@ -41,10 +42,13 @@ class What:
     recent_notes: list[Note]
     hotspots: list[Hotspot]
     unindexed: tuple[str, ...]   # changed files the index does not know
+    clock: Clock | None = None   # what recency counts back from
 
 
 def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
-         workspace: Workspace | None = None) -> What:
+         workspace: Workspace | None = None, clock: str = DEFAULT,
+         now: float | None = None) -> What:
+    used = read_clock(con, clock, now)
     ws = workspace if workspace is not None else read_workspace(repo_root)
     changed = ws.changed
     ids = {}
@@ -55,9 +59,10 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
     notes = [n for path in ids for n in live_notes_for(con, repo_root, path)
              if n.target]   # the repository's own notes are listed under recent decisions
     return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
-                _about(con, ids, top_k), _decisions(con, top_k),
-                list_notes(con, repo_root)[:top_k], _hot(con, set(ids.values()), half_life_days, top_k),
-                tuple(p for p in changed if p not in ids))
+                _about(con, ids, top_k, used.now), _decisions(con, top_k),
+                list_notes(con, repo_root)[:top_k],
+                _hot(con, set(ids.values()), half_life_days, top_k, used.now),
+                tuple(p for p in changed if p not in ids), used)
 
 
 def _unique_notes(notes: list[Note]) -> list[Note]:
@@ -65,10 +70,9 @@ def _unique_notes(notes: list[Note]) -> list[Note]:
     return [n for n in notes if not (n.id in seen or seen.add(n.id))]
 
 
-def _about(con, ids: dict[str, int], top_k: int) -> list[WhatCommit]:
+def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]:
     if not ids:
         return []
-    now = time.time()
     by_commit: dict[int, tuple[tuple, set[str]]] = {}
     paths = {fid: path for path, fid in ids.items()}
     marks = ",".join("?" * len(paths))
@@ -101,13 +105,14 @@ def _why(body: str) -> str:
     return redact(" ".join(first.split()))[:400]
 
 
-def _hot(con, file_ids: set[int], half_life_days: float, top_k: int) -> list[Hotspot]:
+def _hot(con, file_ids: set[int], half_life_days: float, top_k: int,
+         now: float) -> list[Hotspot]:
     """Hotspots among the changed files and their symbols: one ranking of the whole index
     (a query per changed file would aggregate the history once per file), then filtered."""
     if not file_ids:
         return []
     paths = {p for (p,) in con.execute(
         f"select path from files where id in ({','.join('?' * len(file_ids))})", list(file_ids))}
-    found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000)
+    found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000, now=now)
     mine = [h for h in found.symbols + found.files if h.path in paths]
     return sorted(mine, key=lambda h: -h.score)[:top_k]

@@ -244,8 +244,8 @@ def _editor_features(server: CortexServer) -> None:
         if found is None:
             raise Failed(f"{uri} is not in a git repository of this workspace")
         repo = found[0]
-        title = await ls.query(repo, queries.lens_title, path, qualname, ls.settings)
-        lens.command = types.Command(title=title, command="cortex.showHistory",
+        title, tooltip = await ls.query(repo, queries.lens_title, path, qualname, ls.settings)
+        lens.command = types.Command(title=title, command="cortex.showHistory", tooltip=tooltip,
                                      arguments=[{"uri": uri, "target": f"{path}::{qualname}"}])
         return lens
 

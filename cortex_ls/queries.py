@@ -39,7 +39,7 @@ class Located:
 
 def heat_settings(settings: Settings) -> HeatSettings:
     return HeatSettings(settings.hotspot_threshold, settings.hotspot_window_days,
-                        settings.recency_half_life_days)
+                        settings.recency_half_life_days, settings.clock)
 
 
 def live_symbols(buffer: Buffer, path: str):
@@ -118,14 +118,19 @@ def lenses(con, repo: Repo, path: str, buffer: Buffer, settings: Settings) -> li
             for h in hot if h.qualname in where]
 
 
-def lens_title(con, path: str, qualname: str, settings: Settings) -> str:
-    """The resolved lens: the counts again (the index may have moved on) and the dependents."""
-    card_heat = file_heat(con, path, heat_settings(settings), qualname=qualname)
+def lens_title(con, path: str, qualname: str, settings: Settings) -> tuple[str, str]:
+    """The resolved lens: the counts again (the index may have moved on) and the dependents;
+    and its tooltip, which says what the window counts back from."""
+    from cortex_core.clock import clock
+    heat = heat_settings(settings)
+    used = clock(con, heat.clock)
+    card_heat = file_heat(con, path, heat, qualname=qualname, now=used.now)
     changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
     from cortex_core.symbol_info import dependents_of
     target = find(con, path, qualname)
     dependents = dependents_of(con, target) if target is not None else None
-    return render.lens_title(changes, authors, dependents, settings.hotspot_window_days)
+    return (render.lens_title(changes, authors, dependents, settings.hotspot_window_days),
+            render.lens_tooltip(settings.hotspot_window_days, used))
 
 
 # -- custom requests ---------------------------------------------------------------------------
@@ -171,7 +176,8 @@ def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: 
                  settings: Settings) -> dict:
     from cortex_core.blast import MIN_CONFIDENCE, blast
     result = blast(con, spec, depth=depth, half_life_days=settings.recency_half_life_days,
-                   min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence)
+                   min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence,
+                   clock=settings.clock)
     return payload(result, repo)
 
 
@@ -185,7 +191,8 @@ def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: 
     from cortex_core.context_pack import build_pack
     pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
                       embedder=embedder, half_life_days=settings.recency_half_life_days,
-                      encoding=encoding or settings.token_encoding)
+                      encoding=encoding or settings.token_encoding,
+                      clock=settings.clock)
     out = payload(pack, repo)
     out["tokens"] = pack.used
     return out
@@ -202,7 +209,7 @@ def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...
     # Unsaved edits count as changed files: the ranking's context boost sees what the editor sees.
     workspace = replace(workspace, modified=tuple(dict.fromkeys(workspace.modified + tuple(dirty))))
     options = SearchOptions(top_k=top_k, kinds=kinds, since=since, path=path, mode=mode,
-                            half_life_days=settings.recency_half_life_days,
+                            half_life_days=settings.recency_half_life_days, clock=settings.clock,
                             focus=build_focus(con, at, workspace))
     if mode == "vector" and embedder is None:
         raise CortexError(semantic_state(con)[1])
@@ -217,7 +224,8 @@ def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float
              settings: Settings) -> dict:
     from cortex_core.hotspots import hotspots as rank
     return payload(rank(con, half_life_days=settings.recency_half_life_days,
-                        since_days=since_days, path_prefix=path, top_k=top_k), repo)
+                        since_days=since_days, path_prefix=path, top_k=top_k,
+                        clock=settings.clock), repo)
 
 
 def status(con, repo: Repo) -> dict:

@@ -11,7 +11,7 @@ import time
 
 from cortex_core.markdown import code, escape
 from cortex_core.remotes import commit_url
-from cortex_core.render import relative_time
+from cortex_core.render import relative_time, window
 
 
 def _sha(commit, web_base: str | None) -> str:
@@ -32,6 +32,10 @@ def lens_title(changes: int, authors: int, dependents: int | None, window_days: 
     return " · ".join(parts)
 
 
+def lens_tooltip(window_days: float, clock) -> str:
+    return f"changes to its own code in the {window(window_days, clock)}"
+
+
 def _days(days: float) -> str:
     return f"{days:g}d"
 
@@ -46,7 +50,8 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     if card.last_change is not None:
         facts.append(f"last {relative_time(card.last_change.time, now)}")
     if card.recent is not None and card.recent.hot:
-        facts.append(f"**hotspot**: {card.recent.changes}× in {_days(card.window_days)}")
+        facts.append(f"**hotspot**: {card.recent.changes}× in the "
+                     f"{window(card.window_days, card.clock)}")
     if card.dependents is not None:
         facts.append(_plural(card.dependents, "dependent"))
     lines = [head[0], "", " · ".join(facts)]

@@ -27,6 +27,7 @@ class Settings:
     code_lens: bool = True
     commit_links: bool = True            # hover commit ids link to their web page
     index_on_start: bool = True
+    clock: str = "repository"            # windows count back from: "repository" (HEAD) or "wall"
 
 
 # camelCase key -> (field, check returning an error or None)
@@ -65,6 +66,10 @@ def _encoding(v):
         return f"{', '.join(ENCODINGS[:-1])} or {ENCODINGS[-1]}"
 
 
+def _clock(v):
+    return None if v in ("repository", "wall") else '"repository" or "wall"'
+
+
 def _model(v):
     if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v):
         return None
@@ -84,6 +89,7 @@ _KEYS = {
     "codeLens": ("code_lens", _bool),
     "commitLinks": ("commit_links", _bool),
     "indexOnStart": ("index_on_start", _bool),
+    "clock": ("clock", _clock),
 }
 assert {f for f, _ in _KEYS.values()} == {f.name for f in fields(Settings)}
 

@@ -7,7 +7,7 @@ cannot forge a heading, a link or an instruction block in the answer."""
 from __future__ import annotations
 
 from cortex_core.markdown import code, escape
-from cortex_core.render import date, missing_objects
+from cortex_core.render import date, missing_objects, on_clock, window
 
 
 def plural(count: int, word: str) -> str:
@@ -109,8 +109,11 @@ def related(fused) -> list[str]:
 
 
 def hotspots(result) -> list[str]:
-    window = f"last {result.since_days:g} days" if result.since_days else "all history"
-    lines = [f"**Hotspots** ({window}; recency half-life {result.half_life_days:g} days)"]
+    if result.since_days:
+        span = f"in the {window(result.since_days, result.clock)}"
+    else:
+        span = "over all history" + (f", {on_clock(result.clock)}" if result.clock else "")
+    lines = [f"**Hotspots** {span}; recency half-life {result.half_life_days:g} days"]
     for title, rows in (("Symbols", result.symbols), ("Files", result.files)):
         lines.append(f"{title}:")
         for n, h in enumerate(rows, 1):

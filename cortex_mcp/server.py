@@ -152,12 +152,13 @@ def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolRes
                           structured_content=out)
 
 
-def since_epoch(text: str | None) -> int | None:
+def since_epoch(text: str | None, now: float | None = None) -> int | None:
+    """A date, or a number of days back from `now` (the clock in use; default: the wall's)."""
     from cortex_core.dates import since
     if text is None or not text.strip():
         return None
     try:
-        return since(text)
+        return since(text, now)
     except CortexError as exc:
         raise CortexError(f"since: {exc}") from None
 
@@ -179,13 +180,16 @@ def build_server(memory: Memory) -> MCPServer:
                       repo: Repo = None) -> CallToolResult:
         """Search the repository's memory — commit messages, documentation sections, notes — by
         meaning and by words, ranked with recency. For "why did we…", "when did we change…"."""
+        from cortex_core.clock import clock
         from cortex_core.embeddings import semantic_state
         from cortex_core.search import SearchOptions, search
         with memory.reading(repo) as (place, con):
+            settings = memory.settings(place)
             options = SearchOptions(
-                top_k=top_k, kinds=tuple(kind or ()), since=since_epoch(since),
+                top_k=top_k, kinds=tuple(kind or ()),
+                since=since_epoch(since, clock(con, settings.time.clock).now),
                 path=spec_of(path, place.root).path if path else None,
-                half_life_days=memory.settings(place).search.half_life_days)
+                half_life_days=settings.search.half_life_days, clock=settings.time.clock)
             embedder = memory.embedder(place, con)
             result = search(con, query, options, embedder=embedder)
             state, notes = memory.freshness(place, con)
@@ -230,8 +234,10 @@ def build_server(memory: Memory) -> MCPServer:
         `depth` steps — with a risk level, and what changes with it without a link in the code."""
         from cortex_core.blast import blast
         with memory.reading(repo) as (place, con):
+            settings = memory.settings(place)
             result = blast(con, spec_of(target, place.root), depth=depth,
-                           half_life_days=memory.settings(place).hotspots.half_life_days)
+                           half_life_days=settings.hotspots.half_life_days,
+                           clock=settings.time.clock)
             return answer(render.blast(result), result, *memory.freshness(place, con))
 
     @mcp.tool(annotations=READ)
@@ -258,8 +264,9 @@ def build_server(memory: Memory) -> MCPServer:
         churn. Risky places to edit."""
         from cortex_core.hotspots import hotspots as rank
         with memory.reading(repo) as (place, con):
-            result = rank(con, half_life_days=memory.settings(place).hotspots.half_life_days,
-                          since_days=since_days, top_k=top_k,
+            settings = memory.settings(place)
+            result = rank(con, half_life_days=settings.hotspots.half_life_days,
+                          since_days=since_days, top_k=top_k, clock=settings.time.clock,
                           path_prefix=spec_of(path, place.root).path if path else None)
             return answer(render.hotspots(result), result, *memory.freshness(place, con))
 
@@ -291,7 +298,8 @@ def build_server(memory: Memory) -> MCPServer:
                 pack = build_pack(con, place.root, query=query, at=at, budget=room,
                                   embedder=memory.embedder(place, con),
                                   half_life_days=memory.settings(place).search.half_life_days,
-                                  encoding=tokens.encoding)
+                                  encoding=tokens.encoding,
+                                  clock=memory.settings(place).time.clock)
                 lines = [pack.text.rstrip("\n"), size(len(pack.items), pack.used)]
                 over = tokens.count(render.footer(list(lines), list(notes))) - budget
                 if over <= 0:
@@ -417,7 +425,9 @@ def build_server(memory: Memory) -> MCPServer:
         with errors_as(ResourceError):
             place = memory.places.find(None)
             con = memory.places.reader(place)
-            result = rank(con, half_life_days=memory.settings(place).hotspots.half_life_days)
+            settings = memory.settings(place)
+            result = rank(con, half_life_days=settings.hotspots.half_life_days,
+                          clock=settings.time.clock)
             return render.footer(render.hotspots(result), memory.freshness(place, con)[1])
 
     @mcp.prompt("explain-symbol", description="Explain why a symbol is the way it is, from its "
@@ -481,11 +491,13 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
                 raise CortexError(f"budget: {total} tokens leave no room for the context after "
                                   f"this prompt's request ({count(ask)} tokens); give at "
                                   f"least {count(ask) + 40}")
-            heat = HeatSettings(half_life_days=memory.settings(place).hotspots.half_life_days)
+            settings = memory.settings(place)
+            heat = HeatSettings(half_life_days=settings.hotspots.half_life_days,
+                                clock=settings.time.clock)
             while True:     # the whole prompt is counted (BPE tokens need not add up)
                 pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
                                 budget=room, heat=heat, embedder=memory.embedder(place, con),
-                                encoding=memory.settings(place).packs.encoding)
+                                encoding=settings.packs.encoding)
                 over = count(ask + pack.text) - total
                 if over <= 0:
                     return ask + pack.text

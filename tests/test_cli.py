@@ -180,7 +180,7 @@ def test_what_reads_the_working_tree(shop):
     assert "branch: main; 1 changed file" in out.stdout
     about = out.stdout.split("about your changes:")[1].split("recent decisions:")[0]
     assert "fix: totals are off by one" in about and "(shop/pay.py)" in about
-    hot = out.stdout.split("hot spots you are touching:")[1]
+    hot = out.stdout.split("hot spots you are touching (on this repository's clock")[1]
     assert "shop/pay.py::pay" in hot
     data = json.loads(cortex("what", "--json", cwd=shop.path).stdout)
     assert data["changed"] == ["shop/pay.py"]

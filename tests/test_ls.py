@@ -89,7 +89,7 @@ async def test_hover_shows_the_symbols_history_with_reasons(lsp: Session, projec
     value = await lsp.hover(uri, line_of(text, "def compute"), 6)
     assert value.startswith("**`compute`** · function")
     assert "5 changes · 2 authors" in value
-    assert "**hotspot**: 5× in 90d" in value
+    assert "**hotspot**: 5× in the last 90 days of this repository's activity (to " in value
     # Engine.run calls it, pkg/use.py imports it and its main calls it.
     assert "3 dependents" in value
     assert "Callers rely on compute growing by 4 now" in value

@@ -46,7 +46,11 @@ def test_heat_respects_window_and_threshold(indexed):
     assert [h.qualname for h in file_heat(con, "app.py", HeatSettings(3, 90), only_hot=True)] == \
         ["hot"]
     assert file_heat(con, "app.py", HeatSettings(4, 90), only_hot=True) == []
-    assert file_heat(con, "app.py", HeatSettings(2, 30), only_hot=True) == []   # 1 change in 30d
+    # The window counts back from the HEAD (20 days ago): 30 days hold the changes of 40 and 20
+    # days ago; on the wall clock, only the last one.
+    month = file_heat(con, "app.py", HeatSettings(2, 30), only_hot=True)
+    assert [(h.qualname, h.changes) for h in month] == [("hot", 2)]
+    assert file_heat(con, "app.py", HeatSettings(2, 30, clock="wall"), only_hot=True) == []
     wide = file_heat(con, "app.py", HeatSettings(4, 365), only_hot=True)
     assert [(h.qualname, h.changes) for h in wide] == [("hot", 4)]
 

@@ -15,6 +15,7 @@ export const SERVER_SETTINGS = [
   "hover",
   "codeLens",
   "indexOnStart",
+  "clock",
 ] as const;
 
 export const INSTALL_HINT =

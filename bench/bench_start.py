@@ -1,0 +1,114 @@
+"""How long a `cortex` command takes from the shell, process start included, against a bare Python.
+
+    python bench/bench_start.py REPO [--db DB] [--runs 30] [--json] [--keep]
+
+Times, best of `--runs` rounds taken in turn (each round runs every command once, so that a
+busy moment of a shared machine falls on all of them alike), with the venv's interpreter and its
+`cortex` script:
+
+- the baseline: `python -c pass` (the interpreter's own start, site included);
+- `cortex --version` (the CLI's parser and nothing else);
+- `cortex history FILE:LINE` on the most changed symbol of REPO (`cortex hotspots`' first);
+- `cortex search WORDS --mode lexical` (no vectors: the index is built with `--model none`);
+
+and prints each as a ratio to the baseline, with the number of modules each imports (`python -X
+importtime`). Without `--db`, REPO is indexed into a temporary store under bench/.work/ first
+(`cortex index --model none`), removed at the end unless `--keep`. Use a small repository: the
+start does not depend on the history's length, only the queries do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from _benchlib import (cortex_command, dump_json, environment, environment_lines, fmt_seconds,
+                       remove, run, table, work_dir)
+
+
+def importtime_modules(cmd: list[str], cwd: Path, env: dict) -> int:
+    """How many modules a command imports beyond what `python -c pass` does."""
+    python = sys.executable
+    if Path(cmd[0]).name == "cortex":   # the console script: run its Python with -X importtime
+        cmd = [python, "-X", "importtime", cmd[0], *cmd[1:]]
+    else:
+        cmd = [cmd[0], "-X", "importtime", *cmd[1:]]
+    return sum(1 for line in run(cmd, cwd=cwd, env=env).stderr.decode().splitlines()
+               if line.startswith("import time:") and "|" in line and "self [us]" not in line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("repo", type=Path)
+    parser.add_argument("--db", type=Path, help="an index of REPO (default: build one)")
+    parser.add_argument("--runs", type=int, default=30, help="rounds (default: 30)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary store")
+    args = parser.parse_args()
+    repo = args.repo.resolve()
+    cortex = cortex_command()
+    work = None
+    db = args.db
+    try:
+        if db is None:
+            work = work_dir("start-", args.keep)
+            db = work / "cortex.db"
+            print(f"indexing {repo} into {db} ...", file=sys.stderr)
+            run([*cortex, "index", "--repo", str(repo), "--db", str(db), "--model", "none", "-q"])
+        db = db.resolve()
+        hot = json.loads(run([*cortex, "hotspots", "--repo", str(repo), "--db", str(db),
+                              "--top-k", "1", "--json"]).stdout)
+        if not hot["symbols"]:
+            print("no symbol with history in this index: use a repository with code",
+                  file=sys.stderr)
+            return 1
+        top = hot["symbols"][0]
+        target = f"{top['path']}:{top['line']}"
+        words = top["qualname"].rsplit(".", 1)[-1].replace("_", " ")
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "cortex --version": [*cortex, "--version"],
+            f"cortex history {target}": [*cortex, "history", target, "--db", str(db)],
+            f"cortex search {words!r} --mode lexical": [*cortex, "search", words, "--mode",
+                                                        "lexical", "--db", str(db)],
+        }
+        # Bytecode as a user has it: written on the first run (a PYTHONDONTWRITEBYTECODE in the
+        # environment would make every run compile the modules edited since the last write).
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        for cmd in commands.values():
+            run(cmd, cwd=repo, env=env)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, cmd in commands.items():
+                times[name].append(run(cmd, cwd=repo, env=env).seconds)
+        base = min(times["python -c pass"])
+        report = {"environment": environment(repo), "db": str(db), "runs": args.runs,
+                  "commands": {}}
+        rows = []
+        for name, cmd in commands.items():
+            best = min(times[name])
+            modules = importtime_modules(cmd, repo, env)
+            report["commands"][name] = {"best_seconds": best, "ratio": best / base,
+                                        "median_seconds": sorted(times[name])[len(times[name]) // 2],
+                                        "modules_imported": modules}
+            rows.append([name, fmt_seconds(best),
+                         fmt_seconds(report["commands"][name]["median_seconds"]),
+                         f"{best / base:.2f}x", str(modules)])
+        if args.json:
+            dump_json(report)
+        else:
+            print("\n".join(environment_lines(report["environment"])))
+            print(f"best and median of {args.runs} rounds, process start included\n")
+            print(table(rows, ["command", "best", "median", "best / python -c pass",
+                               "modules imported"]))
+        return 0
+    finally:
+        if work is not None and not args.keep:
+            remove(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

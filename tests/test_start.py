@@ -1,0 +1,109 @@
+"""What a short command loads: `cortex history` imports only what it needs (issue 17, item 5).
+
+The time it takes is measured by bench/bench_start.py, not here: these tests look at which modules
+a real `cortex history` process imports (`python -X importtime`), and at the command line that
+builds only the parser of the command asked for."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
+
+from cortex_core.config import Settings  # noqa: E402
+from cortex_core.ingest import index_repository  # noqa: E402
+
+PROJECT = Path(__file__).resolve().parent.parent
+# Imported by indexing, vectors, areas, the language server or MCP; never by a history query.
+HEAVY = ("numpy", "scipy", "model2vec", "tree_sitter", "tree_sitter_language_pack", "pygls",
+         "lsprotocol", "mcp", "pydantic", "pygit2", "tomllib")
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> ScriptedRepo:
+    repo = ScriptedRepo(tmp_path / "widgets")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/core.py", sample_core(1))
+    repo.write("pkg/use.py", sample_use())
+    repo.commit("add the core")
+    repo.write("pkg/core.py", sample_core(2))
+    repo.commit("tune compute", days_ago=2)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model="none")
+    return repo
+
+
+def python(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, PYTHONPATH=str(PROJECT),
+                                                CORTEX_MODEL="none"))
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules named by `python -X importtime`'s report."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and "|" in line and "self [us]" not in line}
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_history_imports_nothing_heavy(indexed: ScriptedRepo):
+    line = line_of(indexed.path / "pkg/core.py", "def compute")
+    proc = python("-X", "importtime", "-P", "-m", "cortex_core", "history", f"pkg/core.py:{line}",
+                  cwd=indexed.path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "tune compute" in proc.stdout and "add the core" in proc.stdout
+    modules = imported(proc.stderr)
+    assert {"cortex_core.cli", "cortex_core.history", "cortex_core.store", "apsw"} <= modules
+    heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert heavy == [], heavy
+    # Nor the modules of other commands.
+    others = {"cortex_core.ingest", "cortex_core.embeddings", "cortex_core.search",
+              "cortex_core.coupling", "cortex_core.structure", "cortex_core.config"}
+    assert modules.isdisjoint(others), sorted(modules & others)
+
+
+def test_history_json_imports_nothing_heavy_either(indexed: ScriptedRepo):
+    proc = python("-X", "importtime", "-P", "-m", "cortex_core", "history", "pkg/core.py::compute",
+                  "--json", cwd=indexed.path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"qualname": "compute"' in proc.stdout
+    assert not [m for m in imported(proc.stderr) if m.split(".")[0] in HEAVY]
+
+
+def test_the_parser_of_one_command_and_of_all(indexed: ScriptedRepo):
+    cwd = indexed.path
+    version = python("-m", "cortex_core", "--version", cwd=cwd)
+    assert version.returncode == 0 and version.stdout.startswith("cortex ")
+    every = python("-m", "cortex_core", "--help", cwd=cwd)
+    assert every.returncode == 0
+    for name in ("index", "history", "hotspots", "search", "note", "mcp", "hooks"):
+        assert f"\n    {name}" in every.stdout, name
+    one = python("-m", "cortex_core", "hotspots", "--help", cwd=cwd)
+    assert one.returncode == 0 and "--clock {repository,wall}" in one.stdout
+    typo = python("-m", "cortex_core", "histroy", "x", cwd=cwd)
+    assert typo.returncode == 2 and "invalid choice: 'histroy'" in typo.stderr
+    assert "'history'" in typo.stderr          # the full list of commands, as before
+    bad = python("-m", "cortex_core", "history", cwd=cwd)
+    assert bad.returncode == 2 and "cortex history: error:" in bad.stderr
+    nested = python("-m", "cortex_core", "note", "list", "--json", cwd=cwd)
+    assert nested.returncode == 0 and nested.stdout.strip() == "[]"
+
+
+def test_index_runs_with_a_safe_path(indexed: ScriptedRepo):
+    """`python -P -m cortex_core index` (what the language server and the hooks run)."""
+    indexed.write("pkg/core.py", sample_core(3))
+    indexed.commit("tune compute again", days_ago=1)
+    proc = python("-P", "-m", "cortex_core", "index", "-q", "--model", "none", cwd=indexed.path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "indexed 1 new commit" in proc.stdout
+    history = python("-P", "-m", "cortex_core", "history", "pkg/core.py::compute", cwd=indexed.path)
+    assert "tune compute again" in history.stdout
