@@ -21,7 +21,17 @@ def find_repo_root(start: str | os.PathLike | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
             return folder
+        if _bare(folder):
+            raise NotARepository(f"{folder} is a bare repository; Cortex indexes a working copy "
+                                 f"(make one with: git clone {folder} DIR)")
     raise NotARepository(f"{here} is not inside a git repository (use --repo PATH)")
+
+
+def _bare(folder: Path) -> bool:
+    """Whether `folder` looks like a bare repository (or a .git folder): what git itself checks
+    first, a HEAD file beside objects/ and refs/."""
+    return (folder / "HEAD").is_file() and (folder / "objects").is_dir() and \
+        (folder / "refs").is_dir()
 
 
 def repo_relative(path: str, repo_root: Path, cwd: Path | None = None) -> str:

@@ -82,6 +82,11 @@ def test_user_errors_are_one_line(shop, tmp_path):
     outside = tmp_path / "plain"
     outside.mkdir()
     assert_clean_error(cortex("status", cwd=outside), "is not inside a git repository")
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(shop.path), str(bare)], check=True)
+    for where in (bare, bare / "refs"):
+        assert_clean_error(cortex("index", "--repo", str(where), cwd=outside),
+                           f"{bare} is a bare repository; Cortex indexes a working copy")
     assert_clean_error(cortex("status", "--repo", str(tmp_path / "missing"), cwd=outside),
                        "does not exist")
     bad = tmp_path / "bad.db"
