@@ -500,9 +500,11 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
                   "seconds_per_query": base_seconds / len(queries)}}}
     reachable = [len(g & set(baseline.rank(k, 10**9))) / len(g) for k, g in zip(keys, golds)]
     report["history_ceiling"] = sum(reachable) / len(reachable)
-    methods = [("cortex related (symbols)", {})] + _variants(args.variant)
-    for name, kwargs in methods:
-        answers, times, unresolved = _cortex_answers(con, queries, names, args, kwargs)
+    methods = [("cortex related (symbols)", {}, False), ("co-change alone", {"file_prior": 0}, True)]
+    for name, kwargs in _variants(args.variant):
+        methods += [(f"{name} (fused)", kwargs, False), (f"{name} (co-change)", kwargs, True)]
+    for name, kwargs, alone in methods:
+        answers, times, unresolved = _cortex_answers(con, queries, names, args, kwargs, alone)
         report["methods"][name] = {**_versus(scores(answers, golds, args.top), base),
                                    "kwargs": kwargs, "unresolved": unresolved,
                                    "p50_ms": bl.percentile(times, 50) * 1000,
@@ -528,11 +530,14 @@ def _versus(s: dict, base: dict) -> dict:
             "worse_than_baseline": sum(a < b for a, b in pairs)}
 
 
-def _cortex_answers(con, queries, names: dict, args, kwargs: dict):
-    """What `cortex related PATH::SYMBOL` lists under symbols for each query, timed (warm: the
-    history is read once per connection). A query that resolves to another symbol scores 0."""
-    from cortex_core.coupling import related
+def _cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool = False):
+    """What `cortex related PATH::SYMBOL` lists under symbols for each query (blast.
+    fused_related; with `alone`, coupling.related: no structure), timed (warm: the history is
+    read once per connection). A query that resolves to another symbol scores 0."""
+    from cortex_core.blast import fused_related
+    from cortex_core.coupling import related as cochange
     from cortex_core.errors import CortexError
+    related = cochange if alone else fused_related
     from cortex_core.targets import TargetSpec
     call_kwargs = _accepted(related, {"max_changeset": args.max_changeset, **kwargs})
     answers, times, unresolved = [], [], 0

@@ -15,11 +15,13 @@ Risk (documented in the README):
     low < 4 ≤ medium < 12 ≤ high
 
 `fused_related` ranks what changes with a target by structure and co-change together:
-    score = c + s / (1 + n)
-    c = co-change confidence (shared commits / the target's commits), n = the target's commits,
-    s = best chain confidence × 0.5^(depth − 1), in either direction.
+    score = c + s / (1 + n) + 0.03 × f
+    c = co-change confidence (the shared commits' decayed weight / the target's), n = the
+    target's commits, s = best chain confidence × 0.5^(depth − 1), in either direction,
+    f = the folder back-off (coupling.folder_scores).
 History leads where there is history; structure speaks for a file with little of it, and breaks
-ties otherwise. (A noisy-OR of s and c lost to co-change alone on the time-split benchmark: every
+ties otherwise. For a symbol target, the symbols likewise (coupling.related, with the calls one
+edge away as s). (A noisy-OR of s and c lost to co-change alone on the time-split benchmark: every
 file one edge away outranked every co-change partner.)
 """
 
@@ -30,8 +32,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .clock import DEFAULT, clock as read_clock
-from .coupling import (DECAY, HALF_LIFE_DAYS, MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT,
-                       evidence_of, file_scores, name_twins, related)
+from .coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS, MAX_CHANGESET,
+                       MIN_SUPPORT, SIZE_EXPONENT, evidence_of, file_scores, folder_scores,
+                       name_twins, related)
 from .history import CommitRef
 from .qualnames import structural_name
 from .targets import Target, TargetSpec, resolve
@@ -245,7 +248,7 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     structural = {d.path for d in dependents} | {target.path}
     structural |= {con.execute("select path from files where id = ?", (f,)).get
                    for f, *_ in _outgoing(con, target.file_id, target.qualname)}
-    found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3)
+    found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3, file_prior=0)
     out = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.
     linked = {(d.path, d.qualname) for d in dependents}
@@ -358,6 +361,7 @@ class FusedPartner:
     evidence: list[CommitRef]
     confidence: float = 0.0   # shared commits / the target's commits (no decay)
     last_shared: int = 0      # committer time of the newest shared commit
+    folder: float = 0.0       # the back-off: its folder's co-change (coupling.folder_scores)
 
     @property
     def weak(self) -> bool:
@@ -372,16 +376,24 @@ class FusedRelated:
     target_commits: int = 0   # commits (within the changeset bound) that changed the target
     half_life_days: float | None = HALF_LIFE_DAYS
     structure_weight: float = STRUCTURE_WEIGHT
-    symbols: list = field(default_factory=list)  # for a symbol: coupling.Partner, co-change only
+    symbols: list = field(default_factory=list)  # for a symbol: coupling.Partner
+    folder_prior: float = FOLDER_PRIOR
+    file_prior: float = FILE_PRIOR
 
     @property
     def formula(self) -> str:
         decay = (f"each shared commit weighted 0.5^(age / {self.half_life_days:g} days)"
                  if self.half_life_days else "no decay")
-        return (f"score = c + {self.structure_weight:g} × s / (1 + n); c = the shared commits' "
-                f"weight / the target's ({decay}), n = the target's commits, s = chain "
-                "confidence × 0.5^(depth − 1), or a file of the same name but for test affixes; "
-                "ties: the newest shared commit, then s")
+        text = (f"score = c + {self.structure_weight:g} × s / (1 + n) + {self.folder_prior:g} × f;"
+                f" c = the shared commits' weight / the target's ({decay}), n = the target's "
+                "commits, s = chain confidence × 0.5^(depth − 1), or a file of the same name but "
+                "for test affixes, f = how often its folder changes with the target's file × "
+                "its share of the folder's commits; ties: the newest shared commit, then s")
+        if self.target.qualname:
+            text += (f"\nsymbols: score = c + {self.file_prior:g} × p + {self.structure_weight:g}"
+                     " × s / (1 + n); p = how often its file changes with the target's file × "
+                     "its share of its file's commits, s = a call in either direction")
+        return text
 
 
 def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tuple[float, str, int]]:
@@ -421,9 +433,12 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                   half_life_days: float | None = HALF_LIFE_DAYS,
                   structure_weight: float = STRUCTURE_WEIGHT,
                   size_exponent: float = SIZE_EXPONENT,
-                  twin_weight: float = TWIN_WEIGHT, decay: str = DECAY) -> FusedRelated:
-    """Files that change with the target: co-change first; the structure breaks its ties and
-    fills in where history is thin (its share shrinks as the target's commits grow)."""
+                  twin_weight: float = TWIN_WEIGHT, decay: str = DECAY,
+                  folder_prior: float = FOLDER_PRIOR, file_prior: float = FILE_PRIOR
+                  ) -> FusedRelated:
+    """Files that change with the target: co-change first; the structure and the folders'
+    co-change break its ties and fill in where history is thin (the structure's share shrinks
+    as the target's commits grow). For a symbol, the symbols likewise (coupling.related)."""
     target = resolve(con, spec)
     structure = structural_neighbours(con, target, depth)
     if twin_weight:
@@ -433,8 +448,12 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
     cochange, total, n, h = file_scores(con, target, max_changeset=max_changeset,
                                         min_support=min_support, half_life_days=half_life_days,
                                         size_exponent=size_exponent)
+    # Asked for patterns (min_support above 1), the folders only re-rank the files that have one.
+    folders = folder_scores(con, h, target) if folder_prior else {}
+    if min_support > 1:
+        folders = {p: v for p, v in folders.items() if p in cochange}
     rows = []
-    for path in set(structure) | set(cochange):
+    for path in set(structure) | set(cochange) | set(folders):
         s, relation, level = structure.get(path, (0.0, None, None))
         found = cochange.get(path)
         if found is None or not n:
@@ -443,22 +462,51 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
             c = found.support / n
         else:
             c = found.weight / total if total else 0.0
-        rows.append((c + structure_weight * s / (1 + n), s, c, path, relation, level, found))
+        fp = folders.get(path, 0.0)
+        rows.append((c + structure_weight * s / (1 + n) + folder_prior * fp, s, c, path,
+                     relation, level, found, fp))
     # Ties: the decayed weight ("ties" mode), the newest shared commit (recency, as for co-change
     # alone), then structure.
     rows.sort(key=lambda r: (-round(r[0], 9), -round(r[6].weight, 9) if r[6] is not None else 0,
                              -(r[6].last_shared if r[6] is not None else 0), -r[1], r[3]))
     out = []
-    for score, s, c, path, relation, level, found in rows[:top_k]:
+    for score, s, c, path, relation, level, found, fp in rows[:top_k]:
         out.append(FusedPartner(
             path, round(score, 4), round(s, 4), round(c, 4), relation, level,
             found.support if found else 0, evidence_of(con, h, found.commits) if found else [],
             round(found.support / n, 4) if found and n else 0.0,
-            found.last_shared if found else 0))
+            found.last_shared if found else 0, round(fp, 4)))
     symbols = []
     if target.symbol_id is not None:
         symbols = related(con, TargetSpec(target.path, target.qualname), top_k=top_k,
                           max_changeset=max_changeset, min_support=min_support,
                           half_life_days=half_life_days, size_exponent=size_exponent,
-                          decay=decay).symbols
-    return FusedRelated(target, out, n, half_life_days, structure_weight, symbols)
+                          decay=decay, file_prior=file_prior,
+                          structure=symbol_neighbours(con, target),
+                          structure_weight=structure_weight).symbols
+    return FusedRelated(target, out, n, h.half_life(half_life_days), structure_weight, symbols,
+                        folder_prior, file_prior)
+
+
+def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:
+    """symbol id -> (confidence, "caller" or "callee") of the symbols alive at HEAD that the
+    target symbol references or that reference it, one edge away."""
+    if target.qualname is None:
+        return {}
+    wanted: dict[int, dict[str, tuple[float, str]]] = defaultdict(dict)
+    for relation, edges in (
+            ("caller", ((src, scope, c) for src, scope, _, _, c, _
+                        in _incoming(con, target.file_id, target.qualname, False))),
+            ("callee", ((dst, qual, c) for dst, qual, _, _, c, _
+                        in _outgoing(con, target.file_id, target.qualname)))):
+        for fid, qual, conf in edges:
+            if qual and conf > wanted[fid].get(_structural(qual), (0.0,))[0]:
+                wanted[fid][_structural(qual)] = (conf, relation)
+    out: dict[int, tuple[float, str]] = {}
+    for fid, quals in wanted.items():
+        for sid, qual in con.execute("select id, qualname from symbols where file_id = ?"
+                                     " and alive = 1", (fid,)):
+            found = quals.get(_structural(qual))
+            if found and found[0] > out.get(sid, (0.0,))[0]:
+                out[sid] = found
+    return out

@@ -22,7 +22,8 @@ of the wrong type are errors with a clear message rather than silently ignored.
     [coupling]
     max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
     min_support = 1               # a pair must share at least this many commits (1: shown as weak)
-    half_life_days = 1825.0       # a shared commit's weight halves every this many days (0: none)
+    half_life_days = 1825.0       # a shared commit's weight halves every this many days (0: none;
+                                  unset: half the span of the repository's history)
 
     [memory]
     model = "minishlab/potion-base-8M"   # a model-hub id or a local folder; "none" turns vectors off
@@ -96,7 +97,7 @@ class CouplingSettings:
     # all read these (bench/bench_cochange.py measured them).
     max_changeset: int = 30
     min_support: int = 1
-    half_life_days: float = 1825.0
+    half_life_days: float | None = None   # None: HALF_LIFE_SHARE of the history's span (coupling.py)
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def _apply(path: Path, section: str, current, values: dict):
                     value = encoding_name(value)
                 except CortexError as exc:
                     raise CortexError(f"{path}: packs.encoding: {exc}") from None
-        elif isinstance(default, float):
+        elif isinstance(default, float) or (section, key) in _ZERO_MEANS_OFF:
             zero = (section, key) in _ZERO_MEANS_OFF
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not (0 <= value if zero else 0 < value) or not value < float("inf"):

@@ -407,6 +407,8 @@ def _changes_with(con, spec) -> list[PackItem]:
             parts.append(f"changed together in {p.support} commit{'s' if p.support != 1 else ''}"
                          f" ({p.confidence:.0%} of its own), e.g. {shas}"
                          + (" (weak: one commit)" if p.weak else ""))
+        if p.folder and not parts:
+            parts.append("its folder changes with this one's")
         out.append(PackItem("changes-with", p.path, "; ".join(parts) or "related",
                             p.evidence[0].short if p.evidence else p.path, 0.5 * p.score))
     return out

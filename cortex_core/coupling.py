@@ -9,7 +9,10 @@ coupling; code-maat's default is 30):
     confidence(Y ⇒ X) = support / commits that change Y      (how much of Y's life is X's)
     weight(X, Y)      = the shared commits, each counted 0.5^(age / half-life), its age taken
                         on the repository's own clock (clock.repository_time: the indexed
-                        HEAD's date, not today: an old clone ranks as it did when it was current)
+                        HEAD's date, not today: an old clone ranks as it did when it was
+                        current); the half-life is half the span of the history read
+                        (HALF_LIFE_SHARE), at least a year, unless one is given: a fixed one
+                        cannot suit both an 8-year and a 22-year history
 
 Candidates are ranked by weight (with no half-life: by support, the order of association rules,
 Zimmermann et al. 2004), then by the newest shared commit, then by name. One shared commit is
@@ -19,6 +22,20 @@ others. Every path is a candidate and counts in the commits' sets, whatever its 
 change with everything (CHANGELOG, HISTORY, NEWS..., towncrier fragments). Identities follow
 renames and moves forward in time (Lineage), so a file's earlier names count as the file and a
 reused name starts a lineage of its own. Only candidates alive at HEAD are returned.
+
+Where the target shares few or no commits with a candidate, the level above speaks (back-off):
+
+    a symbol's partners:  score = c + FILE_PRIOR × p + w × s / (1 + n)
+        c = weight / the target's commits weighted alike; n = the target's commits;
+        p = how much the candidate's file changes with the target's file (its share of that
+            file's weighted commits; the target's own file 1) × the candidate's share of its
+            own file's weighted commits: the symbols of the target's file and of the
+            PRIOR_FILES files that change with it most are candidates;
+        s = a call between them, either way (blast.fused_related reads it; w its structure weight)
+    a file's partners (blast.fused_related): + FOLDER_PRIOR × f, f likewise for folders (the
+        target's folder and the PRIOR_FOLDERS folders that change with its file most)
+
+With `min_support` above 1 the back-off only re-ranks what has the support asked for.
 
 The half-life was picked on time-split histories of repositories kept apart from the ones the
 numbers are reported on (bench/bench_cochange.py; the README's Numbers).
@@ -43,7 +60,15 @@ EVIDENCE = 5  # shared commits listed per partner
 _DEFAULTS = CouplingSettings()  # the one set of defaults (config.py)
 MAX_CHANGESET = _DEFAULTS.max_changeset
 MIN_SUPPORT = _DEFAULTS.min_support
-HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # five years; see the module docstring
+HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # None: HALF_LIFE_SHARE of the history's span
+HALF_LIFE_SHARE = 0.5
+HALF_LIFE_FLOOR_DAYS = 365.0  # a young repository's history is all recent: no steep decay
+# Back-off for candidates the target shares few or no commits with (see the module docstring):
+# a symbol from its file's co-change, a file from its folder's.
+FILE_PRIOR = 1.0
+FOLDER_PRIOR = 0.03
+PRIOR_FILES = 30    # the target file's strongest partner files whose symbols are candidates
+PRIOR_FOLDERS = 10  # likewise, folders
 SIZE_EXPONENT = 0.0
 # How the decay ranks: "weight", by the decayed weight of the shared commits; "ties", by support
 # (the rules' order) with the decayed weight breaking its ties (bench/bench_cochange.py).
@@ -71,13 +96,20 @@ class Partner:
     confidence: float          # confidence(target ⇒ partner)
     reverse_confidence: float  # confidence(partner ⇒ target)
     evidence: list[CommitRef]  # the newest shared commits
-    weight: float = 0.0        # the shared commits weighted by age (the ranking key)
+    weight: float = 0.0        # the shared commits weighted by age
     weighted_confidence: float = 0.0  # weight / the target's commits weighted alike, in [0, 1]
     last_shared: int = 0       # committer time of the newest shared commit
+    # Symbols only (what `related` ranks them by): score = weighted_confidence + FILE_PRIOR ×
+    # prior + structure weight × structure / (1 + the target's commits).
+    score: float = 0.0
+    prior: float = 0.0         # its file's co-change with the target's file × its share of it
+    structure: float = 0.0     # a call in either direction: the edge's confidence
+    relation: str | None = None  # "same file", "caller", "callee": what the prior or structure saw
 
     @property
     def weak(self) -> bool:
-        """One shared commit: a hint, not a pattern."""
+        """One shared commit or none (a symbol ranked by its file or the structure): a hint,
+        not a pattern."""
         return self.support < 2
 
 
@@ -105,19 +137,26 @@ class Scored:
 def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
             max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
             half_life_days: float | None = HALF_LIFE_DAYS,
-            size_exponent: float = SIZE_EXPONENT, decay: str = DECAY) -> Related:
+            size_exponent: float = SIZE_EXPONENT, decay: str = DECAY,
+            file_prior: float = FILE_PRIOR, structure: dict[int, tuple[float, str]] | None = None,
+            structure_weight: float = 1.0) -> Related:
+    """Files, and for a symbol the symbols, that change with the target. Files by co-change
+    alone; symbols by co-change, their file's co-change with the target's (`file_prior`, 0: off)
+    and, when given, `structure` (symbol id -> (confidence, relation): what blast's
+    fused_related reads from the code)."""
     target = resolve(con, spec)
     h = _history_sets(con, max_changeset)
-    weights = h.weights(half_life_days, size_exponent)
+    half_life = h.half_life(half_life_days)
+    weights = h.weights(half_life, size_exponent)
     me, mine, _, _, _ = _side(h, target)
     own_file = h.file_canon.latest(target.file_id, h.alive_files)
     files = _partners(con, h, mine, h.files_by_commit, h.commits_of_file, {own_file},
                       h.alive_files, min_support, top_k, _file_label, weights, decay)
     symbols = []
     if target.symbol_id is not None:
-        symbols = _partners(con, h, mine, h.symbols_by_commit, h.commits_of_symbol, {me},
-                            h.alive_symbols, min_support, top_k, _symbol_label, weights, decay)
-    return Related(target, len(mine), files, symbols, max_changeset, min_support, half_life_days)
+        symbols = _symbol_partners(con, h, me, mine, min_support, top_k, weights, decay,
+                                   file_prior, structure or {}, structure_weight)
+    return Related(target, len(mine), files, symbols, max_changeset, min_support, half_life)
 
 
 @dataclass(frozen=True)
@@ -160,6 +199,7 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
     whose antecedent covers most of the query): a file that came along with three of the changed
     files outranks one that came along with one of them."""
     h = _history_sets(con, max_changeset)
+    half_life_days = h.half_life(half_life_days)
     weights = h.weights(half_life_days)
     by_path = {path: fid for fid, path in h.paths(con).items()}
     known, unknown, ids = [], [], set()
@@ -201,7 +241,7 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     if target.symbol_id is None:
         return None
     h = _history_sets(con, MAX_CHANGESET)
-    weights = h.weights(HALF_LIFE_DAYS, SIZE_EXPONENT)
+    weights = h.weights(h.half_life(HALF_LIFE_DAYS), SIZE_EXPONENT)
     me, mine, _, _, _ = _side(h, target)
     found = sorted(_score(mine, h.symbols_by_commit, {me}, h.alive_symbols, min_support, h,
                           weights), key=rank_key)
@@ -223,12 +263,49 @@ def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MA
     evidence), with the target's commits weighted alike (the denominator of a weighted
     confidence), their count, and the history read (for evidence_of)."""
     h = _history_sets(con, max_changeset)
-    weights = h.weights(half_life_days, size_exponent)
+    weights = h.weights(h.half_life(half_life_days), size_exponent)
     _, mine, _, _, _ = _side(h, target)
     own_file = h.file_canon.latest(target.file_id, h.alive_files)
     found = _score(mine, h.files_by_commit, {own_file}, h.alive_files, min_support, h, weights)
     paths = h.paths(con)
     return ({paths[s.ident]: s for s in found}, sum(weights(c) for c in mine), len(mine), h)
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def folder_scores(con: apsw.Connection, h: "_HistorySets", target: Target,
+                 top_folders: int = PRIOR_FOLDERS) -> dict[str, float]:
+    """path -> a file's back-off score for `target`'s file: how often its folder changed with
+    the target's file (the share of the target's commits; its own folder 1) × its share of its
+    folder's commits, over the target's own folder and the `top_folders` others it changes with
+    most. Evidence for files the target shares few or no commits with."""
+    paths = h.paths(con)
+    own = h.file_canon.latest(target.file_id, h.alive_files)
+    mine = h.commits_of_file.get(own, set())
+    together: dict[str, int] = defaultdict(int)
+    for commit_id in mine:
+        for folder in {_folder(paths[f]) for f in h.files_by_commit[commit_id]}:
+            together[folder] += 1
+    n = len(mine) or 1
+    own_folder = _folder(paths[own]) if own in paths else _folder(target.path)
+    together[own_folder] = n
+    chosen = sorted(together, key=lambda f: (-together[f], f))[:top_folders]
+    by_folder = h.folders(paths)
+    out = {}
+    for folder in chosen:
+        members = [f for f in by_folder.get(folder, ()) if f != own]
+        counts = {f: len(h.commits_of_file.get(f, ())) for f in members}
+        total = sum(counts.values()) + len(h.commits_of_file.get(own, ())) * (
+            folder == own_folder)
+        if not total:
+            continue
+        share = together[folder] / n
+        for f, count in counts.items():
+            if count:
+                out[paths[f]] = share * count / total
+    return out
 
 
 _TEST_AFFIXES = re.compile(r"^(tests?|Tests?)[_-]|[_.-](tests?|spec|Tests?|Spec)$"
@@ -295,17 +372,29 @@ class _HistorySets:
     now: int = 0                       # the repository's own clock (clock.repository_time)
     _paths: dict[int, str] | None = None
     _names: dict[str, list[str]] | None = None
+    _symbols_in: dict[int, list[int]] | None = None
+    _folders: dict[str, list[int]] | None = None
 
     def __post_init__(self):
         self.commits_of_file = _invert(self.files_by_commit)
         self.commits_of_symbol = _invert(self.symbols_by_commit)
+        self.start = min(self.commit_time.values(), default=0)
         self._weights: dict[tuple, dict[int, float]] = {}
+        self._masses: dict = {}
+        self._symbol_file: dict[int, int] = {}
+
+    def half_life(self, half_life_days: float | None) -> float:
+        """The half-life in days that `half_life_days` asks for: itself (0: no decay), or for
+        None HALF_LIFE_SHARE of the span of the history read, at least HALF_LIFE_FLOOR_DAYS."""
+        if half_life_days is not None:
+            return half_life_days
+        return max(HALF_LIFE_FLOOR_DAYS, round(HALF_LIFE_SHARE * (self.now - self.start) / _DAY))
 
     def weights(self, half_life_days: float | None, size_exponent: float = 0.0):
         """commit id -> its weight under this half-life (1.0 for all without one)."""
         decay = half_life_days is not None and half_life_days > 0
         if not decay and not size_exponent:
-            return lambda commit_id: 1.0
+            return _unit
         key = (half_life_days if decay else None, size_exponent)
         table = self._weights.get(key)
         if table is None:
@@ -315,6 +404,33 @@ class _HistorySets:
                 cid: (0.5 ** (max(0, self.now - t) / scale) if decay else 1.0)
                 / max(1, sizes[cid] - 1) ** size_exponent for cid, t in self.commit_time.items()}
         return table.__getitem__
+
+    def masses(self, weights) -> tuple[dict[int, float], dict[int, float]]:
+        """Each file's and each symbol's commits, weighted (kept per weighting)."""
+        table = self._masses.get(weights)
+        if table is None:
+            table = self._masses[weights] = (
+                {f: sum(weights(c) for c in cs) for f, cs in self.commits_of_file.items()},
+                {s: sum(weights(c) for c in cs) for s, cs in self.commits_of_symbol.items()})
+        return table
+
+    def symbols_in(self, con) -> dict[int, list[int]]:
+        """file id -> its symbols alive at HEAD."""
+        if self._symbols_in is None:
+            self._symbols_in = defaultdict(list)
+            for sid, fid in con.execute("select id, file_id from symbols where alive = 1"):
+                self._symbols_in[fid].append(sid)
+            self._symbol_file = {sid: fid for fid, sids in self._symbols_in.items()
+                                 for sid in sids}
+        return self._symbols_in
+
+    def folders(self, paths: dict[int, str]) -> dict[str, list[int]]:
+        """folder -> its files alive at HEAD."""
+        if self._folders is None:
+            self._folders = defaultdict(list)
+            for fid in self.alive_files:
+                self._folders[_folder(paths[fid])].append(fid)
+        return self._folders
 
     def name_index(self, paths: dict[int, str]) -> dict[str, list[str]]:
         if self._names is None:
@@ -327,6 +443,10 @@ class _HistorySets:
         if self._paths is None:
             self._paths = dict(con.execute("select id, path from files"))
         return self._paths
+
+
+def _unit(commit_id: int) -> float:
+    return 1.0
 
 
 def _invert(by_commit: dict[int, set[int]]) -> dict[int, set[int]]:
@@ -481,6 +601,94 @@ def _partners(con, h: _HistorySets, mine: set[int], by_commit: dict[int, set[int
         out.append(Partner(path, qualname, s.support, s.support / len(mine),
                            s.support / len(commits_of[s.ident]), evidence_of(con, h, s.commits),
                            round(s.weight, 4), round(s.weight / total, 4), s.last_shared))
+    return out
+
+
+def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support: int,
+                     top_k: int, weights, decay: str, file_prior: float,
+                     structure: dict[int, tuple[float, str]], structure_weight: float
+                     ) -> list[Partner]:
+    """The symbols that change with symbol `me`: co-change (c, as for files), plus the back-off
+    to the files (`prior`: symbols of the files that change with the target's file, the target's
+    own file first) and the structure `s` (calls in either direction):
+
+        score = c + file_prior × prior + structure_weight × s / (1 + n)
+
+    n the target's commits: the structure counts less as history grows. Asked for patterns
+    (`min_support` above 1), they only re-rank the symbols that have them."""
+    n = len(mine)
+    total = sum(weights(c) for c in mine)
+    found = {s.ident: s for s in _score(mine, h.symbols_by_commit, {me}, h.alive_symbols,
+                                        min_support, h, weights)}
+    prior = _file_prior(con, h, me, weights) if file_prior else {}
+    relation: dict[int, str] = {}
+    if prior:
+        own = h._symbol_file.get(me)
+        relation = {g: "same file" for g in prior if h._symbol_file.get(g) == own}
+    struct = {g: v for g, v in structure.items() if g != me and g in h.alive_symbols}
+    for g, (_, rel) in struct.items():
+        relation[g] = rel
+    rows = {}
+    for g in set(found) | (set(prior) | set(struct) if min_support <= 1 else set()):
+        f = found.get(g)
+        if f is None:
+            c = 0.0
+        else:
+            c = f.support / n if decay == "ties" else (f.weight / total if total else 0.0)
+        p, st = prior.get(g, 0.0), struct.get(g, (0.0, None))[0]
+        rows[g] = (c + file_prior * p + structure_weight * st / (1 + n), c, p, st, f)
+
+    def key(g) -> tuple:
+        score, _, _, st, f = rows[g]
+        return (-round(score, 9), -round(f.weight, 9) if f else 0.0,
+                -(f.last_shared if f else 0), -st)
+    ranked = sorted(rows, key=key)
+    if not ranked:
+        return []
+    cut = [g for g in ranked if key(g) <= key(ranked[min(top_k, len(ranked)) - 1])]
+    labels = {g: _symbol_label(con, g) for g in cut}
+    cut.sort(key=lambda g: (key(g), labels[g]))
+    out = []
+    for g in cut[:top_k]:
+        score, c, p, st, f = rows[g]
+        path, qualname = labels[g]
+        support = f.support if f else 0
+        out.append(Partner(
+            path, qualname, support, support / n if n else 0.0,
+            support / len(h.commits_of_symbol[g]) if support else 0.0,
+            evidence_of(con, h, f.commits) if f else [], round(f.weight, 4) if f else 0.0,
+            round(c, 4), f.last_shared if f else 0, round(score, 4), round(p, 4), round(st, 4),
+            relation.get(g)))
+    return out
+
+
+def _file_prior(con, h: _HistorySets, me: int, weights) -> dict[int, float]:
+    """symbol id -> its file's weighted co-change with the target symbol's file (the share of
+    that file's commits; its own file 1) × its share of its file's commits, over the
+    PRIOR_FILES files that change with the target's file most and the target's own file."""
+    symbols_in = h.symbols_in(con)
+    own = h._symbol_file.get(me)
+    if own is None:
+        return {}
+    own = h.file_canon.latest(own, h.alive_files)
+    file_mass, symbol_mass = h.masses(weights)
+    together: dict[int, float] = defaultdict(float)
+    for commit_id in h.commits_of_file.get(own, ()):
+        for f in h.files_by_commit[commit_id]:
+            together[f] += weights(commit_id)
+    own_mass = file_mass.get(own, 0.0) or 1.0
+    chosen = sorted((f for f in together if f != own and f in symbols_in),
+                    key=lambda f: -together[f])[:PRIOR_FILES]
+    out = {}
+    for f in [own, *chosen]:
+        share = 1.0 if f == own else together[f] / own_mass
+        mass = file_mass.get(f, 0.0)
+        if not mass:
+            continue
+        for g in symbols_in.get(f, ()):
+            part = symbol_mass.get(g, 0.0)
+            if g != me and part:
+                out[g] = share * min(1.0, part / mass)
     return out
 
 

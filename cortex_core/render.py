@@ -476,20 +476,27 @@ def fused_related(result, explain: bool = False) -> str:
     if is_changelog(result.target.path):
         lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
     if result.target.qualname:
-        lines.append("\nsymbols (co-change):")
-        lines.append(f"  {'shared':>6}  {'conf':>5}  what")
+        lines.append("\nsymbols (co-change, their files' co-change and calls fused):")
+        lines.append(f"  {'score':>5}  {'shared':>6}  {'conf':>5}  what")
         for p in result.symbols:
-            weak = _WEAK if p.weak else ""
-            lines.append(f"  {p.support:6d}  {p.confidence:5.2f}  "
-                         f"{clean(p.path)}::{clean(p.qualname or '')}{weak}")
-            lines.extend(_evidence_lines(p.evidence, " " * 19))
+            weak = _WEAK if p.support == 1 else ""
+            rel = f"  [{p.relation}]" if p.relation else ""
+            lines.append(f"  {p.score:5.2f}  {p.support:6d}  {p.confidence:5.2f}  "
+                         f"{clean(p.path)}::{clean(p.qualname or '')}{rel}{weak}")
+            if explain:
+                last = (f"newest shared commit {date(p.last_shared)}" if p.last_shared
+                        else "no shared commit")
+                lines.append(f"  {'':5}  {'':6}  {'':5}    c {p.weighted_confidence:.4f}, p "
+                             f"{p.prior:.4f}, s {p.structure:.4f}, {last}")
+            lines.extend(_evidence_lines(p.evidence, " " * 26))
         if not result.symbols:
             lines.append("  none")
         lines.append("\nfiles:")
     lines.append(f"  {'score':>5}  {'struct':>6}  {'co-chg':>6}  {'shared':>6}  what")
     for f in result.files:
         rel = (f"  [{f.relation}" + (f" at depth {f.depth}]" if f.depth else "]")
-               if f.relation else "")
+               if f.relation else "  [its folder changes with it]" if f.folder and not f.support
+               else "")
         weak = _WEAK if f.weak else ""
         lines.append(f"  {f.score:5.2f}  {f.structure:6.2f}  {f.cochange:6.2f}  {f.support:6d}  "
                      f"{clean(f.path)}{rel}{weak}")
@@ -497,7 +504,8 @@ def fused_related(result, explain: bool = False) -> str:
             last = (f"newest shared commit {date(f.last_shared)}" if f.last_shared
                     else "no shared commit")
             lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    c {f.cochange:.4f} (plain "
-                         f"confidence {f.confidence:.4f}), s {f.structure:.4f}, {last}")
+                         f"confidence {f.confidence:.4f}), s {f.structure:.4f}, f "
+                         f"{f.folder:.4f}, {last}")
         lines.extend(_evidence_lines(f.evidence, " " * 35))
     if not result.files:
         lines.append("  nothing")

@@ -89,8 +89,13 @@ def related(fused) -> list[str]:
     if fused.symbols:
         lines.append("Symbols that change with it:")
         for p in fused.symbols:
-            lines.append(f"- {_where(p.path, p.qualname)}: {plural(p.support, 'shared commit')} "
-                         f"({p.confidence:.0%} of its commits)" + (" (weak)" if p.weak else ""))
+            why = [f"{plural(p.support, 'shared commit')} ({p.confidence:.0%} of its commits)"
+                   + (" (weak)" if p.support == 1 else "")] if p.support else []
+            if p.relation:
+                why.append(p.relation)
+            if p.prior and not p.support:
+                why.append("its file changes with this one's")
+            lines.append(f"- {_where(p.path, p.qualname)}: " + "; ".join(why))
         lines.append("Files:")
     for f in fused.files:
         parts = []
@@ -102,6 +107,8 @@ def related(fused) -> list[str]:
         if f.relation:
             parts.append(f"{f.relation} in the code at depth {f.depth}" if f.depth
                          else f"{f.relation} (a module and its tests)")
+        if f.folder and not parts:
+            parts.append("its folder changes with this one's")
         lines.append(f"- {code(f.path)} score {f.score:.2f}: " + "; ".join(parts))
     if not fused.files:
         lines.append("- nothing changes with it often enough, and nothing links to it")

@@ -63,9 +63,15 @@ def test_symbol_level_maps_renames_back_and_scores_the_rules(repo):
     rules = report["methods"]["association rules"]
     assert rules["recall"] == 1.0 and rules["mrr"] == pytest.approx(mrr)
     assert report["history_ceiling"] == 1.0
+    alone = report["methods"]["co-change alone"]
+    assert alone["recall"] == 1.0 and alone["mrr"] == pytest.approx(mrr)
+    assert (alone["better_than_baseline"], alone["worse_than_baseline"]) == (0, 0)
+    # Fused, the file's co-change adds each symbol's share of the file's (decayed) commits:
+    # for b, d (changed alone at day 96) now passes c (last alone with a at day 97): 1/3.
     cortex = report["methods"]["cortex related (symbols)"]
-    assert cortex["recall"] == 1.0 and cortex["mrr"] == pytest.approx(mrr)
-    assert (cortex["better_than_baseline"], cortex["worse_than_baseline"]) == (0, 0)
+    assert cortex["recall"] == 1.0
+    assert cortex["mrr"] == pytest.approx((1 + 1 + 1 / 3 + 1 / 3) / 4)
+    assert (cortex["better_than_baseline"], cortex["worse_than_baseline"]) == (0, 0)  # recall
     assert report["unresolved_queries"] == 0
 
 

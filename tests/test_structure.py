@@ -207,8 +207,9 @@ def test_fused_related_ranks_structure_and_history(py_project, indexed):
     # The three shared commits are the newest of the target's four: decayed, they weigh a little
     # more than three quarters.
     assert 0.75 < by["docs.txt"].cochange < 0.76
-    assert all(f.score == pytest.approx(f.cochange + f.structure / (1 + result.target_commits),
-                                        abs=1e-3) for f in result.files)
+    assert all(f.score == pytest.approx(f.cochange + f.structure / (1 + result.target_commits)
+                                        + result.folder_prior * f.folder, abs=1e-3)
+               for f in result.files)
     assert by["docs.txt"].score > by["pkg/api.py"].score      # history leads where it exists
     hidden = blast(con, TargetSpec("pkg/db.py")).hidden
     assert [h.path for h in hidden] == ["docs.txt"]

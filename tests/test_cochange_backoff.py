@@ -1,0 +1,147 @@
+"""Co-change's back-off and fusion (issue 14): a symbol ranked by its file's co-change and by
+the calls; a file by its folder's co-change; the half-life from the history's own span."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cortex_core.blast import fused_related
+from cortex_core.coupling import _history_sets, related
+from cortex_core.targets import TargetSpec
+
+
+def _module(**bodies) -> str:
+    return "".join(f"def {name}():\n    return {value}\n\n\n" for name, value in bodies.items())
+
+
+def test_a_symbol_backs_off_to_its_files_co_change(repo, cortex):
+    """load shares one commit with save and none with n.py's functions, but n.py changes with
+    m.py: use (changed in each of n.py's commits) ranks above idle (in one), both after save;
+    z.py never changes with m.py and stays out."""
+    repo.write("n.py", _module(use=1, idle=1))
+    repo.write("z.py", _module(zed=1))
+    repo.commit("n and z", days_ago=50)
+    repo.write("m.py", _module(load=1, save=1))
+    repo.commit("m", days_ago=45)
+    for value, days in ((2, 30), (3, 20)):
+        repo.write("m.py", _module(load=1, save=value))
+        repo.write("n.py", _module(use=value, idle=1))
+        repo.commit(f"save and use {value}", days_ago=days)
+    repo.write("m.py", _module(load=4, save=3))
+    repo.write("z.py", _module(zed=2))
+    repo.commit("load and z", days_ago=10)
+    repo.write("z.py", _module(zed=3))
+    repo.commit("z alone", days_ago=5)
+    cortex.index()
+    con = cortex.reader()
+    # load shares "load and z" with zed: co-change alone lists it, after save (newer commit).
+    alone = related(con, TargetSpec("m.py", "load"), file_prior=0)
+    assert [(p.qualname, p.support) for p in alone.symbols] == [("zed", 1), ("save", 1)]
+    found = related(con, TargetSpec("m.py", "load"))
+    ranked = [(p.path, p.qualname, p.support, p.relation) for p in found.symbols]
+    assert ranked[0] == ("m.py", "save", 1, "same file")
+    assert ranked.index(("n.py", "use", 0, None)) < ranked.index(("n.py", "idle", 0, None))
+    by = {p.qualname: p for p in found.symbols}
+    assert by["use"].prior > by["idle"].prior > 0 and by["use"].weak
+    assert by["save"].score > by["use"].score
+    # Asked for patterns, the back-off adds nothing: no symbol shares two commits with load.
+    assert related(con, TargetSpec("m.py", "load"), min_support=2).symbols == []
+
+
+def test_a_symbol_ranks_its_callers_and_callees_with_no_history(repo, cortex):
+    repo.write("h.py", _module(helper=1, unrelated=1))
+    repo.commit("helpers", days_ago=40)
+    repo.write("m.py", "from h import helper\n\n\ndef load():\n    return helper()\n")
+    repo.write("c.py", "from m import load\n\n\ndef caller():\n    return load()\n")
+    repo.commit("load and its caller", days_ago=30)
+    for n, days in ((2, 20), (3, 10)):
+        repo.write("m.py", f"from h import helper\n\n\ndef load():\n    return helper() + {n}\n")
+        repo.commit(f"load {n}", days_ago=days)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("m.py", "load"))
+    by = {p.qualname: p for p in fused.symbols}
+    assert by["helper"].relation == "callee" and by["helper"].support == 0
+    assert by["caller"].relation == "caller" and by["caller"].support == 1
+    assert by["helper"].structure == 1.0
+    assert "unrelated" not in by
+    # The call outranks what only its history shares: caller (1 shared commit and a call) first.
+    assert fused.symbols[0].qualname == "caller"
+    # Without the structure, helper is no candidate: it never changed with load.
+    assert "helper" not in {p.qualname for p in related(con, TargetSpec("m.py", "load"),
+                                                        file_prior=0).symbols}
+    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "m.py::load",
+                          "--explain", "--repo", str(repo.path), "--db", str(cortex.db)],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "h.py::helper  [callee]" in out and "p 0.0000, s 1.0000, no shared commit" in out
+
+
+def test_a_file_backs_off_to_its_folders_co_change(repo, cortex):
+    repo.write("pkg/a.py", "A = 1\n")
+    repo.write("pkg/b.py", "B = 1\n")
+    repo.write("other/c.py", "C = 1\n")
+    repo.commit("start", days_ago=60)
+    for n, days in ((2, 50), (3, 40), (4, 30)):
+        repo.write("pkg/b.py", f"B = {n}\n")
+        repo.write("other/c.py", f"C = {n}\n")
+        repo.commit(f"b and c {n}", days_ago=days)
+    repo.write("pkg/a.py", "A = 2\n")
+    repo.write("docs/a.md", "a\n")
+    repo.commit("a and its docs", days_ago=20)
+    repo.write("pkg/a.py", "A = 3\n")
+    repo.commit("a alone", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    # pkg/a.py shares "start" with b.py and c.py; b.py is in its folder (a share of 1), c.py's
+    # folder changed in one of a.py's three commits (1/3).
+    fused = fused_related(con, TargetSpec("pkg/a.py"))
+    by = {f.path: f for f in fused.files}
+    assert by["pkg/b.py"].folder == round(4 / 7, 4) and by["other/c.py"].folder == 0.3333
+    assert [f.path for f in fused.files] == ["docs/a.md", "pkg/b.py", "other/c.py"]
+    plain = fused_related(con, TargetSpec("pkg/a.py"), folder_prior=0)
+    # Without the folders, b.py and c.py tie on the one commit: by name.
+    assert [f.path for f in plain.files] == ["docs/a.md", "other/c.py", "pkg/b.py"]
+
+
+def test_a_folder_with_no_shared_commit_brings_its_busy_files(repo, cortex):
+    repo.write("pkg/a.py", "A = 1\n")
+    repo.commit("a", days_ago=60)
+    repo.write("pkg/busy.py", "B = 1\n")
+    repo.write("pkg/quiet.py", "Q = 1\n")
+    repo.commit("b and q", days_ago=50)
+    for n, days in ((2, 40), (3, 30)):
+        repo.write("pkg/busy.py", f"B = {n}\n")
+        repo.commit(f"busy {n}", days_ago=days)
+    repo.write("pkg/a.py", "A = 2\n")
+    repo.commit("a again", days_ago=20)
+    cortex.index()
+    fused = fused_related(cortex.reader(), TargetSpec("pkg/a.py"))
+    assert [(f.path, f.support) for f in fused.files] == [("pkg/busy.py", 0), ("pkg/quiet.py", 0)]
+    assert fused.files[0].folder > fused.files[1].folder
+    assert fused_related(cortex.reader(), TargetSpec("pkg/a.py"), min_support=2).files == []
+
+
+def test_the_half_life_is_half_the_historys_span(repo, cortex):
+    repo.write("a.py", "A = 1\n")
+    repo.write("b.py", "B = 1\n")
+    repo.commit("old", days_ago=3000)
+    repo.write("a.py", "A = 2\n")
+    repo.write("b.py", "B = 2\n")
+    repo.commit("new", days_ago=1000)
+    cortex.index()
+    con = cortex.reader()
+    h = _history_sets(con, 30)
+    assert h.half_life(None) == 1000 and h.half_life(0) == 0 and h.half_life(90) == 90
+    found = related(con, TargetSpec("a.py"))
+    assert found.half_life_days == 1000
+    assert found.files[0].weight == round(0.5 ** 2 + 1.0, 4)   # 2,000 days: two half-lives
+
+
+def test_a_young_history_decays_over_a_year_at_least(repo, cortex):
+    repo.write("a.py", "A = 1\n")
+    repo.commit("old", days_ago=30)
+    repo.write("a.py", "A = 2\n")
+    repo.commit("new", days_ago=10)
+    cortex.index()
+    assert related(cortex.reader(), TargetSpec("a.py")).half_life_days == 365
