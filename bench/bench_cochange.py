@@ -47,8 +47,10 @@ its attributes), never because one of its methods did.
      the name it had at that commit (no rename following, as `git log -p` hunks mapped onto
      definitions would give), non-merge commits of at most 30 files; ranked as above, answers
      limited to symbols alive at the split;
-  4. cortex: `cortex_core.coupling.related(...).symbols`, what `cortex related PATH::SYMBOL`
-     lists under symbols (fused_related takes it unchanged), top 10, on the split index.
+  4. cortex: `cortex_core.blast.fused_related(...).symbols`, what `cortex related
+     PATH::SYMBOL` lists under symbols (co-change, the file back-off and the calls), and
+     `cortex_core.coupling.related(..., file_prior=0).symbols` (co-change alone), top 10, on
+     the split index.
 
 Run with the venv's python: `/work/venv/bin/python bench/bench_cochange.py REPO`.
 """
@@ -500,7 +502,8 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
                   "seconds_per_query": base_seconds / len(queries)}}}
     reachable = [len(g & set(baseline.rank(k, 10**9))) / len(g) for k, g in zip(keys, golds)]
     report["history_ceiling"] = sum(reachable) / len(reachable)
-    methods = [("cortex related (symbols)", {}, False), ("co-change alone", {"file_prior": 0}, True)]
+    methods = [("cortex related (symbols)", {}, False),
+               ("co-change alone", {"file_prior": 0}, True)]
     for name, kwargs in _variants(args.variant):
         methods += [(f"{name} (fused)", kwargs, False), (f"{name} (co-change)", kwargs, True)]
     for name, kwargs, alone in methods:

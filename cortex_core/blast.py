@@ -384,8 +384,9 @@ class FusedRelated:
     def formula(self) -> str:
         decay = (f"each shared commit weighted 0.5^(age / {self.half_life_days:g} days)"
                  if self.half_life_days else "no decay")
-        text = (f"score = c + {self.structure_weight:g} × s / (1 + n) + {self.folder_prior:g} × f;"
-                f" c = the shared commits' weight / the target's ({decay}), n = the target's "
+        text = (f"score = c + {self.structure_weight:g} × s / (1 + n) + "
+                f"{self.folder_prior:g} × f; c = the shared commits' weight / the target's "
+                f"({decay}), n = the target's "
                 "commits, s = chain confidence × 0.5^(depth − 1), or a file of the same name but "
                 "for test affixes, f = how often its folder changes with the target's file × "
                 "its share of the folder's commits; ties: the newest shared commit, then s")
