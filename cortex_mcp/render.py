@@ -93,7 +93,7 @@ def related(fused) -> list[str]:
                    + (" (weak)" if p.support == 1 else "")] if p.support else []
             if p.relation:
                 why.append(p.relation)
-            if p.prior and not p.support:
+            if p.prior and not p.support and p.relation is None:
                 why.append("its file changes with this one's")
             lines.append(f"- {_where(p.path, p.qualname)}: " + "; ".join(why))
         lines.append("Files:")
