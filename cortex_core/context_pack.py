@@ -208,6 +208,8 @@ def _cut(item: PackItem, room: int, fmt: str, count) -> PackItem | None:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Lone surrogates (from a client's JSON `\ud800`) cannot be written as UTF-8: shown as U+FFFD.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_SUBJECT = 200
 
 
@@ -224,14 +226,15 @@ def _inert(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", text).split())
+    return " ".join(_CONTROL.sub(" ", _SURROGATE.sub("\ufffd", text)).split())
 
 
 def _safe_text(text: str, item: PackItem, inert=str) -> str:
     """Repository text that cannot pass for the pack's structure: no control characters (terminal
     escapes), no line that opens a heading (a forged `## [sha] item`), no code fence (one that
     would swallow the rest of the pack). The focus code is fenced with a longer fence instead."""
-    text = _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _CONTROL.sub(" ", text)
     if item.section == "focus":
         return text
     text = inert(text)

@@ -31,6 +31,10 @@ ENCODINGS = ("o200k", "cl100k", "estimate")
 _BPE_NAMES = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
+# A lone surrogate (an undecodable byte carried through, a `\ud800` escape in a client's JSON) has
+# no UTF-8 form: a BPE encoder cannot take it. It is counted as the replacement character it is
+# shown as.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -90,11 +94,21 @@ def _build(name: str) -> Counter:
     if module is not None:
         try:
             tokenizer = module.tokenizer_for_encoding(_BPE_NAMES[name])
-            return Counter(name, name, tokenizer.count)
+            return Counter(name, name, _any_text(tokenizer.count))
         except Exception as exc:   # a broken install must not break packs
             why = f"bpe-openai could not load {_BPE_NAMES[name]} ({type(exc).__name__}: {exc})"
     return Counter(name, "estimate", estimate_tokens,
                    note=f"{why}: tokens are estimated (an over-count), not counted in {name}")
+
+
+def _any_text(count: Callable[[str], int]) -> Callable[[str], int]:
+    """`count` that takes any str, lone surrogates included (see _SURROGATE)."""
+    def counted(text: str) -> int:
+        try:
+            return count(text)
+        except UnicodeEncodeError:
+            return count(_SURROGATE.sub("\ufffd", text))
+    return counted
 
 
 def _load_backend():

@@ -364,3 +364,19 @@ def test_pack_subject_with_a_secret_is_redacted():
 def unescaped(text: str) -> str:
     """A markdown pack's text without the escapes that keep repository text inert."""
     return re.sub(r"\\([\\\[\]])", r"\1", text)
+
+
+@pytest.mark.parametrize("encoding", ["o200k", "cl100k", "estimate"])
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+def test_lone_surrogates_are_counted_and_shown_as_replacement_characters(encoding, fmt):
+    # A client's JSON may hold `"\ud800"` (the language server's query, a note): a BPE encoder
+    # cannot take such a str, and no UTF-8 output can carry it.
+    for encoding_ in ("o200k", "cl100k"):
+        assert count_tokens("a\ud800b\udfff", encoding_) == count_tokens("a\ufffdb\ufffd",
+                                                                        encoding_)
+    items = [PackItem("search", "found \udcff", "text \ud800 " * 30, "c1", 1.0),
+             PackItem("focus", "code", "```python\nx = '\udc80'\n```", "c2", 2.0)]
+    result = pack("why \ud83d", items, 120, fmt, encoding)
+    result.text.encode("utf-8")                     # no lone surrogate left in the pack
+    assert "\ufffd" in result.text and result.items
+    assert result.used == count_tokens(result.text, encoding) <= 120

@@ -399,6 +399,17 @@ async def test_commands_and_requests_of_the_wrong_shape(lsp: Session, project: S
     assert not popups(lsp)
 
 
+async def test_a_lone_surrogate_in_a_pack_query_is_answered(lsp: Session, project: ScriptedRepo):
+    # JSON may escape half a surrogate pair ("\ud800"): the BPE count raised UnicodeEncodeError.
+    await lsp.start(project.path)
+    for encoding in ("o200k", "cl100k", "estimate"):
+        pack = plain(await lsp.raw_request("cortex/contextPack", {
+            "query": "compute \ud800 values", "budget": 400, "encoding": encoding}))
+        assert pack["subject"] == "compute \ufffd values" and pack["tokens"] <= 400
+        pack["text"].encode("utf-8")
+    assert not popups(lsp)
+
+
 async def test_settings_reject_a_poll_interval_that_spins(lsp: Session, project: ScriptedRepo):
     # 1e-9 s between HEAD checks keeps a core busy for nothing.
     await lsp.start(project.path, options={"pollInterval": 1e-9}, wait_index=False)
