@@ -24,13 +24,18 @@ def relative_time(then: float, now: float) -> str:
     return "just now"
 
 
+# A commit's date is whatever its author wrote (a year 3000000000 commit is a valid object):
+# shown within years 1 to 9999, which every platform's gmtime takes.
+_FIRST_DAY, _LAST_DAY = -62135596800, 253402300799
+
+
 def date(ref_time: int, offset_minutes: int = 0) -> str:
     # time, not datetime: one import less in every command's start (bench/bench_start.py)
-    return time.strftime("%Y-%m-%d", time.gmtime(ref_time + offset_minutes * 60))
+    return _utc_day(ref_time + offset_minutes * 60)
 
 
 def _utc_day(when: float) -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime(when))
+    return time.strftime("%Y-%m-%d", time.gmtime(min(max(when, _FIRST_DAY), _LAST_DAY)))
 
 
 def on_clock(clock) -> str:

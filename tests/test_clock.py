@@ -110,6 +110,26 @@ def test_a_head_dated_in_the_future_does_not_empty_the_windows(repo: ScriptedRep
     assert [h.changes for h in hotspots(con, since_days=30).symbols] == [2]
 
 
+def test_dates_beyond_any_calendar_are_shown_not_a_crash(repo: ScriptedRepo):
+    # A commit's date is what its author wrote: year 3 billion is a valid object, and gmtime
+    # refuses it (OSError). Dates are shown within years 1 to 9999.
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("add f", days_ago=2)
+    tree = repo.git("write-tree")
+    stamp = "99999999999999999 +0000"
+    raw = (f"tree {tree}\nparent {repo.head()}\nauthor A <a@b> {stamp}\n"
+           f"committer A <a@b> {stamp}\n\nfrom the far future\n")
+    sha = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo.path,
+                         input=raw.encode(), check=True, capture_output=True).stdout.decode()
+    repo.git("update-ref", "HEAD", sha.strip())
+    index(repo)
+    for args in (("status",), ("history", "a.py"), ("context", "--at", "a.py::f"),
+                 ("hotspots",)):
+        done = cortex(*args, cwd=repo.path)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert " to 9999-12-31" in cortex("status", cwd=repo.path).stdout
+
+
 def test_an_empty_index_falls_back_to_the_wall_clock(tmp_path: Path):
     from cortex_core.store import open_writer
     con = open_writer(tmp_path / "cortex.db")
