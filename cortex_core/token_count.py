@@ -98,7 +98,8 @@ def _build(name: str) -> Counter:
         except Exception as exc:   # a broken install must not break packs
             why = f"bpe-openai could not load {_BPE_NAMES[name]} ({type(exc).__name__}: {exc})"
     return Counter(name, "estimate", estimate_tokens,
-                   note=f"{why}: tokens are estimated (an over-count), not counted in {name}")
+                   note=f"{why}: tokens are estimated (an over-count on English and code, not "
+                        f"on other scripts), not counted in {name}")
 
 
 def _any_text(count: Callable[[str], int]) -> Callable[[str], int]:
