@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import os
+import re
 import signal
 import stat
 import uuid
@@ -337,7 +338,7 @@ class CortexServer(LanguageServer):
                 raise JsonRpcInvalidParams("`target` must be a string: PATH, PATH::SYMBOL or "
                                            "PATH:LINE")
             try:
-                return repo, parse_target(text)
+                return repo, parse_target(whole_text(text))
             except CortexError as exc:
                 raise JsonRpcInvalidParams(str(exc)) from None
         uri = _uri(params)
@@ -457,4 +458,13 @@ def str_param(params: dict, name: str, required: bool = False, limit: int = 10_0
     if not isinstance(value, str) or len(value) > limit or "\0" in value:
         raise JsonRpcInvalidParams(f"`{name}` must be a string of at most {limit} characters "
                                    "(no NUL)")
-    return value
+    return whole_text(value)
+
+
+def whole_text(value: str) -> str:
+    """A client's string with each lone surrogate (JSON can escape half a pair, `"\\ud800"`) as
+    U+FFFD: UTF-8, SQLite and the tokenizers refuse them, as the CLI's arguments do."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

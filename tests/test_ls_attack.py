@@ -399,14 +399,27 @@ async def test_commands_and_requests_of_the_wrong_shape(lsp: Session, project: S
     assert not popups(lsp)
 
 
-async def test_a_lone_surrogate_in_a_pack_query_is_answered(lsp: Session, project: ScriptedRepo):
-    # JSON may escape half a surrogate pair ("\ud800"): the BPE count raised UnicodeEncodeError.
+async def test_lone_surrogates_in_strings_are_answered(lsp: Session, project: ScriptedRepo):
+    # JSON may escape half a surrogate pair ("\ud800"), which UTF-8, SQLite and the BPE count
+    # refuse: every request below was an internal error (UnicodeEncodeError).
     await lsp.start(project.path)
+    half = "\ud800"
     for encoding in ("o200k", "cl100k", "estimate"):
         pack = plain(await lsp.raw_request("cortex/contextPack", {
-            "query": "compute \ud800 values", "budget": 400, "encoding": encoding}))
+            "query": f"compute {half} values", "budget": 400, "encoding": encoding}))
         assert pack["subject"] == "compute \ufffd values" and pack["tokens"] <= 400
         pack["text"].encode("utf-8")
+    hits = plain(await lsp.raw_request("cortex/search", {"query": "engine", "path": f"pkg{half}"}))
+    assert hits["hits"] == []
+    assert plain(await lsp.raw_request("cortex/hotspots", {"path": f"pkg{half}"}))["files"] == []
+    for method, params in (("cortex/symbolHistory", {"target": f"pkg/co{half}re.py"}),
+                           ("cortex/blastRadius", {"target": f"pkg/core.py::{half}"}),
+                           ("cortex/contextPack", {"target": f"pkg/core.py::x{half}"})):
+        error = await error_of(lsp.raw_request(method, params))
+        assert "\ufffd" in error.message and "UnicodeEncodeError" not in error.message, error
+    note = plain(await lsp.command("cortex.addNote", {"target": "pkg/core.py::compute",
+                                                      "text": f"check {half} this"}))
+    assert note["text"] == "check \ufffd this"
     assert not popups(lsp)
 
 
