@@ -56,7 +56,8 @@ TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
 Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
 Encoding = Annotated[Literal["o200k", "cl100k", "estimate"] | None, Field(description=(
     "how tokens are counted: o200k (GPT-4o and later), cl100k (GPT-4), estimate (an over-count on "
-    "English and code, for other tokenizers); default: the repository's packs.encoding, else o200k"))]
+    "English and code, for other tokenizers); default: the repository's packs.encoding, "
+    "else o200k"))]
 DEFAULT_BUDGET = 2000
 MAX_NOTES = 10          # notes listed in an answer's text
 
