@@ -331,8 +331,8 @@ def test_a_space_after_a_comment_marker_is_formatting():
     ("/**\n * Parses the text\n * quickly.\n *\n * @param a it\n */\nvoid f() {}",
      "/**\n * Parses the\n * text quickly.\n *\n * @param a\n *     it\n */\nvoid f() {}",
      "reformatted"),
-    ("/**\n * Parses.\n * Fast.\n */\nvoid f() {}", "/**\n * Parses.\n *\n * Fast.\n */\nvoid f() {}",
-     "docs"),
+    ("/**\n * Parses.\n * Fast.\n */\nvoid f() {}",
+     "/**\n * Parses.\n *\n * Fast.\n */\nvoid f() {}", "docs"),
     # Other comments are compared without any whitespace.
     ("/* parses \n */ void f() {}", "/* parses\n */ void f() {}", "reformatted"),
     ("/** Parses. */ void f() {}", "/** Reads. */ void f() {}", "docs"),
