@@ -8,8 +8,7 @@ all that tells a reformatting from a change. The kinds, the first that applies:
   comma before a closing bracket (a comma that no supported grammar gives a meaning) changed. A
   comment is compared without its whitespace (`//x` is `// x`), except a doc comment (`/** … */`),
   which is compared as its text, the way Javadoc reads it (doc_text): without each line's
-  indentation and leading `*` or where its paragraphs' lines break, but with the spaces within
-  and after its words;
+  indentation and leading `*`, but with the spaces within and after its words;
 - docs: the same code tokens; only comments or docstrings changed (a docstring: a string literal
   that is a statement of its own, at bracket depth 0 alone on its line; Python);
 - signature: the header changed: the tokens before the body (parameters, return type,
@@ -144,23 +143,20 @@ def _note(comment: str) -> str:
 
 def doc_text(comment: str) -> str:
     """A `/** … */` comment's text as a doc tool reads it: each line without its indentation, its
-    leading `*` and one blank after that, whitespace-only lines empty. What is left is text,
-    spaces included, as in Javadoc's own parse: so a space removed after a word changes the doc
-    (CodeShovel's hand-checked Java histories call that a doc change, and ` * ` made ` *` none).
-    Where the lines break within a paragraph is not text: a paragraph's lines are joined by one
-    space, without their indent, so a doc rewrapped by a formatter is reformatted, not a doc
-    change."""
+    leading `*` and one blank after that; blank lines empty, none at either end; no line break
+    style (CR LF is LF). What is left is text, spaces included, as in Javadoc's own parse: so a
+    space removed after a word changes the doc (CodeShovel's hand-checked Java histories call
+    that a doc change, and a ` * ` made ` *` none), and so does a paragraph rewrapped (its
+    oracles call commons-lang 71d9e00d42's rewrap one too; joining a paragraph's lines was tried:
+    that commit then disagreed, so a formatter that rewraps docs makes doc changes)."""
     body = comment[3:-2] if comment.endswith("*/") else comment[3:]
-    paragraphs: list[list[str]] = [[]]
+    lines = []
     for line in body.split("\n"):
         line = line.rstrip("\r").lstrip()
         if line[:1] == "*":
             line = line[2:] if line[1:2] in (" ", "\t") else line[1:]
-        if line.strip():   # a wrapped line's indent is layout too (`@param a` and `    it`)
-            paragraphs[-1].append(line.lstrip() if paragraphs[-1] else line)
-        elif paragraphs[-1]:
-            paragraphs.append([])
-    return "\n".join(" ".join(p) for p in paragraphs if p).rstrip()
+        lines.append(line if line.strip() else "")
+    return "\n".join(lines).strip("\n").rstrip()
 
 
 def _python_tokens(raw: list[str]) -> tuple[list[str], list[str]]:

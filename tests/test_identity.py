@@ -327,10 +327,9 @@ def test_a_space_after_a_comment_marker_is_formatting():
     ("  /**\n   * Parses.\n   */\n  void f() {}",
      "/**\r\n * Parses.\r\n *\r\n */\nvoid f() {}", "reformatted"),
     ("/** Parses. */ void f() {}", "/**\n * Parses.\n */\nvoid f() {}", "reformatted"),
-    # A paragraph rewrapped (a formatter's line breaks) is formatting; a paragraph break is not.
-    ("/**\n * Parses the text\n * quickly.\n *\n * @param a it\n */\nvoid f() {}",
-     "/**\n * Parses the\n * text quickly.\n *\n * @param a\n *     it\n */\nvoid f() {}",
-     "reformatted"),
+    # A paragraph rewrapped changes the text as Javadoc reads it (its lines), as a break does.
+    ("/**\n * Parses the text\n * quickly.\n */\nvoid f() {}",
+     "/**\n * Parses the\n * text quickly.\n */\nvoid f() {}", "docs"),
     ("/**\n * Parses.\n * Fast.\n */\nvoid f() {}",
      "/**\n * Parses.\n *\n * Fast.\n */\nvoid f() {}", "docs"),
     # Other comments are compared without any whitespace.
