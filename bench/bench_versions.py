@@ -53,15 +53,18 @@ def start(folder: Path, repo: Path, db: Path, core: int | None, jobs: int):
     cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(repo), "--db", str(db),
            "--rebuild", "--jobs", str(jobs), "--model", "none", "--quiet"]
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=pin), time.perf_counter()
+    # stderr to a file, not a pipe: a pipe left unread until the end could fill and stall it.
+    err = tempfile.TemporaryFile()
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                            preexec_fn=pin), time.perf_counter(), err
 
 
-def finish(proc, started: float) -> dict:
+def finish(proc, started: float, err_file) -> dict:
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
-    err = proc.stderr.read().decode("utf-8", "replace")
-    proc.stderr.close()
+    err_file.seek(0)
+    err = err_file.read().decode("utf-8", "replace")
+    err_file.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"cortex index failed ({proc.returncode}): {err.strip()[-500:]}")
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
             running = [start(v, args.repo, Path(tmp) / f"{name}.db",
                              order[i] if pinned else None, args.jobs)
                        for i, (name, v) in enumerate((("a", args.a), ("b", args.b)))]
-            a, b = (finish(p, t) for p, t in running)
+            a, b = (finish(*started) for started in running)
             git = bl.run(["git", "-C", str(args.repo), "log", "-p", "--no-merges"],
                          capture=False)
             rounds.append({"a": a, "b": b, "git_cpu": git.user_seconds + git.system_seconds,
