@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from cortex_core.clock import CLOCKS
 from cortex_core.errors import CortexError
 from cortex_core.token_count import ENCODINGS, encoding_name
 
@@ -67,7 +68,11 @@ def _encoding(v):
 
 
 def _clock(v):
-    return None if v in ("repository", "wall") else '"repository" or "wall"'
+    return None if _clock_name(v) in CLOCKS else '"repository" or "wall"'
+
+
+def _clock_name(v):
+    return v.strip().lower() if isinstance(v, str) else v
 
 
 def _model(v):
@@ -129,7 +134,8 @@ def _strip(value):
     return value.strip() if isinstance(value, str) else value
 
 
-_CLEAN = {"token_encoding": encoding_name}   # o200k_base -> o200k
+_CLEAN = {"token_encoding": encoding_name,   # o200k_base -> o200k
+          "clock": _clock_name}               # " Wall" -> wall, as encodings are read
 
 
 def _show(value) -> str:

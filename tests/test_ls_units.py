@@ -144,6 +144,15 @@ def test_the_token_encoding_setting_is_checked_and_normalised():
                       "cl100k or estimate; using 'o200k'"]
 
 
+def test_the_clock_setting_is_read_as_leniently_as_the_encoding():
+    s, errors = parse_settings({"cortex": {"clock": " Wall "}})
+    assert s.clock == "wall" and not errors
+    s, errors = parse_settings({"clock": "today"}, s)
+    assert s.clock == "repository" and errors == [
+        "Cortex setting clock = 'today' is not valid: expected \"repository\" or \"wall\"; "
+        "using 'repository'"]
+
+
 def test_booleans_are_not_numbers():
     _, errors = parse_settings({"hotspotThreshold": True, "pollInterval": False})
     assert len(errors) == 2
