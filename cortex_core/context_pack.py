@@ -23,10 +23,7 @@ from pathlib import Path
 from .clock import DEFAULT
 from .errors import CortexError
 from .redact import redact
-from .token_count import DEFAULT_ENCODING, count_tokens, counter, estimate_tokens
-
-__all__ = ["PackItem", "ContextPack", "pack", "build_pack", "target_candidates", "count_tokens",
-           "estimate_tokens", "FORMATS"]
+from .token_count import DEFAULT_ENCODING, counter
 
 FORMATS = ("markdown", "json")
 CODE_LINES_MAX = 400

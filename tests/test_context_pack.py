@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cortex_core.config import Settings
-from cortex_core.context_pack import PackItem, build_pack, count_tokens, estimate_tokens, pack
+from cortex_core.context_pack import PackItem, build_pack, pack
+from cortex_core.token_count import count_tokens, estimate_tokens
 from cortex_core.errors import CortexError
 from cortex_core.token_count import counter, encoding_name
 from cortex_core.ingest import index_repository

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.context_pack import count_tokens  # noqa: E402
+from cortex_core.token_count import count_tokens  # noqa: E402
 from cortex_core.ingest import index_repository  # noqa: E402
 from cortex_core.store import writer_lock  # noqa: E402
 
