@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import apsw
@@ -243,16 +243,22 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     h = _history_sets(con, MAX_CHANGESET)
     weights = h.weights(h.half_life(HALF_LIFE_DAYS), SIZE_EXPONENT)
     me, mine, _, _, _ = _side(h, target)
-    found = sorted(_score(mine, h.symbols_by_commit, {me}, h.alive_symbols, min_support, h,
-                          weights), key=rank_key)
-    if not found:
+    support, weight = _tally(mine, h.symbols_by_commit, me, h.alive_symbols, weights)
+    floor = max(1, min_support)
+    eligible = {g: w for g, w in weight.items() if support[g] >= floor}
+    if not eligible:
         return None
-    tied = [s for s in found if rank_key(s) == rank_key(found[0])]
-    best = min(tied, key=lambda s: _symbol_label(con, s.ident))
-    if best.support / len(mine) < min_confidence:
+    top = max(eligible.values())   # rank_key rounds weights: its ties are within 1e-9
+    tied = [g for g, w in eligible.items()
+            if w >= top - 1e-9 and round(w, 9) == round(top, 9)]
+    # The rest of rank_key's order, read for the few tied on weight only.
+    last = {g: max(h.commit_time[c] for c in mine if g in h.symbols_by_commit[c]) for g in tied}
+    newest = max(last.values())
+    ident = min((g for g in tied if last[g] == newest), key=lambda g: _symbol_label(con, g))
+    if support[ident] / len(mine) < min_confidence:
         return None
-    path, qualname = _symbol_label(con, best.ident)
-    return CoupledSymbol(path, qualname, best.support, len(mine))
+    path, qualname = _symbol_label(con, ident)
+    return CoupledSymbol(path, qualname, support[ident], len(mine))
 
 
 def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MAX_CHANGESET,
@@ -464,9 +470,11 @@ _CACHE: dict[int, tuple[tuple, _HistorySets]] = {}
 
 
 def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
-    stamp = (con.execute("select value from meta where key = 'indexed_at'").fetchone(),
-             con.execute("select max(id), count(*) from commits where reachable = 1").fetchone(),
-             max_changeset, con.filename)
+    # Cheap to ask on every hover: an index run rewrites these, and data_version moves when
+    # another connection has committed (a count of the commits was a scan: 2 ms on 8,000).
+    stamp = (con.execute("select group_concat(value, ' ') from (select value from meta where key"
+                         " in ('indexed_at', 'head', 'tips') order by key)").fetchone(),
+             con.execute("pragma data_version").fetchone(), max_changeset, con.filename)
     cached = _CACHE.get(id(con))
     if cached is not None and cached[0] == stamp:
         return cached[1]
@@ -563,15 +571,40 @@ def _group(rows, eligible, lineage: Lineage) -> dict[int, set[int]]:
 
 def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], alive: set[int],
            min_support: int, h: _HistorySets, weights) -> list[Scored]:
-    commits: dict[int, list[int]] = defaultdict(list)
-    for commit_id in mine:
-        for ident in by_commit[commit_id]:
-            if ident not in exclude and ident in alive:
-                commits[ident].append(commit_id)
+    # One pass over the target's commits: a hover asks this of every symbol it shows.
+    shared: dict[int, list[int]] = defaultdict(list)
+    weight: dict[int, float] = defaultdict(float)
+    last: dict[int, int] = {}
     times = h.commit_time
-    return [Scored(ident, len(shared), sum(weights(c) for c in shared),
-                   max(times[c] for c in shared), shared)
-            for ident, shared in commits.items() if len(shared) >= max(1, min_support)]
+    for commit_id in mine:
+        w, t = weights(commit_id), times[commit_id]
+        for ident in by_commit[commit_id]:
+            if ident in exclude or ident not in alive:
+                continue
+            shared[ident].append(commit_id)
+            weight[ident] += w
+            if last.get(ident, t) <= t:
+                last[ident] = t
+    floor = max(1, min_support)
+    return [Scored(ident, len(commits), weight[ident], last[ident], commits)
+            for ident, commits in shared.items() if len(commits) >= floor]
+
+
+def _tally(mine: set[int], by_commit: dict[int, set[int]], me: int, alive: set[int], weights
+           ) -> tuple[Counter, dict[int, float]]:
+    """The support and the weight of every candidate, and nothing else: three times faster
+    than _score, for the hover's line."""
+    support: Counter = Counter()
+    weight: dict[int, float] = defaultdict(float)
+    for commit_id in mine:
+        w = weights(commit_id)
+        idents = by_commit[commit_id] & alive
+        support.update(idents)
+        for ident in idents:
+            weight[ident] += w
+    support.pop(me, None)
+    weight.pop(me, None)
+    return support, weight
 
 
 def rank_key(s: Scored, decay: str = DECAY) -> tuple:
