@@ -6,7 +6,7 @@ product of their confidences. Relations: caller, importer, subclass (or implemen
 dependent in a test file), reference. History: the co-change partners that the structure does not
 show — hidden coupling — with their shared commits.
 
-Risk (documented in the README):
+Risk (documented in docs/commands.md):
 
     risk = (1 + ln(1 + D)) × (1 + H)
     D = dependents found (each weighted by its chain's confidence)

@@ -25,7 +25,7 @@ EPILOG = """targets:
 The index lives in <repo>/.cortex/cortex.db unless --db says otherwise; when .cortex
 cannot be used (read-only, not a folder, no file locks), in
 $XDG_CACHE_HOME/cortex/<name>-<hash>/cortex.db (`cortex status` says which).
-Settings: <repo>/.cortex/config.toml (see the README)."""
+Settings: <repo>/.cortex/config.toml (see docs/settings.md)."""
 
 
 class _NotAsked:
@@ -195,7 +195,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "notes, what changes with it, related commits, docs and search hits, packed "
                 "by utility per token under --budget, the room left filled by the next item "
                 "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
-                "in --encoding (see the README).")
+                "in --encoding (see docs/commands.md, Context packs).")
     p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
     p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
     p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
@@ -237,7 +237,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "symbol_history, blast_radius, related, hotspots, context_pack, status, "
                 "sync, record_note, supersede_note. Each takes an optional `repo`.",
                 epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
-                "see the README's section for agents.")
+                "see docs/agents.md.")
     p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
                    "none (default: the one around the current directory, if any)")
     p.add_argument("--db", metavar="FILE", help="that repository's index (default: "

@@ -38,7 +38,7 @@ Where the target shares few or no commits with a candidate, the level above spea
 With `min_support` above 1 the back-off only re-ranks what has the support asked for.
 
 The half-life was picked on time-split histories of repositories kept apart from the ones the
-numbers are reported on (bench/bench_cochange.py; the README's Numbers).
+numbers are reported on (bench/bench_cochange.py; docs/numbers.md).
 """
 
 from __future__ import annotations

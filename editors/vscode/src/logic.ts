@@ -19,7 +19,7 @@ export const SERVER_SETTINGS = [
 ] as const;
 
 export const INSTALL_HINT =
-  "Install the server with `pip install cortex-memory` (see the Cortex README, \"The language server\"), " +
+  "Install the server with `pip install cortex-memory` (see docs/editors.md in the Cortex repository), " +
   "then set `cortex.pythonPath` to that interpreter or `cortex.serverCommand` to the full command.";
 
 export interface ServerCommand {
