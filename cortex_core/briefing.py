@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .context_pack import ContextPack, PackItem, pack, target_candidates
 from .errors import CortexError
-from .render import date, window
+from .dates import date, window
 from .symbol_info import HeatSettings, symbol_card
 from .token_count import DEFAULT_ENCODING
 from .targets import parse_target, resolve

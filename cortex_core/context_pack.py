@@ -375,7 +375,7 @@ def _notes(con, repo_root: Path, target) -> list[PackItem]:
 
 def _history(con, spec) -> list[PackItem]:
     from .history import history
-    from .render import date
+    from .dates import date
     found = history(con, spec, limit=12, substantive=True)  # reformatting is never a reason
     bodies = dict(con.execute(
         f"select sha, body from commits where sha in ({','.join('?' * len(found.entries))})",

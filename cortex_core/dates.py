@@ -1,4 +1,7 @@
-"""Times given by people and agents: a date, or a number of days back."""
+"""Times given by people and agents (a date, or a number of days back), and dates shown to them:
+a commit's day, "3 days ago", a time window and the clock it counts on (clock.py).
+
+Engine code (briefings, packs) and every front end word dates the same way from here."""
 
 from __future__ import annotations
 
@@ -24,3 +27,48 @@ def since(text: str, now: float | None = None) -> int:
     if not 0 <= days <= MAX_DAYS:      # also refuses NaN
         raise CortexError(f"must be a number of days between 0 and {MAX_DAYS}: {text[:40]}")
     return int((time.time() if now is None else now) - days * 86400)
+
+
+def relative_time(then: float, now: float) -> str:
+    seconds = max(0, now - then)
+    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400),
+                       ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+    return "just now"
+
+
+# A commit's date is whatever its author wrote (a year 3000000000 commit is a valid object):
+# shown within years 1 to 9999, which every platform's gmtime takes.
+_FIRST_DAY, _LAST_DAY = -62135596800, 253402300799
+
+
+def date(ref_time: int, offset_minutes: int = 0) -> str:
+    # time, not datetime: one import less in every command's start (bench/bench_start.py)
+    return _utc_day(ref_time + offset_minutes * 60)
+
+
+def _utc_day(when: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(min(max(when, _FIRST_DAY), _LAST_DAY)))
+
+
+def on_clock(clock) -> str:
+    """Which clock (clock.py) windows and recency count back from, and its date (UTC)."""
+    if clock.kind == "repository":
+        return f"on this repository's clock, its HEAD of {_utc_day(clock.now)}"
+    if clock.kind == "wall":
+        return f"on the wall clock, today {_utc_day(clock.now)}"
+    return f"as of {_utc_day(clock.now)}"
+
+
+def window(days: float, clock) -> str:
+    """'last 90 days of this repository's activity (to 2023-04-02)', or on the wall clock
+    'last 90 days (to today, 2026-12-03)'."""
+    if clock is None:
+        return f"last {days:g} days"
+    if clock.kind == "repository":
+        return f"last {days:g} days of this repository's activity (to {_utc_day(clock.now)})"
+    if clock.kind == "wall":
+        return f"last {days:g} days (to today, {_utc_day(clock.now)})"
+    return f"last {days:g} days (to {_utc_day(clock.now)})"

@@ -11,7 +11,7 @@ import time
 
 from cortex_core.markdown import code, escape
 from cortex_core.remotes import commit_url
-from cortex_core.render import relative_time, window
+from cortex_core.dates import relative_time, window
 
 
 def _sha(commit, web_base: str | None) -> str:

@@ -7,7 +7,8 @@ cannot forge a heading, a link or an instruction block in the answer."""
 from __future__ import annotations
 
 from cortex_core.markdown import code, escape
-from cortex_core.render import date, missing_objects, on_clock, window
+from cortex_core.dates import date, on_clock, window
+from cortex_core.render import missing_objects
 
 
 def plural(count: int, word: str) -> str:
