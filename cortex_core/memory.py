@@ -10,7 +10,6 @@ secret that the history contained.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .embeddings import BATCH, Embedder, text_hash
@@ -21,15 +20,6 @@ from .tokens import expand
 
 Progress = Callable[[int, int, str], None]
 NO_VECTOR = 0           # vector_id of an item whose text has no known token (an all-zero vector)
-
-
-@dataclass(frozen=True)
-class MemoryCounts:
-    commit_items: int = 0
-    doc_items: int = 0
-    embedded: int = 0
-    vectors_dropped: bool = False
-    previous_model: str | None = None
 
 
 # Words that every merge shares and numbers that mean nothing to a static model: left out of the

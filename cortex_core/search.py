@@ -22,7 +22,7 @@ Every hit carries its explanation: both ranks, the fused score and each prior.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .clock import DEFAULT, Clock, clock as read_clock
 from .errors import CortexError
@@ -419,8 +419,3 @@ def _diverse(hits: list[Hit], options: SearchOptions) -> list[Hit]:
         if len(out) == options.top_k:
             break
     return out
-
-
-def with_weights(options: SearchOptions, **weights) -> SearchOptions:
-    """A copy of `options` with other fusion weights (for benchmarks and tuning)."""
-    return replace(options, weights=replace(options.weights, **weights))

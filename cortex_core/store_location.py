@@ -171,10 +171,3 @@ def _lock_problem(folder: Path, name: str) -> str | None:
     finally:
         os.close(fd)
     return None
-
-
-def fallback_notice(location: Location) -> str | None:
-    """The one line a front end shows when the store is not in `.cortex` (None when it is)."""
-    if not location.fallback:
-        return None
-    return f"the index is at {location.path}: {location.reason}"

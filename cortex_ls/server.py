@@ -329,7 +329,7 @@ class CortexServer(LanguageServer):
                 repo.embedder, repo.embedder_key = load_embedder(con), key
             return repo.embedder
 
-    def target(self, params: dict, con_needed: bool = True) -> tuple[Repo, TargetSpec]:
+    def target(self, params: dict) -> tuple[Repo, TargetSpec]:
         """The target of a custom request: a document position, or `target` = PATH[::SYMBOL]."""
         repo = self.repo_for(params)
         text = params.get("target")
