@@ -427,7 +427,7 @@ async def drive_server(args, clone: Path, db: Path, env: dict, log, report: dict
             await hover(p)
         out["rss_after_open_and_warmup_kib"] = proc_status(pid).get("VmRSS")
         hovers = []
-        for i, p in enumerate(measured):
+        for p in measured:
             seconds, text = await hover(p)
             hovers.append({"path": p.file.path, "line": p.line + 1, "where": p.where,
                            "seconds": seconds, "kind": hover_kind(text),

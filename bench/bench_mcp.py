@@ -195,7 +195,7 @@ async def measure(args, db: Path, targets: list[str], queries: list[str]) -> dic
                      "prompt:explain-symbol"):
             tried = over = errors = 0
             worst = 0.0
-            for i, target in enumerate(targets):
+            for i in range(len(targets)):
                 for budget in budgets:
                     kind, name, call_args = call_for(case, i, targets, queries)
                     call_args = dict(call_args, budget=str(budget) if kind == "prompt" else budget)

@@ -97,7 +97,8 @@ def tiktoken_counters() -> dict:
         enc = tiktoken.Encoding(f"{name}_base", pat_str=spec["pat_str"],
                                 mergeable_ranks=spec["mergeable_ranks"],
                                 special_tokens=spec["special_tokens"])
-        out[name] = (lambda enc: lambda text: len(enc.encode_ordinary(text)))(enc)
+        # enc is bound by the outer lambda's argument, per encoding
+        out[name] = (lambda enc: lambda text: len(enc.encode_ordinary(text)))(enc)  # noqa: B023
     out["version"] = tiktoken.__version__
     return out
 

@@ -119,7 +119,7 @@ def _edges(con: apsw.Connection, file_id: int, commit_id: int) -> list[_Edge]:
         "select parent, prev_commit_id, prev_file_id, skip_reason, lines, merge from file_versions"
         " where file_id = ? and commit_id = ?", (file_id, commit_id)),
         key=lambda row: -1 if row[0] is None else row[0])
-    out = [_Edge(*row, []) for row in edges]
+    out = [_Edge(*row, []) for row in edges]   # type: ignore[call-arg]  # six columns, then hunks
     if len(out) == 1 and not out[0].merge and out[0].parent is not None:
         out[0].hunks.extend(_sorted(con.execute(
             "select old_start, old_lines, new_start, new_lines from hunks"

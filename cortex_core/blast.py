@@ -130,6 +130,7 @@ class Neighbours:
 def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
     """(src file, src scope, kind, line, confidence, dst qualname) of edges into a node."""
     qualname = _structural(qualname)
+    params: tuple
     if whole_file:
         where, params = "e.dst_file_id = ?", (file_id,)
     elif qualname is None:      # module level: what imports the module
@@ -145,6 +146,7 @@ def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
 
 def _outgoing(con, file_id: int, qualname: str | None):
     qualname = _structural(qualname)
+    params: tuple
     if qualname is None:
         where, params = "r.file_id = ?", (file_id,)
     else:
@@ -200,7 +202,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     whole_file = target.qualname is None
     start = (target.file_id, _structural(target.qualname))
     best: dict[tuple[int, str | None], Dependent] = {}
-    frontier = [(start, (), 1.0)]
+    frontier: list[tuple[tuple[int, str | None], tuple[Link, ...], float]] = [(start, (), 1.0)]
     note = _structure_note(con, target)
     for level in range(1, depth + 1):
         nxt = []
@@ -249,7 +251,7 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     structural |= {con.execute("select path from files where id = ?", (f,)).get
                    for f, *_ in _outgoing(con, target.file_id, target.qualname)}
     found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3, file_prior=0)
-    out = []
+    out: list = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.
     linked = {(d.path, d.qualname) for d in dependents}
     for p in found.symbols:

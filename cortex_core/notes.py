@@ -207,6 +207,7 @@ def get_note(con, repo_root: Path, note_id: int) -> Note:
 def list_notes(con, repo_root: Path, target: str | None = None, *,
                include_closed: bool = False) -> list[Note]:
     """Notes, newest first: those on `target` (a file's notes include its symbols' notes)."""
+    params: tuple
     where, params = "1", ()
     if target:
         found = resolve(con, parse_target(target))
@@ -223,6 +224,7 @@ def list_notes(con, repo_root: Path, target: str | None = None, *,
 
 def live_notes_for(con, repo_root: Path, path: str, qualname: str | None = None) -> list[Note]:
     """Live notes on a file (and its symbols) or on one symbol, plus the repository's notes."""
+    params: tuple
     if qualname:
         where, params = "(path = ? and qualname = ?) or target = ''", (path, qualname)
     else:
@@ -336,7 +338,7 @@ def _checked(index: int, note) -> dict:
         return CortexError(f"notes export, entry {index}: {why}")
     if not isinstance(note, dict):
         raise bad("not an object")
-    out = {}
+    out: dict = {}
     for key, kinds, required in (("id", int, True), ("target", str, True), ("text", str, True),
                                  ("author", (str, type(None)), False),
                                  ("valid_from", int, True), ("valid_until", (int, type(None)), False),

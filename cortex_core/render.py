@@ -99,7 +99,7 @@ def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+        n /= 1024   # type: ignore[assignment]  # a size in larger units
     return str(n)
 
 

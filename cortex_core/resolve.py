@@ -237,7 +237,8 @@ class Resolver:
             return cached
         if _depth > MAX_REEXPORT_DEPTH:
             return {}        # a long re-export chain: not followed further (and not cached)
-        self._bindings[file_id] = out = {}
+        out: dict = {}
+        self._bindings[file_id] = out
         self._external[file_id] = external = {}
         rows = self.con.execute(
             "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
@@ -344,11 +345,11 @@ class Resolver:
             return []
         cls = classes[0]
         seen: set[tuple[int, str]] = set()
-        frontier = [(ref.file_id, cls)] if include_own else self.bases(ref.file_id, cls)[:]
-        frontier = [(f, c) for f, c, *_ in frontier]
+        start = [(ref.file_id, cls)] if include_own else self.bases(ref.file_id, cls)
+        frontier: list[tuple[int, str]] = [(f, c) for f, c, *_ in start]
         depth = 0
         while frontier and depth < 10:
-            nxt = []
+            nxt: list[tuple[int, str]] = []
             for f, c in frontier:
                 if (f, c) in seen:
                     continue

@@ -347,7 +347,7 @@ _INT_WIDTHS = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8}
 
 
 def _values(payload: bytes, types: list[int], at: int) -> list:
-    values = []
+    values: list = []
     for serial in types:
         if serial == 0:
             values.append(None)

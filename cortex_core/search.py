@@ -283,7 +283,7 @@ def _rank(con, scored: list[tuple[int, float]], vector: list[int], sims: dict[in
     meta = _metadata(con, list(fused))
     focus = options.focus if options.context else Focus()
     area = _dominant_area(fused, meta) if options.priors else None
-    scored = []
+    ranked: list[tuple[float, float, int, Explanation]] = []
     for item, base in fused.items():
         m = meta[item]
         recency = signal = ctx = in_area = 0.0
@@ -300,9 +300,9 @@ def _rank(con, scored: list[tuple[int, float]], vector: list[int], sims: dict[in
         score = base * (1.0 + boost)
         why = Explanation(lex_rank.get(item), vec_rank.get(item), sims.get(item), w_vec, base,
                           recency, signal, ctx, reasons, in_area, boost, score)
-        scored.append((score, -m["time"], item, why))
-    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-    return _diverse([_hit(meta[item], why) for _, _, item, why in scored], options)
+        ranked.append((score, -m["time"], item, why))
+    ranked.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return _diverse([_hit(meta[item], why) for _, _, item, why in ranked], options)
 
 
 def _tied_ranks(ordered: list[int], scores: dict[int, float]) -> dict[int, int]:

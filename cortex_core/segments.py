@@ -132,7 +132,7 @@ def doc_sections(path: str, text: str) -> list[Section]:
     headings = _headings(lines, rst)
     doc = path
     out: list[Section] = []
-    stack: list[tuple[object, str]] = []
+    stack: list[tuple[int, str]] = []
     bounds = headings + [(len(lines), None, None, 0)]
     if not headings or headings[0][0] > 0:      # text before the first heading
         first = headings[0][0] if headings else len(lines)
@@ -157,9 +157,9 @@ def doc_sections(path: str, text: str) -> list[Section]:
     return out
 
 
-def _headings(lines: list[str], rst: bool) -> list[tuple[int, object, str, int]]:
+def _headings(lines: list[str], rst: bool) -> list[tuple[int, int, str, int]]:
     """(line index, level, title, lines the heading spans), in order."""
-    found = []
+    found: list[tuple[int, int, str, int]] = []
     styles: list[str] = []
     fenced = False
     i = 0

@@ -15,6 +15,7 @@ import fnmatch
 import json
 import posixpath
 from dataclasses import fields, replace
+from typing import Any
 
 from .config import IndexSettings
 from .store import get_meta, set_meta
@@ -117,5 +118,6 @@ def indexed_limits(con) -> IndexSettings | None:
     if not isinstance(values, dict):
         return None
     known = {f.name for f in fields(IndexSettings)} & set(LIMITED_BY.values())
-    kept = {k: v for k, v in values.items() if k in known and isinstance(v, int) and v > 0}
+    kept: dict[str, Any] = {k: v for k, v in values.items()
+                            if k in known and isinstance(v, int) and v > 0}
     return replace(IndexSettings(), **kept) if kept.keys() == known else None

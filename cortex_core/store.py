@@ -41,7 +41,7 @@ def _vec_extension_path() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _connect(path: Path | str, flags: int, shown: Path | None = None) -> apsw.Connection:
+def _connect(path: Path | str, flags: int, shown: Path | str | None = None) -> apsw.Connection:
     """`shown`: the path messages name when `path` is a URI."""
     shown = shown or path
     try:
@@ -53,7 +53,7 @@ def _connect(path: Path | str, flags: int, shown: Path | None = None) -> apsw.Co
             con.load_extension(ext)
             con.enable_load_extension(False)
         # A cheap read that fails right away on a file that is not a database.
-        con.execute("select count(*) from sqlite_master").get
+        _ = con.execute("select count(*) from sqlite_master").get
     except apsw.CantOpenError:
         raise StoreError(f"cannot open the database {shown}") from None
     except (apsw.NotADBError, apsw.CorruptError):
@@ -202,7 +202,7 @@ def open_writer(path: Path) -> apsw.Connection:
     """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
     _prepare_folder(path)
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
-    con.execute("pragma journal_mode=wal").get
+    _ = con.execute("pragma journal_mode=wal").get
     con.execute("pragma synchronous=normal")
     con.execute("pragma foreign_keys=on")
     migrate(con, path)

@@ -98,7 +98,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
 
 def _wanted(con, repo, settings, supported) -> dict:
     """file id -> (path, blob, worktree, language, data or None, skip reason or None)."""
-    out = {}
+    out: dict[int, tuple] = {}
     for fid, path, blob, reason in con.execute(
             "select f.id, f.path, h.blob, h.skip_reason from head_files h join files f"
             " on f.id = h.file_id"):
@@ -204,7 +204,7 @@ def _store_file(con, fid, language, blob, data, test_file, parser,
         return {s.name for s in symbols}, 0
     spans = sorted(((s.start_byte, s.end_byte, s.structural_name) for s in symbols),
                    key=lambda t: (t[0], -t[1]))
-    rows = []
+    rows: list[tuple] = []
     for imp in found.imports:
         rows.append((fid, None, "import", imp.name if not imp.wildcard else "*",
                      None, imp.module, imp.level, imp.alias, None, imp.line))
@@ -242,13 +242,13 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     if everything:
         ids = [r[0] for r in con.execute("select id from refs")]
     else:
-        ids = set()
+        found: set[int] = set()
         for fid in changed:
-            ids.update(r[0] for r in con.execute("select id from refs where file_id = ?", (fid,)))
+            found.update(r[0] for r in con.execute("select id from refs where file_id = ?", (fid,)))
         for name in names:
-            ids.update(r[0] for r in con.execute("select id from refs where name = ?", (name,)))
-        ids.update(r[0] for r in con.execute("select id from refs where kind = 'import'"))
-        ids = sorted(ids)
+            found.update(r[0] for r in con.execute("select id from refs where name = ?", (name,)))
+        found.update(r[0] for r in con.execute("select id from refs where kind = 'import'"))
+        ids = sorted(found)
     resolver = Resolver(con)
     with con:
         for start in range(0, len(ids), 500):

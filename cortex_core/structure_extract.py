@@ -824,7 +824,8 @@ def _rust_token_call(out: _Out, node: Node) -> None:
         if before.type in _RUST_DECLARING:
             return
         if before.type in (".", "::"):
-            sep, parts, p = before.type, [], before
+            parts: list[str] = []
+            sep, p = before.type, before
             while p is not None and p.type == sep:
                 q = p.prev_sibling
                 if q is None or q.type not in _RUST_SEGMENTS:

@@ -1016,7 +1016,7 @@ class _Reuse:
 
 
 class _Located(NamedTuple):
-    index: int  # in the old extraction
+    index: int  # type: ignore[assignment]  # in the old extraction (shadows tuple.index)
     byte_shift: int  # new position - old position
     row_shift: int
 
@@ -1107,7 +1107,7 @@ class _Lines(NamedTuple):
     size: int
 
     @property
-    def count(self) -> int:
+    def count(self) -> int:  # type: ignore[override]  # shadows tuple.count
         """Lines as git counts them: a last line without a newline counts."""
         return len(self.starts) - (1 if self.starts[-1] == self.size else 0)
 

@@ -161,13 +161,14 @@ class VersionGraph:
                 return self.walker.version(commit_id, file_id)
         found = state.nodes.get(file_id, _ABSENT)
         if found is not _ABSENT:
-            return found
+            return found   # type: ignore[return-value]  # a Version, or None: not _ABSENT
         return self.walker.version(state.base, file_id) if state.base is not None else None
 
     def _commit(self, cid: int, parent: int | None, state: _State):
         """A non-merge: every changed file is a new version, its parent edge the first-parent
         diff (hunks in `hunks`)."""
-        rows, gone, made = [], [], {}
+        rows: list[tuple] = []
+        gone, made = [], {}
         for file_id, old_id, status, skip, added in self.con.execute(
                 "select file_id, old_file_id, status, skip_reason, added from file_changes"
                 " where commit_id = ?", (cid,)):
@@ -193,7 +194,8 @@ class VersionGraph:
                 "select file_id, parent, old_file_id, skip_reason from merge_edges"
                 " where commit_id = ? order by parent", (cid,)):
             edges.setdefault(file_id, []).append((parent, old_id, skip))
-        rows, gone, made = [], [], {}
+        rows: list[tuple] = []
+        gone, made = [], {}
         for file_id, old_id, status, via, via_id, lines in self.con.execute(
                 "select file_id, old_file_id, status, via, via_file_id, lines from merge_files"
                 " where commit_id = ?", (cid,)):

@@ -67,7 +67,12 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
 
 def _unique_notes(notes: list[Note]) -> list[Note]:
     seen: set[int] = set()
-    return [n for n in notes if not (n.id in seen or seen.add(n.id))]
+    out = []
+    for note in notes:
+        if note.id not in seen:
+            seen.add(note.id)
+            out.append(note)
+    return out
 
 
 def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]:

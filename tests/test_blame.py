@@ -458,13 +458,12 @@ def test_head_moved_back_to_an_indexed_commit(repo, cortex):
             assert our_blame(con, path, len(expected)) == expected, path
 
 
-def test_a_store_indexed_before_merge_versions_is_upgraded(repo, cortex, tmp_path):
+def test_a_store_indexed_before_merge_versions_is_upgraded(repo, cortex):
     """A store of schema 4 (no generations, no merge rows, no version graph): the migration
     fills in generations, the next run reads the merges again and builds the graph."""
     import apsw
     paths = random_branchy_history(repo, 6, steps=25)
     index(cortex)
-    fresh = tmp_path / "fresh.db"
     cortex.index(model="none")
     con = apsw.Connection(str(cortex.db))
     expected_generations = dict(con.execute("select sha, generation from commits"))

@@ -21,7 +21,7 @@ from pytest_lsp import LanguageClient
 sys.path.insert(0, str(Path(__file__).parent))
 
 from ls_harness import CONFIG, Session, plain  # noqa: E402
-from scripted_repo import DAY, ScriptedRepo, sample_core, sample_use  # noqa: E402
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.clock import clock, repository_time  # noqa: E402
 from cortex_core.config import Settings, load_settings  # noqa: E402

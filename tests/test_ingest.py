@@ -423,7 +423,7 @@ def test_history_order_is_the_same_however_the_store_was_indexed(repo, tmp_path,
     monkeypatch.setattr(read_pool, "CHUNK", 2)
     for stop_at in (3, 4, 3):
         def stop(done, total, phase="commits"):
-            if phase == "commits" and done == stop_at:
+            if phase == "commits" and done == stop_at:  # noqa: B023 (this iteration's)
                 raise KeyboardInterrupt
         with pytest.raises(KeyboardInterrupt):
             index("resumed", jobs=2, progress=stop)
