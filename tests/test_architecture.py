@@ -39,7 +39,7 @@ DRIVER_DEBTS = {
     ("cortex_core.cli", "apsw"): "phrases apsw's busy/corrupt/full errors; the engine should "
                                  "raise typed errors instead",
     ("cortex_ls.server", "apsw"): "maps apsw's busy/corrupt errors of a request to LSP errors",
-    ("cortex_ls.features", "apsw"): "a damaged index (apsw.Error) shows as no lenses",
+    ("cortex_ls.features", "apsw"): "a damaged index (apsw.Error) shows as no hover",
     ("cortex_mcp.server", "apsw"): "maps apsw's busy/corrupt errors of a call to tool errors",
     ("cortex_ls.indexer", "pygit2"): "head_state reads HEAD itself; one place for git reads "
                                      "is issue 16 item 3",
