@@ -535,19 +535,27 @@ class Lineage:
                 at.append(position[commit_id])
                 to.append(new)
         self.position = position
+        # A renamed-away identity -> the position of its newest change seen by `at`.
+        self.last_seen: dict[int, int] = {}
 
     def at(self, ident: int, commit_id: int) -> int:
         """The HEAD identity of `ident` as changed by `commit_id`."""
         if ident not in self.renames:
             return ident
-        return self._follow(ident, self.position.get(commit_id, -1))
+        pos = self.position.get(commit_id, -1)
+        if pos > self.last_seen.get(ident, -1):
+            self.last_seen[ident] = pos
+        return self._follow(ident, pos)
 
     def latest(self, ident: int, alive: set[int]) -> int:
         """The HEAD identity of a query's `ident`: itself while it lives (a reused name is its
-        new lineage), else where its last life went."""
+        new lineage), else where its last life went: itself too when that life was a reuse of
+        the name after its last rename, later deleted."""
         if ident in alive or ident not in self.renames:
             return ident
         at, to = self.renames[ident]
+        if self.last_seen.get(ident, -1) > at[-1]:
+            return ident
         return self._follow(to[-1], at[-1])
 
     def _follow(self, ident: int, pos: int) -> int:

@@ -281,3 +281,24 @@ def test_a_rename_cycle_ends_where_head_has_it(repo, cortex):
     con = cortex.reader()
     assert sorted(p.path for p in related(con, TargetSpec("a.py")).files) == ["p.py", "q.py"]
     assert [p.path for p in related(con, TargetSpec("q.py")).files] == ["a.py"]
+
+
+def test_a_reused_name_deleted_again_keeps_its_own_last_life(repo, cortex):
+    """`a.py` renamed to `b.py`, a new `a.py` created, then deleted: asked about `a.py`, the
+    answer is the new file's partners, not `b.py`'s (its last life was its own)."""
+    _touch(repo, ["a.py", "old_partner.py"], "old a with its partner", 50)
+    _touch(repo, ["a.py", "old_partner.py"], "again", 45)
+    repo.move("a.py", "b.py")
+    repo.commit("a.py becomes b.py", days_ago=40)
+    _touch(repo, ["a.py", "new_partner.py"], "new a with its partner", 30)
+    _touch(repo, ["a.py", "new_partner.py"], "again", 20)
+    repo.remove("a.py")
+    repo.commit("drop the new a.py", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    gone = related(con, TargetSpec("a.py"))
+    assert gone.target_commits == 3
+    assert [(p.path, p.support) for p in gone.files] == [("new_partner.py", 2)]
+    assert [(p.path, p.support) for p in related(con, TargetSpec("b.py")).files] == [
+        ("old_partner.py", 2)]
+
