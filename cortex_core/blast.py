@@ -449,10 +449,13 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
     cochange, total, n, h = file_scores(con, target, max_changeset=max_changeset,
                                         min_support=min_support, half_life_days=half_life_days,
                                         size_exponent=size_exponent)
-    # Asked for patterns (min_support above 1), the folders only re-rank the files that have one.
+    # Asked for patterns (min_support above 1), the structure and the folders only re-rank the
+    # files that have one (as for symbols): a file one edge away that shared a single commit
+    # would be listed as sharing none.
     folders = folder_scores(con, h, target) if folder_prior else {}
     if min_support > 1:
         folders = {p: v for p, v in folders.items() if p in cochange}
+        structure = {p: v for p, v in structure.items() if p in cochange}
     rows = []
     for path in set(structure) | set(cochange) | set(folders):
         s, relation, level = structure.get(path, (0.0, None, None))

@@ -302,3 +302,22 @@ def test_a_reused_name_deleted_again_keeps_its_own_last_life(repo, cortex):
     assert [(p.path, p.support) for p in related(con, TargetSpec("b.py")).files] == [
         ("old_partner.py", 2)]
 
+
+def test_min_support_holds_for_the_structure_too(repo, cortex):
+    """`--min-support 2`: a file one edge away that shared a single commit is not listed as
+    sharing none; the structure only re-ranks the files with the support asked for."""
+    repo.write("pkg/core.py", "def compute(x):\n    return x\n")
+    repo.write("pkg/use.py", "from pkg.core import compute\n\n\ndef main():\n"
+                             "    return compute(1)\n")
+    repo.write("other.py", "x = 1\n")
+    repo.commit("start", days_ago=50)
+    for days in (40, 30):
+        _touch(repo, ["pkg/core.py", "other.py"], f"core and other {days}", days)
+    cortex.index()
+    con = cortex.reader()
+    loose = fused_related(con, TargetSpec("pkg/core.py"))
+    assert {f.path: f.support for f in loose.files} == {"other.py": 3, "pkg/use.py": 1}
+    assert {f.path: f.relation for f in loose.files}["pkg/use.py"] == "dependent"
+    strict = fused_related(con, TargetSpec("pkg/core.py"), min_support=2)
+    assert [(f.path, f.support) for f in strict.files] == [("other.py", 3)]
+
