@@ -248,10 +248,14 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     structural = {d.path for d in dependents} | {target.path}
     structural |= {con.execute("select path from files where id = ?", (f,)).get
                    for f, *_ in _outgoing(con, target.file_id, target.qualname)}
-    found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3, file_prior=0)
+    linked = {(d.path, d.qualname) for d in dependents}
+    # Patterns only, asked of the ranking itself: cut to a top first, recent single commits
+    # (one wide commit brings dozens) would crowd out older patterns; and enough of them that
+    # the partners the structure explains leave `top` for the rest.
+    found = related(con, TargetSpec(target.path, target.qualname), min_support=2,
+                    top_k=top + max(len(structural), len(linked)), file_prior=0)
     out = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.
-    linked = {(d.path, d.qualname) for d in dependents}
     for p in found.symbols:
         if (p.path, p.qualname) not in linked and not p.weak and len(out) < top:
             out.append(Hidden(p.path, p.qualname, p.support, round(p.confidence, 4), p.evidence))

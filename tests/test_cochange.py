@@ -321,3 +321,16 @@ def test_min_support_holds_for_the_structure_too(repo, cortex):
     strict = fused_related(con, TargetSpec("pkg/core.py"), min_support=2)
     assert [(f.path, f.support) for f in strict.files] == [("other.py", 3)]
 
+
+def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex):
+    """Two old commits make a pattern; two recent wide commits bring 58 single-commit partners,
+    each heavier by recency. Blast's hidden coupling (patterns only) still finds the pattern."""
+    from cortex_core.blast import blast
+    _touch(repo, ["a.py", "p.py"], "pattern 1", 3000)
+    _touch(repo, ["a.py", "p.py"], "pattern 2", 2990)
+    _touch(repo, ["a.py"] + [f"x{i}.py" for i in range(29)], "wide 1", 20)
+    _touch(repo, ["a.py"] + [f"y{i}.py" for i in range(29)], "wide 2", 10)
+    cortex.index()
+    con = cortex.reader()
+    assert related(con, TargetSpec("a.py")).files[0].weak   # the wide commits lead `related`
+    assert [(h.path, h.support) for h in blast(con, TargetSpec("a.py")).hidden] == [("p.py", 2)]
