@@ -334,3 +334,21 @@ def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex)
     con = cortex.reader()
     assert related(con, TargetSpec("a.py")).files[0].weak   # the wide commits lead `related`
     assert [(h.path, h.support) for h in blast(con, TargetSpec("a.py")).hidden] == [("p.py", 2)]
+
+
+def test_mcp_and_pack_say_whose_commits_the_share_is_of(repo, cortex):
+    """a.py changed ten times, b.py twice, both times with a.py: 20% of the target's commits,
+    all of b.py's. The agent-facing text must not call the 20% b.py's own."""
+    from cortex_core.context_pack import _changes_with
+    from cortex_mcp.render import related as mcp_related
+    for days in range(30, 22, -1):
+        _touch(repo, ["a.py"], f"a alone {days}", days)
+    _touch(repo, ["a.py", "b.py"], "a and b 1", 20)
+    _touch(repo, ["a.py", "b.py"], "a and b 2", 10)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("a.py"))
+    line = next(x for x in mcp_related(fused) if "`b.py`" in x)
+    assert "(20% of the target's commits)" in line and "of its own" not in line
+    item = next(i for i in _changes_with(con, TargetSpec("a.py")) if i.title == "b.py")
+    assert "(20% of the focus's commits)" in item.text
