@@ -44,6 +44,7 @@ numbers are reported on (bench/bench_cochange.py; docs/numbers.md).
 from __future__ import annotations
 
 import re
+import weakref
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -465,8 +466,11 @@ def _invert(by_commit: dict[int, set[int]]) -> dict[int, set[int]]:
 
 # What every co-change query reads from the whole history, kept per connection until the index
 # changes: a long-lived reader (the language server, a blast with hidden coupling per hover)
-# would otherwise read every file change of the history on each query.
-_CACHE: dict[int, tuple[tuple, _HistorySets]] = {}
+# would otherwise read every file change of the history on each query. Weakly: a connection
+# let go of (a rebuilt store reopened) takes its history with it, and a new connection given
+# the old one's id() is not taken for it.
+_CACHE: "weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple, _HistorySets]]" = \
+    weakref.WeakKeyDictionary()
 
 
 def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
@@ -475,7 +479,7 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
     stamp = (con.execute("select group_concat(value, ' ') from (select value from meta where key"
                          " in ('indexed_at', 'head', 'tips') order by key)").fetchone(),
              con.execute("pragma data_version").fetchone(), max_changeset, con.filename)
-    cached = _CACHE.get(id(con))
+    cached = _CACHE.get(con)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     commit_time, commit_size = {}, {}
@@ -513,7 +517,7 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         commit_size, now=repository_time(con) or 0)
     if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
         _CACHE.clear()
-    _CACHE[id(con)] = (stamp, sets)
+    _CACHE[con] = (stamp, sets)
     return sets
 
 

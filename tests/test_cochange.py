@@ -352,3 +352,20 @@ def test_mcp_and_pack_say_whose_commits_the_share_is_of(repo, cortex):
     assert "(20% of the target's commits)" in line and "of its own" not in line
     item = next(i for i in _changes_with(con, TargetSpec("a.py")) if i.title == "b.py")
     assert "(20% of the focus's commits)" in item.text
+
+
+def test_a_connection_let_go_of_takes_its_history_with_it(repo, cortex):
+    """The co-change cache holds no history for connections that are gone: a long-lived server
+    reopening a rebuilt store, or reading many repositories, does not keep stale copies."""
+    import gc
+    import weakref
+    from cortex_core.coupling import _history_sets
+    _touch(repo, ["a.py", "b.py"], "one", 3)
+    cortex.index()
+    con = cortex.reader()
+    sets = weakref.ref(_history_sets(con, 30))
+    assert sets() is not None and _history_sets(con, 30) is sets()
+    con.close()
+    del con
+    gc.collect()
+    assert sets() is None
