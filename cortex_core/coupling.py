@@ -286,8 +286,8 @@ def folder_scores(con: apsw.Connection, h: "_HistorySets", target: Target,
                  top_folders: int = PRIOR_FOLDERS) -> dict[str, float]:
     """path -> a file's back-off score for `target`'s file: how often its folder changed with
     the target's file (the share of the target's commits; its own folder 1) × its share of its
-    folder's commits, over the target's own folder and the `top_folders` others it changes with
-    most. Evidence for files the target shares few or no commits with."""
+    folder's commits, over the `top_folders` folders that change with it most, its own first.
+    Evidence for files the target shares few or no commits with."""
     paths = h.paths(con)
     own = h.file_canon.latest(target.file_id, h.alive_files)
     mine = h.commits_of_file.get(own, set())
@@ -298,7 +298,10 @@ def folder_scores(con: apsw.Connection, h: "_HistorySets", target: Target,
     n = len(mine) or 1
     own_folder = _folder(paths[own]) if own in paths else _folder(target.path)
     together[own_folder] = n
-    chosen = sorted(together, key=lambda f: (-together[f], f))[:top_folders]
+    # Its own folder first, always: with a thin history (one commit across a dozen folders)
+    # every folder ties with it, and a cut by name could drop the one that matters most.
+    chosen = [own_folder] + sorted((f for f in together if f != own_folder),
+                                   key=lambda f: (-together[f], f))[:top_folders - 1]
     by_folder = h.folders(paths)
     out = {}
     for folder in chosen:

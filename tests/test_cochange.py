@@ -369,3 +369,20 @@ def test_a_connection_let_go_of_takes_its_history_with_it(repo, cortex):
     del con
     gc.collect()
     assert sets() is None
+
+
+def test_the_folder_back_off_keeps_the_targets_own_folder(repo, cortex):
+    """One commit across eleven folders: every folder ties with the target's own. The own folder
+    is always among those read, whatever its name, so its files get their back-off."""
+    from cortex_core.coupling import _history_sets, folder_scores
+    from cortex_core.targets import resolve
+    for path in ["zz/target.py", "zz/sibling.py"] + [f"d{i:02d}/m.py" for i in range(10)]:
+        repo.write(path, "x = 1\n")
+    repo.commit("start", days_ago=20)
+    repo.write("zz/sibling.py", "x = 2\n")
+    repo.commit("sibling alone", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    scores = folder_scores(con, _history_sets(con, 30), resolve(con, TargetSpec("zz/target.py")))
+    assert abs(scores["zz/sibling.py"] - 2 / 3) < 1e-9   # 2 of the folder's 3 commits
+    assert len(scores) == 10   # the own folder and the nine that change with it most
