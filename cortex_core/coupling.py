@@ -69,7 +69,7 @@ HALF_LIFE_FLOOR_DAYS = 365.0  # a young repository's history is all recent: no s
 FILE_PRIOR = 1.0
 FOLDER_PRIOR = 0.03
 PRIOR_FILES = 30    # the target file's strongest partner files whose symbols are candidates
-PRIOR_FOLDERS = 10  # likewise, folders
+PRIOR_FOLDERS = 10  # folders read for the back-off: the target's own and the 9 others
 SIZE_EXPONENT = 0.0
 # How the decay ranks: "weight", by the decayed weight of the shared commits; "ties", by support
 # (the rules' order) with the decayed weight breaking its ties (bench/bench_cochange.py).
