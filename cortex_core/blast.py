@@ -250,10 +250,14 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     structural = {d.path for d in dependents} | {target.path}
     structural |= {con.execute("select path from files where id = ?", (f,)).get
                    for f, *_ in _outgoing(con, target.file_id, target.qualname)}
-    found = related(con, TargetSpec(target.path, target.qualname), top_k=top * 3, file_prior=0)
+    linked = {(d.path, d.qualname) for d in dependents}
+    # Patterns only, asked of the ranking itself: cut to a top first, recent single commits
+    # (one wide commit brings dozens) would crowd out older patterns; and enough of them that
+    # the partners the structure explains leave `top` for the rest.
+    found = related(con, TargetSpec(target.path, target.qualname), min_support=2,
+                    top_k=top + max(len(structural), len(linked)), file_prior=0)
     out: list = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.
-    linked = {(d.path, d.qualname) for d in dependents}
     for p in found.symbols:
         if (p.path, p.qualname) not in linked and not p.weak and len(out) < top:
             out.append(Hidden(p.path, p.qualname, p.support, round(p.confidence, 4), p.evidence))
@@ -451,10 +455,13 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
     cochange, total, n, h = file_scores(con, target, max_changeset=max_changeset,
                                         min_support=min_support, half_life_days=half_life_days,
                                         size_exponent=size_exponent)
-    # Asked for patterns (min_support above 1), the folders only re-rank the files that have one.
+    # Asked for patterns (min_support above 1), the structure and the folders only re-rank the
+    # files that have one (as for symbols): a file one edge away that shared a single commit
+    # would be listed as sharing none.
     folders = folder_scores(con, h, target) if folder_prior else {}
     if min_support > 1:
         folders = {p: v for p, v in folders.items() if p in cochange}
+        structure = {p: v for p, v in structure.items() if p in cochange}
     rows = []
     for path in set(structure) | set(cochange) | set(folders):
         s, relation, level = structure.get(path, (0.0, None, None))

@@ -405,7 +405,7 @@ def _changes_with(con, spec) -> list[PackItem]:
         if p.support:
             shas = ", ".join(ref.short for ref in p.evidence[:3])
             parts.append(f"changed together in {p.support} commit{'s' if p.support != 1 else ''}"
-                         f" ({p.confidence:.0%} of its own), e.g. {shas}"
+                         f" ({p.confidence:.0%} of the focus's commits), e.g. {shas}"
                          + (" (weak: one commit)" if p.weak else ""))
         if p.folder and not parts:
             parts.append("its folder changes with this one's")

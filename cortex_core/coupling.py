@@ -44,6 +44,7 @@ numbers are reported on (bench/bench_cochange.py; docs/numbers.md).
 from __future__ import annotations
 
 import re
+import weakref
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ HALF_LIFE_FLOOR_DAYS = 365.0  # a young repository's history is all recent: no s
 FILE_PRIOR = 1.0
 FOLDER_PRIOR = 0.03
 PRIOR_FILES = 30    # the target file's strongest partner files whose symbols are candidates
-PRIOR_FOLDERS = 10  # likewise, folders
+PRIOR_FOLDERS = 10  # folders read for the back-off: the target's own and the 9 others
 SIZE_EXPONENT = 0.0
 # How the decay ranks: "weight", by the decayed weight of the shared commits; "ties", by support
 # (the rules' order) with the decayed weight breaking its ties (bench/bench_cochange.py).
@@ -285,8 +286,8 @@ def folder_scores(con: apsw.Connection, h: "_HistorySets", target: Target,
                  top_folders: int = PRIOR_FOLDERS) -> dict[str, float]:
     """path -> a file's back-off score for `target`'s file: how often its folder changed with
     the target's file (the share of the target's commits; its own folder 1) × its share of its
-    folder's commits, over the target's own folder and the `top_folders` others it changes with
-    most. Evidence for files the target shares few or no commits with."""
+    folder's commits, over the `top_folders` folders that change with it most, its own first.
+    Evidence for files the target shares few or no commits with."""
     paths = h.paths(con)
     own = h.file_canon.latest(target.file_id, h.alive_files)
     mine = h.commits_of_file.get(own, set())
@@ -297,7 +298,10 @@ def folder_scores(con: apsw.Connection, h: "_HistorySets", target: Target,
     n = len(mine) or 1
     own_folder = _folder(paths[own]) if own in paths else _folder(target.path)
     together[own_folder] = n
-    chosen = sorted(together, key=lambda f: (-together[f], f))[:top_folders]
+    # Its own folder first, always: with a thin history (one commit across a dozen folders)
+    # every folder ties with it, and a cut by name could drop the one that matters most.
+    chosen = [own_folder] + sorted((f for f in together if f != own_folder),
+                                   key=lambda f: (-together[f], f))[:top_folders - 1]
     by_folder = h.folders(paths)
     out = {}
     for folder in chosen:
@@ -465,8 +469,11 @@ def _invert(by_commit: dict[int, set[int]]) -> dict[int, set[int]]:
 
 # What every co-change query reads from the whole history, kept per connection until the index
 # changes: a long-lived reader (the language server, a blast with hidden coupling per hover)
-# would otherwise read every file change of the history on each query.
-_CACHE: dict[int, tuple[tuple, _HistorySets]] = {}
+# would otherwise read every file change of the history on each query. Weakly: a connection
+# let go of (a rebuilt store reopened) takes its history with it, and a new connection given
+# the old one's id() is not taken for it.
+_CACHE: "weakref.WeakKeyDictionary[apsw.Connection, tuple[tuple, _HistorySets]]" = \
+    weakref.WeakKeyDictionary()
 
 
 def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
@@ -475,7 +482,7 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
     stamp = (con.execute("select group_concat(value, ' ') from (select value from meta where key"
                          " in ('indexed_at', 'head', 'tips') order by key)").fetchone(),
              con.execute("pragma data_version").fetchone(), max_changeset, con.filename)
-    cached = _CACHE.get(id(con))
+    cached = _CACHE.get(con)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     commit_time, commit_size = {}, {}
@@ -513,7 +520,7 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         commit_size, now=repository_time(con) or 0)
     if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
         _CACHE.clear()
-    _CACHE[id(con)] = (stamp, sets)
+    _CACHE[con] = (stamp, sets)
     return sets
 
 
@@ -535,19 +542,27 @@ class Lineage:
                 at.append(position[commit_id])
                 to.append(new)
         self.position = position
+        # A renamed-away identity -> the position of its newest change seen by `at`.
+        self.last_seen: dict[int, int] = {}
 
     def at(self, ident: int, commit_id: int) -> int:
         """The HEAD identity of `ident` as changed by `commit_id`."""
         if ident not in self.renames:
             return ident
-        return self._follow(ident, self.position.get(commit_id, -1))
+        pos = self.position.get(commit_id, -1)
+        if pos > self.last_seen.get(ident, -1):
+            self.last_seen[ident] = pos
+        return self._follow(ident, pos)
 
     def latest(self, ident: int, alive: set[int]) -> int:
         """The HEAD identity of a query's `ident`: itself while it lives (a reused name is its
-        new lineage), else where its last life went."""
+        new lineage), else where its last life went: itself too when that life was a reuse of
+        the name after its last rename, later deleted."""
         if ident in alive or ident not in self.renames:
             return ident
         at, to = self.renames[ident]
+        if self.last_seen.get(ident, -1) > at[-1]:
+            return ident
         return self._follow(to[-1], at[-1])
 
     def _follow(self, ident: int, pos: int) -> int:

@@ -90,7 +90,9 @@ def related(fused) -> list[str]:
     if fused.symbols:
         lines.append("Symbols that change with it:")
         for p in fused.symbols:
-            why = [f"{plural(p.support, 'shared commit')} ({p.confidence:.0%} of its commits)"
+            # The share is of the target's commits (the partner's is reverse_confidence).
+            why = [f"{plural(p.support, 'shared commit')} "
+                   f"({p.confidence:.0%} of the target's commits)"
                    + (" (weak)" if p.support == 1 else "")] if p.support else []
             if p.relation:
                 why.append(p.relation)
@@ -103,7 +105,8 @@ def related(fused) -> list[str]:
         if f.support:
             shas = ", ".join(f"`{r.short}`" for r in f.evidence[:2])
             parts.append(f"changed together in {plural(f.support, 'commit')} "
-                         f"({f.confidence:.0%} of its own)" + (f", e.g. {shas}" if shas else "")
+                         f"({f.confidence:.0%} of the target's commits)"
+                         + (f", e.g. {shas}" if shas else "")
                          + (" (weak: one commit)" if f.weak else ""))
         if f.relation:
             parts.append(f"{f.relation} in the code at depth {f.depth}" if f.depth

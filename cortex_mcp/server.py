@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -516,7 +517,7 @@ def run(default: Path | None, db: Path | None = None) -> None:
     signal.signal(signal.SIGHUP, _stop(memory, 129))
     code = 0
     try:
-        server.run("stdio")
+        anyio.run(_serve_stdio, server)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except KeyboardInterrupt:
@@ -532,6 +533,81 @@ def run(default: Path | None, db: Path | None = None) -> None:
         # flushed when it was written; the indexer is stopped.
         sys.stderr.flush()
         os._exit(code)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """server.run("stdio"), with the SDK's stdin stream wrapped in _Repairing."""
+    from mcp.server.stdio import stdio_server
+    lowlevel = server._lowlevel_server   # what MCPServer.run_stdio_async serves
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(_Repairing(read_stream), write_stream,
+                           lowlevel.create_initialization_options())
+
+
+class _Repairing:
+    """The SDK's stdin stream (its ReadStream protocol), with the lines it could not parse for a
+    lone surrogate read again. JSON may escape half a surrogate pair (`"\\ud800"`, as a client
+    that cut a string between the halves of an emoji sends); the SDK's parser refuses it, drops
+    the line and never answers: the client waits forever. Python's json reads it: each lone
+    surrogate becomes U+FFFD, as the language server does with its clients' strings."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    @property
+    def last_context(self):
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self):
+        return _repaired(await self._inner.receive())
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        return _repaired(await self._inner.__anext__())
+
+    async def __aenter__(self):
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._inner.__aexit__(*exc)
+
+
+def _repaired(item):
+    import json
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+    if not isinstance(item, ValidationError):
+        return item
+    errors = item.errors()
+    line = errors[0].get("input") if len(errors) == 1 else None
+    if errors[0]["type"] != "json_invalid" or not isinstance(line, str):
+        return item
+    try:
+        data = _no_lone_surrogates(json.loads(line))
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data,
+                                                                              by_name=False))
+    except (ValueError, RecursionError):   # not JSON after all, or not a message
+        return item
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_lone_surrogates(value):
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 STOP_GRACE = 5.0   # seconds the normal way out may take before the watchdog takes it

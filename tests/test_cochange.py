@@ -281,3 +281,108 @@ def test_a_rename_cycle_ends_where_head_has_it(repo, cortex):
     con = cortex.reader()
     assert sorted(p.path for p in related(con, TargetSpec("a.py")).files) == ["p.py", "q.py"]
     assert [p.path for p in related(con, TargetSpec("q.py")).files] == ["a.py"]
+
+
+def test_a_reused_name_deleted_again_keeps_its_own_last_life(repo, cortex):
+    """`a.py` renamed to `b.py`, a new `a.py` created, then deleted: asked about `a.py`, the
+    answer is the new file's partners, not `b.py`'s (its last life was its own)."""
+    _touch(repo, ["a.py", "old_partner.py"], "old a with its partner", 50)
+    _touch(repo, ["a.py", "old_partner.py"], "again", 45)
+    repo.move("a.py", "b.py")
+    repo.commit("a.py becomes b.py", days_ago=40)
+    _touch(repo, ["a.py", "new_partner.py"], "new a with its partner", 30)
+    _touch(repo, ["a.py", "new_partner.py"], "again", 20)
+    repo.remove("a.py")
+    repo.commit("drop the new a.py", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    gone = related(con, TargetSpec("a.py"))
+    assert gone.target_commits == 3
+    assert [(p.path, p.support) for p in gone.files] == [("new_partner.py", 2)]
+    assert [(p.path, p.support) for p in related(con, TargetSpec("b.py")).files] == [
+        ("old_partner.py", 2)]
+
+
+def test_min_support_holds_for_the_structure_too(repo, cortex):
+    """`--min-support 2`: a file one edge away that shared a single commit is not listed as
+    sharing none; the structure only re-ranks the files with the support asked for."""
+    repo.write("pkg/core.py", "def compute(x):\n    return x\n")
+    repo.write("pkg/use.py", "from pkg.core import compute\n\n\ndef main():\n"
+                             "    return compute(1)\n")
+    repo.write("other.py", "x = 1\n")
+    repo.commit("start", days_ago=50)
+    for days in (40, 30):
+        _touch(repo, ["pkg/core.py", "other.py"], f"core and other {days}", days)
+    cortex.index()
+    con = cortex.reader()
+    loose = fused_related(con, TargetSpec("pkg/core.py"))
+    assert {f.path: f.support for f in loose.files} == {"other.py": 3, "pkg/use.py": 1}
+    assert {f.path: f.relation for f in loose.files}["pkg/use.py"] == "dependent"
+    strict = fused_related(con, TargetSpec("pkg/core.py"), min_support=2)
+    assert [(f.path, f.support) for f in strict.files] == [("other.py", 3)]
+
+
+def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex):
+    """Two old commits make a pattern; two recent wide commits bring 58 single-commit partners,
+    each heavier by recency. Blast's hidden coupling (patterns only) still finds the pattern."""
+    from cortex_core.blast import blast
+    _touch(repo, ["a.py", "p.py"], "pattern 1", 3000)
+    _touch(repo, ["a.py", "p.py"], "pattern 2", 2990)
+    _touch(repo, ["a.py"] + [f"x{i}.py" for i in range(29)], "wide 1", 20)
+    _touch(repo, ["a.py"] + [f"y{i}.py" for i in range(29)], "wide 2", 10)
+    cortex.index()
+    con = cortex.reader()
+    assert related(con, TargetSpec("a.py")).files[0].weak   # the wide commits lead `related`
+    assert [(h.path, h.support) for h in blast(con, TargetSpec("a.py")).hidden] == [("p.py", 2)]
+
+
+def test_mcp_and_pack_say_whose_commits_the_share_is_of(repo, cortex):
+    """a.py changed ten times, b.py twice, both times with a.py: 20% of the target's commits,
+    all of b.py's. The agent-facing text must not call the 20% b.py's own."""
+    from cortex_core.context_pack import _changes_with
+    from cortex_mcp.render import related as mcp_related
+    for days in range(30, 22, -1):
+        _touch(repo, ["a.py"], f"a alone {days}", days)
+    _touch(repo, ["a.py", "b.py"], "a and b 1", 20)
+    _touch(repo, ["a.py", "b.py"], "a and b 2", 10)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("a.py"))
+    line = next(x for x in mcp_related(fused) if "`b.py`" in x)
+    assert "(20% of the target's commits)" in line and "of its own" not in line
+    item = next(i for i in _changes_with(con, TargetSpec("a.py")) if i.title == "b.py")
+    assert "(20% of the focus's commits)" in item.text
+
+
+def test_a_connection_let_go_of_takes_its_history_with_it(repo, cortex):
+    """The co-change cache holds no history for connections that are gone: a long-lived server
+    reopening a rebuilt store, or reading many repositories, does not keep stale copies."""
+    import gc
+    import weakref
+    from cortex_core.coupling import _history_sets
+    _touch(repo, ["a.py", "b.py"], "one", 3)
+    cortex.index()
+    con = cortex.reader()
+    sets = weakref.ref(_history_sets(con, 30))
+    assert sets() is not None and _history_sets(con, 30) is sets()
+    con.close()
+    del con
+    gc.collect()
+    assert sets() is None
+
+
+def test_the_folder_back_off_keeps_the_targets_own_folder(repo, cortex):
+    """One commit across eleven folders: every folder ties with the target's own. The own folder
+    is always among those read, whatever its name, so its files get their back-off."""
+    from cortex_core.coupling import _history_sets, folder_scores
+    from cortex_core.targets import resolve
+    for path in ["zz/target.py", "zz/sibling.py"] + [f"d{i:02d}/m.py" for i in range(10)]:
+        repo.write(path, "x = 1\n")
+    repo.commit("start", days_ago=20)
+    repo.write("zz/sibling.py", "x = 2\n")
+    repo.commit("sibling alone", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    scores = folder_scores(con, _history_sets(con, 30), resolve(con, TargetSpec("zz/target.py")))
+    assert abs(scores["zz/sibling.py"] - 2 / 3) < 1e-9   # 2 of the folder's 3 commits
+    assert len(scores) == 10   # the own folder and the nine that change with it most

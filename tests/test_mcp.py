@@ -559,3 +559,44 @@ async def test_a_killed_server_takes_its_indexer_with_it(project: ScriptedRepo):
                 assert ready, "the indexer outlived its server"
             finally:
                 os.close(watch)
+
+
+def test_a_lone_surrogate_in_a_request_gets_an_answer(indexed: ScriptedRepo):
+    """JSON may escape half a surrogate pair (`"\\ud800"`, a string cut between the halves of
+    an emoji). The SDK's parser refuses such a line and dropped it unanswered: the client waited
+    forever. It is read again, the half as U+FFFD, and answered."""
+    import json
+    import select
+    import subprocess
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(indexed.path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "CORTEX_MODEL": "none"})
+
+    def send(line: str) -> None:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def answer() -> dict:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no answer within a minute"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}))
+        assert answer()["id"] == 0
+        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        send('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "related",'
+             ' "arguments": {"target": "pkg/core.py::comp\\ud800"}}}')
+        result = answer()
+        assert result["id"] == 1 and result["result"]["isError"]
+        assert "no symbol 'comp\ufffd' in pkg/core.py" in result["result"]["content"][0]["text"]
+        send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "related",'
+             ' "arguments": {"target": "pkg/core.py"}}}')
+        result = answer()
+        assert result["id"] == 2 and not result["result"]["isError"]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
