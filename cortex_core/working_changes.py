@@ -46,10 +46,12 @@ class WorkingChanges:
     truncated: bool = False
 
 
-def working_changes(con, repo_root: Path, settings: IndexSettings | None = None
-                    ) -> WorkingChanges:
+def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
+                    overlay: dict[str, bytes] | None = None) -> WorkingChanges:
     """The working tree's changed files and symbols against the indexed HEAD (see the module
-    docstring). Empty when `repo_root` is no readable repository."""
+    docstring). `overlay`: path -> text that replaces the file's (an editor's unsaved buffers).
+    Empty when `repo_root` is no readable repository."""
+    overlay = overlay or {}
     import pygit2
     from .store import get_meta
     from .workspace import read_workspace
@@ -71,6 +73,9 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None
         except pygit2.GitError:
             pass
         paths = list(dict.fromkeys(paths))
+    for path, data in overlay.items():
+        if path not in paths and _base_bytes(repo, base, path) != data:
+            paths.append(path)
     truncated = len(paths) > MAX_PATHS
     paths = paths[:MAX_PATHS]
     files: list[FileSymbols] = []
@@ -80,7 +85,8 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None
         if len(files) >= MAX_FILES or budget <= 0:
             truncated = True
             break
-        read, reason = _file_symbols(repo, base, Path(repo_root), path, settings)
+        read, reason = _file_symbols(repo, base, Path(repo_root), path, settings,
+                                     overlay.get(path))
         if reason:
             skipped.append(f"{path} ({reason})")
         if read is not None:
@@ -101,12 +107,12 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None
 
 
 def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | None = None,
-                            **options):
+                            overlay: dict[str, bytes] | None = None, **options):
     """What the working tree's changed files and symbols usually bring along and is not changed
     yet (coupling.related_to_set, with its options); the changes' bounds and skipped files said.
     A SetRelated whose `changed` and `unknown` are both empty when nothing is changed."""
     from .coupling import related_to_set
-    changes = working_changes(con, repo_root, settings)
+    changes = working_changes(con, repo_root, settings, overlay)
     found = related_to_set(con, changes.files, symbols=changes.symbols, **options)
     return replace(found, unknown_symbols=list(found.unknown_symbols) + [
         f"{p}::{q}" for p, q in changes.new_symbols], skipped=changes.skipped,
@@ -132,8 +138,17 @@ def _head(repo):
         return None
 
 
-def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings
-                  ) -> tuple[FileSymbols | None, str | None]:
+def _base_bytes(repo, base, path: str) -> bytes | None:
+    import pygit2
+    try:
+        found = repo.get(base.tree[path].id) if base is not None else None
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return found.data if isinstance(found, pygit2.Blob) else None
+
+
+def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings,
+                  text: bytes | None = None) -> tuple[FileSymbols | None, str | None]:
     """One changed file read as a commit's file is: (its two sides' symbols and hunks, or None;
     why its symbols were not read, if it was worth saying)."""
     import pygit2
@@ -159,19 +174,12 @@ def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings
             if blob.size > limit:
                 return None, "too large"
             old = blob.data
-    try:
-        full = root / path
-        info = os.lstat(full)
-        if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
-        if info.st_size > limit:
-            return None, "too large"
-        with open(full, "rb") as f:
-            new = f.read(limit + 1)
-    except FileNotFoundError:
-        new = None   # deleted
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    if text is not None:
+        new = text
+    else:
+        new, reason = _read_file(root / path, limit)
+        if reason:
+            return None, reason
     if new is not None and len(new) > limit:
         return None, "too large"
     if old is None and new is None:
@@ -193,6 +201,22 @@ def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings
     return FileSymbols(path, path, old_symbols, new_symbols, hunks, old or b"", new or b"",
                        language if old is not None else "",
                        language if new is not None else ""), None
+
+
+def _read_file(full: Path, limit: int) -> tuple[bytes | None, str | None]:
+    """(the working file's bytes, None when it is deleted; why it cannot be read)."""
+    try:
+        info = os.lstat(full)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_size > limit:
+            return None, "too large"
+        with open(full, "rb") as f:
+            return f.read(limit + 1), None
+    except FileNotFoundError:
+        return None, None   # deleted
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable: {getattr(exc, 'strerror', None) or type(exc).__name__}"
 
 
 def related_to_targets(con, specs, **options):
