@@ -474,11 +474,23 @@ def set_related(result, explain: bool = False) -> str:
     lines.extend(_set_rows(result.files, explain))
     if not result.files:
         lines.append("  nothing: no history links the changed files to others")
-    lines.append("\nscore = Σ over shared commits of their weight × (changed items the commit "
-                 "held) / (changed items)"
-                 + (f"; weight halves every {result.half_life_days:g} days"
-                    if result.half_life_days else ""))
+    lines.append("")
+    if result.changed_symbols:
+        lines.append("symbols: " + _set_formula(result.symbol_aggregate, "symbol"))
+        lines.append("files: " + _set_formula(result.aggregate, "file"))
+    else:
+        lines.append(_set_formula(result.aggregate, "file"))
+    if result.half_life_days:
+        lines.append(f"a commit's weight halves every {result.half_life_days:g} days")
     return "\n".join(lines)
+
+
+def _set_formula(aggregate: str, item: str) -> str:
+    if aggregate == "max":
+        return (f"score = the highest, over the changed {item}s, of the weight of the commits "
+                f"shared with that {item} / the weight of its commits")
+    return (f"score = Σ over shared commits of their weight × (changed {item}s the commit held) "
+            f"/ (changed {item}s)")
 
 
 def _some(head: str, items: list[str], count: int = 5) -> str:

@@ -174,13 +174,19 @@ def test_set_ranks_symbols_then_files_and_keeps_the_file_ranking(coupled):
     assert files_only.symbols == [] and both.changed_symbols == ["a.py::load"]
     first = both.symbols[0]
     assert (first.path, first.qualname, first.support, first.weak) == ("b.py", "save", 4, False)
-    assert first.shared_with == {"a.py::load": 4} and first.plain == 4.0
+    # Symbols by their strongest rule: every commit of a.load changed b.save.
+    assert first.shared_with == {"a.py::load": 4} and first.plain == 1.0 == first.score
     assert all(s.label != "a.py::load" for s in both.symbols)      # not already changed
-    # Two changed symbols: a commit holding both counts double against one holding one.
     pair = related_to_set(con, ["a.py"], symbols=[("a.py", "load"), ("a.py", "other")])
     scores = {s.label: s for s in pair.symbols}
-    assert scores["b.py::save"].score > scores["c.py::convert"].score
+    assert scores["b.py::save"].plain == scores["c.py::convert"].plain == 1.0
     assert scores["c.py::convert"].with_changed == ["a.py::load", "a.py::other"]
+    # The files' way: a commit holding both changed symbols counts double against one holding
+    # one (b.save came with a.load three times alone, c.convert with a.other twice).
+    shared = related_to_set(con, ["a.py"], symbols=[("a.py", "load"), ("a.py", "other")],
+                            symbol_aggregate="share", half_life_days=0)
+    scores = {s.label: s.score for s in shared.symbols}
+    assert scores["b.py::save"] == 2.5 and scores["c.py::convert"] == 2.0
     unknown = related_to_set(con, ["zz.py"], symbols=[("zz.py", "nope")])
     assert unknown.unknown_symbols == ["zz.py::nope"] and unknown.symbols == []
 
@@ -197,7 +203,7 @@ def test_cli_names_b_save_first_and_explains(coupled):
     assert "1 changed symbol" in text and "symbols:" in text
     symbols = text.split("symbols:")[1].split("files:")[0]
     assert symbols.index("b.py::save") < symbols.index("c.py::convert")
-    assert "decayed" in symbols and "plain 4.0000" in symbols and "shared with a.py::load 4" \
+    assert "decayed" in symbols and "plain 1.0000" in symbols and "shared with a.py::load 4" \
         in symbols
 
 
