@@ -293,9 +293,11 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
                   by_commit: dict[int, set[int]], commits_of: dict[int, set[int]],
                   alive: set[int], min_support: int, top_k: int, weights, label,
                   aggregate: str = "share") -> list[tuple]:
-    """The TARMAQ-style aggregation over a set: every commit that changed some of `ids` counts
-    for each of its other identities by its weight × the share of the set it changed. Ranked by
-    that score, then the newest shared commit, then the label. Rows: (label, score, plain score,
+    """A set's candidates. `aggregate` "share" (TARMAQ-style): every commit that changed some of
+    `ids` counts for each of its other identities by its weight × the share of the set it
+    changed; "max": a candidate's highest confidence from any one of `ids`, its commits weighted
+    alike. Ranked by that score, then the newest shared commit, then the label. Rows: (label,
+    score, plain score (the same without decay),
     support, the set's identities it came with, commits shared with each, the shared commits,
     the newest shared commit's time)."""
     if not ids:

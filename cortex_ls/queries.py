@@ -181,13 +181,12 @@ def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: 
     return payload(result, repo)
 
 
-def _coupling(repo: Repo) -> dict:
-    """The co-change options of the CLI and MCP: the repository's [coupling] settings."""
+def _coupling(repo: Repo) -> tuple:
+    """The co-change options of the CLI and MCP (the repository's [coupling] settings), and all
+    of its settings."""
     from cortex_core.config import load_settings
     settings = load_settings(repo.root / ".cortex" / "config.toml")
-    return {"max_changeset": settings.coupling.max_changeset,
-            "min_support": settings.coupling.min_support,
-            "half_life_days": settings.coupling.half_life_days}, settings
+    return settings.coupling.options(), settings
 
 
 def related(con, repo: Repo, spec: TargetSpec, top_k: int) -> dict:

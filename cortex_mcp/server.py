@@ -259,10 +259,7 @@ def build_server(memory: Memory) -> MCPServer:
         from cortex_core.blast import fused_related
         with memory.reading(repo) as (place, con):
             everything = memory.settings(place)
-            settings = everything.coupling
-            chosen = {"max_changeset": settings.max_changeset,
-                      "min_support": settings.min_support,
-                      "half_life_days": settings.half_life_days}
+            chosen = everything.coupling.options()
             if target is None or not target.strip():
                 from cortex_core.working_changes import (related_to_targets,
                                                          related_to_working_tree)
