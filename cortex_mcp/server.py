@@ -260,7 +260,7 @@ def build_server(memory: Memory) -> MCPServer:
         with memory.reading(repo) as (place, con):
             everything = memory.settings(place)
             chosen = everything.coupling.options()
-            if target is None or not target.strip():
+            if target is None:
                 from cortex_core.working_changes import (related_to_targets,
                                                          related_to_working_tree)
                 if changed:
