@@ -52,6 +52,15 @@ its attributes), never because one of its methods did.
      `cortex_core.coupling.related(..., file_prior=0).symbols` (co-change alone), top 10, on
      the split index.
 
+With --set (issue 14, item 3: the working tree's "you probably also need to touch ..."), at
+either level: each test transaction with at least 2 items that existed at the split is one
+query, its items sorted by name; the first half (at least one) is the changed set, gold = the
+rest. The baseline aggregates the rules the simplest way: a candidate's score is its highest
+confidence from any item of the set (ties by the newest transaction changing both, then name),
+the set's items left out ("rules, summed support" ranks by the sum of the supports instead,
+for reference). cortex: `coupling.related_to_set` (what `cortex related` without a
+target ranks: the files of the set, or its symbols at symbol level), top 10.
+
 Run with the venv's python: `/work/venv/bin/python bench/bench_cochange.py REPO`.
 """
 
@@ -101,6 +110,9 @@ def parse_args(argv=None):
     p.add_argument("--substantive-gold", action="store_true",
                    help="--level symbol: tests and gold from the changes coupling counts only "
                    "(no reformatting, no move without edits)")
+    p.add_argument("--set", action="store_true",
+                   help="queries are sets: the first half of a test transaction, gold the rest "
+                   "(cortex related without a target, against the rules' max confidence)")
     p.add_argument("--jobs", type=int, default=1,
                    help="processes `cortex index` reads history with (default 1)")
     p.add_argument("--keep", action="store_true", help="keep the work folder under bench/.work/")
@@ -155,6 +167,30 @@ class AssociationRules:
                     support[g] += 1
                     newest[g] = max(newest.get(g, 0), stamp)
         ranked = sorted(support, key=lambda g: (-support[g], -newest[g], g))
+        return ranked[:top]
+
+    def rank_set(self, items: list[str], top: int, how: str = "max") -> list[str]:
+        """Rules aggregated over a set the simplest way: a candidate's highest confidence from
+        any of the items (ties by the newest transaction changing both, then name); with
+        `how` "sum", the sum of its supports from the items instead."""
+        chosen = set(items)
+        best: dict[str, float] = {}
+        newest: dict[str, int] = {}
+        for f in chosen:
+            indexes = self.of_file.get(f, ())
+            support: dict[str, int] = defaultdict(int)
+            for index in indexes:
+                stamp, files = self.transactions[index]
+                for g in files:
+                    if g not in chosen and g in self.alive:
+                        support[g] += 1
+                        newest[g] = max(newest.get(g, 0), stamp)
+            for g, n in support.items():
+                if how == "sum":
+                    best[g] = best.get(g, 0.0) + n
+                else:
+                    best[g] = max(best.get(g, 0.0), n / len(indexes))
+        ranked = sorted(best, key=lambda g: (-best[g], -newest[g], g))
         return ranked[:top]
 
 
@@ -258,6 +294,13 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     from cortex_core.store import open_reader
     from cortex_core.targets import TargetSpec
     con = open_reader(db)
+    if args.set:
+        sets = _halves([sorted({f for f in t.files if f in alive}) for t in tests])
+        head_info = {"environment": env, "repo": str(repo), "split": split, "head": head,
+                     "first_parent_commits": len(line), "training_commits": len(training),
+                     "test_transactions": len(tests)}
+        return _set_report(args, con, head_info, baseline, sets, lambda items: (items, []),
+                           lambda found: [p.path for p in found.files])
 
     methods = [("cortex related", fused_related, {}), ("co-change alone", related, {})]
     for name, kwargs in _variants(args.variant):
@@ -415,9 +458,11 @@ class SplitIdentity:
 
 
 def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: set[int],
-                   low: int = 2, high: int = 10, as_cortex: bool = False) -> tuple[list, int]:
+                   low: int = 2, high: int = 10, as_cortex: bool = False,
+                   sets: list | None = None) -> tuple[list, int]:
     """Test transactions: each non-merge commit after the split that changed `low` to `high`
-    symbols; each of them that existed at the split is a query, gold = the others that did."""
+    symbols; each of them that existed at the split is a query, gold = the others that did.
+    `sets`, when given, receives each transaction's symbols that existed at the split."""
     ids = dict(head_con.execute("select sha, id from commits where is_merge = 0"))
     wanted = [ids[s] for s in after_shas if s in ids]
     marks = ",".join("?" * len(wanted))
@@ -435,6 +480,8 @@ def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: se
             continue
         tests += 1
         alive = set(mapped.values()) - {None}
+        if sets is not None:
+            sets.append(alive)
         for q in sorted(alive):
             gold = {names[g][0] for g in alive - {q}}
             if gold:
@@ -474,8 +521,9 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
         sys.exit(f"{head_db} does not continue {db}: {renumbered} symbol ids differ")
     training = symbol_training(con, names)
     after = bl.git(clone, "rev-list", "--no-merges", f"{split}..{head}").split()
+    transactions: list[set[int]] = []
     queries, tests = symbol_queries(head_con, names, after, split_alive,
-                                    as_cortex=args.substantive_gold)
+                                    as_cortex=args.substantive_gold, sets=transactions)
     head_con.close()
     print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
           f"{len(training)} training commits with symbol changes, {tests} test transactions, "
@@ -486,6 +534,16 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     keys = [names[q][0] for q, _ in queries]
     golds = [g for _, g in queries]
     baseline = AssociationRules(training, args.max_changeset, alive_keys, keep=lambda k: True)
+    if args.set:
+        where = {names[sid][0]: (names[sid][2], names[sid][0][len(names[sid][2]) + 2:])
+                 for sid in split_alive}
+        sets = _halves([sorted(names[s][0] for s in t) for t in transactions])
+        head_info = {"environment": env, "repo": str(repo), "level": "symbol", "split": split,
+                     "head": head, "first_parent_commits": len(line),
+                     "training_commits": len(training), "test_transactions": tests}
+        return _set_report(args, con, head_info, baseline, sets,
+                           lambda items: ([], [where[k] for k in items]),
+                           lambda found: [f"{p.path}::{p.qualname}" for p in found.symbols])
     started = time.perf_counter()
     base = scores([baseline.rank(k, args.top) for k in keys], golds, args.top)
     base_seconds = time.perf_counter() - started
@@ -523,6 +581,90 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
         return 0
     _print_symbol_report(report, repo)
     return 0
+
+
+def _halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:
+    """Set queries: of each transaction's items (sorted) with at least two, the first half (at
+    least one) as the changed set, the rest as gold."""
+    out = []
+    for items in transactions:
+        if len(items) >= 2:
+            half = len(items) // 2
+            out.append((items[:half], set(items[half:])))
+    return out
+
+
+def _set_report(args, con, head_info: dict, baseline: AssociationRules, sets, call, pick) -> int:
+    """--set: `coupling.related_to_set` (cortex related without a target) against the rules'
+    max confidence over the set, on the same queries. `call` turns a query's items into
+    related_to_set's (paths, symbols); `pick` reads the answers' keys from its result."""
+    from cortex_core.coupling import related_to_set
+    if not sets:
+        sys.exit("no set queries: no later transaction has two items that existed at the split")
+    golds = [g for _, g in sets]
+    started = time.perf_counter()
+    base = scores([baseline.rank_set(items, args.top) for items, _ in sets], golds, args.top)
+    report = {**head_info, "set": True, "queries": len(sets), "top": args.top,
+              "set_sizes": {str(n): sum(len(i) == n for i, _ in sets)
+                            for n in sorted({len(i) for i, _ in sets})},
+              "methods": {"association rules": {
+                  "recall": base["recall"], "mrr": base["mrr"],
+                  "seconds_per_query": (time.perf_counter() - started) / len(sets)}}}
+    # A second simple aggregation, for reference: the sum of the supports from the set's items.
+    summed = scores([baseline.rank_set(items, args.top, "sum") for items, _ in sets], golds,
+                    args.top)
+    report["methods"]["rules, summed support"] = _versus(summed, base)
+    # The same two, given cortex's history instead of git log's: its lineage (renames followed
+    # in time), its change filter and its changeset bound. What is left is the ranking's own.
+    level = head_info.get("level", "file")
+    lineage = AssociationRules(_cortex_transactions(con, level, args.max_changeset),
+                               args.max_changeset, baseline.alive, keep=lambda k: True)
+    for label, how in (("rules + cortex's history", "max"),
+                       ("rules + cortex's history, summed", "sum")):
+        found = scores([lineage.rank_set(items, args.top, how) for items, _ in sets], golds,
+                       args.top)
+        report["methods"][label] = _versus(found, base)
+    for name, kwargs in [("cortex related (set)", {})] + [
+            (f"{n} (set)", kw) for n, kw in _variants(args.variant)]:
+        call_kwargs = _accepted(related_to_set, {"max_changeset": args.max_changeset, **kwargs})
+        answers, times = [], []
+        for items, _ in sets:
+            paths, symbols = call(items)
+            t0 = time.perf_counter()
+            found = related_to_set(con, paths, symbols=symbols, top_k=args.top, **call_kwargs)
+            times.append(time.perf_counter() - t0)
+            answers.append(pick(found))
+        report["methods"][name] = {**_versus(scores(answers, golds, args.top), base),
+                                   "kwargs": call_kwargs,
+                                   "p50_ms": bl.percentile(times, 50) * 1000,
+                                   "p95_ms": bl.percentile(times, 95) * 1000}
+    con.close()
+    if args.json:
+        bl.dump_json(report)
+        return 0
+    print("\n".join(bl.environment_lines(report["environment"])))
+    print(f"\n{report['repo']} ({report.get('level', 'file')} level, sets): split at "
+          f"{report['split'][:10]}, {len(sets)} set queries from {report['test_transactions']} "
+          "test transactions; the baseline is the rules' max confidence over the set\n")
+    print(_methods_table(report["methods"]))
+    return 0
+
+
+def _cortex_transactions(con, level: str, max_changeset: int) -> list[Transaction]:
+    """The training commits as coupling reads them (coupling._history_sets): each item under
+    its identity at the split (renames followed in time), changelogs and non-substantive
+    symbol changes left out, at most `max_changeset` files."""
+    from cortex_core.coupling import _history_sets, _symbol_label
+    h = _history_sets(con, max_changeset)
+    if level == "symbol":
+        by_commit = h.symbols_by_commit
+        labels = {sid: "::".join(_symbol_label(con, sid))
+                  for sid in set().union(*by_commit.values())} if by_commit else {}
+    else:
+        by_commit, labels = h.files_by_commit, h.paths(con)
+    return sorted((Transaction(str(cid), h.commit_time[cid], sorted(labels[i] for i in ids),
+                               h.commit_size[cid]) for cid, ids in by_commit.items()),
+                  key=lambda t: t.time)
 
 
 def _versus(s: dict, base: dict) -> dict:

@@ -529,22 +529,20 @@ def cmd_related(args) -> int:
     from .blast import fused_related
     from . import render
     root, _, con = _reader(args)
-    settings = _settings(root).coupling
+    everything = _settings(root)
+    settings = everything.coupling
     chosen = {"top_k": args.top_k, "max_changeset": settings.max_changeset,
               "min_support": args.min_support or settings.min_support,
               "half_life_days": settings.half_life_days if args.half_life is None
               else args.half_life}
     if args.target is None:
-        from .coupling import related_to_set
-        from .workspace import read_workspace
-        workspace = read_workspace(root)
-        changed = list(workspace.changed) + list(workspace.untracked)
-        if not changed:
+        from .working_changes import related_to_working_tree
+        found = related_to_working_tree(con, root, settings=everything.index, **chosen)
+        if not (found.changed or found.unknown):
             raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
-        found = related_to_set(con, changed, **chosen)
         if args.json:
             return _emit_json(found)
-        print(render.set_related(found))
+        print(render.set_related(found, args.explain))
         return 0
     result = fused_related(con, _spec(args.target, root), **chosen)
     if args.json:

@@ -99,6 +99,11 @@ class CouplingSettings:
     min_support: int = 1
     half_life_days: float | None = None   # None: HALF_LIFE_SHARE of the history's span (coupling.py)
 
+    def options(self) -> dict:
+        """The keywords of coupling's and blast's co-change queries."""
+        return {"max_changeset": self.max_changeset, "min_support": self.min_support,
+                "half_life_days": self.half_life_days}
+
 
 @dataclass(frozen=True)
 class MemorySettings:

@@ -293,9 +293,10 @@ def _render(subject: str, budget: int, items: list[PackItem], fmt: str) -> str:
 def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None = None,
                budget: int = 2000, fmt: str = "markdown", embedder=None, spec_fix=None,
                half_life_days: float = 180.0, encoding: str = DEFAULT_ENCODING,
-               clock: str = DEFAULT) -> ContextPack:
+               clock: str = DEFAULT, working_tree: bool = True) -> ContextPack:
     """A pack about `query`, `at` (PATH, PATH::SYMBOL, PATH:LINE), or both. `spec_fix` maps a
-    parsed target to the repository (the CLI's cwd handling)."""
+    parsed target to the repository (the CLI's cwd handling). With `working_tree` and
+    uncommitted changes, what they usually bring along is a candidate too."""
     if not (query and query.strip()) and not at:
         raise CortexError("give a query, --at TARGET, or both")
     candidates: list[PackItem] = []
@@ -315,6 +316,8 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         name = target.qualname.rsplit(".", 1)[-1] if target.qualname else Path(target.path).stem
         candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
                               section="docs", weight=0.45, clock=clock)
+    if working_tree:
+        candidates += _changes_with_working_tree(con, repo_root)
     return pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
 
 
@@ -411,6 +414,28 @@ def _changes_with(con, spec) -> list[PackItem]:
             parts.append("its folder changes with this one's")
         out.append(PackItem("changes-with", p.path, "; ".join(parts) or "related",
                             p.evidence[0].short if p.evidence else p.path, 0.5 * p.score))
+    return out
+
+
+def _changes_with_working_tree(con, repo_root: Path) -> list[PackItem]:
+    """What the uncommitted changes usually bring along and is not changed yet: symbols, then
+    files (working_changes.related_to_working_tree, `cortex related` without a target)."""
+    from .working_changes import related_to_working_tree
+    try:
+        found = related_to_working_tree(con, repo_root, top_k=5)
+    except CortexError:
+        return []
+    out = []
+    for partners, weight in ((found.symbols, 0.5), (found.files, 0.45)):
+        top = max((p.score for p in partners), default=0.0) or 1.0
+        for p in partners:
+            shas = ", ".join(ref.short for ref in p.evidence[:3])
+            text = (f"usually changes with the uncommitted changes to "
+                    + ", ".join(p.with_changed[:3]) + (" …" if len(p.with_changed) > 3 else "")
+                    + f": {p.support} shared commit{'s' if p.support != 1 else ''}"
+                    + (f", e.g. {shas}" if shas else "") + (" (weak: one commit)" if p.weak
+                                                              else "") + "; not changed yet")
+            out.append(PackItem("changes-with", p.label, text, p.label, weight * p.score / top))
     return out
 
 

@@ -408,26 +408,67 @@ def _evidence_lines(refs, pad: str, count: int = 2) -> list[str]:
     return [f"{pad}{ref.short} {_clip(ref.subject, 70)}" for ref in refs[:count]]
 
 
-def set_related(result) -> str:
+def set_related(result, explain: bool = False) -> str:
     total = len(result.changed) + len(result.unknown)
-    lines = [f"what usually changes with the {total} changed file{'s' if total != 1 else ''} "
-             "and is not changed yet"]
+    symbols = len(result.changed_symbols) + len(result.unknown_symbols)
+    lines = [f"what usually changes with the {total} changed file{'s' if total != 1 else ''}"
+             + (f" and {symbols} changed symbol{'s' if symbols != 1 else ''}" if symbols else "")
+             + " and is not changed yet"]
     if result.unknown:
-        lines.append(f"  (no history for {len(result.unknown)}: "
-                     + ", ".join(clean(p) for p in result.unknown[:5])
-                     + (" …" if len(result.unknown) > 5 else "") + ")")
-    lines.append(f"  {'score':>5}  {'shared':>6}  what")
-    for p in result.files:
-        weak = _WEAK if p.weak else ""
-        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {clean(p.path)}{weak}")
-        lines.append(f"  {'':5}  {'':6}    with " + ", ".join(clean(f) for f in p.with_files[:4])
-                     + (" …" if len(p.with_files) > 4 else ""))
-        lines.extend(_evidence_lines(p.evidence, " " * 19))
+        lines.append(_some("  (no history for", result.unknown) + ")")
+    if result.unknown_symbols:
+        lines.append(_some("  (new symbols, no history:", result.unknown_symbols) + ")")
+    if result.skipped:
+        lines.append(_some("  (symbols not read:", result.skipped) + ")")
+    if result.truncated:
+        lines.append("  (a large change: only its first files and symbols were read)")
+    if result.changed_symbols:
+        lines.append("\nsymbols:")
+        lines.extend(_set_rows(result.symbols, explain))
+        if not result.symbols:
+            lines.append("  nothing: no history links the changed symbols to others")
+        lines.append("\nfiles:")
+    lines.extend(_set_rows(result.files, explain))
     if not result.files:
         lines.append("  nothing: no history links the changed files to others")
-    lines.append("\nscore = Σ over shared commits of their weight × (changed files the commit held)"
-                 " / (changed files)")
+    lines.append("")
+    if result.changed_symbols:
+        lines.append("symbols: " + _set_formula(result.symbol_aggregate, "symbol"))
+        lines.append("files: " + _set_formula(result.aggregate, "file"))
+    else:
+        lines.append(_set_formula(result.aggregate, "file"))
+    if result.half_life_days:
+        lines.append(f"a commit's weight halves every {result.half_life_days:g} days")
     return "\n".join(lines)
+
+
+def _set_formula(aggregate: str, item: str) -> str:
+    if aggregate == "max":
+        return (f"score = the highest, over the changed {item}s, of the weight of the commits "
+                f"shared with that {item} / the weight of its commits")
+    return (f"score = Σ over shared commits of their weight × (changed {item}s the commit held) "
+            f"/ (changed {item}s)")
+
+
+def _some(head: str, items: list[str], count: int = 5) -> str:
+    return (f"{head} {len(items)}: " + ", ".join(clean(p) for p in items[:count])
+            + (" …" if len(items) > count else ""))
+
+
+def _set_rows(partners, explain: bool) -> list[str]:
+    lines = [f"  {'score':>5}  {'shared':>6}  what"]
+    for p in partners:
+        weak = _WEAK if p.weak else ""
+        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {clean(p.label)}{weak}")
+        lines.append(f"  {'':5}  {'':6}    with " + ", ".join(clean(f) for f in p.with_changed[:4])
+                     + (" …" if len(p.with_changed) > 4 else ""))
+        if explain:
+            each = ", ".join(f"{clean(k)} {v}" for k, v in sorted(
+                (p.shared_with or {}).items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+            lines.append(f"  {'':5}  {'':6}    decayed {p.score:.4f}, plain {p.plain:.4f}, "
+                         f"newest shared commit {date(p.last_shared)}; shared with {each}")
+        lines.extend(_evidence_lines(p.evidence, " " * 19))
+    return lines
 
 
 def fused_related(result, explain: bool = False) -> str:

@@ -271,6 +271,31 @@ def _custom_requests(server: CortexServer) -> None:
         return await ls.query(repo, queries.blast_radius, repo, spec, depth, confidence,
                               ls.settings)
 
+    @server.feature("cortex/related")
+    async def related(ls: CortexServer, params):
+        p = params_dict(params)
+        top_k = int_param(p, "limit", 10, 1, MAX_RESULTS)
+        changed = p.get("changed")
+        if changed is not None and (not isinstance(changed, list) or len(changed) > 1000 or not
+                                    all(isinstance(c, str) and 0 < len(c) <= 4096
+                                        for c in changed)):
+            raise JsonRpcInvalidParams("`changed` must be a list of at most 1000 targets "
+                                       "(PATH or PATH::SYMBOL)")
+        if "position" in p or p.get("target"):
+            repo, spec = await ls.spec_of(p)
+            return await ls.query(repo, queries.related, repo, spec, top_k)
+        repo = ls.repo_for(p)
+        if changed:
+            specs = [ls.target({**p, "target": c})[1] for c in changed]
+            return await ls.query(repo, queries.related_to_changed, repo, specs, top_k)
+        # Unsaved buffers are part of the working tree's changes, as the editor shows them.
+        overlay = {}
+        for uri, buf in ls.docs.items():
+            found = ls.file_of(uri) if buf.dirty else None
+            if found is not None and found[0] is repo:
+                overlay[found[1]] = buf.text.encode("utf-8", "replace")
+        return await ls.query(repo, queries.related_to_working_tree, repo, overlay, top_k)
+
     @server.feature("cortex/relatedCommits")
     async def related_commits(ls: CortexServer, params):
         p = params_dict(params)

@@ -181,6 +181,31 @@ def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: 
     return payload(result, repo)
 
 
+def _coupling(repo: Repo) -> tuple:
+    """The co-change options of the CLI and MCP (the repository's [coupling] settings), and all
+    of its settings."""
+    from cortex_core.config import load_settings
+    settings = load_settings(repo.root / ".cortex" / "config.toml")
+    return settings.coupling.options(), settings
+
+
+def related(con, repo: Repo, spec: TargetSpec, top_k: int) -> dict:
+    from cortex_core.blast import fused_related
+    return payload(fused_related(con, spec, top_k=top_k, **_coupling(repo)[0]), repo)
+
+
+def related_to_changed(con, repo: Repo, specs: list[TargetSpec], top_k: int) -> dict:
+    from cortex_core.working_changes import related_to_targets
+    return payload(related_to_targets(con, specs, top_k=top_k, **_coupling(repo)[0]), repo)
+
+
+def related_to_working_tree(con, repo: Repo, overlay: dict[str, bytes], top_k: int) -> dict:
+    from cortex_core.working_changes import related_to_working_tree as find
+    options, settings = _coupling(repo)
+    return payload(find(con, repo.root, settings=settings.index, overlay=overlay, top_k=top_k,
+                        **options), repo)
+
+
 def related_commits(con, repo: Repo, target: str, top_k: int, embedder) -> dict:
     from cortex_core.related_commits import related_commits as find
     return payload(find(con, target, embedder=embedder, top_k=top_k), repo)

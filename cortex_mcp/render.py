@@ -119,6 +119,41 @@ def related(fused) -> list[str]:
     return lines
 
 
+def set_related(result) -> list[str]:
+    """What a set of changes usually brings along (the working tree's, or the one named)."""
+    files = len(result.changed) + len(result.unknown)
+    symbols = len(result.changed_symbols) + len(result.unknown_symbols)
+    lines = [f"**What usually changes with {plural(files, 'changed file')}"
+             + (f" and {plural(symbols, 'changed symbol')}" if symbols else "")
+             + " and is not changed yet**"]
+    for head, items in (("no history for", result.unknown),
+                        ("new symbols, no history:", result.unknown_symbols),
+                        ("symbols not read:", result.skipped)):
+        if items:
+            lines.append(f"_{head} " + ", ".join(code(p) for p in items[:5])
+                         + (" …" if len(items) > 5 else "") + "_")
+    if result.truncated:
+        lines.append("_a large change: only its first files and symbols were read_")
+
+    def rows(partners) -> list[str]:
+        out = []
+        for p in partners:
+            shas = ", ".join(f"`{r.short}`" for r in p.evidence[:2])
+            out.append(f"- {_where(p.path, p.qualname)} score {p.score:.2f}: "
+                       f"{plural(p.support, 'shared commit')}"
+                       + (" (weak: one commit)" if p.weak else "")
+                       + (f", e.g. {shas}" if shas else "") + "; with "
+                       + ", ".join(code(c) for c in p.with_changed[:3])
+                       + (" …" if len(p.with_changed) > 3 else ""))
+        return out
+    if result.changed_symbols:
+        lines.append("Symbols:")
+        lines += rows(result.symbols) or ["- no history links the changed symbols to others"]
+        lines.append("Files:")
+    lines += rows(result.files) or ["- no history links the changed files to others"]
+    return lines
+
+
 def hotspots(result) -> list[str]:
     if result.since_days:
         span = f"in the {window(result.since_days, result.clock)}"

@@ -53,6 +53,12 @@ Repo = Annotated[str | None, Field(max_length=4096, description=(
     "a path inside the git repository (default: the server's repository)"))]
 TargetArg = Annotated[str, Field(max_length=4096, description=(
     "PATH, PATH::SYMBOL (Class.method) or PATH:LINE; the path relative to the repository root"))]
+OptionalTarget = Annotated[str | None, Field(max_length=4096, description=(
+    "PATH, PATH::SYMBOL (Class.method) or PATH:LINE; the path relative to the repository root"))]
+Changed = Annotated[list[Annotated[str, Field(max_length=4096)]] | None, Field(
+    max_length=1000, description=(
+        "without a target: the changed files and symbols (PATH or PATH::SYMBOL); default: the "
+        "working tree's uncommitted changes"))]
 TopK = Annotated[int, Field(ge=1, le=100, description="how many results")]
 Budget = Annotated[int, Field(ge=50, le=200_000, description="the most tokens the pack may use")]
 Encoding = Annotated[Literal["o200k", "cl100k", "estimate"] | None, Field(description=(
@@ -243,17 +249,32 @@ def build_server(memory: Memory) -> MCPServer:
             return answer(render.blast(result), result, *memory.freshness(place, con))
 
     @mcp.tool(annotations=READ)
-    def related(target: TargetArg, top_k: TopK = 10, repo: Repo = None) -> CallToolResult:
+    def related(target: OptionalTarget = None, top_k: TopK = 10,
+                changed: Changed = None, repo: Repo = None) -> CallToolResult:
         """What moves with a symbol or file: files that change in the same commits (co-change,
         with evidence) fused with the files the code links it to; for a symbol, also the
-        symbols that change with it."""
+        symbols that change with it. Without a target: what a set of changes usually brings
+        along and is not changed yet ("you probably also need to touch ..."), the set being
+        `changed` if given, else the working tree's uncommitted changes (files and the symbols
+        their diff touches)."""
         from cortex_core.blast import fused_related
         with memory.reading(repo) as (place, con):
+            everything = memory.settings(place)
+            chosen = everything.coupling.options()
+            if target is None:
+                from cortex_core.working_changes import (related_to_targets,
+                                                         related_to_working_tree)
+                if changed:
+                    found = related_to_targets(con, [spec_of(c, place.root) for c in changed],
+                                               top_k=top_k, **chosen)
+                else:
+                    found = related_to_working_tree(con, place.root, settings=everything.index,
+                                                    top_k=top_k, **chosen)
+                    if not (found.changed or found.unknown):
+                        raise CortexError("no uncommitted changes: give a `target`, or the "
+                                          "`changed` files and symbols")
+                return answer(render.set_related(found), found, *memory.freshness(place, con))
             spec = spec_of(target, place.root)
-            settings = memory.settings(place).coupling
-            chosen = {"max_changeset": settings.max_changeset,
-                      "min_support": settings.min_support,
-                      "half_life_days": settings.half_life_days}
             fused = fused_related(con, spec, top_k=top_k, **chosen)
             return answer(render.related(fused), plain(fused), *memory.freshness(place, con))
 

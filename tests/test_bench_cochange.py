@@ -91,3 +91,21 @@ def test_a_head_index_that_does_not_continue_the_split_index_is_refused(repo, co
     assert out.returncode == 1
     assert out.stderr.strip().splitlines()[-1] == (
         f"{tmp_path / 'other.db'} does not continue {cortex.db}: 5 symbol ids differ")
+
+
+def test_set_mode_halves_each_transaction_and_scores_both_aggregations(repo):
+    _history(repo)
+    run = [sys.executable, str(BENCH), str(repo.path), "--split", "0.6", "--set", "--json"]
+    out = subprocess.run(run + ["--level", "symbol"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    # The two test transactions, {a, b} and {b, c} (b2 mapped back): sets [a] and [b].
+    assert report["set"] is True and report["queries"] == 2 and report["set_sizes"] == {"1": 2}
+    # The rules' max confidence: a -> b (3 of a's 4 commits) first; b -> a (3 of 3), then c and
+    # d (1 of 3 each, the same newest commit: by name). MRR = (1 + 1/2) / 2.
+    for name in ("association rules", "rules + cortex's history", "cortex related (set)"):
+        method = report["methods"][name]
+        assert method["recall"] == 1.0 and method["mrr"] == pytest.approx(0.75), name
+    # One file: no transaction has two, so no set query at file level; said, not a crash.
+    out = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "no set queries" in out.stderr

@@ -193,7 +193,7 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     repo.write("b.py", "def changed():\n    return 0\n")
     two = json.loads(run().stdout)
     assert [f["path"] for f in two["files"]] == ["c.py", "d.py"]
-    assert two["files"][0]["with_files"] == ["a.py", "b.py"]
+    assert two["files"][0]["with_changed"] == ["a.py", "b.py"]
     assert two["files"][0]["score"] > two["files"][1]["score"]
 
 
