@@ -32,11 +32,10 @@ repository is fine, the clone has a working tree):
   7. first hover (unless --no-first-hover): a real language server (`python -m cortex_ls`,
      driven over stdio by pytest-lsp's client) opens the clone with no index and indexes it in
      the background; a file changed by T is opened and a hover on one of its functions is sent
-     every --poll seconds: the time until the first answer with history, whether that answer
-     said the index was still building, and the time until the server's index run finished
-     (cortex/indexUpdated). The server's process tree is sampled too. Today (no
-     recent-first indexing) the first answer comes only once the index run has written the
-     file's history.
+     every --poll seconds: the time until the first answer with history (a symbol card, not
+     "no commits yet"), whether it said the index was still building (the server answers from
+     the part of the history already written, oldest first), and the time until the server's
+     index run finished (cortex/indexUpdated). The server's process tree is sampled too.
 
 Run with the venv's python: `/work/venv/bin/python bench/bench_scale.py REPO [--first-half]`.
 """
@@ -300,7 +299,7 @@ def changed_function(clone: Path, sha: str) -> lsp.Position | None:
     return None
 
 
-async def first_hover(clone: Path, pos: lsp.Position, poll: float, log) -> dict:
+async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, log) -> dict:
     """A language server opens `clone` with no index; a hover on `pos` every `poll` seconds."""
     from lsprotocol import types
     from pytest_lsp import ClientServerConfig, client_capabilities
@@ -345,10 +344,13 @@ async def first_hover(clone: Path, pos: lsp.Position, poll: float, log) -> dict:
                 types.TextDocumentIdentifier(pos.file.uri),
                 types.Position(pos.line, pos.character))), lsp.REQUEST_TIMEOUT)
             text = result.contents.value if result else None
-            if lsp.hover_kind(text) == "symbol":
+            # A card with history; not "no commits yet", which a partial index gives for a
+            # symbol whose commits it has not read.
+            if lsp.hover_kind(text) == "symbol" and "no commits yet" not in text:
                 out.update(seconds=time.perf_counter() - t0, attempts=attempts,
                            partial="index still building" in text,
-                           index_finished_before=bool(done), text=text[:400])
+                           index_finished_before=bool(done), text=text[:600],
+                           names_newest_commit=tip[:7] in text)
                 break
             if attempts % 60 == 0:
                 log(f"first hover: no answer after {time.perf_counter() - t0:.0f} s")
@@ -488,7 +490,8 @@ def main(argv=None) -> int:
                 log(f"first hover: a language server on the clone with no index, hovering "
                     f"{pos.file.path}:{pos.line + 1} ...")
                 try:
-                    report["first_hover"] = asyncio.run(first_hover(clone, pos, args.poll, log))
+                    report["first_hover"] = asyncio.run(first_hover(clone, pos, tip, args.poll,
+                                                                       log))
                 except Exception as exc:  # noqa: BLE001 - the other steps are still reported
                     report["first_hover"] = {"error": f"{type(exc).__name__}: {exc}"}
                     log(f"first hover failed: {exc!r}")

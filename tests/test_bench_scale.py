@@ -66,7 +66,8 @@ def test_first_half_cuts_the_history_and_every_step_reports(repo):
     first = report["first_hover"]
     assert first["path"] == "pkg/mod.py"     # changed by the update's commit
     assert first["seconds"] > 0 and first["attempts"] >= 1
-    assert first["text"].startswith("**`")
+    assert first["text"].startswith("**`") and "no commits yet" not in first["text"]
+    assert first["names_newest_commit"] == (setup["tip"][:7] in first["text"])
     assert first["index_run_seconds"] is not None
 
 
