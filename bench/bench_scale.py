@@ -82,6 +82,10 @@ def parse_args(argv=None):
                    help="of those, how many also timed with git log -L (slow; default 10)")
     p.add_argument("--no-first-hover", action="store_true",
                    help="skip step 7 (a second full index, by the language server)")
+    p.add_argument("--only-first-hover", action="store_true",
+                   help="step 7 alone (no index by the CLI, no baselines)")
+    p.add_argument("--limit", type=float, default=7200, metavar="SECONDS",
+                   help="step 7 gives up after this long (default 7200)")
     p.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between first-hover attempts (default 1)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -299,7 +303,8 @@ def changed_function(clone: Path, sha: str) -> lsp.Position | None:
     return None
 
 
-async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, log) -> dict:
+async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, limit: float,
+                      log) -> dict:
     """A language server opens `clone` with no index; a hover on `pos` every `poll` seconds."""
     from lsprotocol import types
     from pytest_lsp import ClientServerConfig, client_capabilities
@@ -337,7 +342,7 @@ async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, log
         out["initialize_seconds"] = time.perf_counter() - t0
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
             uri=pos.file.uri, language_id="python", version=1, text=pos.file.text)))
-        attempts, deadline = 0, t0 + 7200
+        attempts, deadline = 0, t0 + limit
         while time.perf_counter() < deadline:
             attempts += 1
             result = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
@@ -368,6 +373,19 @@ async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, log
             client._server.kill()          # our own child: never left behind
         await client.stop()
     return out
+
+
+def first_hover_step(clone: Path, tip: str, positions: list, args, log) -> dict:
+    pos = changed_function(clone, tip) or (positions[0] if positions else None)
+    if pos is None:
+        return {"skipped": "no Python function to hover"}
+    log(f"first hover: a language server on the clone with no index, hovering "
+        f"{pos.file.path}:{pos.line + 1} ...")
+    try:
+        return asyncio.run(first_hover(clone, pos, tip, args.poll, args.limit, log))
+    except Exception as exc:  # noqa: BLE001 - the other steps are still reported
+        log(f"first hover failed: {exc!r}")
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -408,93 +426,86 @@ def main(argv=None) -> int:
         log(f"clone at {base[:10]}: {setup['commits']} commits ({setup['non_merge_commits']} "
             f"non-merge), {setup['files_at_head']} files")
 
-        # -- 2. baseline ---------------------------------------------------------------------
-        git_cmd = ["git", "-C", str(clone), "log", "-p", "--no-merges", "HEAD"]
-        git_runs = []
-        for i in range(max(1, args.git_runs)):
-            git_runs.append(bl.run(git_cmd, capture=False))
-            log(f"git log -p --no-merges run {i + 1}: {bl.fmt_seconds(git_runs[-1].seconds)}")
-        best = min(git_runs, key=lambda r: r.seconds)
-        git_bytes = lsp_bytes(git_cmd)
-        report["git_log_p"] = {"seconds_best": best.seconds,
-                               "seconds_all": [r.seconds for r in git_runs],
-                               "cpu_seconds": best.user_seconds + best.system_seconds,
-                               "max_rss_kib": best.max_rss_kib, "bytes": git_bytes}
+        positions: list = []
+        if not args.only_first_hover:
+            # -- 2. baseline ---------------------------------------------------------------------
+            git_cmd = ["git", "-C", str(clone), "log", "-p", "--no-merges", "HEAD"]
+            git_runs = []
+            for i in range(max(1, args.git_runs)):
+                git_runs.append(bl.run(git_cmd, capture=False))
+                log(f"git log -p --no-merges run {i + 1}: {bl.fmt_seconds(git_runs[-1].seconds)}")
+            best = min(git_runs, key=lambda r: r.seconds)
+            git_bytes = lsp_bytes(git_cmd)
+            report["git_log_p"] = {"seconds_best": best.seconds,
+                                   "seconds_all": [r.seconds for r in git_runs],
+                                   "cpu_seconds": best.user_seconds + best.system_seconds,
+                                   "max_rss_kib": best.max_rss_kib, "bytes": git_bytes}
 
-        # -- 3. full index -------------------------------------------------------------------
-        db = work / "store" / "cortex.db"
-        db.parent.mkdir()
-        log("cortex index (full) ...")
-        full, memory = run_measured([*cortex, "index", "--repo", str(clone), "--db", str(db),
+            # -- 3. full index -------------------------------------------------------------------
+            db = work / "store" / "cortex.db"
+            db.parent.mkdir()
+            log("cortex index (full) ...")
+            full, memory = run_measured([*cortex, "index", "--repo", str(clone), "--db", str(db),
+                                         "--quiet", "--json", *jobs])
+            summary = json.loads(full.stdout)
+            cpu = full.user_seconds + full.system_seconds
+            report["full_index"] = {
+                "command": "cortex index --quiet --json" + (" " + " ".join(jobs) if jobs else ""),
+                "seconds": full.seconds, "cpu_seconds": cpu,
+                "over_git_log_p": full.seconds / best.seconds,
+                "cpu_over_git_log_p_cpu": cpu / max(1e-9, best.user_seconds + best.system_seconds),
+                "largest_process_peak_rss_kib": full.max_rss_kib,
+                "memory": memory, "summary": summary}
+            log(f"full index: {bl.fmt_seconds(full.seconds)} (CPU {cpu:.0f} s), tree peak "
+                f"{memory['peak']['total_kib'] / 1024:.0f} MiB")
+
+            # -- 4. store size -------------------------------------------------------------------
+            size = bl.db_size(db)
+            report["store"] = {"bytes": size, "over_git_log_p_bytes": size / max(1, git_bytes),
+                               "bytes_per_non_merge_commit": size / max(1, setup["non_merge_commits"])}
+
+            # -- 5. hover, code lens; git blame -L, git log -L -----------------------------------
+            positions = sample_functions(clone, db, args.functions, args.seed)
+            # The in-process reader opens the clone's default store: link it there (read only).
+            default = clone / ".cortex"
+            default.mkdir(exist_ok=True)
+            for f in db.parent.glob("cortex.db*"):
+                os.link(f, default / f.name)
+            q = queries_in_process(clone, positions) if positions else None
+            log(f"git blame -L and git log -L on {len(positions)} functions ...")
+            g = git_baselines(clone, positions, args.log_l, log)
+            bl.remove(default)
+            report["queries"] = summarize_queries(q, g)
+
+            # -- 6. one-commit update ------------------------------------------------------------
+            saved = work / "store" / "saved.db"
+            bl.copy_db(db, saved)
+            updates = []
+            for i in range(max(1, args.update_runs)):
+                if i:
+                    bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", base])
+                    bl.copy_db(saved, db)
+                bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", tip])
+                r, m = run_measured([*cortex, "index", "--repo", str(clone), "--db", str(db),
                                      "--quiet", "--json", *jobs])
-        summary = json.loads(full.stdout)
-        cpu = full.user_seconds + full.system_seconds
-        report["full_index"] = {
-            "command": "cortex index --quiet --json" + (" " + " ".join(jobs) if jobs else ""),
-            "seconds": full.seconds, "cpu_seconds": cpu,
-            "over_git_log_p": full.seconds / best.seconds,
-            "cpu_over_git_log_p_cpu": cpu / max(1e-9, best.user_seconds + best.system_seconds),
-            "largest_process_peak_rss_kib": full.max_rss_kib,
-            "memory": memory, "summary": summary}
-        log(f"full index: {bl.fmt_seconds(full.seconds)} (CPU {cpu:.0f} s), tree peak "
-            f"{memory['peak']['total_kib'] / 1024:.0f} MiB")
-
-        # -- 4. store size -------------------------------------------------------------------
-        size = bl.db_size(db)
-        report["store"] = {"bytes": size, "over_git_log_p_bytes": size / max(1, git_bytes),
-                           "bytes_per_non_merge_commit": size / max(1, setup["non_merge_commits"])}
-
-        # -- 5. hover, code lens; git blame -L, git log -L -----------------------------------
-        positions = sample_functions(clone, db, args.functions, args.seed)
-        # The in-process reader opens the clone's default store: link it there (read only).
-        default = clone / ".cortex"
-        default.mkdir(exist_ok=True)
-        for f in db.parent.glob("cortex.db*"):
-            os.link(f, default / f.name)
-        q = queries_in_process(clone, positions) if positions else None
-        log(f"git blame -L and git log -L on {len(positions)} functions ...")
-        g = git_baselines(clone, positions, args.log_l, log)
-        bl.remove(default)
-        report["queries"] = summarize_queries(q, g)
-
-        # -- 6. one-commit update ------------------------------------------------------------
-        saved = work / "store" / "saved.db"
-        bl.copy_db(db, saved)
-        updates = []
-        for i in range(max(1, args.update_runs)):
-            if i:
-                bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", base])
-                bl.copy_db(saved, db)
-            bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", tip])
-            r, m = run_measured([*cortex, "index", "--repo", str(clone), "--db", str(db),
-                                 "--quiet", "--json", *jobs])
-            updates.append((r, m, json.loads(r.stdout)))
-            log(f"one-commit update {i + 1}: {bl.fmt_seconds(r.seconds)}")
-        bl.remove_db(saved)
-        one = min(bl.run(["git", "-C", str(clone), "log", "-p", "-1", tip],
-                         capture=False).seconds for _ in range(3))
-        fastest = min(updates, key=lambda u: u[0].seconds)
-        report["update"] = {"seconds_best": fastest[0].seconds,
-                            "seconds_all": [u[0].seconds for u in updates],
-                            "cpu_seconds": fastest[0].user_seconds + fastest[0].system_seconds,
-                            "new_commits": fastest[2]["new_commits"],
-                            "tree_peak_kib": max(u[1]["peak"]["total_kib"] for u in updates),
-                            "git_log_p_one_commit_seconds": one}
+                updates.append((r, m, json.loads(r.stdout)))
+                log(f"one-commit update {i + 1}: {bl.fmt_seconds(r.seconds)}")
+            bl.remove_db(saved)
+            one = min(bl.run(["git", "-C", str(clone), "log", "-p", "-1", tip],
+                             capture=False).seconds for _ in range(3))
+            fastest = min(updates, key=lambda u: u[0].seconds)
+            report["update"] = {"seconds_best": fastest[0].seconds,
+                                "seconds_all": [u[0].seconds for u in updates],
+                                "cpu_seconds": fastest[0].user_seconds + fastest[0].system_seconds,
+                                "new_commits": fastest[2]["new_commits"],
+                                "tree_peak_kib": max(u[1]["peak"]["total_kib"] for u in updates),
+                                "git_log_p_one_commit_seconds": one}
 
         # -- 7. first hover ------------------------------------------------------------------
         if not args.no_first_hover:
-            pos = changed_function(clone, tip) or (positions[0] if positions else None)
-            if pos is None:
-                report["first_hover"] = {"skipped": "no Python function to hover"}
-            else:
-                log(f"first hover: a language server on the clone with no index, hovering "
-                    f"{pos.file.path}:{pos.line + 1} ...")
-                try:
-                    report["first_hover"] = asyncio.run(first_hover(clone, pos, tip, args.poll,
-                                                                       log))
-                except Exception as exc:  # noqa: BLE001 - the other steps are still reported
-                    report["first_hover"] = {"error": f"{type(exc).__name__}: {exc}"}
-                    log(f"first hover failed: {exc!r}")
+            if args.only_first_hover:       # at T, as after step 6
+                bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", tip])
+            report["first_hover"] = first_hover_step(clone, tip, positions, args, log)
         report["environment_at_end"] = {"load_average_1m_5m_15m":
                                         [round(x, 2) for x in os.getloadavg()]}
     finally:
@@ -555,6 +566,8 @@ def render(r: dict) -> str:
     out.append(f"indexed: {s['commits']} commits ({s['non_merge_commits']} non-merge, "
                f"{s['first_parent_commits']} first-parent), {s['first_commit_date']} to "
                f"{s['head_date']}, {s['files_at_head']} files at HEAD; jobs: {s['jobs']}")
+    if "full_index" not in r:
+        return "\n".join(out + _first_hover_lines(r.get("first_hover")))
     g, f = r["git_log_p"], r["full_index"]
     peak = f["memory"]["peak"]
     out += ["", "Full index (wall; CPU = the process and its reaped workers)",
@@ -606,21 +619,28 @@ def render(r: dict) -> str:
             f"{len(u['seconds_all'])}, CPU {u['cpu_seconds']:.2f} s, {u['new_commits']} new "
             f"commit, tree peak {_mib(u['tree_peak_kib'])}); git log -p -1 "
             f"{bl.fmt_seconds(u['git_log_p_one_commit_seconds'])}"]
-    fh = r.get("first_hover")
+    out += _first_hover_lines(r.get("first_hover"))
+    return "\n".join(out)
+
+
+
+def _first_hover_lines(fh: dict | None) -> list[str]:
+    out: list[str] = []
     if fh and "seconds" in fh:
         m = fh["memory"]["peak"]
         out += ["", f"First hover, language server on the clone with no index "
                 f"({fh['path']}:{fh['line']}): {bl.fmt_seconds(fh['seconds'])} after start "
                 f"({fh['attempts']} attempts; "
-                + ("partial history, index still building" if fh["partial"] else
-                   "after the full index run" if fh["index_finished_before"] else "complete")
-                + f"); the server's index run ended at "
+                + ("index still building" if fh["partial"] else "index done")
+                + (", names the newest commit" if fh.get("names_newest_commit")
+                   else ", without the newest commit")
+                + "); the server's index run ended at "
                 + (bl.fmt_seconds(fh["index_run_seconds"]) if fh["index_run_seconds"] else "?")
                 + f"; server tree peak {_mib(m['total_kib'])}"]
     elif fh:
         why = fh.get("skipped") or fh.get("error") or "no answer before the deadline"
         out += ["", f"First hover: {why}"]
-    return "\n".join(out)
+    return out
 
 
 if __name__ == "__main__":

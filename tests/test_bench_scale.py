@@ -83,3 +83,15 @@ def test_until_cuts_at_the_nth_commit_and_the_text_report_renders(repo):
     assert "git log -p --no-merges > /dev/null (best)" in out.stdout
     assert "One new commit: cortex index" in out.stdout
     assert "First hover" not in out.stdout
+
+
+def test_only_first_hover_skips_the_other_steps_and_hovers_at_the_newest_commit(repo):
+    _history(repo, 4)
+    report = _run(repo, "--only-first-hover")
+    assert "full_index" not in report and "queries" not in report and "update" not in report
+    first = report["first_hover"]
+    assert first["path"] == "pkg/mod.py" and first["text"].startswith("**`")
+    # The server indexed the clone at T (HEAD here): once its index run has ended, a hover names
+    # T; before, it may answer from the older history.
+    assert first["index_finished_before"] or first["partial"]
+    assert first["names_newest_commit"] == (repo.head()[:7] in first["text"])
