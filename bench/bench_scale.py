@@ -31,7 +31,7 @@ repository is fine, the clone has a working tree):
      from a copy of the store taken before);
   7. first hover (unless --no-first-hover): a real language server (`python -m cortex_ls`,
      driven over stdio by pytest-lsp's client) opens the clone with no index and indexes it in
-     the background; a file changed by T is opened and a hover on one of its functions is sent
+     the background; the Python file changed last is opened and a hover on a function is sent
      every --poll seconds: the time until the first answer with history (a symbol card, not
      "no commits yet"), whether it said the index was still building (the server answers from
      the part of the history already written, oldest first), and the time until the server's
@@ -286,24 +286,29 @@ def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -
     return {"blame_seconds": blame, "log_l_seconds": line_log, "no_definition": skipped}
 
 
-def changed_function(clone: Path, sha: str) -> lsp.Position | None:
-    """A function line in a Python file changed by `sha` (for the first hover), if any."""
-    paths = bl.git(clone, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--",
-                   "*.py").split("\n")
-    for path in filter(None, paths):
-        full = clone / path
-        if not full.is_file():
-            continue
-        text = full.read_text(encoding="utf-8", errors="replace")
-        f = lsp.classify(path, text)
-        if f is not None and f.function_lines and "\r" not in text:
-            f.uri = full.as_uri()
-            line = f.function_lines[0]
-            return lsp.Position(f, line, f.indent[line], "function")
+def changed_function(clone: Path) -> tuple[lsp.Position, str] | None:
+    """A function line in the Python file changed most recently (the newest of HEAD's last 500
+    non-merge first-parent commits that changed one), and that commit: the code a user opens
+    first, whose hover should show that commit."""
+    shas = bl.git(clone, "rev-list", "--first-parent", "--no-merges", "-n", "500", "HEAD",
+                  "--", "*.py").split()
+    for sha in shas:
+        paths = bl.git(clone, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--",
+                       "*.py").split("\n")
+        for path in filter(None, paths):
+            full = clone / path
+            if not full.is_file():
+                continue
+            text = full.read_text(encoding="utf-8", errors="replace")
+            f = lsp.classify(path, text)
+            if f is not None and f.function_lines and "\r" not in text:
+                f.uri = full.as_uri()
+                line = f.function_lines[0]
+                return lsp.Position(f, line, f.indent[line], "function"), sha
     return None
 
 
-async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, limit: float,
+async def first_hover(clone: Path, pos: lsp.Position, newest: str, poll: float, limit: float,
                       log) -> dict:
     """A language server opens `clone` with no index; a hover on `pos` every `poll` seconds."""
     from lsprotocol import types
@@ -333,7 +338,7 @@ async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, lim
     def _register(params):
         return None
 
-    out: dict = {"path": pos.file.path, "line": pos.line + 1}
+    out: dict = {"path": pos.file.path, "line": pos.line + 1, "newest_commit": newest}
     try:
         await client.initialize_session(types.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"), root_uri=clone.as_uri(),
@@ -355,7 +360,7 @@ async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, lim
                 out.update(seconds=time.perf_counter() - t0, attempts=attempts,
                            partial="index still building" in text,
                            index_finished_before=bool(done), text=text[:600],
-                           names_newest_commit=tip[:7] in text)
+                           names_newest_commit=newest[:10] in text)
                 break
             if attempts % 60 == 0:
                 log(f"first hover: no answer after {time.perf_counter() - t0:.0f} s")
@@ -375,14 +380,15 @@ async def first_hover(clone: Path, pos: lsp.Position, tip: str, poll: float, lim
     return out
 
 
-def first_hover_step(clone: Path, tip: str, positions: list, args, log) -> dict:
-    pos = changed_function(clone, tip) or (positions[0] if positions else None)
-    if pos is None:
+def first_hover_step(clone: Path, args, log) -> dict:
+    found = changed_function(clone)
+    if found is None:
         return {"skipped": "no Python function to hover"}
+    pos, newest = found
     log(f"first hover: a language server on the clone with no index, hovering "
         f"{pos.file.path}:{pos.line + 1} ...")
     try:
-        return asyncio.run(first_hover(clone, pos, tip, args.poll, args.limit, log))
+        return asyncio.run(first_hover(clone, pos, newest, args.poll, args.limit, log))
     except Exception as exc:  # noqa: BLE001 - the other steps are still reported
         log(f"first hover failed: {exc!r}")
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -426,7 +432,6 @@ def main(argv=None) -> int:
         log(f"clone at {base[:10]}: {setup['commits']} commits ({setup['non_merge_commits']} "
             f"non-merge), {setup['files_at_head']} files")
 
-        positions: list = []
         if not args.only_first_hover:
             # -- 2. baseline ---------------------------------------------------------------------
             git_cmd = ["git", "-C", str(clone), "log", "-p", "--no-merges", "HEAD"]
@@ -505,7 +510,7 @@ def main(argv=None) -> int:
         if not args.no_first_hover:
             if args.only_first_hover:       # at T, as after step 6
                 bl.run(["git", "-C", str(clone), "reset", "-q", "--hard", tip])
-            report["first_hover"] = first_hover_step(clone, tip, positions, args, log)
+            report["first_hover"] = first_hover_step(clone, args, log)
         report["environment_at_end"] = {"load_average_1m_5m_15m":
                                         [round(x, 2) for x in os.getloadavg()]}
     finally:

@@ -67,7 +67,8 @@ def test_first_half_cuts_the_history_and_every_step_reports(repo):
     assert first["path"] == "pkg/mod.py"     # changed by the update's commit
     assert first["seconds"] > 0 and first["attempts"] >= 1
     assert first["text"].startswith("**`") and "no commits yet" not in first["text"]
-    assert first["names_newest_commit"] == (setup["tip"][:7] in first["text"])
+    assert first["newest_commit"] == setup["tip"]      # the last commit changed pkg/mod.py
+    assert first["names_newest_commit"] == (setup["tip"][:10] in first["text"])
     assert first["index_run_seconds"] is not None
 
 
@@ -94,4 +95,5 @@ def test_only_first_hover_skips_the_other_steps_and_hovers_at_the_newest_commit(
     # The server indexed the clone at T (HEAD here): once its index run has ended, a hover names
     # T; before, it may answer from the older history.
     assert first["index_finished_before"] or first["partial"]
-    assert first["names_newest_commit"] == (repo.head()[:7] in first["text"])
+    assert first["newest_commit"] == repo.head()
+    assert first["names_newest_commit"] == (repo.head()[:10] in first["text"])
