@@ -35,7 +35,8 @@ repository is fine, the clone has a working tree):
      every --poll seconds: the time until the first answer with history (a symbol card, not
      "no commits yet"), whether it said the index was still building (the server answers from
      the part of the history already written, oldest first), and the time until the server's
-     index run finished (cortex/indexUpdated). The server's process tree is sampled too.
+     index run finished (cortex/indexUpdated). The server's descendants (its indexer and
+     workers) are sampled too.
 
 Run with the venv's python: `/work/venv/bin/python bench/bench_scale.py REPO [--first-half]`.
 """
@@ -641,7 +642,7 @@ def _first_hover_lines(fh: dict | None) -> list[str]:
                    else ", without the newest commit")
                 + "); the server's index run ended at "
                 + (bl.fmt_seconds(fh["index_run_seconds"]) if fh["index_run_seconds"] else "?")
-                + f"; server tree peak {_mib(m['total_kib'])}"]
+                + f"; peak of its indexer and workers {_mib(m['total_kib'])}"]
     elif fh:
         why = fh.get("skipped") or fh.get("error") or "no answer before the deadline"
         out += ["", f"First hover: {why}"]
