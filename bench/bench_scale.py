@@ -31,8 +31,8 @@ repository is fine, the clone has a working tree):
      from a copy of the store taken before);
   7. first hover (unless --no-first-hover): a real language server (`python -m cortex_ls`,
      driven over stdio by pytest-lsp's client) opens the clone with no index and indexes it in
-     the background; the Python file changed last is opened and a hover on a function is sent
-     every --poll seconds: the time until the first answer with history (a symbol card, not
+     the background; a function line changed by the newest commit that changed Python code is
+     hovered (its file opened) every --poll seconds: the time until the first answer with history (a symbol card, not
      "no commits yet"), whether it said the index was still building (the server answers from
      the part of the history already written, oldest first), and the time until the server's
      index run finished (cortex/indexUpdated). The server's descendants (its indexer and
@@ -288,24 +288,37 @@ def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -
 
 
 def changed_function(clone: Path) -> tuple[lsp.Position, str] | None:
-    """A function line in the Python file changed most recently (the newest of HEAD's last 500
-    non-merge first-parent commits that changed one), and that commit: the code a user opens
-    first, whose hover should show that commit."""
+    """A function line that the newest commit changing Python code (of HEAD's last 500
+    non-merge first-parent commits) added or changed, and that commit: the code a user opens
+    first, whose hover should name that commit once the history is indexed. Falls back to a
+    function of a file that commit changed when none of its added lines is in a function."""
     shas = bl.git(clone, "rev-list", "--first-parent", "--no-merges", "-n", "500", "HEAD",
                   "--", "*.py").split()
     for sha in shas:
-        paths = bl.git(clone, "diff-tree", "--no-commit-id", "--name-only", "-r", sha, "--",
-                       "*.py").split("\n")
-        for path in filter(None, paths):
+        patch = bl.git(clone, "diff-tree", "-p", "-U0", "--no-commit-id", "--no-renames",
+                       sha, "--", "*.py")
+        added: dict[str, set[int]] = {}      # path -> 0-based lines added at `sha`
+        path = None
+        for line in patch.split("\n"):
+            if line.startswith("+++ "):
+                path = line[6:] if line.startswith("+++ b/") else None
+            elif line.startswith("@@") and path is not None:
+                m = bl.HUNK.match(line)
+                if m:
+                    start, count = int(m.group(3)), int(m.group(4) or 1)
+                    added.setdefault(path, set()).update(range(start - 1, start - 1 + count))
+        for path, lines in added.items():
             full = clone / path
             if not full.is_file():
                 continue
             text = full.read_text(encoding="utf-8", errors="replace")
             f = lsp.classify(path, text)
-            if f is not None and f.function_lines and "\r" not in text:
-                f.uri = full.as_uri()
-                line = f.function_lines[0]
-                return lsp.Position(f, line, f.indent[line], "function"), sha
+            if f is None or not f.function_lines or "\r" in text:
+                continue
+            f.uri = full.as_uri()
+            changed = [n for n in f.function_lines if n in lines]
+            line = (changed or f.function_lines)[0]
+            return lsp.Position(f, line, f.indent[line], "function"), sha
     return None
 
 

@@ -64,7 +64,8 @@ def test_first_half_cuts_the_history_and_every_step_reports(repo):
     assert update["new_commits"] == 1 and len(update["seconds_all"]) == 2
 
     first = report["first_hover"]
-    assert first["path"] == "pkg/mod.py"     # changed by the update's commit
+    # A function line the update's commit changed: f0's return (its multiplier went back to 1).
+    assert (first["path"], first["line"]) == ("pkg/mod.py", 6)
     assert first["seconds"] > 0 and first["attempts"] >= 1
     assert first["text"].startswith("**`") and "no commits yet" not in first["text"]
     assert first["newest_commit"] == setup["tip"]      # the last commit changed pkg/mod.py
@@ -91,7 +92,8 @@ def test_only_first_hover_skips_the_other_steps_and_hovers_at_the_newest_commit(
     report = _run(repo, "--only-first-hover")
     assert "full_index" not in report and "queries" not in report and "update" not in report
     first = report["first_hover"]
-    assert first["path"] == "pkg/mod.py" and first["text"].startswith("**`")
+    assert (first["path"], first["line"]) == ("pkg/mod.py", 6)       # f0's changed return
+    assert first["text"].startswith("**`")
     # The server indexed the clone at T (HEAD here): once its index run has ended, a hover names
     # T; before, it may answer from the older history.
     assert first["index_finished_before"] or first["partial"]
