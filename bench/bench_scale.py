@@ -268,7 +268,7 @@ def queries_in_process(clone: Path, positions: list[lsp.Position]) -> dict:
 
 def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -> dict:
     blame, line_log, skipped = [], [], 0
-    for i, p in enumerate(positions):
+    for p in positions:
         d = definition(p)
         line = d[0] if d else p.line + 1
         r = bl.run(["git", "-C", str(clone), "blame", "-L", f"{line},{line}", "--porcelain",

@@ -430,7 +430,7 @@ def _changes_with_working_tree(con, repo_root: Path) -> list[PackItem]:
         top = max((p.score for p in partners), default=0.0) or 1.0
         for p in partners:
             shas = ", ".join(ref.short for ref in p.evidence[:3])
-            text = (f"usually changes with the uncommitted changes to "
+            text = ("usually changes with the uncommitted changes to "
                     + ", ".join(p.with_changed[:3]) + (" …" if len(p.with_changed) > 3 else "")
                     + f": {p.support} shared commit{'s' if p.support != 1 else ''}"
                     + (f", e.g. {shas}" if shas else "") + (" (weak: one commit)" if p.weak

@@ -47,7 +47,8 @@ import re
 import weakref
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -207,10 +208,10 @@ class SetRelated:
     unknown: list[str]        # the set's files without history (new, or not indexed)
     files: list[SetPartner]
     half_life_days: float | None = HALF_LIFE_DAYS
-    changed_symbols: list[str] = ()   # the set's symbols the index knows (PATH::QUALNAME)
-    unknown_symbols: list[str] = ()   # the set's symbols without history (new ones)
-    symbols: list[SetPartner] = ()
-    skipped: list[str] = ()   # changed files whose symbols were not read, with the reason
+    changed_symbols: list[str] = field(default_factory=list)   # the set's known symbols
+    unknown_symbols: list[str] = field(default_factory=list)   # ... without history (new ones)
+    symbols: list[SetPartner] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)   # changed files whose symbols were not read, with the reason
     truncated: bool = False   # the working tree's diff was cut to its bounds
     base: str | None = None   # the commit the working tree was compared with
     aggregate: str = SET_AGGREGATE            # how the files were scored (related_to_set)
@@ -220,7 +221,7 @@ class SetRelated:
 def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
                    max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
                    half_life_days: float | None = HALF_LIFE_DAYS,
-                   symbols: list[tuple[str, str]] = (), aggregate: str = SET_AGGREGATE,
+                   symbols: Sequence[tuple[str, str]] = (), aggregate: str = SET_AGGREGATE,
                    symbol_aggregate: str = SET_SYMBOL_AGGREGATE) -> SetRelated:
     """Files, and for changed `symbols` ((path, qualified name) pairs) the symbols, that usually
     change with the set and are not among it. A commit counts for its candidates in proportion to
@@ -271,7 +272,7 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
                       aggregate=aggregate, symbol_aggregate=symbol_aggregate)
 
 
-def _symbol_ids(con, h: "_HistorySets", symbols: list[tuple[str, str]]
+def _symbol_ids(con, h: "_HistorySets", symbols: Sequence[tuple[str, str]]
                 ) -> tuple[list[str], list[str], set[int], set[int]]:
     """(labels of the symbols the index knows alive, labels of the others, their HEAD
     identities, the ids as looked up)."""

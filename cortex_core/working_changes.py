@@ -92,7 +92,8 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
         if read is not None:
             files.append(read)
             budget -= len(read.old_source) + len(read.new_source)
-    changed, new = [], []
+    changed: list[tuple[str, str]] = []
+    new: list[tuple[str, str]] = []
     for change in match_commit(files):
         if change.change in NOT_SUBSTANTIVE or change.from_symbol is not None:
             continue   # a pairing's new side: its old identity has a change of its own
