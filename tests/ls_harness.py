@@ -23,6 +23,20 @@ CONFIG = ClientServerConfig(
     server_env=dict(os.environ, CORTEX_MODEL="none"))
 
 
+async def finish(client: LanguageClient) -> None:
+    """A client fixture's teardown: shut a started server down; kill one that was never
+    initialized or does not answer. pytest-lsp's own teardown waits for the server to exit,
+    which one that never got `exit` does not: a test failing before `start` would hang there."""
+    server = client._server
+    if getattr(client, "cortex_started", False) and server and server.returncode is None:
+        try:
+            await asyncio.wait_for(client.shutdown_session(), 15)
+        except Exception:   # noqa: BLE001
+            pass                # a hung server: its test has failed already; do not hang here
+    if server is not None and server.returncode is None:
+        server.kill()
+
+
 class Session:
     """The client plus the server's notifications and requests, as counted events."""
 

@@ -20,7 +20,7 @@ from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.clock import clock, repository_time  # noqa: E402
@@ -199,8 +199,7 @@ def test_cli_hotspots_what_and_search_say_which_clock(old: ScriptedRepo):
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 @pytest.fixture

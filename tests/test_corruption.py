@@ -238,15 +238,14 @@ from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
 from pytest_lsp import LanguageClient  # noqa: E402
 
-from ls_harness import CONFIG, Session, plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from test_mcp import error, make_project, ok, server  # noqa: E402
 
 
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 @pytest.fixture

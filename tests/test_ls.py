@@ -17,7 +17,7 @@ from cortex_core.token_count import count_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 USE = sample_use()
@@ -47,8 +47,7 @@ async def client(lsp_client: LanguageClient):
     # pytest-lsp hands the test its client whatever the fixture yields: the session is built on
     # it by the next fixture, before the server is initialized.
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 CORE = '''import os
@@ -58,14 +58,7 @@ def project(tmp_path: Path) -> ScriptedRepo:
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    server = lsp_client._server
-    if getattr(lsp_client, "cortex_started", False) and server and server.returncode is None:
-        try:
-            await asyncio.wait_for(lsp_client.shutdown_session(), 15)
-        except (TimeoutError, JsonRpcException, RuntimeError, OSError):
-            pass                # a hung server: its test has failed already; do not hang here
-    if server is not None and server.returncode is None:
-        server.kill()
+    await finish(lsp_client)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session  # noqa: E402
+from ls_harness import CONFIG, Session, finish  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 from secret_corpus import EXAMPLES  # noqa: E402
 from test_mcp import ok, server, text  # noqa: E402
@@ -164,8 +164,7 @@ async def test_mcp_answers_show_markers_not_secrets(corpus_repo: ScriptedRepo):
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 async def test_hovers_show_markers_not_secrets(client: LanguageClient, corpus_repo: ScriptedRepo):

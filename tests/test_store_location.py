@@ -303,7 +303,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
-from ls_harness import CONFIG, Session, plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from test_mcp import make_project, ok  # noqa: E402
 
 # The language server's environment is fixed when the fixture is made: one cache folder for the
@@ -323,8 +323,7 @@ def _remove_server_cache():
 @pytest_lsp.fixture(config=LS_CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 async def test_the_language_server_uses_and_names_the_user_folder(client, tmp_path):

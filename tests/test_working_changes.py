@@ -17,7 +17,7 @@ from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, plain as lsp_plain  # noqa: E402
+from ls_harness import CONFIG, Session, finish, plain as lsp_plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 from cortex_core import working_changes as wc  # noqa: E402
@@ -244,8 +244,7 @@ async def test_mcp_related_without_a_target(coupled):
 @pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
-    if getattr(lsp_client, "cortex_started", False):
-        await lsp_client.shutdown_session()
+    await finish(lsp_client)
 
 
 async def test_ls_related_reads_unsaved_buffers(client: LanguageClient, tmp_path: Path):
