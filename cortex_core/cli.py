@@ -404,8 +404,8 @@ def _location(args, for_writing: bool = False):
 
 
 def _settings(root: Path):
-    from .config import load_settings
-    return load_settings(root / ".cortex" / "config.toml")
+    from .config import repository_settings
+    return repository_settings(root)
 
 
 def _clock(args, settings) -> str:
@@ -600,12 +600,11 @@ def _target_label(text: str, root: Path) -> str:
 
 
 def cmd_search(args) -> int:
-    from .config import load_settings
     from .embeddings import load_embedder
     from .search import SearchOptions, build_focus, search
     from . import render
     root, _, con = _reader(args)
-    settings = load_settings(root / ".cortex" / "config.toml")
+    settings = _settings(root)
     workspace = None
     if not args.no_context:
         from .workspace import read_workspace

@@ -1,7 +1,16 @@
-"""Settings, with their defaults in one place.
+"""Settings, with their defaults in one place, resolved the same way for every front end.
 
-Read from `<repo>/.cortex/config.toml` when it exists; every key is optional. Unknown keys and values
-of the wrong type are errors with a clear message rather than silently ignored.
+The order, each level over the one before:
+
+1. the defaults below;
+2. `<repo>/.cortex/config.toml` when it exists (`repository_settings`);
+3. the environment: `CORTEX_MODEL` for `memory.model` (read where the model is chosen);
+4. what the front end was given for this question (`override`): the command line's flags, the
+   language server's client settings, an MCP tool's arguments.
+
+So the CLI, the language server and MCP give the same answer to the same question unless the user
+asked one of them otherwise. Every key is optional. Unknown keys and values of the wrong type are
+errors with a clear message rather than silently ignored.
 
     [index]
     max_file_bytes = 10000000     # a blob larger than this is recorded at file level only
@@ -140,6 +149,26 @@ class Settings:
     time: TimeSettings = field(default_factory=TimeSettings)
 
 
+CONFIG_FILE = Path(".cortex") / "config.toml"
+
+
+def repository_settings(root: Path) -> Settings:
+    """The settings of the repository at `root`: the defaults, then its `.cortex/config.toml`."""
+    return load_settings(root / CONFIG_FILE)
+
+
+def override(settings: Settings, values: dict[str, object], source: str) -> Settings:
+    """`settings` with a front end's values put over them (`{"search.half_life_days": 30}`),
+    each checked as the file's are; `source` names them in an error ("the editor's settings")."""
+    for dotted, value in values.items():
+        section, _, key = dotted.partition(".")
+        if section not in _SECTIONS:
+            raise CortexError(f"{source}: unknown section [{section}]")
+        settings = replace(settings, **{section: _apply(
+            source, section, getattr(settings, section), {key: value})})
+    return settings
+
+
 def load_settings(path: Path) -> Settings:
     """Settings from a TOML file; defaults when the file does not exist."""
     if not path.is_file():
@@ -163,7 +192,7 @@ _CHOICES = {("time", "clock"): ("repository", "wall")}
 _MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
 
-def _apply(path: Path, section: str, current, values: dict):
+def _apply(path: Path | str, section: str, current, values: dict):
     known = {f.name: f for f in fields(current)}
     changes = {}
     for key, value in values.items():

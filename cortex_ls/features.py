@@ -203,6 +203,7 @@ def _editor_features(server: CortexServer) -> None:
                 log.info("no hover: %s", exc)
                 return None
         text = await ls.work(answer)
+        ls.tell_config(loc.repo)
         if not text:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
@@ -224,6 +225,7 @@ def _editor_features(server: CortexServer) -> None:
             con = repo.reader()
             return queries.lenses(con, repo, path, buf, settings) if con is not None else []
         lenses = await ls.work(answer)
+        ls.tell_config(repo)
         encoding = ls.encoding
         out = []
         for lens in lenses:
@@ -244,7 +246,8 @@ def _editor_features(server: CortexServer) -> None:
         if found is None:
             raise Failed(f"{uri} is not in a git repository of this workspace")
         repo = found[0]
-        title, tooltip = await ls.query(repo, queries.lens_title, path, qualname, ls.settings)
+        title, tooltip = await ls.query(repo, queries.lens_title, repo, path, qualname,
+                                        ls.settings)
         lens.command = types.Command(title=title, command="cortex.showHistory", tooltip=tooltip,
                                      arguments=[{"uri": uri, "target": f"{path}::{qualname}"}])
         return lens
@@ -388,9 +391,9 @@ async def _pack(ls: CortexServer, p: dict):
     fmt = str_param(p, "format") or "markdown"
     if fmt not in PACK_FORMATS:
         raise JsonRpcInvalidParams("`format` must be markdown or json")
-    encoding = str_param(p, "encoding", limit=40) or ls.settings.token_encoding
+    encoding = str_param(p, "encoding", limit=40)   # None: the settings' (queries.engine)
     try:
-        encoding = encoding_name(encoding)
+        encoding = encoding_name(encoding) if encoding else None
     except CortexError:
         raise JsonRpcInvalidParams(f"`encoding` must be one of {', '.join(ENCODINGS)}") from None
     return await ls.query(repo, lambda con: queries.context_pack(

@@ -19,7 +19,7 @@ from cortex_core.targets import TargetSpec, find, resolve
 from . import render
 from .documents import Buffer, cursor
 from .repos import Repo
-from .settings import Settings
+from .settings import Settings, engine_overrides
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,17 @@ class Located:
         return TargetSpec(self.path, self.qualname)
 
 
-def heat_settings(settings: Settings) -> HeatSettings:
+def engine(repo: Repo, settings: Settings):
+    """The engine's settings for this repository, as the CLI and MCP resolve them
+    (cortex_core/config.py), with what the client set put over them."""
+    from cortex_core.config import override
+    return override(repo.config(), engine_overrides(settings), "the editor's settings")
+
+
+def heat_settings(repo: Repo, settings: Settings) -> HeatSettings:
+    chosen = engine(repo, settings)
     return HeatSettings(settings.hotspot_threshold, settings.hotspot_window_days,
-                        settings.recency_half_life_days, settings.clock)
+                        chosen.hotspots.half_life_days, chosen.time.clock)
 
 
 def live_symbols(buffer: Buffer, path: str):
@@ -80,7 +88,7 @@ def hover(con, loc: Located, settings: Settings) -> str | None:
             return (f"**{render.code(loc.qualname)}**: no commits yet (new since the indexed HEAD)"
                     + ("\n\n*index still building*" if repo.partial else ""))
         card = symbol_card(con, repo.root, loc.path, loc.qualname,
-                           limit=settings.history_length, heat=heat_settings(settings))
+                           limit=settings.history_length, heat=heat_settings(repo, settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
                             note=note)
     from cortex_core.symbol_info import line_origin
@@ -102,7 +110,7 @@ class Lens:
 
 
 def lenses(con, repo: Repo, path: str, buffer: Buffer, settings: Settings) -> list[Lens]:
-    hot = file_heat(con, path, heat_settings(settings), only_hot=True)
+    hot = file_heat(con, path, heat_settings(repo, settings), only_hot=True)
     if not hot:
         return []
     symbols = live_symbols(buffer, path)
@@ -118,11 +126,12 @@ def lenses(con, repo: Repo, path: str, buffer: Buffer, settings: Settings) -> li
             for h in hot if h.qualname in where]
 
 
-def lens_title(con, path: str, qualname: str, settings: Settings) -> tuple[str, str]:
+def lens_title(con, repo: Repo, path: str, qualname: str, settings: Settings
+               ) -> tuple[str, str]:
     """The resolved lens: the counts again (the index may have moved on) and the dependents;
     and its tooltip, which says what the window counts back from."""
     from cortex_core.clock import clock
-    heat = heat_settings(settings)
+    heat = heat_settings(repo, settings)
     used = clock(con, heat.clock)
     card_heat = file_heat(con, path, heat, qualname=qualname, now=used.now)
     changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
@@ -175,17 +184,17 @@ def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict
 def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: float | None,
                  settings: Settings) -> dict:
     from cortex_core.blast import MIN_CONFIDENCE, blast
-    result = blast(con, spec, depth=depth, half_life_days=settings.recency_half_life_days,
+    chosen = engine(repo, settings)
+    result = blast(con, spec, depth=depth, half_life_days=chosen.hotspots.half_life_days,
                    min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence,
-                   clock=settings.clock)
+                   clock=chosen.time.clock)
     return payload(result, repo)
 
 
 def _coupling(repo: Repo) -> tuple:
     """The co-change options of the CLI and MCP (the repository's [coupling] settings), and all
     of its settings."""
-    from cortex_core.config import load_settings
-    settings = load_settings(repo.root / ".cortex" / "config.toml")
+    settings = repo.config()
     return settings.coupling.options(), settings
 
 
@@ -214,10 +223,10 @@ def related_commits(con, repo: Repo, target: str, top_k: int, embedder) -> dict:
 def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: int, fmt: str,
                  embedder, settings: Settings, encoding: str | None = None) -> dict:
     from cortex_core.context_pack import build_pack
+    chosen = engine(repo, settings)
     pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
-                      embedder=embedder, half_life_days=settings.recency_half_life_days,
-                      encoding=encoding or settings.token_encoding,
-                      clock=settings.clock)
+                      embedder=embedder, half_life_days=chosen.search.half_life_days,
+                      encoding=encoding or chosen.packs.encoding, clock=chosen.time.clock)
     out = payload(pack, repo)
     out["tokens"] = pack.used
     return out
@@ -233,8 +242,9 @@ def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...
     workspace = read_workspace(repo.root)
     # Unsaved edits count as changed files: the ranking's context boost sees what the editor sees.
     workspace = replace(workspace, modified=tuple(dict.fromkeys(workspace.modified + tuple(dirty))))
+    chosen = engine(repo, settings)
     options = SearchOptions(top_k=top_k, kinds=kinds, since=since, path=path, mode=mode,
-                            half_life_days=settings.recency_half_life_days, clock=settings.clock,
+                            half_life_days=chosen.search.half_life_days, clock=chosen.time.clock,
                             focus=build_focus(con, at, workspace))
     if mode == "vector" and embedder is None:
         raise CortexError(semantic_state(con)[1])
@@ -248,9 +258,10 @@ def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...
 def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float | None,
              settings: Settings) -> dict:
     from cortex_core.hotspots import hotspots as rank
-    return payload(rank(con, half_life_days=settings.recency_half_life_days,
+    chosen = engine(repo, settings)
+    return payload(rank(con, half_life_days=chosen.hotspots.half_life_days,
                         since_days=since_days, path_prefix=path, top_k=top_k,
-                        clock=settings.clock), repo)
+                        clock=chosen.time.clock), repo)
 
 
 def status(con, repo: Repo) -> dict:

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cortex_core.config import CONFIG_FILE, Settings, repository_settings
 from cortex_core.errors import CortexError
 from cortex_core.store import open_reader
 from cortex_core.store_location import Location, store_location
@@ -43,6 +44,9 @@ class Repo:
     embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     embedder: object | None = None
     embedder_key: str | None = None
+    config_problem: str | None = None   # why .cortex/config.toml could not be used, if so
+    config_told: str | None = None      # the problem the user was last told of
+    _config: tuple | None = field(default=None, repr=False)   # (file stamp, Settings)
 
     @property
     def name(self) -> str:
@@ -70,6 +74,26 @@ class Repo:
         self.problem = None
         self._local.con, self._local.identity = con, identity
         return con
+
+    def config(self) -> Settings:
+        """The repository's settings (its `.cortex/config.toml` over the defaults), read again
+        when the file changes. A file that cannot be used gives the defaults, and
+        `config_problem` says why: a hover must not fail for a typo in it."""
+        try:
+            st = os.stat(self.root / CONFIG_FILE)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        cached = self._config
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            settings, problem = repository_settings(self.root), None
+        except CortexError as exc:
+            settings, problem = Settings(), f"Cortex: {exc}; using the default settings"
+        self.config_problem = problem
+        self._config = (stamp, settings)
+        return settings
 
     def relocate(self) -> str | None:
         """Decide again where the store is (an index run may have made the per-user one);

@@ -318,6 +318,17 @@ class CortexServer(LanguageServer):
                                "--rebuild` there (notes are kept)")) from None
         except apsw.Error as exc:
             raise Failed(f"the index could not be read: {exc}") from None
+        finally:
+            self.tell_config(repo)
+
+    def tell_config(self, repo: Repo) -> None:
+        """Warn once of a `.cortex/config.toml` that cannot be used (answers use the defaults)."""
+        problem = repo.config_problem
+        if problem != repo.config_told:
+            repo.config_told = problem
+            if problem:
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Warning, message=_clip(problem)))
 
     def embedder(self, repo: Repo, con):
         """The repository's embedding model, loaded once and kept (None: semantic search off)."""

@@ -3,6 +3,11 @@
 Keys are camelCase, at the top level or under "cortex" (VS Code sends its `cortex.*` section that
 way). Unknown keys are ignored: clients keep their own settings in the same section. An invalid
 value is reported and its default kept.
+
+The settings the engine also has (`recencyHalfLifeDays`, `tokenEncoding`, `clock`) are unset by
+default: each repository's `.cortex/config.toml` and the engine's defaults then decide, as they
+do for the command line and MCP (cortex_core/config.py); a value the client sets goes over them
+(`engine_overrides`).
 """
 
 from __future__ import annotations
@@ -20,15 +25,16 @@ class Settings:
     hotspot_window_days: float = 90.0
     history_length: int = 5              # commits listed in a hover
     token_budget: int = 4000             # context packs
-    token_encoding: str = "o200k"        # how packs count tokens: o200k, cl100k or estimate
+    # None: the repository's setting (.cortex/config.toml, else the engine's default)
+    token_encoding: str | None = None    # how packs count tokens: o200k, cl100k or estimate
     model: str | None = None             # embedding model for indexing ("none": no vectors)
-    recency_half_life_days: float = 90.0  # hotspot score and search recency
+    recency_half_life_days: float | None = None  # hotspot score, and search and pack recency
     poll_interval: float = 2.0           # seconds between HEAD checks; 0 turns polling off
     hover: bool = True
     code_lens: bool = True
     commit_links: bool = True            # hover commit ids link to their web page
     index_on_start: bool = True
-    clock: str = "repository"            # windows count back from: "repository" (HEAD) or "wall"
+    clock: str | None = None             # windows count back from: "repository" (HEAD) or "wall"
 
 
 # camelCase key -> (field, check returning an error or None)
@@ -138,6 +144,21 @@ _CLEAN = {"token_encoding": encoding_name,   # o200k_base -> o200k
           "clock": _clock_name}               # " Wall" -> wall, as encodings are read
 
 
+def engine_overrides(settings: Settings) -> dict[str, object]:
+    """The engine settings the client set, by the engine's names (config.override)."""
+    out: dict[str, object] = {}
+    if settings.recency_half_life_days is not None:
+        out["hotspots.half_life_days"] = settings.recency_half_life_days
+        out["search.half_life_days"] = settings.recency_half_life_days
+    if settings.token_encoding is not None:
+        out["packs.encoding"] = settings.token_encoding
+    if settings.clock is not None:
+        out["time.clock"] = settings.clock
+    return out
+
+
 def _show(value) -> str:
+    if value is None:
+        return "the repository's setting"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

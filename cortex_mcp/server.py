@@ -95,8 +95,8 @@ class Memory:
             return self._embedders[key]
 
     def settings(self, place: Place):
-        from cortex_core.config import load_settings
-        return load_settings(place.root / ".cortex" / "config.toml")
+        from cortex_core.config import repository_settings
+        return repository_settings(place.root)
 
     def freshness(self, place: Place, con) -> tuple[dict, list[str]]:
         """The index's state for the structured content, and the footnotes an answer needs."""

@@ -139,18 +139,18 @@ def test_the_token_encoding_setting_is_checked_and_normalised():
     s, errors = parse_settings({"cortex": {"tokenEncoding": "CL100K_base"}})
     assert s.token_encoding == "cl100k" and not errors
     s, errors = parse_settings({"tokenEncoding": "gpt2"}, s)
-    assert s.token_encoding == "o200k"
+    assert s.token_encoding is None     # unset: the repository's packs.encoding decides
     assert errors == ["Cortex setting tokenEncoding = 'gpt2' is not valid: expected o200k, "
-                      "cl100k or estimate; using 'o200k'"]
+                      "cl100k or estimate; using the repository's setting"]
 
 
 def test_the_clock_setting_is_read_as_leniently_as_the_encoding():
     s, errors = parse_settings({"cortex": {"clock": " Wall "}})
     assert s.clock == "wall" and not errors
     s, errors = parse_settings({"clock": "today"}, s)
-    assert s.clock == "repository" and errors == [
+    assert s.clock is None and errors == [
         "Cortex setting clock = 'today' is not valid: expected \"repository\" or \"wall\"; "
-        "using 'repository'"]
+        "using the repository's setting"]
 
 
 def test_booleans_are_not_numbers():

@@ -67,7 +67,9 @@ export function serverSettings(get: (key: string) => unknown): Record<string, un
   const out: Record<string, unknown> = {};
   for (const key of SERVER_SETTINGS) {
     const v = get(key);
-    if (v !== undefined && v !== null) out[key] = v;
+    // null is sent: it resets the key on the server (a setting the user unset must not keep
+    // its last value there); the repository's .cortex/config.toml then decides.
+    if (v !== undefined) out[key] = v;
   }
   return out;
 }

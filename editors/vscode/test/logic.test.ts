@@ -35,9 +35,9 @@ test("server command: serverCommand, then pythonPath, then the Python extension,
   assert.equal(chooseServerCommand({ serverCommand: "cortex-ls" }).source, "path");
 });
 
-test("server settings: only the server's keys, unset values left out", () => {
-  const cfg: Record<string, unknown> = { hotspotThreshold: 3, model: null, hover: false, pythonPath: "/py", serverCommand: ["x"], tokenBudget: undefined };
-  assert.deepEqual(serverSettings((k) => cfg[k]), { hotspotThreshold: 3, hover: false });
+test("server settings: only the server's keys; null is sent (it resets), undefined is not", () => {
+  const cfg: Record<string, unknown> = { hotspotThreshold: 3, model: null, hover: false, pythonPath: "/py", serverCommand: ["x"], tokenBudget: undefined, recencyHalfLifeDays: null };
+  assert.deepEqual(serverSettings((k) => cfg[k]), { hotspotThreshold: 3, model: null, hover: false, recencyHalfLifeDays: null });
 });
 
 test("relative time", () => {

@@ -1,0 +1,123 @@
+"""One question, three front ends, one answer: the command line, the language server and the MCP
+server resolve settings the same way (cortex_core/config.py: defaults, then the repository's
+`.cortex/config.toml`, then what the front end was told), so they rank alike.
+
+The repository's config sets recency half-lives far from the defaults; the hotspot and search
+scores of all three must be the same, and not those of the defaults."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from pytest_lsp import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
+
+from cortex_core.config import Settings  # noqa: E402
+from cortex_core.ingest import index_repository  # noqa: E402
+
+SETTINGS = "[hotspots]\nhalf_life_days = 7.0\n\n[search]\nhalf_life_days = 3.0\n"
+QUERY = "tune compute"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> ScriptedRepo:
+    """compute tuned at 300, 200, 100 and 10 days ago: recency decides the order of the hits."""
+    repo = ScriptedRepo(tmp_path / "proj")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/core.py", sample_core(1))
+    repo.write("pkg/use.py", sample_use())
+    repo.commit("add the core", days_ago=400)
+    for n, days in ((2, 300), (3, 200), (4, 100), (5, 10)):
+        repo.write("pkg/core.py", sample_core(n))
+        repo.commit(f"tune compute to {n}", days_ago=days)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model="none")
+    return repo
+
+
+def cli(repo: ScriptedRepo, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "cortex_core", *args, "--json"], cwd=repo.path,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, CORTEX_MODEL="none"))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+async def mcp(repo: ScriptedRepo, tool: str, **arguments) -> dict:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cortex_core", "mcp", "--repo", str(repo.path)],
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        return result.structured_content
+
+
+def hot_scores(answer: dict) -> list[tuple[str, float]]:
+    return [(s["qualname"], round(s["score"], 6)) for s in answer["symbols"]]
+
+
+def hit_scores(answer: dict) -> list[tuple[str, float]]:
+    return [(h["title"], round(h["why"]["score"], 6)) for h in answer["hits"]]
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await finish(lsp_client)
+
+
+@pytest.fixture
+def lsp(client: LanguageClient) -> Session:
+    return Session(client)
+
+
+async def test_the_three_front_ends_read_the_repositorys_settings(lsp: Session,
+                                                                   project: ScriptedRepo):
+    defaults = (hot_scores(cli(project, "hotspots")),
+                hit_scores(cli(project, "search", QUERY, "--explain")))
+    (project.path / ".cortex" / "config.toml").write_text(SETTINGS)
+    by_cli = (hot_scores(cli(project, "hotspots")),
+              hit_scores(cli(project, "search", QUERY, "--explain")))
+    by_mcp = (hot_scores(await mcp(project, "hotspots")),
+              hit_scores(await mcp(project, "search_memory", query=QUERY, top_k=10)))
+    await lsp.start(project.path, wait_index=False)
+    by_ls = (hot_scores(plain(await lsp.request("cortex/hotspots", {}))),
+             hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY}))))
+    assert by_cli[0] and by_cli[1]
+    assert by_cli[0] != defaults[0] and by_cli[1] != defaults[1]   # the file was read
+    assert by_ls == by_cli
+    assert by_mcp == by_cli
+
+
+async def test_an_editor_setting_goes_over_the_file_and_a_broken_file_is_told(
+        lsp: Session, project: ScriptedRepo):
+    config = project.path / ".cortex" / "config.toml"
+    config.write_text("[search]\nhalf_life_days = 60.0\n")
+    sixty = hit_scores(cli(project, "search", QUERY, "--explain"))
+    config.write_text(SETTINGS)
+    assert hit_scores(cli(project, "search", QUERY, "--explain")) != sixty
+    await lsp.start(project.path, wait_index=False, options={"recencyHalfLifeDays": 60})
+    over = hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY})))
+    assert over == sixty
+    # A typo in the file: answers fall back to the defaults, and the user is told once.
+    config.write_text("[search]\nhalf_lfe_days = 3\n")
+    await lsp.request("cortex/hotspots", {})
+    await lsp.request("cortex/hotspots", {})
+    told = [m.message for m in lsp.client.messages if "half_lfe_days" in m.message]
+    assert len(told) == 1 and "unknown key search.half_lfe_days" in told[0]
+    assert told[0].endswith("using the default settings")
+    # The editor's 60 days still hold over the defaults.
+    assert hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY}))) == sixty
