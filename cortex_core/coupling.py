@@ -307,29 +307,18 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
     score: dict[int, float] = defaultdict(float)
     plain: dict[int, float] = defaultdict(float)
     shared: dict[int, list[int]] = defaultdict(list)
-    each: dict[int, Counter] = defaultdict(Counter)
-    per: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     commits = set().union(*(commits_of.get(f, set()) for f in ids))
     for commit_id in commits:
         members = by_commit[commit_id]
-        held = members & ids
-        share = len(held) / len(ids)
+        share = len(members & ids) / len(ids)
         w = weights(commit_id)
         for g in members:
             if g not in exclude and g in alive:
+                shared[g].append(commit_id)
                 score[g] += w * share
                 plain[g] += share
-                shared[g].append(commit_id)
-                each[g].update(held)
-                if aggregate == "max":
-                    for f in held:
-                        per[g][f] += w
     if aggregate == "max":   # the strongest rule of the set: max over its items of confidence
-        mass = {f: sum(weights(c) for c in commits_of.get(f, ())) or 1.0 for f in ids}
-        size = {f: len(commits_of.get(f, ())) or 1 for f in ids}
-        for g in per:
-            score[g] = max(v / mass[f] for f, v in per[g].items())
-            plain[g] = max(each[g][f] / size[f] for f in each[g])
+        score, plain = _strongest_rules(ids, commits_of, by_commit, exclude, alive, weights)
     last = {g: max(h.commit_time[c] for c in cs) for g, cs in shared.items()}
     eligible = [g for g in score if len(shared[g]) >= max(1, min_support)]
     eligible.sort(key=lambda g: (-round(score[g], 9), -last[g]))
@@ -340,8 +329,43 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
              -last[eligible[min(top_k, len(eligible)) - 1]])
     cut = [g for g in eligible if (-round(score[g], 9), -last[g]) <= bound]
     cut.sort(key=lambda g: (-round(score[g], 9), -last[g], label(g)))
-    return [(label(g), round(score[g], 4), round(plain[g], 4), len(shared[g]), set(each[g]),
-             dict(each[g]), shared[g], last[g]) for g in cut[:top_k]]
+    rows = []
+    for g in cut[:top_k]:
+        # Which of the set each kept candidate came with, counted for the kept ones only: for
+        # every candidate, a wide commit (a file of thousands of functions deleted) would make
+        # candidates × items counters.
+        each: Counter = Counter()
+        for c in shared[g]:
+            each.update(by_commit[c] & ids)
+        rows.append((label(g), round(score[g], 4), round(plain[g], 4), len(shared[g]),
+                     set(each), dict(each), shared[g], last[g]))
+    return rows
+
+
+def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
+                     by_commit: dict[int, set[int]], exclude: set[int], alive: set[int], weights
+                     ) -> tuple[dict[int, float], dict[int, float]]:
+    """Each candidate's highest confidence from any one of `ids` (decayed, and plain), in
+    memory that grows with the candidates only. Items with the same commits have the same
+    rules (the functions of one deleted file), so each set of commits is read once."""
+    score: dict[int, float] = defaultdict(float)
+    plain: dict[int, float] = defaultdict(float)
+    for cs in {frozenset(commits_of.get(f, ())) for f in ids}:
+        if not cs:
+            continue
+        mass = sum(weights(c) for c in cs) or 1.0
+        weight: dict[int, float] = defaultdict(float)
+        count: Counter = Counter()
+        for c in cs:
+            w = weights(c)
+            for g in by_commit[c]:
+                if g not in exclude and g in alive:
+                    weight[g] += w
+                    count[g] += 1
+        for g, v in weight.items():
+            score[g] = max(score[g], v / mass)
+            plain[g] = max(plain[g], count[g] / len(cs))
+    return score, plain
 
 
 def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int = 2,

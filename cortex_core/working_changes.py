@@ -100,11 +100,12 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
         key = (change.path, change.symbol.qualname)
         (new if change.change == "added" else changed).append(key)
     changed = list(dict.fromkeys(changed))
-    new = list(dict.fromkeys(k for k in new if k not in set(changed)))
-    if len(changed) > MAX_SYMBOLS:
-        changed, truncated = changed[:MAX_SYMBOLS], True
-    return WorkingChanges(str(base.id) if base is not None else None, paths, changed,
-                          new[:MAX_SYMBOLS], skipped, truncated)
+    known = set(changed)
+    new = list(dict.fromkeys(k for k in new if k not in known))
+    if len(changed) > MAX_SYMBOLS or len(new) > MAX_SYMBOLS:
+        changed, new, truncated = changed[:MAX_SYMBOLS], new[:MAX_SYMBOLS], True
+    return WorkingChanges(str(base.id) if base is not None else None, paths, changed, new,
+                          skipped, truncated)
 
 
 def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | None = None,
