@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from .config import Settings
 from .context_pack import ContextPack, PackItem, pack, target_candidates
 from .errors import CortexError
 from .dates import date, window
@@ -33,8 +34,10 @@ SUBJECTS = {"before-edit": "before editing {}", "explain": "why {} is the way it
 
 def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
              heat: HeatSettings = HeatSettings(), embedder=None, spec_fix=None,
-             now: float | None = None, encoding: str = DEFAULT_ENCODING) -> ContextPack:
-    """The pack for `purpose` about `at` (PATH, PATH::SYMBOL or PATH:LINE), within `budget`."""
+             now: float | None = None, encoding: str = DEFAULT_ENCODING,
+             settings: Settings | None = None) -> ContextPack:
+    """The pack for `purpose` about `at` (PATH, PATH::SYMBOL or PATH:LINE), within `budget`;
+    `settings`: the repository's, as build_pack reads them."""
     if purpose not in PURPOSES:
         raise CortexError(f"unknown purpose {purpose!r} ({', '.join(PURPOSES)})")
     spec = parse_target(at)
@@ -42,7 +45,7 @@ def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
     target = resolve(con, spec)
     weights = PURPOSES[purpose]
     candidates = [status_item(con, repo_root, target, heat, now)]
-    candidates += target_candidates(con, repo_root, spec, target, embedder, heat.clock)
+    candidates += target_candidates(con, repo_root, spec, target, embedder, heat.clock, settings)
     candidates = [replace(c, utility=c.utility * weights.get(c.section, 0.5)) for c in candidates]
     return pack(SUBJECTS[purpose].format(target.label), candidates, budget, encoding=encoding)
 

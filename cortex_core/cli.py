@@ -683,7 +683,7 @@ def cmd_context(args) -> int:
                       fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
                       half_life_days=settings.search.half_life_days,
                       encoding=args.encoding or settings.packs.encoding,
-                      clock=_clock(args, settings))
+                      clock=_clock(args, settings), settings=settings)
     if pack.note:
         print(f"cortex: note: {pack.note}", file=sys.stderr)
     if args.json:  # the pack with its accounting

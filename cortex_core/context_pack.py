@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .clock import DEFAULT
+from .config import Settings
 from .errors import CortexError
 from .redact import redact
 from .token_count import DEFAULT_ENCODING, counter
@@ -293,10 +294,14 @@ def _render(subject: str, budget: int, items: list[PackItem], fmt: str) -> str:
 def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None = None,
                budget: int = 2000, fmt: str = "markdown", embedder=None, spec_fix=None,
                half_life_days: float = 180.0, encoding: str = DEFAULT_ENCODING,
-               clock: str = DEFAULT, working_tree: bool = True) -> ContextPack:
+               clock: str = DEFAULT, working_tree: bool = True,
+               settings: Settings | None = None) -> ContextPack:
     """A pack about `query`, `at` (PATH, PATH::SYMBOL, PATH:LINE), or both. `spec_fix` maps a
     parsed target to the repository (the CLI's cwd handling). With `working_tree` and
-    uncommitted changes, what they usually bring along is a candidate too."""
+    uncommitted changes, what they usually bring along is a candidate too. `settings`: the
+    repository's (config.repository_settings), for co-change, blast and the working tree's
+    bounds, as `related` and `blast` read them; the arguments before it are the front end's."""
+    settings = settings or Settings()
     if not (query and query.strip()) and not at:
         raise CortexError("give a query, --at TARGET, or both")
     candidates: list[PackItem] = []
@@ -308,7 +313,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         spec = spec_fix(spec) if spec_fix else spec
         target = resolve(con, spec)
         subject_parts.append(target.label)
-        candidates += target_candidates(con, repo_root, spec, target, embedder, clock)
+        candidates += target_candidates(con, repo_root, spec, target, embedder, clock, settings)
     if query and query.strip():
         subject_parts.insert(0, query.strip())
         candidates += _search(con, query, at, embedder, half_life_days, spec_fix, clock=clock)
@@ -317,16 +322,19 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
         candidates += _search(con, name, at, embedder, half_life_days, spec_fix, kinds=("doc",),
                               section="docs", weight=0.45, clock=clock)
     if working_tree:
-        candidates += _changes_with_working_tree(con, repo_root)
+        candidates += _changes_with_working_tree(con, repo_root, settings)
     return pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
 
 
 def target_candidates(con, repo_root: Path, spec, target, embedder=None,
-                      clock: str = DEFAULT) -> list[PackItem]:
+                      clock: str = DEFAULT, settings: Settings | None = None) -> list[PackItem]:
     """Everything a pack can say about one resolved target: its code, notes, history, what
     changes with it, what depends on it, related commits."""
+    settings = settings or Settings()
     return (_focus(con, repo_root, target) + _notes(con, repo_root, target) + _history(con, spec)
-            + _changes_with(con, spec) + _blast(con, spec, clock) + _related(con, target, embedder))
+            + _changes_with(con, spec, settings)
+            + _blast(con, spec, clock, settings.hotspots.half_life_days)
+            + _related(con, target, embedder))
 
 
 def _focus(con, repo_root: Path, target) -> list[PackItem]:
@@ -393,10 +401,10 @@ def _history(con, spec) -> list[PackItem]:
     return out
 
 
-def _changes_with(con, spec) -> list[PackItem]:
+def _changes_with(con, spec, settings: Settings) -> list[PackItem]:
     from .blast import fused_related
     try:
-        found = fused_related(con, spec, top_k=5)
+        found = fused_related(con, spec, top_k=5, **settings.coupling.options())
     except CortexError:
         return []
     out = []
@@ -417,12 +425,13 @@ def _changes_with(con, spec) -> list[PackItem]:
     return out
 
 
-def _changes_with_working_tree(con, repo_root: Path) -> list[PackItem]:
+def _changes_with_working_tree(con, repo_root: Path, settings: Settings) -> list[PackItem]:
     """What the uncommitted changes usually bring along and is not changed yet: symbols, then
     files (working_changes.related_to_working_tree, `cortex related` without a target)."""
     from .working_changes import related_to_working_tree
     try:
-        found = related_to_working_tree(con, repo_root, top_k=5)
+        found = related_to_working_tree(con, repo_root, settings=settings.index, top_k=5,
+                                        **settings.coupling.options())
     except CortexError:
         return []
     out = []
@@ -439,10 +448,10 @@ def _changes_with_working_tree(con, repo_root: Path) -> list[PackItem]:
     return out
 
 
-def _blast(con, spec, clock: str) -> list[PackItem]:
+def _blast(con, spec, clock: str, half_life_days: float) -> list[PackItem]:
     from .blast import blast
     try:
-        found = blast(con, spec, depth=2, clock=clock)
+        found = blast(con, spec, depth=2, clock=clock, half_life_days=half_life_days)
     except CortexError:
         return []
     if not found.dependents:

@@ -226,7 +226,8 @@ def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: 
     chosen = engine(repo, settings)
     pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
                       embedder=embedder, half_life_days=chosen.search.half_life_days,
-                      encoding=encoding or chosen.packs.encoding, clock=chosen.time.clock)
+                      encoding=encoding or chosen.packs.encoding, clock=chosen.time.clock,
+                      settings=chosen)
     out = payload(pack, repo)
     out["tokens"] = pack.used
     return out

@@ -190,14 +190,17 @@ def build_server(memory: Memory) -> MCPServer:
         meaning and by words, ranked with recency. For "why did we…", "when did we change…"."""
         from cortex_core.clock import clock
         from cortex_core.embeddings import semantic_state
-        from cortex_core.search import SearchOptions, search
+        from cortex_core.search import SearchOptions, build_focus, search
+        from cortex_core.workspace import read_workspace
         with memory.reading(repo) as (place, con):
             settings = memory.settings(place)
+            # The working tree's changes lift what touches them, as `cortex search` does.
             options = SearchOptions(
                 top_k=top_k, kinds=tuple(kind or ()),
                 since=since_epoch(since, clock(con, settings.time.clock).now),
                 path=spec_of(path, place.root).path if path else None,
-                half_life_days=settings.search.half_life_days, clock=settings.time.clock)
+                half_life_days=settings.search.half_life_days, clock=settings.time.clock,
+                focus=build_focus(con, None, read_workspace(place.root)))
             embedder = memory.embedder(place, con)
             result = search(con, query, options, embedder=embedder)
             state, notes = memory.freshness(place, con)
@@ -322,7 +325,8 @@ def build_server(memory: Memory) -> MCPServer:
                                   embedder=memory.embedder(place, con),
                                   half_life_days=memory.settings(place).search.half_life_days,
                                   encoding=tokens.encoding,
-                                  clock=memory.settings(place).time.clock)
+                                  clock=memory.settings(place).time.clock,
+                                  settings=memory.settings(place))
                 lines = [pack.text.rstrip("\n"), size(len(pack.items), pack.used)]
                 over = tokens.count(render.footer(list(lines), list(notes))) - budget
                 if over <= 0:
@@ -520,7 +524,7 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
             while True:     # the whole prompt is counted (BPE tokens need not add up)
                 pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
                                 budget=room, heat=heat, embedder=memory.embedder(place, con),
-                                encoding=settings.packs.encoding)
+                                encoding=settings.packs.encoding, settings=settings)
                 over = count(ask + pack.text) - total
                 if over <= 0:
                     return ask + pack.text

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from cortex_core.blast import fused_related
+from cortex_core.config import Settings
 from cortex_core.coupling import is_changelog, related
 from cortex_core.targets import TargetSpec
 
@@ -350,7 +351,7 @@ def test_mcp_and_pack_say_whose_commits_the_share_is_of(repo, cortex):
     fused = fused_related(con, TargetSpec("a.py"))
     line = next(x for x in mcp_related(fused) if "`b.py`" in x)
     assert "(20% of the target's commits)" in line and "of its own" not in line
-    item = next(i for i in _changes_with(con, TargetSpec("a.py")) if i.title == "b.py")
+    item = next(i for i in _changes_with(con, TargetSpec("a.py"), Settings()) if i.title == "b.py")
     assert "(20% of the focus's commits)" in item.text
 
 

@@ -121,3 +121,40 @@ async def test_an_editor_setting_goes_over_the_file_and_a_broken_file_is_told(
     assert told[0].endswith("using the default settings")
     # The editor's 60 days still hold over the defaults.
     assert hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY}))) == sixty
+
+
+async def test_a_dirty_tree_ranks_alike_in_the_three(lsp: Session, project: ScriptedRepo):
+    """The working tree's changes lift what touches them, in MCP as on the command line."""
+    clean = hit_scores(cli(project, "search", QUERY, "--explain"))
+    (project.path / "pkg" / "core.py").write_text(sample_core(6))   # not committed
+    by_cli = hit_scores(cli(project, "search", QUERY, "--explain"))
+    assert by_cli != clean
+    assert hit_scores(await mcp(project, "search_memory", query=QUERY, top_k=10)) == by_cli
+    await lsp.start(project.path, wait_index=False)
+    assert hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY}))) == by_cli
+
+
+def test_a_pack_reads_the_repositorys_coupling_settings(tmp_path: Path):
+    """`[coupling] min_support` holds for the pack's "changes with" as for `cortex related`."""
+    repo = ScriptedRepo(tmp_path / "pair")
+    repo.write("a.py", "A = 0\n")
+    repo.write("b.py", "B = 0\n")
+    repo.commit("a and b once", days_ago=30)
+    for n in (1, 2):
+        repo.write("a.py", f"A = {n}\n")
+        repo.write("c.py", f"C = {n}\n")
+        repo.commit(f"a and c {n}", days_ago=20 - n)
+    for n in range(12):   # the pack's history: its 12 commits cite none of the shared ones
+        repo.write("a.py", f"A = {n + 10}\n")
+        repo.commit(f"a alone {n}", days_ago=15 - n)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model="none")
+
+    def partners() -> tuple[set[str], set[str]]:
+        pack = cli(repo, "context", "--at", "a.py", "--format", "json")
+        related = cli(repo, "related", "a.py")
+        return ({i["title"] for i in pack["items"] if i["section"] == "changes-with"},
+                {f["path"] for f in related["files"]})
+
+    assert partners() == ({"b.py", "c.py"}, {"b.py", "c.py"})
+    (repo.path / ".cortex" / "config.toml").write_text("[coupling]\nmin_support = 2\n")
+    assert partners() == ({"c.py"}, {"c.py"})
