@@ -53,6 +53,7 @@ errors with a clear message rather than silently ignored.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -170,18 +171,27 @@ def override(settings: Settings, values: dict[str, object], source: str) -> Sett
 
 
 def load_settings(path: Path) -> Settings:
-    """Settings from a TOML file; defaults when the file does not exist."""
-    if not path.is_file():
+    """Settings from a TOML file; defaults when nothing is at `path`. Something there that is
+    not a regular file (a folder, a dangling link, a pipe that would block the read) is an
+    error, as a typo is: silently ignoring it would hide the user's settings."""
+    if not os.path.lexists(path):
         return Settings()
+    if not path.is_file():
+        raise CortexError(f"{path} is not a regular file (a folder, a broken link or a device): "
+                          "make it a TOML file or remove it")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: an editor's byte-order mark is not a TOML error.
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CortexError(f"cannot read {path}: {exc}") from None
     settings = Settings()
     for section, value in data.items():
         current = getattr(settings, section, None) if section in _SECTIONS else None
-        if current is None or not isinstance(value, dict):
+        if current is None:
             raise CortexError(f"{path}: unknown section [{section}] (known: {', '.join(_SECTIONS)})")
+        if not isinstance(value, dict):
+            raise CortexError(f"{path}: [{section}] must be a table of keys (`[{section}]` on a "
+                              "line of its own, its keys below)")
         settings = replace(settings, **{section: _apply(path, section, current, value)})
     return settings
 

@@ -79,18 +79,17 @@ class Repo:
         """The repository's settings (its `.cortex/config.toml` over the defaults), read again
         when the file changes. A file that cannot be used gives the defaults, and
         `config_problem` says why: a hover must not fail for a typo in it."""
-        try:
-            st = os.stat(self.root / CONFIG_FILE)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            stamp = None
+        stamp = (_stamp(os.lstat, self.root / CONFIG_FILE),   # the link itself, if it is one
+                 _stamp(os.stat, self.root / CONFIG_FILE))    # and what it points to
         cached = self._config
         if cached is not None and cached[0] == stamp:
             return cached[1]
         try:
             settings, problem = repository_settings(self.root), None
         except CortexError as exc:
-            settings, problem = Settings(), f"Cortex: {exc}; using the default settings"
+            # `cortex index` refuses the file too: say so, or the index silently stops moving.
+            settings, problem = Settings(), (f"Cortex: {exc}; answers use the default settings, "
+                                             "and indexing waits until the file is fixed")
         self.config_problem = problem
         self._config = (stamp, settings)
         return settings
@@ -187,3 +186,13 @@ class Repos:
 
     def all(self) -> list[Repo]:
         return list(self.by_root.values())
+
+
+def _stamp(stat, path: Path) -> tuple | None:
+    """What changes when a file is rewritten: ctime too, as a copy that keeps the old mtime
+    (`cp -p`, `rsync -t`) still sets it."""
+    try:
+        st = stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)

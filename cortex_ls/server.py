@@ -325,10 +325,13 @@ class CortexServer(LanguageServer):
         """Warn once of a `.cortex/config.toml` that cannot be used (answers use the defaults)."""
         problem = repo.config_problem
         if problem != repo.config_told:
+            fixed = repo.config_told is not None and problem is None
             repo.config_told = problem
             if problem:
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Warning, message=_clip(problem)))
+            elif fixed:   # the indexer refused the broken file: catch up now, not at the next commit
+                self.index(repo)
 
     def embedder(self, repo: Repo, con):
         """The repository's embedding model, loaded once and kept (None: semantic search off)."""

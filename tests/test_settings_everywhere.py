@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
-from cortex_core.config import Settings  # noqa: E402
+from cortex_core.config import Settings, repository_settings  # noqa: E402
+from cortex_core.errors import CortexError  # noqa: E402
 from cortex_core.ingest import index_repository  # noqa: E402
 
 SETTINGS = "[hotspots]\nhalf_life_days = 7.0\n\n[search]\nhalf_life_days = 3.0\n"
@@ -109,7 +111,8 @@ async def test_an_editor_setting_goes_over_the_file_and_a_broken_file_is_told(
     sixty = hit_scores(cli(project, "search", QUERY, "--explain"))
     config.write_text(SETTINGS)
     assert hit_scores(cli(project, "search", QUERY, "--explain")) != sixty
-    await lsp.start(project.path, wait_index=False, options={"recencyHalfLifeDays": 60})
+    # No polling: only the fix of the file, below, may start an index run.
+    await lsp.start(project.path, options={"recencyHalfLifeDays": 60, "pollInterval": 0})
     over = hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY})))
     assert over == sixty
     # A typo in the file: answers fall back to the defaults, and the user is told once.
@@ -118,9 +121,14 @@ async def test_an_editor_setting_goes_over_the_file_and_a_broken_file_is_told(
     await lsp.request("cortex/hotspots", {})
     told = [m.message for m in lsp.client.messages if "half_lfe_days" in m.message]
     assert len(told) == 1 and "unknown key search.half_lfe_days" in told[0]
-    assert told[0].endswith("using the default settings")
+    assert told[0].endswith("indexing waits until the file is fixed")
     # The editor's 60 days still hold over the defaults.
     assert hit_scores(plain(await lsp.request("cortex/search", {"query": QUERY}))) == sixty
+    # Fixing the file indexes at once (the indexer had refused it), not at the next commit.
+    before = len(lsp.updates)
+    config.write_text(SETTINGS)
+    await lsp.request("cortex/hotspots", {})
+    await lsp.until(lambda: len(lsp.updates) > before, "an index run once the file is fixed")
 
 
 async def test_a_dirty_tree_ranks_alike_in_the_three(lsp: Session, project: ScriptedRepo):
@@ -158,3 +166,23 @@ def test_a_pack_reads_the_repositorys_coupling_settings(tmp_path: Path):
     assert partners() == ({"b.py", "c.py"}, {"b.py", "c.py"})
     (repo.path / ".cortex" / "config.toml").write_text("[coupling]\nmin_support = 2\n")
     assert partners() == ({"c.py"}, {"c.py"})
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p: p.mkdir(), "is not a regular file"),
+    (lambda p: p.symlink_to(p.parent / "nowhere.toml"), "is not a regular file"),
+    (lambda p: os.mkfifo(p), "is not a regular file"),     # a read would block for ever
+    (lambda p: p.write_text("hotspots = 5\n"), "[hotspots] must be a table"),
+    (lambda p: p.write_text("[search]\nhalf_lfe_days = 3\n"), "unknown key search.half_lfe_days"),
+])
+def test_a_config_that_cannot_be_used_is_an_error_not_the_defaults(tmp_path: Path, make, says):
+    (tmp_path / ".cortex").mkdir()
+    make(tmp_path / ".cortex" / "config.toml")
+    with pytest.raises(CortexError, match=re.escape(says)):
+        repository_settings(tmp_path)
+
+
+def test_a_byte_order_mark_is_not_a_toml_error(tmp_path: Path):
+    (tmp_path / ".cortex").mkdir()
+    (tmp_path / ".cortex" / "config.toml").write_bytes(b"\xef\xbb\xbf[search]\nhalf_life_days = 9\n")
+    assert repository_settings(tmp_path).search.half_life_days == 9
