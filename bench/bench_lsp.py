@@ -566,7 +566,7 @@ def in_process(clone: Path, files: list[File], measured: list[Position], warm: l
     title_s = []
     for r in resolve_requests:
         t = time.perf_counter()
-        queries.lens_title(con, r["path"], r["qualname"], settings)
+        queries.lens_title(con, repo, r["path"], r["qualname"], settings)
         title_s.append(time.perf_counter() - t)
     log(f"in process: hover p50 {bl.fmt_seconds(bl.percentile([r['total'] for r in rows], 50))}")
     return {"rows": rows, "identical_texts": same, "lenses_seconds": lens_s,

@@ -258,7 +258,7 @@ def queries_in_process(clone: Path, positions: list[lsp.Position]) -> dict:
         lenses += len(found)
         for lens in found:
             t = time.perf_counter()
-            queries.lens_title(con, path, lens.qualname, settings)
+            queries.lens_title(con, repo, path, lens.qualname, settings)
             title_s.append(time.perf_counter() - t)
     return {"hover_seconds": [s for s, _ in hovers],
             "hover_kinds": [lsp.hover_kind(text) for _, text in hovers],
