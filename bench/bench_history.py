@@ -192,6 +192,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import _benchlib as bl
+import _linelog as ll
 
 # Kind -> (listed by, bug?, short meaning) for the report; the docstring explains each.
 KINDS = {
@@ -263,10 +264,10 @@ class Lang:
 
 
 LANGS = {
-    "python": Lang("python", ".py", "python", bl.PY_FUNCNAME,
-                   lambda q, n, k: bl.git_regex(n, "class" if k == "class" else "function"),
-                   bl.python_def_name, ("#",), "@", True),
-    "go": Lang("go", ".go", "golang", bl.GO_FUNCNAME, bl.go_regex, bl.go_def_name, ("//", "/*"),
+    "python": Lang("python", ".py", "python", ll.PY_FUNCNAME,
+                   lambda q, n, k: ll.git_regex(n, "class" if k == "class" else "function"),
+                   ll.python_def_name, ("#",), "@", True),
+    "go": Lang("go", ".go", "golang", ll.GO_FUNCNAME, ll.go_regex, ll.go_def_name, ("//", "/*"),
                None, False),
 }
 
@@ -515,7 +516,7 @@ class Explainer:
         if here.span is None or other_commit is None:
             return None
         text = here.text().split("\n", 1)
-        blob = bl.blob_id(other_commit, path)
+        blob = ll.blob_id(other_commit, path)
         if blob is None:
             return None
         lines, symbols = self.parsed(blob)
@@ -524,7 +525,7 @@ class Explainer:
             if sym.name == name and sym.qualname != here.qualname:
                 other = "\n".join(lines[sym.start_line - 1:sym.end_line]).split("\n", 1)
                 if [t.strip() for t in other] == [t.strip() for t in text] or \
-                        bl.dedent(other) == bl.dedent(text):
+                        ll.dedent(other) == ll.dedent(text):
                     return sym.qualname
         return None
 
@@ -669,7 +670,7 @@ class Explainer:
     def git_patch(self, fn: Func) -> dict[str, list[dict]]:
         """git log -L with its patch: per commit, the lines git saw deleted and added in its
         range, with numbers, and the first line of its range on each side."""
-        return bl.line_log(self.clone, f":{fn.bre}:{fn.path}", self.rev)
+        return ll.line_log(self.clone, f":{fn.bre}:{fn.path}", self.rev)
 
     def birth(self, fn: Func, git_view) -> dict | None:
         """Where cortex's history of `fn` starts and what git's range was just before it: when
@@ -752,7 +753,7 @@ class Explainer:
             if sha is None or newer[3] == older[3]:
                 continue
             if sha not in self._renames:
-                self._renames[sha] = (bl.renames(self.clone, sha) if self.repo[sha].parents
+                self._renames[sha] = (ll.renames(self.clone, sha) if self.repo[sha].parents
                                       else {})
             similarity = self._renames[sha].get((older[3], newer[3]))
             out.append({"sha": sha, "seq": newer[1], "subject": self.subject.get(sha, "?"),
@@ -765,7 +766,7 @@ class Explainer:
         commit = self.repo[sha]
         if not commit.parents or not block["old_path"]:
             return None
-        old_blob = bl.blob_id(commit.parents[0], block["old_path"])
+        old_blob = ll.blob_id(commit.parents[0], block["old_path"])
         if old_blob is None:
             return None
         lines, symbols = self.parsed(old_blob)
@@ -806,12 +807,12 @@ class Explainer:
             if all(holds) or not any(holds):
                 continue
             path, qualname = self.identity(lineage, m, old_side=False)
-            blob = bl.blob_id(merge, path)
+            blob = ll.blob_id(merge, path)
             text = None
             # Like git: the first parent (in order) whose version is identical is the only one
             # followed. Identical file, or else identical function text.
             for parent, has in zip(parents, holds):
-                same = bl.blob_id(parent, path) == blob
+                same = ll.blob_id(parent, path) == blob
                 if not same and blob is not None:
                     if text is None:
                         text = self.side(merge, path, qualname)[0].text() or ""
@@ -891,8 +892,8 @@ class Explainer:
             what = ("created" if new.span and not old.span else "deleted" if old.span
                     and not new.span else "changed")
             blank_only = (old.span is not None and new.span is not None
-                          and bl.without_blank_lines(old.text())
-                          == bl.without_blank_lines(new.text()))
+                          and ll.without_blank_lines(old.text())
+                          == ll.without_blank_lines(new.text()))
             if blank_only:
                 nested = any(s2.qualname.startswith(new.qualname + ".") for s2 in new.symbols)
                 item.update(kind="cortex-missed-blank-lines",
@@ -1215,7 +1216,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo_path = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     import apsw
     import pygit2
     from cortex_core.store import open_reader
@@ -1223,8 +1224,7 @@ def main(argv=None) -> int:
     env = bl.environment(repo_path)
     head_sha = env["repository"]["head"]
     work = bl.work_dir("history-", args.keep)
-    report: dict = {"benchmark": "history", "environment": env, "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "history", "environment": env, "config": bl.config(args)}
     try:
         cortex = bl.cortex_command()
         if args.db is None:
@@ -1283,15 +1283,12 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report, args.examples))
+    bl.emit(report, args.json, render, args.examples)
     return 0
 
 
 def timings(funcs: list[Func]) -> dict:
-    out = bl.speed_summary({key: [getattr(f, attr) for f in funcs] for key, attr in (
+    out = ll.speed_summary({key: [getattr(f, attr) for f in funcs] for key, attr in (
         ("git_log_L", "git_seconds"), ("cortex_subprocess", "cli_seconds"),
         ("cortex_in_process", "inproc_seconds"))}, "git_log_L")
     out["goals"] = {
@@ -1330,7 +1327,7 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
                 items.append(item)
                 row["differences"].append({k: item[k] for k in ("sha", "listed_by", "kind")})
         merge_shas = {d["sha"] for d in row["differences"] if d["kind"] == "git-merge"}
-        counts.append(bl.set_counts(g, c, len(merge_shas)))
+        counts.append(ll.set_counts(g, c, len(merge_shas)))
         # Moves between files: whole-file renames (git follows them too) and cross-file moves,
         # which git -L cannot follow; their commits from the (newest) move on are scored apart.
         row["moves"] = explainer.moves(lineage)
@@ -1340,12 +1337,12 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
             since = cross[0]["seq"]
             keep = {s for s in g | c if explainer.seq.get(s, -1) >= since}
             moved.append((len(counts) - 1,
-                          bl.set_counts(g & keep, c & keep, len(merge_shas & keep))))
+                          ll.set_counts(g & keep, c & keep, len(merge_shas & keep))))
         per_function.append(row)
         if g != c:
             log(f"explained {len(row['differences'])} differences of {fn.label}")
     agreement_ = {
-        **bl.set_scores(counts),
+        **ll.set_scores(counts),
         "git_only": sum(1 for i in items if i["listed_by"] == "git"),
         "lineage_links": len(links),
         "weak_links": [l for l in links if l["similarity"] is not None
@@ -1361,11 +1358,11 @@ def agreement(funcs: list[Func], explainer: Explainer, log):
         "cross_file_links": sum(1 for r in per_function for m in r["moves"]
                                 if not m["file_rename"]),
         "file_rename_links": sum(1 for r in per_function for m in r["moves"] if m["file_rename"]),
-        "all": bl.set_scores(counts),
-        "without_cross_file_moves": bl.set_scores([x for i, x in enumerate(counts)
+        "all": ll.set_scores(counts),
+        "without_cross_file_moves": ll.set_scores([x for i, x in enumerate(counts)
                                                    if i not in moved_ids]),
-        "cross_file_moved": bl.set_scores([counts[i] for i in moved_ids]),
-        "cross_file_moved_since_move": bl.set_scores([x for _, x in moved]),
+        "cross_file_moved": ll.set_scores([counts[i] for i in moved_ids]),
+        "cross_file_moved_since_move": ll.set_scores([x for _, x in moved]),
     }
     kinds: dict[str, dict] = {}
     for item in items:
@@ -1395,7 +1392,7 @@ def render(report: dict, examples: int) -> str:
                + (", ".join(f"{v} {k}" for k, v in s["skipped"].items() if v) or "none"))
     t = report["timings"]
     out += ["", "Speed (baseline: git log -L in the same run; ratio = git time / cortex time)"]
-    out.append(bl.speed_table(t, (("git_log_L", "git log -L -s (baseline)"),
+    out.append(ll.speed_table(t, (("git_log_L", "git log -L -s (baseline)"),
                                   ("cortex_subprocess", "cortex history --json (subprocess)"),
                                   ("cortex_in_process", "history() in process, warm"))))
     g = t["goals"]
@@ -1411,7 +1408,7 @@ def render(report: dict, examples: int) -> str:
     out += ["", "Agreement (reference: git log -L; precision = cortex commits git also lists, "
             "recall = git commits cortex also lists)"]
     out.append(bl.table([
-        *([label, value] for label, value in bl.score_rows(a)),
+        *([label, value] for label, value in ll.score_rows(a)),
         ["listed by git only / cortex only", f"{a['git_only']} / {a['cortex_only']}"],
     ], ["", ""]))
     weak, unmeasured = a["weak_links"], a["unmeasured_links"]
@@ -1434,7 +1431,7 @@ def render(report: dict, examples: int) -> str:
                  m["without_cross_file_moves"]),
                 ("moved", m["cross_file_moved"]), ("moved, from the move on",
                                                    m["cross_file_moved_since_move"])]
-        table = [bl.score_rows(v) for _, v in cols]
+        table = [ll.score_rows(v) for _, v in cols]
         out.append(bl.table([[row[0], *(t[i][1] for t in table)] for i, row in enumerate(table[0])],
                             ["", *(c for c, _ in cols)]))
         groups: dict[tuple, list[str]] = {}  # the cross-file moves, by commit and files

@@ -579,7 +579,7 @@ def in_process(clone: Path, files: list[File], measured: list[Position], warm: l
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     try:    # this benchmark measures cortex_ls too: its uncommitted edits, as for cortex_core/
         dirty = bl.run(["git", "-C", str(bl.PROJECT_DIR), "status", "--porcelain", "--",
@@ -590,8 +590,7 @@ def main(argv=None) -> int:
     head = env["repository"]["head"]
     work = bl.work_dir("lsp-", args.keep)
     server_env = dict(os.environ, CORTEX_MODEL=args.model or "none")
-    report: dict = {"benchmark": "lsp", "environment": env, "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "lsp", "environment": env, "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / repo.name, checkout=True)
         try:    # the same remote as REPO: the hovers link commits the same way
@@ -641,10 +640,7 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
 
 

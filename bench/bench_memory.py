@@ -431,14 +431,12 @@ def main(argv=None) -> int:
     model = args.model
     if Path(model).expanduser().is_dir():
         model = str(Path(model).expanduser().resolve())
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     report: dict = {"benchmark": "memory", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()
-                               if k not in ("phases_child", "recompute_child")}}
+                    "config": bl.config(args, leave_out=("phases_child", "recompute_child"))}
     work = bl.work_dir("memory-", args.keep)
     try:
         # -- the clone, at T~1 -------------------------------------------------------------
@@ -572,19 +570,12 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
 
 
 # ---------------------------------------------------------------------------------------------
 # The report
-
-def _mib(kib) -> str:
-    return f"{kib / 1024:.0f} MiB" if kib else "-"
-
 
 def render(r: dict) -> str:
     s = r["setup"]
@@ -604,8 +595,8 @@ def render(r: dict) -> str:
         rows.append([x["command"].replace("cortex index --rebuild --quiet --json ", ""),
                      bl.fmt_seconds(x["seconds"]),
                      "1.00x" if name == "none" else f"{f['model_over_none']:.2f}x",
-                     f"{x['cpu_seconds']:.1f} s", _mib(x["tree_peak_rss_kib"]),
-                     _mib(x["max_rss_kib"]), bl.fmt_bytes(x["db_bytes"]),
+                     f"{x['cpu_seconds']:.1f} s", bl.mib(x["tree_peak_rss_kib"]),
+                     bl.mib(x["max_rss_kib"]), bl.fmt_bytes(x["db_bytes"]),
                      str(sm.get("items_added")), str(sm.get("texts_embedded")),
                      str(sm.get("areas"))])
     out.append(bl.table(rows, ["", "wall", "/ none", "CPU", "peak (tree)", "largest proc",
@@ -631,10 +622,10 @@ def render(r: dict) -> str:
             rows.append([label,
                          f"{m['seconds']:.3f} s" if m else "-",
                          f"{m['seconds'] / cm:.3f}x" if m else "",
-                         _mib(m["peak_rss_kib_after"]) if m else "",
+                         bl.mib(m["peak_rss_kib_after"]) if m else "",
                          f"{n['seconds']:.3f} s" if n else "-",
                          f"{n['seconds'] / cn:.3f}x" if n else "",
-                         _mib(n["peak_rss_kib_after"]) if n else ""])
+                         bl.mib(n["peak_rss_kib_after"]) if n else ""])
         for key, label in (("items_plus_embedding_seconds", "= items + embedding"),
                            ("spectral_seconds", "= spectral step (areas)"),
                            ("memory_other_seconds", "= memory, rest (transactions)")):
@@ -643,10 +634,10 @@ def render(r: dict) -> str:
                          f"{bn[key]:.2f} s", f"{bn[key] / cn:.3f}x", ""])
         rows.append(["total (index_repository)", f"{ph['model']['total_seconds']:.2f} s",
                      f"{ph['model']['total_seconds'] / cm:.2f}x",
-                     _mib(ph["model"]["peak_rss_kib_main_process"]),
+                     bl.mib(ph["model"]["peak_rss_kib_main_process"]),
                      f"{ph['none']['total_seconds']:.2f} s",
                      f"{ph['none']['total_seconds'] / cn:.2f}x",
-                     _mib(ph["none"]["peak_rss_kib_main_process"])])
+                     bl.mib(ph["none"]["peak_rss_kib_main_process"])])
         out += ["", "   Phases of one in-process index_repository(rebuild=True) each (a child "
                 "process; wall time; nested rows indented)"]
         out.append(bl.table(rows, ["phase", "model", "/ commits", "peak RSS after",
@@ -683,7 +674,7 @@ def render(r: dict) -> str:
                          f"{x['areas_best_cpu_seconds']:.2f} s",
                          " / ".join(f"{a['seconds']:.1f}" for a in areas_runs),
                          str(areas_runs[0]["k"]), f"{areas_runs[0]['eigengap']:.4f}",
-                         _mib(x["peak_rss_kib"])])
+                         bl.mib(x["peak_rss_kib"])])
         out.append(bl.table(rows, ["", "embed_missing", "update_areas", "its CPU", "all runs (s)",
                                    "k", "eigengap", "peak RSS"]))
 
@@ -713,7 +704,7 @@ def render(r: dict) -> str:
             x = u[kind][name]
             rows.append([f"{label}, --model {'none' if name == 'none' else 'PATH'}",
                          bl.fmt_seconds(x["seconds_best"]), bl.fmt_seconds(x["seconds_median"]),
-                         _mib(x["max_rss_kib"]), str(x["summary"].get("texts_embedded")),
+                         bl.mib(x["max_rss_kib"]), str(x["summary"].get("texts_embedded")),
                          str(x["summary"].get("areas"))])
         rows.append(["  added by the model", f"{u[kind]['added_seconds_best'] * 1e3:+.0f} ms",
                      f"{u[kind]['added_seconds_median'] * 1e3:+.0f} ms", "", "", ""])
@@ -758,7 +749,7 @@ def render(r: dict) -> str:
         rss = c.get(f"{key}_peak_rss_kib")
         rows.append([label, bl.fmt_seconds(x["p50"]), bl.fmt_seconds(x["p95"]),
                      bl.fmt_seconds(x["mean"]), f"{c[key + '_over_git_p50']:.2f}x",
-                     _mib(rss) if rss else ""])
+                     bl.mib(rss) if rss else ""])
     out += ["", f"   end to end, {c['queries']} queries, interleaved (cortex --version = "
             f"{bl.fmt_seconds(c['cortex_version_seconds'])})"]
     out.append(bl.table(rows, ["", "p50", "p95", "mean", "p50 / git", "peak RSS"]))

@@ -100,7 +100,7 @@ JAVA_MODS = (r"(?:(?:public|protected|private|static|final|abstract|synchronized
              r"|strictfp)\s+)*")
 NOT_TYPES = {"return", "new", "throw", "else", "case", "yield", "await", "assert"}
 JAVA_NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+log = bl.progress
 
 
 def sh(cwd, *args: str, check: bool = True) -> str:
@@ -608,10 +608,7 @@ def main(argv=None) -> int:
         report["timings"][v] = ({"p50": bl.percentile(secs, 50), "p95": bl.percentile(secs, 95)}
                                 if secs and len(secs) == len(methods) else None)
     (args.work_dir / "results.json").write_text(json.dumps(report, indent=1, default=str))
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report, args.examples))
+    bl.emit(report, args.json, render, args.examples)
     return 0
 
 

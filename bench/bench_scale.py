@@ -54,6 +54,7 @@ import time
 from pathlib import Path
 
 import _benchlib as bl
+import _linelog as ll
 import bench_lsp as lsp
 
 SAMPLE_INTERVAL = 0.1        # seconds between /proc samples
@@ -215,7 +216,7 @@ def definition(pos: lsp.Position) -> tuple[int, str] | None:
     lines = pos.file.text.split("\n")
     indent = pos.file.indent.get(pos.line, 0)
     for i in range(pos.line, -1, -1):
-        name = bl.python_def_name(lines[i])
+        name = ll.python_def_name(lines[i])
         if name and lines[i].lstrip().startswith(("def ", "async ")) and \
                 len(lines[i]) - len(lines[i].lstrip()) <= indent:
             return i + 1, name
@@ -277,7 +278,7 @@ def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -
         if d is None or len(line_log) >= log_l:
             skipped += d is None
             continue
-        regex, _ = bl.git_regex(d[1], "function")
+        regex, _ = ll.git_regex(d[1], "function")
         r = bl.run(["git", "-C", str(clone), "log", f"-L:{regex}:{p.file.path}", "HEAD"],
                    capture=False, check=False)
         if r.returncode == 0:
@@ -303,7 +304,7 @@ def changed_function(clone: Path) -> tuple[lsp.Position, str] | None:
             if line.startswith("+++ "):
                 path = line[6:] if line.startswith("+++ b/") else None
             elif line.startswith("@@") and path is not None:
-                m = bl.HUNK.match(line)
+                m = ll.HUNK.match(line)
                 if m:
                     start, count = int(m.group(3)), int(m.group(4) or 1)
                     added.setdefault(path, set()).update(range(start - 1, start - 1 + count))
@@ -414,7 +415,7 @@ def first_hover_step(clone: Path, args, log) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     cortex = bl.cortex_command()
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     if args.work:
@@ -422,8 +423,7 @@ def main(argv=None) -> int:
         work.mkdir(parents=True, exist_ok=False)
     else:
         work = bl.work_dir("scale-", args.keep)
-    report: dict = {"benchmark": "scale", "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "scale", "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=True)
         setup = cut_clone(clone, args, log)
@@ -454,7 +454,7 @@ def main(argv=None) -> int:
                 git_runs.append(bl.run(git_cmd, capture=False))
                 log(f"git log -p --no-merges run {i + 1}: {bl.fmt_seconds(git_runs[-1].seconds)}")
             best = min(git_runs, key=lambda r: r.seconds)
-            git_bytes = lsp_bytes(git_cmd)
+            git_bytes = bl.stdout_bytes(git_cmd)
             report["git_log_p"] = {"seconds_best": best.seconds,
                                    "seconds_all": [r.seconds for r in git_runs],
                                    "cpu_seconds": best.user_seconds + best.system_seconds,
@@ -530,21 +530,8 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
-
-
-def lsp_bytes(cmd: list[str]) -> int:
-    """Bytes a command writes on stdout (read through a pipe; not timed)."""
-    import subprocess
-    total = 0
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        while chunk := proc.stdout.read(1 << 20):
-            total += len(chunk)
-    return total
 
 
 def _stats(values: list[float]) -> dict | None:
@@ -572,10 +559,6 @@ def summarize_queries(q: dict | None, g: dict) -> dict:
 # -- the report --------------------------------------------------------------------------------
 
 
-def _mib(kib) -> str:
-    return f"{kib / 1024:.0f} MiB" if kib else "-"
-
-
 def render(r: dict) -> str:
     s, env = r["setup"], r["environment"]
     out = ["cortex at scale", "=" * 15, *bl.environment_lines(env)]
@@ -592,20 +575,20 @@ def render(r: dict) -> str:
     out += ["", "Full index (wall; CPU = the process and its reaped workers)",
             bl.table([["git log -p --no-merges > /dev/null (best)",
                        bl.fmt_seconds(g["seconds_best"]), f"{g['cpu_seconds']:.1f} s", "1.00x",
-                       _mib(g["max_rss_kib"])],
+                       bl.mib(g["max_rss_kib"])],
                       [f["command"], bl.fmt_seconds(f["seconds"]), f"{f['cpu_seconds']:.1f} s",
                        f"{f['over_git_log_p']:.2f}x",
-                       _mib(peak["total_kib"])]],
+                       bl.mib(peak["total_kib"])]],
                      ["", "wall", "CPU", "/ git", "peak memory"]),
-            f"peak of the tree (PSS, sampled every 100 ms): {_mib(peak['total_kib'])} at "
+            f"peak of the tree (PSS, sampled every 100 ms): {bl.mib(peak['total_kib'])} at "
             f"{peak.get('at_s', 0):.0f} s of {f['seconds']:.0f} s — main process "
-            f"{_mib(peak.get('main_kib'))}, {peak.get('processes', 1) - 1} workers "
-            f"{_mib(peak.get('others_kib'))}; largest single process (VmHWM) "
-            f"{_mib(f['largest_process_peak_rss_kib'])}"]
+            f"{bl.mib(peak.get('main_kib'))}, {peak.get('processes', 1) - 1} workers "
+            f"{bl.mib(peak.get('others_kib'))}; largest single process (VmHWM) "
+            f"{bl.mib(f['largest_process_peak_rss_kib'])}"]
     procs = f["memory"]["processes"]
     if procs:
         out.append("per process (VmHWM): " + ", ".join(
-            f"{p['role']} {_mib(p['peak_rss_kib'])}" for p in procs[:6]))
+            f"{p['role']} {bl.mib(p['peak_rss_kib'])}" for p in procs[:6]))
     tl = f["memory"]["timeline"]
     if tl:
         marks = [tl[int(k * (len(tl) - 1) / 4)] for k in range(5)]
@@ -636,7 +619,7 @@ def render(r: dict) -> str:
     u = r["update"]
     out += ["", f"One new commit: cortex index {bl.fmt_seconds(u['seconds_best'])} (best of "
             f"{len(u['seconds_all'])}, CPU {u['cpu_seconds']:.2f} s, {u['new_commits']} new "
-            f"commit, tree peak {_mib(u['tree_peak_kib'])}); git log -p -1 "
+            f"commit, tree peak {bl.mib(u['tree_peak_kib'])}); git log -p -1 "
             f"{bl.fmt_seconds(u['git_log_p_one_commit_seconds'])}"]
     out += _first_hover_lines(r.get("first_hover"))
     return "\n".join(out)
@@ -655,7 +638,7 @@ def _first_hover_lines(fh: dict | None) -> list[str]:
                    else ", without the newest commit")
                 + "); the server's index run ended at "
                 + (bl.fmt_seconds(fh["index_run_seconds"]) if fh["index_run_seconds"] else "?")
-                + f"; peak of its indexer and workers {_mib(m['total_kib'])}"]
+                + f"; peak of its indexer and workers {bl.mib(m['total_kib'])}"]
     elif fh:
         why = fh.get("skipped") or fh.get("error") or "no answer before the deadline"
         out += ["", f"First hover: {why}"]

@@ -118,8 +118,7 @@ def parse_args(argv=None):
     return args
 
 
-def log(*a) -> None:
-    print(*a, file=sys.stderr, flush=True)
+log = bl.progress
 
 
 # -- stores ----------------------------------------------------------------------------------
@@ -923,8 +922,7 @@ def main(argv=None) -> int:
     work = bl.work_dir("structure-", args.keep)
     head = env["repository"]["head"]
     report: dict = {"benchmark": "structure", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()}}
+                    "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=True)
         bl.run(["git", "-C", str(clone), "checkout", "-q", "-B", "bench", head])
@@ -963,10 +961,7 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
 
 
