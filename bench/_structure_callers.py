@@ -2,12 +2,14 @@
 callers() against Jedi's references, every disagreement classified."""
 
 from __future__ import annotations
+
 import random
 import re
 import signal
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
 import _benchlib as bl
 
 log = bl.progress

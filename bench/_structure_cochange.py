@@ -2,10 +2,12 @@
 fused) from an index of the clone at the split against the later commits."""
 
 from __future__ import annotations
+
 import statistics
 import time
 from collections import Counter
 from pathlib import Path
+
 import _benchlib as bl
 
 log = bl.progress

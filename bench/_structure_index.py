@@ -2,12 +2,14 @@
 in a child process, on one-file updates) and blast latency (in process and through the CLI)."""
 
 from __future__ import annotations
+
 import json
 import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+
 import _benchlib as bl
 from _benchlib import copy_db, db_size, remove_db
 

@@ -1,8 +1,10 @@
 """bench_structure.py's text report: one section a part."""
 
 from __future__ import annotations
+
 import statistics
 from collections import Counter
+
 import _benchlib as bl
 from _structure_callers import HIGH_CONFIDENCE
 
