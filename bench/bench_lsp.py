@@ -63,10 +63,10 @@ import time
 from pathlib import Path
 
 import _benchlib as bl
-from _procmem import ChildSampler, proc_status
 from _lsp_common import (File, Position, REQUEST_TIMEOUT, SERVER_OPTIONS, hover_kind,
-    make_positions, pick_files, plain)
+                         make_positions, pick_files, plain)
 from _lsp_report import render, summarize
+from _procmem import ChildSampler, proc_status
 
 
 def parse_args(argv=None):

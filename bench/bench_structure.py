@@ -67,7 +67,7 @@ import _benchlib as bl
 from _structure_callers import part_callers, sample_functions
 from _structure_cochange import index_in_process, part_cochange
 from _structure_index import (part_blast, part_structure_alone, part_structure_index,
-    part_structure_updates)
+                              part_structure_updates)
 from _structure_report import render
 
 PARTS = ("callers", "cochange", "structure", "blast")
