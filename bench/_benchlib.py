@@ -191,8 +191,11 @@ def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
     return b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr])
 
 
-def git(repo: str | Path, *args: str) -> str:
-    return run(["git", "-C", str(repo), *args]).stdout.decode("utf-8", "replace").strip()
+def git(repo: str | Path, *args: str, check: bool = True, strip: bool = True) -> str:
+    """git's stdout in `repo` (decoded, stripped unless `strip` is false); a failure raises
+    unless `check` is false."""
+    out = run(["git", "-C", str(repo), *args], check=check).stdout.decode("utf-8", "replace")
+    return out.strip() if strip else out
 
 
 def cortex_command() -> list[str]:
