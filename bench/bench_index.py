@@ -55,8 +55,7 @@ def main(argv=None) -> int:
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     work = bl.work_dir("index-", args.keep)
-    report: dict = {"benchmark": "index", "environment": env,
-                    "config": bl.config(args)}
+    report: dict = {"benchmark": "index", "environment": env, "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=False)
         head = env["repository"]["head"]

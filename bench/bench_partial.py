@@ -70,8 +70,7 @@ def main(argv=None) -> int:
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     work = bl.work_dir("partial-", args.keep)
-    report: dict = {"benchmark": "partial", "environment": env,
-                    "config": bl.config(args)}
+    report: dict = {"benchmark": "partial", "environment": env, "config": bl.config(args)}
     try:
         bare = work / "served.git"
         bl.run(["git", "clone", "-q", "--bare", str(repo), str(bare)])

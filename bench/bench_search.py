@@ -279,8 +279,7 @@ def main(argv=None) -> int:
         return 2
 
     env = bl.environment(repo)
-    report: dict = {"benchmark": "search", "environment": env,
-                    "config": bl.config(args)}
+    report: dict = {"benchmark": "search", "environment": env, "config": bl.config(args)}
     log("extracting gold queries ...")
     queries, gold_info = load_queries(repo, args.changelog, min_words=args.min_words,
                                       max_refs=args.max_refs or None,

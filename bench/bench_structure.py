@@ -133,8 +133,7 @@ def main(argv=None) -> int:
     cortex = bl.cortex_command()
     work = bl.work_dir("structure-", args.keep)
     head = env["repository"]["head"]
-    report: dict = {"benchmark": "structure", "environment": env,
-                    "config": bl.config(args)}
+    report: dict = {"benchmark": "structure", "environment": env, "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=True)
         bl.run(["git", "-C", str(clone), "checkout", "-q", "-B", "bench", head])
