@@ -110,7 +110,7 @@ def scores(answers: list[list[str]], golds: list[set[str]], top: int) -> dict:
             "per_query_rr": rr}
 
 
-def _variants(specs: list[str]) -> list[tuple[str, dict]]:
+def variants(specs: list[str]) -> list[tuple[str, dict]]:
     out = []
     for spec in specs:
         name, _, body = spec.partition("=")
@@ -131,24 +131,24 @@ def _value(text: str):
     return {"true": True, "false": False, "none": None}.get(text.lower(), text)
 
 
-def _accepted(fn, kwargs: dict) -> dict:
+def accepted(fn, kwargs: dict) -> dict:
     names = inspect.signature(fn).parameters
     return {k: v for k, v in kwargs.items() if k in names}
 
 
-def _index(clone: Path, db: Path, jobs: int) -> None:
+def build_index(clone: Path, db: Path, jobs: int) -> None:
     bl.run([*bl.cortex_command(), "index", "--repo", str(clone), "--db", str(db), "--quiet",
             "--model", "none", "--jobs", str(jobs)])
 
 
-def _split(repo: Path, fraction: float) -> tuple[str, list[str], str]:
+def split_commit(repo: Path, fraction: float) -> tuple[str, list[str], str]:
     """HEAD, its first-parent line oldest first, and the commit at `fraction` of it."""
     head = bl.git(repo, "rev-parse", "HEAD")
     line = bl.git(repo, "rev-list", "--first-parent", "--reverse", head).split()
     return head, line, line[min(len(line) - 1, int(len(line) * fraction))]
 
 
-def _methods_table(methods: dict) -> str:
+def methods_table(methods: dict) -> str:
     base = methods["association rules"]
     rows = []
     for name, m in methods.items():
@@ -160,7 +160,7 @@ def _methods_table(methods: dict) -> str:
                            "p95 ms"])
 
 
-def _halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:
+def halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:
     """Set queries: of each transaction's items (sorted) with at least two, the first half (at
     least one) as the changed set, the rest as gold."""
     out = []

@@ -7,11 +7,11 @@ import sys
 import time
 
 import _benchlib as bl
-from _cochange_common import (AssociationRules, Transaction, _accepted, _methods_table, _variants,
+from _cochange_common import (AssociationRules, Transaction, accepted, methods_table, variants,
                               _versus, scores)
 
 
-def _set_report(args, con, head_info: dict, baseline: AssociationRules, sets, call, pick) -> int:
+def set_report(args, con, head_info: dict, baseline: AssociationRules, sets, call, pick) -> int:
     """--set: `coupling.related_to_set` (cortex related without a target) against the rules'
     max confidence over the set, on the same queries. `call` turns a query's items into
     related_to_set's (paths, symbols); `pick` reads the answers' keys from its result."""
@@ -42,8 +42,8 @@ def _set_report(args, con, head_info: dict, baseline: AssociationRules, sets, ca
                        args.top)
         report["methods"][label] = _versus(found, base)
     for name, kwargs in [("cortex related (set)", {})] + [
-            (f"{n} (set)", kw) for n, kw in _variants(args.variant)]:
-        call_kwargs = _accepted(related_to_set, {"max_changeset": args.max_changeset, **kwargs})
+            (f"{n} (set)", kw) for n, kw in variants(args.variant)]:
+        call_kwargs = accepted(related_to_set, {"max_changeset": args.max_changeset, **kwargs})
         answers, times = [], []
         for items, _ in sets:
             paths, symbols = call(items)
@@ -63,7 +63,7 @@ def _set_report(args, con, head_info: dict, baseline: AssociationRules, sets, ca
     print(f"\n{report['repo']} ({report.get('level', 'file')} level, sets): split at "
           f"{report['split'][:10]}, {len(sets)} set queries from {report['test_transactions']} "
           "test transactions; the baseline is the rules' max confidence over the set\n")
-    print(_methods_table(report["methods"]))
+    print(methods_table(report["methods"]))
     return 0
 
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import _benchlib as bl
-from _cochange_common import (AssociationRules, Transaction, _accepted, _index, _methods_table,
+from _cochange_common import (AssociationRules, Transaction, accepted, build_index, methods_table,
                               _versus, scores)
 
 
@@ -20,7 +20,7 @@ from _cochange_common import (AssociationRules, Transaction, _accepted, _index, 
 _UNCHANGED = ("rescoped",)
 
 
-def _names(con) -> dict[int, tuple[str, str, str, bool]]:
+def symbol_names(con) -> dict[int, tuple[str, str, str, bool]]:
     """symbol id -> (PATH::QUALNAME, kind, path, alive) in this database."""
     return {sid: (f"{path}::{qual}", kind, path, bool(alive)) for sid, path, qual, kind, alive
             in con.execute("select s.id, f.path, s.qualname, s.kind, s.alive from symbols s"
@@ -124,18 +124,18 @@ def _symbol_dbs(args, clone: Path, work: Path, split: str, head: str) -> tuple[P
         db = work / "split.db"
         print("indexing the split ...", file=sys.stderr)
         bl.git(clone, "checkout", "-q", "--detach", split)
-        _index(clone, db, args.jobs)
+        build_index(clone, db, args.jobs)
     head_db = args.head_db
     if head_db is None:
         head_db = work / "head.db"
         bl.copy_db(db, head_db)
         print("indexing on to HEAD (a copy) ...", file=sys.stderr)
         bl.git(clone, "checkout", "-q", "--detach", head)
-        _index(clone, head_db, args.jobs)
+        build_index(clone, head_db, args.jobs)
     return db, head_db
 
 
-def _cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool = False):
+def cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool = False):
     """What `cortex related PATH::SYMBOL` lists under symbols for each query (blast.
     fused_related; with `alone`, coupling.related: no structure), timed (warm: the history is
     read once per connection). A query that resolves to another symbol scores 0."""
@@ -144,7 +144,7 @@ def _cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool =
     from cortex_core.errors import CortexError
     related = cochange if alone else fused_related
     from cortex_core.targets import TargetSpec
-    call_kwargs = _accepted(related, {"max_changeset": args.max_changeset, **kwargs})
+    call_kwargs = accepted(related, {"max_changeset": args.max_changeset, **kwargs})
     answers, times, unresolved = [], [], 0
     for q, _ in queries:
         key, _, path, _ = names[q]
@@ -185,7 +185,7 @@ def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base)
     return out
 
 
-def _hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_changeset: int
+def hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_changeset: int
                        ) -> dict:
     """Gold that cortex cannot answer whatever its ranking: symbols whose lineage (followed
     forward through renames, as coupling does) ends on an identity that is not alive, so that
@@ -201,7 +201,7 @@ def _hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_cha
             "of_gold": gold}
 
 
-def _print_symbol_report(report: dict, repo: Path) -> None:
+def print_symbol_report(report: dict, repo: Path) -> None:
     print("\n".join(bl.environment_lines(report["environment"])))
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(report["query_kinds"].items()))
     name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
@@ -217,4 +217,4 @@ def _print_symbol_report(report: dict, repo: Path) -> None:
           f"their lineage ends on a symbol not alive at the split ({hidden['symbols']} such "
           "symbols; a name renamed away and used again)")
     print()
-    print(_methods_table(report["methods"]))
+    print(methods_table(report["methods"]))

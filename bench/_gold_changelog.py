@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pygit2
 
-from _gold_messages import _GH_DASH, _GH_URL, _HASH, _URL
+from _gold_messages import GH_DASH, GH_URL, HASH, URL
 
 
 CHANGELOG_NAMES = (
@@ -55,7 +55,7 @@ def _head_paths(repo: pygit2.Repository) -> list[str]:
     return out
 
 
-def _sniff_format(path: str, text: str) -> str:
+def sniff_format(path: str, text: str) -> str:
     lower = path.lower()
     if lower.endswith((".md", ".markdown")):
         return "markdown"
@@ -80,8 +80,8 @@ def find_changelog(repo: pygit2.Repository, repo_path: Path, changelog: str | No
     best: tuple[int, str, str] | None = None
     for path in _head_paths(repo):
         text = _read_head_file(repo, path) or ""
-        fmt = _sniff_format(path, text)
-        count = len(_changelog_refs(text, fmt, names)[0])
+        fmt = sniff_format(path, text)
+        count = len(changelog_refs(text, fmt, names)[0])
         if best is None or count > best[0]:
             best = (count, path, text)
     if best is None or best[0] == 0:
@@ -184,7 +184,7 @@ _MD_LINK = re.compile(r"\[((?:[^\[\]]|\\\[|\\\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[
 _ANGLE_URL = re.compile(r"<(?:https?://|www\.)[^>\s]*>")
 
 
-def _changelog_refs(text: str, fmt: str, names: set[str]) -> tuple[list[int], str, bool]:
+def changelog_refs(text: str, fmt: str, names: set[str]) -> tuple[list[int], str, bool]:
     """(refs in order of appearance, the text with refs/URLs removed, cites a commit directly)."""
     refs: list[int] = []
     cites_commit = bool(_RST_OTHER_REF.search(text)) and bool(
@@ -202,7 +202,7 @@ def _changelog_refs(text: str, fmt: str, names: set[str]) -> tuple[list[int], st
 
     def md_link(m: re.Match) -> str:
         label, url = m.group(1), m.group(2)
-        gh = _GH_URL.match(url)
+        gh = GH_URL.match(url)
         label_is_ref = re.fullmatch(r"\s*(?:[\w.-]+/[\w.-]+)?\s*\\?#\d+\s*", label)
         if gh:
             if gh.group(2).lower().removesuffix(".git") in names:
@@ -216,24 +216,24 @@ def _changelog_refs(text: str, fmt: str, names: set[str]) -> tuple[list[int], st
         text = _MD_LINK.sub(md_link, text)
 
     def url(m: re.Match) -> str:
-        gh = _GH_URL.match(m.group(0).strip("<>"))
+        gh = GH_URL.match(m.group(0).strip("<>"))
         if gh and gh.group(2).lower().removesuffix(".git") in names:
             add(int(gh.group(3)))
         return " \x00 "
     text = _ANGLE_URL.sub(url, text)
     text = re.sub(r"`([^`<]*?)\s*<(?:https?://|www\.)[^>]*>`_{1,2}", r"\1", text)  # rst links
-    text = _URL.sub(url, text)
+    text = URL.sub(url, text)
 
     def hash_ref(m: re.Match) -> str:
         if m.group(2) is None or m.group(2).lower() in names:
             add(int(m.group(3)))
         return " \x00 "
-    text = _HASH.sub(hash_ref, text)
+    text = HASH.sub(hash_ref, text)
 
     def dash_ref(m: re.Match) -> str:
         add(int(m.group(1)))
         return " \x00 "
-    text = _GH_DASH.sub(dash_ref, text)
+    text = GH_DASH.sub(dash_ref, text)
     # The words that introduced the refs ("fixes #1", "see :gh:`2`", "(#1, #2 and #3)"), then
     # brackets left empty.
     marker = re.compile(r"(?:\b" + _REF_WORDS + r")*\x00(?:\s*(?:[,;/&|]|\band\b|\bor\b)?\s*"

@@ -11,14 +11,14 @@ from pathlib import Path
 import pygit2
 
 
-_URL = re.compile(r"""(?:https?://|www\.)[^\s<>"'`)\]]+""", re.IGNORECASE)
-_GH_URL = re.compile(r"https?://(?:www\.)?github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pulls?)/(\d+)",
+URL = re.compile(r"""(?:https?://|www\.)[^\s<>"'`)\]]+""", re.IGNORECASE)
+GH_URL = re.compile(r"https?://(?:www\.)?github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pulls?)/(\d+)",
                      re.IGNORECASE)
 # `#N`, optionally `owner/name#N`; not after a word character, '&' (&#123;) or '#', not before a
 # word character or a decimal part. A backslash (markdown's `\#`) may precede the '#'.
-_HASH = re.compile(r"(?<![\w&#\\])(?:([\w.-]+)/([\w.-]+))?\\?#(\d{1,7})(?![\w]|\.\d)")
-_GH_DASH = re.compile(r"(?<![\w/.-])gh-(\d{1,7})(?![\w]|\.\d)", re.IGNORECASE)
-# A keyword and a bare number: "issue 1234", "issue #1234" (the '#' form is _HASH's too), "issue1234"
+HASH = re.compile(r"(?<![\w&#\\])(?:([\w.-]+)/([\w.-]+))?\\?#(\d{1,7})(?![\w]|\.\d)")
+GH_DASH = re.compile(r"(?<![\w/.-])gh-(\d{1,7})(?![\w]|\.\d)", re.IGNORECASE)
+# A keyword and a bare number: "issue 1234", "issue #1234" (the '#' form is HASH's too), "issue1234"
 # (not "/issue1234", a URL or a branch, nor "issue1234-name", a branch).
 _KEYWORD_NUM = re.compile(
     r"(?<![\w/.-])(?:issues?|bugs?|prs?|pull[ -]requests?|pulls?|tickets?)"
@@ -47,14 +47,14 @@ def repo_names(repo: pygit2.Repository, repo_path: Path) -> set[str]:
 def message_refs(message: str, names: set[str]) -> set[int]:
     """The issue/PR numbers a commit message cites (see the module's documentation)."""
     refs: set[int] = set()
-    for m in _GH_URL.finditer(message):
+    for m in GH_URL.finditer(message):
         if m.group(2).lower().removesuffix(".git") in names:
             refs.add(int(m.group(3)))
-    text = _URL.sub(" ", message)
-    for m in _HASH.finditer(text):
+    text = URL.sub(" ", message)
+    for m in HASH.finditer(text):
         if m.group(2) is None or m.group(2).lower() in names:
             refs.add(int(m.group(3)))
-    for m in _GH_DASH.finditer(text):
+    for m in GH_DASH.finditer(text):
         refs.add(int(m.group(1)))
     for m in _KEYWORD_NUM.finditer(text):
         refs.add(int(m.group(1) or m.group(2)))
@@ -63,7 +63,7 @@ def message_refs(message: str, names: set[str]) -> set[int]:
 
 
 @dataclass
-class _Commit:
+class CitingCommit:
     sha: str
     subject: str
     parents: int
@@ -72,10 +72,10 @@ class _Commit:
 
 
 def commit_refs(repo: pygit2.Repository, names: set[str]) -> tuple[dict[int, set[str]],
-                                                                    dict[str, _Commit]]:
+                                                                    dict[str, CitingCommit]]:
     """ref -> shas of the commits reachable from HEAD that cite it; sha -> commit, for those."""
     by_ref: dict[int, set[str]] = defaultdict(set)
-    commits: dict[str, _Commit] = {}
+    commits: dict[str, CitingCommit] = {}
     walker = repo.walk(repo.head.target, pygit2.enums.SortMode.NONE)
     for commit in walker:
         message = commit.message
@@ -85,12 +85,12 @@ def commit_refs(repo: pygit2.Repository, names: set[str]) -> tuple[dict[int, set
         sha = str(commit.id)
         lines = [line.strip() for line in message.strip().split("\n")]
         title = lines[0]
-        if len(commit.parent_ids) > 1 and _MERGE_LINE.match(title):
+        if len(commit.parent_ids) > 1 and MERGE_LINE.match(title):
             title = next((line for line in lines[1:] if line), title)
-        commits[sha] = _Commit(sha, lines[0], len(commit.parent_ids), title)
+        commits[sha] = CitingCommit(sha, lines[0], len(commit.parent_ids), title)
         for ref in refs:
             by_ref[ref].add(sha)
     return by_ref, commits
 
 
-_MERGE_LINE = re.compile(r"^\s*merge (?:pull request|branch|remote-tracking branch)\b", re.IGNORECASE)
+MERGE_LINE = re.compile(r"^\s*merge (?:pull request|branch|remote-tracking branch)\b", re.IGNORECASE)

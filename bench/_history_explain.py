@@ -8,7 +8,7 @@ from __future__ import annotations
 import _benchlib as bl
 import _linelog as ll
 from _history_facts import Facts
-from _history_model import RENAME_SIMILARITY, Func, _line_class, _outside_class, _sample_line
+from _history_model import RENAME_SIMILARITY, Func, line_class, outside_class, sample_line
 
 # Kind -> (listed by, bug?, short meaning) for the report; bench_history.py's docstring explains each.
 KINDS = {
@@ -78,11 +78,11 @@ class Explainer(Facts):
         if touched and not created_or_gone and not text_changed:
             item.update(kind="git-text-unchanged",
                         why=f"{item['name']}'s text is identical on both sides, but the diff "
-                            f"deletes and re-adds its lines (e.g. {_sample_line(old, new, touched)}"
+                            f"deletes and re-adds its lines (e.g. {sample_line(old, new, touched)}"
                             f"): it moved within the file, or identical lines were aligned anew")
             return item
         if touched or created_or_gone or text_changed:
-            line = _sample_line(old, new, touched)
+            line = sample_line(old, new, touched)
             what = ("created" if new.span and not old.span else "deleted" if old.span
                     and not new.span else "changed")
             blank_only = (old.span is not None and new.span is not None
@@ -134,7 +134,7 @@ class Explainer(Facts):
             item.update(kind="unexplained-git", why="git's patch shows no changed line outside "
                         "the function, yet cortex's span is untouched")
             return item
-        classes = {_outside_class(old if sign == "-" else new, l, t) for sign, l, t in outside}
+        classes = {outside_class(old if sign == "-" else new, l, t) for sign, l, t in outside}
         if classes <= {"blank"}:
             kind = "git-trailing-blank"
         elif classes <= {"blank", "comment"}:
@@ -145,7 +145,7 @@ class Explainer(Facts):
             kind = "git-range-other-def"
         else:
             kind = "git-trailing-code"
-        sign, line, text = next((o for o in outside if _line_class(o[2], self.lang) != "blank"),
+        sign, line, text = next((o for o in outside if line_class(o[2], self.lang) != "blank"),
                                 outside[0])
         span = new.span or old.span
         item.update(kind=kind, why=f"{len(outside)} line(s) outside the function's lines "
@@ -185,14 +185,14 @@ class Explainer(Facts):
                    if git_touches is False else "git's own diff touches it too")
             item.update(kind="diff-realignment", why=f"text identical; the diff cortex uses "
                         f"deleted/added {len(touched)} of its lines, e.g. "
-                        f"{_sample_line(old, new, touched)}; {how} (cortex: {change})")
+                        f"{sample_line(old, new, touched)}; {how} (cortex: {change})")
             return item
         if sha not in self.simplified(fn, lineage):
             item.update(kind="git-simplified-away",
                         why=f"not in `git log -- {item['path']}`: git's history simplification "
                             f"follows, at a merge, a parent whose file is identical and drops "
                             f"this side branch (cortex: {change}; e.g. "
-                            f"{_sample_line(old, new, touched)})")
+                            f"{sample_line(old, new, touched)})")
             return item
         broken = self.broken_sides(sha, old, new)
         if created_or_gone and broken:
@@ -200,7 +200,7 @@ class Explainer(Facts):
                         why=f"the file does not parse {' and '.join(broken)} the commit: "
                             f"tree-sitter's error recovery loses or re-nests the definition, so "
                             f"cortex records it as {change} while its lines barely changed "
-                            f"(e.g. {_sample_line(old, new, touched)})")
+                            f"(e.g. {sample_line(old, new, touched)})")
             return item
         later_birth = [s2 for s2, e in fn.cortex_entries.items() if e.get("change") == "added"
                        and self.seq.get(s2, -1) > self.seq[sha]]
@@ -236,7 +236,7 @@ class Explainer(Facts):
         diverted = self.diverted(fn, lineage, sha, git_view)
         if diverted:
             item.update(kind="git-range-diverted", why=f"{diverted}; cortex here: {change}, e.g. "
-                        f"{_sample_line(old, new, touched)}")
+                        f"{sample_line(old, new, touched)}")
             return item
         # Where each changed line of the function lands in the new blob, against git's range
         # there (def line .. line before the next def/class): git counts an added line inside
@@ -256,13 +256,13 @@ class Explainer(Facts):
             cut = ref.git_end < ref.span[1]
             if all(p[0] < ref.defline for p in positions):
                 item.update(kind="own-decorator", why=f"only lines above the def line changed, "
-                            f"e.g. {_sample_line(old, new, touched)}")
+                            f"e.g. {sample_line(old, new, touched)}")
                 return item
             if all(p[0] >= ref.git_end for p in positions) and cut:
                 stop = ref.lines[ref.git_end] if ref.git_end < len(ref.lines) else "?"
                 item.update(kind="git-range-cut-short",
                             why=f"git's range ends before line {ref.git_end + 1} "
-                                f"{bl.clip(stop)!r}; changed: {_sample_line(old, new, touched)}")
+                                f"{bl.clip(stop)!r}; changed: {sample_line(old, new, touched)}")
                 return item
             before = sum(1 for p in positions if p[0] < ref.defline)
             if cut and all(p[0] < ref.defline or p[0] >= ref.git_end for p in positions):
@@ -270,7 +270,7 @@ class Explainer(Facts):
                             why=f"{before} changed line(s) of the function above its def line "
                                 f"(decorators) and {len(positions) - before} after line "
                                 f"{ref.git_end}, where git's range stops at a nested def/class; "
-                                f"e.g. {_sample_line(old, new, touched)}")
+                                f"e.g. {sample_line(old, new, touched)}")
                 return item
             if all(p[2] and p[0] >= ref.git_end for p in positions):
                 item.update(kind="git-trailing-deletion",
@@ -278,7 +278,7 @@ class Explainer(Facts):
                                 f"deletion after line {positions[0][0]}, the last line of git's "
                                 f"range (the blank line before the next def): git counts a "
                                 f"deletion only between two lines of its range; e.g. "
-                                f"{_sample_line(old, new, touched)}")
+                                f"{sample_line(old, new, touched)}")
                 return item
         dropped = self.merge_kept_other_side(lineage, sha)
         if dropped:
@@ -287,7 +287,7 @@ class Explainer(Facts):
                         why=f"the merge {m[:10]} ({bl.clip(self.subject.get(m, '?'), 40)!r}) kept "
                             f"the function as in its parent {p[:10]}, which does not contain this "
                             f"commit: git -L follows only that parent (cortex: {change}; e.g. "
-                            f"{_sample_line(old, new, touched)})")
+                            f"{sample_line(old, new, touched)})")
             return item
         carried = self.carried_range(fn, lineage, sha, git_view) if ref is new else None
         if carried is not None:
@@ -304,7 +304,7 @@ class Explainer(Facts):
                                 f"nested def, lines deleted just after it) or slid (a hunk "
                                 f"replacing the def line with its decorator), and git never "
                                 f"widens it going back; changed: "
-                                f"{_sample_line(old, new, touched)} "
+                                f"{sample_line(old, new, touched)} "
                                 f"(cortex: {change})")
                 return item
         if positions and all(p[2] and p[0] >= ref.span[1] for p in positions):
@@ -314,10 +314,10 @@ class Explainer(Facts):
                             f"end git's full range ({ref.git_end}); git counts a deletion only "
                             f"between two lines of its range, and the range it carried back "
                             f"from HEAD had lost those blank lines (an edit there that git did "
-                            f"not see); e.g. {_sample_line(old, new, touched)}")
+                            f"not see); e.g. {sample_line(old, new, touched)}")
             return item
         item.update(kind="unexplained-cortex",
                     why=f"{len(touched)} changed line(s) of the function, {len(in_git)} inside "
-                        f"git's approximate range, e.g. {_sample_line(old, new, touched)} "
+                        f"git's approximate range, e.g. {sample_line(old, new, touched)} "
                         f"(cortex: {change})")
         return item

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import _benchlib as bl
 import _linelog as ll
-from _history_model import LANGS, RENAME_SIMILARITY, Func, Lang, Side, _defline
+from _history_model import LANGS, RENAME_SIMILARITY, Func, Lang, Side, def_line
 
 
 class Facts:
@@ -214,7 +214,7 @@ class Facts:
         s = Side(path, qualname, lines, None, symbols=symbols, lang=self.lang)
         if sym is not None:
             s.span = (sym.start_line, sym.end_line)
-            s.defline = _defline(lines, sym, self.lang)
+            s.defline = def_line(lines, sym, self.lang)
             end = len(lines) - (1 if lines and lines[-1] == "" else 0)
             s.git_end = next((i - 1 for i in range(s.defline + 1, end + 1)
                               if self.lang.funcname.match(lines[i - 1])), end)
@@ -367,7 +367,7 @@ class Facts:
         lines, symbols = self.parsed(old_blob)
         first = (block["old_first"] or "").strip()
         old_sym = next((s for s in symbols
-                        if lines[_defline(lines, s, self.lang) - 1].strip() == first), None)
+                        if lines[def_line(lines, s, self.lang) - 1].strip() == first), None)
         return (lines, old_sym) if old_sym is not None else None
 
     def similarity(self, sha: str, block: dict, fn: Func) -> float | None:

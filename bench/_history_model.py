@@ -93,7 +93,7 @@ class Side:
     def decorates(self, line: int) -> bool:
         """Whether `line` lies in the decorators of some definition (above its def line)."""
         return self.lang.decorator is not None and any(
-            s.start_line <= line and line < _defline(self.lines, s, self.lang)
+            s.start_line <= line and line < def_line(self.lines, s, self.lang)
             for s in self.symbols)
 
     def text(self) -> str | None:
@@ -111,7 +111,7 @@ class Side:
         return self.defline is not None and self.defline <= line <= self.git_end
 
 
-def _defline(lines: list[str], sym, lang: Lang) -> int:
+def def_line(lines: list[str], sym, lang: Lang) -> int:
     """The def/class line of a definition: its first funcname line, after its decorators (Go:
     its first line; a Go struct's field named func... is a funcname line too)."""
     if lang.decorator is None:
@@ -120,11 +120,11 @@ def _defline(lines: list[str], sym, lang: Lang) -> int:
                  if lang.funcname.match(lines[i - 1])), sym.start_line)
 
 
-def _outside_class(side: Side, line: int, text: str) -> str:
+def outside_class(side: Side, line: int, text: str) -> str:
     """What a line that git's range holds outside the function is: blank, comment, decorator
     (of another definition), other-def (inside another definition that does not enclose the
     function) or code (module, class or enclosing-function level)."""
-    kind = _line_class(text, side.lang)
+    kind = line_class(text, side.lang)
     if kind in ("blank", "comment"):
         return kind
     if side.decorates(line):
@@ -139,7 +139,7 @@ def _outside_class(side: Side, line: int, text: str) -> str:
     return "code" if kind != "decorator" else "decorator"
 
 
-def _line_class(text: str, lang: Lang) -> str:
+def line_class(text: str, lang: Lang) -> str:
     s = text.strip()
     if not s:
         return "blank"
@@ -150,7 +150,7 @@ def _line_class(text: str, lang: Lang) -> str:
     return "code"
 
 
-def _sample_line(old: Side, new: Side, touched) -> str:
+def sample_line(old: Side, new: Side, touched) -> str:
     for sign, line in touched:
         side = old if sign == "-" else new
         if side.lines and line <= len(side.lines) and side.lines[line - 1].strip():

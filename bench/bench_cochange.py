@@ -73,11 +73,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import _benchlib as bl
-from _cochange_common import (AssociationRules, _accepted, _halves, _index, _methods_table, _split,
-                              _variants, _versus, is_changelog, log, scores)
-from _cochange_sets import _set_report
-from _cochange_symbols import (_cortex_answers, _hidden_by_lineage, _names, _print_symbol_report,
-                               _rules_on_cortex_data, _symbol_dbs, symbol_queries, symbol_training)
+from _cochange_common import (AssociationRules, accepted, halves, build_index, methods_table,
+                              split_commit, variants, _versus, is_changelog, log, scores)
+from _cochange_sets import set_report
+from _cochange_symbols import (cortex_answers, hidden_by_lineage, symbol_names,
+                               print_symbol_report, _rules_on_cortex_data, _symbol_dbs,
+                               symbol_queries, symbol_training)
 
 
 def parse_args(argv=None):
@@ -128,7 +129,7 @@ def main(argv=None) -> int:
 
 
 def _run(args, repo: Path, env: dict, work: Path) -> int:
-    head, line, split = _split(repo, args.split)
+    head, line, split = split_commit(repo, args.split)
     clone = bl.private_clone(repo, work / "clone", checkout=False)
     bl.git(clone, "checkout", "-q", "--detach", split)
     alive = set(bl.git(clone, "ls-tree", "-r", "--name-only", split).splitlines())
@@ -155,7 +156,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     if db is None:
         db = work / "cortex.db"
         print("indexing the split ...", file=sys.stderr)
-        _index(clone, db, args.jobs)
+        build_index(clone, db, args.jobs)
     from cortex_core.blast import fused_related
     from cortex_core.coupling import related
     from cortex_core.errors import CortexError
@@ -163,15 +164,15 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     from cortex_core.targets import TargetSpec
     con = open_reader(db)
     if args.set:
-        sets = _halves([sorted({f for f in t.files if f in alive}) for t in tests])
+        sets = halves([sorted({f for f in t.files if f in alive}) for t in tests])
         head_info = {"environment": env, "repo": str(repo), "split": split, "head": head,
                      "first_parent_commits": len(line), "training_commits": len(training),
                      "test_transactions": len(tests)}
-        return _set_report(args, con, head_info, baseline, sets, lambda items: (items, []),
+        return set_report(args, con, head_info, baseline, sets, lambda items: (items, []),
                            lambda found: [p.path for p in found.files])
 
     methods = [("cortex related", fused_related, {}), ("co-change alone", related, {})]
-    for name, kwargs in _variants(args.variant):
+    for name, kwargs in variants(args.variant):
         methods.append((f"{name} (fused)", fused_related, kwargs))
         methods.append((f"{name} (co-change)", related, kwargs))
     golds = [g for _, g in queries]
@@ -189,7 +190,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     report["history_ceiling"] = sum(reachable) / max(1, len(reachable))
     for name, fn, kwargs in methods:
         call_kwargs = {"max_changeset": args.max_changeset, **kwargs}
-        call_kwargs = _accepted(fn, call_kwargs)
+        call_kwargs = accepted(fn, call_kwargs)
         answers, times = [], []
         for q, _ in queries:
             t0 = time.perf_counter()
@@ -234,7 +235,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     print(f"\n{repo.name}: split at {split[:10]}, {len(queries)} queries from {len(tests)} test "
           f"transactions; {report['history_ceiling']:.3f} of the gold shared a commit with its "
           "query before the split (the ceiling of any co-change ranking without renames)\n")
-    print(_methods_table(report["methods"]))
+    print(methods_table(report["methods"]))
     hover = report.get("hover_coupled_symbol_ms")
     if hover:
         print(f"\nhover's coupled-symbol line (strongest_symbol, warm, {hover['symbols']} "
@@ -244,13 +245,13 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
 
 def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     from cortex_core.store import open_reader
-    head, line, split = _split(repo, args.split)
+    head, line, split = split_commit(repo, args.split)
     clone = bl.private_clone(repo, work / "clone", checkout=False)
     db, head_db = _symbol_dbs(args, clone, work, split, head)
     con, head_con = open_reader(db), open_reader(head_db)
-    names = _names(con)
+    names = symbol_names(con)
     split_alive = {sid for sid, n in names.items() if n[3]}
-    head_names = _names(head_con)
+    head_names = symbol_names(head_con)
     renumbered = sum(head_names.get(sid, ("",))[0] != names[sid][0] for sid in split_alive)
     if renumbered:
         sys.exit(f"{head_db} does not continue {db}: {renumbered} symbol ids differ")
@@ -272,11 +273,11 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     if args.set:
         where = {names[sid][0]: (names[sid][2], names[sid][0][len(names[sid][2]) + 2:])
                  for sid in split_alive}
-        sets = _halves([sorted(names[s][0] for s in t) for t in transactions])
+        sets = halves([sorted(names[s][0] for s in t) for t in transactions])
         head_info = {"environment": env, "repo": str(repo), "level": "symbol", "split": split,
                      "head": head, "first_parent_commits": len(line),
                      "training_commits": len(training), "test_transactions": tests}
-        return _set_report(args, con, head_info, baseline, sets,
+        return set_report(args, con, head_info, baseline, sets,
                            lambda items: ([], [where[k] for k in items]),
                            lambda found: [f"{p.path}::{p.qualname}" for p in found.symbols])
     started = time.perf_counter()
@@ -297,10 +298,10 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     report["history_ceiling"] = sum(reachable) / len(reachable)
     methods = [("cortex related (symbols)", {}, False),
                ("co-change alone", {"file_prior": 0}, True)]
-    for name, kwargs in _variants(args.variant):
+    for name, kwargs in variants(args.variant):
         methods += [(f"{name} (fused)", kwargs, False), (f"{name} (co-change)", kwargs, True)]
     for name, kwargs, alone in methods:
-        answers, times, unresolved = _cortex_answers(con, queries, names, args, kwargs, alone)
+        answers, times, unresolved = cortex_answers(con, queries, names, args, kwargs, alone)
         report["methods"][name] = {**_versus(scores(answers, golds, args.top), base),
                                    "kwargs": kwargs, "unresolved": unresolved,
                                    "p50_ms": bl.percentile(times, 50) * 1000,
@@ -308,13 +309,13 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     report["unresolved_queries"] = report["methods"]["cortex related (symbols)"]["unresolved"]
     report["methods"].update(_rules_on_cortex_data(con, names, [q for q, _ in queries], golds,
                                                    alive_keys, args, base))
-    report["gold_hidden_by_lineage"] = _hidden_by_lineage(con, queries, names, split_alive,
+    report["gold_hidden_by_lineage"] = hidden_by_lineage(con, queries, names, split_alive,
                                                           args.max_changeset)
     con.close()
     if args.json:
         bl.dump_json(report)
         return 0
-    _print_symbol_report(report, repo)
+    print_symbol_report(report, repo)
     return 0
 
 

@@ -66,9 +66,8 @@ from pathlib import Path
 
 import pygit2
 
-from _gold_changelog import (_changelog_refs, _sniff_format, find_changelog, plain_text,
-                             split_entries)
-from _gold_messages import _Commit, _MERGE_LINE, commit_refs, repo_names
+from _gold_changelog import changelog_refs, sniff_format, find_changelog, plain_text, split_entries
+from _gold_messages import CitingCommit, MERGE_LINE, commit_refs, repo_names
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ def _words(text: str) -> int:
 
 
 def _subject_key(subject: str, names: set[str]) -> str:
-    return plain_text(_changelog_refs(subject, "markdown", names)[1], "markdown").lower()
+    return plain_text(changelog_refs(subject, "markdown", names)[1], "markdown").lower()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,7 +120,7 @@ def extract(repo_path: Path, changelog: str | None = None, *, min_words: int = 4
     repo = pygit2.Repository(str(repo_path))
     names = repo_names(repo, repo_path)
     path, text = find_changelog(repo, repo_path, changelog, names)
-    fmt = _sniff_format(path, text)
+    fmt = sniff_format(path, text)
     by_ref, commits = commit_refs(repo, names)
     entries = split_entries(text, fmt)
     dropped: Counter[str] = Counter()
@@ -131,7 +130,7 @@ def extract(repo_path: Path, changelog: str | None = None, *, min_words: int = 4
     for entry in entries:
         # nested bullets' markers are not words
         raw = "\n".join(re.sub(r"^[-*+]\s+", "", line) for line in entry.lines)
-        refs, rest, cites_commit = _changelog_refs(raw, fmt, names)
+        refs, rest, cites_commit = changelog_refs(raw, fmt, names)
         if not refs:
             dropped["no_refs"] += 1
             continue
@@ -146,7 +145,7 @@ def extract(repo_path: Path, changelog: str | None = None, *, min_words: int = 4
             dropped["cites_commit"] += 1
             continue
         query = plain_text(rest, fmt)
-        if _MERGE_LINE.match(query):
+        if MERGE_LINE.match(query):
             dropped["merge_line"] += 1
             continue
         if _words(query) < min_words:
@@ -216,7 +215,7 @@ def _summary(values: list[float]) -> dict:
             "max": max(values), "min": min(values)}
 
 
-def _stats(queries: list[GoldQuery], commits: dict[str, _Commit], by_ref: dict[int, set[str]],
+def _stats(queries: list[GoldQuery], commits: dict[str, CitingCommit], by_ref: dict[int, set[str]],
            unmapped_refs: Counter, names: set[str]) -> dict:
     per_commit: Counter[str] = Counter()
     for q in queries:
