@@ -10,7 +10,8 @@ import _linelog as ll
 from _history_facts import Facts
 from _history_model import RENAME_SIMILARITY, Func, line_class, outside_class, sample_line
 
-# Kind -> (listed by, bug?, short meaning) for the report; bench_history.py's docstring explains each.
+# Kind -> (listed by, bug?, short meaning) for the report; bench_history.py's docstring explains
+# each.
 KINDS = {
     "git-merge": ("git", "no", "merge commit (cortex never lists merges)"),
     "git-trailing-blank": ("git", "no", "only blank lines after the function, inside git's range"),
