@@ -184,11 +184,10 @@ def classify(repo: Path, item: Line) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     head = env["repository"]["head"]
-    report: dict = {"benchmark": "blame", "environment": env, "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "blame", "environment": env, "config": bl.config(args)}
     work = None
     try:
         if args.db is None:
@@ -247,10 +246,7 @@ def main(argv=None) -> int:
     finally:
         if work is not None and not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report, args.examples))
+    bl.emit(report, args.json, render, args.examples)
     return 0
 
 

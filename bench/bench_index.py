@@ -48,26 +48,14 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def count_bytes(cmd: list[str]) -> int:
-    """Bytes a command writes on stdout (read through a pipe; not timed)."""
-    import subprocess
-    total = 0
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        while chunk := proc.stdout.read(1 << 20):
-            total += len(chunk)
-    return total
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     work = bl.work_dir("index-", args.keep)
-    report: dict = {"benchmark": "index", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "index", "environment": env, "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=False)
         head = env["repository"]["head"]
@@ -87,7 +75,7 @@ def main(argv=None) -> int:
             git_runs.append(bl.run(git_cmd, capture=False))
             log(f"git log -p run {i + 1}: {bl.fmt_seconds(git_runs[-1].seconds)}")
         best_git = min(git_runs, key=lambda r: r.seconds)
-        git_bytes = count_bytes(git_cmd)
+        git_bytes = bl.stdout_bytes(git_cmd)
         non_merges = int(bl.git(clone, "rev-list", "--count", "--no-merges", "HEAD"))
         report["git_log_p"] = {
             "command": "git log -p --no-merges > /dev/null",
@@ -176,10 +164,7 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
 
 

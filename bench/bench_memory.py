@@ -36,18 +36,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
-import shlex
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import _benchlib as bl
 from _benchlib import copy_db, db_size, remove_db
+from _memory_children import phases_child, recompute_child
+from _memory_report import render
+from _memory_search import encode_throughput, search_cli, search_in_process
 
 DEFAULT_MODEL = "/work/shared/models/m2v-minilm-l6-v2"
-SEARCH_MODES = ("lexical", "vector", "hybrid")
 
 
 def parse_args(argv=None):
@@ -88,114 +87,7 @@ def parse_args(argv=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Databases
-
-
-# ---------------------------------------------------------------------------------------------
 # 1b. The instrumented index run (a child process running this script with --phases-child)
-
-def _vm_hwm_kib() -> int:
-    """Peak RSS of this process so far (VmHWM)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def phases_child(args) -> int:
-    """Run index_repository(rebuild=True) with timers around its phases; print JSON."""
-    from dataclasses import asdict
-
-    from cortex_core import areas as areas_mod
-    from cortex_core import ingest, spectral
-    from cortex_core.config import load_settings
-    from cortex_core.embeddings import Embedder
-
-    timings: dict[str, dict] = {}
-    details: dict[str, object] = {}
-    order: list[str] = []
-
-    def wrap(owner, name: str, label: str, capture=None):
-        original = getattr(owner, name)
-
-        def wrapped(*a, **k):
-            before = _vm_hwm_kib()
-            t0, c0 = time.perf_counter(), time.process_time()
-            try:
-                result = original(*a, **k)
-            finally:
-                rec = timings.get(label)
-                if rec is None:
-                    rec = timings[label] = {"seconds": 0.0, "cpu_seconds": 0.0, "calls": 0,
-                                            "peak_rss_kib_before": before}
-                    order.append(label)
-                rec["seconds"] += time.perf_counter() - t0
-                rec["cpu_seconds"] += time.process_time() - c0
-                rec["calls"] += 1
-                rec["peak_rss_kib_after"] = _vm_hwm_kib()
-            if capture is not None:
-                capture(result, a, k)
-            return result
-        setattr(owner, name, wrapped)
-
-    def put(key):
-        return lambda result, a, k: details.__setitem__(key, result)
-
-    def spectral_info(result, a, k):
-        details["spectral"] = {
-            "items": int(len(a[0])), "dim": int(a[0].shape[1]) if a[0].ndim == 2 else None,
-            "links": len(a[1]) if len(a) > 1 and hasattr(a[1], "__len__") else None,
-            "k": int(result.k), "eigengap": float(result.eigengap),
-            "sampled": int(result.sampled),
-            "eigenvalues": [round(float(v), 5) for v in result.eigenvalues[:8]],
-            "settings": {f: getattr(a[2] if len(a) > 2 else k.get("settings"), f)
-                         for f in ("knn", "min_clusters", "max_clusters", "max_items")}}
-
-    def graph_info(result, a, k):
-        details.setdefault("graph", []).append({"nodes": int(result.shape[0]),
-                                                "edges_nnz": int(result.nnz)})
-
-    def collapse_info(result, a, k):
-        details["distinct_vector_nodes"] = int(len(result[1]))
-
-    wrap(ingest._Indexer, "_ingest", "commits: read + write")
-    wrap(ingest._Indexer, "_snapshot_head", "HEAD snapshot")
-    wrap(ingest._Indexer, "_memory", "memory (all)")
-    wrap(ingest, "add_commit_items", "items: commit segments", put("commit_items"))
-    wrap(ingest, "refresh_docs", "items: doc sections", put("doc_items"))
-    wrap(ingest, "drop_vectors", "vectors dropped (model none)")
-    wrap(ingest, "load_model", "model load")
-    wrap(ingest, "prepare_vectors", "vector table")
-    wrap(ingest, "embed_missing", "embedding (embed_missing)", put("texts_embedded"))
-    wrap(Embedder, "encode", "  of which Embedder.encode")
-    wrap(ingest, "update_areas", "areas (update_areas)", put("areas"))
-    wrap(areas_mod, "_vectors", "  item vectors")
-    wrap(areas_mod, "_links", "  structural links")
-    wrap(spectral, "spectral_clusters", "  spectral_clusters", spectral_info)
-    wrap(spectral, "_collapse", "    identical vectors", collapse_info)
-    wrap(spectral, "_graph", "    kNN graph", graph_info)
-    wrap(spectral, "_spectrum", "    eigenvectors (Lanczos)")
-    wrap(spectral, "_kmeans", "    k-means")
-    wrap(spectral, "_extend", "    out-of-sample extension")
-    wrap(spectral, "distinctive_terms", "  distinctive terms")
-    wrap(areas_mod, "_store", "  store clusters")
-
-    repo = args.repo.resolve()
-    t0, c0 = time.perf_counter(), time.process_time()
-    summary = ingest.index_repository(repo, args.phases_child,
-                                      load_settings(repo / ".cortex" / "config.toml"),
-                                      rebuild=True, jobs=args.jobs, model=args.model)
-    total = time.perf_counter() - t0
-    out = {"model": args.model, "total_seconds": total,
-           "total_cpu_seconds_main_process": time.process_time() - c0,
-           "peak_rss_kib_main_process": _vm_hwm_kib(), "phases": timings, "order": order,
-           "details": details, "summary": asdict(summary)}
-    bl.dump_json(out)
-    return 0
 
 
 def run_phases(clone: Path, db: Path, model: str, jobs: int | None) -> dict:
@@ -234,48 +126,6 @@ def run_phases(clone: Path, db: Path, model: str, jobs: int | None) -> dict:
 # ---------------------------------------------------------------------------------------------
 # 1c. Recomputing the vectors and the areas of a finished store (a child process on a copy)
 
-def recompute_child(args) -> int:
-    """On a copy of a store: re-embed every item (vectors dropped first) and recompute the areas
-    in full (the `areas_basis` meta row deleted first), --recompute-runs times each; print JSON.
-    Same calls as `_Indexer._memory`: drop_vectors + prepare_vectors + embed_missing, update_areas."""
-    import os
-
-    from cortex_core.areas import update_areas
-    from cortex_core.config import load_settings
-    from cortex_core.embeddings import load_model
-    from cortex_core.memory import drop_vectors, embed_missing, prepare_vectors
-    from cortex_core.store import get_meta, open_writer
-    repo = args.repo.resolve()
-    settings = load_settings(repo / ".cortex" / "config.toml")
-    con = open_writer(args.recompute_child)
-    t0 = time.perf_counter()
-    embedder = None if args.model == "none" else load_model(args.model)
-    out = {"model": args.model, "model_load_seconds": time.perf_counter() - t0,
-           "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-           "items": con.execute("select count(*) from items").get, "embed": [], "areas": []}
-    if embedder is not None:
-        for _ in range(args.recompute_runs):
-            with con:
-                drop_vectors(con, "benchmark")
-                prepare_vectors(con, embedder)
-            t0, c0 = time.perf_counter(), time.process_time()
-            texts = embed_missing(con, embedder)
-            out["embed"].append({"seconds": time.perf_counter() - t0,
-                                 "cpu_seconds": time.process_time() - c0, "texts": texts})
-    for _ in range(args.recompute_runs):
-        with con:
-            con.execute("delete from meta where key = 'areas_basis'")
-        t0, c0 = time.perf_counter(), time.process_time()
-        k = update_areas(con, settings.clusters, embedder)
-        out["areas"].append({"seconds": time.perf_counter() - t0,
-                             "cpu_seconds": time.process_time() - c0, "k": k,
-                             "eigengap": float(get_meta(con, "areas_eigengap") or "nan"),
-                             "basis": get_meta(con, "areas_basis")})
-    out["peak_rss_kib"] = _vm_hwm_kib()
-    con.close()
-    bl.dump_json(out)
-    return 0
-
 
 def run_recompute(clone: Path, src: Path, work: Path, model: str, runs: int,
                   blas_threads: int | None) -> dict:
@@ -299,126 +149,6 @@ def run_recompute(clone: Path, src: Path, work: Path, model: str, runs: int,
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Embedding throughput
-
-def encode_throughput(db: Path, model: str, runs: int) -> dict:
-    from cortex_core.embeddings import BATCH, MAX_CHARS, load_model
-    from cortex_core.memory import embed_text
-    from cortex_core.store import open_reader
-    con = open_reader(db)
-    rows = con.execute("select kind, segment, title, body from items").fetchall()
-    con.close()
-    texts = list(dict.fromkeys(embed_text(*r) for r in rows))
-    t0 = time.perf_counter()
-    embedder = load_model(model)
-    load_seconds = time.perf_counter() - t0
-    passes = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        for i in range(0, len(texts), BATCH):
-            embedder.encode(texts[i:i + BATCH])
-        passes.append(time.perf_counter() - start)
-    best = min(passes)
-    chars = sum(min(len(t), MAX_CHARS) for t in texts)
-    return {"items": len(rows), "distinct_texts": len(texts), "batch": BATCH,
-            "chars_encoded": chars, "clipped_texts": sum(len(t) > MAX_CHARS for t in texts),
-            "mean_chars": chars / max(1, len(texts)), "dim": embedder.dim,
-            "model_load_seconds_in_process": load_seconds,
-            "seconds_best": best, "seconds_all": passes,
-            "texts_per_second": len(texts) / best, "items_per_second": len(rows) / best,
-            "chars_per_second": chars / best}
-
-
-# ---------------------------------------------------------------------------------------------
-# 4. Search
-
-def first_word(text: str) -> str | None:
-    m = re.search(r"[A-Za-z0-9]+", text)
-    return m.group(0) if m else None
-
-
-def latency(values: list[float]) -> dict | None:
-    if not values:
-        return None
-    return {"p50": bl.percentile(values, 50), "p95": bl.percentile(values, 95),
-            "mean": statistics.fmean(values), "max": max(values), "n": len(values)}
-
-
-def search_in_process(db: Path, queries: list[str]) -> dict:
-    from cortex_core.embeddings import load_embedder
-    from cortex_core.search import SearchOptions, search
-    from cortex_core.store import open_reader
-    con = open_reader(db)
-    t0 = time.perf_counter()
-    embedder = load_embedder(con)
-    load_seconds = time.perf_counter() - t0
-    now = time.time()
-    out = {"embedder": getattr(embedder, "name", None), "embedder_load_seconds": load_seconds,
-           "modes": {}}
-    for mode in SEARCH_MODES:
-        if mode != "lexical" and embedder is None:
-            continue
-        options = SearchOptions(mode=mode)   # the CLI's defaults: top 10, every kind, priors on
-        errors, seconds, hits, used = 0, [], [], set()
-        try:
-            search(con, queries[0], options, embedder=embedder, now=now)   # warm-up
-        except Exception:  # noqa: BLE001, S110 - counted query by query below
-            pass
-        for q in queries:
-            try:
-                start = time.perf_counter()
-                result = search(con, q, options, embedder=embedder, now=now)
-                seconds.append(time.perf_counter() - start)
-                hits.append(len(result.hits))
-                used.add(result.mode)
-            except Exception:  # noqa: BLE001 - a query with no words, for instance
-                errors += 1
-        out["modes"][mode] = {"latency_s": latency(seconds), "errors": errors,
-                              "mean_hits": statistics.fmean(hits) if hits else None,
-                              "modes_used": sorted(used)}
-    con.close()
-    return out
-
-
-def search_cli(clone: Path, db: Path, queries: list[str], cortex: list[str], log) -> dict:
-    """cortex search (hybrid, lexical; whole entry and first word) vs git log --grep, per query
-    interleaved so that a change of load hits all alike."""
-    rows = []
-    for n, q in enumerate(queries):
-        word = first_word(q)
-        if word is None:
-            continue
-        git_cmd = (f"git -C {shlex.quote(str(clone))} log --grep={shlex.quote(word)} -i "
-                   f"--format=%H | head")
-        g = bl.run(["sh", "-c", git_cmd])
-        base = [*cortex, "search", "--repo", str(clone), "--db", str(db)]
-        hybrid = bl.run([*base, "--", q])
-        lexical = bl.run([*base, "--mode", "lexical", "--", q])
-        word_hybrid = bl.run([*base, "--", word])
-        rows.append({"query": q[:120], "word": word,
-                     "git_seconds": g.seconds, "git_hits": len(g.stdout.split()),
-                     "hybrid_seconds": hybrid.seconds, "hybrid_rss_kib": hybrid.max_rss_kib,
-                     "lexical_seconds": lexical.seconds, "lexical_rss_kib": lexical.max_rss_kib,
-                     "word_hybrid_seconds": word_hybrid.seconds})
-        log(f"cli query {n + 1}/{len(queries)}: git {bl.fmt_seconds(g.seconds)}, hybrid "
-            f"{bl.fmt_seconds(hybrid.seconds)}, lexical {bl.fmt_seconds(lexical.seconds)}")
-    start = [bl.run([*cortex, "--version"]).seconds for _ in range(3)]
-    out = {"queries": len(rows), "rows": rows,
-           "git_command": "git log --grep=WORD -i --format=%H | head  (through sh -c)",
-           "cortex_command": " ".join(cortex) + " search --repo CLONE --db DB [--mode lexical] "
-                             "-- QUERY",
-           "cortex_version_seconds": min(start)}
-    for key in ("git", "hybrid", "lexical", "word_hybrid"):
-        out[key] = latency([r[f"{key}_seconds"] for r in rows])
-    for key in ("hybrid", "lexical", "word_hybrid"):
-        out[f"{key}_over_git_p50"] = out[key]["p50"] / out["git"]["p50"]
-        out[f"{key}_over_git_mean"] = out[key]["mean"] / out["git"]["mean"]
-    out["hybrid_peak_rss_kib"] = max(r["hybrid_rss_kib"] for r in rows)
-    out["lexical_peak_rss_kib"] = max(r["lexical_rss_kib"] for r in rows)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # The run
 
 def main(argv=None) -> int:
@@ -431,14 +161,12 @@ def main(argv=None) -> int:
     model = args.model
     if Path(model).expanduser().is_dir():
         model = str(Path(model).expanduser().resolve())
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     report: dict = {"benchmark": "memory", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()
-                               if k not in ("phases_child", "recompute_child")}}
+                    "config": bl.config(args, leave_out=("phases_child", "recompute_child"))}
     work = bl.work_dir("memory-", args.keep)
     try:
         # -- the clone, at T~1 -------------------------------------------------------------
@@ -572,197 +300,8 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# The report
-
-def _mib(kib) -> str:
-    return f"{kib / 1024:.0f} MiB" if kib else "-"
-
-
-def render(r: dict) -> str:
-    s = r["setup"]
-    out = ["cortex memory: embeddings, areas, search", "=" * 40,
-           *bl.environment_lines(r["environment"]),
-           f"private clone at T~1 = {s['base'][:10]} ({s['commits_at_base']} commits); "
-           f"T = {s['tip'][:10]} {s['tip_subject'][:60]!r}",
-           f"model: {s['model']}; index jobs: {s['jobs']}"]
-
-    # 1a
-    f = r["full_index"]
-    out += ["", "1. Full index (child processes, one run each, process start included)"]
-    rows = []
-    for name in ("none", "model"):
-        x = f[name]
-        sm = x["summary"]
-        rows.append([x["command"].replace("cortex index --rebuild --quiet --json ", ""),
-                     bl.fmt_seconds(x["seconds"]),
-                     "1.00x" if name == "none" else f"{f['model_over_none']:.2f}x",
-                     f"{x['cpu_seconds']:.1f} s", _mib(x["tree_peak_rss_kib"]),
-                     _mib(x["max_rss_kib"]), bl.fmt_bytes(x["db_bytes"]),
-                     str(sm.get("items_added")), str(sm.get("texts_embedded")),
-                     str(sm.get("areas"))])
-    out.append(bl.table(rows, ["", "wall", "/ none", "CPU", "peak (tree)", "largest proc",
-                               "database", "items", "embedded", "areas"]))
-    out.append(f"the model adds {f['added_seconds']:+.2f} s wall, "
-               f"{f['added_cpu_seconds']:+.1f} s CPU (one run each: within the noise when small; "
-               f"see the phases); peak (tree): "
-               f"{f['model'].get('tree_measure') or 'RSS'} of all processes, sampled every 50 ms")
-
-    # 1b
-    if "phases" in r:
-        ph = r["phases"]
-        labels = list(dict.fromkeys(ph["model"]["order"] + ph["none"]["order"]))
-        cm = ph["model"]["breakdown"]["commits_only_seconds"]
-        cn = ph["none"]["breakdown"]["commits_only_seconds"]
-        rows = [["commits-only (total - memory)", f"{cm:.2f} s", "1.00x", "",
-                 f"{cn:.2f} s", "1.00x", ""]]
-        for label in labels:
-            if label == "memory (all)":
-                continue
-            m = ph["model"]["phases"].get(label)
-            n = ph["none"]["phases"].get(label)
-            rows.append([label,
-                         f"{m['seconds']:.3f} s" if m else "-",
-                         f"{m['seconds'] / cm:.3f}x" if m else "",
-                         _mib(m["peak_rss_kib_after"]) if m else "",
-                         f"{n['seconds']:.3f} s" if n else "-",
-                         f"{n['seconds'] / cn:.3f}x" if n else "",
-                         _mib(n["peak_rss_kib_after"]) if n else ""])
-        for key, label in (("items_plus_embedding_seconds", "= items + embedding"),
-                           ("spectral_seconds", "= spectral step (areas)"),
-                           ("memory_other_seconds", "= memory, rest (transactions)")):
-            bm, bn = ph["model"]["breakdown"], ph["none"]["breakdown"]
-            rows.append([label, f"{bm[key]:.2f} s", f"{bm[key] / cm:.3f}x", "",
-                         f"{bn[key]:.2f} s", f"{bn[key] / cn:.3f}x", ""])
-        rows.append(["total (index_repository)", f"{ph['model']['total_seconds']:.2f} s",
-                     f"{ph['model']['total_seconds'] / cm:.2f}x",
-                     _mib(ph["model"]["peak_rss_kib_main_process"]),
-                     f"{ph['none']['total_seconds']:.2f} s",
-                     f"{ph['none']['total_seconds'] / cn:.2f}x",
-                     _mib(ph["none"]["peak_rss_kib_main_process"])])
-        out += ["", "   Phases of one in-process index_repository(rebuild=True) each (a child "
-                "process; wall time; nested rows indented)"]
-        out.append(bl.table(rows, ["phase", "model", "/ commits", "peak RSS after",
-                                   "model none", "/ commits", "peak RSS after"]))
-        for name in ("model", "none"):
-            d = ph[name]["details"]
-            sp = d.get("spectral")
-            if sp:
-                g = d.get("graph", [{}])[0]
-                out.append(f"spectral step, {name}: {sp['items']} items of {sp['dim']} dims "
-                           f"({d.get('distinct_vector_nodes')} distinct), {sp['links']} links, "
-                           f"graph {g.get('nodes')} nodes / {g.get('edges_nnz')} nnz, "
-                           f"k = {sp['k']}, eigengap {sp['eigengap']:.4f}, "
-                           f"{sp['sampled']} clustered exactly "
-                           f"(max_items {sp['settings']['max_items']})")
-        out.append("peak RSS after: the main process's peak so far (VmHWM) when the phase ended; "
-                   "worker processes reading commits not included. An indented row is part of "
-                   "the next less indented row below it.")
-
-    # 1c
-    if "recompute" in r:
-        rc = r["recompute"]
-        out += ["", "   Recomputed on a copy of each finished store (child process per row, best "
-                "of runs; OPENBLAS_NUM_THREADS unset = OpenBLAS's default, one thread per CPU)"]
-        rows = []
-        for key, x in rc.items():
-            name, threads = key.split("_blas_")
-            label = ("--model none (lexical areas)" if name == "none" else "--model PATH")
-            label += f", BLAS threads: {threads}"
-            areas_runs = x["areas"]
-            rows.append([label,
-                         bl.fmt_seconds(x["embed_best_seconds"]) if x.get("embed") else "-",
-                         bl.fmt_seconds(x["areas_best_seconds"]),
-                         f"{x['areas_best_cpu_seconds']:.2f} s",
-                         " / ".join(f"{a['seconds']:.1f}" for a in areas_runs),
-                         str(areas_runs[0]["k"]), f"{areas_runs[0]['eigengap']:.4f}",
-                         _mib(x["peak_rss_kib"])])
-        out.append(bl.table(rows, ["", "embed_missing", "update_areas", "its CPU", "all runs (s)",
-                                   "k", "eigengap", "peak RSS"]))
-
-    # 2
-    e = r["encode"]
-    out += ["", f"2. Embedder.encode over the index's item texts (batches of {e['batch']}, best "
-            f"of {len(e['seconds_all'])})"]
-    out.append(f"{e['distinct_texts']} distinct texts for {e['items']} items, mean "
-               f"{e['mean_chars']:.0f} chars ({e['clipped_texts']} clipped): "
-               f"{bl.fmt_seconds(e['seconds_best'])} = {e['texts_per_second']:.0f} texts/s, "
-               f"{e['items_per_second']:.0f} items/s, {e['chars_per_second'] / 1e6:.1f} M chars/s; "
-               f"model load in process {bl.fmt_seconds(e['model_load_seconds_in_process'])}")
-    if "phases" in r:
-        emb = r["phases"]["model"]["phases"].get("embedding (embed_missing)")
-        enc = r["phases"]["model"]["phases"].get("  of which Embedder.encode")
-        if emb and enc:
-            out.append(f"in the index: embed_missing {bl.fmt_seconds(emb['seconds'])}, of which "
-                       f"encode {bl.fmt_seconds(enc['seconds'])} and SQLite (vec0 inserts, "
-                       f"item updates) {bl.fmt_seconds(emb['seconds'] - enc['seconds'])}")
-
-    # 3
-    u = r["updates"]
-    out += ["", "3. Updates (child processes, process start included)"]
-    rows = []
-    for kind, label in (("noop", "no-op re-index"), ("one_commit", "one new commit")):
-        for name in ("none", "model"):
-            x = u[kind][name]
-            rows.append([f"{label}, --model {'none' if name == 'none' else 'PATH'}",
-                         bl.fmt_seconds(x["seconds_best"]), bl.fmt_seconds(x["seconds_median"]),
-                         _mib(x["max_rss_kib"]), str(x["summary"].get("texts_embedded")),
-                         str(x["summary"].get("areas"))])
-        rows.append(["  added by the model", f"{u[kind]['added_seconds_best'] * 1e3:+.0f} ms",
-                     f"{u[kind]['added_seconds_median'] * 1e3:+.0f} ms", "", "", ""])
-    out.append(bl.table(rows, ["", "best", "median", "peak RSS", "embedded", "areas"]))
-    if "phases" in r and "model load" in r["phases"]["model"]["phases"]:
-        out.append(f"model load in the instrumented index run: "
-                   f"{bl.fmt_seconds(r['phases']['model']['phases']['model load']['seconds'])} "
-                   f"(every `cortex index` with a model loads it, even with nothing to embed)")
-    rc = u["recluster"]
-    out.append(f"goal: the model adds under 1 s to a one-commit update: "
-               f"{'yes' if r['goals']['one_commit_added_under_1s'] else 'NO'} "
-               f"({u['one_commit']['added_seconds_best'] * 1e3:+.0f} ms; no-op "
-               f"{u['noop']['added_seconds_best'] * 1e3:+.0f} ms)")
-    out.append(f"a full re-cluster happens when the items move by {rc['share']:.0%}: "
-               f"~{rc['commits_until_full_recluster']:.0f} commits at "
-               f"{rc['items_per_commit']:.2f} items per commit; that update pays the spectral "
-               f"step above")
-
-    # 4
-    sr = r["search"]
-    ip = sr["in_process"]
-    out += ["", f"4. Search latency ({sr['queries']} changelog entries of "
-            f"{sr['queries_available']}; defaults: top 10, every kind, priors on)"]
-    rows = []
-    for mode, x in ip["modes"].items():
-        lat = x["latency_s"]
-        rows.append([f"search() in process, {mode}", bl.fmt_seconds(lat["p50"]),
-                     bl.fmt_seconds(lat["p95"]), bl.fmt_seconds(lat["mean"]),
-                     bl.fmt_seconds(lat["max"]), str(x["errors"])])
-    out.append(bl.table(rows, ["", "p50", "p95", "mean", "max", "errors"]))
-    out.append("the model is loaded before the first query (not in the latencies; the first "
-               f"load in a process, imports included, took "
-               f"{bl.fmt_seconds(r['encode']['model_load_seconds_in_process'])}: section 2)")
-    c = sr["cli"]
-    rows = [["git log --grep=WORD -i --format=%H | head (baseline)",
-             bl.fmt_seconds(c["git"]["p50"]), bl.fmt_seconds(c["git"]["p95"]),
-             bl.fmt_seconds(c["git"]["mean"]), "1.00x", ""]]
-    for key, label in (("word_hybrid", "cortex search WORD (hybrid)"),
-                       ("hybrid", "cortex search ENTRY (hybrid)"),
-                       ("lexical", "cortex search ENTRY --mode lexical")):
-        x = c[key]
-        rss = c.get(f"{key}_peak_rss_kib")
-        rows.append([label, bl.fmt_seconds(x["p50"]), bl.fmt_seconds(x["p95"]),
-                     bl.fmt_seconds(x["mean"]), f"{c[key + '_over_git_p50']:.2f}x",
-                     _mib(rss) if rss else ""])
-    out += ["", f"   end to end, {c['queries']} queries, interleaved (cortex --version = "
-            f"{bl.fmt_seconds(c['cortex_version_seconds'])})"]
-    out.append(bl.table(rows, ["", "p50", "p95", "mean", "p50 / git", "peak RSS"]))
-    return "\n".join(out)
 
 
 if __name__ == "__main__":

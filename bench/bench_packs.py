@@ -107,15 +107,14 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     repo_path = args.repo.resolve()
     budgets = [int(b) for b in args.budgets.split(",")]
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     from cortex_core import token_count
     from cortex_core.context_pack import build_pack
     from cortex_core.store import open_reader
 
     env = bl.environment(repo_path)
     work = bl.work_dir("packs-", args.keep)
-    report: dict = {"benchmark": "packs", "environment": env, "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "packs", "environment": env, "config": bl.config(args)}
     try:
         if args.db is None:
             db = work / "cortex.db"
@@ -200,10 +199,7 @@ def main(argv=None) -> int:
         if not args.keep:
             bl.remove(work)
 
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report, budgets))
+    bl.emit(report, args.json, render, budgets)
     return 0
 
 

@@ -66,13 +66,11 @@ def counts(summary: dict) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     env = bl.environment(repo)
     cortex = bl.cortex_command()
     work = bl.work_dir("partial-", args.keep)
-    report: dict = {"benchmark": "partial", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "partial", "environment": env, "config": bl.config(args)}
     try:
         bare = work / "served.git"
         bl.run(["git", "clone", "-q", "--bare", str(repo), str(bare)])
@@ -148,10 +146,7 @@ def main(argv=None) -> int:
         if not args.keep:
             bl.remove(work)
 
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
 
 

@@ -49,15 +49,14 @@ import json
 import os
 import random
 import sys
-import threading
 import time
 from pathlib import Path
 
 import _benchlib as bl
-import bench_lsp as lsp
-
-SAMPLE_INTERVAL = 0.1        # seconds between /proc samples
-TIMELINE_INTERVAL = 2.0      # seconds between timeline points kept in the report
+import _linelog as ll
+import _lsp_common as lsp
+from _procmem import TreeMemory
+from _scale_report import render, summarize_queries
 
 
 def parse_args(argv=None):
@@ -101,67 +100,6 @@ def parse_args(argv=None):
 
 
 # -- memory of a process tree ------------------------------------------------------------------
-
-
-class TreeMemory:
-    """Samples every descendant of `root` (this script: the one child it runs and that child's
-    workers) every 100 ms: the summed PSS, and at its peak which process held what; each
-    process's VmHWM; a coarse timeline of the main process (the direct child) and the rest."""
-
-    def __init__(self, root: int, interval: float = SAMPLE_INTERVAL):
-        self.root, self.interval = root, interval
-        self.start = time.perf_counter()
-        self.processes: dict[int, dict] = {}
-        self.peak = {"total_kib": 0}
-        self.timeline: list[dict] = []
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        next_point = 0.0
-        while not self._stop.is_set():
-            main = workers = count = 0
-            for pid, ppid in bl.descendants(self.root):
-                pss = lsp.proc_pss(pid)
-                status = lsp.proc_status(pid)
-                if pss is None or not status:
-                    continue
-                entry = self.processes.get(pid)
-                if entry is None:
-                    entry = self.processes[pid] = {
-                        "pid": pid, "ppid": ppid, "cmdline": lsp.cmdline(pid)[:200],
-                        "role": "main" if ppid == self.root else "worker",
-                        "peak_rss_kib": 0, "peak_pss_kib": 0, "first_seen_s": self._now()}
-                entry["peak_rss_kib"] = max(entry["peak_rss_kib"], status.get("VmHWM", 0))
-                entry["peak_pss_kib"] = max(entry["peak_pss_kib"], pss)
-                count += 1
-                if ppid == self.root:
-                    main += pss
-                else:
-                    workers += pss
-            self.samples += 1
-            now = self._now()
-            if main + workers > self.peak["total_kib"]:
-                self.peak = {"total_kib": main + workers, "main_kib": main,
-                             "others_kib": workers, "processes": count, "at_s": now}
-            if count and now >= next_point:
-                self.timeline.append({"s": round(now, 1), "main_kib": main,
-                                      "others_kib": workers, "processes": count})
-                next_point = now + TIMELINE_INTERVAL
-            self._stop.wait(self.interval)
-
-    def _now(self) -> float:
-        return time.perf_counter() - self.start
-
-    def stop(self) -> dict:
-        self._stop.set()
-        self._thread.join()
-        procs = sorted(self.processes.values(), key=lambda p: -p["peak_rss_kib"])
-        return {"peak": self.peak, "processes": procs, "timeline": self.timeline,
-                "samples": self.samples, "measure": "PSS summed over the tree (shared pages "
-                f"once); VmHWM per process; every {self.interval * 1000:.0f} ms"}
 
 
 def run_measured(cmd: list[str]) -> tuple[bl.Run, dict]:
@@ -215,7 +153,7 @@ def definition(pos: lsp.Position) -> tuple[int, str] | None:
     lines = pos.file.text.split("\n")
     indent = pos.file.indent.get(pos.line, 0)
     for i in range(pos.line, -1, -1):
-        name = bl.python_def_name(lines[i])
+        name = ll.python_def_name(lines[i])
         if name and lines[i].lstrip().startswith(("def ", "async ")) and \
                 len(lines[i]) - len(lines[i].lstrip()) <= indent:
             return i + 1, name
@@ -258,7 +196,7 @@ def queries_in_process(clone: Path, positions: list[lsp.Position]) -> dict:
         lenses += len(found)
         for lens in found:
             t = time.perf_counter()
-            queries.lens_title(con, path, lens.qualname, settings)
+            queries.lens_title(con, repo, path, lens.qualname, settings)
             title_s.append(time.perf_counter() - t)
     return {"hover_seconds": [s for s, _ in hovers],
             "hover_kinds": [lsp.hover_kind(text) for _, text in hovers],
@@ -277,7 +215,7 @@ def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -
         if d is None or len(line_log) >= log_l:
             skipped += d is None
             continue
-        regex, _ = bl.git_regex(d[1], "function")
+        regex, _ = ll.git_regex(d[1], "function")
         r = bl.run(["git", "-C", str(clone), "log", f"-L:{regex}:{p.file.path}", "HEAD"],
                    capture=False, check=False)
         if r.returncode == 0:
@@ -303,7 +241,7 @@ def changed_function(clone: Path) -> tuple[lsp.Position, str] | None:
             if line.startswith("+++ "):
                 path = line[6:] if line.startswith("+++ b/") else None
             elif line.startswith("@@") and path is not None:
-                m = bl.HUNK.match(line)
+                m = ll.HUNK.match(line)
                 if m:
                     start, count = int(m.group(3)), int(m.group(4) or 1)
                     added.setdefault(path, set()).update(range(start - 1, start - 1 + count))
@@ -414,7 +352,7 @@ def first_hover_step(clone: Path, args, log) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     cortex = bl.cortex_command()
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     if args.work:
@@ -422,8 +360,7 @@ def main(argv=None) -> int:
         work.mkdir(parents=True, exist_ok=False)
     else:
         work = bl.work_dir("scale-", args.keep)
-    report: dict = {"benchmark": "scale", "config": {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "scale", "config": bl.config(args)}
     try:
         clone = bl.private_clone(repo, work / "clone", checkout=True)
         setup = cut_clone(clone, args, log)
@@ -454,7 +391,7 @@ def main(argv=None) -> int:
                 git_runs.append(bl.run(git_cmd, capture=False))
                 log(f"git log -p --no-merges run {i + 1}: {bl.fmt_seconds(git_runs[-1].seconds)}")
             best = min(git_runs, key=lambda r: r.seconds)
-            git_bytes = lsp_bytes(git_cmd)
+            git_bytes = bl.stdout_bytes(git_cmd)
             report["git_log_p"] = {"seconds_best": best.seconds,
                                    "seconds_all": [r.seconds for r in git_runs],
                                    "cpu_seconds": best.user_seconds + best.system_seconds,
@@ -530,136 +467,8 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             bl.remove(work)
-    if args.json:
-        bl.dump_json(report)
-    else:
-        print(render(report))
+    bl.emit(report, args.json, render)
     return 0
-
-
-def lsp_bytes(cmd: list[str]) -> int:
-    """Bytes a command writes on stdout (read through a pipe; not timed)."""
-    import subprocess
-    total = 0
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        while chunk := proc.stdout.read(1 << 20):
-            total += len(chunk)
-    return total
-
-
-def _stats(values: list[float]) -> dict | None:
-    if not values:
-        return None
-    return {"n": len(values), "p50": bl.percentile(values, 50), "p95": bl.percentile(values, 95),
-            "max": max(values)}
-
-
-def summarize_queries(q: dict | None, g: dict) -> dict:
-    out = {"blame": _stats(g["blame_seconds"]), "log_l": _stats(g["log_l_seconds"]),
-           "functions_without_definition_line": g["no_definition"]}
-    if q is None:
-        return out
-    out.update(hover=_stats(q["hover_seconds"]), lens=_stats(q["lenses_seconds"]),
-               lens_title=_stats(q["lens_title_seconds"]), lenses=q["lenses"], files=q["files"],
-               hover_kinds={k: q["hover_kinds"].count(k) for k in set(q["hover_kinds"])})
-    if out["hover"] and out["blame"]:
-        out["blame_p95_over_hover_p95"] = out["blame"]["p95"] / out["hover"]["p95"]
-    if out["hover"] and out["log_l"]:
-        out["log_l_p95_over_hover_p95"] = out["log_l"]["p95"] / out["hover"]["p95"]
-    return out
-
-
-# -- the report --------------------------------------------------------------------------------
-
-
-def _mib(kib) -> str:
-    return f"{kib / 1024:.0f} MiB" if kib else "-"
-
-
-def render(r: dict) -> str:
-    s, env = r["setup"], r["environment"]
-    out = ["cortex at scale", "=" * 15, *bl.environment_lines(env)]
-    if "cut_commit" in s:
-        out.append(f"cut: {s['cut']} at {s['cut_commit'][:10]} (of {s['original_commits']} "
-                   f"commits, {s['original_first_parent_commits']} first-parent)")
-    out.append(f"indexed: {s['commits']} commits ({s['non_merge_commits']} non-merge, "
-               f"{s['first_parent_commits']} first-parent), {s['first_commit_date']} to "
-               f"{s['head_date']}, {s['files_at_head']} files at HEAD; jobs: {s['jobs']}")
-    if "full_index" not in r:
-        return "\n".join(out + _first_hover_lines(r.get("first_hover")))
-    g, f = r["git_log_p"], r["full_index"]
-    peak = f["memory"]["peak"]
-    out += ["", "Full index (wall; CPU = the process and its reaped workers)",
-            bl.table([["git log -p --no-merges > /dev/null (best)",
-                       bl.fmt_seconds(g["seconds_best"]), f"{g['cpu_seconds']:.1f} s", "1.00x",
-                       _mib(g["max_rss_kib"])],
-                      [f["command"], bl.fmt_seconds(f["seconds"]), f"{f['cpu_seconds']:.1f} s",
-                       f"{f['over_git_log_p']:.2f}x",
-                       _mib(peak["total_kib"])]],
-                     ["", "wall", "CPU", "/ git", "peak memory"]),
-            f"peak of the tree (PSS, sampled every 100 ms): {_mib(peak['total_kib'])} at "
-            f"{peak.get('at_s', 0):.0f} s of {f['seconds']:.0f} s — main process "
-            f"{_mib(peak.get('main_kib'))}, {peak.get('processes', 1) - 1} workers "
-            f"{_mib(peak.get('others_kib'))}; largest single process (VmHWM) "
-            f"{_mib(f['largest_process_peak_rss_kib'])}"]
-    procs = f["memory"]["processes"]
-    if procs:
-        out.append("per process (VmHWM): " + ", ".join(
-            f"{p['role']} {_mib(p['peak_rss_kib'])}" for p in procs[:6]))
-    tl = f["memory"]["timeline"]
-    if tl:
-        marks = [tl[int(k * (len(tl) - 1) / 4)] for k in range(5)]
-        out.append("timeline main/others: " + ", ".join(
-            f"{m['s']:.0f} s {m['main_kib'] / 1024:.0f}/{m['others_kib'] / 1024:.0f} MiB"
-            for m in marks))
-    st = r["store"]
-    out += ["", f"Store: {bl.fmt_bytes(st['bytes'])} ({st['over_git_log_p_bytes']:.2f}x the "
-            f"bytes of git log -p's output, {bl.fmt_bytes(g['bytes'])}; "
-            f"{st['bytes_per_non_merge_commit'] / 1024:.1f} KiB per non-merge commit)"]
-    q = r["queries"]
-    rows = []
-    for key, label in (("hover", "hover (in process: locate + hover)"),
-                       ("lens", "code lens (queries.lenses per file)"),
-                       ("lens_title", "code lens title (per lens)"),
-                       ("blame", "git blame -L n,n --porcelain (process)"),
-                       ("log_l", "git log -L :RE:FILE (process)")):
-        x = q.get(key)
-        if x:
-            rows.append([label, str(x["n"]), bl.fmt_seconds(x["p50"]), bl.fmt_seconds(x["p95"]),
-                         bl.fmt_seconds(x["max"])])
-    out += ["", "Sampled functions (one per file)", bl.table(rows, ["", "n", "p50", "p95", "max"])]
-    if "blame_p95_over_hover_p95" in q:
-        out.append(f"p95 ratios: git blame / hover {q['blame_p95_over_hover_p95']:.0f}x"
-                   + (f", git log -L / hover {q['log_l_p95_over_hover_p95']:.0f}x"
-                      if "log_l_p95_over_hover_p95" in q else "")
-                   + f"; hover kinds {q.get('hover_kinds')}")
-    u = r["update"]
-    out += ["", f"One new commit: cortex index {bl.fmt_seconds(u['seconds_best'])} (best of "
-            f"{len(u['seconds_all'])}, CPU {u['cpu_seconds']:.2f} s, {u['new_commits']} new "
-            f"commit, tree peak {_mib(u['tree_peak_kib'])}); git log -p -1 "
-            f"{bl.fmt_seconds(u['git_log_p_one_commit_seconds'])}"]
-    out += _first_hover_lines(r.get("first_hover"))
-    return "\n".join(out)
-
-
-
-def _first_hover_lines(fh: dict | None) -> list[str]:
-    out: list[str] = []
-    if fh and "seconds" in fh:
-        m = fh["memory"]["peak"]
-        out += ["", f"First hover, language server on the clone with no index "
-                f"({fh['path']}:{fh['line']}): {bl.fmt_seconds(fh['seconds'])} after start "
-                f"({fh['attempts']} attempts; "
-                + ("index still building" if fh["partial"] else "index done")
-                + (", names the newest commit" if fh.get("names_newest_commit")
-                   else ", without the newest commit")
-                + "); the server's index run ended at "
-                + (bl.fmt_seconds(fh["index_run_seconds"]) if fh["index_run_seconds"] else "?")
-                + f"; peak of its indexer and workers {_mib(m['total_kib'])}"]
-    elif fh:
-        why = fh.get("skipped") or fh.get("error") or "no answer before the deadline"
-        out += ["", f"First hover: {why}"]
-    return out
 
 
 if __name__ == "__main__":

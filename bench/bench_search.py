@@ -260,7 +260,7 @@ def _subject(con, sha: str) -> str | None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = args.repo.resolve()
-    log = (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = bl.progress
     db = (args.db or repo / ".cortex" / "cortex.db").resolve()
     if not db.is_file():
         command = f"cortex index --repo {repo}" + (f" --db {db}" if args.db else "")
@@ -279,9 +279,7 @@ def main(argv=None) -> int:
         return 2
 
     env = bl.environment(repo)
-    report: dict = {"benchmark": "search", "environment": env,
-                    "config": {k: (str(v) if isinstance(v, Path) else v)
-                               for k, v in vars(args).items()}}
+    report: dict = {"benchmark": "search", "environment": env, "config": bl.config(args)}
     log("extracting gold queries ...")
     queries, gold_info = load_queries(repo, args.changelog, min_words=args.min_words,
                                       max_refs=args.max_refs or None,
