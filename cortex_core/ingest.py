@@ -25,7 +25,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from .areas import update_areas
-from .blobs import blob_bytes
+from .git_reads import blob_bytes
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint

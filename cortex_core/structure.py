@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .blobs import blob_bytes
+from .git_reads import blob_bytes
 from .languages import language_for_path
 from .resolve import RefRow, Resolver
 from .skip_rules import skip_by_content, skip_by_path
