@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from cortex_core.child_process import PARENT_ENV, last_error, signal_group
+from cortex_core.git_reads import read_head
 
 from .repos import Repo
 
@@ -47,18 +48,16 @@ class Outcome:
 
 
 def head_state(root) -> str | None:
-    """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…"; None when it cannot be read.
+    """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…", "detached 3f2a…" or "unborn"; None
+    when it cannot be read. A token to compare: it changes when HEAD moves or switches branch.
 
     Reads `.git/HEAD` and the ref it names, loose or packed: microseconds, no git process."""
-    import pygit2
-    try:
-        repo = pygit2.Repository(str(root))
-        if repo.head_is_unborn:
-            return "unborn"
-        ref = "detached" if repo.head_is_detached else repo.head.name
-        return f"{ref} {repo.head.target}"
-    except (pygit2.GitError, KeyError, ValueError, OSError):
+    head = read_head(root)
+    if head is None:
         return None
+    if head.unborn:
+        return "unborn"
+    return f"{head.ref or 'detached'} {head.commit}"
 
 
 def _percentage(phase: str, done: int, total: int) -> int:

@@ -161,12 +161,3 @@ class Indexers:
                 signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
 
-
-def head_of(root: Path) -> str | None:
-    """HEAD's commit id, read through libgit2 (no git process); None when unborn or unreadable."""
-    import pygit2
-    try:
-        repo = pygit2.Repository(str(root))
-        return None if repo.head_is_unborn else str(repo.head.target)
-    except (pygit2.GitError, KeyError, ValueError, OSError):
-        return None
