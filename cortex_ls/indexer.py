@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
-import sys
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from cortex_core.child_process import PARENT_ENV, last_error, signal_group
+from cortex_core import child_process
+from cortex_core.child_process import last_error, signal_group
 from cortex_core.git_reads import read_head
 
 from .repos import Repo
@@ -114,10 +113,8 @@ class IndexRun:
         try:
             # Its own process group: stopping it reaches the worker processes it reads with.
             self.proc = await asyncio.create_subprocess_exec(
-                *self.command(rebuild), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(os.environ, PYTHONIOENCODING="utf-8", **{PARENT_ENV: str(os.getpid())}),
-                start_new_session=True, cwd="/")
+                *self.command(rebuild), stderr=asyncio.subprocess.PIPE,
+                **child_process.spawn_options())
         except OSError as exc:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
@@ -174,15 +171,7 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
                   ) -> Callable[[bool], list[str]]:
     """The command line of one run; the model setting is read when the run starts."""
     def command(rebuild: bool) -> list[str]:
-        model = model_setting()
-        # -P: the working directory must not come first on sys.path (a repository's own
-        # cortex_core/ or json.py would run as the indexer); the child also runs in "/".
         # No --db: the indexer decides where the store is as the server does (store_location).
-        cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(repo.root),
-               "--progress-json", "--wait", "30"]
-        if rebuild:
-            cmd.append("--rebuild")
-        if model:
-            cmd.append(f"--model={model}")   # one argument: a value cannot pose as an option
-        return cmd
+        return child_process.index_command(repo.root, progress_json=True, wait=30,
+                                           rebuild=rebuild, model=model_setting())
     return command

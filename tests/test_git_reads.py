@@ -1,16 +1,21 @@
-"""The one place for git reads (git_reads.py), on real repositories built in temporary
-folders."""
+"""The one place for git reads (git_reads.py) and the one indexer launcher (child_process.py),
+on real repositories built in temporary folders."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pygit2
 import pytest
 from scripted_repo import ScriptedRepo
 
+from cortex_core import hooks
+from cortex_core.child_process import (CLI_ARGS, PARENT_ENV, index_arguments, index_command,
+                                       spawn_options)
 from cortex_core.config import Settings
 from cortex_core.git_reads import (Head, commit, head_commit, head_of, indexed_head_blob,
                                    path_blob, read_blob, read_blob_at, read_head, repository)
@@ -156,3 +161,63 @@ def test_the_blob_at_the_indexed_head_not_the_repositorys(two, tmp_path):
         assert indexed_head_blob(con, tmp_path / "not a repository", "a.py") is None
     finally:
         con.close()
+
+
+# -- the indexer launcher -----------------------------------------------------------------------
+
+def test_the_index_command_line():
+    assert CLI_ARGS == ("-P", "-m", "cortex_core")
+    assert index_command("/r", progress_json=True, wait=30) == [
+        sys.executable, "-P", "-m", "cortex_core", "index", "--progress-json", "--wait", "30",
+        "--repo", "/r"]
+    assert index_command(Path("/r"), python="/py", db=Path("/d/c.db"), rebuild=True,
+                         model="--evil") == [
+        "/py", "-P", "-m", "cortex_core", "index", "--rebuild", "--model=--evil",
+        "--db", "/d/c.db", "--repo", "/r"]
+    assert index_command("/r", model=None, db=None) == [*index_command("/r")]
+    assert index_arguments("/r", quiet=True, coalesce=True, wait=3600) == [
+        "index", "--quiet", "--coalesce", "--wait", "3600", "--repo", "/r"]
+
+
+def test_the_hooks_run_the_launchers_command():
+    script = hooks.hook_script("post-commit", "/opt/py thon/bin/python")
+    assert "py='/opt/py thon/bin/python'" in script
+    assert '    set -- "$py" -P -m cortex_core    # -P:' in script
+    assert ('set -- "$@" index --quiet --coalesce --wait 3600 --repo "$top"\n') in script
+
+
+def test_spawn_options():
+    options = spawn_options()
+    assert options["stdin"] == subprocess.DEVNULL and options["stdout"] == subprocess.PIPE
+    assert options["start_new_session"] is True and options["cwd"] == "/"
+    assert options["env"][PARENT_ENV] == str(os.getpid())
+    assert options["env"]["PYTHONIOENCODING"] == "utf-8"
+    assert options["env"]["PATH"] == os.environ["PATH"]
+
+
+def test_the_launched_indexer_runs_and_reports_progress(two, tmp_path):
+    db = tmp_path / "store" / "cortex.db"
+    proc = subprocess.Popen(index_command(two.path, db=db, progress_json=True, wait=30,
+                                          model="none"),
+                            stderr=subprocess.PIPE, **spawn_options())
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()
+    events = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    assert events[-1]["event"] == "done"
+    assert events[-1]["summary"]["head"] == two.head()
+    assert any(e["event"] == "progress" for e in events)
+    assert db.exists()
+
+
+def test_the_launched_indexer_never_imports_the_repositorys_code(two, tmp_path):
+    # Run from the repository itself (not "/"): -P keeps its own cortex_core/ off sys.path.
+    marker = tmp_path / "PWNED"
+    two.write("cortex_core/__init__.py", "")
+    two.write("cortex_core/__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    two.write("json.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    two.commit("shadow modules")
+    done = subprocess.run(index_command(two.path, db=tmp_path / "c.db", quiet=True,
+                                        model="none"),
+                          cwd=two.path, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert not marker.exists()
