@@ -1,13 +1,66 @@
-"""Front ends run `cortex index --progress-json` as a child process (the language server, the
-MCP server's `sync`): how to stop it, and how to read why it failed."""
+"""The indexer as a child process: front ends run `cortex index` (the language server and the
+MCP server's `sync` with `--progress-json`, the git hooks in the background). Its command line,
+how a server starts it, how to stop it, and how to read why it failed. When to run it, and what
+to show of its progress, is each front end's own policy."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 # Set by a server for the `cortex index` it starts: that server's pid.
 PARENT_ENV = "CORTEX_PARENT_PID"
+
+# What a Python interpreter is given to run the CLI. -P: the working directory (often the
+# repository) must never come first on sys.path, or a repository's own cortex_core/ or json.py
+# would run as the indexer. Installed hooks run exactly this: it must keep working.
+CLI_ARGS = ("-P", "-m", "cortex_core")
+
+
+def index_arguments(repo_root: Path | str, *, db: Path | str | None = None,
+                    progress_json: bool = False, wait: float | None = None,
+                    rebuild: bool = False, model: str | None = None, quiet: bool = False,
+                    coalesce: bool = False) -> list[str]:
+    """`index` and its options, for the repository at `repo_root` (last). Without `db`, the
+    indexer decides where the store is as every front end does (store_location)."""
+    args = ["index"]
+    if quiet:
+        args.append("--quiet")
+    if coalesce:
+        args.append("--coalesce")
+    if progress_json:
+        args.append("--progress-json")
+    if wait is not None:
+        args += ["--wait", str(wait)]
+    if rebuild:
+        args.append("--rebuild")
+    if model:
+        args.append(f"--model={model}")   # one argument: a value cannot pose as an option
+    if db is not None:
+        args += ["--db", str(db)]
+    return args + ["--repo", str(repo_root)]
+
+
+def index_command(repo_root: Path | str, *, python: str | None = None,
+                  **options: Any) -> list[str]:
+    """The whole command line of an indexer run by `python` (default: this interpreter), with
+    the options of `index_arguments`."""
+    return [python or sys.executable, *CLI_ARGS, *index_arguments(repo_root, **options)]
+
+
+def spawn_options() -> dict[str, Any]:
+    """How a server starts the indexer; subprocess.Popen and asyncio.create_subprocess_exec take
+    these alike (the caller chooses where stderr goes). No stdin; the progress events on a pipe;
+    its own session, so that stopping it reaches the worker processes it reads history with; "/"
+    as working directory (with -P, no repository file is ever imported); PARENT_ENV, so that it
+    dies with the server (die_with_parent)."""
+    return dict(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True,
+                cwd="/", env=dict(os.environ, PYTHONIOENCODING="utf-8",
+                                  **{PARENT_ENV: str(os.getpid())}))
 
 
 def signal_group(pid: int, sig: int) -> None:

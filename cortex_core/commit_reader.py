@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from .blobs import blob_bytes
+from .git_reads import blob_bytes
 from .config import IndexSettings
 from .languages import language_for_path
 from .merge_reader import MergeFile, find_renames, read_merge

@@ -344,11 +344,11 @@ def _focus(con, repo_root: Path, target) -> list[PackItem]:
                       " where h.file_id = ?", (target.file_id,)).fetchone()
     if row is None:
         return []
-    import pygit2
-    try:
-        source = pygit2.Repository(str(repo_root))[row[0]].data.decode("utf-8", "replace")
-    except (KeyError, ValueError, pygit2.GitError):
+    from .git_reads import read_blob_at
+    data = read_blob_at(repo_root, row[0])
+    if data is None:
         return []
+    source = data.decode("utf-8", "replace")
     lines = source.split("\n")[target.start_line - 1:target.end_line][:CODE_LINES_MAX]
     # A fence longer than any run of backticks in the code: the code can never close it.
     longest = max((len(run) for run in re.findall(r"`+", "\n".join(lines))), default=0)

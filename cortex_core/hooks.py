@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .child_process import CLI_ARGS, index_arguments
 from .errors import CortexError, NotARepository
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
@@ -33,6 +34,7 @@ LOG_NAME = "cortex-hook.log"
 LOG_MAX_BYTES = 256 * 1024              # the log is emptied when it grows past this
 WAIT_SECONDS = 3600                     # how long a queued hook run waits for the running one
 FOREGROUND_ENV = "CORTEX_HOOK_FOREGROUND"
+_TOP = "$top"                           # the repository, as the hook's shell knows it
 
 
 @dataclass(frozen=True)
@@ -151,13 +153,13 @@ log="$log/{LOG_NAME}"
 unset $(git rev-parse --local-env-vars 2>/dev/null) GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE \\
     GIT_PREFIX GIT_COMMON_DIR GIT_OBJECT_DIRECTORY 2>/dev/null
 if [ -x "$py" ]; then
-    set -- "$py" -P -m cortex_core    # -P: the repository's own files are never imported
+    set -- "$py" {" ".join(CLI_ARGS)}    # -P: the repository's own files are never imported
 elif command -v cortex >/dev/null 2>&1; then
     set -- cortex
 else
     exit "$status"
 fi
-set -- "$@" index --quiet --coalesce --wait {WAIT_SECONDS} --repo "$top"
+set -- "$@" {_index_words()}
 # The log stays small: emptied once past {LOG_MAX_BYTES // 1024} KB. (Redirections in {{ }}: a failed one must not
 # end the script or print.)
 size=$({{ wc -c <"$log"; }} 2>/dev/null)
@@ -173,6 +175,12 @@ else
 fi
 exit "$status"
 """
+
+
+def _index_words() -> str:
+    """The indexer's arguments as the hook passes them: the repository is the shell's "$top"."""
+    words = index_arguments(_TOP, quiet=True, coalesce=True, wait=WAIT_SECONDS)
+    return " ".join('"$top"' if word == _TOP else shlex.quote(word) for word in words)
 
 
 def _interpreter() -> str:

@@ -25,11 +25,11 @@ import pygit2
 from pygit2.enums import SortMode
 
 from .areas import update_areas
-from .blobs import blob_bytes
 from .commit_reader import CommitReader, CommitRecord, text
 from .config import Settings
 from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
 from .errors import CortexError, EmptyRepository, NotARepository, StoreError
+from .git_reads import commit as find_commit, read_blob
 from .languages import language_for_path
 from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
                      prepare_vectors, refresh_docs, vectors_current)
@@ -519,11 +519,7 @@ class _Indexer:
 
     def _commit(self, sha: str) -> pygit2.Commit | None:
         """The commit, None when the repository no longer has it (a rewrite, then gc)."""
-        try:
-            commit = self.repo.get(sha)
-        except (ValueError, pygit2.GitError):
-            return None
-        return commit if isinstance(commit, pygit2.Commit) else None
+        return find_commit(self.repo, sha)
 
     # -- memory ------------------------------------------------------------------------------
 
@@ -576,10 +572,7 @@ class _Indexer:
             self.progress(done, total, phase)
 
     def _read_blob(self, blob_id: str) -> bytes | None:
-        try:
-            return blob_bytes(self.repo[blob_id])
-        except (KeyError, ValueError, pygit2.GitError):
-            return None
+        return read_blob(self.repo, blob_id)
 
     # -- HEAD --------------------------------------------------------------------------------
 

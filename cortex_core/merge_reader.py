@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pygit2
 from pygit2.enums import DiffFind
 
-from .blobs import blob_bytes
+from .git_reads import blob_bytes
 from .skip_rules import skip_by_path
 
 if TYPE_CHECKING:

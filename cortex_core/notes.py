@@ -177,12 +177,10 @@ def _current_hash(con, repo_root: Path, path: str, qualname: str | None) -> str 
         return blob_id
     if language is None:
         return None
-    import pygit2
-
+    from .git_reads import read_blob_at
     from .symbols import SymbolParser, body_hash
-    try:
-        source = pygit2.Repository(str(repo_root))[blob_id].data
-    except (KeyError, ValueError, pygit2.GitError):
+    source = read_blob_at(repo_root, blob_id)
+    if source is None:
         return None
     for symbol in SymbolParser().symbols(language, blob_id, source):
         if symbol.qualname == qualname:

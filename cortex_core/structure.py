@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .blobs import blob_bytes
+from .git_reads import head_commit, path_blob, read_blob
 from .languages import language_for_path
 from .resolve import RefRow, Resolver
 from .skip_rules import skip_by_content, skip_by_path
@@ -69,7 +69,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         with con:   # one file per transaction: an interrupted pass keeps what it finished
             names_touched |= _forget(con, fid)
             if data is None:
-                data = _read(repo, blob)
+                data = read_blob(repo, blob)
                 if data is None:
                     reason = "missing object"
             if reason is None:
@@ -160,22 +160,12 @@ def _modified_files(repo, settings):
         yield path, data, None
 
 
-def _read(repo, blob: str) -> bytes | None:
-    import pygit2
-    try:
-        obj = repo.get(blob)
-    except (ValueError, pygit2.GitError):
-        return None
-    return blob_bytes(obj) if isinstance(obj, pygit2.Blob) else None
-
-
 def _record_go_module(con, repo) -> None:
     """The module path of go.mod at the root, for resolving Go imports to directories."""
-    try:
-        entry = repo.head.peel().tree["go.mod"]
-        text = repo[entry.id].data.decode("utf-8", "replace")
-    except (KeyError, ValueError, AttributeError, Exception):  # no go.mod, or unreadable
+    data = path_blob(repo, head_commit(repo), "go.mod")
+    if data is None:   # no go.mod, or unreadable
         return
+    text = data.decode("utf-8", "replace")
     match = re.search(r"^module\s+(\S+)", text, re.M)
     if match:
         con.execute("insert or replace into meta(key, value) values ('go_module', ?)",

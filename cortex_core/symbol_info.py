@@ -186,22 +186,10 @@ def line_origin(con, repo_root: Path, path: str, buffer: bytes, line: int):
     moved to the indexed HEAD's numbering first. None when the line is not committed yet (added
     or changed in the buffer)."""
     from .blame import last_change_of_line, map_buffer_line
-    head = _head_blob(con, repo_root, path)
+    from .git_reads import indexed_head_blob
+    head = indexed_head_blob(con, repo_root, path)
     if head is not None and head != buffer:
         line = map_buffer_line(head, buffer, line)
         if line is None:
             return None
     return last_change_of_line(con, path, line)
-
-
-def _head_blob(con, repo_root: Path, path: str) -> bytes | None:
-    """The file's content at the indexed HEAD (not the repository's HEAD, which may be ahead)."""
-    import pygit2
-    row = con.execute("select h.blob from head_files h join files f on f.id = h.file_id"
-                      " where f.path = ?", (path,)).fetchone()
-    if row is None:
-        return None
-    try:
-        return pygit2.Repository(str(repo_root))[row[0]].data
-    except (pygit2.GitError, KeyError, ValueError):
-        return None

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .change_kinds import NOT_SUBSTANTIVE
 from .config import IndexSettings
+from .git_reads import commit, head_commit, path_blob
 from .languages import language_for_path
 from .live import MAX_BYTES as LIVE_MAX_BYTES, buffer_symbols
 from .skip_rules import skip_by_content, skip_by_path
@@ -62,7 +63,7 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
         repo = pygit2.Repository(str(repo_root))
     except (pygit2.GitError, KeyError, ValueError):
         return WorkingChanges(None, paths[:MAX_PATHS], [], truncated=len(paths) > MAX_PATHS)
-    base, head = _commit(repo, get_meta(con, "head")), _head(repo)
+    base, head = commit(repo, get_meta(con, "head")), head_commit(repo)
     base = base or head
     if base is not None and head is not None and base.id != head.id:
         # Committed since the index was built: not in its history either.
@@ -74,7 +75,7 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
             pass
         paths = list(dict.fromkeys(paths))
     for path, data in overlay.items():
-        if path not in paths and _base_bytes(repo, base, path) != data:
+        if path not in paths and path_blob(repo, base, path) != data:
             paths.append(path)
     truncated = len(paths) > MAX_PATHS
     paths = paths[:MAX_PATHS]
@@ -119,34 +120,6 @@ def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | N
     return replace(found, unknown_symbols=list(found.unknown_symbols) + [
         f"{p}::{q}" for p, q in changes.new_symbols], skipped=changes.skipped,
         truncated=changes.truncated, base=changes.base)
-
-
-def _commit(repo, sha: str | None):
-    import pygit2
-    if not sha:
-        return None
-    try:
-        found = repo.get(sha)
-    except (ValueError, pygit2.GitError):
-        return None
-    return found if isinstance(found, pygit2.Commit) else None
-
-
-def _head(repo):
-    import pygit2
-    try:
-        return None if repo.head_is_unborn else repo.head.peel(pygit2.Commit)
-    except (pygit2.GitError, KeyError, ValueError):
-        return None
-
-
-def _base_bytes(repo, base, path: str) -> bytes | None:
-    import pygit2
-    try:
-        found = repo.get(base.tree[path].id) if base is not None else None
-    except (KeyError, ValueError, pygit2.GitError):
-        return None
-    return found.data if isinstance(found, pygit2.Blob) else None
 
 
 def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings,

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .git_reads import head_of
 from .tokens import query_terms
 
 _TRUNK = {"main", "master", "trunk", "develop", "development", "dev", "head", "default"}
@@ -39,7 +40,7 @@ def read_workspace(repo_root: Path) -> Workspace:
     from pygit2.enums import FileStatus
     try:
         repo = pygit2.Repository(str(repo_root))
-        branch = None if repo.head_is_detached or repo.head_is_unborn else repo.head.shorthand
+        branch = head_of(repo).branch
         status = repo.status(untracked_files="normal", ignored=False)
     except (pygit2.GitError, KeyError, ValueError):
         return Workspace(None, (), (), ())

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
-import sys
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from cortex_core.child_process import PARENT_ENV, last_error, signal_group
+from cortex_core import child_process
+from cortex_core.child_process import last_error, signal_group
+from cortex_core.git_reads import read_head
 
 from .repos import Repo
 
@@ -47,18 +47,16 @@ class Outcome:
 
 
 def head_state(root) -> str | None:
-    """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…"; None when it cannot be read.
+    """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…", "detached 3f2a…" or "unborn"; None
+    when it cannot be read. A token to compare: it changes when HEAD moves or switches branch.
 
     Reads `.git/HEAD` and the ref it names, loose or packed: microseconds, no git process."""
-    import pygit2
-    try:
-        repo = pygit2.Repository(str(root))
-        if repo.head_is_unborn:
-            return "unborn"
-        ref = "detached" if repo.head_is_detached else repo.head.name
-        return f"{ref} {repo.head.target}"
-    except (pygit2.GitError, KeyError, ValueError, OSError):
+    head = read_head(root)
+    if head is None:
         return None
+    if head.unborn:
+        return "unborn"
+    return f"{head.ref or 'detached'} {head.commit}"
 
 
 def _percentage(phase: str, done: int, total: int) -> int:
@@ -115,10 +113,8 @@ class IndexRun:
         try:
             # Its own process group: stopping it reaches the worker processes it reads with.
             self.proc = await asyncio.create_subprocess_exec(
-                *self.command(rebuild), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(os.environ, PYTHONIOENCODING="utf-8", **{PARENT_ENV: str(os.getpid())}),
-                start_new_session=True, cwd="/")
+                *self.command(rebuild), stderr=asyncio.subprocess.PIPE,
+                **child_process.spawn_options())
         except OSError as exc:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
@@ -175,15 +171,7 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
                   ) -> Callable[[bool], list[str]]:
     """The command line of one run; the model setting is read when the run starts."""
     def command(rebuild: bool) -> list[str]:
-        model = model_setting()
-        # -P: the working directory must not come first on sys.path (a repository's own
-        # cortex_core/ or json.py would run as the indexer); the child also runs in "/".
         # No --db: the indexer decides where the store is as the server does (store_location).
-        cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(repo.root),
-               "--progress-json", "--wait", "30"]
-        if rebuild:
-            cmd.append("--rebuild")
-        if model:
-            cmd.append(f"--model={model}")   # one argument: a value cannot pose as an option
-        return cmd
+        return child_process.index_command(repo.root, progress_json=True, wait=30,
+                                           rebuild=rebuild, model=model_setting())
     return command

@@ -29,11 +29,12 @@ from pydantic import Field
 
 from cortex_core import __version__
 from cortex_core.errors import CortexError
+from cortex_core.git_reads import read_head
 from cortex_core.plain import plain
 
 from . import render
 from .places import Place, Places, spec_of
-from .sync import Indexers, head_of
+from .sync import Indexers
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,9 @@ class Memory:
     def freshness(self, place: Place, con) -> tuple[dict, list[str]]:
         """The index's state for the structured content, and the footnotes an answer needs."""
         from cortex_core.store import get_meta
-        indexed, head = get_meta(con, "head"), head_of(place.root)
+        current = read_head(place.root)
+        indexed = get_meta(con, "head")
+        head = current.commit if current is not None else None   # None: unborn or unreadable
         run = self.indexers.running(place)
         state = {"repository": str(place.root), "indexed_head": indexed, "head": head,
                  "up_to_date": bool(head) and indexed == head, "indexing": run is not None}

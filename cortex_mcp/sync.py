@@ -10,17 +10,15 @@ history is done); the next `sync` call or `status` reports on it.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_core.child_process import PARENT_ENV, last_error, signal_group
+from cortex_core.child_process import index_command, last_error, signal_group, spawn_options
 
 from .places import Place
 
@@ -72,20 +70,12 @@ class Indexers:
                 return run, False
             if self._closed:
                 raise RuntimeError("the server is stopping")
-            # -P and cwd="/": the working directory (the repository, as clients start servers)
-            # must never come first on sys.path, or its cortex_core/ or json.py runs as the indexer.
             # Without --db, the indexer decides where the store is as the server does.
-            cmd = [sys.executable, "-P", "-m", "cortex_core", "index", "--repo", str(place.root),
-                   *(["--db", str(place.db)] if place.explicit else []),
-                   "--progress-json", "--wait", "30"]
-            if rebuild:
-                cmd.append("--rebuild")
+            cmd = index_command(place.root, db=place.db if place.explicit else None,
+                                progress_json=True, wait=30, rebuild=rebuild)
             errors = tempfile.TemporaryFile()
             # Its own session: stopping it reaches the worker processes it reads history with.
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=errors, start_new_session=True, cwd="/",
-                                    env=dict(os.environ, PYTHONIOENCODING="utf-8",
-                                             **{PARENT_ENV: str(os.getpid())}))
+            proc = subprocess.Popen(cmd, stderr=errors, **spawn_options())
             run = Run(started=time.time(), pid=proc.pid)
             self._runs[place.db] = run
             self._procs[place.db] = proc
@@ -160,13 +150,3 @@ class Indexers:
             except subprocess.TimeoutExpired:
                 signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
-
-
-def head_of(root: Path) -> str | None:
-    """HEAD's commit id, read through libgit2 (no git process); None when unborn or unreadable."""
-    import pygit2
-    try:
-        repo = pygit2.Repository(str(root))
-        return None if repo.head_is_unborn else str(repo.head.target)
-    except (pygit2.GitError, KeyError, ValueError, OSError):
-        return None

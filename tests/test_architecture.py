@@ -41,10 +41,6 @@ DRIVER_DEBTS = {
     ("cortex_ls.server", "apsw"): "maps apsw's busy/corrupt errors of a request to LSP errors",
     ("cortex_ls.features", "apsw"): "a damaged index (apsw.Error) shows as no hover",
     ("cortex_mcp.server", "apsw"): "maps apsw's busy/corrupt errors of a call to tool errors",
-    ("cortex_ls.indexer", "pygit2"): "head_state reads HEAD itself; one place for git reads "
-                                     "is issue 16 item 3",
-    ("cortex_mcp.sync", "pygit2"): "head_of reads HEAD itself, a copy of the language "
-                                   "server's (issue 16 item 3)",
 }
 
 # Modules of cortex_core that hand over to a front end by module name (importlib), and why.
