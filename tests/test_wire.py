@@ -49,7 +49,9 @@ def make_project(path: Path) -> ScriptedRepo:
     repo.write("tests/test_core.py", "from pkg.core import compute\n\n\ndef test_compute():\n"
                "    assert compute(1)\n")
     repo.write("README.md", "# Widgets\n\n## Retries\n\nThe engine retries compute on failure.\n")
-    repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
+    repo.write("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00" * 8)     # recorded at file level only
+    repo.commit("add the core\n\nThe engine needs one place to compute values, so that its callers "
+                "agree on one rule and the tests cover it once.", days_ago=30)   # a decision
     for n, author in ((2, "Bob <bob@example.com>"), (3, "Ann <ann@example.com>"),
                       (4, "Bob <bob@example.com>")):
         repo.write("pkg/core.py", sample_core(n))
@@ -66,8 +68,12 @@ def make_project(path: Path) -> ScriptedRepo:
         repo.write("cache.py", f"def lookup():\n    return {n}\n")
         repo.commit(["Memoize lookups", "Cache eviction", "Lru caching", "Stale memo entries"][n],
                     days_ago=19.5 - n)
-    # An uncommitted change: what `related` and `what` start from without a target.
-    (repo.path / "pkg" / "core.py").write_text(sample_core(6), encoding="utf-8")
+    # Uncommitted changes, what `related` and `what` start from without a target: an edit with
+    # a new function, a new file staged, a file not tracked.
+    (repo.path / "pkg" / "core.py").write_text(sample_core(6) + "\n\ndef fresh():\n    return 0\n",
+                                               encoding="utf-8")
+    repo.write("pkg/extra.py", "def extra():\n    return 1\n")
+    (repo.path / "scratch.txt").write_text("not tracked\n", encoding="utf-8")
     return repo
 
 
@@ -155,7 +161,8 @@ async def test_ls_custom_requests(client: LanguageClient, tmp_path: Path):
     await ask("cortex/relatedCommits (commit)", "cortex/relatedCommits", {"commit": sha})
     await ask("cortex/blastRadius", "cortex/blastRadius", target)
     await ask("cortex/related", "cortex/related", target)
-    await ask("cortex/related (changed)", "cortex/related", {"changed": ["pkg/core.py"]})
+    await ask("cortex/related (changed)", "cortex/related",
+              {"changed": ["pkg/core.py::compute", "pkg/use.py"]})
     await ask("cortex/related (working tree)", "cortex/related", {})
     await ask("cortex/relatedCommits", "cortex/relatedCommits", target)
     await ask("cortex/contextPack", "cortex/contextPack", dict(target, query="why compute grows"))
@@ -196,7 +203,8 @@ async def test_mcp_structured_content(tmp_path: Path):
         await call("symbol_history", "symbol_history", target="pkg/core.py::compute")
         await call("blast_radius", "blast_radius", target="pkg/core.py::compute")
         await call("related", "related", target="pkg/core.py::compute")
-        await call("related (changed)", "related", changed=["pkg/core.py"])
+        await call("related (changed)", "related",
+                   changed=["pkg/core.py::compute", "pkg/use.py"])
         await call("related (working tree)", "related")
         await call("hotspots", "hotspots")
         await call("context_pack", "context_pack", query="why compute grows",
