@@ -402,8 +402,8 @@ async def _pack(ls: CortexServer, p: dict):
 
 
 def _settings_json(ls: CortexServer) -> dict:
-    from dataclasses import asdict
-    return asdict(ls.settings)
+    from cortex_core.plain import plain
+    return plain(ls.settings)
 
 
 # -- commands ------------------------------------------------------------------------------------
