@@ -1,7 +1,8 @@
 """What the working tree changes: its files, and the symbols its uncommitted diff touches.
 
 The files are git's status (staged, unstaged and untracked, as workspace.read_workspace reads
-them), plus those changed by commits made since the index was built. The symbols come from the
+them), plus those changed by commits made since the index was built (when HEAD descends from
+the indexed HEAD; after checking out an older or another line, HEAD is the base). The symbols come from the
 diff of each changed file between the indexed HEAD and the working tree, read the way the indexer
 reads a commit: both sides parsed with the indexer's own extractor (live.buffer_symbols), the
 zero-context hunks mapped to the innermost definitions they touch, then disappeared and appeared
@@ -39,12 +40,22 @@ _REGULAR = (0o100644, 0o100755)
 
 @dataclass(frozen=True)
 class WorkingChanges:
-    base: str | None                 # the commit compared with: the indexed HEAD (else HEAD)
+    base: str | None                 # the commit compared with: the indexed HEAD when HEAD
+                                     # descends from it, else HEAD
     files: list[str]                 # changed paths, the working tree's first
     symbols: list[tuple[str, str]]   # (path, qualified name at base) of the changed symbols
     new_symbols: list[tuple[str, str]] = field(default_factory=list)  # not at base
     skipped: list[str] = field(default_factory=list)   # "path (reason)": no symbols read
     truncated: bool = False
+
+
+def _behind(repo, base, head) -> bool:
+    """Whether `base` (the indexed HEAD) is HEAD or one of its ancestors."""
+    import pygit2
+    try:
+        return base.id == head.id or repo.descendant_of(head.id, base.id)
+    except (pygit2.GitError, KeyError, ValueError):
+        return True     # a partial clone's missing commit: keep the index's view
 
 
 def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
@@ -64,7 +75,10 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     except (pygit2.GitError, KeyError, ValueError):
         return WorkingChanges(None, paths[:MAX_PATHS], [], truncated=len(paths) > MAX_PATHS)
     base, head = commit(repo, get_meta(con, "head")), head_commit(repo)
-    base = base or head
+    if base is None or (head is not None and not _behind(repo, base, head)):
+        # The index is of another line (HEAD checked out back or elsewhere): what is yours is
+        # what differs from HEAD, not the commits between the two.
+        base = head
     if base is not None and head is not None and base.id != head.id:
         # Committed since the index was built: not in its history either.
         try:

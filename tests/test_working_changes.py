@@ -293,3 +293,13 @@ def test_a_deleted_file_of_many_functions_is_read_in_bounded_memory(tmp_path: Pa
     assert [p.support for p in found.symbols] == [1] * 5
     assert all(len(p.with_changed) == 1500 for p in found.symbols)   # each came with all of x
     assert peak < 32 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_an_older_checkout_is_no_change(coupled: ScriptedRepo):
+    """HEAD moved back without an edit: the commits between it and the index are not yours."""
+    coupled.git("checkout", "-q", "HEAD~2")
+    found = changes(coupled)
+    assert found.files == [] and found.symbols == []
+    (coupled.path / "c.py").write_text(c_py(9))
+    found = changes(coupled)
+    assert found.files == ["c.py"] and found.symbols == [("c.py", "convert")]
