@@ -343,16 +343,14 @@ def _notes(con, repo_root: Path, target) -> list[PackItem]:
 
 
 def _history(con, spec) -> list[PackItem]:
-    from .history import history
+    from .history import history, reasons
+    from .messages import PACK_WHY_CHARS
     from .dates import date
     found = history(con, spec, limit=12, substantive=True)  # reformatting is never a reason
-    bodies = dict(con.execute(
-        f"select sha, body from commits where sha in ({','.join('?' * len(found.entries))})",
-        [e.commit.sha for e in found.entries])) if found.entries else {}
+    whys = reasons(con, [e.commit for e in found.entries], PACK_WHY_CHARS)
     out = []
     for n, e in enumerate(found.entries):
-        why = bodies.get(e.commit.sha, "").strip().split("\n\n", 1)[0]
-        why = " ".join(why.split())[:500]
+        why = whys.get(e.commit.sha)
         text = f"{date(e.commit.time, e.commit.offset)} {e.commit.author}, {e.change}"
         out.append(PackItem("history", e.commit.subject, text + (f": {why}" if why else ""),
                             e.commit.short, 0.75 / (1 + 0.25 * n)))

@@ -284,7 +284,8 @@ def what(result, now: float) -> str:
     lines.append("\nrecent decisions:")
     for item in result.decisions:
         lines.append(f"  {_commit_line(item.commit, now)}")
-        lines.append(f"      {_snippet(item.why)}")
+        if item.why:
+            lines.append(f"      {_snippet(item.why)}")
     for note in result.recent_notes:
         lines.append(f"  {_note_line(note, now)}")
     if not result.decisions and not result.recent_notes:

@@ -172,8 +172,7 @@ def _link(value, base: str) -> None:
 
 
 def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict:
-    from cortex_core.history import history
-    from cortex_core.symbol_info import reasons
+    from cortex_core.history import history, reasons
     result = history(con, spec, limit=limit)
     out = payload(result, repo)
     whys = reasons(con, [e.commit for e in result.entries])

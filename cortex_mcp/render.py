@@ -54,7 +54,7 @@ def history(result, whys: dict) -> list[str]:
         lines.append(row)
         why = whys.get(e.commit.sha)
         if why:
-            lines.append(f"  why: {markdown(why, 300)}")
+            lines.append(f"  why: {markdown(why)}")
     if not result.entries:
         lines.append("- no commit changed it in the indexed history")
     return lines

@@ -214,9 +214,8 @@ def build_server(memory: Memory) -> MCPServer:
         symbol), newest first, each with its reason and kind (body, signature, docs, renamed,
         moved, ...); and the live notes on it. Overloads are distinct: `Class.method(int)`.
         `substantive` (default) leaves out formatting-only commits and renames of its class."""
-        from cortex_core.history import history
+        from cortex_core.history import history, reasons
         from cortex_core.notes import live_notes_for
-        from cortex_core.symbol_info import reasons
         with memory.reading(repo) as (place, con):
             result = history(con, spec_of(target, place.root), limit=limit,
                              substantive=substantive)
