@@ -24,6 +24,7 @@ from .clock import DEFAULT
 from .config import Settings
 from .errors import CortexError
 from .redact import redact
+from .sanitize import pack_block, pack_line
 from .token_count import DEFAULT_ENCODING, counter
 
 FORMATS = ("markdown", "json")
@@ -69,14 +70,15 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
         raise CortexError("the budget must be at least 1 token")
     tokens = counter(encoding)
     count = tokens.count
-    inert = _inert if fmt == "markdown" else str
-    subject = inert(_one_line(redact(subject))[:MAX_SUBJECT])
+    markdown = fmt == "markdown"
+    subject = pack_line(redact(subject), markdown, MAX_SUBJECT)
     header = count(_render(subject, budget, [], fmt))
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
                           "needs; give a larger --budget")
-    costed = [replace(c, title=inert(_one_line(redact(c.title))),
-                      text=_safe_text(redact(c.text), c, inert)) for c in _dedupe(candidates)]
+    costed = [replace(c, title=pack_line(redact(c.title), markdown),
+                      text=pack_block(redact(c.text), markdown, code=c.section == "focus"))
+              for c in _dedupe(candidates)]
     costed = [replace(c, tokens=_item_cost(c, fmt, count)) for c in costed]
     order = sorted(costed, key=lambda c: (-c.utility / max(c.tokens, 1), -c.utility, c.citation))
     chosen: list[PackItem] = []
@@ -205,43 +207,7 @@ def _cut(item: PackItem, room: int, fmt: str, count) -> PackItem | None:
     return best
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Lone surrogates (from a client's JSON `\ud800`) cannot be written as UTF-8: shown as U+FFFD.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_SUBJECT = 200
-
-
-_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
-_LINKISH = re.compile(r"[\\\[\]]|(?i:(?<=[a-z0-9+.-]):(?=//)|(?<=\bwww)\.)")
-
-
-def _inert(text: str) -> str:
-    """Repository text in a markdown pack, as text: no link, image or autolink can form, no HTML
-    (brackets and `<` escaped, the `:` of `scheme://` and the `.` of `www.` too), no bidi or
-    zero-width characters. Costed after this, so the budget stays exact."""
-    text = _LINKISH.sub(lambda m: "\\" + m[0], _INVISIBLE.sub(" ", text))
-    return text.replace("<", "&lt;")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(_CONTROL.sub(" ", _SURROGATE.sub("\ufffd", text)).split())
-
-
-def _safe_text(text: str, item: PackItem, inert=str) -> str:
-    """Repository text that cannot pass for the pack's structure: no control characters (terminal
-    escapes), no line that opens a heading (a forged `## [sha] item`), no code fence (one that
-    would swallow the rest of the pack). The focus code is fenced with a longer fence instead."""
-    text = _SURROGATE.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _CONTROL.sub(" ", text)
-    if item.section == "focus":
-        return text
-    text = inert(text)
-    lines = []
-    for line in text.split("\n"):
-        if line.lstrip().startswith("#"):
-            line = line.replace("#", "\\#", 1)
-        lines.append(line.replace("```", "'''").replace("~~~", "'''"))
-    return "\n".join(lines)
 
 
 def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
@@ -385,16 +351,14 @@ def _notes(con, repo_root: Path, target) -> list[PackItem]:
 
 
 def _history(con, spec) -> list[PackItem]:
-    from .history import history
+    from .history import history, reasons
+    from .messages import PACK_WHY_CHARS
     from .dates import date
     found = history(con, spec, limit=12, substantive=True)  # reformatting is never a reason
-    bodies = dict(con.execute(
-        f"select sha, body from commits where sha in ({','.join('?' * len(found.entries))})",
-        [e.commit.sha for e in found.entries])) if found.entries else {}
+    whys = reasons(con, [e.commit for e in found.entries], PACK_WHY_CHARS)
     out = []
     for n, e in enumerate(found.entries):
-        why = bodies.get(e.commit.sha, "").strip().split("\n\n", 1)[0]
-        why = " ".join(why.split())[:500]
+        why = whys.get(e.commit.sha)
         text = f"{date(e.commit.time, e.commit.offset)} {e.commit.author}, {e.change}"
         out.append(PackItem("history", e.commit.subject, text + (f": {why}" if why else ""),
                             e.commit.short, 0.75 / (1 + 0.25 * n)))

@@ -20,6 +20,7 @@ from functools import lru_cache
 import apsw
 
 from .change_kinds import NOT_SUBSTANTIVE
+from .messages import WHY_CHARS, why
 from .redact import redact
 from .targets import Target, TargetSpec, file_level_reason, resolve
 
@@ -67,6 +68,17 @@ def commit_ref(row, redact_subject: bool = True) -> CommitRef:
 def redacted(ref: CommitRef) -> CommitRef:
     """A CommitRef made with redact_subject=False, made safe to show."""
     return replace(ref, subject=redact(ref.subject))
+
+
+def reasons(con: apsw.Connection, commits: list[CommitRef],
+            limit: int = WHY_CHARS) -> dict[str, str | None]:
+    """sha -> the "why" of each commit (messages.why), at most `limit` characters."""
+    if not commits:
+        return {}
+    subjects = {c.sha: c.subject for c in commits}
+    marks = ",".join("?" * len(subjects))
+    rows = con.execute(f"select sha, body from commits where sha in ({marks})", list(subjects))
+    return {sha: why(subjects[sha], body, limit) for sha, body in rows}
 
 
 @lru_cache(maxsize=4096)

@@ -1,8 +1,12 @@
-"""Commit messages: subject and body without trailer noise, and the kind of change they describe."""
+"""Commit messages: subject and body without trailer noise, the kind of change they describe,
+and their "why" (what hovers, histories, `cortex what` and context packs show as a commit's
+reason)."""
 
 from __future__ import annotations
 
 import re
+
+from .redact import redact
 
 # Conventional-commit types (conventionalcommits.org plus the common Angular set).
 CONVENTIONAL_TYPES = frozenset(
@@ -54,3 +58,30 @@ def classify(subject: str, is_merge: bool = False) -> str:
         if pattern.search(subject):
             return kind
     return "other"
+
+
+# How long a "why" may be: a line of a hover, a history or `cortex what` (WHY_CHARS); an item of
+# a context pack (PACK_WHY_CHARS), which its budget cuts further when room is short.
+WHY_CHARS = 200
+PACK_WHY_CHARS = 500
+
+_TRAILER = re.compile(r"^[A-Za-z-]+: .+$")
+_SPACE = re.compile(r"\s+")
+
+
+def why(subject: str, body: str, limit: int = WHY_CHARS) -> str | None:
+    """A commit's reason: the first paragraph of its body that adds to the subject, redacted,
+    on one line, clipped to `limit` characters with `…` (redacted before it is clipped, so a
+    secret cannot be cut out of its pattern's reach). Merge boilerplate, trailers, bare
+    references and a repeat of the subject do not count; None when nothing is left."""
+    for paragraph in body.strip().split("\n\n"):
+        lines = [ln for ln in paragraph.strip().splitlines()
+                 if ln.strip() and not _TRAILER.match(ln.strip())]
+        text = _SPACE.sub(" ", " ".join(lines)).strip()
+        if len(text) < 12 or text.lower() == subject.strip().lower():
+            continue
+        if text.lower().startswith(("merge ", "this reverts commit")):
+            continue
+        text = redact(text)
+        return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .dates import date, on_clock, relative_time, window
+from .sanitize import terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
     from .history import CommitRef, History
@@ -16,15 +17,8 @@ if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every c
     from .status import Status
 
 
-def clean(text: str) -> str:
-    """Untrusted text made safe for a terminal: no control characters or escape sequences."""
-    if text.isprintable():   # most text: one pass in C
-        return text
-    return "".join(ch if ch.isprintable() else " " for ch in text)
-
-
 def _clip(text: str, width: int) -> str:
-    text = clean(text)
+    text = terminal(text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -41,7 +35,7 @@ def _commit_line(ref: CommitRef, now: float) -> str:
 
 def history(result: History, now: float) -> str:
     t = result.target
-    head = f"{clean(t.label)}"
+    head = f"{terminal(t.label)}"
     if t.qualname:
         where = f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line else "gone at HEAD"
         head += f"  ({t.kind}, {where})"
@@ -54,13 +48,13 @@ def history(result: History, now: float) -> str:
     for e in result.entries:
         extra = ""
         if t.qualname and e.name and e.name != t.qualname:
-            extra = f"  [as {clean(e.path)}::{clean(e.name)}]"
+            extra = f"  [as {terminal(e.path)}::{terminal(e.name)}]"
         if e.confidence is not None:  # the lineage crosses a pairing by similarity here
             extra += f"  (paired by similarity {e.confidence:.2f})"
         elif not t.qualname and e.path != t.path:
-            extra = f"  [as {clean(e.path)}]"
+            extra = f"  [as {terminal(e.path)}]"
         if e.members:
-            shown = ", ".join(clean(m) for m in e.members[:3])
+            shown = ", ".join(terminal(m) for m in e.members[:3])
             extra += f"  (via {shown}{', …' if len(e.members) > 3 else ''})"
         lines.append(f"  {_commit_line(e.commit, now)}  {_lines(e.added, e.deleted):>10}  "
                      f"{e.change}{extra}")
@@ -88,7 +82,7 @@ def hotspots(result: Hotspots, now: float, explain: bool) -> str:
             if h.line:
                 what += f"  (line {h.line})"
             lines.append(f"  {h.score:7.2f}  {h.changes:7d}  {h.authors:7d}  {h.churn:6d}  "
-                         f"{relative_time(h.last_change, now):>14}  {clean(what)}")
+                         f"{relative_time(h.last_change, now):>14}  {terminal(what)}")
             if explain:
                 lines.append(f"           R={h.recency_weighted:.3f} A={h.authors} L={h.churn}")
     lines.append(f"\n{result.formula}")
@@ -273,7 +267,7 @@ def search(result, now: float, explain: bool) -> str:
 
 
 def what(result, now: float) -> str:
-    lines = [f"branch: {clean(result.branch or '(detached)')}; "
+    lines = [f"branch: {terminal(result.branch or '(detached)')}; "
              f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
              + (f", {len(result.untracked)} untracked" if result.untracked else "")]
     lines.append("\nabout your changes:")
@@ -282,15 +276,16 @@ def what(result, now: float) -> str:
     for note in result.notes:
         lines.append(f"  {_note_line(note, now)}")
     for item in result.about_changes:
-        lines.append(f"  {_commit_line(item.commit, now)}  ({', '.join(clean(f) for f in item.files)})")
+        lines.append(f"  {_commit_line(item.commit, now)}  ({', '.join(terminal(f) for f in item.files)})")
         if item.why:
             lines.append(f"      {_snippet(item.why)}")
     if result.unindexed:
-        lines.append(f"  not in the index: {', '.join(clean(p) for p in result.unindexed[:5])}")
+        lines.append(f"  not in the index: {', '.join(terminal(p) for p in result.unindexed[:5])}")
     lines.append("\nrecent decisions:")
     for item in result.decisions:
         lines.append(f"  {_commit_line(item.commit, now)}")
-        lines.append(f"      {_snippet(item.why)}")
+        if item.why:
+            lines.append(f"      {_snippet(item.why)}")
     for note in result.recent_notes:
         lines.append(f"  {_note_line(note, now)}")
     if not result.decisions and not result.recent_notes:
@@ -299,7 +294,7 @@ def what(result, now: float) -> str:
                  + (f" ({on_clock(result.clock)}):" if getattr(result, "clock", None) else ":"))
     for h in result.hotspots:
         what_ = f"{h.path}::{h.qualname}" if h.qualname else h.path
-        lines.append(f"  {h.score:7.2f}  {h.changes:4d} changes  {h.authors:3d} authors  {clean(what_)}")
+        lines.append(f"  {h.score:7.2f}  {h.changes:4d} changes  {h.authors:3d} authors  {terminal(what_)}")
     if not result.hotspots:
         lines.append("  none")
     return "\n".join(lines)
@@ -312,9 +307,9 @@ def _note_line(note, now: float) -> str:
         stale = f"  [possibly stale: {note.stale_reason}" + \
             (f", {note.changed_by.short} {_clip(note.changed_by.subject, 40)}]"
              if note.changed_by else "]")
-    return (f"#{note.id} {clean(note.target or '(repository)')}{state}  "
+    return (f"#{note.id} {terminal(note.target or '(repository)')}{state}  "
             f"{relative_time(note.recorded_at, now)}"
-            f"{' by ' + clean(note.author) if note.author else ''}: {_snippet(note.text, 90)}{stale}")
+            f"{' by ' + terminal(note.author) if note.author else ''}: {_snippet(note.text, 90)}{stale}")
 
 
 def notes(items, now: float) -> str:
@@ -329,17 +324,17 @@ def areas(items, now: float) -> str:
     lines = [f"{len(items)} areas (spectral clusters of commits, docs and notes)"]
     for a in items:
         span = f"{date(a.first_time)} – {date(a.last_time)}" if a.first_time else ""
-        lines.append(f"\n#{a.id}  {clean(a.label)}  —  {a.size} items ({a.commits} commit segments, "
+        lines.append(f"\n#{a.id}  {terminal(a.label)}  —  {a.size} items ({a.commits} commit segments, "
                      f"{a.docs} doc sections, {a.notes} notes)  {span}")
         if a.terms:
-            lines.append(f"    terms: {', '.join(clean(t) for t in a.terms)}")
+            lines.append(f"    terms: {', '.join(terminal(t) for t in a.terms)}")
         if a.paths:
-            lines.append(f"    hottest paths: {', '.join(clean(p) for p in a.paths)}")
+            lines.append(f"    hottest paths: {', '.join(terminal(p) for p in a.paths)}")
     return "\n".join(lines)
 
 
 def related_commits(result, now: float) -> str:
-    lines = [f"commits related to {clean(result.subject)}"]
+    lines = [f"commits related to {terminal(result.subject)}"]
     for title, rows in (("touching it", result.touching),
                         ("similar messages" + ("" if result.semantic else
                                                " (semantic search off)"), result.similar),
@@ -347,7 +342,7 @@ def related_commits(result, now: float) -> str:
         lines.append(f"\n{title}:")
         for r in rows:
             extra = f"  cos {r.similarity:.2f}" if r.similarity is not None and \
-                r.reason == "similar message" else f"  [{clean(r.area)}]" if r.area else ""
+                r.reason == "similar message" else f"  [{terminal(r.area)}]" if r.area else ""
             lines.append(f"  {_commit_line(r.commit, now)}{extra}")
         if not rows:
             lines.append("  none")
@@ -358,13 +353,14 @@ def related_commits(result, now: float) -> str:
 
 
 def _where(path: str, qualname: str | None) -> str:
-    return clean(f"{path}::{qualname}" if qualname else path)
+    return terminal(f"{path}::{qualname}" if qualname else path)
 
 
 def blast(result) -> str:
     t, s = result.target, result.summary
-    lines = [f"blast radius of {clean(t.label)} (depth {result.depth}): {len(result.dependents)} "
-             f"dependents in {s.files} files; risk {s.risk} ({s.risk_score:g})"]
+    lines = [f"blast radius of {terminal(t.label)} (depth {result.depth}): "
+             f"{len(result.dependents)} dependents in {s.files} files; risk {s.risk} "
+             f"({s.risk_score:g})"]
     if result.note:
         lines.append(f"note: {result.note}")
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
@@ -391,7 +387,7 @@ def blast(result) -> str:
 
 
 def neighbours(result, command: str) -> str:
-    lines = [f"{command} of {clean(result.target.label)}: {len(result.items)}"]
+    lines = [f"{command} of {terminal(result.target.label)}: {len(result.items)}"]
     if result.note:
         lines.append(f"note: {result.note}")
     for n in result.items:
@@ -451,7 +447,7 @@ def _set_formula(aggregate: str, item: str) -> str:
 
 
 def _some(head: str, items: list[str], count: int = 5) -> str:
-    return (f"{head} {len(items)}: " + ", ".join(clean(p) for p in items[:count])
+    return (f"{head} {len(items)}: " + ", ".join(terminal(p) for p in items[:count])
             + (" …" if len(items) > count else ""))
 
 
@@ -459,11 +455,12 @@ def _set_rows(partners, explain: bool) -> list[str]:
     lines = [f"  {'score':>5}  {'shared':>6}  what"]
     for p in partners:
         weak = _WEAK if p.weak else ""
-        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {clean(p.label)}{weak}")
-        lines.append(f"  {'':5}  {'':6}    with " + ", ".join(clean(f) for f in p.with_changed[:4])
+        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {terminal(p.label)}{weak}")
+        lines.append(f"  {'':5}  {'':6}    with "
+                     + ", ".join(terminal(f) for f in p.with_changed[:4])
                      + (" …" if len(p.with_changed) > 4 else ""))
         if explain:
-            each = ", ".join(f"{clean(k)} {v}" for k, v in sorted(
+            each = ", ".join(f"{terminal(k)} {v}" for k, v in sorted(
                 (p.shared_with or {}).items(), key=lambda kv: (-kv[1], kv[0]))[:6])
             lines.append(f"  {'':5}  {'':6}    decayed {p.score:.4f}, plain {p.plain:.4f}, "
                          f"newest shared commit {date(p.last_shared)}; shared with {each}")
@@ -474,7 +471,7 @@ def _set_rows(partners, explain: bool) -> list[str]:
 def fused_related(result, explain: bool = False) -> str:
     from .coupling import is_changelog
     n = result.target_commits
-    lines = [f"what changes with {clean(result.target.label)} (co-change and structure fused; "
+    lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
              f"{n} commit{'s' if n != 1 else ''} of the target)"]
     if is_changelog(result.target.path):
         lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
@@ -485,7 +482,7 @@ def fused_related(result, explain: bool = False) -> str:
             weak = _WEAK if p.support == 1 else ""
             rel = f"  [{p.relation}]" if p.relation else ""
             lines.append(f"  {p.score:5.2f}  {p.support:6d}  {p.confidence:5.2f}  "
-                         f"{clean(p.path)}::{clean(p.qualname or '')}{rel}{weak}")
+                         f"{terminal(p.path)}::{terminal(p.qualname or '')}{rel}{weak}")
             if explain:
                 last = (f"newest shared commit {date(p.last_shared)}" if p.last_shared
                         else "no shared commit")
@@ -502,7 +499,7 @@ def fused_related(result, explain: bool = False) -> str:
                else "")
         weak = _WEAK if f.weak else ""
         lines.append(f"  {f.score:5.2f}  {f.structure:6.2f}  {f.cochange:6.2f}  {f.support:6d}  "
-                     f"{clean(f.path)}{rel}{weak}")
+                     f"{terminal(f.path)}{rel}{weak}")
         if explain:
             last = (f"newest shared commit {date(f.last_shared)}" if f.last_shared
                     else "no shared commit")

@@ -12,7 +12,6 @@ and a hover never disagree.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,14 +19,11 @@ from .blast import direct_dependents
 from .change_kinds import SUBSTANTIVE_SQL
 from .clock import DEFAULT, Clock, clock as read_clock
 from .coupling import CoupledSymbol, strongest_symbol
-from .history import CommitRef, HistoryEntry, file_history, redacted, symbol_history
+from .history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
+                      symbol_history)
 from .hotspots import hotspot_score
 from .notes import Note, live_notes_for
-from .redact import redact
 from .targets import Target, TargetSpec, resolve
-
-WHY_CHARS = 200
-
 
 @dataclass(frozen=True)
 class HeatSettings:
@@ -145,36 +141,6 @@ def dependents_of(con, target: Target) -> int | None:
     if read is None or read[0] is not None or (target.qualname and not target.alive):
         return None
     return direct_dependents(con, target.file_id, target.qualname)
-
-
-_TRAILER = re.compile(r"^[A-Za-z-]+: .+$")
-_SPACE = re.compile(r"\s+")
-
-
-def why(subject: str, body: str) -> str | None:
-    """The first paragraph of a commit body when it adds to the subject: redacted, on one line,
-    clipped. Merge boilerplate, trailers and bare references do not count."""
-    for paragraph in body.strip().split("\n\n"):
-        lines = [ln for ln in paragraph.strip().splitlines()
-                 if ln.strip() and not _TRAILER.match(ln.strip())]
-        text = _SPACE.sub(" ", " ".join(lines)).strip()
-        if len(text) < 12 or text.lower() == subject.strip().lower():
-            continue
-        if text.lower().startswith(("merge ", "this reverts commit")):
-            continue
-        text = redact(text)
-        return text if len(text) <= WHY_CHARS else text[:WHY_CHARS - 1].rstrip() + "…"
-    return None
-
-
-def reasons(con, commits: list[CommitRef]) -> dict[str, str | None]:
-    """sha -> the "why" of each commit (see `why`)."""
-    if not commits:
-        return {}
-    subjects = {c.sha: c.subject for c in commits}
-    marks = ",".join("?" * len(subjects))
-    rows = con.execute(f"select sha, body from commits where sha in ({marks})", list(subjects))
-    return {sha: why(subjects[sha], body) for sha, body in rows}
 
 
 def _authors(entries: list[HistoryEntry]) -> int:

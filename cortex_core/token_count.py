@@ -25,16 +25,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .errors import CortexError
+from .sanitize import replace_surrogates
 
 DEFAULT_ENCODING = "o200k"
 ENCODINGS = ("o200k", "cl100k", "estimate")
 _BPE_NAMES = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
-# A lone surrogate (an undecodable byte carried through, a `\ud800` escape in a client's JSON) has
-# no UTF-8 form: a BPE encoder cannot take it. It is counted as the replacement character it is
-# shown as.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -103,12 +100,14 @@ def _build(name: str) -> Counter:
 
 
 def _any_text(count: Callable[[str], int]) -> Callable[[str], int]:
-    """`count` that takes any str, lone surrogates included (see _SURROGATE)."""
+    """`count` that takes any str. A lone surrogate (an undecodable byte carried through, a
+    `\\ud800` escape in a client's JSON) has no UTF-8 form: a BPE encoder cannot take it. It is
+    counted as the replacement character it is shown as (sanitize.replace_surrogates)."""
     def counted(text: str) -> int:
         try:
             return count(text)
         except UnicodeEncodeError:
-            return count(_SURROGATE.sub("\ufffd", text))
+            return count(replace_surrogates(text))
     return counted
 
 

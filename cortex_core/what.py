@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .clock import DEFAULT, Clock, clock as read_clock
 from .history import COMMIT_COLUMNS, CommitRef, commit_ref
+from .messages import why
 from .hotspots import Hotspot, hotspots
 from .notes import Note, list_notes, live_notes_for
 from .search import SIGNAL
@@ -27,7 +28,7 @@ DECISION_KINDS = ("fix", "feat", "refactor", "perf", "revert", "security", "othe
 @dataclass(frozen=True)
 class WhatCommit:
     commit: CommitRef
-    why: str               # the body's first paragraph (redacted), or ""
+    why: str               # its reason (messages.why), or "" when its body gives none
     files: tuple[str, ...]  # which of your changed files it touched
 
 
@@ -93,7 +94,7 @@ def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]
         age_days = max(0.0, (now - row[1]) / 86400)
         return (0.5 + SIGNAL.get(row[6], 0.3)) * 0.5 ** (age_days / 180)
     best = sorted(by_commit.values(), key=weight, reverse=True)[:top_k]
-    return [WhatCommit(commit_ref(row), _why(row[8]), tuple(sorted(files))) for row, files in best]
+    return [_commit(row, tuple(sorted(files))) for row, files in best]
 
 
 def _decisions(con, top_k: int) -> list[WhatCommit]:
@@ -101,13 +102,12 @@ def _decisions(con, top_k: int) -> list[WhatCommit]:
         f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
         f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(DECISION_KINDS))})"
         " order by c.author_time desc limit ?", (MIN_BODY, *DECISION_KINDS, top_k)).fetchall()
-    return [WhatCommit(commit_ref(row), _why(row[8]), ()) for row in rows]
+    return [_commit(row, ()) for row in rows]
 
 
-def _why(body: str) -> str:
-    from .redact import redact
-    first = body.strip().split("\n\n", 1)[0] if body else ""
-    return redact(" ".join(first.split()))[:400]
+def _commit(row, files: tuple[str, ...]) -> WhatCommit:
+    ref = commit_ref(row)
+    return WhatCommit(ref, why(ref.subject, row[8] or "") or "", files)
 
 
 def _hot(con, file_ids: set[int], half_life_days: float, top_k: int,

@@ -13,6 +13,7 @@ from cortex_core.errors import CortexError
 from cortex_core.live import buffer_symbols, innermost
 from cortex_core.plain import plain
 from cortex_core.remotes import commit_url
+from cortex_core.sanitize import markdown_code
 from cortex_core.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
 from cortex_core.targets import TargetSpec, find, resolve
 
@@ -85,8 +86,8 @@ def hover(con, loc: Located, settings: Settings) -> str | None:
         return None
     if loc.qualname is not None and file_level_only(con, loc.path) is None:
         if find(con, loc.path, loc.qualname) is None:
-            return (f"**{render.code(loc.qualname)}**: no commits yet (new since the indexed HEAD)"
-                    + ("\n\n*index still building*" if repo.partial else ""))
+            return (f"**{markdown_code(loc.qualname)}**: no commits yet (new since the indexed "
+                    "HEAD)" + ("\n\n*index still building*" if repo.partial else ""))
         card = symbol_card(con, repo.root, loc.path, loc.qualname,
                            limit=settings.history_length, heat=heat_settings(repo, settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
@@ -171,8 +172,7 @@ def _link(value, base: str) -> None:
 
 
 def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict:
-    from cortex_core.history import history
-    from cortex_core.symbol_info import reasons
+    from cortex_core.history import history, reasons
     result = history(con, spec, limit=limit)
     out = payload(result, repo)
     whys = reasons(con, [e.commit for e in result.entries])

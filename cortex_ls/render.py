@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from cortex_core.markdown import code, escape
+from cortex_core.sanitize import markdown, markdown_code
 from cortex_core.remotes import commit_url
 from cortex_core.dates import relative_time, window
 
@@ -44,8 +44,8 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
           note: str | None = None) -> str:
     now = time.time() if now is None else now
     t = card.target
-    title = code(t.qualname) if t.qualname else code(t.path)
-    head = [f"**{title}**" + (f" · {escape(t.kind)}" if t.kind else "")]
+    title = markdown_code(t.qualname) if t.qualname else markdown_code(t.path)
+    head = [f"**{title}**" + (f" · {markdown(t.kind)}" if t.kind else "")]
     facts = [_plural(card.changes, "change"), _plural(card.authors, "author")]
     if card.last_change is not None:
         facts.append(f"last {relative_time(card.last_change.time, now)}")
@@ -58,19 +58,19 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     if card.coupled is not None:
         c = card.coupled
         lines += ["", f"{'usually' if 2 * c.shared >= c.of else 'often'} changes with "
-                      f"{code(c.qualname)}"
-                      + ("" if c.path == t.path else f" in {code(c.path)}")
+                      f"{markdown_code(c.qualname)}"
+                      + ("" if c.path == t.path else f" in {markdown_code(c.path)}")
                       + f" ({c.shared} of {c.of} commits)"]
     if card.history:
         lines.append("")
         for change in card.history:
             c = change.commit
-            row = (f"- {_sha(c, web_base)} {relative_time(c.time, now)} · {escape(c.author, 40)}"
-                   f" · {escape(c.subject, 100)}")
+            row = (f"- {_sha(c, web_base)} {relative_time(c.time, now)} · {markdown(c.author, 40)}"
+                   f" · {markdown(c.subject, 100)}")
             if change.change not in ("modified", "M"):
-                row += f" *({escape(change.change)})*"
+                row += f" *({markdown(change.change)})*"
             if change.why:   # two trailing spaces: a hard line break, invisible as raw text
-                lines += [row + "  ", f"  — {escape(change.why)}"]
+                lines += [row + "  ", f"  — {markdown(change.why)}"]
             else:
                 lines.append(row)
         more = card.changes - len(card.history)
@@ -85,10 +85,10 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
         lines += ["", "**Notes**"]
         for n in card.notes[:5]:
             flag = " *(possibly stale)*" if n.stale else ""
-            lines.append(f"- note \\#{n.id}{flag}: {escape(n.text, 300)}")
+            lines.append(f"- note \\#{n.id}{flag}: {markdown(n.text, 300)}")
     footer = []
     if note:
-        footer.append(escape(note))
+        footer.append(markdown(note))
     if partial:
         footer.append("index still building: recent history may be missing")
     if footer:
@@ -103,11 +103,11 @@ def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
     if origin is None:
         text = f"**line {line}**: not committed yet"
     elif origin.commit is None:
-        text = f"**line {line}**: {escape(origin.reason or 'unknown origin')}"
+        text = f"**line {line}**: {markdown(origin.reason or 'unknown origin')}"
     else:
         c = origin.commit
         text = (f"**line {line}** last changed {relative_time(c.time, now)} by "
-                f"{escape(c.author, 40)} in {_sha(c, web_base)}: {escape(c.subject, 120)}")
+                f"{markdown(c.author, 40)} in {_sha(c, web_base)}: {markdown(c.subject, 120)}")
     if partial:
         text += "\n\n*index still building: recent history may be missing*"
     return text

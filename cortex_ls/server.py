@@ -11,7 +11,6 @@ import asyncio
 import functools
 import logging
 import os
-import re
 import signal
 import stat
 import uuid
@@ -26,6 +25,7 @@ from pygls.uris import to_fs_path
 
 from cortex_core import __version__
 from cortex_core.errors import CortexError, NotFound
+from cortex_core.sanitize import replace_surrogates
 from cortex_core.targets import TargetSpec, parse_target
 
 from . import queries
@@ -352,7 +352,7 @@ class CortexServer(LanguageServer):
                 raise JsonRpcInvalidParams("`target` must be a string: PATH, PATH::SYMBOL or "
                                            "PATH:LINE")
             try:
-                return repo, parse_target(whole_text(text))
+                return repo, parse_target(replace_surrogates(text))
             except CortexError as exc:
                 raise JsonRpcInvalidParams(str(exc)) from None
         uri = _uri(params)
@@ -472,13 +472,5 @@ def str_param(params: dict, name: str, required: bool = False, limit: int = 10_0
     if not isinstance(value, str) or len(value) > limit or "\0" in value:
         raise JsonRpcInvalidParams(f"`{name}` must be a string of at most {limit} characters "
                                    "(no NUL)")
-    return whole_text(value)
-
-
-def whole_text(value: str) -> str:
-    """A client's string with each lone surrogate (JSON can escape half a pair, `"\\ud800"`) as
-    U+FFFD: UTF-8, SQLite and the tokenizers refuse them, as the CLI's arguments do."""
-    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
+    # Each lone surrogate (JSON can escape half a pair) as U+FFFD, as the CLI's arguments are.
+    return replace_surrogates(value)

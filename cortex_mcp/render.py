@@ -1,12 +1,12 @@
 """Compact markdown for agents, from cortex_core's typed results.
 
 Short lines, no tables, citations an agent can quote back (short shas, `path:line`, note ids).
-Everything that came from the repository is escaped (cortex_core.markdown): a commit message
+Everything that came from the repository is escaped (cortex_core.sanitize): a commit message
 cannot forge a heading, a link or an instruction block in the answer."""
 
 from __future__ import annotations
 
-from cortex_core.markdown import code, escape
+from cortex_core.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
 from cortex_core.render import missing_objects
 
@@ -16,11 +16,12 @@ def plural(count: int, word: str) -> str:
 
 
 def _where(path: str, qualname: str | None) -> str:
-    return code(f"{path}::{qualname}" if qualname else path)
+    return markdown_code(f"{path}::{qualname}" if qualname else path)
 
 
 def _commit(c) -> str:
-    return f"`{c.short}` {date(c.time, c.offset)} {escape(c.author, 40)}: {escape(c.subject, 120)}"
+    return (f"`{c.short}` {date(c.time, c.offset)} {markdown(c.author, 40)}: "
+            f"{markdown(c.subject, 120)}")
 
 
 def footer(lines: list[str], notes: list[str]) -> str:
@@ -34,26 +35,26 @@ def history(result, whys: dict) -> list[str]:
     t = result.target
     head = f"**{_where(t.path, t.qualname)}**"
     if t.qualname:
-        head += f" · {escape(t.kind or 'symbol')} · " + (
+        head += f" · {markdown(t.kind or 'symbol')} · " + (
             f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else "gone at HEAD")
     head += f" · {plural(result.total, 'commit')}"
     if len(result.entries) < result.total:
         head += f" (newest {len(result.entries)})"
     lines = [head]
     if result.note:
-        lines.append(f"_{escape(result.note)}_")
+        lines.append(f"_{markdown(result.note)}_")
     for e in result.entries:
         row = f"- {_commit(e.commit)}"
         if e.change not in ("modified", "M"):
-            row += f" ({escape(e.change)})"
+            row += f" ({markdown(e.change)})"
         if t.qualname and e.name and e.name != t.qualname:
             row += f" [as {_where(e.path, e.name)}]"
         elif not t.qualname and e.path != t.path:
-            row += f" [as {code(e.path)}]"
+            row += f" [as {markdown_code(e.path)}]"
         lines.append(row)
         why = whys.get(e.commit.sha)
         if why:
-            lines.append(f"  why: {escape(why, 300)}")
+            lines.append(f"  why: {markdown(why)}")
     if not result.entries:
         lines.append("- no commit changed it in the indexed history")
     return lines
@@ -62,10 +63,10 @@ def history(result, whys: dict) -> list[str]:
 def blast(result) -> list[str]:
     s = result.summary
     counts = ", ".join(plural(n, k) for k, n in s.by_relation.items()) or "no dependents"
-    lines = [f"**Blast radius of {code(result.target.label)}** (depth {result.depth}): risk "
-             f"{s.risk} ({s.risk_score:g}); {counts} in {plural(s.files, 'file')}"]
+    lines = [f"**Blast radius of {markdown_code(result.target.label)}** (depth {result.depth}): "
+             f"risk {s.risk} ({s.risk_score:g}); {counts} in {plural(s.files, 'file')}"]
     if result.note:
-        lines.append(f"_{escape(result.note)}_")
+        lines.append(f"_{markdown(result.note)}_")
     for d in result.dependents[:25]:
         line = d.chain[0].line if d.chain else None
         lines.append(f"- {d.relation} {_where(d.path, d.qualname)}"
@@ -74,7 +75,7 @@ def blast(result) -> list[str]:
     if len(result.dependents) > 25:
         lines.append(f"- … {len(result.dependents) - 25} more (in the structured content)")
     if s.tests:
-        lines.append("Tests: " + ", ".join(code(t) for t in s.tests[:10]))
+        lines.append("Tests: " + ", ".join(markdown_code(t) for t in s.tests[:10]))
     if result.hidden:
         lines.append("Changes with it without a link in the code:")
         for h in result.hidden:
@@ -85,7 +86,7 @@ def blast(result) -> list[str]:
 
 
 def related(fused) -> list[str]:
-    lines = [f"**What changes with {code(fused.target.label)}** "
+    lines = [f"**What changes with {markdown_code(fused.target.label)}** "
              f"({plural(fused.target_commits, 'commit')} of its own)"]
     if fused.symbols:
         lines.append("Symbols that change with it:")
@@ -113,7 +114,7 @@ def related(fused) -> list[str]:
                          else f"{f.relation} (a module and its tests)")
         if f.folder and not parts:
             parts.append("its folder changes with this one's")
-        lines.append(f"- {code(f.path)} score {f.score:.2f}: " + "; ".join(parts))
+        lines.append(f"- {markdown_code(f.path)} score {f.score:.2f}: " + "; ".join(parts))
     if not fused.files:
         lines.append("- nothing changes with it often enough, and nothing links to it")
     return lines
@@ -130,7 +131,7 @@ def set_related(result) -> list[str]:
                         ("new symbols, no history:", result.unknown_symbols),
                         ("symbols not read:", result.skipped)):
         if items:
-            lines.append(f"_{head} " + ", ".join(code(p) for p in items[:5])
+            lines.append(f"_{head} " + ", ".join(markdown_code(p) for p in items[:5])
                          + (" …" if len(items) > 5 else "") + "_")
     if result.truncated:
         lines.append("_a large change: only its first files and symbols were read_")
@@ -143,7 +144,7 @@ def set_related(result) -> list[str]:
                        f"{plural(p.support, 'shared commit')}"
                        + (" (weak: one commit)" if p.weak else "")
                        + (f", e.g. {shas}" if shas else "") + "; with "
-                       + ", ".join(code(c) for c in p.with_changed[:3])
+                       + ", ".join(markdown_code(c) for c in p.with_changed[:3])
                        + (" …" if len(p.with_changed) > 3 else ""))
         return out
     if result.changed_symbols:
@@ -172,27 +173,27 @@ def hotspots(result) -> list[str]:
 
 
 def search(result) -> list[str]:
-    lines = [f"**{plural(len(result.hits), 'result')} for** {code(result.query[:100])} "
+    lines = [f"**{plural(len(result.hits), 'result')} for** {markdown_code(result.query[:100])} "
              f"({result.mode}{', semantic' if result.semantic else ''})"]
     for n, hit in enumerate(result.hits, 1):
         when = f" {date(hit.time)}" if hit.time else ""
-        who = f" {escape(hit.author, 40)}" if hit.author else ""
-        lines.append(f"{n}. [{escape(hit.citation)}] {hit.kind}{when}{who}: {escape(hit.title, 120)}")
+        who = f" {markdown(hit.author, 40)}" if hit.author else ""
+        lines.append(f"{n}. [{markdown(hit.citation)}] {hit.kind}{when}{who}: {markdown(hit.title, 120)}")
         text = " ".join(hit.text.split()) if hit.text else ""
         if text and text != hit.title:
-            lines.append(f"   {escape(text, 240)}")
+            lines.append(f"   {markdown(text, 240)}")
     if not result.hits:
         lines.append("- nothing matched")
     return lines
 
 
 def status(s, head: str | None, run) -> list[str]:
-    lines = [f"**Index** of {code(str(s.db_path))}: {plural(s.commits, 'commit')} by "
+    lines = [f"**Index** of {markdown_code(str(s.db_path))}: {plural(s.commits, 'commit')} by "
              f"{plural(s.authors, 'author')}"
              + (f", {date(s.first_commit_time)} to {date(s.last_commit_time)}"
                 if s.first_commit_time else "")]
     if s.store_reason:
-        lines.append(f"- not in `.cortex`: {escape(s.store_reason)}")
+        lines.append(f"- not in `.cortex`: {markdown(s.store_reason)}")
     indexed = s.head[:10] if s.head else "nothing"
     if head and s.head == head:
         lines.append(f"- up to date with HEAD (`{indexed}`)")
@@ -209,7 +210,7 @@ def status(s, head: str | None, run) -> list[str]:
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
                      f"{m.note_items} notes; {m.areas} areas")
-        lines.append(f"- {escape(m.semantic_note)}")
+        lines.append(f"- {markdown(m.semantic_note)}")
         lines.append(f"- notes: {m.notes_live} live, {m.notes_closed} superseded or expired")
     if run is not None:
         lines.append(f"- indexer: {run_line(run)}")
@@ -218,37 +219,37 @@ def status(s, head: str | None, run) -> list[str]:
 
 def run_line(run) -> str:
     if not run.finished:
-        return f"running ({escape(run.message)})"
-    return "last run finished" if run.ok else f"last run failed: {escape(run.error or '')}"
+        return f"running ({markdown(run.message)})"
+    return "last run finished" if run.ok else f"last run failed: {markdown(run.error or '')}"
 
 
 def note(n, verb: str) -> list[str]:
-    on = code(n.target) if n.target else "the repository"
+    on = markdown_code(n.target) if n.target else "the repository"
     state = "live" if n.live else "closed"
     anchor = f", anchored at `{n.anchor_commit[:10]}`" if n.anchor_commit else ""
-    return [f"{verb} note #{n.id} on {on} ({state}{anchor}): {escape(n.text, 500)}"]
+    return [f"{verb} note #{n.id} on {on} ({state}{anchor}): {markdown(n.text, 500)}"]
 
 
 def note_line(n) -> str:
-    by = f" by {escape(n.author, 60)}" if n.author else ""
+    by = f" by {markdown(n.author, 60)}" if n.author else ""
     stale = ""
     if n.stale:
-        stale = f" (possibly stale: {escape(n.stale_reason or 'its code changed')}" + (
+        stale = f" (possibly stale: {markdown(n.stale_reason or 'its code changed')}" + (
             f" in `{n.changed_by.short}`)" if n.changed_by else ")")
-    return f"- note #{n.id}{by}, {date(n.recorded_at)}{stale}: {escape(n.text, 500)}"
+    return f"- note #{n.id}{by}, {date(n.recorded_at)}{stale}: {markdown(n.text, 500)}"
 
 
 def sync(run, started: bool) -> list[str]:
     if not run.finished:
         lead = "Started indexing" if started else "Indexing is running"
-        return [f"{lead}: {escape(run.message)}. It goes on in the background; call `sync` "
+        return [f"{lead}: {markdown(run.message)}. It goes on in the background; call `sync` "
                 "again to wait for it, or `status` to see it."]
     if not run.ok:
-        return [f"Indexing failed: {escape(run.error or 'unknown error')}"]
+        return [f"Indexing failed: {markdown(run.error or 'unknown error')}"]
     s = run.summary or {}
     head = str(s.get("head") or "")[:10]
     return [f"Index up to date at `{head}`: {plural(s.get('new_commits', 0), 'new commit')} "
             f"({s.get('total_commits', 0)} in all), "
             f"{plural(s.get('symbol_changes', 0), 'symbol change')}, "
             f"in {float(s.get('seconds') or 0):.1f} s."
-            + (f" {escape(str(s['semantic']))}." if s.get("semantic") else "")]
+            + (f" {markdown(str(s['semantic']))}." if s.get("semantic") else "")]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -31,6 +30,7 @@ from cortex_core import __version__
 from cortex_core.errors import CortexError
 from cortex_core.git_reads import read_head
 from cortex_core.plain import plain
+from cortex_core.sanitize import markdown, markdown_code, replace_surrogates
 
 from . import render
 from .places import Place, Places, spec_of
@@ -110,7 +110,7 @@ class Memory:
                  "up_to_date": bool(head) and indexed == head, "indexing": run is not None}
         notes = []
         if run is not None:
-            notes.append(f"indexing in progress ({render.escape(run.message)}): recent history "
+            notes.append(f"indexing in progress ({markdown(run.message)}): recent history "
                          "may be missing")
         elif head and indexed != head:
             at = f"is at {indexed[:10]}" if indexed else "has no commits yet"
@@ -208,7 +208,7 @@ def build_server(memory: Memory) -> MCPServer:
             result = search(con, query, options, embedder=embedder)
             state, notes = memory.freshness(place, con)
             if embedder is None:
-                notes.insert(0, render.escape(semantic_state(con)[1]))
+                notes.insert(0, markdown(semantic_state(con)[1]))
             return answer(render.search(result), result, state, notes)
 
     @mcp.tool(annotations=READ)
@@ -220,9 +220,8 @@ def build_server(memory: Memory) -> MCPServer:
         symbol), newest first, each with its reason and kind (body, signature, docs, renamed,
         moved, ...); and the live notes on it. Overloads are distinct: `Class.method(int)`.
         `substantive` (default) leaves out formatting-only commits and renames of its class."""
-        from cortex_core.history import history
+        from cortex_core.history import history, reasons
         from cortex_core.notes import live_notes_for
-        from cortex_core.symbol_info import reasons
         with memory.reading(repo) as (place, con):
             result = history(con, spec_of(target, place.root), limit=limit,
                              substantive=substantive)
@@ -315,7 +314,7 @@ def build_server(memory: Memory) -> MCPServer:
             at = spec_of(focus, place.root).label if focus else None
             state, notes = memory.freshness(place, con)
             tokens = counter(encoding or memory.settings(place).packs.encoding)
-            notes = list(notes) + ([render.escape(tokens.note)] if tokens.note else [])
+            notes = list(notes) + ([markdown(tokens.note)] if tokens.note else [])
 
             def size(items: int, used: int) -> str:
                 return (f"\n_{render.plural(items, 'item')}, {used}/{budget} tokens "
@@ -350,7 +349,7 @@ def build_server(memory: Memory) -> MCPServer:
             place = memory.places.find(repo)
         run = memory.indexers.current(place)
         if not place.db.is_file():
-            text = (f"No index for {render.code(str(place.root))} yet: call `sync` to build it."
+            text = (f"No index for {markdown_code(str(place.root))} yet: call `sync` to build it."
                     + (f"\n- indexer: {render.run_line(run)}" if run else ""))
             return CallToolResult(content=[TextContent(type="text", text=text)],
                                   structured_content={"index": None, "repository": str(place.root),
@@ -515,7 +514,7 @@ def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpos
             if not 50 <= total <= 200_000:
                 raise CortexError("budget: between 50 and 200000 tokens")
             count = counter(memory.settings(place).packs.encoding).count
-            ask = ask.replace(f"`{target}`", render.code(target[:300]))
+            ask = ask.replace(f"`{target}`", markdown_code(target[:300]))
             room = total - count(ask)
             if room < 40:     # the pack's header and one short item
                 raise CortexError(f"budget: {total} tokens leave no room for the context after "
@@ -625,12 +624,9 @@ def _repaired(item):
         return item
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _no_lone_surrogates(value):
     if isinstance(value, str):
-        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+        return replace_surrogates(value)
     if isinstance(value, list):
         return [_no_lone_surrogates(v) for v in value]
     if isinstance(value, dict):

@@ -1,8 +1,6 @@
-"""The language server's parts that need no server: buffers and positions, settings, markdown."""
+"""The language server's parts that need no server: buffers and positions, settings."""
 
 from __future__ import annotations
-
-import re
 
 import random
 
@@ -12,7 +10,6 @@ from lsprotocol import types
 
 from cortex_core.live import buffer_symbols, innermost
 from cortex_ls.documents import Buffer, cursor, encoding_name
-from cortex_ls.render import code, escape
 from cortex_ls.settings import Settings, parse_settings
 
 # -- positions ---------------------------------------------------------------------------------
@@ -156,25 +153,3 @@ def test_the_clock_setting_is_read_as_leniently_as_the_encoding():
 def test_booleans_are_not_numbers():
     _, errors = parse_settings({"hotspotThreshold": True, "pollInterval": False})
     assert len(errors) == 2
-
-
-# -- markdown ----------------------------------------------------------------------------------
-
-
-@given(st.text(max_size=200))
-def test_escaped_text_cannot_make_links_html_or_lines(text):
-    out = escape(text)
-    assert "\n" not in out and "\r" not in out
-    assert "<" not in out
-    for i, ch in enumerate(out):
-        if ch in "[]`*@":
-            assert out[i - 1] == "\\", (text, out)
-    # An underscore is escaped unless its run sits inside a word, where it cannot make emphasis.
-    for run in re.finditer(r"(?<!\\)_+", out):
-        before, after = out[run.start() - 1:run.start()], out[run.end():run.end() + 1]
-        assert before.isalnum() and after.isalnum(), (text, out)
-    assert "://" not in out and "www." not in out.lower()    # bare URLs cannot autolink
-
-
-def test_code_spans_cannot_be_closed_early():
-    assert code("a`b](x)") == "`a'b](x)`"

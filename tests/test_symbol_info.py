@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cortex_core.errors import NotFound
-from cortex_core.symbol_info import HeatSettings, file_heat, line_origin, symbol_card, why
+from cortex_core.symbol_info import HeatSettings, file_heat, line_origin, symbol_card
 
 BASE = "import os\n\n\ndef hot(x):\n    return x + {n}\n\n\ndef cold():\n    return 0\n"
 CALLER = "from app import hot\n\n\ndef use():\n    return hot(1)\n"
@@ -53,17 +53,6 @@ def test_heat_respects_window_and_threshold(indexed):
     assert file_heat(con, "app.py", HeatSettings(2, 30, clock="wall"), only_hot=True) == []
     wide = file_heat(con, "app.py", HeatSettings(4, 365), only_hot=True)
     assert [(h.qualname, h.changes) for h in wide] == [("hot", 4)]
-
-
-def test_why_keeps_only_what_adds_to_the_subject():
-    assert why("fix x", "") is None
-    assert why("fix x", "fix x") is None
-    assert why("fix x", "Signed-off-by: A <a@b>") is None
-    assert why("fix x", "Merge branch 'y' into main") is None
-    assert why("fix x", "Because\nthe parser   broke.\n\nMore.") == "Because the parser broke."
-    assert why("s", "password=hunter2hunter2 was leaked in logs") == \
-        "password=[REDACTED:password] was leaked in logs"
-    assert len(why("s", "word " * 200)) == 200
 
 
 def test_line_origin_maps_an_edited_buffer_to_head(indexed):
