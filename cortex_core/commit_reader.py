@@ -158,7 +158,7 @@ class CommitReader:
         if reason is None and ((status != "A" and old_blob is None) or
                                (status != "D" and new_blob is None)):
             reason = "missing object"  # a shallow or damaged repository
-        # Each blob's bytes are read once (blobs.py), and not at all when the name already
+        # Each blob's bytes are read once (git_reads.py), and not at all when the name already
         # rules the content out.
         old_data = new_data = b""
         if reason not in UNREADABLE:
