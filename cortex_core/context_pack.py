@@ -212,10 +212,12 @@ MAX_SUBJECT = 200
 
 def _dedupe(candidates: list[PackItem]) -> list[PackItem]:
     """One item per citation (the most useful); the focus code and its signature both stay, as
-    alternatives."""
+    alternatives, and so do the partners that change with the focus: each cites its newest shared
+    commit, which is often the focus's own last commit (cited by its history) and the same for
+    several partners, yet each says something the others do not."""
     best: dict[tuple[str, str], PackItem] = {}
     for c in candidates:
-        key = (c.citation, c.title if c.section == "focus" else "")
+        key = (c.citation, c.title if c.section in ("focus", "changes-with") else "")
         if key not in best or c.utility > best[key].utility:
             best[key] = c
     return list(best.values())
