@@ -17,9 +17,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from .config import ClusterSettings
-from .store import get_meta, set_meta
-from .tokens import query_terms
+from cortex_core.config import ClusterSettings
+from cortex_core.store import get_meta, set_meta
+from cortex_core.tokens import query_terms
 
 RECLUSTER_SHARE = 0.10
 FILE_CHAIN = 3
@@ -69,7 +69,7 @@ def update_areas(con, settings: ClusterSettings, embedder,
             ids, vectors = _vectors(con, basis, "where cluster is null")
             centroids = [(cid, np.frombuffer(blob, dtype=np.float32)) for cid, blob in
                          con.execute("select id, centroid from clusters order by id")]
-            from .spectral import assign
+            from cortex_core.spectral import assign
             labels = assign(vectors, np.vstack([c for _, c in centroids]))
             with con:   # NO_AREA: an item with no vector to place is not tried again
                 con.executemany("update items set cluster = ? where id = ?",
@@ -84,7 +84,7 @@ def update_areas(con, settings: ClusterSettings, embedder,
         progress(0, 1, "areas")
     ids, vectors = _vectors(con, basis, "")
     links = _links(con, {item: n for n, item in enumerate(ids)})
-    from .spectral import SpectralSettings, distinctive_terms, spectral_clusters
+    from cortex_core.spectral import SpectralSettings, distinctive_terms, spectral_clusters
     result = spectral_clusters(vectors, links, SpectralSettings(
         knn=settings.knn, min_clusters=min_areas(len(ids), settings),
         max_clusters=settings.max_clusters, max_items=settings.max_items))

@@ -34,10 +34,10 @@ import apsw
 import pygit2
 from pygit2.enums import DiffOption
 
-from .errors import CortexError, NotFound
-from .history import COMMIT_COLUMNS, CommitRef, commit_ref
-from .skip_rules import indexed_limits, limit_hint
-from .targets import _file_id
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.history import COMMIT_COLUMNS, CommitRef, commit_ref
+from cortex_core.skip_rules import indexed_limits, limit_hint
+from cortex_core.targets import _file_id
 
 # A diff of two buffers is C (libgit2's Myers), but its worst case is quadratic-ish in the edit
 # distance: beyond this size a buffer is not diffed on an interactive request.

@@ -31,13 +31,13 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .clock import DEFAULT, clock as read_clock
-from .coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS, MAX_CHANGESET,
+from cortex_core.clock import DEFAULT, clock as read_clock
+from cortex_core.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS, MAX_CHANGESET,
                        MIN_SUPPORT, SIZE_EXPONENT, evidence_of, file_scores, folder_scores,
                        name_twins, related)
-from .history import CommitRef
-from .qualnames import structural_name
-from .targets import Target, TargetSpec, resolve
+from cortex_core.history import CommitRef
+from cortex_core.qualnames import structural_name
+from cortex_core.targets import Target, TargetSpec, resolve
 
 MAX_DEPTH = 10
 MAX_DEPENDENTS = 2000
@@ -287,7 +287,7 @@ def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days:
 
 def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> float:
     """The target's score in `cortex hotspots` (0 when it has none: not changed, or gone)."""
-    from .hotspots import hotspot_score
+    from cortex_core.hotspots import hotspot_score
     target = resolve(con, spec)
     if target.qualname is not None and not target.alive:
         return 0.0

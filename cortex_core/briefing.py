@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Settings
-from .context_pack import ContextPack, PackItem, pack, target_candidates
-from .errors import CortexError
-from .dates import date, window
-from .symbol_info import HeatSettings, symbol_card
-from .token_count import DEFAULT_ENCODING
-from .targets import parse_target, resolve
+from cortex_core.config import Settings
+from cortex_core.context_pack import ContextPack, PackItem, pack, target_candidates
+from cortex_core.errors import CortexError
+from cortex_core.dates import date, window
+from cortex_core.symbol_info import HeatSettings, symbol_card
+from cortex_core.token_count import DEFAULT_ENCODING
+from cortex_core.targets import parse_target, resolve
 
 # Multipliers on each section's utility (the candidates' own utilities are in context_pack).
 # Packing is greedy by utility per token, so the sections a purpose cannot do without get

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from .git_reads import blob_bytes
-from .config import IndexSettings
-from .languages import language_for_path
-from .merge_reader import MergeFile, find_renames, read_merge
-from .messages import classify, split_message
-from .object_source import ObjectSource
-from .skip_rules import skip_by_content, skip_by_path
-from .symbol_changes import FileSymbols, SymbolChange, match_commit
-from .symbols import Symbol, SymbolParser
+from cortex_core.git_reads import blob_bytes
+from cortex_core.config import IndexSettings
+from cortex_core.languages import language_for_path
+from cortex_core.merge_reader import MergeFile, find_renames, read_merge
+from cortex_core.messages import classify, split_message
+from cortex_core.object_source import ObjectSource
+from cortex_core.skip_rules import skip_by_content, skip_by_path
+from cortex_core.symbol_changes import FileSymbols, SymbolChange, match_commit
+from cortex_core.symbols import Symbol, SymbolParser
 
 GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
 # Reasons that forbid computing a patch: no line counts, nothing but the file-level record.

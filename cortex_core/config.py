@@ -58,8 +58,8 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from .errors import CortexError
-from .token_count import DEFAULT_ENCODING, encoding_name
+from cortex_core.errors import CortexError
+from cortex_core.token_count import DEFAULT_ENCODING, encoding_name
 
 DEFAULT_TRAILERS = (
     "Signed-off-by", "Co-authored-by", "Co-Authored-By", "Change-Id", "Reviewed-by", "Reviewed-on",

@@ -20,12 +20,12 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .clock import DEFAULT
-from .config import Settings
-from .errors import CortexError
-from .redact import redact
-from .sanitize import pack_block, pack_line
-from .token_count import DEFAULT_ENCODING, counter
+from cortex_core.clock import DEFAULT
+from cortex_core.config import Settings
+from cortex_core.errors import CortexError
+from cortex_core.redact import redact
+from cortex_core.sanitize import pack_block, pack_line
+from cortex_core.token_count import DEFAULT_ENCODING, counter
 
 FORMATS = ("markdown", "json")
 CODE_LINES_MAX = 400
@@ -274,7 +274,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
     subject_parts = []
     target = None
     if at:
-        from .targets import parse_target, resolve
+        from cortex_core.targets import parse_target, resolve
         spec = parse_target(at)
         spec = spec_fix(spec) if spec_fix else spec
         target = resolve(con, spec)
@@ -310,7 +310,7 @@ def _focus(con, repo_root: Path, target) -> list[PackItem]:
                       " where h.file_id = ?", (target.file_id,)).fetchone()
     if row is None:
         return []
-    from .git_reads import read_blob_at
+    from cortex_core.git_reads import read_blob_at
     data = read_blob_at(repo_root, row[0])
     if data is None:
         return []
@@ -338,7 +338,7 @@ def _signature(lines: list[str]) -> str:
 
 
 def _notes(con, repo_root: Path, target) -> list[PackItem]:
-    from .notes import live_notes_for
+    from cortex_core.notes import live_notes_for
     out = []
     for note in live_notes_for(con, repo_root, target.path, target.qualname):
         text = note.text
@@ -351,9 +351,9 @@ def _notes(con, repo_root: Path, target) -> list[PackItem]:
 
 
 def _history(con, spec) -> list[PackItem]:
-    from .history import history, reasons
-    from .messages import PACK_WHY_CHARS
-    from .dates import date
+    from cortex_core.history import history, reasons
+    from cortex_core.messages import PACK_WHY_CHARS
+    from cortex_core.dates import date
     found = history(con, spec, limit=12, substantive=True)  # reformatting is never a reason
     whys = reasons(con, [e.commit for e in found.entries], PACK_WHY_CHARS)
     out = []
@@ -366,7 +366,7 @@ def _history(con, spec) -> list[PackItem]:
 
 
 def _changes_with(con, spec, settings: Settings) -> list[PackItem]:
-    from .blast import fused_related
+    from cortex_core.blast import fused_related
     try:
         found = fused_related(con, spec, top_k=5, **settings.coupling.options())
     except CortexError:
@@ -392,7 +392,7 @@ def _changes_with(con, spec, settings: Settings) -> list[PackItem]:
 def _changes_with_working_tree(con, repo_root: Path, settings: Settings) -> list[PackItem]:
     """What the uncommitted changes usually bring along and is not changed yet: symbols, then
     files (working_changes.related_to_working_tree, `cortex related` without a target)."""
-    from .working_changes import related_to_working_tree
+    from cortex_core.working_changes import related_to_working_tree
     try:
         found = related_to_working_tree(con, repo_root, settings=settings.index, top_k=5,
                                         **settings.coupling.options())
@@ -413,7 +413,7 @@ def _changes_with_working_tree(con, repo_root: Path, settings: Settings) -> list
 
 
 def _blast(con, spec, clock: str, half_life_days: float) -> list[PackItem]:
-    from .blast import blast
+    from cortex_core.blast import blast
     try:
         found = blast(con, spec, depth=2, clock=clock, half_life_days=half_life_days)
     except CortexError:
@@ -431,7 +431,7 @@ def _blast(con, spec, clock: str, half_life_days: float) -> list[PackItem]:
 
 
 def _related(con, target, embedder) -> list[PackItem]:
-    from .related_commits import related_commits
+    from cortex_core.related_commits import related_commits
     label = target.label
     found = related_commits(con, label, embedder=embedder, top_k=5)
     out = []
@@ -446,10 +446,10 @@ def _related(con, target, embedder) -> list[PackItem]:
 def _search(con, query: str, at, embedder, half_life_days: float, spec_fix, *, kinds=(),
             section: str = "search", weight: float = 0.85,
             clock: str = DEFAULT) -> list[PackItem]:
-    from .search import SearchOptions, build_focus, search
+    from cortex_core.search import SearchOptions, build_focus, search
     focus = build_focus(con, at) if at and not spec_fix else None
     if at and spec_fix:
-        from .targets import parse_target
+        from cortex_core.targets import parse_target
         focus = build_focus(con, spec_fix(parse_target(at)).label)
     options = SearchOptions(top_k=10, kinds=tuple(kinds), half_life_days=half_life_days,
                             clock=clock)

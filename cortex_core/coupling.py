@@ -52,11 +52,11 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from .change_kinds import SUBSTANTIVE_SQL
-from .clock import repository_time
-from .config import CouplingSettings
-from .history import COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef, commit_ref
-from .targets import Target, TargetSpec, resolve
+from cortex_core.change_kinds import SUBSTANTIVE_SQL
+from cortex_core.clock import repository_time
+from cortex_core.config import CouplingSettings
+from cortex_core.history import COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef, commit_ref
+from cortex_core.targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
 _DEFAULTS = CouplingSettings()  # the one set of defaults (config.py)

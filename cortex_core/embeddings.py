@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CortexError
+from cortex_core.errors import CortexError
 
 DEFAULT_MODEL = "minishlab/potion-base-8M"
 BATCH = 1024                  # texts per encode call
@@ -187,7 +187,7 @@ def _fingerprint(folder: Path) -> str:
 
 def load_embedder(con) -> Embedder | None:
     """The model that wrote the store's vectors, if any and if it can be loaded here."""
-    from .store import get_meta
+    from cortex_core.store import get_meta
     name = get_meta(con, "embed_model")
     if not name or not get_meta(con, "embed_dim"):
         return None
@@ -200,7 +200,7 @@ def load_embedder(con) -> Embedder | None:
 
 def semantic_state(con) -> tuple[bool, str]:
     """(on, explanation) for status lines and search results."""
-    from .store import get_meta
+    from cortex_core.store import get_meta
     name = get_meta(con, "embed_model")
     if not name:
         reason = get_meta(con, "embed_off_reason") or "no embedding model was used"

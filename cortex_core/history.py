@@ -19,10 +19,10 @@ from functools import lru_cache
 
 import apsw
 
-from .change_kinds import NOT_SUBSTANTIVE
-from .messages import WHY_CHARS, why
-from .redact import redact
-from .targets import Target, TargetSpec, file_level_reason, resolve
+from cortex_core.change_kinds import NOT_SUBSTANTIVE
+from cortex_core.messages import WHY_CHARS, why
+from cortex_core.redact import redact
+from cortex_core.targets import Target, TargetSpec, file_level_reason, resolve
 
 NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
 # The order of history, the same however the store was indexed (one run, resumed, incremental):

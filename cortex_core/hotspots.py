@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from .change_kinds import SUBSTANTIVE_SQL
-from .clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.change_kinds import SUBSTANTIVE_SQL
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
 
 FORMULA = "score = R × (1 + ln A) × (1 + log10(1 + L)); R = Σ 0.5^(age_days / half_life)"
 

@@ -24,26 +24,26 @@ import apsw
 import pygit2
 from pygit2.enums import SortMode
 
-from .areas import update_areas
-from .commit_reader import CommitReader, CommitRecord, text
-from .config import Settings
-from .embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
-from .errors import CortexError, EmptyRepository, NotARepository, StoreError
-from .git_reads import commit as find_commit, read_blob
-from .languages import language_for_path
-from .memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
+from cortex_core.areas import update_areas
+from cortex_core.commit_reader import CommitReader, CommitRecord, text
+from cortex_core.config import Settings
+from cortex_core.embeddings import ModelUnavailable, choose_model, load_model, model_fingerprint
+from cortex_core.errors import CortexError, EmptyRepository, NotARepository, StoreError
+from cortex_core.git_reads import commit as find_commit, read_blob
+from cortex_core.languages import language_for_path
+from cortex_core.memory import (add_commit_items, drop_vectors, embed_missing, pending_vectors,
                      prepare_vectors, refresh_docs, vectors_current)
-from .notes import import_notes, relink_note_items, saved_notes, sync_note_items
-from .object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE, ObjectSource,
+from cortex_core.notes import import_notes, relink_note_items, saved_notes, sync_note_items
+from cortex_core.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE, ObjectSource,
                             prefetch, promisor_remote)
-from .read_pool import WorkerError, head_files_parallel, read_parallel
-from .salvage import Recovery, replace_damaged, resume_salvage, store_damage
-from .skip_rules import record_limits
-from .store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
+from cortex_core.read_pool import WorkerError, head_files_parallel, read_parallel
+from cortex_core.salvage import Recovery, replace_damaged, resume_salvage, store_damage
+from cortex_core.skip_rules import record_limits
+from cortex_core.store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
                     shipped_store, writer_lock)
-from .symbols import Symbol
-from .simplified import update_pruned
-from .versions import VersionGraph
+from cortex_core.symbols import Symbol
+from cortex_core.simplified import update_pruned
+from cortex_core.versions import VersionGraph
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
 PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
@@ -215,7 +215,7 @@ def _clear_derived(con) -> None:
     (its width belongs to a model, and prepare_vectors makes it again); keep only the schema
     version in meta."""
     import re
-    from .schema import MIGRATIONS
+    from cortex_core.schema import MIGRATIONS
     tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
     for table in reversed(tables):
         if table not in _KEPT_TABLES:
@@ -296,7 +296,7 @@ class _Indexer:
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
             record_limits(con, self.settings)
-        from .structure import update_structure
+        from cortex_core.structure import update_structure
         structure = update_structure(con, self.repo, self.settings, self._phase_progress)
         memory = self._memory()
         cause = self._record_missing()

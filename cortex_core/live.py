@@ -7,8 +7,8 @@ drift as soon as the buffer is edited.
 
 from __future__ import annotations
 
-from .languages import language_for_path
-from .symbols import Symbol, extract_symbols
+from cortex_core.languages import language_for_path
+from cortex_core.symbols import Symbol, extract_symbols
 
 # Larger buffers are not parsed live: a buffer is re-parsed from scratch as it is edited, and 1 MB
 # takes about 0.5 s (bench/bench_large_files.py). The hover then reads the indexed HEAD's

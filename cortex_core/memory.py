@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-from .embeddings import BATCH, Embedder, text_hash
-from .redact import redact
-from .segments import Section, commit_segments, doc_sections, is_doc_path
-from .store import get_meta, set_meta
-from .tokens import expand
+from cortex_core.embeddings import BATCH, Embedder, text_hash
+from cortex_core.redact import redact
+from cortex_core.segments import Section, commit_segments, doc_sections, is_doc_path
+from cortex_core.store import get_meta, set_meta
+from cortex_core.tokens import expand
 
 Progress = Callable[[int, int, str], None]
 NO_VECTOR = 0           # vector_id of an item whose text has no known token (an all-zero vector)

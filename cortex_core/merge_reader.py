@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 import pygit2
 from pygit2.enums import DiffFind
 
-from .git_reads import blob_bytes
-from .skip_rules import skip_by_path
+from cortex_core.git_reads import blob_bytes
+from cortex_core.skip_rules import skip_by_path
 
 if TYPE_CHECKING:
-    from .commit_reader import CommitReader
+    from cortex_core.commit_reader import CommitReader
 
 GITLINK_MODE = 0o160000
 

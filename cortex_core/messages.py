@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .redact import redact
+from cortex_core.redact import redact
 
 # Conventional-commit types (conventionalcommits.org plus the common Angular set).
 CONVENTIONAL_TYPES = frozenset(

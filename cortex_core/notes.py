@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CortexError, NotFound
-from .history import AFTER, COMMIT_COLUMNS, OLDEST_FIRST, CommitRef, commit_ref
-from .memory import delete_items, insert_item
-from .redact import redact
-from .store import get_meta, immediate
-from .targets import parse_target, resolve
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.history import AFTER, COMMIT_COLUMNS, OLDEST_FIRST, CommitRef, commit_ref
+from cortex_core.memory import delete_items, insert_item
+from cortex_core.redact import redact
+from cortex_core.store import get_meta, immediate
+from cortex_core.targets import parse_target, resolve
 
 EXPORT_VERSION = 1
 MAX_NOTE_CHARS = 20_000
@@ -177,8 +177,8 @@ def _current_hash(con, repo_root: Path, path: str, qualname: str | None) -> str 
         return blob_id
     if language is None:
         return None
-    from .git_reads import read_blob_at
-    from .symbols import SymbolParser, body_hash
+    from cortex_core.git_reads import read_blob_at
+    from cortex_core.symbols import SymbolParser, body_hash
     source = read_blob_at(repo_root, blob_id)
     if source is None:
         return None

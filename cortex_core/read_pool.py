@@ -15,10 +15,10 @@ from typing import Iterator
 
 import pygit2
 
-from .commit_reader import CommitReader, CommitRecord
-from .config import IndexSettings
-from .object_source import ObjectSource
-from .symbols import Symbol
+from cortex_core.commit_reader import CommitReader, CommitRecord
+from cortex_core.config import IndexSettings
+from cortex_core.object_source import ObjectSource
+from cortex_core.symbols import Symbol
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
 

@@ -7,9 +7,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from .errors import CortexError, NotFound
-from .history import COMMIT_COLUMNS, CommitRef, commit_ref, history
-from .targets import parse_target
+from cortex_core.errors import CortexError, NotFound
+from cortex_core.history import COMMIT_COLUMNS, CommitRef, commit_ref, history
+from cortex_core.targets import parse_target
 
 _SHA = re.compile(r"^[0-9a-fA-F]{4,40}$")
 NEIGHBOURS = 100

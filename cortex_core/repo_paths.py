@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import NotARepository
+from cortex_core.errors import NotARepository
 
 
 def find_repo_root(start: str | os.PathLike | None = None) -> Path:

@@ -28,7 +28,7 @@ from typing import Iterator
 
 import apsw
 
-from .errors import StoreError
+from cortex_core.errors import StoreError
 
 HEADER_MAGIC = b"SQLite format 3\x00"
 WAL_MAGICS = (0x377F0682, 0x377F0683)
@@ -102,7 +102,7 @@ def salvage_notes(db_path: Path) -> tuple[list[dict], str]:
 
 
 def _notes_by_sql(db_path: Path) -> list[dict]:
-    from .notes import export_notes
+    from cortex_core.notes import export_notes
     con = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return export_notes(con)["notes"]
@@ -383,7 +383,7 @@ def replace_damaged(db_path: Path, damage: str):
     Until the notes are in the new store, `<db>.salvage` names the file moved aside: a run that
     stops in between (killed, interrupted, the disk full) is finished by the next one
     (resume_salvage), which would otherwise find a sound, empty store and never look back."""
-    from .store import open_writer
+    from cortex_core.store import open_writer
     pending = pending_path(db_path)
     target = _aside_name(db_path)
     _write_pending(pending, target)
@@ -449,7 +449,7 @@ def _remove(path: Path) -> None:
 def carry_notes(source: Path, target: Path) -> int:
     """Copy the notes of the store at `source` (one the indexer cannot write: a read-only
     `.cortex`) into the store at `target`; returns how many were added."""
-    from .store import immediate, open_note_writer
+    from cortex_core.store import immediate, open_note_writer
     notes, _ = salvage_notes_readonly(source)
     if not notes:
         return 0
@@ -464,8 +464,8 @@ def carry_notes(source: Path, target: Path) -> int:
 def salvage_notes_readonly(db_path: Path) -> tuple[list[dict], str]:
     """salvage_notes for a store on a read-only file system, which SQLite opens only as an
     immutable file (see store._connect_reader)."""
-    from .notes import export_notes
-    from .store import open_reader
+    from cortex_core.notes import export_notes
+    from cortex_core.store import open_reader
     try:
         con = open_reader(db_path)
     except StoreError:
@@ -479,8 +479,8 @@ def salvage_notes_readonly(db_path: Path) -> tuple[list[dict], str]:
 def restore_notes(con, notes: list[dict]) -> int:
     """Write salvaged notes (ids, bi-temporal fields and anchors kept as they were read); a note
     that does not pass the import's checks (a damaged row) is left out, not the whole lot."""
-    from .errors import CortexError
-    from .notes import _checked, import_notes
+    from cortex_core.errors import CortexError
+    from cortex_core.notes import _checked, import_notes
     whole = []
     for i, note in enumerate(notes):
         try:

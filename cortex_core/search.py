@@ -24,10 +24,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .clock import DEFAULT, Clock, clock as read_clock
-from .errors import CortexError
-from .redact import redact
-from .tokens import fts_query, query_terms
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.errors import CortexError
+from cortex_core.redact import redact
+from cortex_core.tokens import fts_query, query_terms
 
 CANDIDATES = 200
 RRF_K_LEXICAL = 10
@@ -146,7 +146,7 @@ class SearchResult:
 
 def build_focus(con, at: str | None = None, workspace=None) -> Focus:
     """A Focus from a target (`PATH`, `PATH::SYMBOL`, `PATH:LINE`) and a workspace.Workspace."""
-    from .targets import parse_target, resolve
+    from cortex_core.targets import parse_target, resolve
     file_ids: set[int] = set()
     symbol_ids: set[int] = set()
     if at:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import apsw
 
-from .store import get_meta, set_meta
+from cortex_core.store import get_meta, set_meta
 
 
 def update_pruned(con: apsw.Connection) -> int:

@@ -17,8 +17,8 @@ import posixpath
 from dataclasses import fields, replace
 from typing import Any
 
-from .config import IndexSettings
-from .store import get_meta, set_meta
+from cortex_core.config import IndexSettings
+from cortex_core.store import get_meta, set_meta
 
 # Reasons that an [index] setting bounds, and that setting.
 LIMITED_BY = {"too large": "max_file_bytes", "diff too large": "max_diff_lines",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import apsw
 
-from .skip_rules import indexed_limits, limit_hint
-from .store import SCHEMA_VERSION, get_meta
+from cortex_core.skip_rules import indexed_limits, limit_hint
+from cortex_core.store import SCHEMA_VERSION, get_meta
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def _structure(con: apsw.Connection) -> list[ResolutionRate]:
 
 
 def _memory(con: apsw.Connection) -> MemoryStatus:
-    from .embeddings import semantic_state
+    from cortex_core.embeddings import semantic_state
     kinds = dict(con.execute("select kind, count(*) from items group by kind"))
     on, note = semantic_state(con)
     live = con.execute("select count(*) from notes where superseded_by is null and"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from .errors import IndexerBusy, IndexQueued, StoreError
-from .schema import BACKFILLS, MIGRATIONS
+from cortex_core.errors import IndexerBusy, IndexQueued, StoreError
+from cortex_core.schema import BACKFILLS, MIGRATIONS
 
 if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
     from collections.abc import Callable, Iterator

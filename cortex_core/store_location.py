@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from cortex_core.errors import StoreError
 
 DB_NAME = "cortex.db"
 # A lock that fails with these means the file system has no working locks (some network and FUSE

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .git_reads import head_commit, path_blob, read_blob
-from .languages import language_for_path
-from .resolve import RefRow, Resolver
-from .skip_rules import skip_by_content, skip_by_path
+from cortex_core.git_reads import head_commit, path_blob, read_blob
+from cortex_core.languages import language_for_path
+from cortex_core.resolve import RefRow, Resolver
+from cortex_core.skip_rules import skip_by_content, skip_by_path
 
 Progress = Callable[[int, int, str], None]
 RESOLVE_ALL_AT = 300     # this many changed files or more: resolve everything again
@@ -49,8 +49,8 @@ def is_test_path(path: str) -> bool:
 
 def update_structure(con, repo, settings, progress: Progress | None = None) -> StructureCounts:
     """Bring the structure tables up to date with HEAD and the working tree."""
-    from .structure_extract import SUPPORTED, extract_structure
-    from .symbols import SymbolParser
+    from cortex_core.structure_extract import SUPPORTED, extract_structure
+    from cortex_core.symbols import SymbolParser
 
     wanted = _wanted(con, repo, settings, SUPPORTED)
     current = {fid: (blob, wt) for fid, blob, wt in con.execute(

@@ -38,9 +38,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from .change_kinds import change_kind, masked, token_similarity
-from .qualnames import structural_name
-from .symbols import Symbol, body_hash
+from cortex_core.change_kinds import change_kind, masked, token_similarity
+from cortex_core.qualnames import structural_name
+from cortex_core.symbols import Symbol, body_hash
 
 Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
 

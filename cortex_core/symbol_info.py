@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .blast import direct_dependents
-from .change_kinds import SUBSTANTIVE_SQL
-from .clock import DEFAULT, Clock, clock as read_clock
-from .coupling import CoupledSymbol, strongest_symbol
-from .history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
+from cortex_core.blast import direct_dependents
+from cortex_core.change_kinds import SUBSTANTIVE_SQL
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.coupling import CoupledSymbol, strongest_symbol
+from cortex_core.history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
                       symbol_history)
-from .hotspots import hotspot_score
-from .notes import Note, live_notes_for
-from .targets import Target, TargetSpec, resolve
+from cortex_core.hotspots import hotspot_score
+from cortex_core.notes import Note, live_notes_for
+from cortex_core.targets import Target, TargetSpec, resolve
 
 @dataclass(frozen=True)
 class HeatSettings:
@@ -151,8 +151,8 @@ def line_origin(con, repo_root: Path, path: str, buffer: bytes, line: int):
     """The commit that last changed `line` (1-based) of a buffer of `path`: the buffer's line is
     moved to the indexed HEAD's numbering first. None when the line is not committed yet (added
     or changed in the buffer)."""
-    from .blame import last_change_of_line, map_buffer_line
-    from .git_reads import indexed_head_blob
+    from cortex_core.blame import last_change_of_line, map_buffer_line
+    from cortex_core.git_reads import indexed_head_blob
     head = indexed_head_blob(con, repo_root, path)
     if head is not None and head != buffer:
         line = map_buffer_line(head, buffer, line)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from .errors import Ambiguous, CortexError, NotFound
-from .qualnames import structural_name
+from cortex_core.errors import Ambiguous, CortexError, NotFound
+from cortex_core.qualnames import structural_name
 
 _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
@@ -171,6 +171,6 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
 
 def file_level_reason(con: apsw.Connection, file_id: int) -> str | None:
     """Why a file of the indexed HEAD has no symbols, explained (limit and setting), if so."""
-    from .skip_rules import explain, indexed_limits
+    from cortex_core.skip_rules import explain, indexed_limits
     row = con.execute("select skip_reason from head_files where file_id = ?", (file_id,)).fetchone()
     return explain(row[0], indexed_limits(con)) if row and row[0] else None

@@ -24,8 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import CortexError
-from .sanitize import replace_surrogates
+from cortex_core.errors import CortexError
+from cortex_core.sanitize import replace_surrogates
 
 DEFAULT_ENCODING = "o200k"
 ENCODINGS = ("o200k", "cl100k", "estimate")

@@ -28,7 +28,7 @@ from typing import Callable
 
 import apsw
 
-from .store import get_meta, set_meta
+from cortex_core.store import get_meta, set_meta
 
 MAX_STATES = 512      # maps of open branches kept in memory; beyond, the walker answers
 BATCH_SECONDS = 1.0   # a transaction commits at least this often

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clock import DEFAULT, Clock, clock as read_clock
-from .history import COMMIT_COLUMNS, CommitRef, commit_ref
-from .messages import why
-from .hotspots import Hotspot, hotspots
-from .notes import Note, list_notes, live_notes_for
-from .search import SIGNAL
-from .workspace import Workspace, read_workspace
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.history import COMMIT_COLUMNS, CommitRef, commit_ref
+from cortex_core.messages import why
+from cortex_core.hotspots import Hotspot, hotspots
+from cortex_core.notes import Note, list_notes, live_notes_for
+from cortex_core.search import SIGNAL
+from cortex_core.workspace import Workspace, read_workspace
 
 MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
 MAX_CHANGED = 500      # changed files looked at (a checkout of another tree changes them all)

@@ -23,13 +23,13 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .change_kinds import NOT_SUBSTANTIVE
-from .config import IndexSettings
-from .git_reads import commit, head_commit, path_blob
-from .languages import language_for_path
-from .live import MAX_BYTES as LIVE_MAX_BYTES, buffer_symbols
-from .skip_rules import skip_by_content, skip_by_path
-from .symbol_changes import FileSymbols, match_commit
+from cortex_core.change_kinds import NOT_SUBSTANTIVE
+from cortex_core.config import IndexSettings
+from cortex_core.git_reads import commit, head_commit, path_blob
+from cortex_core.languages import language_for_path
+from cortex_core.live import MAX_BYTES as LIVE_MAX_BYTES, buffer_symbols
+from cortex_core.skip_rules import skip_by_content, skip_by_path
+from cortex_core.symbol_changes import FileSymbols, match_commit
 
 MAX_FILES = 200            # changed files whose symbols are read
 MAX_BYTES = 20_000_000     # text read for them, both sides
@@ -65,8 +65,8 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     Empty when `repo_root` is no readable repository."""
     overlay = overlay or {}
     import pygit2
-    from .store import get_meta
-    from .workspace import read_workspace
+    from cortex_core.store import get_meta
+    from cortex_core.workspace import read_workspace
     settings = settings or IndexSettings()
     workspace = read_workspace(repo_root)
     paths = list(dict.fromkeys(workspace.changed + workspace.untracked))
@@ -128,7 +128,7 @@ def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | N
     """What the working tree's changed files and symbols usually bring along and is not changed
     yet (coupling.related_to_set, with its options); the changes' bounds and skipped files said.
     A SetRelated whose `changed` and `unknown` are both empty when nothing is changed."""
-    from .coupling import related_to_set
+    from cortex_core.coupling import related_to_set
     changes = working_changes(con, repo_root, settings, overlay)
     found = related_to_set(con, changes.files, symbols=changes.symbols, **options)
     return replace(found, unknown_symbols=list(found.unknown_symbols) + [
@@ -212,9 +212,9 @@ def related_to_targets(con, specs, **options):
     """The same question for a set named by the caller (TargetSpecs: PATH, PATH::SYMBOL,
     PATH:LINE), as an agent that has not written its changes yet asks it: each target's file
     is changed, and its symbol when it names one. Names the index does not know count as new."""
-    from .coupling import related_to_set
-    from .errors import CortexError
-    from .targets import resolve
+    from cortex_core.coupling import related_to_set
+    from cortex_core.errors import CortexError
+    from cortex_core.targets import resolve
     paths, symbols = [], []
     for spec in specs:
         paths.append(spec.path)

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .git_reads import head_of
-from .tokens import query_terms
+from cortex_core.git_reads import head_of
+from cortex_core.tokens import query_terms
 
 _TRUNK = {"main", "master", "trunk", "develop", "development", "dev", "head", "default"}
 

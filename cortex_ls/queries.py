@@ -17,10 +17,10 @@ from cortex_core.sanitize import markdown_code
 from cortex_core.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
 from cortex_core.targets import TargetSpec, find, resolve
 
-from . import render
-from .documents import Buffer, cursor
-from .repos import Repo
-from .settings import Settings, engine_overrides
+from cortex_ls import render
+from cortex_ls.documents import Buffer, cursor
+from cortex_ls.repos import Repo
+from cortex_ls.settings import Settings, engine_overrides
 
 
 @dataclass(frozen=True)

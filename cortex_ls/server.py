@@ -28,12 +28,12 @@ from cortex_core.errors import CortexError, NotFound
 from cortex_core.sanitize import replace_surrogates
 from cortex_core.targets import TargetSpec, parse_target
 
-from . import queries
-from .documents import Buffer, encoding_name
-from .indexer import IndexRun, Outcome, Progress, head_state, index_command
-from .protocol import CortexProtocol, raw_json_converter
-from .repos import Repo, Repos
-from .settings import Settings
+from cortex_ls import queries
+from cortex_ls.documents import Buffer, encoding_name
+from cortex_ls.indexer import IndexRun, Outcome, Progress, head_state, index_command
+from cortex_ls.protocol import CortexProtocol, raw_json_converter
+from cortex_ls.repos import Repo, Repos
+from cortex_ls.settings import Settings
 
 log = logging.getLogger(__name__)
 

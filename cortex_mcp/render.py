@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cortex_core.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
-from cortex_core.render import missing_objects
+from cortex_cli.render import missing_objects
 
 
 def plural(count: int, word: str) -> str:

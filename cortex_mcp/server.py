@@ -32,9 +32,9 @@ from cortex_core.git_reads import read_head
 from cortex_core.plain import plain
 from cortex_core.sanitize import markdown, markdown_code, replace_surrogates
 
-from . import render
-from .places import Place, Places, spec_of
-from .sync import Indexers
+from cortex_mcp import render
+from cortex_mcp.places import Place, Places, spec_of
+from cortex_mcp.sync import Indexers
 
 log = logging.getLogger(__name__)
 

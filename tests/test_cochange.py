@@ -87,7 +87,7 @@ def test_cli_related_explain_half_life_and_json(repo, cortex):
     cortex.index()
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                                "--repo", str(repo.path), "--db", str(cortex.db)],
                               capture_output=True, text=True, timeout=120)
 
@@ -150,7 +150,7 @@ def test_symbol_level_related_hover_and_blast(repo, cortex):
     hidden = blast(con, TargetSpec("m.py", "load")).hidden
     assert [(h.path, h.qualname, h.support) for h in hidden] == [("m.py", "save", 3)]
     # The CLI prints the symbols before the files.
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "m.py::load",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "m.py::load",
                           "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert out.index("symbols (co-change") < out.index("m.py::save") < out.index("files:")
@@ -179,7 +179,7 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     cortex.index()
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                                "--repo", str(repo.path), "--db", str(cortex.db), "--json"],
                               capture_output=True, text=True, timeout=120)
 
@@ -243,7 +243,7 @@ def test_coupling_settings_bounds_and_changelog_target(repo, cortex):
     repo.write("CHANGELOG.md", "- one\n")
     _touch(repo, ["a.py"], "one", 3)
     cortex.index()
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "CHANGELOG.md",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "CHANGELOG.md",
                           "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert "0 commits of the target" in out and "a changelog" in out

@@ -141,7 +141,7 @@ def test_without_bpe_openai_packs_are_estimated_and_say_so(plentiful):
     import sys
     repo, db = plentiful
     code = ("import sys; sys.modules['bpe_openai'] = None\n"
-            "from cortex_core.cli import main\n"
+            "from cortex_cli.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     args = ["context", "--at", "engine.py::schedule", "--budget", "600", "--repo",
             str(repo.path), "--db", str(db)]
@@ -157,7 +157,7 @@ def test_without_bpe_openai_packs_are_estimated_and_say_so(plentiful):
     assert plain_run.returncode == 0 and "not counted in cl100k" in plain_run.stderr
     assert estimate_tokens(plain_run.stdout) <= 600
     # with the package: counted in o200k, nothing to say about it
-    exact = subprocess.run([sys.executable, "-m", "cortex_core.cli", *args, "--json"],
+    exact = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args, "--json"],
                            capture_output=True, text=True, timeout=60)
     assert exact.returncode == 0 and "bpe-openai" not in exact.stderr
     assert json.loads(exact.stdout)["tokenizer"] == "o200k"
@@ -181,7 +181,7 @@ def test_the_encoding_setting_is_read_from_the_config_and_checked(plentiful, tmp
     own.write_text('[packs]\nencoding = "cl100k"\n')
     try:
         def run(*extra):
-            out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--at",
+            out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--at",
                                   "engine.py::schedule", "--budget", "400", "--repo",
                                   str(repo.path), "--db", str(db), "--json", *extra],
                                  capture_output=True, text=True, timeout=60)
@@ -344,13 +344,13 @@ def test_no_secret_leaves_the_store(leaky, repo):
 def test_budget_of_a_pack_is_checked_from_the_command_line(leaky, repo):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "timeout",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "timeout",
                           "--budget", "300", "--repo", str(repo.path), "--db", str(leaky.db)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert count_tokens(out.stdout) <= 300 and out.stdout.startswith("# Context: timeout")
     assert_clean(out.stdout)
-    bad = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--budget", "300",
+    bad = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--budget", "300",
                           "--repo", str(repo.path), "--db", str(leaky.db)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "give a query, --at TARGET, or both" in bad.stderr

@@ -13,7 +13,7 @@ import pygit2
 import pytest
 from scripted_repo import ScriptedRepo
 
-from cortex_core import hooks
+from cortex_cli import hooks
 from cortex_core.child_process import (CLI_ARGS, PARENT_ENV, index_arguments, index_command,
                                        spawn_options)
 from cortex_core.config import Settings

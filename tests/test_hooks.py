@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core import hooks
+from cortex_cli import hooks
 from cortex_core.errors import CortexError, IndexerBusy, NotARepository
 from cortex_core.store import open_reader, queue_slot, writer_lock
 

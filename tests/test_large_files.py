@@ -18,7 +18,7 @@ from scripted_repo import ScriptedRepo
 
 
 def cortex_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 

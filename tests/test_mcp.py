@@ -409,7 +409,7 @@ async def test_resources(indexed: ScriptedRepo):
 async def test_without_bpe_openai_a_pack_says_its_tokens_are_estimated(indexed: ScriptedRepo):
     from cortex_core.token_count import estimate_tokens
     code = ("import sys; sys.modules['bpe_openai'] = None\n"
-            "from cortex_core.cli import main\n"
+            "from cortex_cli.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     params = StdioServerParameters(
         command=sys.executable, args=["-c", code, "mcp", "--repo", str(indexed.path)],

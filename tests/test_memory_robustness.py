@@ -22,7 +22,7 @@ from cortex_core.workspace import read_workspace
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -62,7 +62,7 @@ def test_history_imports_nothing_heavy(indexed: ScriptedRepo):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "tune compute" in proc.stdout and "add the core" in proc.stdout
     modules = imported(proc.stderr)
-    assert {"cortex_core.cli", "cortex_core.history", "cortex_core.store", "apsw"} <= modules
+    assert {"cortex_cli.cli", "cortex_core.history", "cortex_core.store", "apsw"} <= modules
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == [], heavy
     # Nor the modules of other commands.

@@ -85,7 +85,7 @@ def index(repo: ScriptedRepo, model: str = "none") -> None:
 
 
 def cortex(repo: ScriptedRepo, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=repo.path,
+    proc = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=repo.path,
                           capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(PROJECT)))
     assert proc.returncode == 0, f"cortex {' '.join(args)}: {proc.stderr}"

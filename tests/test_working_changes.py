@@ -79,7 +79,7 @@ def changes(repo: ScriptedRepo) -> wc.WorkingChanges:
 
 
 def cli(repo: ScriptedRepo, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                            "--repo", str(repo.path)], capture_output=True, text=True,
                           timeout=120)
 
@@ -209,7 +209,7 @@ def test_cli_names_b_save_first_and_explains(coupled):
 
 def test_pack_says_what_the_changes_bring_along(coupled):
     coupled.write("a.py", a_py(7, 2))
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--at",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--at",
                           "c.py::convert", "--repo", str(coupled.path), "--budget", "3000"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

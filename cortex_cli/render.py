@@ -7,14 +7,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .dates import date, on_clock, relative_time, window
-from .sanitize import terminal
+from cortex_core.dates import date, on_clock, relative_time, window
+from cortex_core.sanitize import terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
-    from .history import CommitRef, History
-    from .hotspots import Hotspots
-    from .ingest import IndexSummary
-    from .status import Status
+    from cortex_core.history import CommitRef, History
+    from cortex_core.hotspots import Hotspots
+    from cortex_core.ingest import IndexSummary
+    from cortex_core.status import Status
 
 
 def _clip(text: str, width: int) -> str:
@@ -469,7 +469,7 @@ def _set_rows(partners, explain: bool) -> list[str]:
 
 
 def fused_related(result, explain: bool = False) -> str:
-    from .coupling import is_changelog
+    from cortex_core.coupling import is_changelog
     n = result.target_commits
     lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
              f"{n} commit{'s' if n != 1 else ''} of the target)"]

@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .child_process import CLI_ARGS, index_arguments
-from .errors import CortexError, NotARepository
+from cortex_core.child_process import CLI_ARGS, index_arguments
+from cortex_core.errors import CortexError, NotARepository
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# cortex-hook v1"

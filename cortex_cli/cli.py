@@ -13,9 +13,9 @@ from pathlib import Path
 
 import apsw
 
-from . import __version__
-from .errors import CortexError
-from .token_count import ENCODINGS, encoding_name
+from cortex_core import __version__
+from cortex_core.errors import CortexError
+from cortex_core.token_count import ENCODINGS, encoding_name
 
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
@@ -294,7 +294,7 @@ def _unit_float(text: str) -> float:
 
 def _since(text: str) -> int:
     """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
-    from .dates import since
+    from cortex_core.dates import since
     try:
         return since(text)
     except CortexError as exc:
@@ -397,14 +397,14 @@ def _locate(args, for_writing: bool = False) -> tuple[Path, Path]:
 
 
 def _location(args, for_writing: bool = False):
-    from .repo_paths import find_repo_root
-    from .store_location import store_location
+    from cortex_core.repo_paths import find_repo_root
+    from cortex_core.store_location import store_location
     root = find_repo_root(args.repo)
     return root, store_location(root, args.db, for_writing=for_writing)
 
 
 def _settings(root: Path):
-    from .config import repository_settings
+    from cortex_core.config import repository_settings
     return repository_settings(root)
 
 
@@ -418,13 +418,13 @@ def _reader(args):
 
 
 def _open(db: Path):
-    from .store import open_reader
+    from cortex_core.store import open_reader
     return open_reader(db)
 
 
 def _spec(text: str, root: Path):
-    from .repo_paths import repo_relative
-    from .targets import TargetSpec, parse_target
+    from cortex_core.repo_paths import repo_relative
+    from cortex_core.targets import TargetSpec, parse_target
     spec = parse_target(text)
     return TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
 
@@ -436,7 +436,7 @@ def _emit_json(result) -> int:
 
 
 def _plain(value):
-    from .plain import plain
+    from cortex_core.plain import plain
     return plain(value)
 
 
@@ -444,15 +444,15 @@ def _plain(value):
 
 def cmd_index(args) -> int:
     import os
-    from .child_process import die_with_parent
+    from cortex_core.child_process import die_with_parent
     die_with_parent()
     # One BLAS thread: the spectral step's eigensolver ran 3-10x slower with more threads on a
     # busy machine (bench/README.md, bench_memory.py) and was no faster on an idle one. Set
     # before numpy loads; a user's own setting wins.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    from .ingest import index_repository
-    from . import render
+    from cortex_core.ingest import index_repository
+    from cortex_cli import render
     root, location = _location(args, for_writing=True)
     db = location.path
     if location.fallback:
@@ -460,7 +460,7 @@ def cmd_index(args) -> int:
     show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
     progress = _json_progress if args.progress_json else bar.update if bar else None
-    from .errors import IndexQueued
+    from cortex_core.errors import IndexQueued
     try:
         summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
                                    rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
@@ -471,7 +471,7 @@ def cmd_index(args) -> int:
     if bar:
         bar.close()
     if location.seed is not None:   # the first run in the per-user folder: bring the notes
-        from .salvage import carry_notes
+        from cortex_core.salvage import carry_notes
         carried = carry_notes(location.seed, db)
         print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
     if args.progress_json:
@@ -499,8 +499,8 @@ def _json_line(obj: dict) -> None:
 
 
 def cmd_history(args) -> int:
-    from .history import history
-    from . import render
+    from cortex_core.history import history
+    from cortex_cli import render
     root, _, con = _reader(args)
     result = history(con, _spec(args.target, root), limit=args.limit,
                      substantive=args.substantive)
@@ -511,9 +511,9 @@ def cmd_history(args) -> int:
 
 
 def cmd_hotspots(args) -> int:
-    from .hotspots import hotspots
-    from .repo_paths import repo_relative
-    from . import render
+    from cortex_core.hotspots import hotspots
+    from cortex_core.repo_paths import repo_relative
+    from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
     result = hotspots(con, half_life_days=args.half_life or settings.hotspots.half_life_days,
@@ -526,8 +526,8 @@ def cmd_hotspots(args) -> int:
 
 
 def cmd_related(args) -> int:
-    from .blast import fused_related
-    from . import render
+    from cortex_core.blast import fused_related
+    from cortex_cli import render
     root, _, con = _reader(args)
     everything = _settings(root)
     settings = everything.coupling
@@ -536,7 +536,7 @@ def cmd_related(args) -> int:
               "half_life_days": settings.half_life_days if args.half_life is None
               else args.half_life}
     if args.target is None:
-        from .working_changes import related_to_working_tree
+        from cortex_core.working_changes import related_to_working_tree
         found = related_to_working_tree(con, root, settings=everything.index, **chosen)
         if not (found.changed or found.unknown):
             raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
@@ -552,8 +552,8 @@ def cmd_related(args) -> int:
 
 
 def cmd_blast(args) -> int:
-    from .blast import blast
-    from . import render
+    from cortex_core.blast import blast
+    from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
     result = blast(con, _spec(args.target, root), depth=args.depth,
@@ -566,8 +566,8 @@ def cmd_blast(args) -> int:
 
 
 def cmd_neighbours(args) -> int:
-    from . import blast as blast_module
-    from . import render
+    from cortex_core import blast as blast_module
+    from cortex_cli import render
     root, _, con = _reader(args)
     result = getattr(blast_module, args.command)(con, _spec(args.target, root))
     if args.json:
@@ -577,8 +577,8 @@ def cmd_neighbours(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from .status import status
-    from . import render
+    from cortex_core.status import status
+    from cortex_cli import render
     root, location = _location(args)
     result = status(_open(location.path), location.path,
                     None if location.explicit else location.reason)
@@ -590,8 +590,8 @@ def cmd_status(args) -> int:
 
 def _fix_spec(root: Path):
     """Target paths given relative to the current directory, mapped to the repository."""
-    from .repo_paths import repo_relative
-    from .targets import TargetSpec
+    from cortex_core.repo_paths import repo_relative
+    from cortex_core.targets import TargetSpec
     return lambda spec: TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
 
 
@@ -600,21 +600,21 @@ def _target_label(text: str, root: Path) -> str:
 
 
 def cmd_search(args) -> int:
-    from .embeddings import load_embedder
-    from .search import SearchOptions, build_focus, search
-    from . import render
+    from cortex_core.embeddings import load_embedder
+    from cortex_core.search import SearchOptions, build_focus, search
+    from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
     workspace = None
     if not args.no_context:
-        from .workspace import read_workspace
+        from cortex_core.workspace import read_workspace
         workspace = read_workspace(root)
     focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
     embedder = load_embedder(con) if args.mode != "lexical" else None
     since = None
     if args.since is not None:
-        from .clock import clock
-        from .dates import since as since_epoch
+        from cortex_core.clock import clock
+        from cortex_core.dates import since as since_epoch
         since = since_epoch(args.since, clock(con, _clock(args, settings)).now)
     options = SearchOptions(
         top_k=args.top_k, kinds=tuple(args.kind or ()), since=since, clock=_clock(args, settings),
@@ -623,7 +623,7 @@ def cmd_search(args) -> int:
         half_life_days=settings.search.half_life_days, focus=focus)
     why = None
     if args.mode != "lexical" and embedder is None:
-        from .embeddings import semantic_state
+        from cortex_core.embeddings import semantic_state
         _, why = semantic_state(con)
         if args.mode == "vector":
             raise CortexError(why)
@@ -638,8 +638,8 @@ def cmd_search(args) -> int:
 
 
 def cmd_what(args) -> int:
-    from .what import what
-    from . import render
+    from cortex_core.what import what
+    from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
     result = what(con, root, top_k=args.top_k, half_life_days=settings.hotspots.half_life_days,
@@ -651,9 +651,9 @@ def cmd_what(args) -> int:
 
 
 def cmd_related_commits(args) -> int:
-    from .embeddings import load_embedder
-    from .related_commits import related_commits
-    from . import render
+    from cortex_core.embeddings import load_embedder
+    from cortex_core.related_commits import related_commits
+    from cortex_cli import render
     root, _, con = _reader(args)
     result = related_commits(con, args.target, embedder=load_embedder(con), top_k=args.top_k,
                              relative_to=_fix_spec(root))
@@ -664,8 +664,8 @@ def cmd_related_commits(args) -> int:
 
 
 def cmd_areas(args) -> int:
-    from .areas import areas
-    from . import render
+    from cortex_core.areas import areas
+    from cortex_cli import render
     _, _, con = _reader(args)
     result = areas(con, args.top_k)
     if args.json:
@@ -675,8 +675,8 @@ def cmd_areas(args) -> int:
 
 
 def cmd_context(args) -> int:
-    from .context_pack import build_pack
-    from .embeddings import load_embedder
+    from cortex_core.context_pack import build_pack
+    from cortex_core.embeddings import load_embedder
     root, _, con = _reader(args)
     settings = _settings(root)
     pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
@@ -698,7 +698,7 @@ def cmd_context(args) -> int:
 
 
 def _note_writer(args):
-    from .store import check_location, open_note_writer   # never creates or migrates
+    from cortex_core.store import check_location, open_note_writer   # never creates or migrates
     root, db = _locate(args)
     check_location(db)
     if not db.is_file():
@@ -707,12 +707,13 @@ def _note_writer(args):
 
 
 def _git_author(root: Path) -> str | None:
-    from .notes import git_author
+    from cortex_core.notes import git_author
     return git_author(root)
 
 
 def cmd_note(args) -> int:
-    from . import notes, render
+    from cortex_core import notes
+    from cortex_cli import render
     action = args.note_command
     if action in ("add", "supersede", "import"):
         root, con = _note_writer(args)
@@ -745,14 +746,14 @@ def cmd_note(args) -> int:
         data = json.loads(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
-    from .store import immediate
+    from cortex_core.store import immediate
     with immediate(con):
         added = notes.import_notes(con, data)
     return _print(f"imported {added} notes")
 
 
 def cmd_model(args) -> int:
-    from .embeddings import choose_model, download_model, load_model
+    from cortex_core.embeddings import choose_model, download_model, load_model
     root, _ = _locate(args)
     name = args.name or choose_model(None, _settings(root).memory.model or None).name
     if not name.strip() or name.strip().lower() == "none":
@@ -765,8 +766,8 @@ def cmd_model(args) -> int:
 
 def cmd_mcp(args) -> int:
     import logging
-    from .errors import NotARepository
-    from .repo_paths import find_repo_root
+    from cortex_core.errors import NotARepository
+    from cortex_core.repo_paths import find_repo_root
     try:
         root = find_repo_root(args.repo)
     except NotARepository:
@@ -777,19 +778,16 @@ def cmd_mcp(args) -> int:
     level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # The MCP server is a front end beside this one, not part of the engine: it is reached by
-    # module name, so nothing in cortex_core imports it (tests/test_architecture.py).
-    import importlib
-    importlib.import_module(MCP_SERVER).run(root, db)
+    # The MCP server is a front end beside this one: `cortex mcp` hands over to it. Its
+    # run(root, db) serves over stdio until the client leaves.
+    from cortex_mcp.server import run
+    run(root, db)
     return 0
 
 
-MCP_SERVER = "cortex_mcp.server"    # its run(root, db) serves over stdio until the client leaves
-
-
 def cmd_hooks(args) -> int:
-    from . import hooks
-    from .repo_paths import find_repo_root
+    from cortex_cli import hooks
+    from cortex_core.repo_paths import find_repo_root
     root = find_repo_root(args.repo)
     action = args.hooks_command
     report = getattr(hooks, action)(root)
