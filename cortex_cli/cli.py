@@ -15,7 +15,7 @@ import apsw
 
 from cortex_core import __version__
 from cortex_core.errors import CortexError
-from cortex_core.token_count import ENCODINGS, encoding_name
+from cortex_core.features.token_count import ENCODINGS, encoding_name
 
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
@@ -397,8 +397,8 @@ def _locate(args, for_writing: bool = False) -> tuple[Path, Path]:
 
 
 def _location(args, for_writing: bool = False):
-    from cortex_core.repo_paths import find_repo_root
-    from cortex_core.store_location import store_location
+    from cortex_core.git.repo_paths import find_repo_root
+    from cortex_core.store.store_location import store_location
     root = find_repo_root(args.repo)
     return root, store_location(root, args.db, for_writing=for_writing)
 
@@ -418,13 +418,13 @@ def _reader(args):
 
 
 def _open(db: Path):
-    from cortex_core.store import open_reader
+    from cortex_core.store.store import open_reader
     return open_reader(db)
 
 
 def _spec(text: str, root: Path):
-    from cortex_core.repo_paths import repo_relative
-    from cortex_core.targets import TargetSpec, parse_target
+    from cortex_core.git.repo_paths import repo_relative
+    from cortex_core.query.targets import TargetSpec, parse_target
     spec = parse_target(text)
     return TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
 
@@ -451,7 +451,7 @@ def cmd_index(args) -> int:
     # before numpy loads; a user's own setting wins.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    from cortex_core.ingest import index_repository
+    from cortex_core.index.ingest import index_repository
     from cortex_cli import render
     root, location = _location(args, for_writing=True)
     db = location.path
@@ -471,7 +471,7 @@ def cmd_index(args) -> int:
     if bar:
         bar.close()
     if location.seed is not None:   # the first run in the per-user folder: bring the notes
-        from cortex_core.salvage import carry_notes
+        from cortex_core.store.salvage import carry_notes
         carried = carry_notes(location.seed, db)
         print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
     if args.progress_json:
@@ -499,7 +499,7 @@ def _json_line(obj: dict) -> None:
 
 
 def cmd_history(args) -> int:
-    from cortex_core.history import history
+    from cortex_core.query.history import history
     from cortex_cli import render
     root, _, con = _reader(args)
     result = history(con, _spec(args.target, root), limit=args.limit,
@@ -511,8 +511,8 @@ def cmd_history(args) -> int:
 
 
 def cmd_hotspots(args) -> int:
-    from cortex_core.hotspots import hotspots
-    from cortex_core.repo_paths import repo_relative
+    from cortex_core.query.hotspots import hotspots
+    from cortex_core.git.repo_paths import repo_relative
     from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
@@ -526,7 +526,7 @@ def cmd_hotspots(args) -> int:
 
 
 def cmd_related(args) -> int:
-    from cortex_core.blast import fused_related
+    from cortex_core.query.blast import fused_related
     from cortex_cli import render
     root, _, con = _reader(args)
     everything = _settings(root)
@@ -536,7 +536,7 @@ def cmd_related(args) -> int:
               "half_life_days": settings.half_life_days if args.half_life is None
               else args.half_life}
     if args.target is None:
-        from cortex_core.working_changes import related_to_working_tree
+        from cortex_core.query.working_changes import related_to_working_tree
         found = related_to_working_tree(con, root, settings=everything.index, **chosen)
         if not (found.changed or found.unknown):
             raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
@@ -552,7 +552,7 @@ def cmd_related(args) -> int:
 
 
 def cmd_blast(args) -> int:
-    from cortex_core.blast import blast
+    from cortex_core.query.blast import blast
     from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
@@ -566,7 +566,7 @@ def cmd_blast(args) -> int:
 
 
 def cmd_neighbours(args) -> int:
-    from cortex_core import blast as blast_module
+    from cortex_core.query import blast as blast_module
     from cortex_cli import render
     root, _, con = _reader(args)
     result = getattr(blast_module, args.command)(con, _spec(args.target, root))
@@ -577,7 +577,7 @@ def cmd_neighbours(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from cortex_core.status import status
+    from cortex_core.query.status import status
     from cortex_cli import render
     root, location = _location(args)
     result = status(_open(location.path), location.path,
@@ -590,8 +590,8 @@ def cmd_status(args) -> int:
 
 def _fix_spec(root: Path):
     """Target paths given relative to the current directory, mapped to the repository."""
-    from cortex_core.repo_paths import repo_relative
-    from cortex_core.targets import TargetSpec
+    from cortex_core.git.repo_paths import repo_relative
+    from cortex_core.query.targets import TargetSpec
     return lambda spec: TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
 
 
@@ -600,14 +600,14 @@ def _target_label(text: str, root: Path) -> str:
 
 
 def cmd_search(args) -> int:
-    from cortex_core.embeddings import load_embedder
-    from cortex_core.search import SearchOptions, build_focus, search
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.memory.search import SearchOptions, build_focus, search
     from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
     workspace = None
     if not args.no_context:
-        from cortex_core.workspace import read_workspace
+        from cortex_core.git.workspace import read_workspace
         workspace = read_workspace(root)
     focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
     embedder = load_embedder(con) if args.mode != "lexical" else None
@@ -623,7 +623,7 @@ def cmd_search(args) -> int:
         half_life_days=settings.search.half_life_days, focus=focus)
     why = None
     if args.mode != "lexical" and embedder is None:
-        from cortex_core.embeddings import semantic_state
+        from cortex_core.memory.embeddings import semantic_state
         _, why = semantic_state(con)
         if args.mode == "vector":
             raise CortexError(why)
@@ -638,7 +638,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_what(args) -> int:
-    from cortex_core.what import what
+    from cortex_core.features.what import what
     from cortex_cli import render
     root, _, con = _reader(args)
     settings = _settings(root)
@@ -651,8 +651,8 @@ def cmd_what(args) -> int:
 
 
 def cmd_related_commits(args) -> int:
-    from cortex_core.embeddings import load_embedder
-    from cortex_core.related_commits import related_commits
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.query.related_commits import related_commits
     from cortex_cli import render
     root, _, con = _reader(args)
     result = related_commits(con, args.target, embedder=load_embedder(con), top_k=args.top_k,
@@ -664,7 +664,7 @@ def cmd_related_commits(args) -> int:
 
 
 def cmd_areas(args) -> int:
-    from cortex_core.areas import areas
+    from cortex_core.index.areas import areas
     from cortex_cli import render
     _, _, con = _reader(args)
     result = areas(con, args.top_k)
@@ -675,8 +675,8 @@ def cmd_areas(args) -> int:
 
 
 def cmd_context(args) -> int:
-    from cortex_core.context_pack import build_pack
-    from cortex_core.embeddings import load_embedder
+    from cortex_core.features.context_pack import build_pack
+    from cortex_core.memory.embeddings import load_embedder
     root, _, con = _reader(args)
     settings = _settings(root)
     pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
@@ -698,7 +698,8 @@ def cmd_context(args) -> int:
 
 
 def _note_writer(args):
-    from cortex_core.store import check_location, open_note_writer   # never creates or migrates
+    # never creates or migrates
+    from cortex_core.store.store import check_location, open_note_writer
     root, db = _locate(args)
     check_location(db)
     if not db.is_file():
@@ -707,12 +708,12 @@ def _note_writer(args):
 
 
 def _git_author(root: Path) -> str | None:
-    from cortex_core.notes import git_author
+    from cortex_core.memory.notes import git_author
     return git_author(root)
 
 
 def cmd_note(args) -> int:
-    from cortex_core import notes
+    from cortex_core.memory import notes
     from cortex_cli import render
     action = args.note_command
     if action in ("add", "supersede", "import"):
@@ -746,14 +747,14 @@ def cmd_note(args) -> int:
         data = json.loads(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
-    from cortex_core.store import immediate
+    from cortex_core.store.store import immediate
     with immediate(con):
         added = notes.import_notes(con, data)
     return _print(f"imported {added} notes")
 
 
 def cmd_model(args) -> int:
-    from cortex_core.embeddings import choose_model, download_model, load_model
+    from cortex_core.memory.embeddings import choose_model, download_model, load_model
     root, _ = _locate(args)
     name = args.name or choose_model(None, _settings(root).memory.model or None).name
     if not name.strip() or name.strip().lower() == "none":
@@ -767,7 +768,7 @@ def cmd_model(args) -> int:
 def cmd_mcp(args) -> int:
     import logging
     from cortex_core.errors import NotARepository
-    from cortex_core.repo_paths import find_repo_root
+    from cortex_core.git.repo_paths import find_repo_root
     try:
         root = find_repo_root(args.repo)
     except NotARepository:
@@ -787,7 +788,7 @@ def cmd_mcp(args) -> int:
 
 def cmd_hooks(args) -> int:
     from cortex_cli import hooks
-    from cortex_core.repo_paths import find_repo_root
+    from cortex_core.git.repo_paths import find_repo_root
     root = find_repo_root(args.repo)
     action = args.hooks_command
     report = getattr(hooks, action)(root)

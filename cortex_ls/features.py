@@ -13,12 +13,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from cortex_core.errors import CortexError
-from cortex_core.token_count import ENCODINGS, encoding_name
+from cortex_core.features.token_count import ENCODINGS, encoding_name
 
 from cortex_ls import queries
 from cortex_ls.documents import Buffer
-from cortex_ls.server import (MAX_RESULTS, CortexServer, Failed, _fs_path, _uri, int_param, params_dict,
-                     str_param)
+from cortex_ls.server import (MAX_RESULTS, CortexServer, Failed, _fs_path, _uri, int_param,
+                              params_dict, str_param)
 from cortex_ls.settings import parse_settings
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,9 @@ Which module is what (docs/architecture.md has the code map):
   `cortex_mcp` (the MCP server). They find a repository, call the engine and render its typed
   results. `cortex_core/__main__.py` counts as a front end too: it is the command line's entry
   point that installed hooks run (`python -P -m cortex_core index ...`).
-- Engine: every other module of cortex_core (git reading, parsing, the store, the index passes,
-  memory, analyses, composed features such as packs and briefings). It returns typed results and
-  knows no front end.
+- Engine: every other module of cortex_core, in its layer folders (git/, lang/, store/, index/,
+  memory/, query/, features/, text/) and the shared ground at its top (config, errors, ...). It
+  returns typed results and knows no front end.
 
 The invariants:
 
@@ -130,13 +130,14 @@ def handovers(tree: ast.Module) -> set[str]:
 def test_the_readers_see_what_they_look_for():
     """The checks below are only as good as these readers: each finds what is there."""
     modules = _modules()
-    assert {"cortex_cli.cli", "cortex_core.store", "cortex_ls.server",
+    assert {"cortex_cli.cli", "cortex_core.store.store", "cortex_ls.server",
             "cortex_mcp.server"} <= set(modules)
     assert "cortex_cli.render" in imports("cortex_cli.cli", _tree(modules["cortex_cli.cli"]))
-    assert "cortex_core.errors" in imports("cortex_core.store",
-                                           _tree(modules["cortex_core.store"]))
-    assert "apsw" in _top(imports("cortex_core.store", _tree(modules["cortex_core.store"])))
-    assert len(sql_literals(_tree(modules["cortex_core.history"]))) >= 2
+    assert "cortex_core.errors" in imports("cortex_core.store.store",
+                                           _tree(modules["cortex_core.store.store"]))
+    assert "apsw" in _top(imports("cortex_core.store.store",
+                                  _tree(modules["cortex_core.store.store"])))
+    assert len(sql_literals(_tree(modules["cortex_core.query.history"]))) >= 2
     assert "cortex_core.store.store" in imports("cortex_core.index.ingest",
                                                 ast.parse("from ..store.store import x"))
     assert "cortex_core.store.store" in imports("cortex_core.store",
@@ -183,3 +184,4 @@ def test_front_ends_import_no_database_or_git_driver_but_the_listed_debts():
              for driver in _top(_imports_of(module, path)) & {"apsw", "pygit2"}}
     assert found - set(DRIVER_DEBTS) == set(), "a front end imports a driver"
     assert set(DRIVER_DEBTS) - found == set(), "a debt was paid: remove its entry"
+

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cortex_core.blast import fused_related
-from cortex_core.coupling import _history_sets, related
-from cortex_core.targets import TargetSpec
+from cortex_core.query.blast import fused_related
+from cortex_core.query.coupling import _history_sets, related
+from cortex_core.query.targets import TargetSpec
 
 
 def _module(**bodies) -> str:

@@ -15,12 +15,12 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from cortex_core.blame import last_change_of_line
-from cortex_core.commit_reader import CommitReader
+from cortex_core.query.blame import last_change_of_line
+from cortex_core.git.commit_reader import CommitReader
 from cortex_core.config import Settings
-from cortex_core.object_source import ObjectSource, missing_objects
-from cortex_core.read_pool import WorkerError, read_parallel
-from cortex_core.store import open_reader
+from cortex_core.git.object_source import ObjectSource, missing_objects
+from cortex_core.index.read_pool import WorkerError, read_parallel
+from cortex_core.store.store import open_reader
 
 from scripted_repo import ScriptedRepo
 

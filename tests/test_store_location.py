@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core.store_location import store_location, unusable_reason, user_db_path
+from cortex_core.store.store_location import store_location, unusable_reason, user_db_path
 
 PROJECT = Path(__file__).resolve().parent.parent
 

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from cortex_core.blast import blast, callees, callers, fused_related
+from cortex_core.query.blast import blast, callees, callers, fused_related
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import NotFound
-from cortex_core.status import status
-from cortex_core.targets import TargetSpec
+from cortex_core.query.status import status
+from cortex_core.query.targets import TargetSpec
 
 DB = """\
 def save(item):

@@ -28,7 +28,7 @@ from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 from wire_shapes import check, shape  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
 from cortex_core.plain import plain as to_json  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent

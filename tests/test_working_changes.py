@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ls_harness import CONFIG, Session, finish, plain as lsp_plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
-from cortex_core import working_changes as wc  # noqa: E402
+from cortex_core.query import working_changes as wc  # noqa: E402
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.coupling import related_to_set  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
-from cortex_core.store import open_reader  # noqa: E402
+from cortex_core.query.coupling import related_to_set  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+from cortex_core.store.store import open_reader  # noqa: E402
 
 
 def a_py(load: int, other: int = 0) -> str:
