@@ -20,6 +20,10 @@ The invariants:
 3. Front ends hold no SQL: no string literal (or f-string head) that starts like a statement
    (SELECT, INSERT, UPDATE, DELETE, WITH, PRAGMA, any case). Crude, but it catches a query.
 4. Front ends do not import apsw or pygit2, except the entries of `DRIVER_DEBTS`.
+5. In the engine, SQL only in the store, index, memory and query layers (the folders of
+   `SQL_LAYERS`), except the entries of `SQL_DEBTS`.
+6. In the engine, pygit2 only in git reading and the index passes (`PYGIT2_LAYERS`), except the
+   entries of `PYGIT2_DEBTS`.
 
 Every allow-list entry is a debt with one line of why; an entry that is no longer needed fails
 the test too, so the lists only shrink.
@@ -53,6 +57,28 @@ ENTRY_POINTS = {
 
 # Modules of cortex_core that hand over to a front end by module name (importlib), and why.
 HANDOVERS: dict[tuple[str, str], str] = {}
+
+# The layers (folders of cortex_core) where SQL and pygit2 belong.
+SQL_LAYERS = {"store", "index", "memory", "query"}
+PYGIT2_LAYERS = {"git", "index"}
+
+# Engine modules outside SQL_LAYERS that hold SQL, and why (each one is a debt).
+SQL_DEBTS = {
+    "cortex_core.clock": "the repository clock is the indexed HEAD's commit time, read from the "
+                         "store",
+    "cortex_core.git.git_reads": "indexed_head_blob looks the blob's id up in the store",
+    "cortex_core.features.context_pack": "the language and blob of a file at the indexed HEAD",
+    "cortex_core.features.symbol_info": "the symbols of a file and its skip reasons, for lenses",
+    "cortex_core.features.what": "file ids and paths of the working copy's files",
+}
+
+# Engine modules outside PYGIT2_LAYERS that import pygit2, and why (each one is a debt).
+PYGIT2_DEBTS = {
+    "cortex_core.store.store": "whether the repository tracks .cortex/ (its git index)",
+    "cortex_core.memory.notes": "the default author of a note (git's default signature)",
+    "cortex_core.query.blame": "the diff of an edited buffer against the indexed blob",
+    "cortex_core.query.working_changes": "the diffs of the working tree against the indexed HEAD",
+}
 
 _SQL = re.compile(r"\s*(select\s+\S|insert\s+(or\s+\w+\s+)?into\s|update\s+\w+\s+set\s"
                   r"|delete\s+from\s|with\s+(recursive\s+)?\w+\s*(\([^)]*\))?\s*as\s*\("
@@ -100,6 +126,13 @@ def is_front_end(module: str) -> bool:
     return module == MAIN or module.split(".")[0] in FRONT_ENDS
 
 
+def layer(module: str) -> str | None:
+    """The layer folder of an engine module (`cortex_core.query.history` -> `query`); None for
+    the shared ground at the top of cortex_core and for the front ends."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "cortex_core" and len(parts) > 2 else None
+
+
 def _imports_of(module: str, path: Path) -> set[str]:
     return imports(module, _tree(path), path.name == "__init__.py")
 
@@ -138,6 +171,7 @@ def test_the_readers_see_what_they_look_for():
     assert "apsw" in _top(imports("cortex_core.store.store",
                                   _tree(modules["cortex_core.store.store"])))
     assert len(sql_literals(_tree(modules["cortex_core.query.history"]))) >= 2
+    assert {layer(m) for m in modules} >= SQL_LAYERS | PYGIT2_LAYERS | {"lang", "features"}
     assert "cortex_core.store.store" in imports("cortex_core.index.ingest",
                                                 ast.parse("from ..store.store import x"))
     assert "cortex_core.store.store" in imports("cortex_core.store",
@@ -185,3 +219,18 @@ def test_front_ends_import_no_database_or_git_driver_but_the_listed_debts():
     assert found - set(DRIVER_DEBTS) == set(), "a front end imports a driver"
     assert set(DRIVER_DEBTS) - found == set(), "a debt was paid: remove its entry"
 
+
+def test_sql_only_in_the_store_index_memory_and_query_layers_but_the_listed_debts():
+    found = {module for module, path in _modules().items()
+             if not is_front_end(module) and layer(module) not in SQL_LAYERS
+             and sql_literals(_tree(path))}
+    assert found - set(SQL_DEBTS) == set(), "SQL outside the store, index, memory and query"
+    assert set(SQL_DEBTS) - found == set(), "a debt was paid: remove its entry"
+
+
+def test_pygit2_only_in_git_reading_and_the_index_passes_but_the_listed_debts():
+    found = {module for module, path in _modules().items()
+             if not is_front_end(module) and layer(module) not in PYGIT2_LAYERS
+             and "pygit2" in _top(_imports_of(module, path))}
+    assert found - set(PYGIT2_DEBTS) == set(), "pygit2 outside git reading and the index passes"
+    assert set(PYGIT2_DEBTS) - found == set(), "a debt was paid: remove its entry"
