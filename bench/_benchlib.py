@@ -203,7 +203,7 @@ def cortex_command() -> list[str]:
     script = Path(sys.executable).parent / "cortex"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "cortex_core.cli"]
+    return [sys.executable, "-m", "cortex_cli.cli"]
 
 
 def work_dir(prefix: str, keep: bool) -> Path:

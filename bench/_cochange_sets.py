@@ -15,7 +15,7 @@ def set_report(args, con, head_info: dict, baseline: AssociationRules, sets, cal
     """--set: `coupling.related_to_set` (cortex related without a target) against the rules'
     max confidence over the set, on the same queries. `call` turns a query's items into
     related_to_set's (paths, symbols); `pick` reads the answers' keys from its result."""
-    from cortex_core.coupling import related_to_set
+    from cortex_core.query.coupling import related_to_set
     if not sets:
         sys.exit("no set queries: no later transaction has two items that existed at the split")
     golds = [g for _, g in sets]
@@ -71,7 +71,7 @@ def _cortex_transactions(con, level: str, max_changeset: int) -> list[Transactio
     """The training commits as coupling reads them (coupling._history_sets): each item under
     its identity at the split (renames followed in time), changelogs and non-substantive
     symbol changes left out, at most `max_changeset` files."""
-    from cortex_core.coupling import _history_sets, _symbol_label
+    from cortex_core.query.coupling import _history_sets, _symbol_label
     h = _history_sets(con, max_changeset)
     if level == "symbol":
         by_commit = h.symbols_by_commit

@@ -30,7 +30,7 @@ def symbol_names(con) -> dict[int, tuple[str, str, str, bool]]:
 def _changed_symbols(con, commit_ids=None, as_cortex: bool = False) -> dict[int, list[int]]:
     """commit id -> the symbols it changed (stored symbol changes, one row per identity). With
     `as_cortex`, only the changes coupling counts (no reformatting, no move without edits)."""
-    from cortex_core.change_kinds import SUBSTANTIVE_SQL
+    from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
     where = (f"{SUBSTANTIVE_SQL} and not (sc.change = 'moved' and sc.added = 0"
              " and sc.deleted = 0)") if as_cortex else \
         "sc.change not in ({})".format(",".join(f"'{k}'" for k in _UNCHANGED))
@@ -139,11 +139,11 @@ def cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool = 
     """What `cortex related PATH::SYMBOL` lists under symbols for each query (blast.
     fused_related; with `alone`, coupling.related: no structure), timed (warm: the history is
     read once per connection). A query that resolves to another symbol scores 0."""
-    from cortex_core.blast import fused_related
-    from cortex_core.coupling import related as cochange
+    from cortex_core.query.blast import fused_related
+    from cortex_core.query.coupling import related as cochange
     from cortex_core.errors import CortexError
     related = cochange if alone else fused_related
-    from cortex_core.targets import TargetSpec
+    from cortex_core.query.targets import TargetSpec
     call_kwargs = accepted(related, {"max_changeset": args.max_changeset, **kwargs})
     answers, times, unresolved = [], [], 0
     for q, _ in queries:
@@ -168,7 +168,7 @@ def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base)
     filter (no reformatting, no move without edits), its lineage (each symbol under its latest
     identity, coupling's own map), and both. Says which of cortex's data choices moves the score,
     apart from its ranking (decay, ties)."""
-    from cortex_core.coupling import _history_sets
+    from cortex_core.query.coupling import _history_sets
     h = _history_sets(con, args.max_changeset)
     out = {}
     for label, lineage, as_cortex in (("rules + cortex's change filter", False, True),
@@ -192,7 +192,7 @@ def hidden_by_lineage(con, queries, names: dict, split_alive: set[int], max_chan
     they are no candidate. It happened when a name was renamed away and later used again, until
     coupling followed renames in time (expected 0 now). Read from coupling's own history sets:
     a diagnosis, not a ranking."""
-    from cortex_core.coupling import _history_sets
+    from cortex_core.query.coupling import _history_sets
     h = _history_sets(con, max_changeset)
     hidden = {names[s][0] for s in split_alive
               if h.symbol_canon.latest(s, h.alive_symbols) not in split_alive}

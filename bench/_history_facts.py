@@ -1,6 +1,6 @@
 """What bench_history.py reads to explain a difference between `cortex history` and `git log -L`:
 the function's identity along its rename/move lineage, its text on both sides of a commit (parsed
-with cortex_core.symbols), the lines a diff changes, git's own `-L` view, git's history
+with cortex_core.lang.symbols), the lines a diff changes, git's own `-L` view, git's history
 simplification, merges, and the rename/move links cortex follows. `Explainer`
 (_history_explain.py) classifies with these facts.
 """
@@ -20,7 +20,7 @@ class Facts:
     (pygit2) and git in the private clone."""
 
     def __init__(self, repo, con, clone: Path, rev: str, lang: Lang = LANGS["python"]):
-        from cortex_core.symbols import extract_symbols
+        from cortex_core.lang.symbols import extract_symbols
         self.repo, self.con, self.clone, self.rev, self.lang = repo, con, clone, rev, lang
         self._renames: dict[str, dict] = {}
         self.extract = extract_symbols

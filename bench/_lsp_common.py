@@ -37,7 +37,7 @@ def classify(path: str, text: str) -> File | None:
     """The file's non-blank lines inside a function or method, and outside any symbol, as the
     server sees them (same extractor, same innermost-symbol rule, cursor on the first non-blank
     character). None when the server would not parse it (too large)."""
-    from cortex_core.live import buffer_symbols, innermost
+    from cortex_core.lang.live import buffer_symbols, innermost
     data = text.encode("utf-8", "surrogatepass")
     symbols = buffer_symbols(path, data)
     if symbols is None:
@@ -63,7 +63,7 @@ def classify(path: str, text: str) -> File | None:
 
 def pick_files(clone: Path, db: Path, n: int, rng: random.Random) -> tuple[list[File], int]:
     """N Python files at HEAD known to the index, with lines of both kinds; (files, eligible)."""
-    from cortex_core.store import open_reader
+    from cortex_core.store.store import open_reader
     tracked = set(bl.git(clone, "ls-files", "-z", "--", "*.py").split("\0")) - {""}
     con = open_reader(db)
     try:

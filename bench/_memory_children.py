@@ -26,10 +26,11 @@ def phases_child(args) -> int:
     """Run index_repository(rebuild=True) with timers around its phases; print JSON."""
     from dataclasses import asdict
 
-    from cortex_core import areas as areas_mod
-    from cortex_core import ingest, spectral
+    from cortex_core.index import areas as areas_mod
+    from cortex_core.index import ingest
+    from cortex_core.memory import spectral
     from cortex_core.config import load_settings
-    from cortex_core.embeddings import Embedder
+    from cortex_core.memory.embeddings import Embedder
 
     timings: dict[str, dict] = {}
     details: dict[str, object] = {}
@@ -120,11 +121,11 @@ def recompute_child(args) -> int:
     Same calls as `_Indexer._memory`: drop_vectors + prepare_vectors + embed_missing, update_areas."""
     import os
 
-    from cortex_core.areas import update_areas
+    from cortex_core.index.areas import update_areas
     from cortex_core.config import load_settings
-    from cortex_core.embeddings import load_model
-    from cortex_core.memory import drop_vectors, embed_missing, prepare_vectors
-    from cortex_core.store import get_meta, open_writer
+    from cortex_core.memory.embeddings import load_model
+    from cortex_core.index.memory import drop_vectors, embed_missing, prepare_vectors
+    from cortex_core.store.store import get_meta, open_writer
     repo = args.repo.resolve()
     settings = load_settings(repo / ".cortex" / "config.toml")
     con = open_writer(args.recompute_child)

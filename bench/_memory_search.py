@@ -16,9 +16,9 @@ SEARCH_MODES = ("lexical", "vector", "hybrid")
 
 
 def encode_throughput(db: Path, model: str, runs: int) -> dict:
-    from cortex_core.embeddings import BATCH, MAX_CHARS, load_model
-    from cortex_core.memory import embed_text
-    from cortex_core.store import open_reader
+    from cortex_core.memory.embeddings import BATCH, MAX_CHARS, load_model
+    from cortex_core.index.memory import embed_text
+    from cortex_core.store.store import open_reader
     con = open_reader(db)
     rows = con.execute("select kind, segment, title, body from items").fetchall()
     con.close()
@@ -56,9 +56,9 @@ def latency(values: list[float]) -> dict | None:
 
 
 def search_in_process(db: Path, queries: list[str]) -> dict:
-    from cortex_core.embeddings import load_embedder
-    from cortex_core.search import SearchOptions, search
-    from cortex_core.store import open_reader
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.memory.search import SearchOptions, search
+    from cortex_core.store.store import open_reader
     con = open_reader(db)
     t0 = time.perf_counter()
     embedder = load_embedder(con)

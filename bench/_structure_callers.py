@@ -44,7 +44,7 @@ def sample_functions(con, clone: Path, n: int, seed: int) -> tuple[list[dict], d
         " join files f on f.id = d.file_id join struct_files s on s.file_id = d.file_id"
         " where s.language = 'python' and s.is_test = 0 and s.skip_reason is null"
         " and d.kind in ('function', 'method') order by f.path, d.qualname").fetchall()
-    from cortex_core.structure import is_test_path
+    from cortex_core.index.structure import is_test_path
     stats = Counter(candidates=len(rows))
     pool = []
     for path, qualname, name, kind, start, end in rows:
@@ -149,8 +149,8 @@ def jedi_references(jedi, project, clone: Path, fn: dict, timeout: float) -> tup
 
 def part_callers(con, clone: Path, sample: list[dict], args) -> dict:
     import jedi
-    from cortex_core.blast import callers
-    from cortex_core.targets import TargetSpec
+    from cortex_core.query.blast import callers
+    from cortex_core.query.targets import TargetSpec
 
     defs = Defs(con)
     added = [str(clone / "src")] if (clone / "src").is_dir() else []

@@ -18,7 +18,7 @@ CUT = 200   # rank cut of the co-change lists (fused_related's top_k in the brie
 
 def index_in_process(clone: Path, db: Path, jobs: int | None) -> tuple[float, object]:
     from cortex_core.config import Settings
-    from cortex_core.ingest import index_repository
+    from cortex_core.index.ingest import index_repository
     start = time.perf_counter()
     summary = index_repository(clone, db, Settings(), rebuild=True, model="none", jobs=jobs)
     return time.perf_counter() - start, summary
@@ -86,9 +86,9 @@ def _metrics(ranked: list[str], gold: set[str]) -> tuple[float, float, int | Non
 
 
 def part_cochange(clone: Path, work: Path, head: str, args) -> dict:
-    from cortex_core.blast import fused_related
-    from cortex_core.store import open_reader
-    from cortex_core.targets import TargetSpec
+    from cortex_core.query.blast import fused_related
+    from cortex_core.store.store import open_reader
+    from cortex_core.query.targets import TargetSpec
 
     split, pos, length = pick_split(clone, head, args.split)
     bl.run(["git", "-C", str(clone), "checkout", "-q", "-B", "bench-split", split])

@@ -40,11 +40,12 @@ def reset_peak():
         return False
 
 db, root = Path(sys.argv[1]), Path(sys.argv[2])
-from cortex_core import structure
-import cortex_core.resolve, cortex_core.symbols, cortex_core.structure_extract  # noqa: F401
+from cortex_core.index import structure
+import cortex_core.index.resolve, cortex_core.lang.symbols  # noqa: F401,E401
+import cortex_core.lang.structure_extract  # noqa: F401
 from cortex_core.config import Settings
-from cortex_core.ingest import open_repository
-from cortex_core.store import open_writer
+from cortex_core.index.ingest import open_repository
+from cortex_core.store.store import open_writer
 repo = open_repository(root)
 con = open_writer(db)
 with con:
@@ -178,8 +179,8 @@ def part_structure_updates(clone: Path, db: Path, work: Path, cortex: list[str],
 
 def part_blast(con, clone: Path, db: Path, cortex: list[str], sample: list[dict],
                args) -> dict:
-    from cortex_core.blast import blast
-    from cortex_core.targets import TargetSpec
+    from cortex_core.query.blast import blast
+    from cortex_core.query.targets import TargetSpec
     specs = [TargetSpec(fn["path"], fn["qualname"]) for fn in sample]
     ok, failures = [], Counter()
     for spec in specs:   # untimed pass: warms SQLite's cache and the imports

@@ -6,7 +6,7 @@ then a line of it, so that small files count as much as large ones), this measur
 
   (a) git blame --porcelain -L N,N HEAD -- FILE   in REPO (read-only), process start included,
                                                   git's default options (no -w, -M, -C)
-  (b) cortex_core.blame.last_change_of_line(con, FILE, N)   in process, on one reader
+  (b) cortex_core.query.blame.last_change_of_line(con, FILE, N)   in process, on one reader
                                                   connection warmed by a few calls, best of --runs
 
 and prints p50/p95 of each and the ratios git/cortex. Agreement: the share of lines for which
@@ -200,9 +200,9 @@ def main(argv=None) -> int:
         else:
             db = args.db.resolve()
             report["index"] = {"db": str(db), "seconds": None}
-        from cortex_core.blame import last_change_of_line
+        from cortex_core.query.blame import last_change_of_line
         from cortex_core.errors import CortexError
-        from cortex_core.store import get_meta, open_reader
+        from cortex_core.store.store import get_meta, open_reader
         con = open_reader(db)
         indexed = get_meta(con, "head")
         if indexed != head:

@@ -20,8 +20,8 @@ The protocol (issue 14), on a private clone of REPO:
      order as support); ranked by support, ties by the time of the newest transaction changing
      both (newer first), then path; support >= 1; answers limited to files that exist at the
      split (a filter any user would apply: it only makes the baseline stronger);
-  4. cortex: for each query, in this process on one reader connection, `cortex_core.blast.
-     fused_related` (what `cortex related PATH` answers) and `cortex_core.coupling.related`
+  4. cortex: for each query, in this process on one reader connection, `cortex_core.query.blast.
+     fused_related` (what `cortex related PATH` answers) and `cortex_core.query.coupling.related`
      (co-change alone), top 10; with --variant NAME=key:value,..., further configurations of
      the ranking (each component's gain measured apart).
 
@@ -47,9 +47,9 @@ its attributes), never because one of its methods did.
      the name it had at that commit (no rename following, as `git log -p` hunks mapped onto
      definitions would give), non-merge commits of at most 30 files; ranked as above, answers
      limited to symbols alive at the split;
-  4. cortex: `cortex_core.blast.fused_related(...).symbols`, what `cortex related
+  4. cortex: `cortex_core.query.blast.fused_related(...).symbols`, what `cortex related
      PATH::SYMBOL` lists under symbols (co-change, the file back-off and the calls), and
-     `cortex_core.coupling.related(..., file_prior=0).symbols` (co-change alone), top 10, on
+     `cortex_core.query.coupling.related(..., file_prior=0).symbols` (co-change alone), top 10, on
      the split index.
 
 With --set (issue 14, item 3: the working tree's "you probably also need to touch ..."), at
@@ -76,9 +76,8 @@ import _benchlib as bl
 from _cochange_common import (AssociationRules, accepted, halves, build_index, methods_table,
                               split_commit, variants, _versus, is_changelog, log, scores)
 from _cochange_sets import set_report
-from _cochange_symbols import (cortex_answers, hidden_by_lineage, symbol_names,
-                               print_symbol_report, _rules_on_cortex_data, _symbol_dbs,
-                               symbol_queries, symbol_training)
+from _cochange_symbols import (cortex_answers, hidden_by_lineage, symbol_names, print_symbol_report,
+                               _rules_on_cortex_data, _symbol_dbs, symbol_queries, symbol_training)
 
 
 def parse_args(argv=None):
@@ -157,11 +156,11 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
         db = work / "cortex.db"
         print("indexing the split ...", file=sys.stderr)
         build_index(clone, db, args.jobs)
-    from cortex_core.blast import fused_related
-    from cortex_core.coupling import related
+    from cortex_core.query.blast import fused_related
+    from cortex_core.query.coupling import related
     from cortex_core.errors import CortexError
-    from cortex_core.store import open_reader
-    from cortex_core.targets import TargetSpec
+    from cortex_core.store.store import open_reader
+    from cortex_core.query.targets import TargetSpec
     con = open_reader(db)
     if args.set:
         sets = halves([sorted({f for f in t.files if f in alive}) for t in tests])
@@ -208,8 +207,8 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
             "p95_ms": bl.percentile(times, 95) * 1000 if times else None}
     # The hover's "usually changes with ..." line: strongest_symbol on sampled symbols alive at
     # the split, warm (the history is read once per connection, as in the language server).
-    from cortex_core.coupling import strongest_symbol
-    from cortex_core.targets import resolve
+    from cortex_core.query.coupling import strongest_symbol
+    from cortex_core.query.targets import resolve
     symbols = con.execute("select f.path, s.qualname from symbols s join files f on"
                           " f.id = s.file_id where s.alive = 1 and s.kind in ('function', 'method')"
                           " order by s.id limit 300").fetchall()
@@ -244,7 +243,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
 
 
 def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
-    from cortex_core.store import open_reader
+    from cortex_core.store.store import open_reader
     head, line, split = split_commit(repo, args.split)
     clone = bl.private_clone(repo, work / "clone", checkout=False)
     db, head_db = _symbol_dbs(args, clone, work, split, head)

@@ -8,12 +8,12 @@ this measures
   (a) git log -L :REGEX:FILE --format=%H -s   in a private clone with `*.py diff=python`
                                                (Go: `*.go diff=golang`)
   (b) cortex history FILE::QUALNAME --json     as a subprocess, process start included
-  (c) cortex_core.history.history(...)         in process on an open reader, warm, best of 5
+  (c) cortex_core.query.history.history(...)         in process on an open reader, warm, best of 5
 
 and prints p50/p95 of each with the ratios git/(b) and git/(c) (goals: (b) beats git, (c) is at
 least 100x faster). Then it compares the commit sets per function (precision, recall, exact
 matches; git is the reference) and explains every commit listed by one tool only, by reading the
-function's text in the commit and its first parent (cortex_core.symbols on the blobs, the
+function's text in the commit and its first parent (cortex_core.lang.symbols on the blobs, the
 function's identity at that commit from the index's rename/move lineage) and the lines each tool
 saw change (git's own `-L` patch, or the blob diff).
 
@@ -275,8 +275,8 @@ def time_cli(cortex: list[str], repo: Path, db: Path, fn: Func, runs: int) -> No
 
 
 def time_in_process(con, fn: Func, runs: int) -> list[str]:
-    from cortex_core.history import history
-    from cortex_core.targets import TargetSpec
+    from cortex_core.query.history import history
+    from cortex_core.query.targets import TargetSpec
     spec = TargetSpec(fn.path, fn.qualname)
     result = history(con, spec)  # warm-up: page cache, statement cache
     best = None
@@ -330,7 +330,7 @@ def main(argv=None) -> int:
     import apsw
     import pygit2
 
-    from cortex_core.store import open_reader
+    from cortex_core.store.store import open_reader
 
     env = bl.environment(repo_path)
     head_sha = env["repository"]["head"]

@@ -86,7 +86,7 @@ def parse_one(language: str, megabytes: float) -> dict:
 
     from tree_sitter_language_pack import get_parser
 
-    from cortex_core.symbols import SymbolParser, extract_symbols
+    from cortex_core.lang.symbols import SymbolParser, extract_symbols
     old = source(language, int(megabytes * 1_000_000))
     definitions = old.count(b"total = value")
     middle = definitions // 2
@@ -168,7 +168,7 @@ def per_commit(path: Path) -> list[dict]:
     """CommitReader.read of each commit, oldest first, in this process."""
     import pygit2
 
-    import cortex_core.commit_reader as commit_reader
+    import cortex_core.git.commit_reader as commit_reader
     from cortex_core.config import IndexSettings
     matching = {"s": 0.0}
     original = commit_reader.match_commit

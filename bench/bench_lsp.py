@@ -22,7 +22,7 @@ outside pytest), on a private clone of REPO under bench/.work/ (REPO itself is n
      rusage never reaches us (os.wait4 and RUSAGE_CHILDREN only see reaped children);
   4. positions: F Python files at HEAD that the index knows (`git ls-files '*.py'` and the
      index's `head_files`), sampled with the seed, each parsed with the server's own extractor
-     (cortex_core.live) to classify its non-blank lines: inside a function or method (the hover
+     (cortex_core.lang.live) to classify its non-blank lines: inside a function or method (the hover
      shows the symbol's card) or outside any symbol (the hover shows the line's last commit, from
      the index's hunks). Positions cycle over the files; each is a function line, or with
      probability --outside-share a line outside any symbol; the cursor is on the line's first

@@ -22,7 +22,7 @@ A real `cortex mcp` process is driven over stdio by the MCP SDK's client (`mcp.C
   4. budgets: for every target and each budget in --budgets, context_pack with the target as
      focus, context_pack with a query, and both prompts: the whole answer's text (the pack, its
      size line and any note on the index's freshness; a prompt's request) is counted with
-     cortex_core.token_count.count_tokens (the pack's own counter) and must not exceed the
+     cortex_core.features.token_count.count_tokens (the pack's own counter) and must not exceed the
      budget; every case is counted and any excess reported;
   5. baseline: for B of the targets, `git log -L :NAME:PATH -s --format=%H` in REPO, with git's
      Python function-name rules (`*.py diff=python`, given through core.attributesFile so that
@@ -160,7 +160,7 @@ async def measure(args, db: Path, targets: list[str], queries: list[str]) -> dic
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from cortex_core.token_count import count_tokens
+    from cortex_core.features.token_count import count_tokens
     env = {k: v for k, v in os.environ.items() if k.startswith(("CORTEX_", "HOME", "PATH"))}
     if args.model:
         env["CORTEX_MODEL"] = args.model

@@ -8,7 +8,7 @@ first-parent line, so that a one-commit update can be measured later.
   1. Indexing cost. Two full `cortex index --rebuild` child processes into temporary databases,
      `--model none` (commits, items, lexical areas) and `--model PATH` (the same plus vectors and
      areas on vectors): wall, CPU, peak memory of the process tree, database size. Then the same
-     two indexes once more, in a child process that runs `cortex_core.ingest.index_repository`
+     two indexes once more, in a child process that runs `cortex_core.index.ingest.index_repository`
      with timers wrapped around its phases (module attributes replaced in that process only;
      cortex_core is not modified): commits (read + write), HEAD snapshot, memory items, model
      load, embedding (encode vs SQLite), the spectral step (item vectors, links, kNN graph,
@@ -21,7 +21,7 @@ first-parent line, so that a one-commit update can be measured later.
      one-commit update (the clone's branch moves to T; --incremental-runs, each from a copy of the
      database), each with `--model PATH` on the model's database and `--model none` on the other;
      the added time is the difference of the best runs.
-  4. Search latency: `cortex_core.search.search` in process (after one warm-up call) for the
+  4. Search latency: `cortex_core.memory.search.search` in process (after one warm-up call) for the
      lexical, vector and hybrid modes over up to --queries changelog entries
      (`retrieval_gold.gold_queries(REPO)`, texts only); and end to end, for --cli-queries of them,
      `cortex search` as a child process (hybrid and lexical on the whole entry, hybrid on its
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
             u = updates[kind]
             u["added_seconds_best"] = u["model"]["seconds_best"] - u["none"]["seconds_best"]
             u["added_seconds_median"] = u["model"]["seconds_median"] - u["none"]["seconds_median"]
-        from cortex_core.areas import RECLUSTER_SHARE
+        from cortex_core.index.areas import RECLUSTER_SHARE
         s = full["model"]["summary"]
         items_per_commit = s["items_added"] / max(1, s["new_commits"])
         updates["recluster"] = {

@@ -108,9 +108,9 @@ def main(argv=None) -> int:
     repo_path = args.repo.resolve()
     budgets = [int(b) for b in args.budgets.split(",")]
     log = bl.progress
-    from cortex_core import token_count
-    from cortex_core.context_pack import build_pack
-    from cortex_core.store import open_reader
+    from cortex_core.features import token_count
+    from cortex_core.features.context_pack import build_pack
+    from cortex_core.store.store import open_reader
 
     env = bl.environment(repo_path)
     work = bl.work_dir("packs-", args.keep)

@@ -30,7 +30,7 @@ from pathlib import Path
 import _benchlib as bl
 
 sys.path.insert(0, str(bl.PROJECT_DIR))
-from cortex_core.object_source import ObjectSource, missing_objects, prefetch  # noqa: E402
+from cortex_core.git.object_source import ObjectSource, missing_objects, prefetch  # noqa: E402
 
 
 def parse_args(argv=None):

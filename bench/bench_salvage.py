@@ -55,7 +55,7 @@ def main() -> int:
 
 
 def measure(args, work: Path) -> dict:
-    from cortex_core.salvage import _notes_by_pages, _notes_by_sql, store_damage
+    from cortex_core.store.salvage import _notes_by_pages, _notes_by_sql, store_damage
     env = bl.environment(args.repo)
     sound = work / "sound" / "cortex.db"
     sound.parent.mkdir()
@@ -90,8 +90,8 @@ def measure(args, work: Path) -> dict:
 
 
 def write_notes(repo: Path, db: Path, count: int) -> None:
-    from cortex_core.notes import add_note, supersede_note
-    from cortex_core.store import open_note_writer
+    from cortex_core.memory.notes import add_note, supersede_note
+    from cortex_core.store.store import open_note_writer
     con = open_note_writer(db)
     try:
         targets = [f"{p}::{q}" for p, q in con.execute(

@@ -94,7 +94,7 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
     "mrr_at_k_answerable", "latency_s": {p50, p95, mean, max}, "modes_used", "errors",
     "error_examples", ["per_query"]}. A query whose search raises counts as a miss (the
     exception's text is kept in error_examples)."""
-    from cortex_core.search import search
+    from cortex_core.memory.search import search
 
     def options():
         return options_factory() if callable(options_factory) else options_factory
@@ -161,7 +161,7 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
 
 def mode_options(name: str, k: int = 10) -> Callable:
     """The options factory of one of the three rankers (see MODES)."""
-    from cortex_core.search import SearchOptions
+    from cortex_core.memory.search import SearchOptions
     mode, priors = MODES[name]
     opts = SearchOptions(top_k=k, kinds=("commit",), mode=mode, priors=priors, context=False)
     return lambda: opts
@@ -219,7 +219,7 @@ def parse_args(argv=None):
 
 
 def index_info(con, db: Path, repo_head: str) -> dict:
-    from cortex_core.store import get_meta
+    from cortex_core.store.store import get_meta
     kinds = dict(con.execute("select kind, count(*) from items group by kind").fetchall())
     head = get_meta(con, "head")
     return {"path": str(db), "bytes": sum(f.stat().st_size for f in db.parent.glob(db.name + "*")
@@ -231,7 +231,7 @@ def index_info(con, db: Path, repo_head: str) -> dict:
 
 def misses(con, queries, embedder, k: int, n: int, seed: int) -> list[dict]:
     """A few queries the hybrid ranker misses: the query, its gold, the ranker's top 3."""
-    from cortex_core.search import search
+    from cortex_core.memory.search import search
     opts = mode_options("hybrid", k)()
     rng = random.Random(seed)
     out = []
@@ -267,8 +267,8 @@ def main(argv=None) -> int:
         print(f"no index at {db}: create it with `{command}`", file=sys.stderr)
         return 2
     try:
-        from cortex_core.embeddings import load_embedder
-        from cortex_core.store import open_reader
+        from cortex_core.memory.embeddings import load_embedder
+        from cortex_core.store.store import open_reader
     except ImportError as exc:
         print(f"cortex_core has no memory search yet ({exc})", file=sys.stderr)
         return 2

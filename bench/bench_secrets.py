@@ -9,7 +9,7 @@
    lies inside the value or holds the part that must not show.
 2. False positives on a real repository's text: every text file at HEAD of REPO (up to 1 MB each)
    and every commit message, none of which holds a live secret. Cortex is run as it is now and as
-   it was at --baseline-ref (cortex_core/redact.py from git), so the new hits are listed with
+   it was at --baseline-ref (cortex_core/text/redact.py from git), so the new hits are listed with
    their line; detect-secrets scans the same lines. Every hit is printed, up to --show.
 3. Entropy: bits per character of commit shas, uuid4s and of random base-62 strings by length,
    which chose `redact.ENTROPY_BITS`.
@@ -41,15 +41,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from _benchlib import PROJECT_DIR, best_of, environment, environment_lines  # noqa: E402
 from secret_corpus import EXAMPLES, PUBLISHABLE  # noqa: E402
 
-from cortex_core import redact as current  # noqa: E402
+from cortex_core.text import redact as current  # noqa: E402
 
 MAX_FILE = 1_000_000
 
 
 def load_baseline(ref: str):
-    """cortex_core/redact.py as it was at ref, as a module."""
-    source = subprocess.run(["git", "show", f"{ref}:cortex_core/redact.py"], cwd=PROJECT_DIR,
-                            check=True, capture_output=True, text=True).stdout
+    """cortex_core/text/redact.py as it was at ref (cortex_core/redact.py before the engine had
+    layer folders), as a module."""
+    for name in ("cortex_core/text/redact.py", "cortex_core/redact.py"):
+        shown = subprocess.run(["git", "show", f"{ref}:{name}"], cwd=PROJECT_DIR,
+                               capture_output=True, text=True)
+        if shown.returncode == 0:
+            source = shown.stdout
+            break
+    else:
+        raise SystemExit(f"bench_secrets: no redact.py at {ref}")
     path = Path(tempfile.mkdtemp()) / "redact_baseline.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("redact_baseline", path)
@@ -163,7 +170,7 @@ import sys, time, json
 sys.path.insert(0, {tests!r}); sys.path.insert(0, {bench!r})
 text = {text!r}
 start = time.perf_counter()
-from cortex_core.redact import redact
+from cortex_core.text.redact import redact
 redact(text)
 print(json.dumps(time.perf_counter() - start))
 """

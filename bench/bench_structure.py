@@ -5,9 +5,9 @@
 Works on a private clone of REPO under bench/.work/ (REPO itself is never altered), checked out at
 REPO's HEAD. Four parts (`--parts`, default all):
 
-  callers    Accuracy of `cortex_core.blast.callers` against Jedi (jedi 0.20.1, installed in the
-             venv for this benchmark only). N Python functions and methods defined at HEAD are
-             sampled from the store's `defs` table (kinds function/method, not in test files,
+  callers    Accuracy of `cortex_core.query.blast.callers` against Jedi (jedi 0.20.1, installed
+             in the venv for this benchmark only). N Python functions and methods defined at
+             HEAD are sampled from the store's `defs` table (kinds function/method, not in test files,
              no dunders `__x__` and no name-mangled `__x`; shuffled with --seed, keeping those
              whose `def NAME` line is found in the definition's range). For each, Jedi's
              `Script(path, project=Project(clone)).get_references(line, column)` at the
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
             report["setup"]["index_seconds"] = seconds
         sample = []
         if {"callers", "blast", "structure"} & set(args.parts):
-            from cortex_core.store import open_reader
+            from cortex_core.store.store import open_reader
             con = open_reader(db)
             sample, stats = sample_functions(con, clone, args.sample, args.seed)
             report["sample"] = {"stats": stats,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .errors import CortexError
+from cortex_core.errors import CortexError
 
 CLOCKS = ("repository", "wall")
 DEFAULT = "repository"

@@ -58,8 +58,8 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from .errors import CortexError
-from .token_count import DEFAULT_ENCODING, encoding_name
+from cortex_core.errors import CortexError
+from cortex_core.features.token_count import DEFAULT_ENCODING, encoding_name
 
 DEFAULT_TRAILERS = (
     "Signed-off-by", "Co-authored-by", "Co-Authored-By", "Change-Id", "Reviewed-by", "Reviewed-on",
@@ -127,7 +127,7 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class PackSettings:
-    encoding: str = DEFAULT_ENCODING   # o200k, cl100k or estimate (cortex_core/token_count.py)
+    encoding: str = DEFAULT_ENCODING   # o200k, cl100k or estimate (features/token_count.py)
 
 
 @dataclass(frozen=True)

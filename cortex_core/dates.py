@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from .errors import CortexError
+from cortex_core.errors import CortexError
 
 MAX_DAYS = 1_000_000
 

@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     # symbol, a cancelled request): the server logs its real errors itself.
     if args.verbose < 2:
         logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
-    from .features import register
-    from .server import CortexServer
+    from cortex_ls.features import register
+    from cortex_ls.server import CortexServer
     server = register(CortexServer())
     try:
         if args.tcp:

@@ -13,13 +13,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from cortex_core.errors import CortexError
-from cortex_core.token_count import ENCODINGS, encoding_name
+from cortex_core.features.token_count import ENCODINGS, encoding_name
 
-from . import queries
-from .documents import Buffer
-from .server import (MAX_RESULTS, CortexServer, Failed, _fs_path, _uri, int_param, params_dict,
-                     str_param)
-from .settings import parse_settings
+from cortex_ls import queries
+from cortex_ls.documents import Buffer
+from cortex_ls.server import (MAX_RESULTS, CortexServer, Failed, _fs_path, _uri, int_param,
+                              params_dict, str_param)
+from cortex_ls.settings import parse_settings
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ async def _register_watchers(ls: CortexServer) -> None:
 
 
 def _head(repo):
-    from .indexer import head_state
+    from cortex_ls.indexer import head_state
     return head_state(repo.root)
 
 

@@ -20,9 +20,9 @@ from typing import Awaitable, Callable
 
 from cortex_core import child_process
 from cortex_core.child_process import last_error, signal_group
-from cortex_core.git_reads import read_head
+from cortex_core.git.git_reads import read_head
 
-from .repos import Repo
+from cortex_ls.repos import Repo
 
 log = logging.getLogger(__name__)
 

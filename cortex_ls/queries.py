@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cortex_core.errors import CortexError
-from cortex_core.live import buffer_symbols, innermost
+from cortex_core.lang.live import buffer_symbols, innermost
 from cortex_core.plain import plain
-from cortex_core.remotes import commit_url
-from cortex_core.sanitize import markdown_code
-from cortex_core.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
-from cortex_core.targets import TargetSpec, find, resolve
+from cortex_core.git.remotes import commit_url
+from cortex_core.text.sanitize import markdown_code
+from cortex_core.features.symbol_info import HeatSettings, file_heat, file_level_only, symbol_card
+from cortex_core.query.targets import TargetSpec, find, resolve
 
-from . import render
-from .documents import Buffer, cursor
-from .repos import Repo
-from .settings import Settings, engine_overrides
+from cortex_ls import render
+from cortex_ls.documents import Buffer, cursor
+from cortex_ls.repos import Repo
+from cortex_ls.settings import Settings, engine_overrides
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def hover(con, loc: Located, settings: Settings) -> str | None:
                            limit=settings.history_length, heat=heat_settings(repo, settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
                             note=note)
-    from cortex_core.symbol_info import line_origin
+    from cortex_core.features.symbol_info import line_origin
     origin = line_origin(con, repo.root, loc.path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
                              partial=repo.partial)
@@ -136,7 +136,7 @@ def lens_title(con, repo: Repo, path: str, qualname: str, settings: Settings
     used = clock(con, heat.clock)
     card_heat = file_heat(con, path, heat, qualname=qualname, now=used.now)
     changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
-    from cortex_core.symbol_info import dependents_of
+    from cortex_core.features.symbol_info import dependents_of
     target = find(con, path, qualname)
     dependents = dependents_of(con, target) if target is not None else None
     return (render.lens_title(changes, authors, dependents, settings.hotspot_window_days),
@@ -172,7 +172,7 @@ def _link(value, base: str) -> None:
 
 
 def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict:
-    from cortex_core.history import history, reasons
+    from cortex_core.query.history import history, reasons
     result = history(con, spec, limit=limit)
     out = payload(result, repo)
     whys = reasons(con, [e.commit for e in result.entries])
@@ -183,7 +183,7 @@ def symbol_history(con, repo: Repo, spec: TargetSpec, limit: int | None) -> dict
 
 def blast_radius(con, repo: Repo, spec: TargetSpec, depth: int, min_confidence: float | None,
                  settings: Settings) -> dict:
-    from cortex_core.blast import MIN_CONFIDENCE, blast
+    from cortex_core.query.blast import MIN_CONFIDENCE, blast
     chosen = engine(repo, settings)
     result = blast(con, spec, depth=depth, half_life_days=chosen.hotspots.half_life_days,
                    min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence,
@@ -199,30 +199,30 @@ def _coupling(repo: Repo) -> tuple:
 
 
 def related(con, repo: Repo, spec: TargetSpec, top_k: int) -> dict:
-    from cortex_core.blast import fused_related
+    from cortex_core.query.blast import fused_related
     return payload(fused_related(con, spec, top_k=top_k, **_coupling(repo)[0]), repo)
 
 
 def related_to_changed(con, repo: Repo, specs: list[TargetSpec], top_k: int) -> dict:
-    from cortex_core.working_changes import related_to_targets
+    from cortex_core.query.working_changes import related_to_targets
     return payload(related_to_targets(con, specs, top_k=top_k, **_coupling(repo)[0]), repo)
 
 
 def related_to_working_tree(con, repo: Repo, overlay: dict[str, bytes], top_k: int) -> dict:
-    from cortex_core.working_changes import related_to_working_tree as find
+    from cortex_core.query.working_changes import related_to_working_tree as find
     options, settings = _coupling(repo)
     return payload(find(con, repo.root, settings=settings.index, overlay=overlay, top_k=top_k,
                         **options), repo)
 
 
 def related_commits(con, repo: Repo, target: str, top_k: int, embedder) -> dict:
-    from cortex_core.related_commits import related_commits as find
+    from cortex_core.query.related_commits import related_commits as find
     return payload(find(con, target, embedder=embedder, top_k=top_k), repo)
 
 
 def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: int, fmt: str,
                  embedder, settings: Settings, encoding: str | None = None) -> dict:
-    from cortex_core.context_pack import build_pack
+    from cortex_core.features.context_pack import build_pack
     chosen = engine(repo, settings)
     pack = build_pack(con, repo.root, query=query, at=at, budget=budget, fmt=fmt,
                       embedder=embedder, half_life_days=chosen.search.half_life_days,
@@ -236,10 +236,10 @@ def context_pack(con, repo: Repo, *, query: str | None, at: str | None, budget: 
 def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...],
            since: int | None, path: str | None, top_k: int, mode: str, dirty: list[str],
            embedder, settings: Settings) -> dict:
-    from cortex_core.embeddings import semantic_state
-    from cortex_core.search import SearchOptions, build_focus
-    from cortex_core.search import search as run
-    from cortex_core.workspace import read_workspace
+    from cortex_core.memory.embeddings import semantic_state
+    from cortex_core.memory.search import SearchOptions, build_focus
+    from cortex_core.memory.search import search as run
+    from cortex_core.git.workspace import read_workspace
     workspace = read_workspace(repo.root)
     # Unsaved edits count as changed files: the ranking's context boost sees what the editor sees.
     workspace = replace(workspace, modified=tuple(dict.fromkeys(workspace.modified + tuple(dirty))))
@@ -258,7 +258,7 @@ def search(con, repo: Repo, query: str, *, at: str | None, kinds: tuple[str, ...
 
 def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float | None,
              settings: Settings) -> dict:
-    from cortex_core.hotspots import hotspots as rank
+    from cortex_core.query.hotspots import hotspots as rank
     chosen = engine(repo, settings)
     return payload(rank(con, half_life_days=chosen.hotspots.half_life_days,
                         since_days=since_days, path_prefix=path, top_k=top_k,
@@ -266,7 +266,7 @@ def hotspots(con, repo: Repo, *, path: str | None, top_k: int, since_days: float
 
 
 def status(con, repo: Repo) -> dict:
-    from cortex_core.status import status as read
+    from cortex_core.query.status import status as read
     reason = repo.location.reason if repo.location is not None else None
     out = payload(read(con, repo.db, reason), repo) if con is not None else {
         "indexState": repo.state(), "partial": True, "repository": str(repo.root)}
@@ -280,6 +280,6 @@ def status(con, repo: Repo) -> dict:
 
 
 def add_note(con, repo: Repo, target: str | None, text: str) -> dict:
-    from cortex_core.notes import add_note as add
-    from cortex_core.notes import git_author
+    from cortex_core.memory.notes import add_note as add
+    from cortex_core.memory.notes import git_author
     return payload(add(con, repo.root, target, text, author=git_author(repo.root)), repo)

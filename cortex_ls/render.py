@@ -2,15 +2,15 @@
 
 Everything that came from a repository (subjects, bodies, author names, notes, symbol names) is
 untrusted: it is escaped so that it can never open a link, an image, HTML or a command. The only
-links are commit pages built from a validated remote (cortex_core.remotes).
+links are commit pages built from a validated remote (cortex_core.git.remotes).
 """
 
 from __future__ import annotations
 
 import time
 
-from cortex_core.sanitize import markdown, markdown_code
-from cortex_core.remotes import commit_url
+from cortex_core.text.sanitize import markdown, markdown_code
+from cortex_core.git.remotes import commit_url
 from cortex_core.dates import relative_time, window
 
 

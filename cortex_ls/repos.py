@@ -15,8 +15,8 @@ from pathlib import Path
 
 from cortex_core.config import CONFIG_FILE, Settings, repository_settings
 from cortex_core.errors import CortexError
-from cortex_core.store import open_reader
-from cortex_core.store_location import Location, store_location
+from cortex_core.store.store import open_reader
+from cortex_core.store.store_location import Location, store_location
 
 
 @dataclass
@@ -153,8 +153,8 @@ class Repos:
         if root is None:
             return None
         if root not in self.by_root:
-            from cortex_core.remotes import web_base
-            from cortex_core.store import shipped_store
+            from cortex_core.git.remotes import web_base
+            from cortex_core.store.store import shipped_store
             repo = Repo(root, root / ".cortex" / "cortex.db", web_base=web_base(root),
                         refused=shipped_store(root))
             try:

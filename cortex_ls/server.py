@@ -25,15 +25,15 @@ from pygls.uris import to_fs_path
 
 from cortex_core import __version__
 from cortex_core.errors import CortexError, NotFound
-from cortex_core.sanitize import replace_surrogates
-from cortex_core.targets import TargetSpec, parse_target
+from cortex_core.text.sanitize import replace_surrogates
+from cortex_core.query.targets import TargetSpec, parse_target
 
-from . import queries
-from .documents import Buffer, encoding_name
-from .indexer import IndexRun, Outcome, Progress, head_state, index_command
-from .protocol import CortexProtocol, raw_json_converter
-from .repos import Repo, Repos
-from .settings import Settings
+from cortex_ls import queries
+from cortex_ls.documents import Buffer, encoding_name
+from cortex_ls.indexer import IndexRun, Outcome, Progress, head_state, index_command
+from cortex_ls.protocol import CortexProtocol, raw_json_converter
+from cortex_ls.repos import Repo, Repos
+from cortex_ls.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -335,8 +335,8 @@ class CortexServer(LanguageServer):
 
     def embedder(self, repo: Repo, con):
         """The repository's embedding model, loaded once and kept (None: semantic search off)."""
-        from cortex_core.embeddings import load_embedder
-        from cortex_core.store import get_meta
+        from cortex_core.memory.embeddings import load_embedder
+        from cortex_core.store.store import get_meta
         key = f"{get_meta(con, 'embed_model')}|{get_meta(con, 'embed_dim')}"
         with repo.embedder_lock:
             if repo.embedder_key != key:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 
 from cortex_core.clock import CLOCKS
 from cortex_core.errors import CortexError
-from cortex_core.token_count import ENCODINGS, encoding_name
+from cortex_core.features.token_count import ENCODINGS, encoding_name
 
 
 @dataclass(frozen=True)

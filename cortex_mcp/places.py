@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_core.errors import CortexError, NotARepository
-from cortex_core.repo_paths import find_repo_root, repo_relative
-from cortex_core.targets import TargetSpec, parse_target
+from cortex_core.git.repo_paths import find_repo_root, repo_relative
+from cortex_core.query.targets import TargetSpec, parse_target
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Places:
 
     def _place(self, root: Path) -> Place:
         """Where the repository's store is, decided as every front end does (store_location)."""
-        from cortex_core.store_location import store_location
+        from cortex_core.store.store_location import store_location
         location = store_location(root, self.default_db if root == self.default else None)
         return Place(root, location.path, None if location.explicit else location.reason,
                      location.explicit)
@@ -59,7 +59,7 @@ class Places:
         """Refuse an index the repository ships (tracked under .cortex/), as the language server
         and the indexer do: it could hold invented history, or a database built to hang queries."""
         from cortex_core.errors import StoreError
-        from cortex_core.store import default_db_path, shipped_store
+        from cortex_core.store.store import default_db_path, shipped_store
         if place.db == default_db_path(place.root):
             refused = self._refused.get(place.root, ...)
             if refused is ...:
@@ -71,7 +71,7 @@ class Places:
     def reader(self, place: Place):
         """A read connection, kept for this thread; a rebuilt database (a new file) is reopened."""
         from cortex_core.errors import StoreError
-        from cortex_core.store import open_reader
+        from cortex_core.store.store import open_reader
         cache = self._local.__dict__.setdefault("cons", {})
         try:
             ident = os.stat(place.db).st_ino

@@ -1,14 +1,14 @@
 """Compact markdown for agents, from cortex_core's typed results.
 
 Short lines, no tables, citations an agent can quote back (short shas, `path:line`, note ids).
-Everything that came from the repository is escaped (cortex_core.sanitize): a commit message
+Everything that came from the repository is escaped (cortex_core.text.sanitize): a commit message
 cannot forge a heading, a link or an instruction block in the answer."""
 
 from __future__ import annotations
 
-from cortex_core.sanitize import markdown, markdown_code
+from cortex_core.text.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
-from cortex_core.render import missing_objects
+from cortex_cli.render import missing_objects
 
 
 def plural(count: int, word: str) -> str:

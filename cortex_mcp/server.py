@@ -28,13 +28,13 @@ from pydantic import Field
 
 from cortex_core import __version__
 from cortex_core.errors import CortexError
-from cortex_core.git_reads import read_head
+from cortex_core.git.git_reads import read_head
 from cortex_core.plain import plain
-from cortex_core.sanitize import markdown, markdown_code, replace_surrogates
+from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates
 
-from . import render
-from .places import Place, Places, spec_of
-from .sync import Indexers
+from cortex_mcp import render
+from cortex_mcp.places import Place, Places, spec_of
+from cortex_mcp.sync import Indexers
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,8 @@ class Memory:
 
     def embedder(self, place: Place, con):
         """The model that wrote the index's vectors, loaded once (None: semantic search off)."""
-        from cortex_core.embeddings import load_embedder
-        from cortex_core.store import get_meta
+        from cortex_core.memory.embeddings import load_embedder
+        from cortex_core.store.store import get_meta
         key = (place.db, get_meta(con, "embed_model"), get_meta(con, "embed_dim"))
         with self._embed_lock:
             if key not in self._embedders:
@@ -101,7 +101,7 @@ class Memory:
 
     def freshness(self, place: Place, con) -> tuple[dict, list[str]]:
         """The index's state for the structured content, and the footnotes an answer needs."""
-        from cortex_core.store import get_meta
+        from cortex_core.store.store import get_meta
         current = read_head(place.root)
         indexed = get_meta(con, "head")
         head = current.commit if current is not None else None   # None: unborn or unreadable
@@ -192,9 +192,9 @@ def build_server(memory: Memory) -> MCPServer:
         """Search the repository's memory — commit messages, documentation sections, notes — by
         meaning and by words, ranked with recency. For "why did we…", "when did we change…"."""
         from cortex_core.clock import clock
-        from cortex_core.embeddings import semantic_state
-        from cortex_core.search import SearchOptions, build_focus, search
-        from cortex_core.workspace import read_workspace
+        from cortex_core.memory.embeddings import semantic_state
+        from cortex_core.memory.search import SearchOptions, build_focus, search
+        from cortex_core.git.workspace import read_workspace
         with memory.reading(repo) as (place, con):
             settings = memory.settings(place)
             # The working tree's changes lift what touches them, as `cortex search` does.
@@ -220,8 +220,8 @@ def build_server(memory: Memory) -> MCPServer:
         symbol), newest first, each with its reason and kind (body, signature, docs, renamed,
         moved, ...); and the live notes on it. Overloads are distinct: `Class.method(int)`.
         `substantive` (default) leaves out formatting-only commits and renames of its class."""
-        from cortex_core.history import history, reasons
-        from cortex_core.notes import live_notes_for
+        from cortex_core.query.history import history, reasons
+        from cortex_core.memory.notes import live_notes_for
         with memory.reading(repo) as (place, con):
             result = history(con, spec_of(target, place.root), limit=limit,
                              substantive=substantive)
@@ -245,7 +245,7 @@ def build_server(memory: Memory) -> MCPServer:
                      repo: Repo = None) -> CallToolResult:
         """What depends on a symbol or file — callers, importers, subclasses, tests, up to
         `depth` steps — with a risk level, and what changes with it without a link in the code."""
-        from cortex_core.blast import blast
+        from cortex_core.query.blast import blast
         with memory.reading(repo) as (place, con):
             settings = memory.settings(place)
             result = blast(con, spec_of(target, place.root), depth=depth,
@@ -262,13 +262,13 @@ def build_server(memory: Memory) -> MCPServer:
         along and is not changed yet ("you probably also need to touch ..."), the set being
         `changed` if given, else the working tree's uncommitted changes (files and the symbols
         their diff touches)."""
-        from cortex_core.blast import fused_related
+        from cortex_core.query.blast import fused_related
         with memory.reading(repo) as (place, con):
             everything = memory.settings(place)
             chosen = everything.coupling.options()
             if target is None:
-                from cortex_core.working_changes import (related_to_targets,
-                                                         related_to_working_tree)
+                from cortex_core.query.working_changes import (related_to_targets,
+                                                               related_to_working_tree)
                 if changed:
                     found = related_to_targets(con, [spec_of(c, place.root) for c in changed],
                                                top_k=top_k, **chosen)
@@ -290,7 +290,7 @@ def build_server(memory: Memory) -> MCPServer:
                  repo: Repo = None) -> CallToolResult:
         """The symbols and files that change the most: recency-weighted changes × authors ×
         churn. Risky places to edit."""
-        from cortex_core.hotspots import hotspots as rank
+        from cortex_core.query.hotspots import hotspots as rank
         with memory.reading(repo) as (place, con):
             settings = memory.settings(place)
             result = rank(con, half_life_days=settings.hotspots.half_life_days,
@@ -308,8 +308,8 @@ def build_server(memory: Memory) -> MCPServer:
         """A token-budgeted pack of what to read about a question and/or a symbol: its code,
         history with reasons, notes, what changes with it, dependents, related commits, docs.
         Every item is cited; the answer never exceeds `budget` tokens in `encoding`."""
-        from cortex_core.context_pack import build_pack
-        from cortex_core.token_count import counter
+        from cortex_core.features.context_pack import build_pack
+        from cortex_core.features.token_count import counter
         with memory.reading(repo) as (place, con):
             at = spec_of(focus, place.root).label if focus else None
             state, notes = memory.freshness(place, con)
@@ -344,7 +344,7 @@ def build_server(memory: Memory) -> MCPServer:
     def status(repo: Repo = None) -> CallToolResult:
         """What the index holds, whether it is up to date with HEAD, and whether it is being
         indexed."""
-        from cortex_core.status import status as read
+        from cortex_core.query.status import status as read
         with errors_as(ToolError):
             place = memory.places.find(repo)
         run = memory.indexers.current(place)
@@ -407,7 +407,7 @@ def build_server(memory: Memory) -> MCPServer:
         """Write a note on a symbol, file or the repository: a decision or an invariant for the
         next reader. It is anchored to the symbol's code, flagged stale when that code changes,
         found by `search_memory`, and shown in the editor's hover."""
-        from cortex_core.notes import add_note, git_author
+        from cortex_core.memory.notes import add_note, git_author
         with notes_writer(memory, repo) as (place, con):
             at = None
             if target is not None and target.strip() not in ("", ".", "/"):
@@ -424,8 +424,8 @@ def build_server(memory: Memory) -> MCPServer:
                        repo: Repo = None) -> CallToolResult:
         """Replace a live note by a new text: the old one is closed (kept, with its validity
         period), the new one takes its target."""
-        from cortex_core.notes import git_author
-        from cortex_core.notes import supersede_note as supersede
+        from cortex_core.memory.notes import git_author
+        from cortex_core.memory.notes import supersede_note as supersede
         with notes_writer(memory, repo) as (place, con):
             note = supersede(con, place.root, note_id, text,
                              author=author or _agent_author(git_author(place.root)))
@@ -437,7 +437,7 @@ def build_server(memory: Memory) -> MCPServer:
                   description="What the index of the server's repository holds, and whether it "
                               "is up to date")
     def status_resource() -> str:
-        from cortex_core.status import status as read
+        from cortex_core.query.status import status as read
         with errors_as(ResourceError):
             place = memory.places.find(None)
             con = memory.places.reader(place)
@@ -450,7 +450,7 @@ def build_server(memory: Memory) -> MCPServer:
                   description="The symbols and files of the server's repository that change the "
                               "most")
     def hotspots_resource() -> str:
-        from cortex_core.hotspots import hotspots as rank
+        from cortex_core.query.hotspots import hotspots as rank
         with errors_as(ResourceError):
             place = memory.places.find(None)
             con = memory.places.reader(place)
@@ -487,7 +487,7 @@ def _agent_author(user: str | None) -> str:
 
 @contextmanager
 def notes_writer(memory: Memory, repo: str | None):
-    from cortex_core.store import open_note_writer
+    from cortex_core.store.store import open_note_writer
     with errors_as(ToolError):
         place = memory.places.find(repo)
         if not place.db.is_file():
@@ -502,9 +502,9 @@ def notes_writer(memory: Memory, repo: str | None):
 def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpose: str,
               ask: str) -> str:
     """The prompt's text: the request, then a briefing packed into what the budget leaves."""
-    from cortex_core.briefing import briefing
-    from cortex_core.symbol_info import HeatSettings
-    from cortex_core.token_count import counter
+    from cortex_core.features.briefing import briefing
+    from cortex_core.features.symbol_info import HeatSettings
+    from cortex_core.features.token_count import counter
     try:
         with memory.reading(repo) as (place, con):
             try:

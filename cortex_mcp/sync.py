@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cortex_core.child_process import index_command, last_error, signal_group, spawn_options
 
-from .places import Place
+from cortex_mcp.places import Place
 
 
 @dataclass

@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
-from cortex_core.store import open_reader  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+from cortex_core.store.store import open_reader  # noqa: E402
 
 
 @pytest.fixture

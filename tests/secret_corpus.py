@@ -1,4 +1,4 @@
-"""One fake but format-valid example of every kind of secret `cortex_core.redact` knows.
+"""One fake but format-valid example of every kind of secret `cortex_core.text.redact` knows.
 
 Each value is assembled at import time from a fixed prefix and pseudo-random characters (seeded),
 so no token is pasted in this file and scanners that guard pushes have nothing to match. Shared by

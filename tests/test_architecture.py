@@ -2,23 +2,28 @@
 
 Which module is what (docs/architecture.md has the code map):
 
-- Front ends: the command line, which still lives inside cortex_core (`cli.py`, its terminal
-  renderer `render.py`, the git hooks installer `hooks.py`, `__main__.py`), and the packages
-  `cortex_ls` (the language server) and `cortex_mcp` (the MCP server). They find a repository,
-  call the engine and render its typed results.
-- Engine: every other module of cortex_core (git reading, parsing, the store, the index passes,
-  memory, analyses, composed features such as packs and briefings). It returns typed results and
-  knows no front end.
+- Front ends: the packages `cortex_cli` (the command line: `cli.py`, its terminal renderer
+  `render.py`, the git hooks installer `hooks.py`), `cortex_ls` (the language server) and
+  `cortex_mcp` (the MCP server). They find a repository, call the engine and render its typed
+  results. `cortex_core/__main__.py` counts as a front end too: it is the command line's entry
+  point that installed hooks run (`python -P -m cortex_core index ...`).
+- Engine: every other module of cortex_core, in its layer folders (git/, lang/, store/, index/,
+  memory/, query/, features/, text/) and the shared ground at its top (config, errors, ...). It
+  returns typed results and knows no front end.
 
 The invariants:
 
-1. No module of cortex_core imports cortex_ls or cortex_mcp. `cortex mcp` reaches the MCP server
-   by module name (a front end handing over to another); such hand-overs are listed below.
-2. No engine module imports a front end (the CLI, the terminal renderer, the hooks installer),
-   not even for types.
+1. No module of cortex_core imports a front end (cortex_cli, cortex_ls, cortex_mcp), not even for
+   types, except the entries of `ENTRY_POINTS`.
+2. No module of cortex_core names a front end's module in a string (what importlib or runpy
+   would load), except the entries of `HANDOVERS`.
 3. Front ends hold no SQL: no string literal (or f-string head) that starts like a statement
    (SELECT, INSERT, UPDATE, DELETE, WITH, PRAGMA, any case). Crude, but it catches a query.
 4. Front ends do not import apsw or pygit2, except the entries of `DRIVER_DEBTS`.
+5. In the engine, SQL only in the store, index, memory and query layers (the folders of
+   `SQL_LAYERS`), except the entries of `SQL_DEBTS`.
+6. In the engine, pygit2 only in git reading and the index passes (`PYGIT2_LAYERS`), except the
+   entries of `PYGIT2_DEBTS`.
 
 Every allow-list entry is a debt with one line of why; an entry that is no longer needed fails
 the test too, so the lists only shrink.
@@ -31,22 +36,48 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("cortex_core", "cortex_ls", "cortex_mcp")
-CLI_MODULES = {"cortex_core.cli", "cortex_core.render", "cortex_core.hooks", "cortex_core.__main__"}
+PACKAGES = ("cortex_core", "cortex_cli", "cortex_ls", "cortex_mcp")
+FRONT_ENDS = ("cortex_cli", "cortex_ls", "cortex_mcp")
+MAIN = "cortex_core.__main__"
 
 # Front end module -> the driver it imports, and why (each one is a debt).
 DRIVER_DEBTS = {
-    ("cortex_core.cli", "apsw"): "phrases apsw's busy/corrupt/full errors; the engine should "
-                                 "raise typed errors instead",
+    ("cortex_cli.cli", "apsw"): "phrases apsw's busy/corrupt/full errors; the engine should "
+                                "raise typed errors instead",
     ("cortex_ls.server", "apsw"): "maps apsw's busy/corrupt errors of a request to LSP errors",
     ("cortex_ls.features", "apsw"): "a damaged index (apsw.Error) shows as no hover",
     ("cortex_mcp.server", "apsw"): "maps apsw's busy/corrupt errors of a call to tool errors",
 }
 
+# Modules of cortex_core that import a front end (module -> what it imports), and why.
+ENTRY_POINTS = {
+    (MAIN, "cortex_cli.cli"): "`python -P -m cortex_core ...` is what installed git hooks run; "
+                              "it hands over to the command line",
+}
+
 # Modules of cortex_core that hand over to a front end by module name (importlib), and why.
-HANDOVERS = {
-    ("cortex_core.cli", "cortex_mcp.server"): "`cortex mcp` runs the MCP server; the CLI is a "
-                                              "front end still inside cortex_core",
+HANDOVERS: dict[tuple[str, str], str] = {}
+
+# The layers (folders of cortex_core) where SQL and pygit2 belong.
+SQL_LAYERS = {"store", "index", "memory", "query"}
+PYGIT2_LAYERS = {"git", "index"}
+
+# Engine modules outside SQL_LAYERS that hold SQL, and why (each one is a debt).
+SQL_DEBTS = {
+    "cortex_core.clock": "the repository clock is the indexed HEAD's commit time, read from the "
+                         "store",
+    "cortex_core.git.git_reads": "indexed_head_blob looks the blob's id up in the store",
+    "cortex_core.features.context_pack": "the language and blob of a file at the indexed HEAD",
+    "cortex_core.features.symbol_info": "the symbols of a file and its skip reasons, for lenses",
+    "cortex_core.features.what": "file ids and paths of the working copy's files",
+}
+
+# Engine modules outside PYGIT2_LAYERS that import pygit2, and why (each one is a debt).
+PYGIT2_DEBTS = {
+    "cortex_core.store.store": "whether the repository tracks .cortex/ (its git index)",
+    "cortex_core.memory.notes": "the default author of a note (git's default signature)",
+    "cortex_core.query.blame": "the diff of an edited buffer against the indexed blob",
+    "cortex_core.query.working_changes": "the diffs of the working tree against the indexed HEAD",
 }
 
 _SQL = re.compile(r"\s*(select\s+\S|insert\s+(or\s+\w+\s+)?into\s|update\s+\w+\s+set\s"
@@ -55,18 +86,23 @@ _SQL = re.compile(r"\s*(select\s+\S|insert\s+(or\s+\w+\s+)?into\s|update\s+\w+\s
 
 
 def _modules() -> dict[str, Path]:
-    return {f"{package}.{path.stem}": path
-            for package in PACKAGES for path in sorted((ROOT / package).glob("*.py"))}
+    """Every module of our packages, by dotted name (a package's `__init__.py` by its own)."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = (package, *path.relative_to(ROOT / package).with_suffix("").parts)
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
 
 
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def imports(module: str, tree: ast.Module) -> set[str]:
+def imports(module: str, tree: ast.Module, is_package: bool = False) -> set[str]:
     """Every module `module` imports, anywhere in it (functions, TYPE_CHECKING blocks), with
     relative imports resolved and `from a import b` counted as both `a` and `a.b`."""
-    package = module.rsplit(".", 1)[0]
+    package = module if is_package else module.rsplit(".", 1)[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -87,7 +123,18 @@ def _top(names: set[str]) -> set[str]:
 
 
 def is_front_end(module: str) -> bool:
-    return module in CLI_MODULES or not module.startswith("cortex_core.")
+    return module == MAIN or module.split(".")[0] in FRONT_ENDS
+
+
+def layer(module: str) -> str | None:
+    """The layer folder of an engine module (`cortex_core.query.history` -> `query`); None for
+    the shared ground at the top of cortex_core and for the front ends."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "cortex_core" and len(parts) > 2 else None
+
+
+def _imports_of(module: str, path: Path) -> set[str]:
+    return imports(module, _tree(path), path.name == "__init__.py")
 
 
 def sql_literals(tree: ast.Module) -> list[tuple[int, str]]:
@@ -110,43 +157,52 @@ def handovers(tree: ast.Module) -> set[str]:
     """Module names of ours written as string constants (what importlib or runpy would load)."""
     return {node.value for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and re.fullmatch(r"(cortex_ls|cortex_mcp)(\.\w+)*", node.value)}
+            and re.fullmatch(r"(cortex_cli|cortex_ls|cortex_mcp)(\.\w+)*", node.value)}
 
 
 def test_the_readers_see_what_they_look_for():
     """The checks below are only as good as these readers: each finds what is there."""
     modules = _modules()
-    assert {"cortex_core.cli", "cortex_core.store", "cortex_ls.server",
+    assert {"cortex_cli.cli", "cortex_core.store.store", "cortex_ls.server",
             "cortex_mcp.server"} <= set(modules)
-    assert "cortex_core.render" in imports("cortex_core.cli", _tree(modules["cortex_core.cli"]))
-    assert "cortex_core.errors" in imports("cortex_core.store",
-                                           _tree(modules["cortex_core.store"]))
-    assert "apsw" in _top(imports("cortex_core.store", _tree(modules["cortex_core.store"])))
-    assert len(sql_literals(_tree(modules["cortex_core.history"]))) >= 2
+    assert "cortex_cli.render" in imports("cortex_cli.cli", _tree(modules["cortex_cli.cli"]))
+    assert "cortex_core.errors" in imports("cortex_core.store.store",
+                                           _tree(modules["cortex_core.store.store"]))
+    assert "apsw" in _top(imports("cortex_core.store.store",
+                                  _tree(modules["cortex_core.store.store"])))
+    assert len(sql_literals(_tree(modules["cortex_core.query.history"]))) >= 2
+    assert {layer(m) for m in modules} >= SQL_LAYERS | PYGIT2_LAYERS | {"lang", "features"}
+    assert "cortex_core.store.store" in imports("cortex_core.index.ingest",
+                                                ast.parse("from ..store.store import x"))
+    assert "cortex_core.store.store" in imports("cortex_core.store",
+                                                ast.parse("from .store import x"), True)
     assert sql_literals(ast.parse('q = f"with recursive up(id) as (select {x})"'))
     assert sql_literals(ast.parse('q = """\n  PRAGMA user_version"""'))
     assert not sql_literals(ast.parse('t = f"    with {n} others"; u = "update the index"'))
 
 
-def test_cortex_core_imports_no_other_package_of_ours():
-    bad = [f"{module} imports {name}"
-           for module, path in _modules().items() if module.startswith("cortex_core.")
-           for name in sorted(imports(module, _tree(path)))
-           if name.split(".")[0] in ("cortex_ls", "cortex_mcp")]
-    assert bad == []
+def _front_end_imports() -> set[tuple[str, str]]:
+    """(module of cortex_core, front end module it imports), `from a import b` counted once."""
+    found = set()
+    for module, path in _modules().items():
+        if module.split(".")[0] != "cortex_core":
+            continue
+        names = {name for name in _imports_of(module, path) if name.split(".")[0] in FRONT_ENDS}
+        found.update((module, name) for name in names
+                     if not any(name.startswith(other + ".") for other in names))
+    return found
+
+
+def test_cortex_core_imports_no_front_end_but_the_listed_entry_points():
+    found = _front_end_imports()
+    assert found - set(ENTRY_POINTS) == set(), "an engine module imports a front end"
+    assert set(ENTRY_POINTS) - found == set(), "an entry point is gone: remove its entry"
 
 
 def test_handovers_by_module_name_are_listed():
     found = {(module, name) for module, path in _modules().items()
-             if module.startswith("cortex_core.") for name in handovers(_tree(path))}
+             if module.split(".")[0] == "cortex_core" for name in handovers(_tree(path))}
     assert found == set(HANDOVERS), "update HANDOVERS (one line of why per entry)"
-
-
-def test_no_engine_module_imports_a_front_end():
-    bad = [f"{module} imports {name}"
-           for module, path in _modules().items() if not is_front_end(module)
-           for name in sorted(imports(module, _tree(path))) if name in CLI_MODULES]
-    assert bad == []
 
 
 def test_front_ends_hold_no_sql():
@@ -159,6 +215,22 @@ def test_front_ends_hold_no_sql():
 def test_front_ends_import_no_database_or_git_driver_but_the_listed_debts():
     found = {(module, driver)
              for module, path in _modules().items() if is_front_end(module)
-             for driver in _top(imports(module, _tree(path))) & {"apsw", "pygit2"}}
+             for driver in _top(_imports_of(module, path)) & {"apsw", "pygit2"}}
     assert found - set(DRIVER_DEBTS) == set(), "a front end imports a driver"
     assert set(DRIVER_DEBTS) - found == set(), "a debt was paid: remove its entry"
+
+
+def test_sql_only_in_the_store_index_memory_and_query_layers_but_the_listed_debts():
+    found = {module for module, path in _modules().items()
+             if not is_front_end(module) and layer(module) not in SQL_LAYERS
+             and sql_literals(_tree(path))}
+    assert found - set(SQL_DEBTS) == set(), "SQL outside the store, index, memory and query"
+    assert set(SQL_DEBTS) - found == set(), "a debt was paid: remove its entry"
+
+
+def test_pygit2_only_in_git_reading_and_the_index_passes_but_the_listed_debts():
+    found = {module for module, path in _modules().items()
+             if not is_front_end(module) and layer(module) not in PYGIT2_LAYERS
+             and "pygit2" in _top(_imports_of(module, path))}
+    assert found - set(PYGIT2_DEBTS) == set(), "pygit2 outside git reading and the index passes"
+    assert set(PYGIT2_DEBTS) - found == set(), "a debt was paid: remove its entry"

@@ -82,7 +82,7 @@ def test_a_head_index_that_does_not_continue_the_split_index_is_refused(repo, co
     other = ScriptedRepo(tmp_path / "other")
     other.write("z.py", _module({"zeta": 1, "eta": 2}))
     other.commit("other project")
-    subprocess.run([sys.executable, "-m", "cortex_core.cli", "index", "--repo", str(other.path),
+    subprocess.run([sys.executable, "-m", "cortex_cli.cli", "index", "--repo", str(other.path),
                     "--db", str(tmp_path / "other.db"), "--quiet", "--model", "none"],
                    check=True, capture_output=True, timeout=300)
     out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--level", "symbol",

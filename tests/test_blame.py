@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from cortex_core.blame import MAX_BUFFER_BYTES, last_change_of_line, map_buffer_line
+from cortex_core.query.blame import MAX_BUFFER_BYTES, last_change_of_line, map_buffer_line
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import CortexError, NotFound
 
@@ -411,7 +411,7 @@ def test_every_line_agrees_with_git_blame_through_merges(repo, cortex, seed):
 
 
 def test_a_stopped_version_pass_is_finished_by_the_next_run(repo, cortex, monkeypatch):
-    import cortex_core.versions as versions
+    import cortex_core.index.versions as versions
     paths = random_branchy_history(repo, 3, steps=20)
     calls = {"n": 0}
     real = versions.VersionGraph._version
@@ -438,7 +438,7 @@ def test_a_stopped_version_pass_is_finished_by_the_next_run(repo, cortex, monkey
 
 def test_without_maps_the_walker_gives_the_same_graph(repo, cortex, monkeypatch):
     """A map per open branch is a cache: with room for one, the walker answers the rest."""
-    import cortex_core.versions as versions
+    import cortex_core.index.versions as versions
     paths = random_branchy_history(repo, 2, steps=30)
     monkeypatch.setattr(versions, "MAX_STATES", 1)
     con = index(cortex)

@@ -14,7 +14,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 
 def cortex(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(PROJECT)))
 
@@ -114,7 +114,7 @@ def test_indexes_this_project(tmp_path):
     db = tmp_path / "self.db"
     out = cortex("index", "--repo", str(PROJECT), "--db", str(db), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    data = json.loads(cortex("history", "cortex_core/cli.py::main", "--repo", str(PROJECT),
+    data = json.loads(cortex("history", "cortex_cli/cli.py::main", "--repo", str(PROJECT),
                              "--db", str(db), "--json", cwd=tmp_path).stdout)
     assert data["target"]["kind"] == "function" and data["entries"]
     assert data["entries"][-1]["change"] == "added"

@@ -26,9 +26,9 @@ from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 from cortex_core.clock import clock, repository_time  # noqa: E402
 from cortex_core.config import Settings, load_settings  # noqa: E402
 from cortex_core.errors import CortexError  # noqa: E402
-from cortex_core.hotspots import hotspots  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
-from cortex_core.store import open_reader  # noqa: E402
+from cortex_core.query.hotspots import hotspots  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+from cortex_core.store.store import open_reader  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
 AGE = 3 * 365    # days: every commit of the repository is this old, or older
@@ -83,7 +83,7 @@ def test_the_repository_clock_is_the_indexed_heads_date(old: ScriptedRepo):
     with pytest.raises(CortexError, match="unknown clock"):
         clock(con, "sundial")
     # Co-change decays on the same clock: one definition of the repository's now.
-    from cortex_core.coupling import _history_sets
+    from cortex_core.query.coupling import _history_sets
     assert _history_sets(con, 30).now == head_time
 
 
@@ -131,7 +131,7 @@ def test_dates_beyond_any_calendar_are_shown_not_a_crash(repo: ScriptedRepo):
 
 
 def test_an_empty_index_falls_back_to_the_wall_clock(tmp_path: Path):
-    from cortex_core.store import open_writer
+    from cortex_core.store.store import open_writer
     con = open_writer(tmp_path / "cortex.db")
     assert repository_time(con) is None
     assert clock(con).kind == "wall"

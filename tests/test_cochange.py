@@ -7,10 +7,10 @@ import json
 import subprocess
 import sys
 
-from cortex_core.blast import fused_related
+from cortex_core.query.blast import fused_related
 from cortex_core.config import Settings
-from cortex_core.coupling import is_changelog, related
-from cortex_core.targets import TargetSpec
+from cortex_core.query.coupling import is_changelog, related
+from cortex_core.query.targets import TargetSpec
 
 
 def _touch(repo, files, subject, days):
@@ -87,7 +87,7 @@ def test_cli_related_explain_half_life_and_json(repo, cortex):
     cortex.index()
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                                "--repo", str(repo.path), "--db", str(cortex.db)],
                               capture_output=True, text=True, timeout=120)
 
@@ -107,7 +107,7 @@ def test_cli_related_explain_half_life_and_json(repo, cortex):
 
 
 def test_history_is_read_once_per_connection_until_the_index_changes(repo, cortex):
-    from cortex_core.coupling import _history_sets
+    from cortex_core.query.coupling import _history_sets
     _touch(repo, ["a.py", "b.py"], "one", 3)
     cortex.index()
     con = cortex.reader()
@@ -127,8 +127,8 @@ def _functions(repo, n, days, names=("load", "save", "other")):
 
 
 def test_symbol_level_related_hover_and_blast(repo, cortex):
-    from cortex_core.blast import blast
-    from cortex_core.symbol_info import symbol_card
+    from cortex_core.query.blast import blast
+    from cortex_core.features.symbol_info import symbol_card
     from cortex_ls.render import hover
     _functions(repo, 1, 9)
     _functions(repo, 2, 8)
@@ -150,14 +150,14 @@ def test_symbol_level_related_hover_and_blast(repo, cortex):
     hidden = blast(con, TargetSpec("m.py", "load")).hidden
     assert [(h.path, h.qualname, h.support) for h in hidden] == [("m.py", "save", 3)]
     # The CLI prints the symbols before the files.
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "m.py::load",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "m.py::load",
                           "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert out.index("symbols (co-change") < out.index("m.py::save") < out.index("files:")
 
 
 def test_formatting_commits_do_not_couple_symbols(repo, cortex):
-    from cortex_core.symbol_info import symbol_card
+    from cortex_core.features.symbol_info import symbol_card
     _functions(repo, 1, 9)
     for n, days in ((2, 8), (3, 7)):   # load changes alone, twice
         repo.write("m.py", repo.path.joinpath("m.py").read_text().replace(
@@ -179,7 +179,7 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     cortex.index()
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                                "--repo", str(repo.path), "--db", str(cortex.db), "--json"],
                               capture_output=True, text=True, timeout=120)
 
@@ -199,7 +199,7 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
 
 
 def test_a_module_and_its_tests_are_name_twins(repo, cortex):
-    from cortex_core.coupling import name_key
+    from cortex_core.query.coupling import name_key
     assert {name_key(p) for p in ("pkg/utils.py", "tests/test_utils.py", "utils_test.go",
                                   "UtilsTest.java", "utils.spec.ts")} == {"utils"}
     assert name_key("contest.py") == "contest" and name_key("latest.py") == "latest"
@@ -243,7 +243,7 @@ def test_coupling_settings_bounds_and_changelog_target(repo, cortex):
     repo.write("CHANGELOG.md", "- one\n")
     _touch(repo, ["a.py"], "one", 3)
     cortex.index()
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "CHANGELOG.md",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "CHANGELOG.md",
                           "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert "0 commits of the target" in out and "a changelog" in out
@@ -326,7 +326,7 @@ def test_min_support_holds_for_the_structure_too(repo, cortex):
 def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex):
     """Two old commits make a pattern; two recent wide commits bring 58 single-commit partners,
     each heavier by recency. Blast's hidden coupling (patterns only) still finds the pattern."""
-    from cortex_core.blast import blast
+    from cortex_core.query.blast import blast
     _touch(repo, ["a.py", "p.py"], "pattern 1", 3000)
     _touch(repo, ["a.py", "p.py"], "pattern 2", 2990)
     _touch(repo, ["a.py"] + [f"x{i}.py" for i in range(29)], "wide 1", 20)
@@ -340,7 +340,7 @@ def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex)
 def test_mcp_and_pack_say_whose_commits_the_share_is_of(repo, cortex):
     """a.py changed ten times, b.py twice, both times with a.py: 20% of the target's commits,
     all of b.py's. The agent-facing text must not call the 20% b.py's own."""
-    from cortex_core.context_pack import _changes_with
+    from cortex_core.features.context_pack import _changes_with
     from cortex_mcp.render import related as mcp_related
     for days in range(30, 22, -1):
         _touch(repo, ["a.py"], f"a alone {days}", days)
@@ -360,7 +360,7 @@ def test_a_connection_let_go_of_takes_its_history_with_it(repo, cortex):
     reopening a rebuilt store, or reading many repositories, does not keep stale copies."""
     import gc
     import weakref
-    from cortex_core.coupling import _history_sets
+    from cortex_core.query.coupling import _history_sets
     _touch(repo, ["a.py", "b.py"], "one", 3)
     cortex.index()
     con = cortex.reader()
@@ -375,8 +375,8 @@ def test_a_connection_let_go_of_takes_its_history_with_it(repo, cortex):
 def test_the_folder_back_off_keeps_the_targets_own_folder(repo, cortex):
     """One commit across eleven folders: every folder ties with the target's own. The own folder
     is always among those read, whatever its name, so its files get their back-off."""
-    from cortex_core.coupling import _history_sets, folder_scores
-    from cortex_core.targets import resolve
+    from cortex_core.query.coupling import _history_sets, folder_scores
+    from cortex_core.query.targets import resolve
     for path in ["zz/target.py", "zz/sibling.py"] + [f"d{i:02d}/m.py" for i in range(10)]:
         repo.write(path, "x = 1\n")
     repo.commit("start", days_ago=20)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cortex_core.blast import fused_related
-from cortex_core.coupling import _history_sets, related
-from cortex_core.targets import TargetSpec
+from cortex_core.query.blast import fused_related
+from cortex_core.query.coupling import _history_sets, related
+from cortex_core.query.targets import TargetSpec
 
 
 def _module(**bodies) -> str:
@@ -71,7 +71,7 @@ def test_a_symbol_ranks_its_callers_and_callees_with_no_history(repo, cortex):
     # Without the structure, helper is no candidate: it never changed with load.
     assert "helper" not in {p.qualname for p in related(con, TargetSpec("m.py", "load"),
                                                         file_prior=0).symbols}
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", "m.py::load",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "m.py::load",
                           "--explain", "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
     assert "h.py::helper  [callee]" in out and "p 0.0000, s 1.0000, no shared commit" in out

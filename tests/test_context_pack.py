@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cortex_core.config import Settings
-from cortex_core.context_pack import PackItem, build_pack, pack
-from cortex_core.token_count import count_tokens, estimate_tokens
+from cortex_core.features.context_pack import PackItem, build_pack, pack
+from cortex_core.features.token_count import count_tokens, estimate_tokens
 from cortex_core.errors import CortexError
-from cortex_core.token_count import counter, encoding_name
-from cortex_core.ingest import index_repository
-from cortex_core.store import open_reader
+from cortex_core.features.token_count import counter, encoding_name
+from cortex_core.index.ingest import index_repository
+from cortex_core.store.store import open_reader
 from scripted_repo import ScriptedRepo
 
 
@@ -141,7 +141,7 @@ def test_without_bpe_openai_packs_are_estimated_and_say_so(plentiful):
     import sys
     repo, db = plentiful
     code = ("import sys; sys.modules['bpe_openai'] = None\n"
-            "from cortex_core.cli import main\n"
+            "from cortex_cli.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     args = ["context", "--at", "engine.py::schedule", "--budget", "600", "--repo",
             str(repo.path), "--db", str(db)]
@@ -157,7 +157,7 @@ def test_without_bpe_openai_packs_are_estimated_and_say_so(plentiful):
     assert plain_run.returncode == 0 and "not counted in cl100k" in plain_run.stderr
     assert estimate_tokens(plain_run.stdout) <= 600
     # with the package: counted in o200k, nothing to say about it
-    exact = subprocess.run([sys.executable, "-m", "cortex_core.cli", *args, "--json"],
+    exact = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args, "--json"],
                            capture_output=True, text=True, timeout=60)
     assert exact.returncode == 0 and "bpe-openai" not in exact.stderr
     assert json.loads(exact.stdout)["tokenizer"] == "o200k"
@@ -181,7 +181,7 @@ def test_the_encoding_setting_is_read_from_the_config_and_checked(plentiful, tmp
     own.write_text('[packs]\nencoding = "cl100k"\n')
     try:
         def run(*extra):
-            out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--at",
+            out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--at",
                                   "engine.py::schedule", "--budget", "400", "--repo",
                                   str(repo.path), "--db", str(db), "--json", *extra],
                                  capture_output=True, text=True, timeout=60)
@@ -250,8 +250,8 @@ def test_a_pack_about_a_symbol_holds_its_code_history_notes_and_docs(repo, corte
     repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
     sha = repo.commit("Fix timeout in fetch\n\nIt could hang forever.", days_ago=3)
     cortex.index(model=tiny_model)
-    from cortex_core.notes import add_note
-    from cortex_core.store import open_writer
+    from cortex_core.memory.notes import add_note
+    from cortex_core.store.store import open_writer
     note = add_note(open_writer(cortex.db), repo.path, "client.py::fetch", "Keep 30 s: a proxy "
                     "drops idle connections at 35 s.")
     result = build_pack(cortex.reader(), repo.path, at="client.py::fetch", budget=4000)
@@ -307,15 +307,15 @@ def assert_clean(text: str) -> None:
 def test_no_secret_leaves_the_store(leaky, repo):
     from dataclasses import asdict
 
-    from cortex_core.embeddings import load_embedder
-    from cortex_core.history import history
-    from cortex_core.notes import add_note, list_notes
-    from cortex_core.related_commits import related_commits
-    from cortex_core.search import SearchOptions, search
-    from cortex_core.store import open_writer
-    from cortex_core.targets import TargetSpec
-    from cortex_core.what import what
-    from cortex_core.workspace import Workspace
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.query.history import history
+    from cortex_core.memory.notes import add_note, list_notes
+    from cortex_core.query.related_commits import related_commits
+    from cortex_core.memory.search import SearchOptions, search
+    from cortex_core.store.store import open_writer
+    from cortex_core.query.targets import TargetSpec
+    from cortex_core.features.what import what
+    from cortex_core.git.workspace import Workspace
 
     con = leaky.reader()
     embedder = load_embedder(con)
@@ -344,13 +344,13 @@ def test_no_secret_leaves_the_store(leaky, repo):
 def test_budget_of_a_pack_is_checked_from_the_command_line(leaky, repo):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "timeout",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "timeout",
                           "--budget", "300", "--repo", str(repo.path), "--db", str(leaky.db)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert count_tokens(out.stdout) <= 300 and out.stdout.startswith("# Context: timeout")
     assert_clean(out.stdout)
-    bad = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--budget", "300",
+    bad = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--budget", "300",
                           "--repo", str(repo.path), "--db", str(leaky.db)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "give a query, --at TARGET, or both" in bad.stderr

@@ -17,10 +17,10 @@ import apsw
 import pytest
 
 from cortex_core.config import Settings
-from cortex_core.ingest import index_repository
-from cortex_core.notes import add_note, supersede_note
-from cortex_core.salvage import _notes_by_pages, salvage_notes, store_damage
-from cortex_core.store import open_note_writer
+from cortex_core.index.ingest import index_repository
+from cortex_core.memory.notes import add_note, supersede_note
+from cortex_core.store.salvage import _notes_by_pages, salvage_notes, store_damage
+from cortex_core.store.store import open_note_writer
 
 PROJECT = Path(__file__).resolve().parent.parent
 

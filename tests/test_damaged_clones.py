@@ -15,12 +15,12 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from cortex_core.blame import last_change_of_line
-from cortex_core.commit_reader import CommitReader
+from cortex_core.query.blame import last_change_of_line
+from cortex_core.git.commit_reader import CommitReader
 from cortex_core.config import Settings
-from cortex_core.object_source import ObjectSource, missing_objects
-from cortex_core.read_pool import WorkerError, read_parallel
-from cortex_core.store import open_reader
+from cortex_core.git.object_source import ObjectSource, missing_objects
+from cortex_core.index.read_pool import WorkerError, read_parallel
+from cortex_core.store.store import open_reader
 
 from scripted_repo import ScriptedRepo
 
@@ -38,7 +38,7 @@ def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
 
 
 def cortex(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           env=dict(GIT_ENV, PYTHONPATH=str(PROJECT)))
 
@@ -211,7 +211,7 @@ def test_a_remote_that_never_answers_does_not_hold_the_index(served, tmp_path):
     clone = partial_clone(served, tmp_path / "partial")
     lacking = missing_count(clone)
     env = hanging_remote(clone, tmp_path)
-    done = subprocess.run([sys.executable, "-m", "cortex_core.cli", "index", "--json",
+    done = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "index", "--json",
                            "--quiet", "--model", "none", "--jobs", "1"], cwd=clone, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -13,14 +13,14 @@ import pygit2
 import pytest
 from scripted_repo import ScriptedRepo
 
-from cortex_core import hooks
+from cortex_cli import hooks
 from cortex_core.child_process import (CLI_ARGS, PARENT_ENV, index_arguments, index_command,
                                        spawn_options)
 from cortex_core.config import Settings
-from cortex_core.git_reads import (Head, commit, head_commit, head_of, indexed_head_blob,
-                                   path_blob, read_blob, read_blob_at, read_head, repository)
-from cortex_core.ingest import index_repository
-from cortex_core.store import open_reader
+from cortex_core.git.git_reads import (Head, commit, head_commit, head_of, indexed_head_blob,
+                                       path_blob, read_blob, read_blob_at, read_head, repository)
+from cortex_core.index.ingest import index_repository
+from cortex_core.store.store import open_reader
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cortex_core.errors import NotFound
-from cortex_core.history import history
-from cortex_core.targets import TargetSpec
+from cortex_core.query.history import history
+from cortex_core.query.targets import TargetSpec
 
 
 def changes(con, path, symbol=None, line=None):

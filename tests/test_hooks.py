@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core import hooks
+from cortex_cli import hooks
 from cortex_core.errors import CortexError, IndexerBusy, NotARepository
-from cortex_core.store import open_reader, queue_slot, writer_lock
+from cortex_core.store.store import open_reader, queue_slot, writer_lock
 
 PROJECT = Path(__file__).resolve().parent.parent
 TRUE = shutil.which("true") or "/bin/true"

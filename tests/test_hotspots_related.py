@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from cortex_core.coupling import related
-from cortex_core.hotspots import hotspots
-from cortex_core.targets import TargetSpec
+from cortex_core.query.coupling import related
+from cortex_core.query.hotspots import hotspots
+from cortex_core.query.targets import TargetSpec
 
 
 def score(ages_days, authors, churn, half_life=90.0):
@@ -127,7 +127,7 @@ def test_a_long_lived_reader_sees_new_commits(repo, coupled, cortex):
 
 
 def test_one_targets_score_is_the_listed_score(repo, busy_history):
-    from cortex_core.hotspots import hotspot_score
+    from cortex_core.query.hotspots import hotspot_score
     listed = hotspots(busy_history, now=repo.now, top_k=5)
     for h in listed.symbols + listed.files:
         file_id = busy_history.execute("select id from files where path = ?", (h.path,)).get

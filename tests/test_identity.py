@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from cortex_core.change_kinds import change_kind, tokens
+from cortex_core.lang.change_kinds import change_kind, tokens
 from cortex_core.errors import Ambiguous
-from cortex_core.history import history
-from cortex_core.targets import TargetSpec, parse_target, resolve
+from cortex_core.query.history import history
+from cortex_core.query.targets import TargetSpec, parse_target, resolve
 
 VISITOR = """\
 package v;
@@ -117,7 +117,7 @@ def test_formatting_only_commits_are_marked_and_left_out_when_substantive(repo, 
 
 
 def test_hotspots_count_substantive_changes_only(repo, cortex):
-    from cortex_core.hotspots import hotspots
+    from cortex_core.query.hotspots import hotspots
     repo.write("f.py", "def f(a, b):\n    return a+b\n\n\ndef g(a):\n    return a\n")
     repo.commit("f and g")
     for spaces in range(1, 4):  # three formatting-only commits of f
@@ -171,7 +171,7 @@ def test_the_lexer_is_linear_on_hostile_text():
 
 
 def test_hovers_fold_formatting_only_commits(repo, cortex):
-    from cortex_core.symbol_info import symbol_card
+    from cortex_core.features.symbol_info import symbol_card
     from cortex_ls.render import hover
     repo.write("f.py", "def f(a, b):\n    return a+b\n")
     repo.commit("f")
@@ -283,8 +283,8 @@ def test_pairing_a_rewritten_class_stays_bounded():
     without its automatic junk took 160 s here (repeated tokens); with it, a few seconds. The
     timeout only catches a hang."""
     import pygit2
-    from cortex_core.symbol_changes import FileSymbols, match_commit
-    from cortex_core.symbols import extract_symbols
+    from cortex_core.lang.symbol_changes import FileSymbols, match_commit
+    from cortex_core.lang.symbols import extract_symbols
     body = "".join(f"        v{j} = x + {j}\n" for j in range(100))
     edited = "".join(f"        v{j} = x {'-' if j % 5 == 0 else '+'} {j}\n" for j in range(100))
     old = ("class A:\n" + "".join(f"    def m{i}(self, x):\n{body}        return {i}\n\n"
@@ -302,8 +302,8 @@ def test_pairing_a_rewritten_class_stays_bounded():
 
 
 def test_an_enormous_parameter_list_gives_a_bounded_identity():
-    from cortex_core.qualnames import structural_name
-    from cortex_core.symbols import MAX_TAG, extract_symbols
+    from cortex_core.lang.qualnames import structural_name
+    from cortex_core.lang.symbols import MAX_TAG, extract_symbols
     params = ", ".join(f"Map<String, int[]> a{i}" for i in range(2000))
     found = extract_symbols("java", f"class A {{ void f({params}) {{}} void f() {{}} }}".encode())
     names = [s.qualname for s in found]
@@ -368,7 +368,7 @@ def test_a_class_change_is_judged_on_its_own_text(repo, cortex):
 def test_structural_names_read_from_identities_are_the_parsers(language, source):
     """Targets and blast radius read structural names back from stored identities: the string
     function must give what the parser recorded, for every symbol."""
-    from cortex_core.qualnames import structural_name
-    from cortex_core.symbols import extract_symbols
+    from cortex_core.lang.qualnames import structural_name
+    from cortex_core.lang.symbols import extract_symbols
     for s in extract_symbols(language, source):
         assert structural_name(s.qualname) == s.structural_name, s.qualname

@@ -8,9 +8,9 @@ import pytest
 
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import EmptyRepository, IndexerBusy, NotARepository, StoreError
-from cortex_core.history import history
-from cortex_core.store import open_reader, writer_lock
-from cortex_core.targets import TargetSpec
+from cortex_core.query.history import history
+from cortex_core.store.store import open_reader, writer_lock
+from cortex_core.query.targets import TargetSpec
 
 
 def subjects(con, path, symbol=None):
@@ -84,7 +84,7 @@ def test_empty_repository_is_a_clear_error(repo, cortex):
 
 
 def test_not_a_repository(tmp_path):
-    from cortex_core.ingest import index_repository
+    from cortex_core.index.ingest import index_repository
     with pytest.raises(NotARepository):
         index_repository(tmp_path, tmp_path / "x.db", Settings())
 
@@ -157,7 +157,7 @@ def test_too_many_files_in_one_commit_are_bounded(repo, cortex):
 
 def interrupt_index_at(cortex, monkeypatch, commits_done: int) -> None:
     """Index until `commits_done` commits are read, then interrupt as Ctrl-C would."""
-    import cortex_core.ingest as ingest
+    import cortex_core.index.ingest as ingest
     # Every commit its own transaction, as a long run batches them.
     monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
 
@@ -233,8 +233,8 @@ def test_newer_schema_and_corrupt_database_are_clear_errors(repo, cortex, tmp_pa
 
 
 def test_default_store_ignores_itself(repo):
-    from cortex_core.ingest import index_repository
-    from cortex_core.store import default_db_path
+    from cortex_core.index.ingest import index_repository
+    from cortex_core.store.store import default_db_path
     repo.write("a.py", "x = 1\n")
     repo.commit("one")
     db = default_db_path(repo.path)
@@ -274,8 +274,8 @@ def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex, monke
 
 def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):
     """Worker processes read contiguous ranges; the store must not depend on how many."""
-    from cortex_core.ingest import index_repository
-    import cortex_core.ingest as ingest
+    from cortex_core.index.ingest import index_repository
+    import cortex_core.index.ingest as ingest
     body = "    total = 0\n    for item in items:\n        total += item\n    return total\n"
     for i in range(12):
         repo.write(f"pkg/m{i % 3}.py", f"class C{i % 3}:\n    def total(self, items):\n"
@@ -377,9 +377,9 @@ def _branchy_stages(repo):
 
 def _answers(db) -> dict:
     """Every history and every line blame the store gives, and its ingestion order."""
-    from cortex_core.blame import last_change_of_line
+    from cortex_core.query.blame import last_change_of_line
     from cortex_core.errors import CortexError
-    from cortex_core.history import file_history, symbol_history
+    from cortex_core.query.history import file_history, symbol_history
     con = open_reader(db)
     out = {"seq": [sha for (sha,) in con.execute("select sha from commits order by seq")]}
     for file_id, path in con.execute("select f.id, f.path from head_files h join files f"
@@ -405,9 +405,9 @@ def _answers(db) -> dict:
 def test_history_order_is_the_same_however_the_store_was_indexed(repo, tmp_path, monkeypatch):
     """One run, several incremental runs, runs stopped and resumed (worker processes reading
     out of order, so that commits were stored before their parents): the same answers."""
-    from cortex_core.ingest import index_repository
-    import cortex_core.ingest as ingest
-    import cortex_core.read_pool as read_pool
+    from cortex_core.index.ingest import index_repository
+    import cortex_core.index.ingest as ingest
+    import cortex_core.index.read_pool as read_pool
 
     def index(name, **kwargs):
         return index_repository(repo.path, tmp_path / f"{name}.db", Settings(), model="none",

@@ -8,17 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cortex_core.blame import last_change_of_line
+from cortex_core.query.blame import last_change_of_line
 from cortex_core.config import IndexSettings, Settings
-from cortex_core.history import history
-from cortex_core.status import status
-from cortex_core.targets import TargetSpec
+from cortex_core.query.history import history
+from cortex_core.query.status import status
+from cortex_core.query.targets import TargetSpec
 
 from scripted_repo import ScriptedRepo
 
 
 def cortex_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -115,7 +115,7 @@ def test_limit_reasons_in_the_engine_results(repo: ScriptedRepo, cortex, tmp_pat
 def test_tree_cache_bounded_by_text_still_gives_full_parse_symbols():
     """Trees evicted for their size: the next version is parsed in full, with the same symbols;
     the newest tree is kept whatever its size, so its successor is still parsed incrementally."""
-    from cortex_core.symbols import SymbolParser, extract_symbols
+    from cortex_core.lang.symbols import SymbolParser, extract_symbols
     parser = SymbolParser(tree_cache_bytes=100)
     a, b = generated(30).encode(), generated(40).encode()
     parser.symbols("python", "a", a)

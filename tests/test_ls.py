@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from cortex_core.token_count import count_tokens
+from cortex_core.features.token_count import count_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -372,7 +372,7 @@ async def test_database_deleted_while_running(lsp: Session, project: ScriptedRep
 
 
 async def test_indexing_waits_for_another_indexer(lsp: Session, project: ScriptedRepo):
-    from cortex_core.store import writer_lock
+    from cortex_core.store.store import writer_lock
     await lsp.start(project.path)
     uri = lsp.open(project.path / "pkg/core.py")
     db = project.path / ".cortex" / "cortex.db"

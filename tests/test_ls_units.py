@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from cortex_core.live import buffer_symbols, innermost
+from cortex_core.lang.live import buffer_symbols, innermost
 from cortex_ls.documents import Buffer, cursor, encoding_name
 from cortex_ls.settings import Settings, parse_settings
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.token_count import count_tokens  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
-from cortex_core.store import writer_lock  # noqa: E402
+from cortex_core.features.token_count import count_tokens  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+from cortex_core.store.store import writer_lock  # noqa: E402
 
 USE = sample_use()
 
@@ -407,9 +407,9 @@ async def test_resources(indexed: ScriptedRepo):
 
 
 async def test_without_bpe_openai_a_pack_says_its_tokens_are_estimated(indexed: ScriptedRepo):
-    from cortex_core.token_count import estimate_tokens
+    from cortex_core.features.token_count import estimate_tokens
     code = ("import sys; sys.modules['bpe_openai'] = None\n"
-            "from cortex_core.cli import main\n"
+            "from cortex_cli.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     params = StdioServerParameters(
         command=sys.executable, args=["-c", code, "mcp", "--repo", str(indexed.path)],

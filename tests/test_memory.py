@@ -9,15 +9,16 @@ import json
 
 import pytest
 
-from cortex_core.areas import areas
-from cortex_core.embeddings import load_embedder
+from cortex_core.index.areas import areas
+from cortex_core.memory.embeddings import load_embedder
 from cortex_core.errors import CortexError, NotFound
-from cortex_core.notes import add_note, export_notes, import_notes, list_notes, supersede_note
-from cortex_core.related_commits import related_commits
-from cortex_core.search import MAX_BOOST, Focus, SearchOptions, build_focus, search
-from cortex_core.status import status
-from cortex_core.store import open_writer
-from cortex_core.workspace import Workspace
+from cortex_core.memory.notes import (add_note, export_notes, import_notes, list_notes,
+                                      supersede_note)
+from cortex_core.query.related_commits import related_commits
+from cortex_core.memory.search import MAX_BOOST, Focus, SearchOptions, build_focus, search
+from cortex_core.query.status import status
+from cortex_core.store.store import open_writer
+from cortex_core.git.workspace import Workspace
 
 
 @pytest.fixture
@@ -282,7 +283,7 @@ def test_notes_survive_export_import_and_rebuild(indexed, topics, tmp_path):
     assert con.execute("select count(*) from items where kind = 'note'").get == 1
     # into another store: added once, a second import adds nothing
     from cortex_core.config import Settings
-    from cortex_core.ingest import index_repository
+    from cortex_core.index.ingest import index_repository
     other = tmp_path / "other.db"
     index_repository(topics.path, other, Settings(), model="none")
     con2 = open_writer(other)

@@ -10,19 +10,19 @@ import time
 
 import pytest
 
-from cortex_core.context_pack import PackItem, pack
-from cortex_core.embeddings import load_embedder
+from cortex_core.features.context_pack import PackItem, pack
+from cortex_core.memory.embeddings import load_embedder
 from cortex_core.errors import CortexError, NotFound, StoreError
-from cortex_core.notes import add_note, import_notes
-from cortex_core.related_commits import related_commits
-from cortex_core.search import SearchOptions, build_focus, search
-from cortex_core.store import open_writer
-from cortex_core.what import what
-from cortex_core.workspace import read_workspace
+from cortex_core.memory.notes import add_note, import_notes
+from cortex_core.query.related_commits import related_commits
+from cortex_core.memory.search import SearchOptions, build_focus, search
+from cortex_core.store.store import open_writer
+from cortex_core.features.what import what
+from cortex_core.git.workspace import read_workspace
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -58,7 +58,7 @@ def test_a_model_folder_replaced_by_another_model_is_noticed(small, cortex, tmp_
     cortex.index(model=str(folder))
     shutil.rmtree(folder)
     shutil.copytree(other_tiny_model, folder)          # same path, 8 dimensions
-    import cortex_core.embeddings as embeddings
+    import cortex_core.memory.embeddings as embeddings
     embeddings._LOADED.clear()                          # a new process would not have it
     summary = cortex.index(model=str(folder))
     assert summary.model_replaced == str(folder) and summary.items_without_vector == 0
@@ -192,7 +192,7 @@ def test_cli_bounds_and_unwritable_outputs(small, cortex):
 
 
 def test_an_up_to_date_index_does_not_load_the_model(small, cortex, tiny_model):
-    import cortex_core.embeddings as embeddings
+    import cortex_core.memory.embeddings as embeddings
     cortex.index(model=tiny_model)
     embeddings._LOADED.clear()
     summary = cortex.index()

@@ -3,7 +3,7 @@
 import pytest
 
 from cortex_core.config import DEFAULT_TRAILERS
-from cortex_core.messages import PACK_WHY_CHARS, WHY_CHARS, classify, split_message, why
+from cortex_core.index.messages import PACK_WHY_CHARS, WHY_CHARS, classify, split_message, why
 
 
 def test_trailers_are_dropped_and_the_reason_kept():
@@ -77,10 +77,10 @@ def test_hovers_what_and_packs_give_one_why(repo, cortex):
     """The card (hovers, LSP and MCP histories), `cortex what` and a pack read the same reason
     of a commit, each at its length: the paragraph that repeats the subject and the trailer line
     are skipped by all of them."""
-    from cortex_core.context_pack import build_pack
-    from cortex_core.symbol_info import symbol_card
-    from cortex_core.what import what
-    from cortex_core.workspace import Workspace
+    from cortex_core.features.context_pack import build_pack
+    from cortex_core.features.symbol_info import symbol_card
+    from cortex_core.features.what import what
+    from cortex_core.git.workspace import Workspace
 
     repo.write("app.py", "def f():\n    return 1\n")
     repo.commit("Add f", days_ago=10)

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from cortex_core.embeddings import load_embedder
-from cortex_core.search import SearchOptions, search
+from cortex_core.memory.embeddings import load_embedder
+from cortex_core.memory.search import SearchOptions, search
 
 MODEL = os.environ.get("CORTEX_TEST_MODEL")
 pytestmark = pytest.mark.skipif(not MODEL or not os.path.isdir(MODEL),
@@ -41,8 +41,8 @@ PARAPHRASES = [
 @pytest.fixture(scope="module")
 def quality_index(tmp_path_factory):
     from cortex_core.config import Settings
-    from cortex_core.ingest import index_repository
-    from cortex_core.store import open_reader
+    from cortex_core.index.ingest import index_repository
+    from cortex_core.store.store import open_reader
     from scripted_repo import ScriptedRepo
     root = tmp_path_factory.mktemp("quality")
     repo = ScriptedRepo(root / "repo")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core.redact import (_ANY_CASE, _ASSIGNMENT, _FORMATS, _HINT, _HINT_ANY_CASE, _HINTS,
-                                 ENTROPY_BITS, Secret, entropy, find_secrets, redact)
+from cortex_core.text.redact import (_ANY_CASE, _ASSIGNMENT, _FORMATS, _HINT, _HINT_ANY_CASE,
+                                     _HINTS, ENTROPY_BITS, Secret, entropy, find_secrets, redact)
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from cortex_core.remotes import commit_url, web_base, web_base_from_url
+from cortex_core.git.remotes import commit_url, web_base, web_base_from_url
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_core import sanitize
-from cortex_core.sanitize import (markdown, markdown_code, pack_block, pack_line,
-                                  replace_surrogates, terminal)
+from cortex_core.text import sanitize
+from cortex_core.text.sanitize import (markdown, markdown_code, pack_block, pack_line,
+                                       replace_surrogates, terminal)
 
 POLICIES = {
     "terminal": terminal,
@@ -288,9 +288,9 @@ _SANITIZING = re.compile(
 
 def test_no_other_module_sanitizes_text_itself():
     found = []
-    for package in ("cortex_core", "cortex_ls", "cortex_mcp"):
+    for package in ("cortex_core", "cortex_cli", "cortex_ls", "cortex_mcp"):
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path == ROOT / "cortex_core" / "sanitize.py":
+            if path == ROOT / "cortex_core" / "text" / "sanitize.py":
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             docstrings = {id(node.body[0].value) for node in ast.walk(tree)
@@ -304,4 +304,4 @@ def test_no_other_module_sanitizes_text_itself():
                     found.append(where)
                 elif isinstance(node, ast.Attribute) and node.attr == "isprintable":
                     found.append(where)
-    assert found == [], "use cortex_core.sanitize"
+    assert found == [], "use cortex_core.text.sanitize"

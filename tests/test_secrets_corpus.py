@@ -32,7 +32,7 @@ SETTINGS = "app/settings.py"
 
 
 def cortex(*args: str, cwd: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(PROJECT), CORTEX_MODEL="none"))
     assert proc.returncode == 0, proc.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cortex_core.segments import commit_segments, doc_sections, is_doc_path
-from cortex_core.tokens import expand, fts_query, query_terms, split_identifier
+from cortex_core.memory.segments import commit_segments, doc_sections, is_doc_path
+from cortex_core.memory.tokens import expand, fts_query, query_terms, split_identifier
 
 
 def test_a_single_change_stays_one_segment():

@@ -27,7 +27,7 @@ from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings, repository_settings  # noqa: E402
 from cortex_core.errors import CortexError  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
 
 SETTINGS = "[hotspots]\nhalf_life_days = 7.0\n\n[search]\nhalf_life_days = 3.0\n"
 QUERY = "tune compute"

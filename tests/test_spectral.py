@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from cortex_core.spectral import (
-    SpectralSettings,
-    _spectrum,
-    assign,
-    distinctive_terms,
-    spectral_clusters,
-)
+from cortex_core.memory.spectral import (SpectralSettings, _spectrum, assign, distinctive_terms,
+                                         spectral_clusters)
 
 
 def unit(x: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
 # Imported by indexing, vectors, areas, the language server or MCP; never by a history query.
@@ -62,12 +62,14 @@ def test_history_imports_nothing_heavy(indexed: ScriptedRepo):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "tune compute" in proc.stdout and "add the core" in proc.stdout
     modules = imported(proc.stderr)
-    assert {"cortex_core.cli", "cortex_core.history", "cortex_core.store", "apsw"} <= modules
+    assert {"cortex_cli.cli", "cortex_core.query.history", "cortex_core.store.store",
+            "apsw"} <= modules
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == [], heavy
     # Nor the modules of other commands.
-    others = {"cortex_core.ingest", "cortex_core.embeddings", "cortex_core.search",
-              "cortex_core.coupling", "cortex_core.structure", "cortex_core.config"}
+    others = {"cortex_core.index.ingest", "cortex_core.memory.embeddings",
+              "cortex_core.memory.search", "cortex_core.query.coupling",
+              "cortex_core.index.structure", "cortex_core.config"}
     assert modules.isdisjoint(others), sorted(modules & others)
 
 

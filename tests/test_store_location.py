@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_core.store_location import store_location, unusable_reason, user_db_path
+from cortex_core.store.store_location import store_location, unusable_reason, user_db_path
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -200,7 +200,7 @@ def test_a_folder_we_may_not_write(open_folder):
     env = dict(env_for(home / ".cache"), HOME=str(home))
     # The other user must be able to read this Python, its packages and this checkout: a venv
     # in a private folder (mktemp -d) is not readable to it.
-    can = subprocess.run([*prefix, sys.executable, "-c", "import apsw, pygit2, cortex_core.cli"],
+    can = subprocess.run([*prefix, sys.executable, "-c", "import apsw, pygit2, cortex_cli.cli"],
                          cwd=repo.path, capture_output=True, text=True, timeout=60, env=env)
     if can.returncode != 0:
         pytest.skip("the unprivileged user cannot import Cortex from this venv and checkout: "

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from cortex_core.blast import blast, callees, callers, fused_related
+from cortex_core.query.blast import blast, callees, callers, fused_related
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import NotFound
-from cortex_core.status import status
-from cortex_core.targets import TargetSpec
+from cortex_core.query.status import status
+from cortex_core.query.targets import TargetSpec
 
 DB = """\
 def save(item):
@@ -217,7 +217,7 @@ def test_fused_related_ranks_structure_and_history(py_project, indexed):
 
 def test_cli_blast_callers_callees(indexed, py_project):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=py_project.path,
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=py_project.path,
                               capture_output=True, text=True, timeout=120)
     db = ["--db", str(indexed.db)]
     out = run("blast", "pkg/db.py::save", *db)

@@ -9,14 +9,9 @@ import threading
 
 import pytest
 
-from cortex_core.languages import SUPPORTED_LANGUAGES, language_for_path
-from cortex_core.structure_extract import (
-    SUPPORTED,
-    FileStructure,
-    Import,
-    Ref,
-    extract_structure,
-)
+from cortex_core.lang.languages import SUPPORTED_LANGUAGES, language_for_path
+from cortex_core.lang.structure_extract import (SUPPORTED, FileStructure, Import, Ref,
+                                                extract_structure)
 
 
 def extract(language: str, source: str | bytes) -> FileStructure:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pygit2
 
-import cortex_core.symbol_changes as symbol_changes
-from cortex_core.symbol_changes import FileSymbols, match_commit, own_lines
-from cortex_core.symbols import Symbol, extract_symbols
+import cortex_core.lang.symbol_changes as symbol_changes
+from cortex_core.lang.symbol_changes import FileSymbols, match_commit, own_lines
+from cortex_core.lang.symbols import Symbol, extract_symbols
 
 CART = b"""\
 import math

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cortex_core.errors import NotFound
-from cortex_core.symbol_info import HeatSettings, file_heat, line_origin, symbol_card
+from cortex_core.features.symbol_info import HeatSettings, file_heat, line_origin, symbol_card
 
 BASE = "import os\n\n\ndef hot(x):\n    return x + {n}\n\n\ndef cold():\n    return 0\n"
 CALLER = "from app import hot\n\n\ndef use():\n    return hot(1)\n"
@@ -71,8 +71,8 @@ def test_a_store_shipped_or_linked_by_the_repository_is_refused(repo, tmp_path):
 
     from cortex_core.config import Settings
     from cortex_core.errors import StoreError
-    from cortex_core.ingest import index_repository
-    from cortex_core.store import default_db_path
+    from cortex_core.index.ingest import index_repository
+    from cortex_core.store.store import default_db_path
 
     repo.write("a.py", "def f():\n    return 1\n")
     repo.write(".cortex/cortex.db", b"SQLite format 3\x00 invented history")

@@ -14,9 +14,9 @@ import pygit2
 import pytest
 from tree_sitter_language_pack import get_parser
 
-import cortex_core.symbols as symbols_module
-from cortex_core.languages import SUPPORTED_LANGUAGES, language_for_path
-from cortex_core.symbols import Symbol, SymbolParser, body_hash, extract_symbols
+import cortex_core.lang.symbols as symbols_module
+from cortex_core.lang.languages import SUPPORTED_LANGUAGES, language_for_path
+from cortex_core.lang.symbols import Symbol, SymbolParser, body_hash, extract_symbols
 
 
 def rows(language: str, source: str | bytes) -> list[tuple[str, str, int, int]]:
@@ -1744,7 +1744,7 @@ def test_every_supported_language_has_a_symbol_table():
 
 
 def test_languages_module_imports_nothing_heavy():
-    path = Path(__file__).parent.parent / "cortex_core" / "languages.py"
+    path = Path(__file__).parent.parent / "cortex_core" / "lang" / "languages.py"
     code = (
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('languages', {str(path)!r})\n"

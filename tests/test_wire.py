@@ -28,7 +28,7 @@ from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 from wire_shapes import check, shape  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
 from cortex_core.plain import plain as to_json  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -85,7 +85,7 @@ def index(repo: ScriptedRepo, model: str = "none") -> None:
 
 
 def cortex(repo: ScriptedRepo, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "cortex_core.cli", *args], cwd=repo.path,
+    proc = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=repo.path,
                           capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(PROJECT)))
     assert proc.returncode == 0, f"cortex {' '.join(args)}: {proc.stderr}"

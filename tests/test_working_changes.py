@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ls_harness import CONFIG, Session, finish, plain as lsp_plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
-from cortex_core import working_changes as wc  # noqa: E402
+from cortex_core.query import working_changes as wc  # noqa: E402
 from cortex_core.config import Settings  # noqa: E402
-from cortex_core.coupling import related_to_set  # noqa: E402
-from cortex_core.ingest import index_repository  # noqa: E402
-from cortex_core.store import open_reader  # noqa: E402
+from cortex_core.query.coupling import related_to_set  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+from cortex_core.store.store import open_reader  # noqa: E402
 
 
 def a_py(load: int, other: int = 0) -> str:
@@ -79,7 +79,7 @@ def changes(repo: ScriptedRepo) -> wc.WorkingChanges:
 
 
 def cli(repo: ScriptedRepo, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cortex_core.cli", "related", *args,
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
                            "--repo", str(repo.path)], capture_output=True, text=True,
                           timeout=120)
 
@@ -209,7 +209,7 @@ def test_cli_names_b_save_first_and_explains(coupled):
 
 def test_pack_says_what_the_changes_bring_along(coupled):
     coupled.write("a.py", a_py(7, 2))
-    out = subprocess.run([sys.executable, "-m", "cortex_core.cli", "context", "--at",
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "context", "--at",
                           "c.py::convert", "--repo", str(coupled.path), "--budget", "3000"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

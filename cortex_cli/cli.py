@@ -1,0 +1,824 @@
+"""The `cortex` command line: a thin shell over cortex_core, one command per core call.
+
+Heavy modules (pygit2, tree-sitter) are imported only by the commands that need them, so a query
+such as `cortex history` starts in a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import apsw
+
+from cortex_core import __version__
+from cortex_core.errors import CortexError
+from cortex_core.features.token_count import ENCODINGS, encoding_name
+
+EPILOG = """targets:
+  PATH            a file (relative to the repository root or the current directory)
+  PATH::SYMBOL    a symbol in it, by qualified name (Class.method) or unambiguous short name
+  PATH:LINE       the innermost symbol enclosing that line at HEAD
+
+The index lives in <repo>/.cortex/cortex.db unless --db says otherwise; when .cortex
+cannot be used (read-only, not a folder, no file locks), in
+$XDG_CACHE_HOME/cortex/<name>-<hash>/cortex.db (`cortex status` says which).
+Settings: <repo>/.cortex/config.toml (see docs/settings.md)."""
+
+
+class _NotAsked:
+    """A subcommand other than the one asked for: nothing of it is built. Each argument costs a
+    help formatter and each parser a few gettext lookups: the whole parser was most of the start
+    of a short command such as `cortex history` (bench/bench_start.py)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `only` (a command name; "" for none)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--repo", metavar="PATH",
+                        help="the git repository (default: the one around the current directory)")
+    common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
+    common.add_argument("--json", action="store_true", help="print JSON for machines")
+    timed = argparse.ArgumentParser(add_help=False)   # the commands that count back in time
+    timed.add_argument("--clock", choices=("repository", "wall"),
+                       help="what windows and recency count back from: the indexed HEAD's date "
+                       "(repository) or today (wall) (default: repository, or [time] clock)")
+
+    parser = argparse.ArgumentParser(
+        prog="cortex", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="A memory of a git repository: symbol-level history, hotspots, co-change.")
+    parser.add_argument("--version", action="version", version=f"cortex {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def command(name: str, **kwargs):
+        return sub.add_parser(name, **kwargs) if only is None or name == only else _NotAsked()
+
+    p = command("index", parents=[common], help="index new commits (incremental)",
+                description="Index the commits not indexed yet, down to functions. "
+                "Safe to interrupt: the next run continues.")
+    p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
+    branches = p.add_mutually_exclusive_group()
+    branches.add_argument("--all-branches", dest="all_branches", action="store_true", default=None,
+                          help="index every local branch, not only HEAD (remembered)")
+    branches.add_argument("--head-only", dest="all_branches", action="store_false",
+                          help="index only what HEAD reaches (the default; remembered)")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to wait for another running indexer (default: 10)")
+    p.add_argument("--coalesce", action="store_true",
+                   help="for git hooks: if another run already waits for the running indexer, "
+                   "exit at once (that run will index the newest commits); otherwise wait in "
+                   "line (up to --wait)")
+    p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
+                   help="processes reading history in long runs (default: one per CPU, at most 4)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--progress-json", action="store_true",
+                   help="for programs (the language server): one JSON object per line on stdout, "
+                   '{"event": "progress", "phase", "done", "total"} while indexing, then '
+                   '{"event": "done", "summary": {...}}')
+    p.add_argument("--model", metavar="NAME",
+                   help="embedding model: a model-hub id or a folder; 'none' turns vectors off "
+                   "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
+
+    p = command("history", parents=[common], help="commits that changed a file or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
+                "PATH:LINE, newest first, following renames and moves. Each symbol change has "
+                "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
+                "rescoped (its class was renamed; its own code did not change). Overloads are "
+                "distinct symbols: PATH::Class.method(int, String); PATH::Class.method "
+                "lists them when it is ambiguous.")
+    p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
+    p.add_argument("-n", "--limit", type=_positive_int, metavar="N", help="show at most N commits")
+    p.add_argument("--substantive", action="store_true",
+                   help="leave out formatting-only commits and waypoints where the symbol's own "
+                   "code did not change (a rename of its class)")
+
+    p = command("hotspots", parents=[common, timed], help="symbols and files that change the most",
+                description="Symbols and files ranked by recency-weighted change count, "
+                "distinct authors and churn (formula: --explain).")
+    p.add_argument("--since", type=_positive_float, metavar="DAYS", help="only commits of the last DAYS days")
+    p.add_argument("--path", metavar="PREFIX", help="only under this folder or file")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many of each (default: 10)")
+    p.add_argument("--half-life", type=_positive_float, metavar="DAYS",
+                   help="recency half-life (default: 90, or [hotspots] half_life_days)")
+    p.add_argument("--explain", action="store_true", help="print the formula and its inputs")
+
+    p = command("related", parents=[common], help="what changes together with a file or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Files that move with it, ranked by structure (what it calls, "
+                "what calls it) and history (files changed in the same commits) fused; each "
+                "with its structural relation, shared commits and confidence.")
+    p.add_argument("target", metavar="TARGET", nargs="?",
+                   help="PATH or PATH::SYMBOL; without it, what the uncommitted changes (staged "
+                   "and not) usually bring along that is not changed yet")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
+    p.add_argument("--min-support", type=_positive_int, metavar="N",
+                   help="shared commits needed (default: 1, shown as weak; or [coupling] "
+                   "min_support)")
+    p.add_argument("--half-life", type=_non_negative_float, metavar="DAYS",
+                   help="a shared commit's weight halves every DAYS days, on the repository's "
+                   "own clock; 0: every commit counts alike (default: half the span of the "
+                   "history read, or [coupling] "
+                   "half_life_days)")
+    p.add_argument("--explain", action="store_true",
+                   help="print each partner's score components and the formula")
+
+    p = command("blast", parents=[common, timed], help="what depends on a symbol or file",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The blast radius: callers, importers, subclasses and tests "
+                "up to --depth, each with the chain of edges that explains it; co-change "
+                "partners the structure does not show (hidden coupling); a summary with "
+                "a documented risk level.")
+    p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
+    p.add_argument("--depth", type=_positive_int, default=2, metavar="N",
+                   help="how many edges away (default: 2, at most 10)")
+    p.add_argument("--min-confidence", type=_unit_float, default=0.25, metavar="C",
+                   help="leave out chains less likely than C (default: 0.25; resolution by a "
+                   "method's name alone is 0.4 shared among its candidates)")
+    for name, help_ in (("callers", "what calls or references a symbol"),
+                        ("callees", "what a symbol calls or references")):
+        p = command(name, parents=[common], help=help_, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description=help_[0].upper() + help_[1:] + ", one edge away, with "
+                    "the line and the resolution's confidence.")
+        p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
+
+    command("status", parents=[common], help="what the index holds",
+            description="Commits, symbols, languages, skipped files with reasons, the last "
+            "indexed commit, memory items, whether semantic search is on, and the size.")
+
+    p = command("search", parents=[common, timed], help="search commits, docs and notes",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="Hybrid search: BM25 and vector neighbours fused by rank, then "
+                "bounded priors (recency, signal, context, area). --explain shows why.")
+    p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
+    p.add_argument("--since", type=_since_text, metavar="WHEN",
+                   help="only items from this date (YYYY-MM-DD) or the last N days (on --clock)")
+    p.add_argument("--path", metavar="PREFIX", help="only items about this folder or file")
+    p.add_argument("--kind", action="append", choices=("commit", "doc", "note"),
+                   help="only this kind (repeatable)")
+    p.add_argument("--at", metavar="TARGET", help="boost what is about this PATH, PATH::SYMBOL or PATH:LINE")
+    p.add_argument("--mode", choices=("hybrid", "lexical", "vector"), default="hybrid",
+                   help="ranking (default: hybrid)")
+    p.add_argument("--no-priors", action="store_true", help="rank by relevance alone")
+    p.add_argument("--no-context", action="store_true",
+                   help="ignore the working tree and the branch name")
+    p.add_argument("--explain", action="store_true", help="show ranks and priors for each result")
+
+    p = command("what", parents=[common, timed], help="what is relevant to your current changes",
+                description="From the git state alone: notes and commits about the files "
+                "you changed, recent decisions, and the hot spots you are touching.")
+    p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
+
+    p = command("related-commits", parents=[common], help="commits related to a commit or symbol",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The commits touching a symbol (or the commit itself), commits "
+                "whose messages are semantically close, and commits of the same area.")
+    p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
+    p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
+
+    p = command("areas", parents=[common], help="areas of the code base (spectral clusters)",
+                description="Clusters of commits, doc sections and notes, with their size, "
+                "label (distinctive terms), hottest paths and date span.")
+    p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
+
+    p = command("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                description="The focus symbol's code, its history with reasons, live "
+                "notes, what changes with it, related commits, docs and search hits, packed "
+                "by utility per token under --budget, the room left filled by the next item "
+                "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
+                "in --encoding (see docs/commands.md, Context packs).")
+    p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
+    p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
+    p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
+                   help="hard limit on the pack's size (default: 2000)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--encoding", choices=ENCODINGS, metavar="{" + ",".join(ENCODINGS) + "}",
+                   type=_encoding, help="how tokens are counted (default: packs.encoding in "
+                   ".cortex/config.toml, else o200k; estimate over-counts, for other tokenizers)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the pack to FILE instead of stdout")
+
+    p = command("note", help="notes on symbols, files or the repository",
+                description="Notes are kept with time: superseded notes stay on record but "
+                "never reach search or context packs; a note whose code changed is flagged.")
+    notes = p.add_subparsers(dest="note_command", metavar="ACTION")
+    notes.required = True
+    q = notes.add_parser("add", parents=[common], help="write a note",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    q.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL, PATH:LINE, or . for the repository")
+    q.add_argument("text", metavar="TEXT")
+    q.add_argument("--author", metavar="NAME", help="who says so (default: git user.name)")
+    q.add_argument("--valid-from", type=_since, metavar="YYYY-MM-DD",
+                   help="since when it holds (default: now)")
+    q = notes.add_parser("list", parents=[common], help="list notes, newest first")
+    q.add_argument("target", metavar="TARGET", nargs="?", help="only notes on this file or symbol")
+    q.add_argument("--all", action="store_true", help="include superseded and expired notes")
+    q = notes.add_parser("supersede", parents=[common], help="replace a note by a new text")
+    q.add_argument("id", type=_positive_int, metavar="ID")
+    q.add_argument("text", metavar="TEXT")
+    q.add_argument("--author", metavar="NAME")
+    q = notes.add_parser("export", parents=[common], help="every note as JSON")
+    q.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    q = notes.add_parser("import", parents=[common], help="add the notes of an export")
+    q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
+
+    p = command("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="A Model Context Protocol server over stdio, for chat agents "
+                "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
+                "symbol_history, blast_radius, related, hotspots, context_pack, status, "
+                "sync, record_note, supersede_note. Each takes an optional `repo`.",
+                epilog="Configure it in your agent as the command `cortex mcp --repo PATH`; "
+                "see docs/agents.md.")
+    p.add_argument("--repo", metavar="PATH", help="the repository tools use when a call names "
+                   "none (default: the one around the current directory, if any)")
+    p.add_argument("--db", metavar="FILE", help="that repository's index (default: "
+                   "<repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more to stderr")
+
+    p = command("model", help="the embedding model",
+                description="Semantic search needs a model2vec model on disk. Nothing is "
+                "downloaded unless you ask: `cortex model pull`.")
+    models = p.add_subparsers(dest="model_command", metavar="ACTION")
+    models.required = True
+    q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
+    q.add_argument("name", metavar="NAME", nargs="?", help="default: the configured model")
+
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--repo", metavar="PATH",
+                       help="the git repository (default: the one around the current directory)")
+    where.add_argument("--json", action="store_true", help="print JSON for machines")
+    p = command("hooks", help="git hooks that keep the index fresh",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="post-commit, post-merge, post-checkout and post-rewrite hooks "
+                "that run `cortex index`\nin the background after each change: git "
+                "returns at once and its output stays clean.",
+                epilog="A hook already in place keeps running first (renamed to "
+                "<hook>.cortex-chained), with the\nsame arguments and stdin, and its exit "
+                "status; uninstall puts it back exactly.\nThe hooks directory is git's "
+                "own (core.hooksPath is followed). The indexer writes to\n"
+                "<git dir>/cortex-hook.log. CORTEX_HOOK_FOREGROUND=1 in the environment "
+                "of git makes\nthe hooks index before git returns (scripts, tests).")
+    hooks = p.add_subparsers(dest="hooks_command", metavar="ACTION")
+    hooks.required = True
+    hooks.add_parser("install", parents=[where], help="install the hooks (again: refreshes them)",
+                     description="Install the hooks; an existing hook is chained to, not "
+                     "replaced. Running it again changes nothing, or refreshes the hooks (for "
+                     "another Python). The hooks run this Python: " + sys.executable)
+    hooks.add_parser("uninstall", parents=[where], help="remove them; put back what was there",
+                     description="Remove Cortex's hooks and put back the hooks they chained to, "
+                     "byte for byte. Hooks that are not Cortex's are left alone.")
+    hooks.add_parser("status", parents=[where], help="which hooks are installed, chained, foreign",
+                     description="Per hook: installed by Cortex, chained to an existing hook, "
+                     "a foreign hook, or absent; the hooks directory and the Python they run.")
+    return parser
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text}")
+    return value
+
+
+def _since(text: str) -> int:
+    """A date (YYYY-MM-DD) or a number of days back, as epoch seconds."""
+    from cortex_core.dates import since
+    try:
+        return since(text)
+    except CortexError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _encoding(text: str) -> str:
+    try:
+        return encoding_name(text)
+    except CortexError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _since_text(text: str) -> str:
+    """A date or a number of days, checked now and counted once the clock is known."""
+    _since(text)
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    if value > 2**31:
+        raise argparse.ArgumentTypeError(f"must be at most {2**31}: {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive number: {text}")
+    return value
+
+
+def _asked(argv: list[str]) -> str | None:
+    """The command that argv names first, if any ("" for --version alone): only its parser is
+    built. Anything else (no command, a typo, --help) builds them all, for the full message."""
+    first = argv[0] if argv else None
+    if first in COMMANDS:
+        return first
+    return "" if argv == ["--version"] else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_asked(argv)).parse_args(argv)
+    # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
+    # which SQLite and the tokenizers refuse: carry them as replacement characters.
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            setattr(args, name, value.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    try:
+        return COMMANDS[args.command](args)
+    except CortexError as exc:
+        print(f"cortex: {exc}", file=sys.stderr)
+        return 1
+    except apsw.BusyError:
+        print("cortex: the index is busy (an indexer is writing); try again in a moment",
+              file=sys.stderr)
+        return 1
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage past the opening checks
+        print(f"cortex: the index is damaged ({exc}); run `cortex index --rebuild` (it keeps "
+              "the notes it can read)", file=sys.stderr)
+        return 1
+    except (apsw.FullError, apsw.IOError) as exc:   # a full disk, a file size limit, a failing disk
+        print(f"cortex: cannot read or write the index ({exc}): is the disk full? Free some space "
+              "and run the command again (a rebuild goes on where it stopped)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cortex: interrupted (the index stays consistent; run again to continue)",
+              file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `cortex history ... | head`
+        sys.stderr.close()
+        return 0
+
+
+# -- plumbing -------------------------------------------------------------------------------------
+
+def _locate(args, for_writing: bool = False) -> tuple[Path, Path]:
+    root, location = _location(args, for_writing)
+    return root, location.path
+
+
+def _location(args, for_writing: bool = False):
+    from cortex_core.git.repo_paths import find_repo_root
+    from cortex_core.store.store_location import store_location
+    root = find_repo_root(args.repo)
+    return root, store_location(root, args.db, for_writing=for_writing)
+
+
+def _settings(root: Path):
+    from cortex_core.config import repository_settings
+    return repository_settings(root)
+
+
+def _clock(args, settings) -> str:
+    return args.clock or settings.time.clock
+
+
+def _reader(args):
+    root, db = _locate(args)
+    return root, db, _open(db)
+
+
+def _open(db: Path):
+    from cortex_core.store.store import open_reader
+    return open_reader(db)
+
+
+def _spec(text: str, root: Path):
+    from cortex_core.git.repo_paths import repo_relative
+    from cortex_core.query.targets import TargetSpec, parse_target
+    spec = parse_target(text)
+    return TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
+
+
+def _emit_json(result) -> int:
+    import json  # only for --json: every import shows in the start of each command
+    print(json.dumps(_plain(result), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _plain(value):
+    from cortex_core.plain import plain
+    return plain(value)
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+def cmd_index(args) -> int:
+    import os
+    from cortex_core.child_process import die_with_parent
+    die_with_parent()
+    # One BLAS thread: the spectral step's eigensolver ran 3-10x slower with more threads on a
+    # busy machine (bench/README.md, bench_memory.py) and was no faster on an idle one. Set
+    # before numpy loads; a user's own setting wins.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    from cortex_core.index.ingest import index_repository
+    from cortex_cli import render
+    root, location = _location(args, for_writing=True)
+    db = location.path
+    if location.fallback:
+        print(f"cortex: the index is at {db}: {location.reason}", file=sys.stderr)
+    show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
+    bar = render.ProgressBar(sys.stderr) if show else None
+    progress = _json_progress if args.progress_json else bar.update if bar else None
+    from cortex_core.errors import IndexQueued
+    try:
+        summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
+                                   rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
+                                   progress=progress, model=args.model, coalesce=args.coalesce,
+                                   on_wait=_say_queued if args.coalesce else None)
+    except IndexQueued as exc:   # not a failure: the queued run does this one's work
+        return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
+    if bar:
+        bar.close()
+    if location.seed is not None:   # the first run in the per-user folder: bring the notes
+        from cortex_core.store.salvage import carry_notes
+        carried = carry_notes(location.seed, db)
+        print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
+    if args.progress_json:
+        _json_line({"event": "done", "summary": _plain(summary)})
+        return 0
+    if args.json:
+        return _emit_json(summary)
+    print(render.index_summary(summary, db, root))
+    return 0
+
+
+def _say_queued(holder: str) -> None:
+    sys.stderr.write(f"cortex: queued behind the running indexer{holder}\n")   # one write:
+    sys.stderr.flush()                                           # hook runs share one log
+
+
+def _json_progress(done: int, total: int, phase: str = "commits") -> None:
+    _json_line({"event": "progress", "phase": phase, "done": done, "total": total})
+
+
+def _json_line(obj: dict) -> None:
+    import json
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def cmd_history(args) -> int:
+    from cortex_core.query.history import history
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    result = history(con, _spec(args.target, root), limit=args.limit,
+                     substantive=args.substantive)
+    if args.json:
+        return _emit_json(result)
+    print(render.history(result, time.time()))
+    return 0
+
+
+def cmd_hotspots(args) -> int:
+    from cortex_core.query.hotspots import hotspots
+    from cortex_core.git.repo_paths import repo_relative
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    settings = _settings(root)
+    result = hotspots(con, half_life_days=args.half_life or settings.hotspots.half_life_days,
+                      since_days=args.since, top_k=args.top_k, clock=_clock(args, settings),
+                      path_prefix=repo_relative(args.path, root) if args.path else None)
+    if args.json:
+        return _emit_json(result)
+    print(render.hotspots(result, time.time(), args.explain))
+    return 0
+
+
+def cmd_related(args) -> int:
+    from cortex_core.query.blast import fused_related
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    everything = _settings(root)
+    settings = everything.coupling
+    chosen = {"top_k": args.top_k, "max_changeset": settings.max_changeset,
+              "min_support": args.min_support or settings.min_support,
+              "half_life_days": settings.half_life_days if args.half_life is None
+              else args.half_life}
+    if args.target is None:
+        from cortex_core.query.working_changes import related_to_working_tree
+        found = related_to_working_tree(con, root, settings=everything.index, **chosen)
+        if not (found.changed or found.unknown):
+            raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
+        if args.json:
+            return _emit_json(found)
+        print(render.set_related(found, args.explain))
+        return 0
+    result = fused_related(con, _spec(args.target, root), **chosen)
+    if args.json:
+        return _emit_json(result)
+    print(render.fused_related(result, args.explain))
+    return 0
+
+
+def cmd_blast(args) -> int:
+    from cortex_core.query.blast import blast
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    settings = _settings(root)
+    result = blast(con, _spec(args.target, root), depth=args.depth,
+                   half_life_days=settings.hotspots.half_life_days,
+                   min_confidence=args.min_confidence, clock=_clock(args, settings))
+    if args.json:
+        return _emit_json(result)
+    print(render.blast(result))
+    return 0
+
+
+def cmd_neighbours(args) -> int:
+    from cortex_core.query import blast as blast_module
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    result = getattr(blast_module, args.command)(con, _spec(args.target, root))
+    if args.json:
+        return _emit_json(result)
+    print(render.neighbours(result, args.command))
+    return 0
+
+
+def cmd_status(args) -> int:
+    from cortex_core.query.status import status
+    from cortex_cli import render
+    root, location = _location(args)
+    result = status(_open(location.path), location.path,
+                    None if location.explicit else location.reason)
+    if args.json:
+        return _emit_json(result)
+    print(render.status(result, root, time.time()))
+    return 0
+
+
+def _fix_spec(root: Path):
+    """Target paths given relative to the current directory, mapped to the repository."""
+    from cortex_core.git.repo_paths import repo_relative
+    from cortex_core.query.targets import TargetSpec
+    return lambda spec: TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
+
+
+def _target_label(text: str, root: Path) -> str:
+    return _spec(text, root).label
+
+
+def cmd_search(args) -> int:
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.memory.search import SearchOptions, build_focus, search
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    settings = _settings(root)
+    workspace = None
+    if not args.no_context:
+        from cortex_core.git.workspace import read_workspace
+        workspace = read_workspace(root)
+    focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
+    embedder = load_embedder(con) if args.mode != "lexical" else None
+    since = None
+    if args.since is not None:
+        from cortex_core.clock import clock
+        from cortex_core.dates import since as since_epoch
+        since = since_epoch(args.since, clock(con, _clock(args, settings)).now)
+    options = SearchOptions(
+        top_k=args.top_k, kinds=tuple(args.kind or ()), since=since, clock=_clock(args, settings),
+        path=_spec(args.path, root).path if args.path else None, mode=args.mode,
+        priors=not args.no_priors, context=not args.no_context or bool(args.at),
+        half_life_days=settings.search.half_life_days, focus=focus)
+    why = None
+    if args.mode != "lexical" and embedder is None:
+        from cortex_core.memory.embeddings import semantic_state
+        _, why = semantic_state(con)
+        if args.mode == "vector":
+            raise CortexError(why)
+    result = search(con, args.query, options, embedder=embedder)
+    if why:  # the real reason (no model recorded, not downloaded, turned off...)
+        from dataclasses import replace
+        result = replace(result, note=why)
+    if args.json:
+        return _emit_json(result)
+    print(render.search(result, time.time(), args.explain))
+    return 0
+
+
+def cmd_what(args) -> int:
+    from cortex_core.features.what import what
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    settings = _settings(root)
+    result = what(con, root, top_k=args.top_k, half_life_days=settings.hotspots.half_life_days,
+                  clock=_clock(args, settings))
+    if args.json:
+        return _emit_json(result)
+    print(render.what(result, time.time()))
+    return 0
+
+
+def cmd_related_commits(args) -> int:
+    from cortex_core.memory.embeddings import load_embedder
+    from cortex_core.query.related_commits import related_commits
+    from cortex_cli import render
+    root, _, con = _reader(args)
+    result = related_commits(con, args.target, embedder=load_embedder(con), top_k=args.top_k,
+                             relative_to=_fix_spec(root))
+    if args.json:
+        return _emit_json(result)
+    print(render.related_commits(result, time.time()))
+    return 0
+
+
+def cmd_areas(args) -> int:
+    from cortex_core.index.areas import areas
+    from cortex_cli import render
+    _, _, con = _reader(args)
+    result = areas(con, args.top_k)
+    if args.json:
+        return _emit_json(result)
+    print(render.areas(result, time.time()))
+    return 0
+
+
+def cmd_context(args) -> int:
+    from cortex_core.features.context_pack import build_pack
+    from cortex_core.memory.embeddings import load_embedder
+    root, _, con = _reader(args)
+    settings = _settings(root)
+    pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
+                      fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
+                      half_life_days=settings.search.half_life_days,
+                      encoding=args.encoding or settings.packs.encoding,
+                      clock=_clock(args, settings), settings=settings)
+    if pack.note:
+        print(f"cortex: note: {pack.note}", file=sys.stderr)
+    if args.json:  # the pack with its accounting
+        return _emit_json(pack)
+    if args.output:
+        _write_file(args.output, pack.text)
+        print(f"wrote {args.output}: {len(pack.items)} items, {pack.used}/{pack.budget} tokens"
+              f" ({pack.tokenizer}; {pack.left_out} candidates left out)", file=sys.stderr)
+    else:
+        sys.stdout.write(pack.text)
+    return 0
+
+
+def _note_writer(args):
+    # never creates or migrates
+    from cortex_core.store.store import check_location, open_note_writer
+    root, db = _locate(args)
+    check_location(db)
+    if not db.is_file():
+        raise CortexError(f"no index at {db}; run `cortex index` first")
+    return root, open_note_writer(db)
+
+
+def _git_author(root: Path) -> str | None:
+    from cortex_core.memory.notes import git_author
+    return git_author(root)
+
+
+def cmd_note(args) -> int:
+    from cortex_core.memory import notes
+    from cortex_cli import render
+    action = args.note_command
+    if action in ("add", "supersede", "import"):
+        root, con = _note_writer(args)
+    else:
+        root, _, con = _reader(args)
+    if action == "add":
+        target = None if args.target.strip() in (".", "/", "") else _target_label(args.target, root)
+        note = notes.add_note(con, root, target, args.text,
+                              author=args.author or _git_author(root), valid_from=args.valid_from)
+        return _emit_json(note) if args.json else _print(f"added {render.notes([note], time.time())}")
+    if action == "supersede":
+        note = notes.supersede_note(con, root, args.id, args.text,
+                                    author=args.author or _git_author(root))
+        return _emit_json(note) if args.json else \
+            _print(f"#{args.id} superseded by {render.notes([note], time.time())}")
+    if action == "list":
+        found = notes.list_notes(con, root, _target_label(args.target, root) if args.target else None,
+                                 include_closed=args.all)
+        return _emit_json(found) if args.json else _print(render.notes(found, time.time()))
+    if action == "export":
+        text = notes.dumps(notes.export_notes(con))
+        if args.output:
+            _write_file(args.output, text)
+            return _print(f"wrote {args.output}", sys.stderr)
+        sys.stdout.write(text)
+        return 0
+    import json
+    try:
+        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+        data = json.loads(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
+    from cortex_core.store.store import immediate
+    with immediate(con):
+        added = notes.import_notes(con, data)
+    return _print(f"imported {added} notes")
+
+
+def cmd_model(args) -> int:
+    from cortex_core.memory.embeddings import choose_model, download_model, load_model
+    root, _ = _locate(args)
+    name = args.name or choose_model(None, _settings(root).memory.model or None).name
+    if not name.strip() or name.strip().lower() == "none":
+        raise CortexError("give a model-hub id (such as minishlab/potion-base-8M) or a folder")
+    path = download_model(name)
+    embedder = load_model(name)
+    return _print(f"{name}: {embedder.dim} dimensions, at {path}\n"
+                  "run `cortex index` to embed the memory items")
+
+
+def cmd_mcp(args) -> int:
+    import logging
+    from cortex_core.errors import NotARepository
+    from cortex_core.git.repo_paths import find_repo_root
+    try:
+        root = find_repo_root(args.repo)
+    except NotARepository:
+        if args.repo is not None:    # named explicitly: a mistake to report now
+            raise
+        root = None                  # started outside a repository: every call names its own
+    db = Path(args.db).expanduser().resolve() if args.db else None   # else: store_location
+    level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The MCP server is a front end beside this one: `cortex mcp` hands over to it. Its
+    # run(root, db) serves over stdio until the client leaves.
+    from cortex_mcp.server import run
+    run(root, db)
+    return 0
+
+
+def cmd_hooks(args) -> int:
+    from cortex_cli import hooks
+    from cortex_core.git.repo_paths import find_repo_root
+    root = find_repo_root(args.repo)
+    action = args.hooks_command
+    report = getattr(hooks, action)(root)
+    if args.json:
+        _emit_json(report)
+    else:
+        print(hooks.render(report, action))
+    # install / uninstall: 1 when a hook was left alone, for a reason the report gives
+    return 0 if report.ok or action == "status" else 1
+
+
+def _write_file(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CortexError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _print(text: str, stream=None) -> int:
+    print(text, file=stream or sys.stdout)
+    return 0
+
+
+COMMANDS = {"index": cmd_index, "history": cmd_history, "hotspots": cmd_hotspots,
+            "related": cmd_related, "status": cmd_status, "search": cmd_search, "what": cmd_what,
+            "related-commits": cmd_related_commits, "areas": cmd_areas, "context": cmd_context,
+            "note": cmd_note, "model": cmd_model, "blast": cmd_blast, "callers": cmd_neighbours,
+            "callees": cmd_neighbours, "mcp": cmd_mcp}
+COMMANDS["hooks"] = cmd_hooks
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,513 @@
+"""Plain-text rendering of core results for the terminal (the CLI's readable output)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cortex_core.dates import date, on_clock, relative_time, window
+from cortex_core.text.sanitize import terminal
+
+if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
+    from cortex_core.query.history import CommitRef, History
+    from cortex_core.query.hotspots import Hotspots
+    from cortex_core.index.ingest import IndexSummary
+    from cortex_core.query.status import Status
+
+
+def _clip(text: str, width: int) -> str:
+    text = terminal(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _lines(added, deleted) -> str:
+    if added is None and deleted is None:
+        return "  (not diffed)"
+    return f"+{added or 0} -{deleted or 0}"
+
+
+def _commit_line(ref: CommitRef, now: float) -> str:
+    return (f"{ref.short}  {date(ref.time, ref.offset)}  {relative_time(ref.time, now):>14}  "
+            f"{_clip(ref.author, 18):<18}  {_clip(ref.subject, 60):<60}")
+
+
+def history(result: History, now: float) -> str:
+    t = result.target
+    head = f"{terminal(t.label)}"
+    if t.qualname:
+        where = f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line else "gone at HEAD"
+        head += f"  ({t.kind}, {where})"
+    count = f"{result.total} commit{'s' if result.total != 1 else ''}"
+    if len(result.entries) < result.total:
+        count += f", newest {len(result.entries)} shown"
+    lines = [f"{head}  —  {count}"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    for e in result.entries:
+        extra = ""
+        if t.qualname and e.name and e.name != t.qualname:
+            extra = f"  [as {terminal(e.path)}::{terminal(e.name)}]"
+        if e.confidence is not None:  # the lineage crosses a pairing by similarity here
+            extra += f"  (paired by similarity {e.confidence:.2f})"
+        elif not t.qualname and e.path != t.path:
+            extra = f"  [as {terminal(e.path)}]"
+        if e.members:
+            shown = ", ".join(terminal(m) for m in e.members[:3])
+            extra += f"  (via {shown}{', …' if len(e.members) > 3 else ''})"
+        lines.append(f"  {_commit_line(e.commit, now)}  {_lines(e.added, e.deleted):>10}  "
+                     f"{e.change}{extra}")
+    if not result.entries:
+        lines.append("  no commits changed it (at symbol level) in the indexed history")
+    return "\n".join(lines)
+
+
+def hotspots(result: Hotspots, now: float, explain: bool) -> str:
+    if result.since_days:
+        span = f"in the {window(result.since_days, result.clock)}"
+    else:
+        span = "over all history" + (f", {on_clock(result.clock)}" if result.clock else "")
+    lines = [f"hotspots {span}; half-life {result.half_life_days:g} days"]
+    for title, rows in (("symbols (substantive changes: formatting-only commits not counted)",
+                         result.symbols), ("files", result.files)):
+        lines.append(f"\n{title}:")
+        if not rows:
+            lines.append("  none")
+            continue
+        lines.append(f"  {'score':>7}  {'changes':>7}  {'authors':>7}  {'churn':>6}  "
+                     f"{'last change':>14}  {'what'}")
+        for h in rows:
+            what = f"{h.path}::{h.qualname}" if h.qualname else h.path
+            if h.line:
+                what += f"  (line {h.line})"
+            lines.append(f"  {h.score:7.2f}  {h.changes:7d}  {h.authors:7d}  {h.churn:6d}  "
+                         f"{relative_time(h.last_change, now):>14}  {terminal(what)}")
+            if explain:
+                lines.append(f"           R={h.recency_weighted:.3f} A={h.authors} L={h.churn}")
+    lines.append(f"\n{result.formula}")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024   # type: ignore[assignment]  # a size in larger units
+    return str(n)
+
+
+def _db_label(db: Path | str, root: Path) -> str:
+    try:
+        return os.path.relpath(db, root) if Path(db).is_relative_to(root) else str(db)
+    except ValueError:
+        return str(db)
+
+
+def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
+    rate = s.new_commits / s.seconds if s.seconds > 0 else 0.0
+    size = _size(sum(os.path.getsize(p) for p in (str(db), f"{db}-wal") if os.path.exists(p)))
+    lines = _recovery(s.recovery) if s.recovery else []
+    lines += [f"{'rebuilt' if s.rebuilt else 'indexed'} {s.new_commits} new commit"
+             f"{'s' if s.new_commits != 1 else ''} in {s.seconds:.1f}s ({rate:.0f} commits/s);"
+             f" HEAD {s.head[:10]}",
+             f"  {s.total_commits} commits reachable",
+             f"  {s.file_changes} file changes ({s.skipped_file_changes} at file level only),"
+             f" {s.symbol_changes} symbol changes, {s.blobs_parsed} blobs parsed"]
+    if s.objects_fetched:
+        lines.append(f"  partial clone: {s.objects_fetched} missing objects fetched before reading"
+                     " the commits")
+    if s.missing_objects:
+        lines.append("  " + missing_objects(s.missing_objects, s.missing_cause))
+    if s.marked_unreachable or s.reachable_again:
+        lines.append(f"  history rewritten: {s.marked_unreachable} commits no longer reachable,"
+                     f" {s.reachable_again} reachable again")
+    lines.append(f"  structure: {s.structure_files_read} files read"
+                 " (HEAD, and modified files from the working tree)")
+    lines.append(f"  memory: {s.items_added} items added, {s.texts_embedded} texts embedded"
+                 + (f", {s.areas} areas" if s.areas else ""))
+    if s.model_replaced:
+        lines.append(f"  every item embedded again: the model, its files or the way texts are "
+                     f"embedded changed (vectors were from {s.model_replaced})")
+    lines.append(f"  semantic search {s.semantic}")
+    if s.items_without_vector and s.semantic.startswith("off"):
+        lines.append(f"  {s.items_without_vector} items have no vector: lexical search only")
+    lines.append(f"  store: {_db_label(db, root)} ({size})")
+    return "\n".join(lines)
+
+
+def _recovery(r) -> list[str]:
+    lost = r.notes_found - r.notes_saved
+    return [f"the index was damaged ({r.damage}); moved aside to {r.moved_to}",
+            f"  {r.notes_saved} note{'s' if r.notes_saved != 1 else ''} saved from it"
+            + (f" ({lost} unreadable)" if lost else "")
+            + ("" if r.method == "sql" else ", read page by page")]
+
+
+def missing_objects(count: int, cause: str) -> str:
+    """What objects git could not give mean for the history (see object_source)."""
+    line = (f"{count} object{'s' if count != 1 else ''} could not be read ({cause}): the file"
+            " changes that need them are recorded at file level only (no symbol history)")
+    if cause.startswith("partial clone"):
+        return line + "; run `cortex index --rebuild` once the remote is reachable"
+    return line + ("; a commit whose tree is missing has no file changes, and commits that only"
+                   " a missing commit leads to are not indexed")
+
+
+def status(s: Status, root: Path, now: float) -> str:
+    span = ""
+    if s.first_commit_time:
+        span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)}"
+    indexed = relative_time(s.indexed_at, now) if s.indexed_at else "never"
+    lines = [
+        f"index: {_db_label(s.db_path, root)} ({_size(s.db_bytes)}, schema {s.schema_version})",
+        *([f"  location: {s.store_reason}"] if s.store_reason else []),
+        f"last indexed commit: {s.head[:10] if s.head else 'none'} ({indexed})"
+        f"{'; all branches' if s.all_branches else ''}",
+        f"commits: {s.commits}{span} by {s.authors} author{'s' if s.authors != 1 else ''};"
+        f" {s.merges} merge{'s' if s.merges != 1 else ''}"
+        + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
+        f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
+        f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
+        "languages:" + ("" if s.languages else " none with symbols"),
+    ]
+    for lang in s.languages:
+        lines.append(f"  {lang.language:<12} {lang.files:6d} files  {lang.symbols:7d} symbols")
+    lines.append("recorded at file level only:" + ("" if s.skipped else " nothing"))
+    for skip in s.skipped:
+        lines.append(f"  {skip.reason:<16} {skip.files_at_head:6d} files at HEAD  "
+                     f"{skip.changes_in_history:7d} changes in history"
+                     + (f"  ({skip.explanation})" if skip.explanation else ""))
+    if s.missing is not None:
+        lines.append(missing_objects(s.missing.objects, s.missing.cause))
+    if s.structure:
+        lines.append("structure (references resolved to a definition; imports not counted):")
+        for r in s.structure:
+            lines.append(f"  {r.language:<12} {r.files:6d} files  {r.refs:7d} refs  "
+                         f"{r.rate:6.1%} resolved  {r.ambiguous} ambiguous  "
+                         f"{r.external} external  {r.unresolved} unresolved")
+    m = s.memory
+    if m is not None:
+        lines.append(f"memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
+                     f"{m.note_items} notes searchable; {m.areas} areas")
+        lines.append(f"  {m.semantic_note}")
+        if m.without_vector and m.semantic:
+            lines.append(f"  {m.without_vector} items not embedded yet (run `cortex index`)")
+        lines.append(f"notes: {m.notes_live} live, {m.notes_closed} superseded or expired")
+    return "\n".join(lines)
+
+
+class ProgressBar:
+    """A one-line progress display on a terminal: done/total, commits per second, ETA."""
+
+    def __init__(self, stream, min_interval: float = 0.2):
+        self.stream = stream
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.min_interval = min_interval
+        self.shown = False
+        self.phase = "commits"
+
+    def update(self, done: int, total: int, phase: str = "commits") -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < self.min_interval:
+            return
+        self.last = now
+        elapsed = now - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f"{int((total - done) / rate) // 60}:{int((total - done) / rate) % 60:02d}" \
+            if rate > 0 else "-:--"
+        width = 24
+        filled = int(width * done / total) if total else width
+        if phase != self.phase:   # a new phase restarts the rate
+            self.phase, self.started, rate, eta = phase, now, 0.0, "-:--"
+        self.stream.write(f"\r  indexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+                          f" {phase}  {rate:5.0f}/s  ETA {eta} ")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+# -- memory ----------------------------------------------------------------------------------------
+
+
+def _snippet(text: str, width: int = 100) -> str:
+    return _clip(" ".join(text.split()), width)
+
+
+def search(result, now: float, explain: bool) -> str:
+    lines = [f"{len(result.hits)} result{'s' if len(result.hits) != 1 else ''} for "
+             f"{_clip(result.query, 60)!r} ({result.mode}; {result.candidates} candidates)"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    for n, hit in enumerate(result.hits, 1):
+        when = relative_time(hit.time, now) if hit.time else ""
+        lines.append(f"{n:2d}. [{hit.citation}] {hit.kind:<6} {when:>14}  {_clip(hit.title, 70)}")
+        if hit.text and not (hit.kind == "commit" and hit.segment == 0 and not hit.text.strip()):
+            lines.append(f"      {_snippet(hit.text)}")
+        if explain and hit.why:
+            w = hit.why
+            lines.append(
+                f"      lexical #{w.lexical_rank or '-'}  vector #{w.vector_rank or '-'}"
+                + (f" (cos {w.vector_similarity:.2f}, weight {w.vector_weight:.2f})"
+                   if w.vector_similarity is not None else "")
+                + f"  fused {w.fused:.4f} × (1 + {w.boost:.3f}) = {w.score:.4f}")
+            lines.append(f"      priors: recency {w.recency:.2f}  signal {w.signal:.2f}"
+                         f"  context {w.context:.2f}  area {w.area:.0f}"
+                         + (f"  ({'; '.join(w.context_reasons)})" if w.context_reasons else ""))
+    if not result.hits:
+        lines.append("  nothing matched")
+    elif explain and result.clock is not None:
+        lines.append(f"recency {on_clock(result.clock)}")
+    return "\n".join(lines)
+
+
+def what(result, now: float) -> str:
+    lines = [f"branch: {terminal(result.branch or '(detached)')}; "
+             f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
+             + (f", {len(result.untracked)} untracked" if result.untracked else "")]
+    lines.append("\nabout your changes:")
+    if not result.changed:
+        lines.append("  no changes in the working tree or the index")
+    for note in result.notes:
+        lines.append(f"  {_note_line(note, now)}")
+    for item in result.about_changes:
+        lines.append(f"  {_commit_line(item.commit, now)}  ({', '.join(terminal(f) for f in item.files)})")
+        if item.why:
+            lines.append(f"      {_snippet(item.why)}")
+    if result.unindexed:
+        lines.append(f"  not in the index: {', '.join(terminal(p) for p in result.unindexed[:5])}")
+    lines.append("\nrecent decisions:")
+    for item in result.decisions:
+        lines.append(f"  {_commit_line(item.commit, now)}")
+        if item.why:
+            lines.append(f"      {_snippet(item.why)}")
+    for note in result.recent_notes:
+        lines.append(f"  {_note_line(note, now)}")
+    if not result.decisions and not result.recent_notes:
+        lines.append("  none")
+    lines.append("\nhot spots you are touching"
+                 + (f" ({on_clock(result.clock)}):" if getattr(result, "clock", None) else ":"))
+    for h in result.hotspots:
+        what_ = f"{h.path}::{h.qualname}" if h.qualname else h.path
+        lines.append(f"  {h.score:7.2f}  {h.changes:4d} changes  {h.authors:3d} authors  {terminal(what_)}")
+    if not result.hotspots:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def _note_line(note, now: float) -> str:
+    state = "" if note.live else " (superseded)" if note.superseded_by else " (expired)"
+    stale = ""
+    if note.stale:
+        stale = f"  [possibly stale: {note.stale_reason}" + \
+            (f", {note.changed_by.short} {_clip(note.changed_by.subject, 40)}]"
+             if note.changed_by else "]")
+    return (f"#{note.id} {terminal(note.target or '(repository)')}{state}  "
+            f"{relative_time(note.recorded_at, now)}"
+            f"{' by ' + terminal(note.author) if note.author else ''}: {_snippet(note.text, 90)}{stale}")
+
+
+def notes(items, now: float) -> str:
+    if not items:
+        return "no notes"
+    return "\n".join(_note_line(n, now) for n in items)
+
+
+def areas(items, now: float) -> str:
+    if not items:
+        return "no areas yet (too few items, or run `cortex index`)"
+    lines = [f"{len(items)} areas (spectral clusters of commits, docs and notes)"]
+    for a in items:
+        span = f"{date(a.first_time)} – {date(a.last_time)}" if a.first_time else ""
+        lines.append(f"\n#{a.id}  {terminal(a.label)}  —  {a.size} items ({a.commits} commit segments, "
+                     f"{a.docs} doc sections, {a.notes} notes)  {span}")
+        if a.terms:
+            lines.append(f"    terms: {', '.join(terminal(t) for t in a.terms)}")
+        if a.paths:
+            lines.append(f"    hottest paths: {', '.join(terminal(p) for p in a.paths)}")
+    return "\n".join(lines)
+
+
+def related_commits(result, now: float) -> str:
+    lines = [f"commits related to {terminal(result.subject)}"]
+    for title, rows in (("touching it", result.touching),
+                        ("similar messages" + ("" if result.semantic else
+                                               " (semantic search off)"), result.similar),
+                        ("same area", result.same_area)):
+        lines.append(f"\n{title}:")
+        for r in rows:
+            extra = f"  cos {r.similarity:.2f}" if r.similarity is not None and \
+                r.reason == "similar message" else f"  [{terminal(r.area)}]" if r.area else ""
+            lines.append(f"  {_commit_line(r.commit, now)}{extra}")
+        if not rows:
+            lines.append("  none")
+    return "\n".join(lines)
+
+
+# -- structure -------------------------------------------------------------------------------------
+
+
+def _where(path: str, qualname: str | None) -> str:
+    return terminal(f"{path}::{qualname}" if qualname else path)
+
+
+def blast(result) -> str:
+    t, s = result.target, result.summary
+    lines = [f"blast radius of {terminal(t.label)} (depth {result.depth}): "
+             f"{len(result.dependents)} dependents in {s.files} files; risk {s.risk} "
+             f"({s.risk_score:g})"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
+    lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
+    lines.append("\ndependents:")
+    for d in result.dependents[:50]:
+        via = " ← ".join(f"{_where(link.src_path, link.src_qualname)}:{link.line} {link.kind}"
+                         for link in d.chain[1:])
+        lines.append(f"  {d.depth}  {d.relation:<9} {d.confidence:4.2f}  {_where(d.path, d.qualname)}"
+                     f":{d.chain[0].line}" + (f"  (via {via})" if via else ""))
+    if len(result.dependents) > 50:
+        lines.append(f"  … {len(result.dependents) - 50} more (--json lists them all)")
+    if not result.dependents:
+        lines.append("  none found")
+    lines.append("\nhidden coupling (changes with it, no structural link):")
+    for h in result.hidden:
+        shas = ", ".join(ref.short for ref in h.evidence[:3])
+        lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  "
+                     f"{_where(h.path, h.qualname)}  ({shas})")
+    if not result.hidden:
+        lines.append("  none")
+    lines.append(f"\n{s.formula}\n  D = {s.dependents_weighted:g}, H = {s.hotspot:g}")
+    return "\n".join(lines)
+
+
+def neighbours(result, command: str) -> str:
+    lines = [f"{command} of {terminal(result.target.label)}: {len(result.items)}"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    for n in result.items:
+        lines.append(f"  {n.relation:<9} {n.confidence:4.2f}  {_where(n.path, n.qualname)}  (line {n.line})")
+    if not result.items:
+        lines.append("  none found")
+    return "\n".join(lines)
+
+
+_WEAK = "  (1 shared commit: weak)"
+
+
+def _evidence_lines(refs, pad: str, count: int = 2) -> list[str]:
+    return [f"{pad}{ref.short} {_clip(ref.subject, 70)}" for ref in refs[:count]]
+
+
+def set_related(result, explain: bool = False) -> str:
+    total = len(result.changed) + len(result.unknown)
+    symbols = len(result.changed_symbols) + len(result.unknown_symbols)
+    lines = [f"what usually changes with the {total} changed file{'s' if total != 1 else ''}"
+             + (f" and {symbols} changed symbol{'s' if symbols != 1 else ''}" if symbols else "")
+             + " and is not changed yet"]
+    if result.unknown:
+        lines.append(_some("  (no history for", result.unknown) + ")")
+    if result.unknown_symbols:
+        lines.append(_some("  (new symbols, no history:", result.unknown_symbols) + ")")
+    if result.skipped:
+        lines.append(_some("  (symbols not read:", result.skipped) + ")")
+    if result.truncated:
+        lines.append("  (a large change: only its first files and symbols were read)")
+    if result.changed_symbols:
+        lines.append("\nsymbols:")
+        lines.extend(_set_rows(result.symbols, explain))
+        if not result.symbols:
+            lines.append("  nothing: no history links the changed symbols to others")
+        lines.append("\nfiles:")
+    lines.extend(_set_rows(result.files, explain))
+    if not result.files:
+        lines.append("  nothing: no history links the changed files to others")
+    lines.append("")
+    if result.changed_symbols:
+        lines.append("symbols: " + _set_formula(result.symbol_aggregate, "symbol"))
+        lines.append("files: " + _set_formula(result.aggregate, "file"))
+    else:
+        lines.append(_set_formula(result.aggregate, "file"))
+    if result.half_life_days:
+        lines.append(f"a commit's weight halves every {result.half_life_days:g} days")
+    return "\n".join(lines)
+
+
+def _set_formula(aggregate: str, item: str) -> str:
+    if aggregate == "max":
+        return (f"score = the highest, over the changed {item}s, of the weight of the commits "
+                f"shared with that {item} / the weight of its commits")
+    return (f"score = Σ over shared commits of their weight × (changed {item}s the commit held) "
+            f"/ (changed {item}s)")
+
+
+def _some(head: str, items: list[str], count: int = 5) -> str:
+    return (f"{head} {len(items)}: " + ", ".join(terminal(p) for p in items[:count])
+            + (" …" if len(items) > count else ""))
+
+
+def _set_rows(partners, explain: bool) -> list[str]:
+    lines = [f"  {'score':>5}  {'shared':>6}  what"]
+    for p in partners:
+        weak = _WEAK if p.weak else ""
+        lines.append(f"  {p.score:5.2f}  {p.support:6d}  {terminal(p.label)}{weak}")
+        lines.append(f"  {'':5}  {'':6}    with "
+                     + ", ".join(terminal(f) for f in p.with_changed[:4])
+                     + (" …" if len(p.with_changed) > 4 else ""))
+        if explain:
+            each = ", ".join(f"{terminal(k)} {v}" for k, v in sorted(
+                (p.shared_with or {}).items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+            lines.append(f"  {'':5}  {'':6}    decayed {p.score:.4f}, plain {p.plain:.4f}, "
+                         f"newest shared commit {date(p.last_shared)}; shared with {each}")
+        lines.extend(_evidence_lines(p.evidence, " " * 19))
+    return lines
+
+
+def fused_related(result, explain: bool = False) -> str:
+    from cortex_core.query.coupling import is_changelog
+    n = result.target_commits
+    lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
+             f"{n} commit{'s' if n != 1 else ''} of the target)"]
+    if is_changelog(result.target.path):
+        lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
+    if result.target.qualname:
+        lines.append("\nsymbols (co-change, their files' co-change and calls fused):")
+        lines.append(f"  {'score':>5}  {'shared':>6}  {'conf':>5}  what")
+        for p in result.symbols:
+            weak = _WEAK if p.support == 1 else ""
+            rel = f"  [{p.relation}]" if p.relation else ""
+            lines.append(f"  {p.score:5.2f}  {p.support:6d}  {p.confidence:5.2f}  "
+                         f"{terminal(p.path)}::{terminal(p.qualname or '')}{rel}{weak}")
+            if explain:
+                last = (f"newest shared commit {date(p.last_shared)}" if p.last_shared
+                        else "no shared commit")
+                lines.append(f"  {'':5}  {'':6}  {'':5}    c {p.weighted_confidence:.4f}, p "
+                             f"{p.prior:.4f}, s {p.structure:.4f}, {last}")
+            lines.extend(_evidence_lines(p.evidence, " " * 26))
+        if not result.symbols:
+            lines.append("  none")
+        lines.append("\nfiles:")
+    lines.append(f"  {'score':>5}  {'struct':>6}  {'co-chg':>6}  {'shared':>6}  what")
+    for f in result.files:
+        rel = (f"  [{f.relation}" + (f" at depth {f.depth}]" if f.depth else "]")
+               if f.relation else "  [its folder changes with it]" if f.folder and not f.support
+               else "")
+        weak = _WEAK if f.weak else ""
+        lines.append(f"  {f.score:5.2f}  {f.structure:6.2f}  {f.cochange:6.2f}  {f.support:6d}  "
+                     f"{terminal(f.path)}{rel}{weak}")
+        if explain:
+            last = (f"newest shared commit {date(f.last_shared)}" if f.last_shared
+                    else "no shared commit")
+            lines.append(f"  {'':5}  {'':6}  {'':6}  {'':6}    c {f.cochange:.4f} (plain "
+                         f"confidence {f.confidence:.4f}), s {f.structure:.4f}, f "
+                         f"{f.folder:.4f}, {last}")
+        lines.extend(_evidence_lines(f.evidence, " " * 35))
+    if not result.files:
+        lines.append("  nothing")
+    lines.append(f"\n{result.formula}")
+    return "\n".join(lines)

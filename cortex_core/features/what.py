@@ -1,0 +1,123 @@
+"""`cortex what`: what is relevant right now, from the state of the working copy alone.
+
+Three groups: about your changes (notes on the files you changed, then the commits that shaped
+them — fixes and features first, recent first), recent decisions (the latest commits that explain
+themselves with a body, and the latest notes), and hot spots you are touching (hotspots among
+the changed files and their symbols). "Recent" counts back from the repository's own clock by
+default (clock.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.query.history import COMMIT_COLUMNS, CommitRef, commit_ref
+from cortex_core.index.messages import why
+from cortex_core.query.hotspots import Hotspot, hotspots
+from cortex_core.memory.notes import Note, list_notes, live_notes_for
+from cortex_core.memory.search import SIGNAL
+from cortex_core.git.workspace import Workspace, read_workspace
+
+MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
+MAX_CHANGED = 500      # changed files looked at (a checkout of another tree changes them all)
+DECISION_KINDS = ("fix", "feat", "refactor", "perf", "revert", "security", "other")
+
+
+@dataclass(frozen=True)
+class WhatCommit:
+    commit: CommitRef
+    why: str               # its reason (messages.why), or "" when its body gives none
+    files: tuple[str, ...]  # which of your changed files it touched
+
+
+@dataclass(frozen=True)
+class What:
+    branch: str | None
+    changed: tuple[str, ...]
+    untracked: tuple[str, ...]
+    notes: list[Note]
+    about_changes: list[WhatCommit]
+    decisions: list[WhatCommit]
+    recent_notes: list[Note]
+    hotspots: list[Hotspot]
+    unindexed: tuple[str, ...]   # changed files the index does not know
+    clock: Clock | None = None   # what recency counts back from
+
+
+def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
+         workspace: Workspace | None = None, clock: str = DEFAULT,
+         now: float | None = None) -> What:
+    used = read_clock(con, clock, now)
+    ws = workspace if workspace is not None else read_workspace(repo_root)
+    changed = ws.changed
+    ids = {}
+    for path in changed[:MAX_CHANGED]:
+        row = con.execute("select id from files where path = ?", (path,)).fetchone()
+        if row:
+            ids[path] = row[0]
+    notes = [n for path in ids for n in live_notes_for(con, repo_root, path)
+             if n.target]   # the repository's own notes are listed under recent decisions
+    return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
+                _about(con, ids, top_k, used.now), _decisions(con, top_k),
+                list_notes(con, repo_root)[:top_k],
+                _hot(con, set(ids.values()), half_life_days, top_k, used.now),
+                tuple(p for p in changed if p not in ids), used)
+
+
+def _unique_notes(notes: list[Note]) -> list[Note]:
+    seen: set[int] = set()
+    out = []
+    for note in notes:
+        if note.id not in seen:
+            seen.add(note.id)
+            out.append(note)
+    return out
+
+
+def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]:
+    if not ids:
+        return []
+    by_commit: dict[int, tuple[tuple, set[str]]] = {}
+    paths = {fid: path for path, fid in ids.items()}
+    marks = ",".join("?" * len(paths))
+    for row in con.execute(
+            f"select {COMMIT_COLUMNS}, c.body, c.id, fc.file_id from file_changes fc"
+            f" join commits c on c.id = fc.commit_id where fc.file_id in ({marks})"
+            " and c.reachable = 1 and c.is_merge = 0", list(paths)):
+        entry = by_commit.setdefault(row[9], (row, set()))
+        entry[1].add(paths[row[10]])
+
+    def weight(item) -> float:
+        row, _ = item
+        age_days = max(0.0, (now - row[1]) / 86400)
+        return (0.5 + SIGNAL.get(row[6], 0.3)) * 0.5 ** (age_days / 180)
+    best = sorted(by_commit.values(), key=weight, reverse=True)[:top_k]
+    return [_commit(row, tuple(sorted(files))) for row, files in best]
+
+
+def _decisions(con, top_k: int) -> list[WhatCommit]:
+    rows = con.execute(
+        f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
+        f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(DECISION_KINDS))})"
+        " order by c.author_time desc limit ?", (MIN_BODY, *DECISION_KINDS, top_k)).fetchall()
+    return [_commit(row, ()) for row in rows]
+
+
+def _commit(row, files: tuple[str, ...]) -> WhatCommit:
+    ref = commit_ref(row)
+    return WhatCommit(ref, why(ref.subject, row[8] or "") or "", files)
+
+
+def _hot(con, file_ids: set[int], half_life_days: float, top_k: int,
+         now: float) -> list[Hotspot]:
+    """Hotspots among the changed files and their symbols: one ranking of the whole index
+    (a query per changed file would aggregate the history once per file), then filtered."""
+    if not file_ids:
+        return []
+    paths = {p for (p,) in con.execute(
+        f"select path from files where id in ({','.join('?' * len(file_ids))})", list(file_ids))}
+    found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000, now=now)
+    mine = [h for h in found.symbols + found.files if h.path in paths]
+    return sorted(mine, key=lambda h: -h.score)[:top_k]

@@ -1,0 +1,667 @@
+"""Indexing: git history down to symbols, written to the store.
+
+One pass over the commits not indexed yet, parents before children. Each commit is diffed against
+its first parent with zero context and rename detection; the old and new blob of every changed file
+in a supported language are parsed (each blob once) and the hunks are mapped to the innermost
+symbols — deleted lines to the old blob's symbols, added lines to the new blob's. Merges record
+no changes, only what line blame needs (merge_reader); after the commits, the version graph of
+line blame is extended (versions.py). Batches commit in their own transactions, so a killed run
+leaves a consistent store that the next run continues.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import apsw
+import pygit2
+from pygit2.enums import SortMode
+
+from cortex_core.index.areas import update_areas
+from cortex_core.git.commit_reader import CommitReader, CommitRecord, text
+from cortex_core.config import Settings
+from cortex_core.memory.embeddings import (ModelUnavailable, choose_model, load_model,
+                                           model_fingerprint)
+from cortex_core.errors import CortexError, EmptyRepository, NotARepository, StoreError
+from cortex_core.git.git_reads import commit as find_commit, read_blob
+from cortex_core.lang.languages import language_for_path
+from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
+                                      pending_vectors, prepare_vectors, refresh_docs,
+                                      vectors_current)
+from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
+from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE,
+                                           ObjectSource, prefetch, promisor_remote)
+from cortex_core.index.read_pool import WorkerError, head_files_parallel, read_parallel
+from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
+from cortex_core.index.skip_rules import record_limits
+from cortex_core.store.store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
+                                     shipped_store, writer_lock)
+from cortex_core.lang.symbols import Symbol
+from cortex_core.index.simplified import update_pruned
+from cortex_core.index.versions import VersionGraph
+
+BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
+PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
+PARALLEL_MIN_FILES = 300
+
+ProgressFn = Callable[..., None]   # (done, total) or (done, total, phase)
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    head: str
+    new_commits: int
+    total_commits: int
+    marked_unreachable: int
+    reachable_again: int
+    file_changes: int
+    symbol_changes: int
+    skipped_file_changes: int
+    blobs_parsed: int
+    seconds: float
+    rebuilt: bool
+    items_added: int = 0
+    texts_embedded: int = 0
+    items_without_vector: int = 0
+    semantic: str = ""                  # "on: <model>" or why it is off
+    model_replaced: str | None = None   # the model whose vectors were dropped for a new one
+    areas: int | None = None            # clusters after this run (None: not recomputed)
+    structure_files_read: int = 0       # files whose structure was read (again) this run
+    recovery: Recovery | None = None    # a damaged store replaced by this rebuild (salvage.py)
+    missing_objects: int = 0            # objects this run could not read (see object_source)
+    missing_cause: str = ""             # what that means: a partial clone offline, or damage
+    objects_fetched: int = 0            # a partial clone's objects fetched before reading
+
+
+def open_repository(repo_root: Path) -> pygit2.Repository:
+    try:
+        repo = pygit2.Repository(str(repo_root))
+    except pygit2.GitError:
+        raise NotARepository(f"{repo_root} is not a git repository") from None
+    if repo.is_bare:
+        raise NotARepository(f"{repo_root} is a bare repository; Cortex indexes a working copy")
+    if repo.head_is_unborn:
+        raise EmptyRepository(f"{repo_root} has no commits yet; commit something, then index")
+    return repo
+
+
+def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
+                     all_branches: bool | None = None, rebuild: bool = False,
+                     wait_seconds: float = 10.0, progress: ProgressFn | None = None,
+                     jobs: int | None = None, model: str | None = None, coalesce: bool = False,
+                     on_wait: Callable[[str], None] | None = None) -> IndexSummary:
+    """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`.
+
+    `jobs`: processes reading commits in long runs (default: one per CPU, at most 4).
+    `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild.
+    `coalesce`: for git hooks — raise IndexQueued at once when another run already waits for the
+    writer lock (see store.queue_slot); otherwise wait in line, at most `wait_seconds`.
+    `on_wait(holder)`: called once if another indexer holds the writer lock."""
+    repo = open_repository(repo_root)
+    started = time.monotonic()
+    if db_path.parent == repo_root / ".cortex":
+        refused = shipped_store(repo_root)
+        if refused:
+            raise StoreError(refused)
+    with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
+            writer_lock(db_path, wait_seconds, on_wait):
+        leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
+        con, recovery = fresh_store(db_path) if rebuild else (open_writer(db_path), None)
+        if not rebuild and (get_meta(con, "rebuild_history") or _deepened(con, repo)):
+            # Written by a Cortex that named symbols otherwise (schema migration 4): its
+            # identities cannot be extended incrementally. Or a shallow clone was deepened: its
+            # former boundary commits were read as adding every file, and the commits now
+            # behind them are ancestors of the recorded tips, which a run never walks again.
+            con.close()
+            (con, recovery), rebuild = fresh_store(db_path), True
+        try:
+            recovery = resume_salvage(db_path, con) or recovery
+            jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
+            indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
+            try:
+                summary = indexer.run(all_branches, started, rebuild)
+            finally:
+                if indexer.reader.objects is not None:
+                    indexer.reader.objects.close()
+            return replace(summary, recovery=recovery) if recovery else summary
+        except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
+            raise StoreError(f"the index at {db_path} is damaged ({exc}); run `cortex index "
+                             "--rebuild` (it keeps the notes it can read)") from None
+        except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
+            # What is left after every missing object was tolerated: HEAD itself cannot be read.
+            raise CortexError(f"git error while indexing {repo_root}: {exc}; the repository is "
+                              "damaged where its current commit is (`git fsck` lists what is "
+                              "missing; a fresh clone repairs it)") from None
+        except WorkerError as exc:
+            raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
+                              " was stored is kept — run again with --jobs 1") from None
+        except BrokenProcessPool:
+            raise CortexError("a worker process died while indexing (out of memory?); what was "
+                              "stored is kept — run again, or with --jobs 1") from None
+        finally:
+            con.close()
+
+
+def _nothing() -> None:
+    pass
+
+
+def shallow_commits(repo: pygit2.Repository) -> set[str]:
+    """The boundary commits of a shallow clone (git's `shallow` file); empty for a full one."""
+    try:
+        lines = (Path(repo.path) / "shallow").read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return set(lines)
+
+
+def _deepened(con, repo: pygit2.Repository) -> bool:
+    """A boundary commit the last run saw is no longer one (`git fetch --deepen`, --unshallow)."""
+    try:
+        recorded = set(json.loads(get_meta(con, "shallow") or "[]"))
+    except (ValueError, TypeError):
+        return False
+    return bool(recorded - shallow_commits(repo))
+
+
+def fresh_store(db_path: Path) -> tuple[apsw.Connection, Recovery | None]:
+    """For a rebuild: the store emptied, in place, of everything but its notes.
+
+    The file stays the same file. Readers and note writers keep working on it, a note written
+    while the rebuild runs is kept (notes keep their ids), and nothing is ever written into a
+    file that was removed (which loses the write, and can make SQLite delete the new file's
+    journal when an old connection closes). A damaged store is moved aside and replaced, with the
+    notes that can be read from it (salvage.py); one from a newer Cortex is replaced, with its
+    notes."""
+    damage = store_damage(db_path)
+    if damage:
+        return replace_damaged(db_path, damage)
+    try:
+        con = open_writer(db_path)
+    except StoreError:
+        kept = saved_notes(db_path)
+        remove_database(db_path)
+        con = open_writer(db_path)
+        try:
+            if kept:
+                with con:
+                    import_notes(con, kept)
+        except BaseException:
+            con.close()
+            raise
+        return con, None
+    try:
+        with con:
+            _clear_derived(con)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage the check did not see
+        con.close()
+        return replace_damaged(db_path, str(exc))
+    except BaseException:
+        con.close()
+        raise
+    return con, None
+
+
+_KEPT_TABLES = ("meta", "notes")
+
+
+def _clear_derived(con) -> None:
+    """Delete every row the indexer derives (children before parents); drop the vector table
+    (its width belongs to a model, and prepare_vectors makes it again); keep only the schema
+    version in meta."""
+    import re
+    from cortex_core.store.schema import MIGRATIONS
+    tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
+    for table in reversed(tables):
+        if table not in _KEPT_TABLES:
+            con.execute(f"delete from {table}")
+    con.execute("drop table if exists item_vectors")
+    con.execute("delete from meta where key != 'schema_version'")
+
+
+class _Indexer:
+    def __init__(self, repo: pygit2.Repository, con, settings: Settings,
+                 progress: ProgressFn | None, jobs: int, model: str | None = None):
+        self.repo = repo
+        self.con = con
+        self.all_settings = settings
+        self.model = model
+        self.settings = settings.index
+        self.progress = progress
+        self.jobs = jobs
+        self.reader = CommitReader(repo, self.settings)
+        self.file_ids: dict[str, int] = dict(con.execute("select path, id from files"))
+        self.symbol_ids: dict[tuple[int, str], int] = {
+            (f, q): i for i, f, q in con.execute("select id, file_id, qualname from symbols")}
+        self.file_changes = 0
+        self.symbol_changes = 0
+        self.skipped = 0
+        self.parses = 0
+        self.missing: set[str] = set()     # ids of the objects this run could not read
+        self.remote = promisor_remote(repo)  # set for a partial clone
+        self.online = False                # its remote answered the prefetch
+        self.fetched = 0
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run(self, all_branches: bool | None, started: float, rebuilt: bool) -> IndexSummary:
+        con = self.con
+        if all_branches is None:
+            all_branches = get_meta(con, "all_branches") == "1"
+        tips = self._tips(all_branches)
+        old_tips = [sha for sha in json.loads(get_meta(con, "tips", "[]")) if self._exists(sha)]
+        known = {sha: (cid, bool(r)) for cid, sha, r in con.execute(
+            "select id, sha, reachable from commits")}
+        # No usable tips: an interrupted run, or tips garbage-collected after a rewrite.
+        lost_tips = bool(known) and not old_tips
+
+        walked = self._walk(tips, hide=old_tips)
+        new = [c for c in walked if str(c.id) not in known]
+        again = [known[str(c.id)][0] for c in walked
+                 if str(c.id) in known and not known[str(c.id)][1]]
+        if lost_tips:
+            reachable = {str(c.id) for c in walked}
+            gone = [cid for sha, (cid, r) in known.items() if r and sha not in reachable]
+        else:
+            gone = [known[str(c.id)][0] for c in self._walk(old_tips, hide=tips)
+                    if str(c.id) in known and known[str(c.id)][1]]
+
+        with con:
+            con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
+            con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
+            set_meta(con, "all_branches", "1" if all_branches else "0")
+            # Forget the tips until this run completes: a run that dies half-way leaves commits
+            # that no recorded tip accounts for, so the next run recomputes reachability fully.
+            set_meta(con, "tips", "[]")
+
+        if self.remote is not None:
+            self._prefetch(tips, [] if lost_tips else old_tips, bool(new))
+        self._ingest(new)
+        if get_meta(con, "reread_merges"):
+            self._reread_merges()
+        versions = VersionGraph(con)
+        versions.update()
+        head = self.repo.head.peel(pygit2.Commit)
+        with con:
+            self._snapshot_head(head)
+            versions.write_head(str(head.id))
+            update_pruned(con)
+            set_meta(con, "tips", json.dumps(tips))
+            set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
+            set_meta(con, "head", str(head.id))
+            set_meta(con, "indexed_at", str(int(time.time())))
+            record_limits(con, self.settings)
+        from cortex_core.index.structure import update_structure
+        structure = update_structure(con, self.repo, self.settings, self._phase_progress)
+        memory = self._memory()
+        cause = self._record_missing()
+        total = con.execute("select count(*) from commits where reachable = 1").get
+        return IndexSummary(**memory, structure_files_read=structure.files_read,
+            missing_objects=len(self.missing), missing_cause=cause, objects_fetched=self.fetched,
+            head=str(head.id), new_commits=len(new), total_commits=total,
+            marked_unreachable=len(gone), reachable_again=len(again),
+            file_changes=self.file_changes, symbol_changes=self.symbol_changes,
+            skipped_file_changes=self.skipped, blobs_parsed=self.parses,
+            seconds=time.monotonic() - started, rebuilt=rebuilt)
+
+    def _tips(self, all_branches: bool) -> list[str]:
+        tips = [str(self.repo.head.peel(pygit2.Commit).id)]
+        if all_branches:
+            for name in self.repo.branches.local:
+                target = self.repo.branches.local[name].peel(pygit2.Commit)
+                if str(target.id) not in tips:
+                    tips.append(str(target.id))
+        return tips
+
+    def _prefetch(self, tips: list[str], hide: list[str], new_commits: bool) -> None:
+        """A partial clone: fetch the objects the new commits need in one request; later misses
+        are then fetched one by one, unless the remote could not be reached."""
+        done = prefetch(self.repo.workdir, self.remote, tips, hide) if new_commits else None
+        self.online = done is None or done.fetched
+        self.fetched = done.missing if done is not None and done.fetched else 0
+        self.reader.objects = ObjectSource(self.repo.workdir, self.online)
+
+    def _record_missing(self) -> str:
+        """What the objects this run could not read mean, kept for `cortex status` (summed over
+        the runs since the last rebuild: each run reads other commits)."""
+        if not self.missing:
+            return ""
+        if self.remote is None:
+            cause = CAUSE_DAMAGED
+        else:
+            cause = CAUSE_PARTIAL if self.online else CAUSE_PARTIAL_OFFLINE
+        with self.con:
+            before = int(get_meta(self.con, "missing_objects") or 0)
+            set_meta(self.con, "missing_objects", str(before + len(self.missing)))
+            set_meta(self.con, "missing_cause", cause)
+        return cause
+
+    def _exists(self, sha: str) -> bool:
+        try:
+            return isinstance(self.repo.get(sha), pygit2.Commit)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def _walk(self, tips: list[str], hide: list[str]) -> list[pygit2.Commit]:
+        """Commits reachable from `tips` but not from `hide`, parents before children."""
+        if not tips:
+            return []
+        walker = self.repo.walk(None, SortMode.TOPOLOGICAL | SortMode.TIME | SortMode.REVERSE)
+        for sha in tips:
+            walker.push(pygit2.Oid(hex=sha))
+        for sha in hide:
+            walker.hide(pygit2.Oid(hex=sha))
+        try:
+            return list(walker)
+        except pygit2.GitError:   # a commit is missing (a damaged repository)
+            return self._walk_around_missing(tips, hide)
+
+    def _walk_around_missing(self, tips: list[str], hide: list[str]) -> list[pygit2.Commit]:
+        """`_walk` for a history with commits missing: the commits that can be read, parents
+        before children (a child of a missing commit is read as having no known parent)."""
+        hidden = {str(c.id) for c in self._reachable(hide)} if hide else set()
+        return [c for c in self._reachable(tips) if str(c.id) not in hidden]
+
+    def _reachable(self, tips: list[str]) -> list[pygit2.Commit]:
+        """Readable commits reachable from `tips`, parents first (oldest parent first); the ids
+        of the missing ones go to `self.missing`."""
+        order: list[pygit2.Commit] = []
+        state: dict[str, bool] = {}   # sha -> finished
+        for tip in tips:
+            stack = [(tip, False)]
+            while stack:
+                sha, parents_done = stack.pop()
+                if parents_done:
+                    if not state[sha]:
+                        state[sha] = True
+                        order.append(self.repo.get(sha))
+                    continue
+                if sha in state:
+                    continue
+                commit = self._commit(sha)
+                if commit is None:
+                    self.missing.add(sha)
+                    state[sha] = True
+                    continue
+                state[sha] = False
+                stack.append((sha, True))
+                parents = sorted(map(str, commit.parent_ids), key=self._time, reverse=True)
+                stack.extend((p, False) for p in parents if p not in state)
+        return order
+
+    def _time(self, sha: str) -> int:
+        commit = self._commit(sha)
+        return commit.commit_time if commit is not None else 0
+
+    def _ingest(self, commits: list[pygit2.Commit]) -> None:
+        """Read and store `commits`, in transactions of about BATCH_SECONDS each."""
+        seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
+        generations = self._generations(commits)
+        total = len(commits)
+        if self.progress:
+            self.progress(0, total)
+        records = self._records(commits)
+        done, batch_start = 0, time.monotonic()
+        while done < total:
+            with self.con:
+                for position, record in records:
+                    self._write(record, seq0 + position, generations[position])
+                    self.missing.update(record.missing)
+                    done += 1
+                    if self.progress:
+                        self.progress(done, total)
+                    if time.monotonic() - batch_start >= BATCH_SECONDS:
+                        break
+            batch_start = time.monotonic()
+
+    def _records(self, commits: list[pygit2.Commit]):
+        """(position, record) of every commit: read here, or by worker processes for long runs."""
+        if self.jobs > 1 and len(commits) >= PARALLEL_MIN_COMMITS:
+            return read_parallel(self.repo.workdir, self.settings,
+                                 [str(c.id) for c in commits], self.jobs, self.online)
+        return ((i, self.reader.read(c)) for i, c in enumerate(commits))
+
+    def _generations(self, commits: list[pygit2.Commit]) -> list[int]:
+        """The generation of each of `commits` (parents first): from the list itself, not from
+        the order records are written in, which worker processes do not keep."""
+        known: dict[str, int] = {}
+        out = []
+        for commit in commits:
+            generation = 0
+            for parent in map(str, commit.parent_ids):
+                if parent not in known:   # stored by an earlier run, or missing (shallow): 0
+                    known[parent] = self.con.execute(
+                        "select generation from commits where sha = ?", (parent,)).get or 0
+                generation = max(generation, known[parent])
+            known[str(commit.id)] = generation + 1
+            out.append(generation + 1)
+        return out
+
+    def _write(self, record: CommitRecord, seq: int, generation: int) -> None:
+        added = sum(f.added or 0 for f in record.files)
+        deleted = sum(f.deleted or 0 for f in record.files)
+        commit_id = self.con.execute(
+            "insert into commits(sha, seq, generation, parents, author_name, author_email,"
+            " author_time, author_offset, committer_time, subject, body, kind, is_merge,"
+            " files_changed, lines_added, lines_deleted)"
+            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            (record.sha, seq, generation, " ".join(record.parents), record.author_name,
+             record.author_email, record.author_time, record.author_offset,
+             record.committer_time, record.subject, record.body, record.kind,
+             int(record.is_merge), len(record.files), added, deleted)).get
+        self._write_merge_files(commit_id, record)
+        for f in record.files:
+            file_id = self._file_id(f.path)
+            old_file_id = self._file_id(f.old_path) if f.old_path is not None else None
+            self.con.execute(
+                "insert or replace into file_changes(commit_id, file_id, old_file_id, status,"
+                " added, deleted, skip_reason) values (?,?,?,?,?,?,?)",
+                (commit_id, file_id, old_file_id, f.status, f.added, f.deleted, f.skip_reason))
+            if f.hunks:
+                self.con.executemany(
+                    "insert into hunks(commit_id, file_id, old_start, old_lines, new_start,"
+                    " new_lines) values (?,?,?,?,?,?)", ((commit_id, file_id, *h) for h in f.hunks))
+            self.file_changes += 1
+            self.skipped += f.skip_reason is not None
+        rows = []
+        for change in record.symbols:
+            symbol_id = self._symbol_id(self._file_id(change.path), change.symbol)
+            from_id = (self._symbol_id(self._file_id(change.from_path), change.from_symbol)
+                       if change.from_symbol is not None else None)
+            confidence = change.confidence if from_id is not None else None
+            rows.append((symbol_id, commit_id, change.change, change.added, change.deleted, from_id,
+                         confidence))
+        self.con.executemany(
+            "insert or replace into symbol_changes(symbol_id, commit_id, change, added, deleted,"
+            " from_symbol_id, confidence) values (?,?,?,?,?,?,?)", rows)
+        self.symbol_changes += len(rows)
+        self.parses += record.parses
+
+    def _write_merge_files(self, commit_id: int, record: CommitRecord) -> None:
+        """What a merge did to each file, for line blame (see merge_reader)."""
+        for entry in record.merge_files:
+            file_id = self._file_id(entry.path)
+            self.con.execute(
+                "insert or replace into merge_files(commit_id, file_id, old_file_id, status, via,"
+                " via_file_id, lines) values (?,?,?,?,?,?,?)",
+                (commit_id, file_id, self._file_id(entry.old_path) if entry.old_path else None,
+                 entry.status, entry.via,
+                 self._file_id(entry.via_path) if entry.via_path else None, entry.lines))
+            for edge in entry.edges:
+                self.con.execute(
+                    "insert or replace into merge_edges(commit_id, file_id, parent, old_file_id,"
+                    " skip_reason) values (?,?,?,?,?)",
+                    (commit_id, file_id, edge.parent, self._file_id(edge.old_path),
+                     edge.skip_reason))
+                self.con.executemany(
+                    "insert into merge_hunks(commit_id, file_id, parent, old_start, old_lines,"
+                    " new_start, new_lines) values (?,?,?,?,?,?,?)",
+                    ((commit_id, file_id, edge.parent, *h) for h in edge.hunks))
+
+    def _reread_merges(self) -> None:
+        """Merges stored before the store had merge_files (schema 5): read them again, once.
+        In one transaction, so that a stopped run leaves the flag for the next one."""
+        con = self.con
+        ids = dict(con.execute("select sha, id from commits where is_merge = 1"))
+        merges = [c for c in (self._commit(sha) for sha in ids) if c is not None]
+        with con:
+            con.execute("delete from merge_hunks")
+            con.execute("delete from merge_edges")
+            con.execute("delete from merge_files")
+            for _, record in self._records(merges):
+                self._write_merge_files(ids[record.sha], record)
+            con.execute("delete from meta where key = 'reread_merges'")
+
+    def _commit(self, sha: str) -> pygit2.Commit | None:
+        """The commit, None when the repository no longer has it (a rewrite, then gc)."""
+        return find_commit(self.repo, sha)
+
+    # -- memory ------------------------------------------------------------------------------
+
+    def _memory(self) -> dict:
+        """Items for the new commits and changed documents, their vectors, then the areas."""
+        con = self.con
+        with con:
+            added = add_commit_items(con, self._phase_progress) + refresh_docs(con, self._read_blob)
+            # Note items follow their targets as indexed now (a rebuild re-imports notes before
+            # their files exist) and disappear once the note expired.
+            sync_note_items(con)
+            relink_note_items(con)
+        choice = choose_model(self.model, self.all_settings.memory.model or None,
+                              get_meta(con, "model_choice") or get_meta(con, "embed_model"))
+        if choice.source != "default":
+            with con:
+                set_meta(con, "model_choice", choice.name)
+        embedder, replaced, embedded = None, None, 0
+        if choice.disabled:
+            with con:
+                drop_vectors(con, f"turned off (model = none, from {choice.source})")
+            semantic = "off: model = none"
+        else:
+            try:
+                # Loading a model costs ~0.3-0.8 s (imports): skip it when every vector is there
+                # and was made by this very model.
+                if pending_vectors(con) == 0 and vectors_current(
+                        con, choice.name, None, model_fingerprint(choice.name)):
+                    semantic = f"on: {choice.name} ({get_meta(con, 'embed_dim')} dimensions)"
+                else:
+                    embedder = load_model(choice.name)
+            except ModelUnavailable as exc:
+                semantic = f"off: {exc}"
+                if not get_meta(con, "embed_model"):
+                    with con:
+                        set_meta(con, "embed_off_reason", str(exc))
+            else:
+                if embedder is not None:
+                    with con:
+                        replaced = prepare_vectors(con, embedder)
+                    embedded = embed_missing(con, embedder, self._phase_progress)
+                    semantic = f"on: {embedder.name} ({embedder.dim} dimensions)"
+        areas = update_areas(con, self.all_settings.clusters, embedder, self._phase_progress)
+        return dict(items_added=added, texts_embedded=embedded,
+                    items_without_vector=pending_vectors(con), semantic=semantic,
+                    model_replaced=replaced, areas=areas)
+
+    def _phase_progress(self, done: int, total: int, phase: str) -> None:
+        if self.progress:
+            self.progress(done, total, phase)
+
+    def _read_blob(self, blob_id: str) -> bytes | None:
+        return read_blob(self.repo, blob_id)
+
+    # -- HEAD --------------------------------------------------------------------------------
+
+    def _snapshot_head(self, head: pygit2.Commit) -> None:
+        """Record where every symbol of HEAD is. Only files whose blob changed since the last
+        snapshot are re-read; many of them (a first index) are read by worker processes."""
+        con = self.con
+        previous = dict(con.execute("select file_id, blob from head_files"))
+        seen: set[int] = set()
+        changed: list[tuple[str, str]] = []
+        for path, blob_id in _tree_blobs(self.repo, head.tree_id, self.missing):
+            file_id = self._file_id(path)
+            seen.add(file_id)
+            if previous.get(file_id) != blob_id:
+                changed.append((path, blob_id))
+        for file_id in previous.keys() - seen:
+            self._forget_head_file(file_id)
+            con.execute("delete from head_files where file_id = ?", (file_id,))
+        if self.jobs > 1 and len(changed) >= PARALLEL_MIN_FILES:
+            results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs,
+                                          self.online)
+        else:
+            results = ((i, *self._head_file(path, blob_id))
+                       for i, (path, blob_id) in enumerate(changed))
+        for i, reason, symbols, parses in results:
+            path, blob_id = changed[i]
+            if reason == "missing object":
+                self.missing.add(blob_id)
+            self._store_head_file(self._file_id(path), blob_id, reason, symbols)
+            self.parses += parses
+
+    def _head_file(self, path: str, blob_id: str) -> tuple[str | None, list[Symbol], int]:
+        before = self.reader.parser.parse_count()
+        reason, symbols = self.reader.head_file(path, blob_id)
+        return reason, symbols, self.reader.parser.parse_count() - before
+
+    def _store_head_file(self, file_id: int, blob_id: str, reason: str | None,
+                         symbols: list[Symbol]) -> None:
+        self._forget_head_file(file_id)
+        self.con.execute("insert or replace into head_files(file_id, blob, skip_reason)"
+                         " values (?,?,?)", (file_id, blob_id, reason))
+        spans = [(self._symbol_id(file_id, sym), sym.start_line, sym.end_line) for sym in symbols]
+        self.con.executemany("update symbols set alive = 1 where id = ?",
+                             ((s,) for s, _, _ in spans))
+        self.con.executemany("insert into symbol_spans(symbol_id, start_line, end_line)"
+                             " values (?,?,?)", spans)
+
+    def _forget_head_file(self, file_id: int) -> None:
+        self.con.execute("delete from symbol_spans where symbol_id in"
+                         " (select id from symbols where file_id = ?)", (file_id,))
+        self.con.execute("update symbols set alive = 0 where file_id = ?", (file_id,))
+
+    # -- identities --------------------------------------------------------------------------
+
+    def _file_id(self, path: str) -> int:
+        file_id = self.file_ids.get(path)
+        if file_id is None:
+            file_id = self.con.execute("insert into files(path, language) values (?, ?)"
+                                       " returning id", (path, language_for_path(path))).get
+            self.file_ids[path] = file_id
+        return file_id
+
+    def _symbol_id(self, file_id: int, symbol: Symbol) -> int:
+        key = (file_id, symbol.qualname)
+        symbol_id = self.symbol_ids.get(key)
+        if symbol_id is None:
+            symbol_id = self.con.execute(
+                "insert into symbols(file_id, qualname, name, kind) values (?,?,?,?) returning id",
+                (file_id, symbol.qualname, symbol.name, symbol.kind)).get
+            self.symbol_ids[key] = symbol_id
+        return symbol_id
+
+
+def _tree_blobs(repo: pygit2.Repository, tree_id, missing: set[str]):
+    """(path, blob id) of every file in a tree, recursively; submodules and links to trees skipped.
+    A tree that cannot be read (missing, or its object damaged) adds its id to `missing`: the
+    files under it are not listed, the others are."""
+    stack = [(tree_id, "")]
+    while stack:
+        oid, base = stack.pop()
+        try:
+            entries = [(text(e.raw_name), e.type_str, e.id) for e in repo[oid]]
+        except (KeyError, ValueError, pygit2.GitError):
+            missing.add(str(oid))
+            continue
+        for name, kind, entry_id in entries:
+            if kind == "tree":
+                stack.append((entry_id, base + name + "/"))
+            elif kind == "blob":
+                yield base + name, str(entry_id)

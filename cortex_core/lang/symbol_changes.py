@@ -1,0 +1,482 @@
+"""From one commit's hunks and the symbols of each file's old and new blob to symbol changes.
+
+Pure functions: no git, no SQL. Lines are credited to the innermost symbol that contains them
+(a method, not its class), deleted lines on the old blob's symbols and added lines on the new
+blob's. Symbols are identities (symbols.py): overloads and same-named siblings are distinct.
+
+A symbol with the same identity on both sides whose text changed gets the kind of its change
+(change_kinds: reformatted, docs, signature, body). Then symbols that disappeared are paired with
+symbols that appeared in the same commit, so that a rename or a move continues one history
+instead of ending one and starting another:
+
+1. the same body fingerprint (text with the symbol's own name masked), unique on both sides;
+   computed here, for these candidates only, from the blobs' text;
+2. children of a pair follow their parent (class `Old` renamed to `New`: `Old.m` -> `New.m`),
+   and a parent follows its children when both sides are otherwise unpaired;
+3. the same identity in another file, unique on both sides (a move with edits);
+4. within one scope (file and parent), the same simple name, unique on both sides: a signature
+   change (`f(int)` -> `f(long)`) or a shifted ordinal;
+5. within one scope, the rest of a kind paired as a matching: every pair whose code tokens (own
+   name masked; change_kinds.token_similarity) have a similarity of at least SIMILAR, best first;
+6. across scopes and files (a move with edits, a function turned into a method): the same simple
+   name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
+   similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
+7. a file rename carries every symbol whose identity survives;
+8. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
+   edited in the same commit, which itself kept at least EXTRACT_MARGIN less of it (the body
+   moved into a new method, the old one now a wrapper), continues that callable's lineage, which
+   goes on as well; constructors neither give nor take.
+
+The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
+with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
+ordinal changed and its code did not: a waypoint of its lineage, not a change of its own).
+Each pairing carries a confidence: 1.0 for 1-3 and for 4 with unchanged code, else the similarity.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+
+from cortex_core.lang.change_kinds import change_kind, masked, token_similarity
+from cortex_core.lang.qualnames import structural_name
+from cortex_core.lang.symbols import Symbol, body_hash
+
+Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
+
+
+@dataclass
+class FileSymbols:
+    """One changed file of a commit: its identities before and after, and its parsed blobs."""
+    old_path: str
+    new_path: str
+    old: list[Symbol]
+    new: list[Symbol]
+    hunks: list[Hunk] = field(default_factory=list)
+    # The blobs' text, for the fingerprints of symbols that appear or disappear.
+    old_source: bytes = b""
+    new_source: bytes = b""
+    old_language: str = ""
+    new_language: str = ""
+
+
+@dataclass(frozen=True)
+class SymbolChange:
+    path: str
+    symbol: Symbol
+    # added | deleted | body | signature | docs | reformatted | renamed | moved | rescoped
+    change: str
+    added: int
+    deleted: int
+    from_path: str | None = None
+    from_symbol: Symbol | None = None
+    confidence: float = 1.0  # of the pairing with from_symbol
+
+
+def own_lines(symbols: list[Symbol], ranges: list[tuple[int, int]],
+              source: bytes = b"") -> dict[str, int]:
+    """Lines of `ranges` (sorted, disjoint, inclusive) credited to each qualified name: the lines
+    inside a symbol minus those inside its child symbols. A container (a symbol with children) is
+    not credited for blank lines in `source`: adding a method adds the blank line that separates
+    it from its neighbour, which is no change of the class."""
+    if not ranges or not symbols:
+        return {}
+    starts = [a for a, _ in ranges]
+    ends = [b for _, b in ranges]
+    prefix = [0]
+    for a, b in ranges:
+        prefix.append(prefix[-1] + b - a + 1)
+
+    def overlap(lo: int, hi: int) -> int:
+        first = bisect_left(ends, lo)      # first range ending at or after lo
+        last = bisect_right(starts, hi)    # ranges [first, last) may intersect
+        if first >= last:
+            return 0
+        total = prefix[last] - prefix[first]
+        total -= max(0, lo - starts[first])
+        total -= max(0, ends[last - 1] - hi)
+        return total
+
+    # Most symbols of a file lie outside a commit's few hunks: only those around them are looked
+    # at closely, and only the symbols holding changed lines are credited.
+    lo, hi = starts[0], ends[-1]
+    inside = {i: lines for i, s in enumerate(symbols)
+              if s.end_line >= lo and s.start_line <= hi
+              and (lines := overlap(s.start_line, s.end_line))}
+    own = dict(inside)
+    for i, lines in inside.items():
+        parent = symbols[i].parent
+        if parent >= 0:
+            own[parent] = own.get(parent, 0) - lines
+    if source:
+        _discount_blank_lines(symbols, own, ranges, source)
+    credit: dict[str, int] = {}
+    for i, lines in own.items():
+        if lines > 0:
+            qualname = symbols[i].qualname
+            credit[qualname] = credit.get(qualname, 0) + lines
+    return credit
+
+
+_CALLABLE = frozenset({"function", "method"})
+
+
+def _discount_blank_lines(symbols: list[Symbol], own: dict[int, int],
+                          ranges: list[tuple[int, int]], source: bytes) -> None:
+    # Class-like containers only: a function's blank lines are part of its body, as for git -L.
+    containers = {s.parent for s in symbols
+                  if s.parent >= 0 and symbols[s.parent].kind not in _CALLABLE}
+    lines: list[bytes] | None = None
+    for i, count in own.items():
+        if count <= 0 or i not in containers:
+            continue
+        if lines is None:
+            lines = source.split(b"\n")
+        sym = symbols[i]
+        children = [(c.start_line, c.end_line) for c in symbols if c.parent == i]
+        for a, b in ranges:
+            for n in range(max(a, sym.start_line), min(b, sym.end_line) + 1):
+                if n <= len(lines) and not lines[n - 1].strip() and \
+                        not any(lo <= n <= hi for lo, hi in children):
+                    own[i] -= 1
+
+
+def hunk_ranges(hunks: list[Hunk]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(deleted line ranges in the old blob, added line ranges in the new blob)."""
+    deleted = [(o, o + n - 1) for o, n, _, _ in hunks if n > 0]
+    added = [(s, s + n - 1) for _, _, s, n in hunks if n > 0]
+    return sorted(deleted), sorted(added)
+
+
+@dataclass
+class _Side:
+    """A symbol that only one side of the commit has: a candidate for pairing."""
+    path: str
+    symbol: Symbol
+    parent: str  # the identity of its enclosing symbol, "" at top level
+    lines: int
+    source: bytes  # the blob the symbol was read from
+    language: str
+    scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
+    paired: bool = False
+    _masked: tuple[str, ...] | None = None
+
+    @property
+    def text(self) -> bytes:
+        return self.source[self.symbol.start_byte:self.symbol.end_byte]
+
+    def masked(self) -> tuple[str, ...]:
+        if self._masked is None:
+            self._masked = masked(self.text, self.language, self.symbol.name)
+        return self._masked
+
+
+def _parents(symbols: list[Symbol]) -> list[str]:
+    return [symbols[s.parent].qualname if s.parent >= 0 else "" for s in symbols]
+
+
+def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
+    """Every symbol change of one commit."""
+    changes: list[SymbolChange] = []
+    gone: list[_Side] = []
+    born: list[_Side] = []
+    edited: list[tuple[_Side, _Side]] = []  # callables changed in place: (before, after)
+    for f in files:
+        deleted_ranges, added_ranges = hunk_ranges(f.hunks)
+        minus = own_lines(f.old, deleted_ranges, f.old_source)
+        plus = own_lines(f.new, added_ranges, f.new_source)
+        old_by_name = _first_by_qualname(f.old)
+        new_by_name = _first_by_qualname(f.new)
+        old_parents = dict(zip((s.qualname for s in f.old), _parents(f.old)))
+        new_parents = dict(zip((s.qualname for s in f.new), _parents(f.new)))
+        moved_file = f.old_path != f.new_path
+        # Lines outside every hunk (and their neighbours): no definition there can be at an edge.
+        edge_lo = min((h[2] for h in f.hunks), default=0) - 1
+        edge_hi = max((h[2] + max(h[3], 1) for h in f.hunks), default=-1)
+        old_lo = min((h[0] for h in f.hunks), default=0) - 1
+        old_hi = max((h[0] + max(h[1], 1) for h in f.hunks), default=-1)
+        for qualname, sym in new_by_name.items():
+            a, d = plus.get(qualname, 0), minus.get(qualname, 0)
+            before = old_by_name.get(qualname)
+            if before is None:
+                born.append(_Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
+                                  f.new_language, f.new_path))
+            elif moved_file:
+                changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
+                                            f.old_path, before))
+                changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
+            elif a or d or (sym.kind in _CALLABLE
+                            and (edge_lo <= sym.end_line and sym.start_line <= edge_hi
+                                 or old_lo <= before.end_line and before.start_line <= old_hi)
+                            and _at_an_edge(before, sym, f.hunks)):
+                old_parts, new_parts = _texts(f.old, f.old_source, qualname), \
+                    _texts(f.new, f.new_source, qualname)
+                if old_parts != new_parts:
+                    kind = _parts_kind(old_parts, new_parts, f.new_language)
+                    changes.append(SymbolChange(f.new_path, sym, kind, a, d))
+                    if sym.kind in _CALLABLE and kind in ("body", "signature"):
+                        edited.append((
+                            _Side(f.old_path, before, old_parents[qualname], d, f.old_source,
+                                  f.old_language, f.new_path),
+                            _Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
+                                  f.new_language, f.new_path)))
+        for qualname, sym in old_by_name.items():
+            if qualname not in new_by_name:
+                gone.append(_Side(f.old_path, sym, old_parents[qualname],
+                                  minus.get(qualname, 0), f.old_source, f.old_language,
+                                  f.new_path))
+
+    for old, new, kind, confidence in _pair(gone, born):
+        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, old.lines,
+                                    old.path, old.symbol, confidence))
+        # The old identity's history ends with the same event (not with a deletion).
+        changes.append(SymbolChange(old.path, old.symbol, kind, 0, old.lines))
+    for donor, new, kind, confidence in _extracted(edited, born):
+        # The donor's history goes on too: it is not ended here.
+        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, 0, donor.path,
+                                    donor.symbol, confidence))
+    changes.extend(SymbolChange(s.path, s.symbol, "added", s.lines, 0)
+                   for s in born if not s.paired)
+    changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
+                   for s in gone if not s.paired)
+    return changes
+
+
+def _at_an_edge(old: Symbol, new: Symbol, hunks: list[Hunk]) -> bool:
+    """Whether a hunk touches the first or last line of a callable (or the line next to it)
+    without lying inside it: its text may have changed although no credited line did (code
+    deleted above it left an annotation, which now annotates it), so the texts are compared."""
+    def edge(lo: int, hi: int, start: int, end: int) -> bool:
+        return lo <= end + 1 and hi >= start - 1 and not (start < lo and hi < end)
+    for old_start, old_lines, new_start, new_lines in hunks:
+        if edge(old_start, old_start + max(old_lines, 1) - 1, old.start_line, old.end_line) or \
+                edge(new_start, new_start + max(new_lines, 1) - 1, new.start_line, new.end_line):
+            return True
+    return False
+
+
+def _texts(symbols: list[Symbol], source: bytes, qualname: str) -> list[bytes]:
+    """A definition's text: every part of its identity (an implementation and its overload
+    stubs); a class's own text, without its members (their changes are theirs, and a Java class
+    is most of its file: lexing all of it for a field added was most of the lexer's time). Equal
+    texts although the diff touched the lines: libgit2 has no indent heuristic, so an inserted
+    block can slide onto an identical line at the edge of the next definition (a `@property`
+    above it) that `git diff` would leave alone; a newline added at the end of the file touches
+    the last line, not the definition."""
+    return [source[s.start_byte:s.end_byte] if s.kind in _CALLABLE
+            else _own_text(symbols, i, source)
+            for i, s in enumerate(symbols) if s.qualname == qualname]
+
+
+def _own_text(symbols: list[Symbol], index: int, source: bytes) -> bytes:
+    """A container's text with each member cut down to a line break (a callable's inner
+    definitions stay: they are part of its code)."""
+    outer = symbols[index]
+    pieces, at = [], outer.start_byte
+    for child in sorted((s for s in symbols if s.parent == index), key=lambda s: s.start_byte):
+        if child.start_byte >= at:
+            pieces.append(source[at:child.start_byte])
+            at = child.end_byte
+    pieces.append(source[at:outer.end_byte])
+    return b"\n".join(pieces)
+
+
+_STRONGEST = {"reformatted": 0, "docs": 1, "body": 2, "signature": 3}
+
+
+def _parts_kind(old: list[bytes], new: list[bytes], language: str) -> str:
+    """The kind of change of a definition made of parts: an overload stub added or removed is a
+    signature change; otherwise the strongest kind among its parts."""
+    if len(old) != len(new):
+        return "signature"
+    kinds = [change_kind(a, b, language) for a, b in zip(old, new) if a != b]
+    return max(kinds, key=_STRONGEST.__getitem__)
+
+
+def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
+    """Parts of one identity (an implementation and its overload stubs): keep the first."""
+    out: dict[str, Symbol] = {}
+    for sym in symbols:
+        out.setdefault(sym.qualname, sym)
+    return out
+
+
+SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
+MOVED_SIMILAR = 0.5           # step 6: the same name in another scope or file, with edits
+RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
+MAX_CANDIDATES = 2_500        # a matching compares at most this many pairs (gone x born)
+
+
+def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
+    pairs: list[tuple[_Side, _Side, str, float]] = []
+    if not gone or not born:
+        # Nothing to pair (a file added or deleted whole): spare the fingerprints of every
+        # definition, 3 s for a 10 MB file's 100k (bench/bench_large_files.py).
+        return pairs
+    gone_at = {(s.path, s.symbol.qualname): s for s in gone}
+    born_at = {(s.path, s.symbol.qualname): s for s in born}
+    gone_children: dict[tuple[str, str], list[_Side]] = {}
+    for s in gone:
+        gone_children.setdefault((s.path, s.parent), []).append(s)
+
+    def link(old: _Side, new: _Side, confidence: float = 1.0) -> None:
+        old.paired = new.paired = True
+        pairs.append((old, new, _kind(old, new), confidence))
+        follow(old, new)
+
+    def follow(old: _Side, new: _Side) -> None:
+        """Children follow their parent, a parent its child, recursively."""
+        for child in gone_children.get((old.path, old.symbol.qualname), ()):
+            suffix = child.symbol.qualname[len(old.symbol.qualname):]
+            twin = born_at.get((new.path, new.symbol.qualname + suffix))
+            if not child.paired and twin is not None and not twin.paired:
+                link(child, twin)
+        if old.parent and new.parent and old.parent != new.parent:
+            po = gone_at.get((old.path, old.parent))
+            pn = born_at.get((new.path, new.parent))
+            if po is not None and pn is not None and not po.paired and not pn.paired:
+                link(po, pn)
+
+    # 1. Unique body fingerprints (2. follows each pair through `link`).
+    # A pair made by following an earlier one may take a candidate of the lists below.
+    for old, new in _unique_keys(gone, born, lambda s: body_hash(s.symbol, s.source) or None):
+        if not old.paired and not new.paired:
+            link(old, new)
+    # 3. The same identity in another file.
+    for old, new in _unique_keys(gone, born, lambda s: s.symbol.qualname):
+        if old.path != new.path and not old.paired and not new.paired:
+            link(old, new)
+    # 4. The same simple name in the same scope (the parent as renamed by an earlier pair).
+    renamed = {(o.path, o.symbol.qualname): n.symbol.qualname for o, n, _, _ in pairs}
+
+    def scope(s: _Side) -> tuple[str, str]:
+        return s.scope, renamed.get((s.path, s.parent), s.parent)
+
+    for old, new in _unique_keys(gone, born, lambda s: (*scope(s), s.symbol.name)):
+        if not old.paired and not new.paired:
+            link(old, new, 1.0 if old.masked() == new.masked() else
+                 token_similarity(old.masked(), new.masked()))
+    # 5. Within a scope and kind, the best matching above SIMILAR.
+    groups: dict[tuple, tuple[list[_Side], list[_Side]]] = {}
+    for s in gone:
+        if not s.paired:
+            groups.setdefault((*scope(s), s.symbol.kind), ([], []))[0].append(s)
+    for s in born:
+        if not s.paired:
+            groups.setdefault((*scope(s), s.symbol.kind), ([], []))[1].append(s)
+    for olds, news in groups.values():
+        # A rewrite of a whole large class is beyond a matching: its rest stays added/deleted.
+        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+            _match(olds, news, SIMILAR, link)
+    # 6. Across scopes: the same simple name (a matching per name), then near copies.
+    by_name: dict[str, tuple[list[_Side], list[_Side]]] = {}
+    for s in gone:
+        if not s.paired:
+            by_name.setdefault(s.symbol.name, ([], []))[0].append(s)
+    for s in born:
+        if not s.paired:
+            by_name.setdefault(s.symbol.name, ([], []))[1].append(s)
+    for name in sorted(by_name):
+        olds, news = by_name[name]
+        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+            _match(olds, news, MOVED_SIMILAR, link)
+    olds = [s for s in gone if not s.paired and s.symbol.kind in _CALLABLE]
+    news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
+    if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+        _match(olds, news, RENAMED_MOVED_SIMILAR, link)
+    return pairs
+
+
+# A new definition that holds this much of an edited one's old code, and more of it by
+# EXTRACT_MARGIN than the edited one kept. Chosen on CodeShovel's allowed oracles, which follow
+# commons-lang's isNumber -> isCreatable (0.951 of the code; the wrapper kept 0.041) and
+# random(.., char[]) -> random(.., char[], Random) (0.985; 0.239 kept), and do not follow
+# asciinema's play -> _play (0.874; 0.438 kept) or commons-lang's reflectionEquals ->
+# reflectionAppend(Object, Object) (0.619; 0.292 kept).
+EXTRACT_SIMILAR = 0.9
+EXTRACT_MARGIN = 0.15
+
+
+def _extracted(edited: list[tuple[_Side, _Side]],
+               born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
+    """New callables that took most of the code of a callable edited in the same commit, which
+    kept less of it: the body moved into a new method and the old one became a wrapper
+    (`isNumber` -> `isCreatable`, an overload gaining a parameter). The new one continues the
+    old one's lineage; the old one keeps its own."""
+    news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE
+            and not _constructor(s)]
+    edited = [(b, a) for b, a in edited if not _constructor(b)]
+    if not edited or not news or len(edited) * len(news) > MAX_CANDIDATES:
+        return []
+    scored = []
+    for before, after in edited:
+        size = len(before.masked())
+        # A ratio of at least EXTRACT_SIMILAR needs lengths that close: a cheap filter first.
+        close = [n for n in news  # difflib's ratio is at most 2 min / (sum) of the lengths
+                 if 2 * min(size, len(n.masked())) >= EXTRACT_SIMILAR * (size + len(n.masked()))]
+        if not close:
+            continue
+        kept = None  # how much of its code the edited callable kept: only asked when needed
+        for n in close:
+            similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
+            if similarity < EXTRACT_SIMILAR:
+                continue
+            if kept is None:
+                kept = token_similarity(before.masked(), after.masked())
+            if similarity >= kept + EXTRACT_MARGIN:
+                scored.append((-similarity, before.path, before.symbol.qualname, n.path,
+                               n.symbol.qualname, before, n))
+    out = []
+    used: set[int] = set()
+    for negative, *_, before, n in sorted(scored, key=lambda t: t[:5]):
+        if n.paired or id(before) in used:
+            continue
+        n.paired = True
+        used.add(id(before))
+        out.append((before, n, _kind(before, n), -negative))
+    return out
+
+
+def _constructor(side: _Side) -> bool:
+    """A Java or C++ constructor (named as its class): its code is initialisation, and moving it
+    into a method makes a new method (junit4's Parameterized -> RunnersFactory.createRunners)."""
+    return bool(side.parent) and \
+        structural_name(side.parent).rpartition(".")[2] == side.symbol.name
+
+
+def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None:
+    """Pairs the most similar candidates first (a greedy matching), each at most once."""
+    scored = []
+    for o in olds:
+        for n in news:
+            similarity = token_similarity(o.masked(), n.masked(), threshold)
+            if similarity >= threshold:
+                scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
+                               o, n))
+    for negative, *_, o, n in sorted(scored, key=lambda t: t[:5]):
+        if not o.paired and not n.paired:
+            link(o, n, -negative)
+
+
+def _kind(old: _Side, new: _Side) -> str:
+    if old.path != new.path:
+        return "moved"
+    if old.symbol.name != new.symbol.name:
+        return "renamed"
+    unchanged = old.masked() == new.masked()
+    if old.symbol.structural_name == new.symbol.structural_name and not unchanged:
+        return "signature"
+    return "rescoped" if unchanged else "renamed"
+
+
+def _unique_keys(gone: list[_Side], born: list[_Side], key):
+    """Pairs of unpaired candidates whose key occurs exactly once on each side."""
+    def index(sides):
+        seen: dict = {}
+        for s in sides:
+            k = key(s)
+            if k is not None and not s.paired:
+                seen.setdefault(k, []).append(s)
+        return {k: v[0] for k, v in seen.items() if len(v) == 1}
+    olds, news = index(gone), index(born)
+    return [(olds[k], news[k]) for k in sorted(olds.keys() & news.keys())]

@@ -1,0 +1,215 @@
+"""Embeddings: a model2vec static model, loaded only from disk.
+
+The model is chosen by `--model`, then `CORTEX_MODEL`, then `[memory] model` in the config file,
+then the model the index was last embedded with, then the default. A name is a local folder or a
+model-hub id; a hub id is looked up in the local hub cache only (never downloaded while indexing
+or searching — `cortex model pull` downloads, on request). The name `none` turns semantic search off. Without a usable model, search is lexical and
+`cortex status` says why.
+
+Which model wrote the vectors, and their width, is recorded in the store; indexing with another
+model drops the old vectors and embeds again, so vectors of two models are never mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex_core.errors import CortexError
+
+DEFAULT_MODEL = "minishlab/potion-base-8M"
+BATCH = 1024                  # texts per encode call
+MAX_CHARS = 4000              # longer texts are cut; a static model averages tokens anyway
+DISABLED = "none"
+
+
+class ModelUnavailable(CortexError):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str
+    source: str   # "--model", "CORTEX_MODEL", "config", "default"
+
+    @property
+    def disabled(self) -> bool:
+        return self.name.lower() == DISABLED
+
+
+def choose_model(cli: str | None, config: str | None = None,
+                 recorded: str | None = None) -> ModelChoice:
+    """The first of: `--model`, `CORTEX_MODEL`, the config file, the choice the store recorded
+    last (an explicit choice, `none` included, is remembered), the default. A folder is named by
+    its absolute path, so that the choice holds from any directory."""
+    for name, source in ((cli, "--model"), (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
+                         (config, "config"), (recorded, "the index")):
+        if name and name.strip():
+            return ModelChoice(_absolute(name.strip()), source)
+    return ModelChoice(DEFAULT_MODEL, "default")
+
+
+def _absolute(name: str) -> str:
+    folder = Path(name).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else name
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Embedder:
+    """A loaded model: texts in, unit-length float32 vectors out (all-zero for a text with no known
+    token)."""
+
+    def __init__(self, name: str, model, fingerprint: str = "") -> None:
+        self.name = name
+        self._model = model
+        self.dim = int(model.dim)
+        self.fingerprint = fingerprint   # changes when the files of a model folder change
+
+    def encode(self, texts: list[str]):
+        import numpy as np
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Lone surrogates (undecodable bytes carried through) would make the tokenizer raise.
+        clipped = [t[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8") for t in texts]
+        out = self._model.encode(clipped, batch_size=BATCH, use_multiprocessing=False,
+                                 normalize=False)
+        vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        return vectors
+
+
+def local_model_path(name: str) -> Path:
+    """Where the model lives on disk: the folder itself, or its snapshot in the hub cache."""
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ModelUnavailable(f"{folder} is not a model2vec model folder (no config.json)")
+        return folder
+    if name.startswith((".", "/", "~")) or name.count("/") != 1:
+        raise ModelUnavailable(f"no model folder at {name}")
+    cached = _hub_cache_snapshot(name)
+    if cached is not None:
+        return cached
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:  # pragma: no cover - huggingface_hub comes with model2vec
+        raise ModelUnavailable("huggingface_hub is not installed") from None
+    try:
+        return Path(snapshot_download(name, local_files_only=True))
+    except LocalEntryNotFoundError:
+        raise ModelUnavailable(f"model {name} is not downloaded (offline); "
+                               f"run `cortex model pull {name}` once, online") from None
+    except Exception as exc:  # a malformed id or a damaged cache
+        raise ModelUnavailable(f"model {name} cannot be found locally: {exc}") from None
+
+
+def _hub_cache_snapshot(name: str) -> Path | None:
+    """The hub cache's snapshot of `name` at its `main` ref, found without importing
+    huggingface_hub (a few hundred milliseconds); None when it is not there in that layout."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"),
+        "hub")
+    repo = Path(hub) / ("models--" + name.replace("/", "--"))
+    try:
+        ref = (repo / "refs" / "main").read_text().strip()
+    except OSError:
+        return None
+    snapshot = repo / "snapshots" / ref
+    return snapshot if (snapshot / "config.json").is_file() else None
+
+
+def model_fingerprint(name: str) -> str:
+    """The fingerprint of the model `name` on disk, without loading it (ModelUnavailable if it is
+    not there)."""
+    return _fingerprint(local_model_path(name))
+
+
+def download_model(name: str) -> Path:
+    """Fetch a model from the hub into the local cache (network). Only on the user's request."""
+    if Path(name).expanduser().is_dir():
+        return local_model_path(name)
+    from huggingface_hub import snapshot_download
+    try:
+        return Path(snapshot_download(name))
+    except Exception as exc:
+        raise CortexError(f"cannot download {name}: {exc}") from None
+
+
+_LOADED: dict[str, Embedder] = {}
+_LOADING = threading.Lock()     # the MCP server asks from many threads at once
+
+
+def load_model(name: str) -> Embedder:
+    """The model `name`, loaded once per process. Raises ModelUnavailable with the reason."""
+    if name.lower() == DISABLED:
+        raise ModelUnavailable("semantic search is turned off (model = none)")
+    if name in _LOADED:
+        return _LOADED[name]
+    with _LOADING:
+        if name in _LOADED:
+            return _LOADED[name]
+        return _load_model(name)
+
+
+def _load_model(name: str) -> Embedder:
+    path = local_model_path(name)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")   # belt and braces: model2vec must not go online
+    try:
+        from model2vec import StaticModel
+        model = StaticModel.from_pretrained(str(path), force_download=False)
+    except Exception as exc:
+        raise ModelUnavailable(f"cannot load the model at {path}: {exc}") from None
+    _LOADED[name] = embedder = Embedder(name, model, _fingerprint(path))
+    return embedder
+
+
+def _fingerprint(folder: Path) -> str:
+    """What identifies a model's weights on disk: its config and the size and time of its files.
+    Another model copied into the same folder changes it; loading the same one does not."""
+    digest = hashlib.sha1()
+    for entry in sorted(folder.iterdir()):
+        if entry.is_file():
+            stat = entry.stat()
+            digest.update(f"{entry.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+            if entry.name == "config.json":
+                digest.update(entry.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def load_embedder(con) -> Embedder | None:
+    """The model that wrote the store's vectors, if any and if it can be loaded here."""
+    from cortex_core.store.store import get_meta
+    name = get_meta(con, "embed_model")
+    if not name or not get_meta(con, "embed_dim"):
+        return None
+    try:
+        embedder = load_model(name)
+    except ModelUnavailable:
+        return None
+    return embedder if str(embedder.dim) == get_meta(con, "embed_dim") else None
+
+
+def semantic_state(con) -> tuple[bool, str]:
+    """(on, explanation) for status lines and search results."""
+    from cortex_core.store.store import get_meta
+    name = get_meta(con, "embed_model")
+    if not name:
+        reason = get_meta(con, "embed_off_reason") or "no embedding model was used"
+        return False, f"semantic search off: {reason}; lexical search only"
+    try:
+        embedder = load_model(name)
+    except ModelUnavailable as exc:
+        return False, f"semantic search off: {exc}; lexical search only"
+    if str(embedder.dim) != get_meta(con, "embed_dim"):
+        return False, (f"semantic search off: {name} now has {embedder.dim} dimensions, the index "
+                       f"{get_meta(con, 'embed_dim')}; run `cortex index`")
+    return True, f"semantic search on: {name} ({embedder.dim} dimensions)"

@@ -1,0 +1,421 @@
+"""Search over memory items: BM25 and vector neighbours fused by rank, then bounded priors.
+
+1. Candidates: the best `CANDIDATES` items by FTS5 BM25 (code-aware words) and by cosine distance in
+   the vec0 table, each list filtered the same way (kind, time, path, reachable commits).
+2. Fusion by reciprocal rank: w_lex/(K_lex + lexical rank) + w_vec/(K_vec + vector rank). Static
+   embeddings are weaker than BM25 on commit text (an equal-weight fusion scores below BM25 alone),
+   so the lexical list is sharp (a small K_lex keeps BM25's top ranks on top) and the vector weight
+   is gated by how flat the BM25 list is: when the best BM25 score clearly stands out from the
+   tenth, words have found it and vectors only break ties; when BM25 is flat (or finds nothing),
+   vectors get their full weight. bench/bench_search.py chose the numbers.
+3. Priors multiply the fused score by 1 + a bounded sum: recency (exponential decay, ages counted
+   back from the repository's own clock by default: clock.py), signal (a fix
+   or revert above a feature above a refactor above chores and docs), context (the focus symbol or
+   file, files changed in the working tree, words of the branch name) and area (the cluster of the
+   best hits). The sum is at most `MAX_BOOST`, so an item whose fused score is more than
+   (1 + MAX_BOOST) times another's always stays ahead of it: priors reorder near-equals only.
+4. Diversity: at most `PER_SOURCE` segments of one commit, or sections of one document.
+
+Every hit carries its explanation: both ranks, the fused score and each prior.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.errors import CortexError
+from cortex_core.text.redact import redact
+from cortex_core.memory.tokens import fts_query, query_terms
+
+CANDIDATES = 200
+RRF_K_LEXICAL = 10
+RRF_K_VECTOR = 60
+FLATNESS_DEPTH = 10      # BM25 flatness: best score / score at this rank
+PER_SOURCE = 2
+KINDS = ("commit", "doc", "note")
+
+
+@dataclass(frozen=True)
+class PriorWeights:
+    """The largest share each prior may add to a fused score."""
+    recency: float = 0.02
+    signal: float = 0.02
+    context: float = 0.15
+    area: float = 0.02
+
+    @property
+    def total(self) -> float:
+        return self.recency + self.signal + self.context + self.area
+
+
+MAX_BOOST = PriorWeights().total
+
+SIGNAL = {"revert": 1.0, "fix": 1.0, "security": 1.0, "note": 0.9, "perf": 0.7, "feat": 0.6,
+          "doc": 0.4, "refactor": 0.4, "other": 0.3, "test": 0.2, "build": 0.2, "ci": 0.2,
+          "chore": 0.0, "docs": 0.0, "style": 0.0, "merge": 0.1}
+
+# bm25 column weights: title, body, terms (identifier parts), paths.
+BM25_WEIGHTS = (1.0, 1.0, 0.3, 0.1)
+
+
+@dataclass(frozen=True)
+class Weights:
+    lexical: float = 1.0
+    vector: float = 1.0          # the vector weight when BM25 is flat
+    flat_ratio: float = 2.0      # best/10th BM25 score at which the vector weight reaches 0
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the user is looking at, resolved to ids: boosts items about it."""
+    file_ids: frozenset[int] = frozenset()
+    symbol_ids: frozenset[int] = frozenset()
+    changed_file_ids: frozenset[int] = frozenset()
+    branch_terms: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.file_ids or self.symbol_ids or self.changed_file_ids or self.branch_terms)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    top_k: int = 10
+    kinds: tuple[str, ...] = ()          # empty: every kind
+    since: int | None = None             # epoch seconds
+    path: str | None = None              # a file or folder the items must touch
+    mode: str = "hybrid"                 # "hybrid", "lexical" or "vector"
+    priors: bool = True
+    context: bool = True
+    half_life_days: float = 180.0
+    focus: Focus = field(default_factory=Focus)
+    weights: Weights = field(default_factory=Weights)
+    prior_weights: PriorWeights = field(default_factory=PriorWeights)
+    per_source: int = PER_SOURCE
+    clock: str = DEFAULT                 # what the recency prior counts back from
+
+
+@dataclass(frozen=True)
+class Explanation:
+    lexical_rank: int | None
+    vector_rank: int | None
+    vector_similarity: float | None
+    vector_weight: float
+    fused: float
+    recency: float       # each prior's value in [0, 1], before its weight
+    signal: float
+    context: float
+    context_reasons: tuple[str, ...]
+    area: float
+    boost: float         # the multiplier's excess over 1, at most MAX_BOOST
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    item_id: int
+    kind: str
+    title: str
+    text: str
+    citation: str                  # short sha, path:line, or note #id
+    time: int
+    signal: str | None
+    sha: str | None = None         # commit items
+    segment: int = 0
+    author: str | None = None
+    path: str | None = None        # doc items: the document; note items: the target's file
+    line: int | None = None
+    note_id: int | None = None
+    files: tuple[str, ...] = ()
+    cluster: int | None = None
+    why: Explanation | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str                      # the mode actually used
+    hits: list[Hit]
+    semantic: bool
+    note: str | None               # e.g. why vectors were not used
+    candidates: int
+    clock: Clock | None = None     # what the recency prior counted back from
+
+
+def build_focus(con, at: str | None = None, workspace=None) -> Focus:
+    """A Focus from a target (`PATH`, `PATH::SYMBOL`, `PATH:LINE`) and a workspace.Workspace."""
+    from cortex_core.query.targets import parse_target, resolve
+    file_ids: set[int] = set()
+    symbol_ids: set[int] = set()
+    if at:
+        target = resolve(con, parse_target(at))
+        file_ids.add(target.file_id)
+        if target.symbol_id is not None:
+            symbol_ids.add(target.symbol_id)
+    changed: set[int] = set()
+    terms: tuple[str, ...] = ()
+    if workspace is not None:
+        for path in workspace.changed:
+            row = con.execute("select id from files where path = ?", (path,)).fetchone()
+            if row:
+                changed.add(row[0])
+        terms = tuple(workspace.branch_terms)
+    return Focus(frozenset(file_ids), frozenset(symbol_ids), frozenset(changed), terms)
+
+
+def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
+           now: float | None = None) -> SearchResult:
+    _check(options)
+    used = read_clock(con, options.clock, now)
+    now = used.now
+    mode, note = options.mode, None
+    if mode != "lexical" and embedder is None:
+        if mode == "vector":
+            raise CortexError("vector search needs an embedding model; see `cortex status`")
+        mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
+    filters = _Filters(options)
+    scored = _lexical(con, query, filters) if mode != "vector" else []
+    vector, sims = _vector(con, query, embedder, filters) if mode != "lexical" else ([], {})
+    if not scored and not vector and not query_terms(query) and mode != "vector":
+        raise CortexError("the query has no words to search for")
+    lexical = [item for item, _ in scored]
+    w_vec = _vector_weight([score for _, score in scored], bool(vector), options.weights)
+    if w_vec == 0.0:   # vectors only break ties between lexical candidates
+        known = set(lexical)
+        vector = [item for item in vector if item in known]
+    return SearchResult(query, mode, _rank(con, scored, vector, sims, w_vec, options, now),
+                        embedder is not None, note, len(set(lexical) | set(vector)), used)
+
+
+def _check(options: SearchOptions) -> None:
+    if options.mode not in ("hybrid", "lexical", "vector"):
+        raise CortexError(f"unknown search mode {options.mode!r} (hybrid, lexical, vector)")
+    if options.top_k < 1:
+        raise CortexError("--top-k must be at least 1")
+    unknown = set(options.kinds) - set(KINDS)
+    if unknown:
+        raise CortexError(f"unknown kind {sorted(unknown)[0]!r} (known: {', '.join(KINDS)})")
+
+
+# -- candidates --------------------------------------------------------------------------------
+
+
+class _Filters:
+    """The same filters for both candidate lists, as SQL on `items i`."""
+
+    def __init__(self, options: SearchOptions):
+        clauses = ["(i.commit_id is null or exists (select 1 from commits c"
+                   " where c.id = i.commit_id and c.reachable = 1))",
+                   # a note expired since the last index or note command never shows
+                   "(i.note_id is null or exists (select 1 from notes n where n.id = i.note_id"
+                   " and n.superseded_by is null and (n.valid_until is null or n.valid_until > ?)))"]
+        params: list = [int(time.time())]
+        if options.kinds:
+            clauses.append(f"i.kind in ({','.join('?' * len(options.kinds))})")
+            params.extend(options.kinds)
+        if options.since is not None:
+            clauses.append("i.time >= ?")
+            params.append(int(options.since))
+        prefix = (options.path or "").strip("/")
+        if prefix not in ("", "."):
+            clauses.append("exists (select 1 from item_files x join files fl on fl.id = x.file_id"
+                           " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?))")
+            params.extend([prefix, len(prefix) + 1, prefix + "/"])
+        self.sql = " and ".join(clauses)
+        self.params = tuple(params)
+
+
+def _lexical(con, query: str, filters: _Filters) -> list[tuple[int, float]]:
+    """(item, BM25 score: higher is better), best first."""
+    expression = fts_query(query)
+    if expression is None:
+        return []
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = con.execute(
+        f"select i.id, -bm25(items_fts, {weights}) as s from items_fts join items i"
+        f" on i.id = items_fts.rowid where items_fts match ? and {filters.sql}"
+        f" order by s desc limit {CANDIDATES}", (expression, *filters.params))
+    return [(r[0], r[1]) for r in rows]
+
+
+def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], dict[int, float]]:
+    """Items by cosine similarity to the query; items sharing a text share its rank."""
+    has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
+    if not has_table or not query.strip():
+        return [], {}
+    vector = embedder.encode([query])[0]
+    if not vector.any():
+        return [], {}
+    # Over-fetch: several items may share a vector and filters drop some.
+    rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
+                       " and k = ? order by distance", (vector.tobytes(), CANDIDATES * 2)).fetchall()
+    if not rows:
+        return [], {}
+    order = {vid: n for n, (vid, _) in enumerate(rows)}
+    similarity = {vid: 1.0 - dist for vid, dist in rows}
+    marks = ",".join("?" * len(order))
+    items = con.execute(f"select i.id, i.vector_id from items i where i.vector_id in ({marks})"
+                        f" and {filters.sql}", (*order, *filters.params)).fetchall()
+    items.sort(key=lambda r: (order[r[1]], r[0]))
+    ranked = [item_id for item_id, _ in items][:CANDIDATES]
+    return ranked, {item_id: similarity[vid] for item_id, vid in items}
+
+
+# -- ranking -----------------------------------------------------------------------------------
+
+
+def _rank(con, scored: list[tuple[int, float]], vector: list[int], sims: dict[int, float],
+          w_vec: float, options: SearchOptions, now: float) -> list[Hit]:
+    lex_rank = _tied_ranks([item for item, _ in scored], dict(scored))
+    vec_rank = _tied_ranks(vector, sims)
+    fused = {}
+    for item in lex_rank.keys() | vec_rank.keys():
+        score = 0.0
+        if item in lex_rank:
+            score += options.weights.lexical / (RRF_K_LEXICAL + lex_rank[item])
+        if item in vec_rank:
+            score += w_vec / (RRF_K_VECTOR + vec_rank[item])
+        fused[item] = score
+    if not fused:
+        return []
+    meta = _metadata(con, list(fused))
+    focus = options.focus if options.context else Focus()
+    area = _dominant_area(fused, meta) if options.priors else None
+    ranked: list[tuple[float, float, int, Explanation]] = []
+    for item, base in fused.items():
+        m = meta[item]
+        recency = signal = ctx = in_area = 0.0
+        reasons: tuple[str, ...] = ()
+        if options.priors:
+            age_days = max(0.0, (now - m["time"]) / 86400.0)
+            recency = 0.5 ** (age_days / options.half_life_days)
+            signal = SIGNAL.get(m["signal"] or "other", 0.3)
+            in_area = 1.0 if area is not None and m["cluster"] == area else 0.0
+        if not focus.empty:
+            ctx, reasons = _context(m, focus)
+        pw = options.prior_weights
+        boost = pw.recency * recency + pw.signal * signal + pw.context * ctx + pw.area * in_area
+        score = base * (1.0 + boost)
+        why = Explanation(lex_rank.get(item), vec_rank.get(item), sims.get(item), w_vec, base,
+                          recency, signal, ctx, reasons, in_area, boost, score)
+        ranked.append((score, -m["time"], item, why))
+    ranked.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return _diverse([_hit(meta[item], why) for _, _, item, why in ranked], options)
+
+
+def _tied_ranks(ordered: list[int], scores: dict[int, float]) -> dict[int, int]:
+    """1-based ranks in which equal scores share a rank (identical texts, equal BM25), so that
+    the priors, not the storage order, decide between them."""
+    ranks: dict[int, int] = {}
+    previous, rank = None, 0
+    for n, item in enumerate(ordered):
+        score = scores.get(item)
+        if previous is None or score is None or abs(score - previous) > 1e-9 * max(1.0, abs(score)):
+            rank, previous = n + 1, score
+        ranks[item] = rank
+    return ranks
+
+
+def _vector_weight(bm25: list[float], have_vectors: bool, weights: Weights) -> float:
+    """Full weight when BM25 found nothing or is flat; none when its best stands out."""
+    if not have_vectors:
+        return 0.0
+    if not bm25:
+        return weights.vector
+    ratio = bm25[0] / max(bm25[min(FLATNESS_DEPTH, len(bm25)) - 1], 1e-9)
+    share = (weights.flat_ratio - ratio) / (weights.flat_ratio - 1.0)
+    return weights.vector * min(1.0, max(0.0, share))
+
+
+def _dominant_area(fused: dict[int, float], meta: dict[int, dict]) -> int | None:
+    """The cluster most of the five best fused items belong to (at least two of them)."""
+    best = sorted(fused, key=lambda i: -fused[i])[:5]
+    counts: dict[int, int] = {}
+    for item in best:
+        cluster = meta[item]["cluster"]
+        if cluster is not None and cluster >= 0:
+            counts[cluster] = counts.get(cluster, 0) + 1
+    if not counts:
+        return None
+    cluster, count = max(counts.items(), key=lambda kv: kv[1])
+    return cluster if count >= 2 else None
+
+
+def _context(m: dict, focus: Focus) -> tuple[float, tuple[str, ...]]:
+    value, reasons = 0.0, []
+    if focus.symbol_ids & m["symbol_ids"]:
+        value, reasons = 1.0, ["about the focus symbol"]
+    elif focus.file_ids & m["file_ids"]:
+        value, reasons = 0.7, ["touches the focus file"]
+    if focus.changed_file_ids & m["file_ids"]:
+        value = max(value, 0.5)
+        reasons.append("touches a file you changed")
+    if focus.branch_terms:
+        words = set(query_terms(m["title"] + " " + m["body"]))
+        shared = [t for t in focus.branch_terms if t in words]
+        if shared:
+            value = max(value, 0.3)
+            reasons.append("mentions " + ", ".join(shared) + " (branch name)")
+    return value, tuple(reasons)
+
+
+def _metadata(con, items: list[int]) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for start in range(0, len(items), 500):
+        chunk = items[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in con.execute(
+                f"select i.id, i.kind, i.title, i.body, i.time, i.signal, i.commit_id, i.segment,"
+                f" i.file_id, i.line, i.note_id, i.cluster, c.sha, c.author_name, df.path"
+                f" from items i left join commits c on c.id = i.commit_id"
+                f" left join files df on df.id = i.file_id where i.id in ({marks})", chunk):
+            (item, kind, title, body, when, signal, commit_id, segment, file_id, line, note_id,
+             cluster, sha, author, doc_path) = row
+            out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
+                             commit_id=commit_id, segment=segment, file_id=file_id, line=line,
+                             note_id=note_id, cluster=cluster, sha=sha,
+                             author=redact(author) if author else author,
+                             doc_path=doc_path, file_ids=set(), symbol_ids=set(), paths=[])
+        for item, file_id, path in con.execute(
+                f"select x.item_id, x.file_id, f.path from item_files x join files f"
+                f" on f.id = x.file_id where x.item_id in ({marks})", chunk):
+            out[item]["file_ids"].add(file_id)
+            out[item]["paths"].append(path)
+        for item, symbol_id in con.execute(
+                f"select item_id, symbol_id from item_symbols where item_id in ({marks})", chunk):
+            out[item]["symbol_ids"].add(symbol_id)
+    return out
+
+
+def _hit(m: dict, why: Explanation) -> Hit:
+    kind = m["kind"]
+    path = m["doc_path"] if kind == "doc" else (m["paths"][0] if kind == "note" and m["paths"]
+                                                else None)
+    if kind == "commit":
+        citation = m["sha"][:10]
+    elif kind == "doc":
+        citation = f"{path}:{m['line']}"
+    else:
+        citation = f"note #{m['note_id']}"
+    return Hit(m["id"], kind, m["title"], m["body"], citation, m["time"], m["signal"],
+               sha=m["sha"], segment=m["segment"], author=m["author"], path=path,
+               line=m["line"], note_id=m["note_id"], files=tuple(sorted(m["paths"])),
+               cluster=m["cluster"], why=why)
+
+
+def _diverse(hits: list[Hit], options: SearchOptions) -> list[Hit]:
+    """The best hits, at most `per_source` from one commit or one document."""
+    taken: dict[tuple, int] = {}
+    out = []
+    for hit in hits:
+        source = ("commit", hit.sha) if hit.kind == "commit" else \
+            ("doc", hit.path) if hit.kind == "doc" else ("note", hit.item_id)
+        if taken.get(source, 0) >= options.per_source:
+            continue
+        taken[source] = taken.get(source, 0) + 1
+        out.append(hit)
+        if len(out) == options.top_k:
+            break
+    return out

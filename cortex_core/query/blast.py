@@ -1,0 +1,522 @@
+"""Blast radius: what depends on a symbol or a file, structurally and historically.
+
+Structure: the reverse transitive closure over resolved edges (calls, imports, inheritance, other
+references) up to a depth, each dependent with the chain of edges that explains it and the
+product of their confidences. Relations: caller, importer, subclass (or implementer), test (any
+dependent in a test file), reference. History: the co-change partners that the structure does not
+show — hidden coupling — with their shared commits.
+
+Risk (documented in docs/commands.md):
+
+    risk = (1 + ln(1 + D)) × (1 + H)
+    D = dependents found (each weighted by its chain's confidence)
+    H = the target's hotspot score: R × (1 + ln A) × (1 + log10(1 + L)), R = Σ 0.5^(age/90 days)
+
+    low < 4 ≤ medium < 12 ≤ high
+
+`fused_related` ranks what changes with a target by structure and co-change together:
+    score = c + s / (1 + n) + 0.03 × f
+    c = co-change confidence (the shared commits' decayed weight / the target's), n = the
+    target's commits, s = best chain confidence × 0.5^(depth − 1), in either direction,
+    f = the folder back-off (coupling.folder_scores).
+History leads where there is history; structure speaks for a file with little of it, and breaks
+ties otherwise. For a symbol target, the symbols likewise (coupling.related, with the calls one
+edge away as s). (A noisy-OR of s and c lost to co-change alone on the time-split benchmark: every
+file one edge away outranked every co-change partner.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from cortex_core.clock import DEFAULT, clock as read_clock
+from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS,
+                                        MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT, evidence_of,
+                                        file_scores, folder_scores, name_twins, related)
+from cortex_core.query.history import CommitRef
+from cortex_core.lang.qualnames import structural_name
+from cortex_core.query.targets import Target, TargetSpec, resolve
+
+MAX_DEPTH = 10
+MAX_DEPENDENTS = 2000
+# How much the structure counts beside co-change in `fused_related`: s / (1 + n) at this weight,
+# n the target's commits (see bench/bench_cochange.py for how it was chosen).
+STRUCTURE_WEIGHT = 1.0
+# The structure share of a file named like the target once test affixes are dropped (a module and
+# its tests): as strong as a direct dependent of confidence TWIN_WEIGHT. 0 turns it off.
+TWIN_WEIGHT = 1.0
+RISK_LEVELS = ((4.0, "low"), (12.0, "medium"))
+RISK_FORMULA = ("risk = (1 + ln(1 + D)) × (1 + H); D = dependents (confidence-weighted), "
+                "H = hotspot score of the target; low < 4 ≤ medium < 12 ≤ high")
+
+
+@dataclass(frozen=True)
+class Link:
+    kind: str                 # call, import, inherits, ref
+    src_path: str
+    src_qualname: str | None  # None: module level
+    line: int
+    dst_path: str
+    dst_qualname: str | None
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Dependent:
+    path: str
+    qualname: str | None
+    relation: str             # caller, importer, subclass, test, reference
+    depth: int
+    confidence: float
+    chain: tuple[Link, ...]   # from this dependent to the target
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}::{self.qualname}" if self.qualname else self.path
+
+
+@dataclass(frozen=True)
+class Hidden:
+    path: str
+    qualname: str | None
+    support: int
+    confidence: float
+    evidence: list[CommitRef]
+
+
+@dataclass(frozen=True)
+class Summary:
+    by_relation: dict[str, int]
+    files: int
+    tests: list[str]
+    risk: str
+    risk_score: float
+    dependents_weighted: float
+    hotspot: float
+    formula: str = RISK_FORMULA
+
+
+@dataclass(frozen=True)
+class Blast:
+    target: Target
+    depth: int
+    dependents: list[Dependent]
+    hidden: list[Hidden]
+    summary: Summary
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    path: str
+    qualname: str | None
+    relation: str
+    confidence: float
+    line: int
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    target: Target
+    items: list[Neighbour] = field(default_factory=list)
+    note: str | None = None
+
+
+# -- edges -------------------------------------------------------------------------------------
+
+
+def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
+    """(src file, src scope, kind, line, confidence, dst qualname) of edges into a node."""
+    qualname = _structural(qualname)
+    params: tuple
+    if whole_file:
+        where, params = "e.dst_file_id = ?", (file_id,)
+    elif qualname is None:      # module level: what imports the module
+        where, params = "e.dst_file_id = ? and e.dst_qualname is null", (file_id,)
+    else:                       # the symbol and its members
+        where = ("e.dst_file_id = ? and (e.dst_qualname = ? or (e.dst_qualname >= ? and"
+                 " e.dst_qualname < ?))")
+        params = (file_id, qualname, qualname + ".", qualname + "/")
+    return con.execute(
+        "select r.file_id, r.scope, r.kind, r.line, e.confidence, e.dst_qualname from edges e"
+        f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
+
+
+def _outgoing(con, file_id: int, qualname: str | None):
+    qualname = _structural(qualname)
+    params: tuple
+    if qualname is None:
+        where, params = "r.file_id = ?", (file_id,)
+    else:
+        where = "r.file_id = ? and (r.scope = ? or (r.scope >= ? and r.scope < ?))"
+        params = (file_id, qualname, qualname + ".", qualname + "/")
+    return con.execute(
+        "select e.dst_file_id, e.dst_qualname, r.kind, r.line, e.confidence, r.scope from edges e"
+        f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
+
+
+class _Names:
+    def __init__(self, con):
+        self.con = con
+        self.paths: dict[int, str] = {}
+        self.tests = {fid for (fid,) in con.execute(
+            "select file_id from struct_files where is_test = 1")}
+
+    def path(self, fid: int) -> str:
+        if fid not in self.paths:
+            self.paths[fid] = self.con.execute("select path from files where id = ?", (fid,)).get
+        return self.paths[fid]
+
+
+def _structural(qualname: str | None) -> str | None:
+    """The structure pass names definitions as code does: overloads are one node there."""
+    return structural_name(qualname) if qualname else qualname
+
+
+def _inside(scope: str | None, qualname: str | None) -> bool:
+    qualname = _structural(qualname)
+    return qualname is not None and scope is not None and (
+        scope == qualname or scope.startswith(qualname + "."))
+
+
+def _relation(kind: str, is_test: bool) -> str:
+    if is_test:
+        return "test"
+    return {"call": "caller", "import": "importer", "inherits": "subclass"}.get(kind, "reference")
+
+
+# -- queries -----------------------------------------------------------------------------------
+
+
+MIN_CONFIDENCE = 0.25   # a chain less likely than this (a guess by method name) is left out
+
+
+def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
+          half_life_days: float = 90.0, now: float | None = None,
+          min_confidence: float = MIN_CONFIDENCE, clock: str = DEFAULT) -> Blast:
+    target = resolve(con, spec)
+    depth = max(1, min(depth, MAX_DEPTH))
+    names = _Names(con)
+    whole_file = target.qualname is None
+    start = (target.file_id, _structural(target.qualname))
+    best: dict[tuple[int, str | None], Dependent] = {}
+    frontier: list[tuple[tuple[int, str | None], tuple[Link, ...], float]] = [(start, (), 1.0)]
+    note = _structure_note(con, target)
+    for level in range(1, depth + 1):
+        nxt = []
+        for (fid, qual), chain, conf in frontier:
+            rows = _incoming(con, fid, qual, whole_file and (fid, qual) == start)
+            for src_file, scope, kind, line, confidence, dst_qual in rows:
+                node = (src_file, scope)
+                if node == start or (src_file == target.file_id and
+                                     (whole_file or _inside(scope, target.qualname))):
+                    continue   # the target's own code
+                link = Link(kind, names.path(src_file), scope, line, names.path(fid), dst_qual,
+                            confidence)
+                total = conf * confidence
+                if total < min_confidence:
+                    continue
+                known = best.get(node)   # keep the most likely chain (the shorter on a tie)
+                if known is not None and known.confidence >= total:
+                    continue
+                dep = Dependent(names.path(src_file), scope,
+                                _relation(kind, src_file in names.tests), level, round(total, 4),
+                                (link,) + chain)
+                best[node] = dep
+                nxt.append((node, dep.chain, total))
+                if len(best) >= MAX_DEPENDENTS:
+                    break
+            if len(best) >= MAX_DEPENDENTS:
+                break
+        frontier = nxt
+        if len(best) >= MAX_DEPENDENTS:
+            note = f"stopped at {MAX_DEPENDENTS} dependents"
+            break
+    dependents = sorted(best.values(), key=lambda d: (d.depth, -d.confidence, d.path,
+                                                      d.qualname or ""))
+    hidden = _hidden(con, spec, target, dependents, top_hidden)
+    return Blast(target, depth, dependents, hidden,
+                 _summary(con, spec, dependents, half_life_days, read_clock(con, clock, now).now),
+                 note)
+
+
+def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
+            top: int) -> list[Hidden]:
+    """Co-change partners the structure does not connect (in either direction), with at least
+    two shared commits: a risk needs a pattern, and one shared commit (often the one that
+    created both) is only a hint, which `related` shows as such."""
+    structural = {d.path for d in dependents} | {target.path}
+    structural |= {con.execute("select path from files where id = ?", (f,)).get
+                   for f, *_ in _outgoing(con, target.file_id, target.qualname)}
+    linked = {(d.path, d.qualname) for d in dependents}
+    # Patterns only, asked of the ranking itself: cut to a top first, recent single commits
+    # (one wide commit brings dozens) would crowd out older patterns; and enough of them that
+    # the partners the structure explains leave `top` for the rest.
+    found = related(con, TargetSpec(target.path, target.qualname), min_support=2,
+                    top_k=top + max(len(structural), len(linked)), file_prior=0)
+    out: list = []
+    # For a symbol: the symbols that change with it first, those no dependent edge explains.
+    for p in found.symbols:
+        if (p.path, p.qualname) not in linked and not p.weak and len(out) < top:
+            out.append(Hidden(p.path, p.qualname, p.support, round(p.confidence, 4), p.evidence))
+    files = 0
+    for p in found.files:
+        if p.path not in structural and not p.weak:
+            out.append(Hidden(p.path, None, p.support, round(p.confidence, 4), p.evidence))
+            files += 1
+        if files == top:
+            break
+    return out
+
+
+def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days: float,
+             now: float) -> Summary:
+    counts: dict[str, int] = defaultdict(int)
+    for d in dependents:
+        counts[d.relation] += 1
+    tests = sorted({d.label for d in dependents if d.relation == "test"})
+    weighted = sum(d.confidence for d in dependents)
+    hot = _hotspot_score(con, spec, half_life_days, now)
+    score = (1 + math.log(1 + weighted)) * (1 + hot)
+    level = next((name for bound, name in RISK_LEVELS if score < bound), "high")
+    return Summary(dict(sorted(counts.items())), len({d.path for d in dependents}), tests, level,
+                   round(score, 3), round(weighted, 3), round(hot, 3))
+
+
+def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> float:
+    """The target's score in `cortex hotspots` (0 when it has none: not changed, or gone)."""
+    from cortex_core.query.hotspots import hotspot_score
+    target = resolve(con, spec)
+    if target.qualname is not None and not target.alive:
+        return 0.0
+    return hotspot_score(con, target.file_id, target.symbol_id, half_life_days=half_life_days,
+                         now=now)
+
+
+def _structure_note(con, target: Target) -> str | None:
+    """Why a target has no structure to walk, if it has none."""
+    if not con.execute("select 1 from struct_files limit 1").fetchone():
+        return "no structure indexed yet: run `cortex index`"
+    if target.qualname and not target.alive:
+        return f"{target.label} is gone at HEAD"
+    row = con.execute("select skip_reason from struct_files where file_id = ?",
+                      (target.file_id,)).fetchone()
+    if row is None:
+        return "structure not read for this file (language not supported, or not at HEAD)"
+    if row[0]:
+        return f"structure skipped for this file: {row[0]}"
+    return None
+
+
+def direct_dependents(con, file_id: int, qualname: str | None) -> int:
+    """How many places (a definition, or a file's module level) refer to the symbol, or import
+    the file, directly: the depth-1 count of `blast`, without walking further."""
+    whole_file = qualname is None
+    places = {(src, scope)
+              for src, scope, _, _, confidence, _ in _incoming(con, file_id, qualname, whole_file)
+              if confidence >= MIN_CONFIDENCE
+              and not (src == file_id and (whole_file or _inside(scope, qualname)))}
+    return len(places)
+
+
+def callers(con, spec: TargetSpec) -> Neighbours:
+    target = resolve(con, spec)
+    names = _Names(con)
+    items = []
+    for src_file, scope, kind, line, conf, _ in _incoming(con, target.file_id, target.qualname,
+                                                          target.qualname is None):
+        if kind == "import" or (src_file == target.file_id and (
+                target.qualname is None or _inside(scope, target.qualname))):
+            continue
+        items.append(Neighbour(names.path(src_file), scope, _relation(kind, src_file in names.tests),
+                               round(conf, 4), line))
+    return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
+                                                                n.qualname or "", n.line)),
+                      _structure_note(con, target))
+
+
+def callees(con, spec: TargetSpec) -> Neighbours:
+    target = resolve(con, spec)
+    names = _Names(con)
+    items = []
+    for dst_file, dst_qual, kind, line, conf, _ in _outgoing(con, target.file_id, target.qualname):
+        if kind == "import" and target.qualname is not None:
+            continue
+        items.append(Neighbour(names.path(dst_file), dst_qual,
+                               {"call": "callee", "inherits": "base", "import": "imported"}.get(
+                                   kind, "reference"), round(conf, 4), line))
+    return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
+                                                                n.qualname or "", n.line)),
+                      _structure_note(con, target))
+
+
+# -- fused "what changes with it" ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusedPartner:
+    path: str
+    score: float
+    structure: float          # in [0, 1]
+    cochange: float           # co-change: the shared commits' weight / the target's, in [0, 1]
+    relation: str | None      # how the structure connects it (dependent, dependency), if it does
+    depth: int | None
+    support: int              # shared commits
+    evidence: list[CommitRef]
+    confidence: float = 0.0   # shared commits / the target's commits (no decay)
+    last_shared: int = 0      # committer time of the newest shared commit
+    folder: float = 0.0       # the back-off: its folder's co-change (coupling.folder_scores)
+
+    @property
+    def weak(self) -> bool:
+        """Co-change from one shared commit only (structure may still vouch for it)."""
+        return self.support == 1
+
+
+@dataclass(frozen=True)
+class FusedRelated:
+    target: Target
+    files: list[FusedPartner]
+    target_commits: int = 0   # commits (within the changeset bound) that changed the target
+    half_life_days: float | None = HALF_LIFE_DAYS
+    structure_weight: float = STRUCTURE_WEIGHT
+    symbols: list = field(default_factory=list)  # for a symbol: coupling.Partner
+    folder_prior: float = FOLDER_PRIOR
+    file_prior: float = FILE_PRIOR
+
+    @property
+    def formula(self) -> str:
+        decay = (f"each shared commit weighted 0.5^(age / {self.half_life_days:g} days)"
+                 if self.half_life_days else "no decay")
+        text = (f"score = c + {self.structure_weight:g} × s / (1 + n) + "
+                f"{self.folder_prior:g} × f; c = the shared commits' weight / the target's "
+                f"({decay}), n = the target's "
+                "commits, s = chain confidence × 0.5^(depth − 1), or a file of the same name but "
+                "for test affixes, f = how often its folder changes with the target's file × "
+                "its share of the folder's commits; ties: the newest shared commit, then s")
+        if self.target.qualname:
+            text += (f"\nsymbols: score = c + {self.file_prior:g} × p + {self.structure_weight:g}"
+                     " × s / (1 + n); p = how often its file changes with the target's file × "
+                     "its share of its file's commits, s = a call in either direction")
+        return text
+
+
+def structural_neighbours(con, target: Target, depth: int = 2) -> dict[str, tuple[float, str, int]]:
+    """path -> (s, relation, depth) of files connected to the target in either direction."""
+    out: dict[str, tuple[float, str, int]] = {}
+    names = _Names(con)
+    start = (target.file_id, _structural(target.qualname))
+
+    def dependents(fid, qual, level):
+        whole = target.qualname is None and fid == target.file_id and level == 1
+        return [(src, scope, c) for src, scope, _, _, c, _ in _incoming(con, fid, qual, whole)]
+
+    def dependencies(fid, qual, level):
+        return [(dst, dst_qual, c) for dst, dst_qual, _, _, c, _ in _outgoing(con, fid, qual)]
+
+    for relation, step in (("dependent", dependents), ("dependency", dependencies)):
+        frontier, seen = [(start, 1.0)], {start}
+        for level in range(1, depth + 1):
+            nxt = []
+            for (fid, qual), conf in frontier:
+                for other_file, other_qual, c in step(fid, qual, level):
+                    node = (other_file, other_qual)
+                    if node in seen or other_file == target.file_id:
+                        continue
+                    seen.add(node)
+                    s = conf * c * 0.5 ** (level - 1)
+                    path = names.path(other_file)
+                    if s > out.get(path, (0.0,))[0]:
+                        out[path] = (s, relation, level)
+                    nxt.append((node, conf * c))
+            frontier = nxt
+    return out
+
+
+def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
+                  max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
+                  half_life_days: float | None = HALF_LIFE_DAYS,
+                  structure_weight: float = STRUCTURE_WEIGHT,
+                  size_exponent: float = SIZE_EXPONENT,
+                  twin_weight: float = TWIN_WEIGHT, decay: str = DECAY,
+                  folder_prior: float = FOLDER_PRIOR, file_prior: float = FILE_PRIOR
+                  ) -> FusedRelated:
+    """Files that change with the target: co-change first; the structure and the folders'
+    co-change break its ties and fill in where history is thin (the structure's share shrinks
+    as the target's commits grow). For a symbol, the symbols likewise (coupling.related)."""
+    target = resolve(con, spec)
+    structure = structural_neighbours(con, target, depth)
+    if twin_weight:
+        for path in name_twins(con, target, max_changeset):
+            if structure.get(path, (0.0,))[0] < twin_weight:
+                structure[path] = (twin_weight, "same name", None)
+    cochange, total, n, h = file_scores(con, target, max_changeset=max_changeset,
+                                        min_support=min_support, half_life_days=half_life_days,
+                                        size_exponent=size_exponent)
+    # Asked for patterns (min_support above 1), the structure and the folders only re-rank the
+    # files that have one (as for symbols): a file one edge away that shared a single commit
+    # would be listed as sharing none.
+    folders = folder_scores(con, h, target) if folder_prior else {}
+    if min_support > 1:
+        folders = {p: v for p, v in folders.items() if p in cochange}
+        structure = {p: v for p, v in structure.items() if p in cochange}
+    rows = []
+    for path in set(structure) | set(cochange) | set(folders):
+        s, relation, level = structure.get(path, (0.0, None, None))
+        found = cochange.get(path)
+        if found is None or not n:
+            c = 0.0
+        elif decay == "ties":  # support leads; the decayed weight only orders its ties
+            c = found.support / n
+        else:
+            c = found.weight / total if total else 0.0
+        fp = folders.get(path, 0.0)
+        rows.append((c + structure_weight * s / (1 + n) + folder_prior * fp, s, c, path,
+                     relation, level, found, fp))
+    # Ties: the decayed weight ("ties" mode), the newest shared commit (recency, as for co-change
+    # alone), then structure.
+    rows.sort(key=lambda r: (-round(r[0], 9), -round(r[6].weight, 9) if r[6] is not None else 0,
+                             -(r[6].last_shared if r[6] is not None else 0), -r[1], r[3]))
+    out = []
+    for score, s, c, path, relation, level, found, fp in rows[:top_k]:
+        out.append(FusedPartner(
+            path, round(score, 4), round(s, 4), round(c, 4), relation, level,
+            found.support if found else 0, evidence_of(con, h, found.commits) if found else [],
+            round(found.support / n, 4) if found and n else 0.0,
+            found.last_shared if found else 0, round(fp, 4)))
+    symbols = []
+    if target.symbol_id is not None:
+        symbols = related(con, TargetSpec(target.path, target.qualname), top_k=top_k,
+                          max_changeset=max_changeset, min_support=min_support,
+                          half_life_days=half_life_days, size_exponent=size_exponent,
+                          decay=decay, file_prior=file_prior,
+                          structure=symbol_neighbours(con, target),
+                          structure_weight=structure_weight).symbols
+    return FusedRelated(target, out, n, h.half_life(half_life_days), structure_weight, symbols,
+                        folder_prior, file_prior)
+
+
+def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:
+    """symbol id -> (confidence, "caller" or "callee") of the symbols alive at HEAD that the
+    target symbol references or that reference it, one edge away."""
+    if target.qualname is None:
+        return {}
+    wanted: dict[int, dict[str, tuple[float, str]]] = defaultdict(dict)
+    for relation, edges in (
+            ("caller", ((src, scope, c) for src, scope, _, _, c, _
+                        in _incoming(con, target.file_id, target.qualname, False))),
+            ("callee", ((dst, qual, c) for dst, qual, _, _, c, _
+                        in _outgoing(con, target.file_id, target.qualname)))):
+        for fid, qual, conf in edges:
+            if qual and conf > wanted[fid].get(_structural(qual), (0.0,))[0]:
+                wanted[fid][_structural(qual)] = (conf, relation)
+    out: dict[int, tuple[float, str]] = {}
+    for fid, quals in wanted.items():
+        for sid, qual in con.execute("select id, qualname from symbols where file_id = ?"
+                                     " and alive = 1", (fid,)):
+            found = quals.get(_structural(qual))
+            if found and found[0] > out.get(sid, (0.0,))[0]:
+                out[sid] = found
+    return out

@@ -1,0 +1,248 @@
+"""History of a file or a symbol: the commits that changed it, newest first.
+
+A symbol's history follows its lineage — the renames and moves recorded at indexing — and, for a
+container such as a class, rolls up the changes of its members. A file's history follows renames.
+
+Kinds of a symbol's change (symbol_changes, change_kinds): added, deleted, body, signature, docs,
+reformatted, renamed, moved, rescoped; "modified" in stores indexed before kinds existed. A
+container's entry for a commit that changed only its members takes the members' kind: body unless
+they were all docs, reformatted or rescoped. A substantive history leaves out what did not change
+the symbol's meaning (change_kinds.NOT_SUBSTANTIVE: reformatting, and lineage waypoints where its
+own code did not change, such as a rename of its enclosing class); file moves, renames and doc
+changes stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import apsw
+
+from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
+from cortex_core.index.messages import WHY_CHARS, why
+from cortex_core.text.redact import redact
+from cortex_core.query.targets import Target, TargetSpec, file_level_reason, resolve
+
+NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
+# The order of history, the same however the store was indexed (one run, resumed, incremental):
+# newest first by committer time, which is what git log orders by and which follows topology far
+# better than author time (a rebase or a cherry-pick keeps the author's date, gives a new
+# committer date); commits of equal time children first (higher generation); then by sha.
+# ORDER_KEY is time and generation in one integer (generations below 2^24), the eighth column of
+# COMMIT_COLUMNS; NEWEST_FIRST the same order for SQL, OLDEST_FIRST its reverse; BEFORE and AFTER
+# compare with a commit's (committer_time, generation, sha).
+ORDER_KEY = "c.committer_time * 16777216 + min(c.generation, 16777215)"
+NEWEST_FIRST = "c.committer_time desc, c.generation desc, c.sha desc"
+OLDEST_FIRST = "c.committer_time, c.generation, c.sha"
+BEFORE = "(c.committer_time, c.generation, c.sha) < (?, ?, ?)"
+AFTER = "(c.committer_time, c.generation, c.sha) > (?, ?, ?)"
+COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.author_email,"
+                  f" c.subject, c.kind, {ORDER_KEY}")
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    """A commit as a history shows it."""
+    sha: str
+    time: int      # author time, seconds since the epoch
+    offset: int    # author's UTC offset in minutes
+    author: str
+    email: str
+    subject: str
+    kind: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+def commit_ref(row, redact_subject: bool = True) -> CommitRef:
+    """A CommitRef from the first seven columns of COMMIT_COLUMNS; the subject and the author
+    redacted (an author name is free text too). `redact_subject=False` is for callers that count
+    entries and redact the few they show (see `redacted`)."""
+    return CommitRef(row[0], row[1], row[2], _redact_name(row[3]), _redact_name(row[4]),
+                     redact(row[5]) if redact_subject else row[5], row[6])
+
+
+def redacted(ref: CommitRef) -> CommitRef:
+    """A CommitRef made with redact_subject=False, made safe to show."""
+    return replace(ref, subject=redact(ref.subject))
+
+
+def reasons(con: apsw.Connection, commits: list[CommitRef],
+            limit: int = WHY_CHARS) -> dict[str, str | None]:
+    """sha -> the "why" of each commit (messages.why), at most `limit` characters."""
+    if not commits:
+        return {}
+    subjects = {c.sha: c.subject for c in commits}
+    marks = ",".join("?" * len(subjects))
+    rows = con.execute(f"select sha, body from commits where sha in ({marks})", list(subjects))
+    return {sha: why(subjects[sha], body, limit) for sha, body in rows}
+
+
+@lru_cache(maxsize=4096)
+def _redact_name(text: str) -> str:
+    # Authors repeat across a history: a long history is redacted once per author, not per commit.
+    return redact(text)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One commit of a file's or a symbol's history, and what it did to it."""
+    commit: CommitRef
+    change: str              # added | modified | deleted | renamed | moved (files: A M D R ...)
+    added: int | None
+    deleted: int | None
+    path: str                # the path at that commit
+    name: str | None = None  # the symbol's qualified name at that commit
+    members: tuple[str, ...] = ()  # for a container: the members whose change it rolls up
+    # Where the lineage crosses a pairing made by similarity (a rename or move with edits): how
+    # alike the two versions were, below 1.0. None for exact pairings and other changes.
+    confidence: float | None = None
+
+    @property
+    def substantive(self) -> bool:
+        return self.change not in NOT_SUBSTANTIVE
+
+
+@dataclass(frozen=True)
+class History:
+    """The history of a target, newest first."""
+    target: Target
+    entries: list[HistoryEntry] = field(default_factory=list)
+    note: str | None = None
+    total: int = 0  # commits in the whole history; `entries` may be limited to the newest
+
+
+FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+               "T": "type changed"}
+
+
+def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
+            substantive: bool = False) -> History:
+    """`substantive`: leave out reformatting and lineage waypoints (see the module)."""
+    target = resolve(con, spec)
+    note = None
+    if spec.line is not None and target.symbol_id is None:
+        note = f"no symbol encloses line {spec.line} at HEAD; showing the file's history"
+    if target.symbol_id is None:
+        level = file_level_reason(con, target.file_id)
+        if level is not None:
+            note = f"recorded at file level only, {level}"
+    if target.symbol_id is None:
+        entries = file_history(con, target.file_id)
+    else:
+        entries = symbol_history(con, target.symbol_id)
+        if substantive:
+            entries = [e for e in entries if e.substantive]
+    return History(target, entries[:limit] if limit else entries, note, len(entries))
+
+
+def file_history(con: apsw.Connection, file_id: int,
+                 redact_subjects: bool = True) -> list[HistoryEntry]:
+    entries: list[tuple[int, HistoryEntry]] = []
+    for fid, limit in _lineage(con, file_id, _FILE_LINKS):
+        for row in con.execute(
+                f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path"
+                " from file_changes fc join commits c on c.id = fc.commit_id"
+                " join files f on f.id = fc.file_id"
+                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}",
+                (fid, *limit)):
+            entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
+                                                 FILE_STATUS.get(row[8], row[8]),
+                                                 row[9], row[10], row[11])))
+    return _newest_first(entries)
+
+
+def symbol_history(con: apsw.Connection, symbol_id: int,
+                   redact_subjects: bool = True) -> list[HistoryEntry]:
+    by_commit: dict[str, dict] = {}
+    for sid, limit in _lineage(con, symbol_id, _SYMBOL_LINKS):
+        file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
+                                        (sid,)).fetchone()
+        for row in con.execute(
+                f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
+                " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
+                " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
+                " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
+                f" and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY.replace('fc.', 's.')}",
+                (file_id, qualname, len(qualname) + 1, qualname + ".", *limit)):
+            slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
+                                                 "deleted": 0, "members": [], "kinds": set(),
+                                                 "name": qualname})
+            slot["added"] += row[9]
+            slot["deleted"] += row[10]
+            if row[12] == qualname:
+                slot["own"] = row
+            else:
+                slot["members"].append(row[12][len(qualname) + 1:])
+                slot["kinds"].add(row[8])
+    entries = []
+    for slot in by_commit.values():
+        own = slot["own"]
+        row = own or slot["row"]
+        change = _container_change(own[8] if own is not None else None, slot["kinds"])
+        confidence = own[13] if own is not None and own[13] is not None and own[13] < 1 else None
+        entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects), change,
+                                             slot["added"], slot["deleted"],
+                                             row[11], slot["name"], tuple(sorted(slot["members"])),
+                                             confidence)))
+    return _newest_first(entries)
+
+
+# A change a merge dropped (simplified.py) is on no history, as in `git log -- FILE`.
+_ON_GITS_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
+                    " and p.file_id = fc.file_id)")
+
+
+def _container_change(own: str | None, member_kinds: set[str]) -> str:
+    """A symbol's kind of change in a commit, given its own (None: only members changed) and its
+    members' kinds: a non-substantive own change (or none) gives way to a member's real one."""
+    if own is not None and (own not in NOT_SUBSTANTIVE or not member_kinds):
+        return own
+    if member_kinds <= {"reformatted"}:
+        return "reformatted"
+    if member_kinds <= {"docs", "reformatted"}:
+        return "docs"
+    if member_kinds <= NOT_SUBSTANTIVE:
+        return own or "rescoped"
+    return "body"
+
+
+# Lineage links: (predecessor id, the link's commit as a limit), for an id and a limit.
+# "Before the link" is before it in history's order (BEFORE): what history shows below the
+# rename is the old identity's, whatever order the commits were indexed in.
+_FILE_LINKS = ("select fc.old_file_id, c.committer_time, c.generation, c.sha from file_changes fc"
+               " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R'"
+               f" and {BEFORE} and c.reachable = 1 and fc.old_file_id is not null"
+               f" order by {NEWEST_FIRST}")
+_SYMBOL_LINKS = ("select sc.from_symbol_id, c.committer_time, c.generation, c.sha"
+                 " from symbol_changes sc join commits c on c.id = sc.commit_id"
+                 f" where sc.symbol_id = ? and {BEFORE} and c.reachable = 1"
+                 f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
+
+Limit = tuple[int, int, str]   # (committer time, generation, sha) of a commit, see BEFORE
+
+
+def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, Limit]]:
+    """(identity, limit) for the target and every identity it was renamed or moved from; each
+    predecessor contributes only the commits before the link. Terminates on cycles
+    (a -> b -> a) because every step back lowers the limit."""
+    out: dict[int, Limit] = {}
+    stack: list[tuple[int, Limit]] = [(start, NO_LIMIT)]
+    while stack:
+        ident, limit = stack.pop()
+        if ident in out and out[ident] >= limit:
+            continue
+        out[ident] = limit
+        for previous, *link in con.execute(links_sql, (ident, *limit)).fetchall():
+            if previous != ident:
+                stack.append((previous, tuple(link)))
+    return list(out.items())
+
+
+def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]:
+    """Entries keyed by ORDER_KEY in history's order (see ORDER_KEY); ties by sha."""
+    entries.sort(key=lambda pair: (pair[0], pair[1].commit.sha), reverse=True)
+    return [entry for _, entry in entries]

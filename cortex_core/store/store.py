@@ -1,0 +1,320 @@
+"""The store: one SQLite file per repository, opened through APSW with sqlite-vec loaded.
+
+WAL mode lets one writer (the indexer) and many readers (CLI, language server, agents) work at once.
+Writers additionally hold an OS file lock beside the database for a whole indexing run, so a second
+indexer waits a bounded time and then says clearly that another one is running; readers never take it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import stat
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import apsw
+
+from cortex_core.errors import IndexerBusy, IndexQueued, StoreError
+from cortex_core.store.schema import BACKFILLS, MIGRATIONS
+
+if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
+    from collections.abc import Callable, Iterator
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_db_path(repo_root: Path) -> Path:
+    """`<repo>/.cortex/cortex.db`; where the store really is: store_location.store_location."""
+    return repo_root / ".cortex" / "cortex.db"
+
+
+def _vec_extension_path() -> str | None:
+    """Where sqlite-vec's loadable library lives. Found without importing the `sqlite_vec` module,
+    which imports numpy (~80 ms): the command line must start fast."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+
+
+def _connect(path: Path | str, flags: int, shown: Path | str | None = None) -> apsw.Connection:
+    """`shown`: the path messages name when `path` is a URI."""
+    shown = shown or path
+    try:
+        con = apsw.Connection(str(path), flags=flags)
+        con.setbusytimeout(5000)
+        ext = _vec_extension_path()
+        if ext is not None:
+            con.enable_load_extension(True)
+            con.load_extension(ext)
+            con.enable_load_extension(False)
+        # A cheap read that fails right away on a file that is not a database.
+        _ = con.execute("select count(*) from sqlite_master").get
+    except apsw.CantOpenError:
+        raise StoreError(f"cannot open the database {shown}") from None
+    except (apsw.NotADBError, apsw.CorruptError):
+        raise StoreError(f"{shown} is not a readable Cortex database (corrupt?); "
+                         "run `cortex index --rebuild` to recreate it (notes are kept)") from None
+    return con
+
+
+def _connect_reader(path: Path) -> apsw.Connection:
+    """A read connection; on a read-only file system, a read of the file as it is. SQLite cannot
+    open a WAL-mode database there at all (it needs to create the -shm file), unless told that
+    the file cannot change (`immutable`): true of a read-only mount, the only case it is used."""
+    try:
+        return _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    except StoreError:
+        if os.access(path.parent, os.W_OK) or Path(f"{path}-wal").exists():
+            raise
+    from urllib.parse import quote
+    return _connect(f"file:{quote(str(path))}?immutable=1",
+                    apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, shown=path)
+
+
+def _prepare_folder(path: Path) -> None:
+    """Create the database folder; a `.cortex/` folder ignores itself for git."""
+    check_location(path)
+    # The per-user folder is private: the index holds notes and history.
+    mode = 0o777 if path.parent.name == ".cortex" else 0o700
+    try:
+        path.parent.mkdir(mode=mode, parents=True, exist_ok=True)
+    except OSError as exc:   # read-only, a file in the way: a message, not a traceback
+        raise StoreError(f"cannot create the folder of the index {path.parent}: "
+                         f"{exc.strerror or exc} (give it another place with --db)") from None
+    if path.parent.name == ".cortex":
+        try:   # never through a link: a repository must not choose where this writes
+            fd = os.open(path.parent / ".gitignore",
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot write {path.parent / '.gitignore'}: {exc}") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("*\n")
+
+
+def check_location(path: Path) -> None:
+    """Refuse a store reached through symbolic links that a repository could have committed:
+    `.cortex` itself, the database, its lock and its journal files. A cloned repository could
+    otherwise make the indexer write (the lock's pid, the database) wherever the link points."""
+    candidates = [path.parent] if path.parent.name == ".cortex" else []
+    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock", ".next")]
+    for candidate in candidates:
+        if candidate.is_symlink():
+            raise StoreError(f"refusing to use {candidate}: it is a symbolic link (remove it, or "
+                             "give the index another place with --db)")
+    # The database and its journals are regular files: a directory or a FIFO there (opening a
+    # FIFO blocks or fails with an I/O error deep in SQLite) is named, with the fix.
+    for candidate in (Path(str(path) + s) for s in ("", "-wal", "-shm")):
+        try:
+            mode = candidate.lstat().st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise StoreError(f"cannot use {candidate}: it is {kind} (remove it, or give the "
+                             "index another place with --db)")
+
+
+def shipped_store(repo_root: Path) -> str | None:
+    """Why the repository's default store must not be used: it tracks files under `.cortex/`
+    (a repository shipping an index would show invented history as real). None when fine."""
+    import pygit2
+    try:
+        index = pygit2.Repository(str(repo_root)).index
+    except (pygit2.GitError, KeyError, ValueError, OSError):
+        return None
+    tracked = [e.path for e in index if e.path.startswith(".cortex/") or e.path == ".cortex"]
+    if tracked:
+        return (f"the repository tracks {tracked[0]} under .cortex/: Cortex will not use an index "
+                "a repository ships (index elsewhere with --db)")
+    return None
+
+
+def schema_version(con: apsw.Connection) -> int:
+    row = con.execute("select value from meta where key = 'schema_version'").fetchone() \
+        if _has_table(con, "meta") else None
+    return int(row[0]) if row else 0
+
+
+def _has_table(con: apsw.Connection, name: str) -> bool:
+    return con.execute("select 1 from sqlite_master where type = 'table' and name = ?",
+                       (name,)).fetchone() is not None
+
+
+def _check_not_newer(con: apsw.Connection, path: Path) -> int:
+    version = schema_version(con)
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path} was written by a newer Cortex (schema {version}, this one knows "
+                         f"{SCHEMA_VERSION}); upgrade Cortex or run `cortex index --rebuild`")
+    return version
+
+
+def migrate(con: apsw.Connection, path: Path) -> None:
+    """Bring the schema up to date, one migration per transaction (its SQL, then its backfill)."""
+    version = _check_not_newer(con, path)
+    for number in range(version, SCHEMA_VERSION):
+        with con:
+            con.execute(MIGRATIONS[number])
+            if number + 1 in BACKFILLS:
+                BACKFILLS[number + 1](con)
+            con.execute("insert or replace into meta(key, value) values ('schema_version', ?)",
+                        (str(number + 1),))
+
+
+def open_reader(path: Path) -> apsw.Connection:
+    """A read connection to an existing, up-to-date store. Never blocks on the indexer."""
+    check_location(path)
+    if not path.is_file():
+        raise StoreError(f"no index at {path}; run `cortex index` first")
+    con = _connect_reader(path)
+    version = _check_not_newer(con, path)
+    if version < SCHEMA_VERSION:
+        raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
+                         "run `cortex index` to upgrade it")
+    return con
+
+
+def open_note_writer(path: Path) -> apsw.Connection:
+    """A write connection for notes to an existing, up-to-date store. It never creates the file
+    and never migrates it: that is the indexer's, under its lock (a note writer that did raced a
+    rebuild's migration). A rebuild empties the store in place (ingest.fresh_store), so notes
+    written meanwhile land in the file the rebuild keeps."""
+    check_location(path)
+    if not path.is_file():
+        raise StoreError(f"no index at {path}; build it first (`sync`, or `cortex index`)")
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    version = _check_not_newer(con, path)
+    if version < SCHEMA_VERSION:
+        con.close()
+        raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
+                         "index it first (`sync`, or `cortex index`)")
+    con.execute("pragma foreign_keys=on")
+    return con
+
+
+def open_writer(path: Path) -> apsw.Connection:
+    """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
+    _prepare_folder(path)
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    _ = con.execute("pragma journal_mode=wal").get
+    con.execute("pragma synchronous=normal")
+    con.execute("pragma foreign_keys=on")
+    migrate(con, path)
+    return con
+
+
+def remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+@contextmanager
+def writer_lock(path: Path, wait_seconds: float = 10.0,
+                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the indexer lock of the store at `path`; wait at most `wait_seconds` for it.
+    `on_wait(holder)` is called once if another indexer holds it (holder: " (pid N)" or "").
+
+    An flock on `<db>.lock` is released by the OS when its holder dies, so a crashed indexer never
+    leaves a stale lock behind."""
+    _prepare_folder(path)
+    lock_path = Path(str(path) + ".lock")
+    fd = _open_lock_file(lock_path)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(_read_holder(lock_path))
+                    on_wait = None
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(lock_path)
+                    raise IndexerBusy(f"another indexer is running on {path}{holder}; waited "
+                                      f"{wait_seconds:g}s (use --wait to wait longer)") from None
+                time.sleep(0.1)  # polling a lock held by another process; nothing to wait on
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def queue_slot(path: Path) -> Iterator[Callable[[], None]]:
+    """The one place in line behind the running indexer of the store at `path`, for runs that
+    only need to happen *after* the latest change (git hooks: `cortex index --coalesce`).
+
+    Takes `<db>.next` without waiting; raises IndexQueued when another run holds it, since that
+    run has not read HEAD yet and so will index whatever this one would. Yields `release`, to be
+    called as soon as the writer lock is held — before reading HEAD — so that a change made from
+    then on queues a run of its own. At most one run works and one waits, however many hooks
+    fire (a rebase fires dozens)."""
+    _prepare_folder(path)
+    fd: int | None = _open_lock_file(Path(str(path) + ".next"))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise IndexQueued(f"another index run of {path} is already queued; it will index the "
+                          "newest commits") from None
+
+    def release() -> None:
+        nonlocal fd
+        if fd is not None:
+            os.close(fd)
+            fd = None
+
+    try:
+        yield release
+    finally:
+        release()
+
+
+def _open_lock_file(lock_path: Path) -> int:
+    try:
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:   # ELOOP: a link planted in its place
+        raise StoreError(f"cannot open the lock {lock_path}: {exc}") from None
+
+
+def _read_holder(lock_path: Path) -> str:
+    try:
+        pid = lock_path.read_text().strip()
+    except OSError:
+        return ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str | None:
+    row = con.execute("select value from meta where key = ?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def set_meta(con: apsw.Connection, key: str, value: str) -> None:
+    con.execute("insert or replace into meta(key, value) values (?, ?)", (key, value))
+
+
+@contextmanager
+def immediate(con: apsw.Connection) -> Iterator[None]:
+    """A write transaction that takes the write lock first. A deferred one that reads before it
+    writes fails at once with BUSY when the indexer holds the lock; this one waits the busy
+    timeout, then says the index is busy."""
+    try:
+        con.execute("begin immediate")
+    except apsw.BusyError:
+        raise StoreError("the index is busy (an indexer is writing); try again in a moment") from None
+    try:
+        yield
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
