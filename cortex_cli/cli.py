@@ -366,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except CortexError as exc:
-        print(f"cortex: {exc}", file=sys.stderr)
+        # Messages quote repository text (a path, a config key): inert for the terminal.
+        from cortex_core.text.sanitize import terminal
+        print("cortex: " + "\n".join(terminal(line) for line in str(exc).split("\n")),
+              file=sys.stderr)
         return 1
     except apsw.BusyError:
         print("cortex: the index is busy (an indexer is writing); try again in a moment",
@@ -431,7 +434,9 @@ def _spec(text: str, root: Path):
 
 def _emit_json(result) -> int:
     import json  # only for --json: every import shows in the start of each command
-    print(json.dumps(_plain(result), indent=2, ensure_ascii=False))
+    # ASCII only: a C1 control or a bidi override in repository text stays an escape, not a
+    # character a terminal acts on; every JSON reader gets the same text back.
+    print(json.dumps(_plain(result), indent=2, ensure_ascii=True))
     return 0
 
 
@@ -494,7 +499,7 @@ def _json_progress(done: int, total: int, phase: str = "commits") -> None:
 
 def _json_line(obj: dict) -> None:
     import json
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=True, default=str) + "\n")
     sys.stdout.flush()
 
 

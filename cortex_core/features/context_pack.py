@@ -76,7 +76,9 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
                           "needs; give a larger --budget")
+    # The citation is repository text too (a path can hold a newline and a forged `## [sha]`).
     costed = [replace(c, title=pack_line(redact(c.title), markdown),
+                      citation=pack_line(redact(c.citation), markdown),
                       text=pack_block(redact(c.text), markdown, code=c.section == "focus"))
               for c in _dedupe(candidates)]
     costed = [replace(c, tokens=_item_cost(c, fmt, count)) for c in costed]

@@ -107,7 +107,8 @@ def _decisions(con, top_k: int) -> list[WhatCommit]:
 
 def _commit(row, files: tuple[str, ...]) -> WhatCommit:
     ref = commit_ref(row)
-    return WhatCommit(ref, why(ref.subject, row[8] or "") or "", files)
+    # The stored subject, not the shown one: a secret may run from the subject into the body.
+    return WhatCommit(ref, why(row[5], row[8] or "") or "", files)
 
 
 def _hot(con, file_ids: set[int], half_life_days: float, top_k: int,

@@ -19,6 +19,7 @@ from cortex_core.git.object_source import ObjectSource
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 from cortex_core.lang.symbol_changes import FileSymbols, SymbolChange, match_commit
 from cortex_core.lang.symbols import Symbol, SymbolParser
+from cortex_core.text.sanitize import replace_surrogates
 
 GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
 # Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
@@ -274,8 +275,12 @@ def text(raw: bytes | str) -> str:
 
 
 def _message(commit: pygit2.Commit) -> str:
+    """The message in the encoding its header names, else UTF-8; never failing. The header is
+    untrusted: git accepts any name, Python knows some it should not use here (`undefined`
+    raises, `idna` can, `unicode_escape` makes lone surrogates that SQLite cannot store)."""
     encoding = commit.message_encoding or "utf-8"
     try:
-        return commit.raw_message.decode(encoding, "replace")
-    except LookupError:  # an encoding name git accepted but Python does not know
-        return commit.raw_message.decode("utf-8", "replace")
+        text = commit.raw_message.decode(encoding, "replace")
+    except (LookupError, UnicodeError, ValueError, TypeError):
+        text = commit.raw_message.decode("utf-8", "replace")
+    return replace_surrogates(text)

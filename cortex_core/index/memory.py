@@ -13,7 +13,7 @@ import re
 from typing import Callable, Iterable
 
 from cortex_core.memory.embeddings import BATCH, Embedder, text_hash
-from cortex_core.text.redact import redact
+from cortex_core.text.redact import redact_pair
 from cortex_core.memory.segments import Section, commit_segments, doc_sections, is_doc_path
 from cortex_core.store.store import get_meta, set_meta
 from cortex_core.memory.tokens import expand
@@ -48,7 +48,7 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
                 commit_id: int | None = None, segment: int = 0, file_id: int | None = None,
                 blob: str | None = None, note_id: int | None = None, line: int | None = None,
                 end_line: int | None = None) -> int:
-    title, body = redact(title), redact(body)
+    title, body = redact_pair(title, body)
     digest = text_hash(embed_text(kind, segment, title, body))
     item_id = con.execute(
         "insert into items(kind, commit_id, segment, file_id, blob, note_id, title, body, line,"

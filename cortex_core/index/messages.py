@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from cortex_core.text.redact import redact
+from cortex_core.text.redact import redact, redact_pair
 
 # Conventional-commit types (conventionalcommits.org plus the common Angular set).
 CONVENTIONAL_TYPES = frozenset(
@@ -73,7 +73,9 @@ def why(subject: str, body: str, limit: int = WHY_CHARS) -> str | None:
     """A commit's reason: the first paragraph of its body that adds to the subject, redacted,
     on one line, clipped to `limit` characters with `…` (redacted before it is clipped, so a
     secret cannot be cut out of its pattern's reach). Merge boilerplate, trailers, bare
-    references and a repeat of the subject do not count; None when nothing is left."""
+    references and a repeat of the subject do not count; None when nothing is left. The subject
+    and body are redacted together first: a secret may span them."""
+    subject, body = redact_pair(subject, body)
     for paragraph in body.strip().split("\n\n"):
         lines = [ln for ln in paragraph.strip().splitlines()
                  if ln.strip() and not _TRAILER.match(ln.strip())]

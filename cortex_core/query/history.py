@@ -72,13 +72,15 @@ def redacted(ref: CommitRef) -> CommitRef:
 
 def reasons(con: apsw.Connection, commits: list[CommitRef],
             limit: int = WHY_CHARS) -> dict[str, str | None]:
-    """sha -> the "why" of each commit (messages.why), at most `limit` characters."""
+    """sha -> the "why" of each commit (messages.why), at most `limit` characters. Read with
+    the stored subject, not the redacted one shown: a secret may run from the subject into the
+    body (a key file committed as the message), and is only found whole."""
     if not commits:
         return {}
-    subjects = {c.sha: c.subject for c in commits}
-    marks = ",".join("?" * len(subjects))
-    rows = con.execute(f"select sha, body from commits where sha in ({marks})", list(subjects))
-    return {sha: why(subjects[sha], body, limit) for sha, body in rows}
+    shas = list(dict.fromkeys(c.sha for c in commits))
+    marks = ",".join("?" * len(shas))
+    rows = con.execute(f"select sha, subject, body from commits where sha in ({marks})", shas)
+    return {sha: why(subject, body, limit) for sha, subject, body in rows}
 
 
 @lru_cache(maxsize=4096)

@@ -385,3 +385,13 @@ def _replace(text: str, secrets: list[Secret]) -> str:
 def redact(text: str) -> str:
     """text with each secret value replaced by [REDACTED:<kind>]."""
     return _replace(text, find_secrets(text))
+
+
+def redact_pair(title: str, body: str) -> tuple[str, str]:
+    """A title and its body redacted as one text: a secret that spans them is found whole (a
+    private key committed as the message: its BEGIN line is the subject, the rest the body,
+    where no pattern would know the base64 for a key's)."""
+    if not body or "\n" in title:
+        return redact(title), redact(body)
+    head, _, rest = redact(f"{title}\n{body}").partition("\n")
+    return head, rest

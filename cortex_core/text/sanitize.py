@@ -75,7 +75,7 @@ def terminal(text: str) -> str:
 # raw text, like Neovim's hover, would show every escape): with the brackets escaped no link can
 # form, and the autolinks of bare URLs, www. names and e-mail addresses are broken where they
 # start. A block marker at the very start is escaped too: text may follow a line break of ours.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]~|@])")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]~|@&])")   # &: no character reference (&#x202E;) either
 # Underscores inside a word (`rebuild_proxies`) can neither open nor close emphasis in CommonMark:
 # they stay as they are, readable and copyable. Any other run of them is escaped.
 _MD_UNDERSCORES = re.compile(r"_+")
