@@ -354,7 +354,7 @@ class CortexServer(LanguageServer):
             try:
                 return repo, parse_target(replace_surrogates(text))
             except CortexError as exc:
-                raise JsonRpcInvalidParams(str(exc)) from None
+                raise JsonRpcInvalidParams(_clip(str(exc))) from None
         uri = _uri(params)
         if uri is None:
             raise JsonRpcInvalidParams("give `textDocument` and `position`, or `target`")
@@ -393,6 +393,10 @@ class CortexServer(LanguageServer):
 
 
 def _clip(text: str) -> str:
+    """A message for the client: its lines inert (they quote paths and config keys, which are
+    repository text) and its length bounded."""
+    from cortex_core.text.sanitize import terminal
+    text = "\n".join(terminal(line) for line in text.split("\n"))
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 

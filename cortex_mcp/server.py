@@ -30,7 +30,7 @@ from cortex_core import __version__
 from cortex_core.errors import CortexError
 from cortex_core.git.git_reads import read_head
 from cortex_core.plain import plain
-from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates
+from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates, terminal
 
 from cortex_mcp import render
 from cortex_mcp.places import Place, Places, spec_of
@@ -125,8 +125,9 @@ def errors_as(kind: type[Exception]) -> Iterator[None]:
     import apsw
     try:
         yield
-    except CortexError as exc:
-        raise kind(_mcp_words(str(exc))) from None
+    except CortexError as exc:   # its lines quote repository text: inert, as everywhere
+        raise kind("\n".join(terminal(line) for line in _mcp_words(str(exc)).split("\n"))
+                   ) from None
     except apsw.BusyError:
         raise kind("the index is busy (an indexer is writing); try again in a moment") from None
     except (apsw.CorruptError, apsw.NotADBError) as exc:

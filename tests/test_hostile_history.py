@@ -73,3 +73,18 @@ def test_errors_and_json_reach_the_terminal_inert(hostile: ScriptedRepo):
     assert out.returncode == 1 and b"\x1b" not in out.stderr and b"\x07" not in out.stderr
     out = cortex(hostile, "status", "--json")
     assert out.returncode == 0 and out.stdout.isascii()
+
+
+async def test_mcp_errors_quote_repository_text_inert(hostile: ScriptedRepo):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cortex_core", "mcp", "--repo", str(hostile.path)],
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await client.call_tool("symbol_history",
+                                        {"target": "esc\x1b]0;TITLE\x07nam.py"})
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert result.is_error and "nam.py" in text
+    assert "\x1b" not in text and "\x07" not in text
