@@ -60,6 +60,7 @@ Run with the venv's python: `/work/venv/bin/python bench/bench_structure.py REPO
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -167,8 +168,7 @@ def main(argv=None) -> int:
                     clone, db, work, cortex, sample, head, args)
         if "cochange" in args.parts:
             report["cochange"] = part_cochange(clone, work, head, args)
-        report["environment"]["load_average_at_end"] = [round(x, 2) for x in
-                                                        __import__("os").getloadavg()]
+        report["environment"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         if not args.keep:
             bl.remove(work)

@@ -309,16 +309,19 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
     plain: dict[int, float] = defaultdict(float)
     shared: dict[int, list[int]] = defaultdict(list)
     commits = set().union(*(commits_of.get(f, set()) for f in ids))
+    by_share = aggregate != "max"
     for commit_id in commits:
         members = by_commit[commit_id]
-        share = len(members & ids) / len(ids)
-        w = weights(commit_id)
+        if by_share:
+            share = len(members & ids) / len(ids)
+            w = weights(commit_id)
         for g in members:
             if g not in exclude and g in alive:
                 shared[g].append(commit_id)
-                score[g] += w * share
-                plain[g] += share
-    if aggregate == "max":   # the strongest rule of the set: max over its items of confidence
+                if by_share:
+                    score[g] += w * share
+                    plain[g] += share
+    if not by_share:   # the strongest rule of the set: max over its items of confidence
         score, plain = _strongest_rules(ids, commits_of, by_commit, exclude, alive, weights)
     last = {g: max(h.commit_time[c] for c in cs) for g, cs in shared.items()}
     eligible = [g for g in score if len(shared[g]) >= max(1, min_support)]
