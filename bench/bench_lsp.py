@@ -38,13 +38,15 @@ outside pytest), on a private clone of REPO under bench/.work/ (REPO itself is n
   6. code lens: `textDocument/codeLens` per file, then `codeLens/resolve` for each lens it
      returned, cycling over the files until N requests in all (after W warm-up requests);
      p50/p95 for each method separately, and how many lenses came back;
-  7. the server's resident memory (VmRSS of /proc/<pid>/status) after the index run, after the
+  7. search: Q `cortex/search` requests (after 5 warm-up ones), one at a time, each the subject
+     of a sampled non-merge commit (hybrid when the index has vectors: build it with a model);
+  8. the server's resident memory (VmRSS of /proc/<pid>/status) after the index run, after the
      hovers and after the lenses, and its peak (VmHWM); then shutdown and exit;
-  8. git blame: for B of the measured hover positions (sampled with the seed),
+  9. git blame: for B of the measured hover positions (sampled with the seed),
      `git -C CLONE blame -L n,n --porcelain -- FILE`, process start included (what a blame-based
      editor tool pays per hover); ratios git blame / hover at p50 and p95, and per position; for
      the positions whose hover named a line's last commit, whether it names git blame's commit;
-  9. in process, for the same positions: cortex_ls.queries.locate + queries.hover (and
+  10. in process, for the same positions: cortex_ls.queries.locate + queries.hover (and
      queries.lenses, queries.lens_title) on a reader connection, warm, timed one by one — the
      query's own cost; the rest of the round trip is protocol, threads and client.
 
@@ -92,6 +94,8 @@ def parse_args(argv=None):
                    "card, its members' changes rolled up; default 0)")
     p.add_argument("--blame-sample", type=int, default=100, metavar="B",
                    help="hover positions also timed with git blame -L n,n (default 100)")
+    p.add_argument("--searches", type=int, default=100, metavar="Q",
+                   help="cortex/search requests, commit subjects as queries (default 100)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--model", help="embedding model for the server's indexer (CORTEX_MODEL; "
                    "default: none)")
@@ -268,7 +272,21 @@ async def drive_server(args, clone: Path, db: Path, env: dict, log, report: dict
         log(f"codeLens p50 {bl.fmt_seconds(bl.percentile([r['seconds'] for r in lens_reqs], 50))}"
             f", resolve p50 "
             f"{bl.fmt_seconds(bl.percentile([r['seconds'] for r in resolve_reqs] or [0], 50))}")
+        # -- search --------------------------------------------------------------------------
+        # Queries a user could type: subjects of sampled non-merge commits (the server's
+        # `cortex/search`, hybrid when the index has vectors), after a few warm-up searches.
+        subjects = search_queries(clone, args.searches + 5, random.Random(args.seed + 2))
+        searches = []
+        for n, query in enumerate(subjects):
+            t = time.perf_counter()
+            found = await asyncio.wait_for(client.protocol.send_request_async(
+                "cortex/search", {"query": query, "uri": clone.as_uri()}), REQUEST_TIMEOUT)
+            if n >= 5:
+                searches.append({"query": query, "seconds": time.perf_counter() - t,
+                                 "mode": _field(found, "mode"),
+                                 "semantic": _field(found, "semantic")})
         out.update(files=files, warm=warm, measured=measured, hovers=hovers, floor=floor,
+                   searches=searches,
                    floor_answers=floor_answers,
                    lens_requests=lens_reqs, resolve_requests=resolve_reqs,
                    lenses_per_file=per_file)
@@ -287,6 +305,18 @@ async def drive_server(args, clone: Path, db: Path, env: dict, log, report: dict
 
 
 # -- git blame and in-process ------------------------------------------------------------------
+
+
+def _field(result, name: str):
+    """A field of a custom request's result, whichever shape the client decoded it into."""
+    return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
+
+
+def search_queries(clone: Path, n: int, rng: random.Random) -> list[str]:
+    """`n` subjects of non-merge commits of the clone, sampled; at least three words each."""
+    out = bl.run(["git", "-C", str(clone), "log", "--no-merges", "--format=%s"]).stdout
+    subjects = [s for s in out.decode("utf-8", "replace").splitlines() if len(s.split()) >= 3]
+    return rng.sample(subjects, min(n, len(subjects)))
 
 
 def time_blame(clone: Path, hovers: list[dict], sample: int, rng: random.Random, log) -> dict:

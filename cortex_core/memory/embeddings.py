@@ -63,26 +63,41 @@ def text_hash(text: str) -> str:
 
 class Embedder:
     """A loaded model: texts in, unit-length float32 vectors out (all-zero for a text with no known
-    token)."""
+    token). `query_vector` answers one query; when the model folder allows it, it reads only the
+    query's rows (query_encoder.py) and model2vec is loaded only if `encode` is called."""
 
-    def __init__(self, name: str, model, fingerprint: str = "") -> None:
+    def __init__(self, name: str, model, fingerprint: str = "", *, query=None) -> None:
         self.name = name
         self._model = model
-        self.dim = int(model.dim)
+        self._query = query
+        self.dim = int(model.dim if model is not None else query.dim)
         self.fingerprint = fingerprint   # changes when the files of a model folder change
 
     def encode(self, texts: list[str]):
         import numpy as np
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # Lone surrogates (undecodable bytes carried through) would make the tokenizer raise.
-        clipped = [t[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8") for t in texts]
-        out = self._model.encode(clipped, batch_size=BATCH, use_multiprocessing=False,
-                                 normalize=False)
+        if self._model is None:
+            self._model = load_model(self.name)._model
+        out = self._model.encode([_clip(t) for t in texts], batch_size=BATCH,
+                                 use_multiprocessing=False, normalize=False)
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         return vectors
+
+    def query_vector(self, text: str) -> bytes | None:
+        """The query's unit vector as float32 bytes (what sqlite-vec takes); None when it has no
+        known token."""
+        if self._query is not None:
+            return self._query.vector(_clip(text))
+        vector = self.encode([text])[0]
+        return vector.tobytes() if vector.any() else None
+
+
+def _clip(text: str) -> str:
+    # Lone surrogates (undecodable bytes carried through) would make the tokenizer raise.
+    return text[:MAX_CHARS].encode("utf-8", "replace").decode("utf-8")
 
 
 def local_model_path(name: str) -> Path:
@@ -185,14 +200,37 @@ def _fingerprint(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+_QUERY: dict[str, Embedder] = {}
+
+
+def load_query_model(name: str) -> Embedder:
+    """The model `name` for answering queries: its light query path when the folder allows it
+    (no model2vec, no numpy), else the full model. Raises ModelUnavailable with the reason."""
+    if name.lower() == DISABLED:
+        raise ModelUnavailable("semantic search is turned off (model = none)")
+    with _LOADING:
+        if name in _QUERY:
+            return _QUERY[name]
+        if name in _LOADED:
+            return _LOADED[name]
+        from cortex_core.memory.query_encoder import open_encoder
+        path = local_model_path(name)
+        encoder = open_encoder(path)
+        if encoder is None:
+            return _load_model(name)
+        _QUERY[name] = embedder = Embedder(name, None, _fingerprint(path), query=encoder)
+        return embedder
+
+
 def load_embedder(con) -> Embedder | None:
-    """The model that wrote the store's vectors, if any and if it can be loaded here."""
+    """The model that wrote the store's vectors, if any and if it can be loaded here, ready to
+    answer queries."""
     from cortex_core.store.store import get_meta
     name = get_meta(con, "embed_model")
     if not name or not get_meta(con, "embed_dim"):
         return None
     try:
-        embedder = load_model(name)
+        embedder = load_query_model(name)
     except ModelUnavailable:
         return None
     return embedder if str(embedder.dim) == get_meta(con, "embed_dim") else None
@@ -206,7 +244,7 @@ def semantic_state(con) -> tuple[bool, str]:
         reason = get_meta(con, "embed_off_reason") or "no embedding model was used"
         return False, f"semantic search off: {reason}; lexical search only"
     try:
-        embedder = load_model(name)
+        embedder = load_query_model(name)
     except ModelUnavailable as exc:
         return False, f"semantic search off: {exc}; lexical search only"
     if str(embedder.dim) != get_meta(con, "embed_dim"):

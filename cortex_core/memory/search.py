@@ -245,12 +245,12 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
     has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
     if not has_table or not query.strip():
         return [], {}
-    vector = embedder.encode([query])[0]
-    if not vector.any():
+    vector = embedder.query_vector(query)
+    if vector is None:
         return [], {}
     # Over-fetch: several items may share a vector and filters drop some.
     rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
-                       " and k = ? order by distance", (vector.tobytes(), CANDIDATES * 2)).fetchall()
+                       " and k = ? order by distance", (vector, CANDIDATES * 2)).fetchall()
     if not rows:
         return [], {}
     order = {vid: n for n, (vid, _) in enumerate(rows)}

@@ -1,0 +1,109 @@
+"""The working copy as ranking sees it, read with `git status`, checked against libgit2's view of
+the same repository (pygit2 is the oracle: the reader used it before)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pygit2
+import pytest
+from pygit2.enums import FileStatus
+
+from cortex_core.git.workspace import Workspace, parse_status, read_workspace
+from tests.scripted_repo import ScriptedRepo
+
+INDEX = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
+         | FileStatus.INDEX_RENAMED | FileStatus.INDEX_TYPECHANGE)
+TREE = (FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_RENAMED
+        | FileStatus.WT_TYPECHANGE)
+
+
+def libgit2_view(root) -> Workspace:
+    repo = pygit2.Repository(str(root))
+    branch = None if repo.head_is_unborn or repo.head_is_detached else repo.head.shorthand
+    status = sorted((os.fsencode(p).decode("utf-8", "replace"), f)
+                    for p, f in repo.status(untracked_files="normal", ignored=False).items())
+    return Workspace(branch, tuple(p for p, f in status if f & TREE or f & FileStatus.CONFLICTED),
+                     tuple(p for p, f in status if f & INDEX),
+                     tuple(p for p, f in status if f & FileStatus.WT_NEW))
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = ScriptedRepo(tmp_path / "r", branch="fix/retry-budget")
+    r.write("a.py", "a = 1\n")
+    r.write("b.py", "b = 1\n")
+    r.write("dir/c.py", "c = 1\n")
+    r.write("gone.py", "g = 1\n")
+    r.write(".gitignore", "*.log\n")
+    r.commit("start")
+    return r
+
+
+def test_a_busy_working_copy_reads_as_libgit2_reads_it(repo):
+    repo.write("a.py", "a = 2\n")                       # staged
+    (repo.path / "b.py").write_text("b = 2\n")          # modified, not staged
+    repo.write("dir/c.py", "c = 2\n")
+    (repo.path / "dir/c.py").write_text("c = 3\n")      # staged and modified again
+    (repo.path / "gone.py").unlink()                    # deleted, not staged
+    repo.move("dir/c.py", "dir/moved c.py")             # a rename, with a space
+    (repo.path / "new.py").write_text("n = 1\n")        # untracked
+    (repo.path / "fresh").mkdir()
+    (repo.path / "fresh/x.py").write_text("x = 1\n")    # an untracked folder
+    (repo.path / "debug.log").write_text("ignored\n")   # ignored
+    raw = b"bad\xff\xfename.py"
+    (repo.path / raw.decode("utf-8", "surrogateescape")).write_text("x = 1\n")
+    repo.git("add", "--", raw.decode("utf-8", "surrogateescape"))
+    ws = read_workspace(repo.path)
+    assert ws == libgit2_view(repo.path)
+    assert ws.branch == "fix/retry-budget" and ws.branch_terms == ["retry", "budget"]
+    assert "bad\ufffd\ufffdname.py" in ws.staged and "debug.log" not in ws.untracked
+    assert "fresh/" in ws.untracked and "new.py" in ws.untracked
+
+
+def test_detached_unborn_and_conflicted(repo, tmp_path):
+    repo.git("checkout", "-q", "--detach")
+    assert read_workspace(repo.path).branch is None and libgit2_view(repo.path).branch is None
+    empty = ScriptedRepo(tmp_path / "empty")
+    (empty.path / "first.py").write_text("x = 1\n")
+    assert read_workspace(empty.path) == libgit2_view(empty.path) == Workspace(
+        None, (), (), ("first.py",))
+    repo.git("checkout", "-q", "-b", "other")
+    repo.write("a.py", "a = 'theirs'\n")
+    repo.commit("theirs")
+    repo.git("checkout", "-q", "fix/retry-budget")
+    repo.write("a.py", "a = 'ours'\n")
+    repo.commit("ours")
+    with pytest.raises(subprocess.CalledProcessError):      # the merge stops on the conflict
+        repo.git("merge", "-q", "other")
+    ws = read_workspace(repo.path)
+    assert ws == libgit2_view(repo.path) and "a.py" in ws.modified
+
+
+def test_not_a_repository_no_git_and_a_foreign_git_dir(repo, tmp_path, monkeypatch):
+    (tmp_path / "plain").mkdir()
+    assert read_workspace(tmp_path / "plain") == Workspace(None, (), (), ())
+    assert read_workspace(tmp_path / "missing") == Workspace(None, (), (), ())
+    (repo.path / "b.py").write_text("b = 2\n")
+    other = ScriptedRepo(tmp_path / "other")
+    monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))   # as inside another repo's hook
+    assert read_workspace(repo.path).modified == ("b.py",)
+    monkeypatch.setenv("PATH", str(tmp_path / "plain"))       # no git at all
+    assert read_workspace(repo.path) == Workspace(None, (), (), ())
+
+
+def test_the_reader_never_takes_the_index_lock(repo):
+    (repo.path / "b.py").write_text("b = 2\n")
+    lock = repo.path / ".git" / "index.lock"
+    lock.write_text("")                                       # the user's git is mid-command
+    assert read_workspace(repo.path).modified == ("b.py",)
+    assert lock.read_text() == ""
+
+
+def test_odd_output_does_not_break_the_parser():
+    assert parse_status(b"") == Workspace(None, (), (), ())
+    assert parse_status(b"1 \0u \0? \0# branch.head \xff\0junk\0u XY 1 2") == Workspace(
+        "\ufffd", (), (), ("",))
+    renamed = b"2 R. N... 100644 100644 100644 1 1 R100 new name.py\0old.py\0? x.py\0"
+    assert parse_status(renamed) == Workspace(None, (), ("new name.py",), ("x.py",))
