@@ -215,6 +215,8 @@ def _apply(path: Path | str, section: str, current, values: dict):
             value = tuple(value)
         elif (section, key) in _CHOICES:
             choices = _CHOICES[section, key]
+            if isinstance(value, str):   # " Wall" is wall, as the language server reads it
+                value = value.strip().lower()
             if value not in choices:
                 raise CortexError(f"{path}: {section}.{key} must be "
                                   + " or ".join(f'"{c}"' for c in choices))

@@ -142,6 +142,8 @@ def test_the_clock_setting_is_checked(old: ScriptedRepo):
     config.parent.mkdir(exist_ok=True)
     config.write_text('[time]\nclock = "wall"\n')
     assert load_settings(config).time.clock == "wall"
+    config.write_text('[time]\nclock = " Wall"\n')    # as the language server's setting reads
+    assert load_settings(config).time.clock == "wall"
     config.write_text('[time]\nclock = "sundial"\n')
     with pytest.raises(CortexError, match='time.clock must be "repository" or "wall"'):
         load_settings(config)
