@@ -145,6 +145,8 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
           f"{len(training)} training commits, {len(tests)} test transactions, "
           f"{len(queries)} queries", file=sys.stderr)
+    if not queries and not args.set:   # --set says it its own way, per set
+        sys.exit("no queries: no later commit changed 2 to 10 files that existed at the split")
 
     baseline = AssociationRules(training, args.max_changeset, alive)
     started = time.perf_counter()

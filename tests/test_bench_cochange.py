@@ -109,3 +109,13 @@ def test_set_mode_halves_each_transaction_and_scores_both_aggregations(repo):
     # One file: no transaction has two, so no set query at file level; said, not a crash.
     out = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "no set queries" in out.stderr
+
+
+def test_a_history_without_later_multi_file_commits_says_so(repo):
+    # One file only: no later commit changes 2 to 10 files, so there is nothing to score.
+    _history(repo)
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == (
+        "no queries: no later commit changed 2 to 10 files that existed at the split")
