@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from cortex_core import __version__
 from cortex_core.api import ENCODINGS, CortexError, encoding_name
@@ -428,8 +427,7 @@ def _now() -> float:
 # -- commands that are one operation each ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """A command that is one engine operation (cortex_core/operations.py): its request, built
     from the arguments, and the text it prints without --json."""
     request: Callable[[Any, Engine], Any]

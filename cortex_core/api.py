@@ -18,20 +18,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from cortex_core.clock import CLOCKS
 from cortex_core.errors import (ACTIONS, Ambiguous, CortexError, DamagedStore, Hint, IndexerBusy,
                                 IndexQueued, NewerSchema, NoIndex, NotARepository, NotFound,
                                 OlderSchema, StoreBusy, StoreError, StoreIOError)
 from cortex_core.features.token_count import ENCODINGS, encoding_name
-from cortex_core.operations import (OPERATIONS, AddNoteRequest, AreasRequest, BlastRequest,
-                                    BriefingRequest, CalleesRequest, CallersRequest,
-                                    ChangesRelatedRequest, ContextPackRequest,
-                                    ExportNotesRequest, HistoryRequest, HotspotsRequest,
-                                    ImportNotesRequest, IndexRequest, NotesRequest, Operation,
-                                    RelatedCommitsRequest, RelatedRequest, SearchRequest,
-                                    StatusRequest, SupersedeNoteRequest, WhatRequest)
 
 if TYPE_CHECKING:
+    from cortex_core.clock import CLOCKS
+    from cortex_core.operations import (OPERATIONS, AddNoteRequest, AreasRequest, BlastRequest,
+                                        BriefingRequest, CalleesRequest, CallersRequest,
+                                        ChangesRelatedRequest, ContextPackRequest,
+                                        ExportNotesRequest, HistoryRequest, HotspotsRequest,
+                                        ImportNotesRequest, IndexRequest, NotesRequest,
+                                        Operation, RelatedCommitsRequest, RelatedRequest,
+                                        SearchRequest, StatusRequest, SupersedeNoteRequest,
+                                        WhatRequest)
     from cortex_core.config import Settings
     from cortex_core.features.context_pack import ContextPack
     from cortex_core.git.remotes import commit_url
@@ -46,6 +47,29 @@ if TYPE_CHECKING:
 
 # name -> the module that holds it, imported on first use.
 _LAZY = {
+    "OPERATIONS": "cortex_core.operations",
+    "AddNoteRequest": "cortex_core.operations",
+    "AreasRequest": "cortex_core.operations",
+    "BlastRequest": "cortex_core.operations",
+    "BriefingRequest": "cortex_core.operations",
+    "CalleesRequest": "cortex_core.operations",
+    "CallersRequest": "cortex_core.operations",
+    "ChangesRelatedRequest": "cortex_core.operations",
+    "ContextPackRequest": "cortex_core.operations",
+    "ExportNotesRequest": "cortex_core.operations",
+    "HistoryRequest": "cortex_core.operations",
+    "HotspotsRequest": "cortex_core.operations",
+    "ImportNotesRequest": "cortex_core.operations",
+    "IndexRequest": "cortex_core.operations",
+    "NotesRequest": "cortex_core.operations",
+    "Operation": "cortex_core.operations",
+    "RelatedCommitsRequest": "cortex_core.operations",
+    "RelatedRequest": "cortex_core.operations",
+    "SearchRequest": "cortex_core.operations",
+    "StatusRequest": "cortex_core.operations",
+    "SupersedeNoteRequest": "cortex_core.operations",
+    "WhatRequest": "cortex_core.operations",
+    "CLOCKS": "cortex_core.clock",
     "TargetSpec": "cortex_core.query.targets",
     "parse_target": "cortex_core.query.targets",
     "Settings": "cortex_core.config",

@@ -237,7 +237,7 @@ class Engine:
         op = BY_REQUEST.get(type(request))
         if op is None:
             raise TypeError(f"not an operation's request: {type(request).__name__}")
-        kwargs = {name: getattr(request, name) for name in request.__dataclass_fields__}
+        kwargs = request._asdict()
         if op.writes:
             return getattr(self, op.method)(**kwargs)
         with self.snapshot() as snap:
