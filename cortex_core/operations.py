@@ -1,7 +1,7 @@
 """Which operations the engine offers: one table, from which every front end is wired.
 
-Each operation has a typed request (a frozen dataclass of its parameters, named after it), the
-method of `Snapshot` (reads) or `Engine` (writes, indexing) that answers it with those
+Each operation has a typed request (an immutable named tuple of its parameters, named after
+it), the method of `Snapshot` (reads) or `Engine` (writes, indexing) that answers it with those
 parameters as keywords, and the type of its answer. The command line's commands, the MCP tools
 and the language server's custom requests are each a front end's mapping onto these names
 (`cortex_cli.cli.COMMANDS`, `cortex_mcp.server.TOOLS`, `cortex_ls.features.REQUESTS`): each
