@@ -558,8 +558,9 @@ class Snapshot:
         return resolve(self.con, target)
 
     def file_level_only(self, path: str) -> str | None:
-        from cortex_core.features.symbol_info import file_level_only
-        return file_level_only(self.con, path)
+        """Why a file at the indexed HEAD has no symbols (binary, too large...), if so."""
+        from cortex_core.query.files import head_skip_reason
+        return head_skip_reason(self.con, path)
 
     def heat(self, threshold: int, window_days: float):
         """The hotspot settings of an editor: its threshold and window, the engine's half-life
@@ -579,7 +580,7 @@ class Snapshot:
         return file_heat(self.con, path, heat, now=now, qualname=qualname, only_hot=only_hot)
 
     def dependents(self, target) -> int | None:
-        from cortex_core.features.symbol_info import dependents_of
+        from cortex_core.query.blast import dependents_of
         return dependents_of(self.con, target)
 
     def line_origin(self, path: str, buffer: bytes, line: int):

@@ -78,9 +78,6 @@ SQL_DEBTS = {
     "cortex_core.clock": "the repository clock is the indexed HEAD's commit time, read from the "
                          "store",
     "cortex_core.git.git_reads": "indexed_head_blob looks the blob's id up in the store",
-    "cortex_core.features.context_pack": "the language and blob of a file at the indexed HEAD",
-    "cortex_core.features.symbol_info": "the symbols of a file and its skip reasons, for lenses",
-    "cortex_core.features.what": "file ids and paths of the working copy's files",
 }
 
 # Engine modules outside PYGIT2_LAYERS that import pygit2, and why (each one is a debt).

@@ -23,6 +23,7 @@ from pathlib import Path
 from cortex_core.clock import DEFAULT
 from cortex_core.config import Settings
 from cortex_core.errors import CortexError, Hint
+from cortex_core.query.files import head_blob
 from cortex_core.text.redact import redact
 from cortex_core.text.sanitize import pack_block, pack_line
 from cortex_core.features.token_count import DEFAULT_ENCODING, counter
@@ -310,8 +311,7 @@ def target_candidates(con, repo_root: Path, spec, target, embedder=None,
 def _focus(con, repo_root: Path, target) -> list[PackItem]:
     if target.qualname is None or not target.alive or not target.start_line:
         return []
-    row = con.execute("select h.blob, f.language from head_files h join files f on f.id = h.file_id"
-                      " where h.file_id = ?", (target.file_id,)).fetchone()
+    row = head_blob(con, target.file_id)
     if row is None:
         return []
     from cortex_core.git.git_reads import read_blob_at
