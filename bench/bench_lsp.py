@@ -356,42 +356,43 @@ def in_process(clone: Path, files: list[File], measured: list[Position], warm: l
     settings, errors = parse_settings(SERVER_OPTIONS)
     assert not errors, errors
     repo = Repos().add_folder(clone)
-    con = repo.reader()
-    buffers = {f.path: Buffer(f.uri, clone / f.path, f.text, 1, "python") for f in files}
+    # One snapshot for the whole run (the server opens one per request: a read transaction).
+    with repo.snapshot(settings) as snap:
+        buffers = {f.path: Buffer(f.uri, clone / f.path, f.text, 1, "python") for f in files}
 
-    def one(p: Position):
-        buf = buffers[p.file.path]
-        t = time.perf_counter()
-        loc = queries.locate(repo, p.file.path, buf, types.Position(p.line, p.character),
-                             "utf-16", con)
-        t_loc = time.perf_counter()
-        text = queries.hover(con, loc, settings)
-        return t_loc - t, time.perf_counter() - t_loc, text
+        def one(p: Position):
+            buf = buffers[p.file.path]
+            t = time.perf_counter()
+            loc = queries.locate(repo, p.file.path, buf, types.Position(p.line, p.character),
+                                 "utf-16", snap)
+            t_loc = time.perf_counter()
+            text = queries.hover(snap, loc, settings)
+            return t_loc - t, time.perf_counter() - t_loc, text
 
-    for p in warm:
-        one(p)
-    rows, same = [], 0
-    for p, h in zip(measured, hovers):
-        locate_s, hover_s, text = one(p)
-        same += text == h["text"]
-        rows.append({"locate": locate_s, "hover": hover_s, "total": locate_s + hover_s,
-                     "kind": hover_kind(text), "where": p.where})
-    lens_s = []
-    for f in files:
-        t = time.perf_counter()
-        queries.lenses(con, repo, f.path, buffers[f.path], settings)
-        lens_s.append(time.perf_counter() - t)
-    title_s = []
-    for r in resolve_requests:
-        t = time.perf_counter()
-        queries.lens_title(con, repo, r["path"], r["qualname"], settings)
-        title_s.append(time.perf_counter() - t)
-    log(f"in process: hover p50 {bl.fmt_seconds(bl.percentile([r['total'] for r in rows], 50))}")
-    return {"rows": rows, "identical_texts": same, "lenses_seconds": lens_s,
-            "lens_title_seconds": title_s}
+        for p in warm:
+            one(p)
+        rows, same = [], 0
+        for p, h in zip(measured, hovers):
+            locate_s, hover_s, text = one(p)
+            same += text == h["text"]
+            rows.append({"locate": locate_s, "hover": hover_s, "total": locate_s + hover_s,
+                         "kind": hover_kind(text), "where": p.where})
+        lens_s = []
+        for f in files:
+            t = time.perf_counter()
+            queries.lenses(snap, repo, f.path, buffers[f.path], settings)
+            lens_s.append(time.perf_counter() - t)
+        title_s = []
+        for r in resolve_requests:
+            t = time.perf_counter()
+            queries.lens_title(snap, repo, r["path"], r["qualname"], settings)
+            title_s.append(time.perf_counter() - t)
+        log(f"in process: hover p50 {bl.fmt_seconds(bl.percentile([r['total'] for r in rows], 50))}")
+        return {"rows": rows, "identical_texts": same, "lenses_seconds": lens_s,
+                "lens_title_seconds": title_s}
 
 
-# -- main --------------------------------------------------------------------------------------
+    # -- main --------------------------------------------------------------------------------------
 
 
 def main(argv=None) -> int:

@@ -172,36 +172,37 @@ def queries_in_process(clone: Path, positions: list[lsp.Position]) -> dict:
     if errors:
         raise RuntimeError(f"settings: {errors}")
     repo = Repos().add_folder(clone)
-    con = repo.reader()
-    files = {p.file.path: p.file for p in positions}
-    buffers = {path: Buffer(f.uri, clone / path, f.text, 1, "python")
-               for path, f in files.items()}
+    # One snapshot for the whole run (the server opens one per request: a read transaction).
+    with repo.snapshot(settings) as snap:
+        files = {p.file.path: p.file for p in positions}
+        buffers = {path: Buffer(f.uri, clone / path, f.text, 1, "python")
+                   for path, f in files.items()}
 
-    def hover(p):
-        t = time.perf_counter()
-        loc = queries.locate(repo, p.file.path, buffers[p.file.path],
-                             types.Position(p.line, p.character), "utf-16", con)
-        text = queries.hover(con, loc, settings)
-        return time.perf_counter() - t, text
-
-    for p in positions:             # warm-up: page cache, statement cache
-        hover(p)
-    hovers = [hover(p) for p in positions]
-    lens_s, title_s, lenses = [], [], 0
-    for path in files:
-        queries.lenses(con, repo, path, buffers[path], settings)     # warm-up
-        t = time.perf_counter()
-        found = queries.lenses(con, repo, path, buffers[path], settings)
-        lens_s.append(time.perf_counter() - t)
-        lenses += len(found)
-        for lens in found:
+        def hover(p):
             t = time.perf_counter()
-            queries.lens_title(con, repo, path, lens.qualname, settings)
-            title_s.append(time.perf_counter() - t)
-    return {"hover_seconds": [s for s, _ in hovers],
-            "hover_kinds": [lsp.hover_kind(text) for _, text in hovers],
-            "lenses_seconds": lens_s, "lens_title_seconds": title_s, "lenses": lenses,
-            "files": len(files)}
+            loc = queries.locate(repo, p.file.path, buffers[p.file.path],
+                                 types.Position(p.line, p.character), "utf-16", snap)
+            text = queries.hover(snap, loc, settings)
+            return time.perf_counter() - t, text
+
+        for p in positions:             # warm-up: page cache, statement cache
+            hover(p)
+        hovers = [hover(p) for p in positions]
+        lens_s, title_s, lenses = [], [], 0
+        for path in files:
+            queries.lenses(snap, repo, path, buffers[path], settings)     # warm-up
+            t = time.perf_counter()
+            found = queries.lenses(snap, repo, path, buffers[path], settings)
+            lens_s.append(time.perf_counter() - t)
+            lenses += len(found)
+            for lens in found:
+                t = time.perf_counter()
+                queries.lens_title(snap, repo, path, lens.qualname, settings)
+                title_s.append(time.perf_counter() - t)
+        return {"hover_seconds": [s for s, _ in hovers],
+                "hover_kinds": [lsp.hover_kind(text) for _, text in hovers],
+                "lenses_seconds": lens_s, "lens_title_seconds": title_s, "lenses": lenses,
+                "files": len(files)}
 
 
 def git_baselines(clone: Path, positions: list[lsp.Position], log_l: int, log) -> dict:

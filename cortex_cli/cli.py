@@ -1,4 +1,5 @@
-"""The `cortex` command line: a thin shell over cortex_core, one command per core call.
+"""The `cortex` command line: a thin shell over the engine (cortex_core.engine), one command per
+operation (cortex_core/operations.py) for most.
 
 Heavy modules (pygit2, tree-sitter) are imported only by the commands that need them, so a query
 such as `cortex history` starts in a few tens of milliseconds.
@@ -10,12 +11,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-
-import apsw
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from cortex_core import __version__
-from cortex_core.errors import CortexError
-from cortex_core.features.token_count import ENCODINGS, encoding_name
+from cortex_core.api import ENCODINGS, CortexError, encoding_name
+
+if TYPE_CHECKING:
+    from cortex_core.engine import Engine
 
 EPILOG = """targets:
   PATH            a file (relative to the repository root or the current directory)
@@ -355,6 +357,21 @@ def _asked(argv: list[str]) -> str | None:
     return "" if argv == ["--version"] else None
 
 
+# What fixes an error (its Hint), in the command line's words (cortex_core/errors.py, ACTIONS).
+WORDS = {
+    "index": "{message}; run `cortex index` first",
+    "upgrade": "{message}; run `cortex index` to upgrade it",
+    "rebuild": "{message}; run `cortex index --rebuild` (it keeps the notes it can read)",
+    "newer": "{message}; upgrade Cortex or run `cortex index --rebuild`",
+    "repository": "{message} (use --repo PATH)",
+    "budget": "{message}; give a larger --budget",
+    "focus": "give a query, --at TARGET, or both",
+    "retry": "{message}; try again in a moment",
+    "free_space": "{message}: is the disk full? Free some space and run the command again (a "
+                  "rebuild goes on where it stopped)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_asked(argv)).parse_args(argv)
@@ -364,24 +381,13 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(value, str):
             setattr(args, name, value.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     try:
-        return COMMANDS[args.command](args)
+        command = COMMANDS[args.command]
+        return command(args) if callable(command) else run_operation(command, args)
     except CortexError as exc:
         # Messages quote repository text (a path, a config key): inert for the terminal.
         from cortex_core.text.sanitize import terminal
-        print("cortex: " + "\n".join(terminal(line) for line in str(exc).split("\n")),
+        print("cortex: " + "\n".join(terminal(line) for line in exc.phrased(WORDS).split("\n")),
               file=sys.stderr)
-        return 1
-    except apsw.BusyError:
-        print("cortex: the index is busy (an indexer is writing); try again in a moment",
-              file=sys.stderr)
-        return 1
-    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage past the opening checks
-        print(f"cortex: the index is damaged ({exc}); run `cortex index --rebuild` (it keeps "
-              "the notes it can read)", file=sys.stderr)
-        return 1
-    except (apsw.FullError, apsw.IOError) as exc:   # a full disk, a file size limit, a failing disk
-        print(f"cortex: cannot read or write the index ({exc}): is the disk full? Free some space "
-              "and run the command again (a rebuild goes on where it stopped)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("cortex: interrupted (the index stays consistent; run again to continue)",
@@ -394,42 +400,11 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- plumbing -------------------------------------------------------------------------------------
 
-def _locate(args, for_writing: bool = False) -> tuple[Path, Path]:
-    root, location = _location(args, for_writing)
-    return root, location.path
-
-
-def _location(args, for_writing: bool = False):
-    from cortex_core.git.repo_paths import find_repo_root
-    from cortex_core.store.store_location import store_location
-    root = find_repo_root(args.repo)
-    return root, store_location(root, args.db, for_writing=for_writing)
-
-
-def _settings(root: Path):
-    from cortex_core.config import repository_settings
-    return repository_settings(root)
-
-
-def _clock(args, settings) -> str:
-    return args.clock or settings.time.clock
-
-
-def _reader(args):
-    root, db = _locate(args)
-    return root, db, _open(db)
-
-
-def _open(db: Path):
-    from cortex_core.store.store import open_reader
-    return open_reader(db)
-
-
-def _spec(text: str, root: Path):
-    from cortex_core.git.repo_paths import repo_relative
-    from cortex_core.query.targets import TargetSpec, parse_target
-    spec = parse_target(text)
-    return TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
+def _engine(args, for_writing: bool = False) -> Engine:
+    """The engine of the repository the command is about; one per command."""
+    from cortex_core.engine import Engine
+    return Engine.open(args.repo, db=args.db, for_writing=for_writing,
+                       source="the command line")
 
 
 def _emit_json(result) -> int:
@@ -445,7 +420,106 @@ def _plain(value):
     return plain(value)
 
 
-# -- commands -------------------------------------------------------------------------------------
+def _now() -> float:
+    return time.time()
+
+
+# -- commands that are one operation each ---------------------------------------------------------
+
+
+class Command(NamedTuple):
+    """A command that is one engine operation (cortex_core/operations.py): its request, built
+    from the arguments, and the text it prints without --json."""
+    request: Callable[[Any, Engine], Any]
+    text: Callable[[Any, Any, Engine], str]
+
+
+def run_operation(command: Command, args) -> int:
+    with _engine(args) as engine:
+        result = engine.run(command.request(args, engine))
+        if args.json:
+            return _emit_json(result)
+        print(command.text(result, args, engine))
+    return 0
+
+
+def _render():
+    from cortex_cli import render
+    return render
+
+
+def _label(engine: Engine, text: str | None) -> str | None:
+    return engine.target(text).label if text else None
+
+
+def _history(args, engine: Engine):
+    from cortex_core.api import HistoryRequest
+    return HistoryRequest(engine.target(args.target), args.limit, args.substantive)
+
+
+def _hotspots(args, engine: Engine):
+    from cortex_core.api import HotspotsRequest
+    return HotspotsRequest(args.top_k, args.since, engine.relative(args.path) if args.path
+                           else None, args.half_life, args.clock)
+
+
+def _blast(args, engine: Engine):
+    from cortex_core.api import BlastRequest
+    return BlastRequest(engine.target(args.target), args.depth, args.min_confidence,
+                        clock=args.clock)
+
+
+def _neighbours(args, engine: Engine):
+    from cortex_core.api import CalleesRequest, CallersRequest
+    kind = CallersRequest if args.command == "callers" else CalleesRequest
+    return kind(engine.target(args.target))
+
+
+def _status(args, engine: Engine):
+    from cortex_core.api import StatusRequest
+    return StatusRequest()
+
+
+def _search(args, engine: Engine):
+    from cortex_core.api import SearchRequest
+    return SearchRequest(
+        args.query, top_k=args.top_k, kinds=tuple(args.kind or ()), since=args.since,
+        path=engine.target(args.path).path if args.path else None, at=_label(engine, args.at),
+        mode=args.mode, priors=not args.no_priors, context=not args.no_context or bool(args.at),
+        workspace=not args.no_context, clock=args.clock)
+
+
+def _what(args, engine: Engine):
+    from cortex_core.api import WhatRequest
+    return WhatRequest(args.top_k, args.clock)
+
+
+def _related_commits(args, engine: Engine):
+    from cortex_core.api import RelatedCommitsRequest
+    return RelatedCommitsRequest(args.target, args.top_k, cwd=Path.cwd())
+
+
+def _areas(args, engine: Engine):
+    from cortex_core.api import AreasRequest
+    return AreasRequest(args.top_k)
+
+
+HISTORY = Command(_history,
+                  lambda r, a, e: _render().history(r, _now()))
+HOTSPOTS = Command(_hotspots,
+                   lambda r, a, e: _render().hotspots(r, _now(), a.explain))
+BLAST = Command(_blast, lambda r, a, e: _render().blast(r))
+NEIGHBOURS = Command(_neighbours, lambda r, a, e: _render().neighbours(r, a.command))
+STATUS = Command(_status, lambda r, a, e: _render().status(r, e.root, _now()))
+SEARCH = Command(_search,
+                 lambda r, a, e: _render().search(r, _now(), a.explain))
+WHAT = Command(_what, lambda r, a, e: _render().what(r, _now()))
+RELATED_COMMITS = Command(_related_commits,
+                          lambda r, a, e: _render().related_commits(r, _now()))
+AREAS = Command(_areas, lambda r, a, e: _render().areas(r, _now()))
+
+
+# -- commands with more to them -------------------------------------------------------------------
 
 def cmd_index(args) -> int:
     import os
@@ -456,35 +530,33 @@ def cmd_index(args) -> int:
     # before numpy loads; a user's own setting wins.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    from cortex_core.index.ingest import index_repository
+    from cortex_core.api import IndexQueued, IndexRequest
     from cortex_cli import render
-    root, location = _location(args, for_writing=True)
-    db = location.path
-    if location.fallback:
-        print(f"cortex: the index is at {db}: {location.reason}", file=sys.stderr)
+    engine = _engine(args, for_writing=True)
+    db = engine.db
+    if engine.location.fallback:
+        print(f"cortex: the index is at {db}: {engine.location.reason}", file=sys.stderr)
     show = not args.quiet and not args.json and not args.progress_json and sys.stderr.isatty()
     bar = render.ProgressBar(sys.stderr) if show else None
     progress = _json_progress if args.progress_json else bar.update if bar else None
-    from cortex_core.errors import IndexQueued
     try:
-        summary = index_repository(root, db, _settings(root), all_branches=args.all_branches,
-                                   rebuild=args.rebuild, wait_seconds=args.wait, jobs=args.jobs,
-                                   progress=progress, model=args.model, coalesce=args.coalesce,
-                                   on_wait=_say_queued if args.coalesce else None)
+        summary = engine.run(IndexRequest(
+            all_branches=args.all_branches, rebuild=args.rebuild, wait_seconds=args.wait,
+            jobs=args.jobs, model=args.model, coalesce=args.coalesce, progress=progress,
+            on_wait=_say_queued if args.coalesce else None))
     except IndexQueued as exc:   # not a failure: the queued run does this one's work
         return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
     if bar:
         bar.close()
-    if location.seed is not None:   # the first run in the per-user folder: bring the notes
-        from cortex_core.store.salvage import carry_notes
-        carried = carry_notes(location.seed, db)
-        print(f"cortex: {carried} notes copied from {location.seed}", file=sys.stderr)
+    carried = engine.carry_seed_notes()   # the first run in the per-user folder: its notes
+    if carried is not None:
+        print(f"cortex: {carried} notes copied from {engine.location.seed}", file=sys.stderr)
     if args.progress_json:
         _json_line({"event": "done", "summary": _plain(summary)})
         return 0
     if args.json:
         return _emit_json(summary)
-    print(render.index_summary(summary, db, root))
+    print(render.index_summary(summary, db, engine.root))
     return 0
 
 
@@ -503,192 +575,30 @@ def _json_line(obj: dict) -> None:
     sys.stdout.flush()
 
 
-def cmd_history(args) -> int:
-    from cortex_core.query.history import history
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    result = history(con, _spec(args.target, root), limit=args.limit,
-                     substantive=args.substantive)
-    if args.json:
-        return _emit_json(result)
-    print(render.history(result, time.time()))
-    return 0
-
-
-def cmd_hotspots(args) -> int:
-    from cortex_core.query.hotspots import hotspots
-    from cortex_core.git.repo_paths import repo_relative
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    settings = _settings(root)
-    result = hotspots(con, half_life_days=args.half_life or settings.hotspots.half_life_days,
-                      since_days=args.since, top_k=args.top_k, clock=_clock(args, settings),
-                      path_prefix=repo_relative(args.path, root) if args.path else None)
-    if args.json:
-        return _emit_json(result)
-    print(render.hotspots(result, time.time(), args.explain))
-    return 0
-
-
 def cmd_related(args) -> int:
-    from cortex_core.query.blast import fused_related
+    """`related TARGET` is the related operation; without a target, changes_related."""
+    from cortex_core.api import ChangesRelatedRequest, RelatedRequest
     from cortex_cli import render
-    root, _, con = _reader(args)
-    everything = _settings(root)
-    settings = everything.coupling
-    chosen = {"top_k": args.top_k, "max_changeset": settings.max_changeset,
-              "min_support": args.min_support or settings.min_support,
-              "half_life_days": settings.half_life_days if args.half_life is None
-              else args.half_life}
-    if args.target is None:
-        from cortex_core.query.working_changes import related_to_working_tree
-        found = related_to_working_tree(con, root, settings=everything.index, **chosen)
-        if not (found.changed or found.unknown):
-            raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
-        if args.json:
-            return _emit_json(found)
-        print(render.set_related(found, args.explain))
-        return 0
-    result = fused_related(con, _spec(args.target, root), **chosen)
-    if args.json:
-        return _emit_json(result)
-    print(render.fused_related(result, args.explain))
-    return 0
-
-
-def cmd_blast(args) -> int:
-    from cortex_core.query.blast import blast
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    settings = _settings(root)
-    result = blast(con, _spec(args.target, root), depth=args.depth,
-                   half_life_days=settings.hotspots.half_life_days,
-                   min_confidence=args.min_confidence, clock=_clock(args, settings))
-    if args.json:
-        return _emit_json(result)
-    print(render.blast(result))
-    return 0
-
-
-def cmd_neighbours(args) -> int:
-    from cortex_core.query import blast as blast_module
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    result = getattr(blast_module, args.command)(con, _spec(args.target, root))
-    if args.json:
-        return _emit_json(result)
-    print(render.neighbours(result, args.command))
-    return 0
-
-
-def cmd_status(args) -> int:
-    from cortex_core.query.status import status
-    from cortex_cli import render
-    root, location = _location(args)
-    result = status(_open(location.path), location.path,
-                    None if location.explicit else location.reason)
-    if args.json:
-        return _emit_json(result)
-    print(render.status(result, root, time.time()))
-    return 0
-
-
-def _fix_spec(root: Path):
-    """Target paths given relative to the current directory, mapped to the repository."""
-    from cortex_core.git.repo_paths import repo_relative
-    from cortex_core.query.targets import TargetSpec
-    return lambda spec: TargetSpec(repo_relative(spec.path, root), spec.symbol, spec.line)
-
-
-def _target_label(text: str, root: Path) -> str:
-    return _spec(text, root).label
-
-
-def cmd_search(args) -> int:
-    from cortex_core.memory.embeddings import load_embedder
-    from cortex_core.memory.search import SearchOptions, build_focus, search
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    settings = _settings(root)
-    workspace = None
-    if not args.no_context:
-        from cortex_core.git.workspace import read_workspace
-        workspace = read_workspace(root)
-    focus = build_focus(con, _target_label(args.at, root) if args.at else None, workspace)
-    embedder = load_embedder(con) if args.mode != "lexical" else None
-    since = None
-    if args.since is not None:
-        from cortex_core.clock import clock
-        from cortex_core.dates import since as since_epoch
-        since = since_epoch(args.since, clock(con, _clock(args, settings)).now)
-    options = SearchOptions(
-        top_k=args.top_k, kinds=tuple(args.kind or ()), since=since, clock=_clock(args, settings),
-        path=_spec(args.path, root).path if args.path else None, mode=args.mode,
-        priors=not args.no_priors, context=not args.no_context or bool(args.at),
-        half_life_days=settings.search.half_life_days, focus=focus)
-    why = None
-    if args.mode != "lexical" and embedder is None:
-        from cortex_core.memory.embeddings import semantic_state
-        _, why = semantic_state(con)
-        if args.mode == "vector":
-            raise CortexError(why)
-    result = search(con, args.query, options, embedder=embedder)
-    if why:  # the real reason (no model recorded, not downloaded, turned off...)
-        from dataclasses import replace
-        result = replace(result, note=why)
-    if args.json:
-        return _emit_json(result)
-    print(render.search(result, time.time(), args.explain))
-    return 0
-
-
-def cmd_what(args) -> int:
-    from cortex_core.features.what import what
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    settings = _settings(root)
-    result = what(con, root, top_k=args.top_k, half_life_days=settings.hotspots.half_life_days,
-                  clock=_clock(args, settings))
-    if args.json:
-        return _emit_json(result)
-    print(render.what(result, time.time()))
-    return 0
-
-
-def cmd_related_commits(args) -> int:
-    from cortex_core.memory.embeddings import load_embedder
-    from cortex_core.query.related_commits import related_commits
-    from cortex_cli import render
-    root, _, con = _reader(args)
-    result = related_commits(con, args.target, embedder=load_embedder(con), top_k=args.top_k,
-                             relative_to=_fix_spec(root))
-    if args.json:
-        return _emit_json(result)
-    print(render.related_commits(result, time.time()))
-    return 0
-
-
-def cmd_areas(args) -> int:
-    from cortex_core.index.areas import areas
-    from cortex_cli import render
-    _, _, con = _reader(args)
-    result = areas(con, args.top_k)
-    if args.json:
-        return _emit_json(result)
-    print(render.areas(result, time.time()))
-    return 0
+    with _engine(args) as engine:
+        chosen = {"top_k": args.top_k, "min_support": args.min_support,
+                  "half_life_days": args.half_life}
+        if args.target is None:
+            found = engine.run(ChangesRelatedRequest(**chosen))
+            if not (found.changed or found.unknown):
+                raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
+            return _emit_json(found) if args.json else _print(render.set_related(found,
+                                                                                 args.explain))
+        result = engine.run(RelatedRequest(engine.target(args.target), **chosen))
+    return _emit_json(result) if args.json else _print(render.fused_related(result,
+                                                                            args.explain))
 
 
 def cmd_context(args) -> int:
-    from cortex_core.features.context_pack import build_pack
-    from cortex_core.memory.embeddings import load_embedder
-    root, _, con = _reader(args)
-    settings = _settings(root)
-    pack = build_pack(con, root, query=args.query, at=args.at, budget=args.budget,
-                      fmt=args.format, embedder=load_embedder(con), spec_fix=_fix_spec(root),
-                      half_life_days=settings.search.half_life_days,
-                      encoding=args.encoding or settings.packs.encoding,
-                      clock=_clock(args, settings), settings=settings)
+    from cortex_core.api import ContextPackRequest
+    with _engine(args) as engine:
+        pack = engine.run(ContextPackRequest(
+            query=args.query, at=args.at, budget=args.budget, fmt=args.format,
+            encoding=args.encoding, clock=args.clock, cwd=Path.cwd()))
     if pack.note:
         print(f"cortex: note: {pack.note}", file=sys.stderr)
     if args.json:  # the pack with its accounting
@@ -702,45 +612,32 @@ def cmd_context(args) -> int:
     return 0
 
 
-def _note_writer(args):
-    # never creates or migrates
-    from cortex_core.store.store import check_location, open_note_writer
-    root, db = _locate(args)
-    check_location(db)
-    if not db.is_file():
-        raise CortexError(f"no index at {db}; run `cortex index` first")
-    return root, open_note_writer(db)
-
-
-def _git_author(root: Path) -> str | None:
-    from cortex_core.memory.notes import git_author
-    return git_author(root)
-
-
 def cmd_note(args) -> int:
-    from cortex_core.memory import notes
+    from cortex_core import api
     from cortex_cli import render
+    with _engine(args) as engine:
+        return _note(args, engine, api, render)
+
+
+def _note(args, engine: Engine, api, render) -> int:
     action = args.note_command
-    if action in ("add", "supersede", "import"):
-        root, con = _note_writer(args)
-    else:
-        root, _, con = _reader(args)
     if action == "add":
-        target = None if args.target.strip() in (".", "/", "") else _target_label(args.target, root)
-        note = notes.add_note(con, root, target, args.text,
-                              author=args.author or _git_author(root), valid_from=args.valid_from)
-        return _emit_json(note) if args.json else _print(f"added {render.notes([note], time.time())}")
+        target = None if args.target.strip() in (".", "/", "") else _label(engine, args.target)
+        note = engine.run(api.AddNoteRequest(target, args.text,
+                                             author=args.author or engine.git_author(),
+                                             valid_from=args.valid_from))
+        return _emit_json(note) if args.json else _print(f"added {render.notes([note], _now())}")
     if action == "supersede":
-        note = notes.supersede_note(con, root, args.id, args.text,
-                                    author=args.author or _git_author(root))
+        note = engine.run(api.SupersedeNoteRequest(args.id, args.text,
+                                                   author=args.author or engine.git_author()))
         return _emit_json(note) if args.json else \
-            _print(f"#{args.id} superseded by {render.notes([note], time.time())}")
+            _print(f"#{args.id} superseded by {render.notes([note], _now())}")
     if action == "list":
-        found = notes.list_notes(con, root, _target_label(args.target, root) if args.target else None,
-                                 include_closed=args.all)
-        return _emit_json(found) if args.json else _print(render.notes(found, time.time()))
+        found = engine.run(api.NotesRequest(_label(engine, args.target),
+                                            include_closed=args.all))
+        return _emit_json(found) if args.json else _print(render.notes(found, _now()))
     if action == "export":
-        text = notes.dumps(notes.export_notes(con))
+        text = api.notes_json(engine.run(api.ExportNotesRequest()))
         if args.output:
             _write_file(args.output, text)
             return _print(f"wrote {args.output}", sys.stderr)
@@ -752,30 +649,23 @@ def cmd_note(args) -> int:
         data = json.loads(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CortexError(f"cannot read notes from {args.file}: {exc}") from None
-    from cortex_core.store.store import immediate
-    with immediate(con):
-        added = notes.import_notes(con, data)
+    added = engine.run(api.ImportNotesRequest(data))
     return _print(f"imported {added} notes")
 
 
 def cmd_model(args) -> int:
-    from cortex_core.memory.embeddings import choose_model, download_model, load_model
-    root, _ = _locate(args)
-    name = args.name or choose_model(None, _settings(root).memory.model or None).name
-    if not name.strip() or name.strip().lower() == "none":
-        raise CortexError("give a model-hub id (such as minishlab/potion-base-8M) or a folder")
-    path = download_model(name)
-    embedder = load_model(name)
-    return _print(f"{name}: {embedder.dim} dimensions, at {path}\n"
+    engine = _engine(args)
+    name, path, dim = engine.pull_model(args.name)
+    return _print(f"{name}: {dim} dimensions, at {path}\n"
                   "run `cortex index` to embed the memory items")
 
 
 def cmd_mcp(args) -> int:
     import logging
-    from cortex_core.errors import NotARepository
-    from cortex_core.git.repo_paths import find_repo_root
+    from cortex_core.api import NotARepository
+    from cortex_core.engine import Engine
     try:
-        root = find_repo_root(args.repo)
+        root = Engine.find_root(args.repo)
     except NotARepository:
         if args.repo is not None:    # named explicitly: a mistake to report now
             raise
@@ -793,8 +683,8 @@ def cmd_mcp(args) -> int:
 
 def cmd_hooks(args) -> int:
     from cortex_cli import hooks
-    from cortex_core.git.repo_paths import find_repo_root
-    root = find_repo_root(args.repo)
+    from cortex_core.engine import Engine
+    root = Engine.find_root(args.repo)
     action = args.hooks_command
     report = getattr(hooks, action)(root)
     if args.json:
@@ -817,12 +707,24 @@ def _print(text: str, stream=None) -> int:
     return 0
 
 
-COMMANDS = {"index": cmd_index, "history": cmd_history, "hotspots": cmd_hotspots,
-            "related": cmd_related, "status": cmd_status, "search": cmd_search, "what": cmd_what,
-            "related-commits": cmd_related_commits, "areas": cmd_areas, "context": cmd_context,
-            "note": cmd_note, "model": cmd_model, "blast": cmd_blast, "callers": cmd_neighbours,
-            "callees": cmd_neighbours, "mcp": cmd_mcp}
-COMMANDS["hooks"] = cmd_hooks
+# Each command: one engine operation (a Command), or a function for the commands with more to
+# them (several operations, files, no repository). The operations: cortex_core/operations.py.
+COMMANDS: dict[str, Command | Callable[[Any], int]] = {
+    "index": cmd_index, "history": HISTORY, "hotspots": HOTSPOTS, "related": cmd_related,
+    "status": STATUS, "search": SEARCH, "what": WHAT, "related-commits": RELATED_COMMITS,
+    "areas": AREAS, "context": cmd_context, "note": cmd_note, "model": cmd_model,
+    "blast": BLAST, "callers": NEIGHBOURS, "callees": NEIGHBOURS, "mcp": cmd_mcp,
+    "hooks": cmd_hooks}
+
+# The engine operations each command runs (tests/test_operations.py checks them).
+OPERATIONS_OF = {
+    "index": ("index",), "history": ("history",), "hotspots": ("hotspots",),
+    "related": ("related", "changes_related"), "status": ("status",), "search": ("search",),
+    "what": ("what",), "related-commits": ("related_commits",), "areas": ("areas",),
+    "context": ("context_pack",), "blast": ("blast",), "callers": ("callers",),
+    "callees": ("callees",),
+    "note": ("add_note", "supersede_note", "notes", "export_notes", "import_notes"),
+    "model": (), "mcp": (), "hooks": ()}
 
 
 if __name__ == "__main__":

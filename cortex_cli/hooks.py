@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cortex_core.child_process import CLI_ARGS, index_arguments
-from cortex_core.errors import CortexError, NotARepository
+from cortex_core.api import CortexError, NotARepository
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# cortex-hook v1"

@@ -11,10 +11,7 @@ from cortex_core.dates import date, on_clock, relative_time, window
 from cortex_core.text.sanitize import terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
-    from cortex_core.query.history import CommitRef, History
-    from cortex_core.query.hotspots import Hotspots
-    from cortex_core.index.ingest import IndexSummary
-    from cortex_core.query.status import Status
+    from cortex_core.api import CommitRef, History, Hotspots, IndexSummary, Status
 
 
 def _clip(text: str, width: int) -> str:
@@ -469,7 +466,7 @@ def _set_rows(partners, explain: bool) -> list[str]:
 
 
 def fused_related(result, explain: bool = False) -> str:
-    from cortex_core.query.coupling import is_changelog
+    from cortex_core.api import is_changelog
     n = result.target_commits
     lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
              f"{n} commit{'s' if n != 1 else ''} of the target)"]

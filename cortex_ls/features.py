@@ -8,12 +8,10 @@ import re
 import uuid
 from pathlib import Path
 
-import apsw
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from cortex_core.errors import CortexError
-from cortex_core.features.token_count import ENCODINGS, encoding_name
+from cortex_core.api import ENCODINGS, CortexError, encoding_name
 
 from cortex_ls import queries
 from cortex_ls.documents import Buffer
@@ -133,7 +131,7 @@ async def _register_watchers(ls: CortexServer) -> None:
 
 def _head(repo):
     from cortex_ls.indexer import head_state
-    return head_state(repo.root)
+    return head_state(repo.engine)
 
 
 def _warn(ls: CortexServer, message: str) -> None:
@@ -194,12 +192,10 @@ def _editor_features(server: CortexServer) -> None:
         settings = ls.settings
 
         def answer():
-            con = loc.repo.reader()
-            if con is None:
-                return None
             try:
-                return queries.hover(con, loc, settings)
-            except (CortexError, apsw.Error) as exc:   # a damaged index: nothing to show
+                with loc.repo.snapshot(settings) as snap:
+                    return queries.hover(snap, loc, settings) if snap is not None else None
+            except CortexError as exc:   # a damaged index: nothing to show
                 log.info("no hover: %s", exc)
                 return None
         text = await ls.work(answer)
@@ -222,8 +218,8 @@ def _editor_features(server: CortexServer) -> None:
         settings = ls.settings
 
         def answer():
-            con = repo.reader()
-            return queries.lenses(con, repo, path, buf, settings) if con is not None else []
+            with repo.snapshot(settings) as snap:
+                return queries.lenses(snap, repo, path, buf, settings) if snap is not None else []
         lenses = await ls.work(answer)
         ls.tell_config(repo)
         encoding = ls.encoding
@@ -271,8 +267,7 @@ def _custom_requests(server: CortexServer) -> None:
         if confidence is not None and (isinstance(confidence, bool) or not isinstance(
                 confidence, (int, float)) or not 0 <= confidence <= 1):
             raise JsonRpcInvalidParams("`minConfidence` must be a number from 0 to 1")
-        return await ls.query(repo, queries.blast_radius, repo, spec, depth, confidence,
-                              ls.settings)
+        return await ls.query(repo, queries.blast_radius, repo, spec, depth, confidence)
 
     @server.feature("cortex/related")
     async def related(ls: CortexServer, params):
@@ -311,8 +306,7 @@ def _custom_requests(server: CortexServer) -> None:
         else:
             repo, spec = await ls.spec_of(p)
             label = spec.label
-        return await ls.query(repo, lambda con: queries.related_commits(
-            con, repo, label, top_k, ls.embedder(repo, con)))
+        return await ls.query(repo, queries.related_commits, repo, label, top_k)
 
     @server.feature("cortex/contextPack")
     async def context_pack(ls: CortexServer, params):
@@ -342,10 +336,8 @@ def _custom_requests(server: CortexServer) -> None:
         top_k = int_param(p, "limit", 10, 1, MAX_RESULTS)
         path = str_param(p, "path", limit=4096)
         dirty = ls.dirty_paths(repo)
-        return await ls.query(repo, lambda con: queries.search(
-            con, repo, query, at=at, kinds=tuple(kinds), since=since, path=path, top_k=top_k,
-            mode=mode, dirty=dirty, embedder=ls.embedder(repo, con) if mode != "lexical"
-            else None, settings=ls.settings))
+        return await ls.query(repo, queries.search, repo, query, at=at, kinds=tuple(kinds),
+                              since=since, path=path, top_k=top_k, mode=mode, dirty=dirty)
 
     @server.feature("cortex/hotspots")
     async def hotspots(ls: CortexServer, params):
@@ -356,16 +348,18 @@ def _custom_requests(server: CortexServer) -> None:
                                   or not 0 < since <= 100_000):   # also refuses NaN, infinity
             raise JsonRpcInvalidParams("`sinceDays` must be a number of days from 0 to 100000")
         return await ls.query(repo, queries.hotspots, repo, path=str_param(p, "path", limit=4096),
-                              top_k=int_param(p, "limit", 10, 1, MAX_RESULTS), since_days=since,
-                              settings=ls.settings)
+                              top_k=int_param(p, "limit", 10, 1, MAX_RESULTS), since_days=since)
 
     @server.feature("cortex/status")
     async def status(ls: CortexServer, params):
         p = params_dict(params)
         repos = [ls.repo_for(p)] if _uri(p) else ls.repos.all()
 
+        settings = ls.settings
+
         def answer(repo):
-            return queries.status(repo.reader(), repo)
+            with repo.snapshot(settings) as snap:
+                return queries.status(snap, repo)
         out = [await ls.work(answer, repo) for repo in repos]
         return {"version": ls.version, "positionEncoding": ls.encoding,
                 "settings": _settings_json(ls), "repositories": out}
@@ -396,14 +390,25 @@ async def _pack(ls: CortexServer, p: dict):
         encoding = encoding_name(encoding) if encoding else None
     except CortexError:
         raise JsonRpcInvalidParams(f"`encoding` must be one of {', '.join(ENCODINGS)}") from None
-    return await ls.query(repo, lambda con: queries.context_pack(
-        con, repo, query=query, at=at, budget=budget, fmt=fmt, embedder=ls.embedder(repo, con),
-        settings=ls.settings, encoding=encoding))
+    return await ls.query(repo, queries.context_pack, repo, query=query, at=at, budget=budget,
+                          fmt=fmt, encoding=encoding)
 
 
 def _settings_json(ls: CortexServer) -> dict:
     from cortex_core.plain import plain
     return plain(ls.settings)
+
+
+# The engine operations each custom request and command runs (cortex_core/operations.py; a
+# request without one answers from the server's own state). tests/test_operations.py checks them.
+REQUESTS = {
+    "cortex/symbolHistory": ("history",), "cortex/blastRadius": ("blast",),
+    "cortex/related": ("related", "changes_related"), "cortex/relatedCommits": ("related_commits",),
+    "cortex/contextPack": ("context_pack",), "cortex/search": ("search",),
+    "cortex/hotspots": ("hotspots",), "cortex/status": ("status",),
+    "cortex.exportContext": ("context_pack",), "cortex.showHistory": ("history",),
+    "cortex.reindex": ("index",), "cortex.addNote": ("add_note",),
+}
 
 
 # -- commands ------------------------------------------------------------------------------------

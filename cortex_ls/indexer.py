@@ -16,13 +16,15 @@ import json
 import logging
 import signal
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from cortex_core import child_process
 from cortex_core.child_process import last_error, signal_group
-from cortex_core.git.git_reads import read_head
 
 from cortex_ls.repos import Repo
+
+if TYPE_CHECKING:
+    from cortex_core.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +48,12 @@ class Outcome:
     busy: bool = False          # another indexer held the store: retried later
 
 
-def head_state(root) -> str | None:
+def head_state(engine: Engine) -> str | None:
     """HEAD's ref and commit, e.g. "refs/heads/main 3f2a…", "detached 3f2a…" or "unborn"; None
     when it cannot be read. A token to compare: it changes when HEAD moves or switches branch.
 
     Reads `.git/HEAD` and the ref it names, loose or packed: microseconds, no git process."""
-    head = read_head(root)
+    head = engine.head()
     if head is None:
         return None
     if head.unborn:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from cortex_core.text.sanitize import markdown, markdown_code
-from cortex_core.git.remotes import commit_url
+from cortex_core.api import commit_url
 from cortex_core.dates import relative_time, window
+from cortex_core.text.sanitize import markdown, markdown_code
 
 
 def _sha(commit, web_base: str | None) -> str:

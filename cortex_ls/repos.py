@@ -1,22 +1,41 @@
-"""The repositories of a workspace: where each one's store is, and read connections to it.
+"""The repositories of a workspace: one engine (cortex_core.engine) each, and what the server
+tracks of it (its indexer, what the user was told).
 
-Requests run on a small thread pool; each thread keeps its own read connection per repository
-(an APSW connection is not to be used by two threads at once). A connection is reopened when the
-database file is replaced (a `--rebuild`, or deleted and indexed again); a missing database gives
-no connection, and the request answers "no index yet" instead of failing.
+Requests run on a small thread pool; the engine keeps one read connection per thread (an APSW
+connection is not to be used by two threads at once), reopened when the database file is
+replaced (a `--rebuild`, or deleted and indexed again); a missing database gives no snapshot,
+and the request answers "no index yet" instead of failing.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
-from cortex_core.config import CONFIG_FILE, Settings, repository_settings
-from cortex_core.errors import CortexError
-from cortex_core.store.store import open_reader
-from cortex_core.store.store_location import Location, store_location
+from cortex_core.api import CortexError, NoIndex
+from cortex_core.engine import Engine
+
+if TYPE_CHECKING:
+    from cortex_core.engine import Snapshot
+
+    from cortex_ls.settings import Settings as ClientSettings
+
+
+# What fixes an error (its Hint), in the language server's words (cortex_core/errors.py,
+# ACTIONS): its users have a terminal too, and the indexer runs on its own.
+WORDS = {
+    "index": "{message}: run the command Cortex: Reindex",
+    "upgrade": "{message}; run `cortex index` to upgrade it",
+    "rebuild": "{message}: run `cortex index --rebuild` there (notes are kept)",
+    "newer": "{message}; upgrade Cortex or run `cortex index --rebuild`",
+    "budget": "{message}; give a larger `budget`",
+    "focus": "give a position or `target`, a `query`, or both",
+    "retry": "{message}; try again",
+    "free_space": "{message}: is the disk full? Free some space, then run the command Cortex: "
+                  "Reindex",
+}
 
 
 @dataclass
@@ -31,87 +50,63 @@ class IndexState:
 @dataclass
 class Repo:
     root: Path
-    db: Path
+    engine: Engine
     index: IndexState = field(default_factory=IndexState)
     web_base: str | None = None
     seen_head: str | None = None  # HEAD when last looked at (see indexer.head_state)
-    refused: str | None = None    # why its store is not used (see store.shipped_store)
-    location: Location | None = None   # where the store is, and why (store_location)
+    refused: str | None = None    # why its store is not used (see Engine.shipped)
     problem: str | None = None    # why the store could not be opened last time (corrupt...)
     notice: str | None = None     # a line for the user, shown once (the store's location)
     folders: set = field(default_factory=set)   # the workspace folders inside it
-    _local: threading.local = field(default_factory=threading.local, repr=False)
-    embedder_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    embedder: object | None = None
-    embedder_key: str | None = None
-    config_problem: str | None = None   # why .cortex/config.toml could not be used, if so
     config_told: str | None = None      # the problem the user was last told of
-    _config: tuple | None = field(default=None, repr=False)   # (file stamp, Settings)
+    located: bool = False               # where the store is was decided (relocate)
 
     @property
     def name(self) -> str:
         return self.root.name
 
-    def reader(self):
-        """This thread's read connection, or None when there is no usable index."""
-        if self.refused:
-            return None
-        try:
-            st = os.stat(self.db)
-        except OSError:
-            self._drop()
-            return None
-        identity = (st.st_ino, st.st_dev)
-        con = getattr(self._local, "con", None)
-        if con is not None and getattr(self._local, "identity", None) == identity:
-            return con
-        self._drop()
-        try:
-            con = open_reader(self.db)
-        except CortexError as exc:   # an older schema mid-upgrade, a newer one, a damaged file
-            self.problem = str(exc)
-            return None
-        self.problem = None
-        self._local.con, self._local.identity = con, identity
-        return con
+    @property
+    def db(self) -> Path:
+        return self.engine.db
 
-    def config(self) -> Settings:
-        """The repository's settings (its `.cortex/config.toml` over the defaults), read again
-        when the file changes. A file that cannot be used gives the defaults, and
-        `config_problem` says why: a hover must not fail for a typo in it."""
-        stamp = (_stamp(os.lstat, self.root / CONFIG_FILE),   # the link itself, if it is one
-                 _stamp(os.stat, self.root / CONFIG_FILE))    # and what it points to
-        cached = self._config
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
+    @property
+    def config_problem(self) -> str | None:
+        """Why `.cortex/config.toml` could not be used, if so (answers use the defaults)."""
+        problem = self.engine.config_problem
+        return (f"Cortex: {problem}; answers use the default settings, and indexing waits until "
+                "the file is fixed") if problem else None
+
+    @contextmanager
+    def snapshot(self, settings: ClientSettings) -> Iterator[Snapshot | None]:
+        """A consistent read of the index, with the engine's settings under the client's; None
+        when there is no usable index (`problem` says why, when it is not just missing)."""
+        from cortex_ls.settings import engine_overrides
+        self.engine.set_overrides(engine_overrides(settings), "the editor's settings")
+        if self.refused:
+            yield None
+            return
         try:
-            settings, problem = repository_settings(self.root), None
-        except CortexError as exc:
-            # `cortex index` refuses the file too: say so, or the index silently stops moving.
-            settings, problem = Settings(), (f"Cortex: {exc}; answers use the default settings, "
-                                             "and indexing waits until the file is fixed")
-        self.config_problem = problem
-        self._config = (stamp, settings)
-        return settings
+            self.engine.reader()
+        except NoIndex:
+            yield None
+            return
+        except CortexError as exc:   # an older schema mid-upgrade, a newer one, a damaged file
+            self.problem = exc.phrased(WORDS)
+            yield None
+            return
+        self.problem = None
+        with self.engine.snapshot() as snap:
+            yield snap
 
     def relocate(self) -> str | None:
         """Decide again where the store is (an index run may have made the per-user one);
         returns the line to tell the user when it moved out of `.cortex`, else None."""
-        before = self.location
-        self.location = store_location(self.root)
-        self.db = self.location.path
-        if self.location.fallback and (before is None or before.path != self.location.path):
-            return f"Cortex: the index of {self.root.name} is at {self.db}: {self.location.reason}"
+        before, first = self.engine.location, not self.located
+        location = self.engine.relocate()
+        self.located = True
+        if location.fallback and (first or before.path != location.path):
+            return f"Cortex: the index of {self.root.name} is at {location.path}: {location.reason}"
         return None
-
-    def _drop(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            self._local.con = None
-            try:
-                con.close()
-            except Exception:   # closing a connection to a deleted file must not fail a request
-                pass
 
     def state(self) -> str:
         """ready | indexing | missing | error — for answers and the status."""
@@ -153,10 +148,9 @@ class Repos:
         if root is None:
             return None
         if root not in self.by_root:
-            from cortex_core.git.remotes import web_base
-            from cortex_core.store.store import shipped_store
-            repo = Repo(root, root / ".cortex" / "cortex.db", web_base=web_base(root),
-                        refused=shipped_store(root))
+            engine = Engine(root, decide=False, lenient_config=True,
+                            source="the editor's settings")
+            repo = Repo(root, engine, web_base=engine.web_base(), refused=engine.shipped())
             try:
                 repo.notice = repo.relocate()    # told once the client is ready (initialized)
             except CortexError as exc:           # no per-user folder (HOME unset)
@@ -173,7 +167,8 @@ class Repos:
         if repo is not None:
             repo.folders.discard(folder)
             if not repo.folders:
-                del self.by_root[root]
+                del self.by_root[root]   # its connections close with it (a request may
+                                         # still be reading through one)
 
     def for_path(self, path: Path) -> Repo | None:
         """The repository a file belongs to: the innermost known root above it."""
@@ -186,13 +181,3 @@ class Repos:
 
     def all(self) -> list[Repo]:
         return list(self.by_root.values())
-
-
-def _stamp(stat, path: Path) -> tuple | None:
-    """What changes when a file is rewritten: ctime too, as a copy that keeps the old mtime
-    (`cp -p`, `rsync -t`) still sets it."""
-    try:
-        st = stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)

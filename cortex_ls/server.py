@@ -17,22 +17,20 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import apsw
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from cortex_core import __version__
-from cortex_core.errors import CortexError, NotFound
+from cortex_core.api import CortexError, NotFound, TargetSpec, parse_target
 from cortex_core.text.sanitize import replace_surrogates
-from cortex_core.query.targets import TargetSpec, parse_target
 
 from cortex_ls import queries
 from cortex_ls.documents import Buffer, encoding_name
 from cortex_ls.indexer import IndexRun, Outcome, Progress, head_state, index_command
 from cortex_ls.protocol import CortexProtocol, raw_json_converter
-from cortex_ls.repos import Repo, Repos
+from cortex_ls.repos import WORDS, Repo, Repos
 from cortex_ls.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -76,7 +74,7 @@ class CortexServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.pool, functools.partial(fn, *args, **kwargs))
-        except (JsonRpcException, CortexError, apsw.Error, asyncio.CancelledError):
+        except (JsonRpcException, CortexError, asyncio.CancelledError):
             raise
         except Exception:
             # pygls' own report of request errors is silenced (expected errors are frequent):
@@ -259,7 +257,7 @@ class CortexServer(LanguageServer):
         """Start an incremental run for each repository whose HEAD moved since last seen."""
         loop = asyncio.get_running_loop()
         for repo in self.repos.all():
-            state = await loop.run_in_executor(None, head_state, repo.root)
+            state = await loop.run_in_executor(None, head_state, repo.engine)
             if state is not None and state != repo.seen_head:
                 log.info("HEAD moved in %s: %s", repo.root, state)
                 repo.seen_head = state
@@ -295,29 +293,25 @@ class CortexServer(LanguageServer):
     # -- answering ---------------------------------------------------------------------------
 
     async def query(self, repo: Repo, fn, *args, **kwargs):
-        """A core query against the repository's index, with errors made JSON-RPC errors."""
+        """A question to a snapshot of the repository's index (`fn(snapshot, ...)`), with
+        errors made JSON-RPC errors, their fix in this server's words (repos.WORDS)."""
+        settings = self.settings
+
         def call():
-            con = repo.reader()
-            if con is None:
-                raise Failed(_no_index(repo), data={"indexState": repo.state()})
-            return fn(con, *args, **kwargs)
+            with repo.snapshot(settings) as snap:
+                if snap is None:
+                    raise Failed(_no_index(repo), data={"indexState": repo.state()})
+                return fn(snap, *args, **kwargs)
         try:
             return await self.work(call)
         except JsonRpcException:
             raise
         except NotFound as exc:
-            raise Failed(_clip(str(exc)), data={"indexState": repo.state()}) from None
+            raise Failed(_clip(exc.phrased(WORDS)), data={"indexState": repo.state()}) from None
         except CortexError as exc:
-            raise Failed(_clip(str(exc))) from None
+            raise Failed(_clip(exc.phrased(WORDS))) from None
         except OverflowError as exc:   # a number SQLite cannot hold
             raise JsonRpcInvalidParams(_clip(f"invalid params: {exc}")) from None
-        except apsw.BusyError:
-            raise Failed("the index is busy (an indexer is writing); try again") from None
-        except (apsw.CorruptError, apsw.NotADBError) as exc:
-            raise Failed(_clip(f"the index of {repo.root} is damaged ({exc}): run `cortex index "
-                               "--rebuild` there (notes are kept)")) from None
-        except apsw.Error as exc:
-            raise Failed(f"the index could not be read: {exc}") from None
         finally:
             self.tell_config(repo)
 
@@ -332,16 +326,6 @@ class CortexServer(LanguageServer):
                     type=types.MessageType.Warning, message=_clip(problem)))
             elif fixed:   # the indexer refused the broken file: catch up now, not at the next commit
                 self.index(repo)
-
-    def embedder(self, repo: Repo, con):
-        """The repository's embedding model, loaded once and kept (None: semantic search off)."""
-        from cortex_core.memory.embeddings import load_embedder
-        from cortex_core.store.store import get_meta
-        key = f"{get_meta(con, 'embed_model')}|{get_meta(con, 'embed_dim')}"
-        with repo.embedder_lock:
-            if repo.embedder_key != key:
-                repo.embedder, repo.embedder_key = load_embedder(con), key
-            return repo.embedder
 
     def target(self, params: dict) -> tuple[Repo, TargetSpec]:
         """The target of a custom request: a document position, or `target` = PATH[::SYMBOL]."""
@@ -376,8 +360,12 @@ class CortexServer(LanguageServer):
         buf = self.buffer(uri)
         if buf is None:
             return None
-        return await self.work(lambda: queries.locate(repo, path, buf, position, self.encoding,
-                                                      repo.reader()))
+        settings = self.settings
+
+        def locate():
+            with repo.snapshot(settings) as snap:
+                return queries.locate(repo, path, buf, position, self.encoding, snap)
+        return await self.work(locate)
 
     async def spec_of(self, params: dict) -> tuple[Repo, TargetSpec]:
         if isinstance(params, dict) and params.get("target") is None and "position" in params:

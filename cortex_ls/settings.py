@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from cortex_core.clock import CLOCKS
-from cortex_core.errors import CortexError
-from cortex_core.features.token_count import ENCODINGS, encoding_name
+from cortex_core.api import CLOCKS, ENCODINGS, CortexError, encoding_name
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """The MCP server: tools, resources and prompts over one repository's memory.
 
-Each tool finds the repository (`repo`, else the server's own), calls one cortex_core query, and
-answers with compact markdown for the model plus the same data as structured content. Failures an
-agent can act on (no such symbol, not a repository, no index yet, a busy index) are tool errors
-with a clear message; nothing else reaches the client (the SDK logs it, without a traceback on the
-wire). Read tools run on the SDK's worker threads, each with its own read connection.
+Each tool finds the repository's engine (`repo`, else the server's own; cortex_core.engine),
+runs one engine operation (`TOOLS` names them) on a consistent snapshot of its index, and answers
+with compact markdown for the model plus the same data as structured content. Failures an agent
+can act on (no such symbol, not a repository, no index yet, a busy index) are tool errors with a
+clear message, the fix in this server's words (`WORDS`); nothing else reaches the client (the SDK
+logs it, without a traceback on the wire). Read tools run on the SDK's worker threads, each with
+its own read connection.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field
 
 from cortex_core import __version__
-from cortex_core.errors import CortexError
-from cortex_core.git.git_reads import read_head
+from cortex_core.api import CortexError
+from cortex_core.engine import Engine, Snapshot
 from cortex_core.plain import plain
 from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates, terminal
 
 from cortex_mcp import render
-from cortex_mcp.places import Place, Places, spec_of
+from cortex_mcp.places import Places, spec_of
 from cortex_mcp.sync import Indexers
 
 log = logging.getLogger(__name__)
@@ -67,46 +69,42 @@ Encoding = Annotated[Literal["o200k", "cl100k", "estimate"] | None, Field(descri
     "English and code, for other tokenizers); default: the repository's packs.encoding, "
     "else o200k"))]
 DEFAULT_BUDGET = 2000
+
+# The engine operations each tool, resource and prompt runs (cortex_core/operations.py; `sync`
+# runs the index operation as a child process). tests/test_operations.py checks them.
+TOOLS = {
+    "search_memory": ("search",), "symbol_history": ("history",), "blast_radius": ("blast",),
+    "related": ("related", "changes_related"), "hotspots": ("hotspots",),
+    "context_pack": ("context_pack",), "status": ("status",), "sync": ("index",),
+    "record_note": ("add_note",), "supersede_note": ("supersede_note",),
+    "cortex://status": ("status",), "cortex://hotspots": ("hotspots",),
+    "explain-symbol": ("briefing",), "before-edit": ("briefing",),
+}
 MAX_NOTES = 10          # notes listed in an answer's text
 
 
 class Memory:
-    """The server's state: repositories, cached embedding models, background indexers."""
+    """The server's state: an engine per repository, background indexers."""
 
     def __init__(self, default: Path | None, db: Path | None = None):
         self.places = Places(default, db)
         self.indexers = Indexers()
-        self._embedders: dict[tuple, object] = {}
-        self._embed_lock = threading.Lock()
 
     @contextmanager
-    def reading(self, repo: str | None) -> Iterator[tuple[Place, object]]:
+    def reading(self, repo: str | None) -> Iterator[tuple[Engine, Snapshot]]:
+        """The repository's engine and a consistent snapshot of its index."""
         with errors_as(ToolError):
-            place = self.places.find(repo)
-            yield place, self.places.reader(place)
+            engine = self.places.find(repo)
+            with engine.snapshot() as snap:
+                yield engine, snap
 
-    def embedder(self, place: Place, con):
-        """The model that wrote the index's vectors, loaded once (None: semantic search off)."""
-        from cortex_core.memory.embeddings import load_embedder
-        from cortex_core.store.store import get_meta
-        key = (place.db, get_meta(con, "embed_model"), get_meta(con, "embed_dim"))
-        with self._embed_lock:
-            if key not in self._embedders:
-                self._embedders[key] = load_embedder(con)
-            return self._embedders[key]
-
-    def settings(self, place: Place):
-        from cortex_core.config import repository_settings
-        return repository_settings(place.root)
-
-    def freshness(self, place: Place, con) -> tuple[dict, list[str]]:
+    def freshness(self, engine: Engine, snap: Snapshot) -> tuple[dict, list[str]]:
         """The index's state for the structured content, and the footnotes an answer needs."""
-        from cortex_core.store.store import get_meta
-        current = read_head(place.root)
-        indexed = get_meta(con, "head")
+        current = engine.head()
+        indexed = snap.indexed_head()
         head = current.commit if current is not None else None   # None: unborn or unreadable
-        run = self.indexers.running(place)
-        state = {"repository": str(place.root), "indexed_head": indexed, "head": head,
+        run = self.indexers.running(engine)
+        state = {"repository": str(engine.root), "indexed_head": indexed, "head": head,
                  "up_to_date": bool(head) and indexed == head, "indexing": run is not None}
         notes = []
         if run is not None:
@@ -119,40 +117,32 @@ class Memory:
         return state, notes
 
 
+# What fixes an error (its Hint), in this server's words: its tools and their arguments
+# (cortex_core/errors.py, ACTIONS).
+WORDS = {
+    "index": "{message}; call the `sync` tool (or run `cortex index`) to build it",
+    "upgrade": "{message}; call `sync` to upgrade it",
+    "rebuild": "{message}: call `sync` with rebuild=true (or run `cortex index --rebuild`); "
+               "notes are kept",
+    "newer": "{message}; upgrade Cortex, or call `sync` with rebuild=true",
+    "repository": "{message} (pass `repo`: a path inside a git repository)",
+    "budget": "{message}; give a larger `budget`",
+    "focus": "give a `query`, a `focus`, or both",
+    "retry": "{message}; try again in a moment",
+    "free_space": "{message}: is the disk full? Free some space, then call `sync` again",
+}
+
+
 @contextmanager
 def errors_as(kind: type[Exception]) -> Iterator[None]:
     """Errors an agent can act on, as `kind` (a tool or resource error) with a clear message."""
-    import apsw
     try:
         yield
     except CortexError as exc:   # its lines quote repository text: inert, as everywhere
-        raise kind("\n".join(terminal(line) for line in _mcp_words(str(exc)).split("\n"))
+        raise kind("\n".join(terminal(line) for line in exc.phrased(WORDS).split("\n"))
                    ) from None
-    except apsw.BusyError:
-        raise kind("the index is busy (an indexer is writing); try again in a moment") from None
-    except (apsw.CorruptError, apsw.NotADBError) as exc:
-        raise kind(f"the index is damaged ({exc}): call `sync` with rebuild=true (or run "
-                   "`cortex index --rebuild`); notes are kept") from None
-    except apsw.Error as exc:
-        raise kind(f"the index could not be read: {exc}") from None
     except OverflowError as exc:
         raise kind(f"a number is out of range: {exc}") from None
-
-
-# The core's messages name the CLI's options; here they are tool arguments and tools.
-_WORDS = (("give a larger --budget", "give a larger `budget`"),
-          ("give a query, --at TARGET, or both", "give a `query`, a `focus`, or both"),
-          ("run `cortex index` first", "call `sync` first (or run `cortex index`)"),
-          ("run `cortex index` to upgrade it", "call `sync` to upgrade it"),
-          ("run `cortex index --rebuild` to recreate it",
-           "call `sync` with rebuild=true (or run `cortex index --rebuild`) to recreate it"),
-          ("(use --repo PATH)", "(pass `repo`: a path inside a git repository)"))
-
-
-def _mcp_words(message: str) -> str:
-    for cli, mcp in _WORDS:
-        message = message.replace(cli, mcp)
-    return message
 
 
 def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolResult:
@@ -162,17 +152,6 @@ def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolRes
     out["index"] = state
     return CallToolResult(content=[TextContent(type="text", text=render.footer(lines, notes))],
                           structured_content=out)
-
-
-def since_epoch(text: str | None, now: float | None = None) -> int | None:
-    """A date, or a number of days back from `now` (the clock in use; default: the wall's)."""
-    from cortex_core.dates import since
-    if text is None or not text.strip():
-        return None
-    try:
-        return since(text, now)
-    except CortexError as exc:
-        raise CortexError(f"since: {exc}") from None
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -192,24 +171,13 @@ def build_server(memory: Memory) -> MCPServer:
                       repo: Repo = None) -> CallToolResult:
         """Search the repository's memory — commit messages, documentation sections, notes — by
         meaning and by words, ranked with recency. For "why did we…", "when did we change…"."""
-        from cortex_core.clock import clock
-        from cortex_core.memory.embeddings import semantic_state
-        from cortex_core.memory.search import SearchOptions, build_focus, search
-        from cortex_core.git.workspace import read_workspace
-        with memory.reading(repo) as (place, con):
-            settings = memory.settings(place)
+        with memory.reading(repo) as (engine, snap):
             # The working tree's changes lift what touches them, as `cortex search` does.
-            options = SearchOptions(
-                top_k=top_k, kinds=tuple(kind or ()),
-                since=since_epoch(since, clock(con, settings.time.clock).now),
-                path=spec_of(path, place.root).path if path else None,
-                half_life_days=settings.search.half_life_days, clock=settings.time.clock,
-                focus=build_focus(con, None, read_workspace(place.root)))
-            embedder = memory.embedder(place, con)
-            result = search(con, query, options, embedder=embedder)
-            state, notes = memory.freshness(place, con)
-            if embedder is None:
-                notes.insert(0, markdown(semantic_state(con)[1]))
+            result = snap.search(query, top_k=top_k, kinds=tuple(kind or ()), since=since,
+                                 path=spec_of(path, engine).path if path else None)
+            state, notes = memory.freshness(engine, snap)
+            if result.note:     # why vectors were not used
+                notes.insert(0, markdown(result.note))
             return answer(render.search(result), result, state, notes)
 
     @mcp.tool(annotations=READ)
@@ -221,13 +189,10 @@ def build_server(memory: Memory) -> MCPServer:
         symbol), newest first, each with its reason and kind (body, signature, docs, renamed,
         moved, ...); and the live notes on it. Overloads are distinct: `Class.method(int)`.
         `substantive` (default) leaves out formatting-only commits and renames of its class."""
-        from cortex_core.query.history import history, reasons
-        from cortex_core.memory.notes import live_notes_for
-        with memory.reading(repo) as (place, con):
-            result = history(con, spec_of(target, place.root), limit=limit,
-                             substantive=substantive)
-            whys = reasons(con, [e.commit for e in result.entries])
-            found = live_notes_for(con, place.root, result.target.path, result.target.qualname)
+        with memory.reading(repo) as (engine, snap):
+            result = snap.history(spec_of(target, engine), limit=limit, substantive=substantive)
+            whys = snap.reasons(e.commit for e in result.entries)
+            found = snap.live_notes(result.target.path, result.target.qualname)
             lines = render.history(result, whys)
             if found:
                 lines.append("Notes:")
@@ -238,7 +203,7 @@ def build_server(memory: Memory) -> MCPServer:
             for entry in data["entries"]:
                 entry["why"] = whys.get(entry["commit"]["sha"])
             data["notes"] = plain(found)
-            return answer(lines, data, *memory.freshness(place, con))
+            return answer(lines, data, *memory.freshness(engine, snap))
 
     @mcp.tool(annotations=READ)
     def blast_radius(target: TargetArg,
@@ -246,13 +211,9 @@ def build_server(memory: Memory) -> MCPServer:
                      repo: Repo = None) -> CallToolResult:
         """What depends on a symbol or file — callers, importers, subclasses, tests, up to
         `depth` steps — with a risk level, and what changes with it without a link in the code."""
-        from cortex_core.query.blast import blast
-        with memory.reading(repo) as (place, con):
-            settings = memory.settings(place)
-            result = blast(con, spec_of(target, place.root), depth=depth,
-                           half_life_days=settings.hotspots.half_life_days,
-                           clock=settings.time.clock)
-            return answer(render.blast(result), result, *memory.freshness(place, con))
+        with memory.reading(repo) as (engine, snap):
+            result = snap.blast(spec_of(target, engine), depth=depth)
+            return answer(render.blast(result), result, *memory.freshness(engine, snap))
 
     @mcp.tool(annotations=READ)
     def related(target: OptionalTarget = None, top_k: TopK = 10,
@@ -263,26 +224,16 @@ def build_server(memory: Memory) -> MCPServer:
         along and is not changed yet ("you probably also need to touch ..."), the set being
         `changed` if given, else the working tree's uncommitted changes (files and the symbols
         their diff touches)."""
-        from cortex_core.query.blast import fused_related
-        with memory.reading(repo) as (place, con):
-            everything = memory.settings(place)
-            chosen = everything.coupling.options()
+        with memory.reading(repo) as (engine, snap):
             if target is None:
-                from cortex_core.query.working_changes import (related_to_targets,
-                                                               related_to_working_tree)
-                if changed:
-                    found = related_to_targets(con, [spec_of(c, place.root) for c in changed],
-                                               top_k=top_k, **chosen)
-                else:
-                    found = related_to_working_tree(con, place.root, settings=everything.index,
-                                                    top_k=top_k, **chosen)
-                    if not (found.changed or found.unknown):
-                        raise CortexError("no uncommitted changes: give a `target`, or the "
-                                          "`changed` files and symbols")
-                return answer(render.set_related(found), found, *memory.freshness(place, con))
-            spec = spec_of(target, place.root)
-            fused = fused_related(con, spec, top_k=top_k, **chosen)
-            return answer(render.related(fused), plain(fused), *memory.freshness(place, con))
+                found = snap.changes_related(tuple(spec_of(c, engine) for c in changed or ()),
+                                             top_k=top_k)
+                if not changed and not (found.changed or found.unknown):
+                    raise CortexError("no uncommitted changes: give a `target`, or the "
+                                      "`changed` files and symbols")
+                return answer(render.set_related(found), found, *memory.freshness(engine, snap))
+            fused = snap.related(spec_of(target, engine), top_k=top_k)
+            return answer(render.related(fused), plain(fused), *memory.freshness(engine, snap))
 
     @mcp.tool(annotations=READ)
     def hotspots(top_k: TopK = 10,
@@ -291,13 +242,10 @@ def build_server(memory: Memory) -> MCPServer:
                  repo: Repo = None) -> CallToolResult:
         """The symbols and files that change the most: recency-weighted changes × authors ×
         churn. Risky places to edit."""
-        from cortex_core.query.hotspots import hotspots as rank
-        with memory.reading(repo) as (place, con):
-            settings = memory.settings(place)
-            result = rank(con, half_life_days=settings.hotspots.half_life_days,
-                          since_days=since_days, top_k=top_k, clock=settings.time.clock,
-                          path_prefix=spec_of(path, place.root).path if path else None)
-            return answer(render.hotspots(result), result, *memory.freshness(place, con))
+        with memory.reading(repo) as (engine, snap):
+            result = snap.hotspots(top_k=top_k, since_days=since_days,
+                                   path=spec_of(path, engine).path if path else None)
+            return answer(render.hotspots(result), result, *memory.freshness(engine, snap))
 
     @mcp.tool(annotations=READ)
     def context_pack(query: Annotated[str | None, Field(max_length=2000)] = None,
@@ -309,12 +257,10 @@ def build_server(memory: Memory) -> MCPServer:
         """A token-budgeted pack of what to read about a question and/or a symbol: its code,
         history with reasons, notes, what changes with it, dependents, related commits, docs.
         Every item is cited; the answer never exceeds `budget` tokens in `encoding`."""
-        from cortex_core.features.context_pack import build_pack
-        from cortex_core.features.token_count import counter
-        with memory.reading(repo) as (place, con):
-            at = spec_of(focus, place.root).label if focus else None
-            state, notes = memory.freshness(place, con)
-            tokens = counter(encoding or memory.settings(place).packs.encoding)
+        with memory.reading(repo) as (engine, snap):
+            at = spec_of(focus, engine).label if focus else None
+            state, notes = memory.freshness(engine, snap)
+            tokens = engine.token_counter(encoding)
             notes = list(notes) + ([markdown(tokens.note)] if tokens.note else [])
 
             def size(items: int, used: int) -> str:
@@ -324,12 +270,8 @@ def build_server(memory: Memory) -> MCPServer:
             # too; the whole answer is counted at the end (BPE tokens need not add up).
             room = budget - tokens.count(render.footer([size(999, budget)], list(notes)))
             while True:
-                pack = build_pack(con, place.root, query=query, at=at, budget=room,
-                                  embedder=memory.embedder(place, con),
-                                  half_life_days=memory.settings(place).search.half_life_days,
-                                  encoding=tokens.encoding,
-                                  clock=memory.settings(place).time.clock,
-                                  settings=memory.settings(place))
+                pack = snap.context_pack(query=query, at=at, budget=room,
+                                         encoding=tokens.encoding)
                 lines = [pack.text.rstrip("\n"), size(len(pack.items), pack.used)]
                 over = tokens.count(render.footer(list(lines), list(notes))) - budget
                 if over <= 0:
@@ -345,19 +287,18 @@ def build_server(memory: Memory) -> MCPServer:
     def status(repo: Repo = None) -> CallToolResult:
         """What the index holds, whether it is up to date with HEAD, and whether it is being
         indexed."""
-        from cortex_core.query.status import status as read
         with errors_as(ToolError):
-            place = memory.places.find(repo)
-        run = memory.indexers.current(place)
-        if not place.db.is_file():
-            text = (f"No index for {markdown_code(str(place.root))} yet: call `sync` to build it."
+            engine = memory.places.find(repo)
+        run = memory.indexers.current(engine)
+        if not engine.db.is_file():
+            text = (f"No index for {markdown_code(str(engine.root))} yet: call `sync` to build it."
                     + (f"\n- indexer: {render.run_line(run)}" if run else ""))
             return CallToolResult(content=[TextContent(type="text", text=text)],
-                                  structured_content={"index": None, "repository": str(place.root),
+                                  structured_content={"index": None, "repository": str(engine.root),
                                                       "indexer": plain(run)})
-        with memory.reading(repo) as (place, con):
-            result = read(con, place.db, place.reason)
-            state, _ = memory.freshness(place, con)
+        with memory.reading(repo) as (engine, snap):
+            result = snap.status()
+            state, _ = memory.freshness(engine, snap)
             out = answer(render.status(result, state["head"], run), result, state, [])
             out.structured_content["indexer"] = plain(run)
             return out
@@ -373,9 +314,9 @@ def build_server(memory: Memory) -> MCPServer:
         """Bring the index up to date with HEAD (incremental: only new commits are read). Starts
         the indexer in the background, or joins the run already going; reports progress."""
         with errors_as(ToolError):
-            place = memory.places.find(repo)
+            engine = memory.places.find(repo)
             try:
-                run, started = memory.indexers.start(place, rebuild=rebuild)
+                run, started = memory.indexers.start(engine, rebuild=rebuild)
             except OSError as exc:
                 raise CortexError(f"could not start the indexer: {exc}") from None
         deadline = time.monotonic() + wait_seconds
@@ -390,7 +331,7 @@ def build_server(memory: Memory) -> MCPServer:
             lines.append("A run was already going: no rebuild was started.")
         if run.finished and not run.ok:
             raise ToolError(lines[0])
-        data = {"repository": str(place.root), "running": not run.finished, "ok": run.ok,
+        data = {"repository": str(engine.root), "running": not run.finished, "ok": run.ok,
                 "pid": run.pid,
                 "phase": run.phase, "done": run.done, "total": run.total,
                 "summary": run.summary, "error": run.error}
@@ -408,15 +349,14 @@ def build_server(memory: Memory) -> MCPServer:
         """Write a note on a symbol, file or the repository: a decision or an invariant for the
         next reader. It is anchored to the symbol's code, flagged stale when that code changes,
         found by `search_memory`, and shown in the editor's hover."""
-        from cortex_core.memory.notes import add_note, git_author
-        with notes_writer(memory, repo) as (place, con):
+        with errors_as(ToolError):
+            engine = memory.places.find(repo)
             at = None
             if target is not None and target.strip() not in ("", ".", "/"):
-                at = spec_of(target, place.root).label
-            note = add_note(con, place.root, at, text,
-                            author=author or _agent_author(git_author(place.root)))
+                at = spec_of(target, engine).label
+            note = engine.add_note(at, text, author=author or _agent_author(engine.git_author()))
             return answer(render.note(note, "Recorded"), note,
-                          {"repository": str(place.root)}, [])
+                          {"repository": str(engine.root)}, [])
 
     @mcp.tool(annotations=WRITE)
     def supersede_note(note_id: Annotated[int, Field(ge=1, le=2**62)],
@@ -425,40 +365,35 @@ def build_server(memory: Memory) -> MCPServer:
                        repo: Repo = None) -> CallToolResult:
         """Replace a live note by a new text: the old one is closed (kept, with its validity
         period), the new one takes its target."""
-        from cortex_core.memory.notes import git_author
-        from cortex_core.memory.notes import supersede_note as supersede
-        with notes_writer(memory, repo) as (place, con):
-            note = supersede(con, place.root, note_id, text,
-                             author=author or _agent_author(git_author(place.root)))
+        with errors_as(ToolError):
+            engine = memory.places.find(repo)
+            note = engine.supersede_note(note_id, text,
+                                         author=author or _agent_author(engine.git_author()))
             lines = render.note(note, "Recorded")
             lines[0] += f" It supersedes #{note_id}."
-            return answer(lines, note, {"repository": str(place.root)}, [])
+            return answer(lines, note, {"repository": str(engine.root)}, [])
 
     @mcp.resource("cortex://status", name="status", mime_type="text/markdown",
                   description="What the index of the server's repository holds, and whether it "
                               "is up to date")
     def status_resource() -> str:
-        from cortex_core.query.status import status as read
         with errors_as(ResourceError):
-            place = memory.places.find(None)
-            con = memory.places.reader(place)
-            result = read(con, place.db, place.reason)
-            state, _ = memory.freshness(place, con)
+            engine = memory.places.find(None)
+            with engine.snapshot() as snap:
+                result = snap.status()
+                state, _ = memory.freshness(engine, snap)
             return "\n".join(render.status(result, state["head"],
-                                           memory.indexers.current(place)))
+                                           memory.indexers.current(engine)))
 
     @mcp.resource("cortex://hotspots", name="hotspots", mime_type="text/markdown",
                   description="The symbols and files of the server's repository that change the "
                               "most")
     def hotspots_resource() -> str:
-        from cortex_core.query.hotspots import hotspots as rank
         with errors_as(ResourceError):
-            place = memory.places.find(None)
-            con = memory.places.reader(place)
-            settings = memory.settings(place)
-            result = rank(con, half_life_days=settings.hotspots.half_life_days,
-                          clock=settings.time.clock)
-            return render.footer(render.hotspots(result), memory.freshness(place, con)[1])
+            engine = memory.places.find(None)
+            with engine.snapshot() as snap:
+                result = snap.hotspots()
+                return render.footer(render.hotspots(result), memory.freshness(engine, snap)[1])
 
     @mcp.prompt("explain-symbol", description="Explain why a symbol is the way it is, from its "
                 "code, history, notes and related commits (within a token budget)")
@@ -486,48 +421,27 @@ def _agent_author(user: str | None) -> str:
     return f"{user} (agent)" if user else "agent"
 
 
-@contextmanager
-def notes_writer(memory: Memory, repo: str | None):
-    from cortex_core.store.store import open_note_writer
-    with errors_as(ToolError):
-        place = memory.places.find(repo)
-        if not place.db.is_file():
-            raise CortexError(f"no index at {place.db}; call `sync` first")
-        con = open_note_writer(place.db)
-        try:
-            yield place, con
-        finally:
-            con.close()
-
-
 def _briefing(memory: Memory, target: str, repo: str | None, budget: str, purpose: str,
               ask: str) -> str:
     """The prompt's text: the request, then a briefing packed into what the budget leaves."""
-    from cortex_core.features.briefing import briefing
-    from cortex_core.features.symbol_info import HeatSettings
-    from cortex_core.features.token_count import counter
     try:
-        with memory.reading(repo) as (place, con):
+        with memory.reading(repo) as (engine, snap):
             try:
                 total = int(str(budget).strip())
             except ValueError:
                 raise CortexError(f"budget: a whole number of tokens, not {budget[:40]!r}") from None
             if not 50 <= total <= 200_000:
                 raise CortexError("budget: between 50 and 200000 tokens")
-            count = counter(memory.settings(place).packs.encoding).count
+            count = engine.token_counter().count
             ask = ask.replace(f"`{target}`", markdown_code(target[:300]))
             room = total - count(ask)
             if room < 40:     # the pack's header and one short item
                 raise CortexError(f"budget: {total} tokens leave no room for the context after "
                                   f"this prompt's request ({count(ask)} tokens); give at "
                                   f"least {count(ask) + 40}")
-            settings = memory.settings(place)
-            heat = HeatSettings(half_life_days=settings.hotspots.half_life_days,
-                                clock=settings.time.clock)
+            at = spec_of(target, engine).label
             while True:     # the whole prompt is counted (BPE tokens need not add up)
-                pack = briefing(con, place.root, spec_of(target, place.root).label, purpose,
-                                budget=room, heat=heat, embedder=memory.embedder(place, con),
-                                encoding=settings.packs.encoding, settings=settings)
+                pack = snap.briefing(at, purpose, budget=room)
                 over = count(ask + pack.text) - total
                 if over <= 0:
                     return ask + pack.text
@@ -555,6 +469,7 @@ def run(default: Path | None, db: Path | None = None) -> None:
         # stdin, then 2 s after SIGTERM, then kills the server (not the indexer's own group).
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         memory.indexers.close(grace=1.0)
+        memory.places.close()
     if code:
         # Stopped by a signal while stdin is still open: the SDK's stdin reader is a worker
         # thread blocked in read(), which a normal exit would join forever. Every answer was

@@ -17,10 +17,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cortex_core.child_process import index_command, last_error, signal_group, spawn_options
 
-from cortex_mcp.places import Place
+if TYPE_CHECKING:
+    from cortex_core.engine import Engine
 
 
 @dataclass
@@ -54,32 +56,32 @@ class Indexers:
         self._procs: dict[Path, subprocess.Popen] = {}
         self._closed = False
 
-    def current(self, place: Place) -> Run | None:
+    def current(self, engine: Engine) -> Run | None:
         with self._lock:
-            return self._runs.get(place.db)
+            return self._runs.get(engine.db)
 
-    def running(self, place: Place) -> Run | None:
-        run = self.current(place)
+    def running(self, engine: Engine) -> Run | None:
+        run = self.current(engine)
         return run if run is not None and not run.finished else None
 
-    def start(self, place: Place, rebuild: bool = False) -> tuple[Run, bool]:
+    def start(self, engine: Engine, rebuild: bool = False) -> tuple[Run, bool]:
         """The running run for this database, or a new one. (run, started now)."""
         with self._lock:
-            run = self._runs.get(place.db)
+            run = self._runs.get(engine.db)
             if run is not None and not run.finished:
                 return run, False
             if self._closed:
                 raise RuntimeError("the server is stopping")
             # Without --db, the indexer decides where the store is as the server does.
-            cmd = index_command(place.root, db=place.db if place.explicit else None,
+            cmd = index_command(engine.root, db=engine.db if engine.location.explicit else None,
                                 progress_json=True, wait=30, rebuild=rebuild)
             errors = tempfile.TemporaryFile()
             # Its own session: stopping it reaches the worker processes it reads history with.
             proc = subprocess.Popen(cmd, stderr=errors, **spawn_options())
             run = Run(started=time.time(), pid=proc.pid)
-            self._runs[place.db] = run
-            self._procs[place.db] = proc
-        threading.Thread(target=self._follow, args=(place.db, run, proc, errors),
+            self._runs[engine.db] = run
+            self._procs[engine.db] = proc
+        threading.Thread(target=self._follow, args=(engine.db, run, proc, errors),
                          name=f"indexer {proc.pid}", daemon=True).start()
         return run, True
 

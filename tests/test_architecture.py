@@ -4,9 +4,10 @@ Which module is what (docs/architecture.md has the code map):
 
 - Front ends: the packages `cortex_cli` (the command line: `cli.py`, its terminal renderer
   `render.py`, the git hooks installer `hooks.py`), `cortex_ls` (the language server) and
-  `cortex_mcp` (the MCP server). They find a repository, call the engine and render its typed
-  results. `cortex_core/__main__.py` counts as a front end too: it is the command line's entry
-  point that installed hooks run (`python -P -m cortex_core index ...`).
+  `cortex_mcp` (the MCP server). They hold an engine (`cortex_core.engine.Engine`), run its
+  operations and render its typed results. `cortex_core/__main__.py` counts as a front end too:
+  it is the command line's entry point that installed hooks run (`python -P -m cortex_core
+  index ...`).
 - Engine: every other module of cortex_core, in its layer folders (git/, lang/, store/, index/,
   memory/, query/, features/, text/) and the shared ground at its top (config, errors, ...). It
   returns typed results and knows no front end.
@@ -20,6 +21,8 @@ The invariants:
 3. Front ends hold no SQL: no string literal (or f-string head) that starts like a statement
    (SELECT, INSERT, UPDATE, DELETE, WITH, PRAGMA, any case). Crude, but it catches a query.
 4. Front ends do not import apsw or pygit2, except the entries of `DRIVER_DEBTS`.
+7. Front ends import of the engine only its facade: the modules of `FACADE` (the engine object,
+   its vocabulary, and the modules that read no repository and no store), for types too.
 5. In the engine, SQL only in the store, index, memory and query layers (the folders of
    `SQL_LAYERS`), except the entries of `SQL_DEBTS`.
 6. In the engine, pygit2 only in git reading and the index passes (`PYGIT2_LAYERS`), except the
@@ -41,12 +44,20 @@ FRONT_ENDS = ("cortex_cli", "cortex_ls", "cortex_mcp")
 MAIN = "cortex_core.__main__"
 
 # Front end module -> the driver it imports, and why (each one is a debt).
-DRIVER_DEBTS = {
-    ("cortex_cli.cli", "apsw"): "phrases apsw's busy/corrupt/full errors; the engine should "
-                                "raise typed errors instead",
-    ("cortex_ls.server", "apsw"): "maps apsw's busy/corrupt errors of a request to LSP errors",
-    ("cortex_ls.features", "apsw"): "a damaged index (apsw.Error) shows as no hover",
-    ("cortex_mcp.server", "apsw"): "maps apsw's busy/corrupt errors of a call to tool errors",
+DRIVER_DEBTS: dict[tuple[str, str], str] = {}
+
+# The modules of cortex_core a front end may import (docs/architecture.md, API boundaries), and
+# why each one: the facade, and modules that are pure functions of what they are given.
+FACADE = {
+    "cortex_core": "the package: its version",
+    "cortex_core.engine": "the facade: Engine (one per repository) and Snapshot (a consistent "
+                          "read), a method per operation",
+    "cortex_core.api": "the facade's vocabulary: typed errors and hints, the operations' "
+                       "requests, result types, parameter vocabularies (encodings, clocks)",
+    "cortex_core.text.sanitize": "text made inert for where it is shown (pure)",
+    "cortex_core.dates": "dates in words, shared with the packs the engine writes (pure)",
+    "cortex_core.plain": "typed results as JSON-ready values (pure)",
+    "cortex_core.child_process": "the indexer's command line, run by each front end's policy",
 }
 
 # Modules of cortex_core that import a front end (module -> what it imports), and why.
@@ -67,9 +78,6 @@ SQL_DEBTS = {
     "cortex_core.clock": "the repository clock is the indexed HEAD's commit time, read from the "
                          "store",
     "cortex_core.git.git_reads": "indexed_head_blob looks the blob's id up in the store",
-    "cortex_core.features.context_pack": "the language and blob of a file at the indexed HEAD",
-    "cortex_core.features.symbol_info": "the symbols of a file and its skip reasons, for lenses",
-    "cortex_core.features.what": "file ids and paths of the working copy's files",
 }
 
 # Engine modules outside PYGIT2_LAYERS that import pygit2, and why (each one is a debt).
@@ -179,6 +187,8 @@ def test_the_readers_see_what_they_look_for():
     assert sql_literals(ast.parse('q = f"with recursive up(id) as (select {x})"'))
     assert sql_literals(ast.parse('q = """\n  PRAGMA user_version"""'))
     assert not sql_literals(ast.parse('t = f"    with {n} others"; u = "update the index"'))
+    assert _name_in("cortex_core.api.TargetSpec") and _name_in("cortex_core.__version__")
+    assert not _name_in("cortex_core.query") and not _name_in("cortex_core.query.targets.find")
 
 
 def _front_end_imports() -> set[tuple[str, str]]:
@@ -226,6 +236,32 @@ def test_sql_only_in_the_store_index_memory_and_query_layers_but_the_listed_debt
              and sql_literals(_tree(path))}
     assert found - set(SQL_DEBTS) == set(), "SQL outside the store, index, memory and query"
     assert set(SQL_DEBTS) - found == set(), "a debt was paid: remove its entry"
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT / name.replace(".", "/")
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def _name_in(name: str) -> bool:
+    """`from cortex_core.api import X` also reads as `cortex_core.api.X`: a name (not a module)
+    of an allowed module counts as that module."""
+    parent = name.rsplit(".", 1)[0]
+    return parent in FACADE and not _is_module(name)
+
+
+def test_front_ends_import_only_the_facade_of_the_engine():
+    found = {}
+    for module, path in _modules().items():
+        if not is_front_end(module) or module == MAIN:
+            continue
+        names = {name for name in _imports_of(module, path) if name.split(".")[0] == "cortex_core"}
+        outside = {name for name in names if name not in FACADE and not _name_in(name)}
+        if outside:
+            found[module] = sorted(outside)
+    assert found == {}, "a front end imports the engine past its facade (see FACADE)"
+    for name in FACADE:     # a stale entry fails too
+        assert _is_module(name), name
 
 
 def test_pygit2_only_in_git_reading_and_the_index_passes_but_the_listed_debts():

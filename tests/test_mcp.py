@@ -328,7 +328,8 @@ async def test_a_repository_indexed_while_the_server_runs(project: ScriptedRepo)
         assert "No index" in md and "call `sync`" in md
         assert "call the `sync` tool" in await error(client, "symbol_history",
                                                      target="pkg/core.py::compute")
-        assert "call `sync` first" in await error(client, "record_note", text="x")
+        # Reads and writes name the same fix (the hint of NoIndex, in this server's words).
+        assert "call the `sync` tool" in await error(client, "record_note", text="x")
         progress = []
 
         async def on_progress(done, total, message):

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from cortex_core.clock import DEFAULT
 from cortex_core.config import Settings
-from cortex_core.errors import CortexError
+from cortex_core.errors import CortexError, Hint
+from cortex_core.query.files import head_blob
 from cortex_core.text.redact import redact
 from cortex_core.text.sanitize import pack_block, pack_line
 from cortex_core.features.token_count import DEFAULT_ENCODING, counter
@@ -75,7 +76,7 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
     header = count(_render(subject, budget, [], fmt))
     if header > budget:
         raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
-                          "needs; give a larger --budget")
+                          "needs", Hint("budget"))
     # The citation is repository text too (a path can hold a newline and a forged `## [sha]`).
     costed = [replace(c, title=pack_line(redact(c.title), markdown),
                       citation=pack_line(redact(c.citation), markdown),
@@ -273,7 +274,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
     bounds, as `related` and `blast` read them; the arguments before it are the front end's."""
     settings = settings or Settings()
     if not (query and query.strip()) and not at:
-        raise CortexError("give a query, --at TARGET, or both")
+        raise CortexError("a pack needs a question, a target, or both", Hint("focus"))
     candidates: list[PackItem] = []
     subject_parts = []
     target = None
@@ -310,8 +311,7 @@ def target_candidates(con, repo_root: Path, spec, target, embedder=None,
 def _focus(con, repo_root: Path, target) -> list[PackItem]:
     if target.qualname is None or not target.alive or not target.start_line:
         return []
-    row = con.execute("select h.blob, f.language from head_files h join files f on f.id = h.file_id"
-                      " where h.file_id = ?", (target.file_id,)).fetchone()
+    row = head_blob(con, target.file_id)
     if row is None:
         return []
     from cortex_core.git.git_reads import read_blob_at

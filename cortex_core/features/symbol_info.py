@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cortex_core.query.blast import direct_dependents
-from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
+from cortex_core.query.blast import dependents_of
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
 from cortex_core.query.coupling import CoupledSymbol, strongest_symbol
 from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
                                        symbol_history)
-from cortex_core.query.hotspots import hotspot_score
+from cortex_core.query.hotspots import hotspot_score, window_changes
 from cortex_core.memory.notes import Note, live_notes_for
 from cortex_core.query.targets import Target, TargetSpec, resolve
 
@@ -114,33 +113,9 @@ def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float
     """The live symbols of a file with changes in the window (or one symbol of it), most changed
     first; one indexed query for the whole file."""
     now = read_clock(con, heat.clock, now).now
-    params = {"path": path, "since": now - heat.window_days * 86400, "q": qualname,
-              "min": heat.threshold if only_hot else 1}
-    rows = con.execute(
-        f"""select s.qualname, s.kind, (select min(start_line) from symbol_spans
-                  where symbol_id = s.id), count(*) as n, count(distinct c.author_email)
-           from files f join symbols s on s.file_id = f.id
-           join symbol_changes sc on sc.symbol_id = s.id join commits c on c.id = sc.commit_id
-           where f.path = :path and s.alive = 1 and c.reachable = 1 and c.author_time >= :since
-                 and (:q is null or s.qualname = :q)
-                 and {SUBSTANTIVE_SQL}  -- substantive changes only
-           group by s.id having n >= :min order by n desc, s.qualname""", params).fetchall()
+    rows = window_changes(con, path, now - heat.window_days * 86400, qualname=qualname,
+                          min_changes=heat.threshold if only_hot else 1)
     return [Heat(path, q, kind, line, n, a, n >= heat.threshold) for q, kind, line, n, a in rows]
-
-
-def file_level_only(con, path: str) -> str | None:
-    """Why a file at the indexed HEAD has no symbols (binary, too large, generated...), if so."""
-    row = con.execute("select h.skip_reason from head_files h join files f on f.id = h.file_id"
-                      " where f.path = ?", (path,)).fetchone()
-    return row[0] if row else None
-
-
-def dependents_of(con, target: Target) -> int | None:
-    read = con.execute("select skip_reason from struct_files where file_id = ?",
-                       (target.file_id,)).fetchone()
-    if read is None or read[0] is not None or (target.qualname and not target.alive):
-        return None
-    return direct_dependents(con, target.file_id, target.qualname)
 
 
 def _authors(entries: list[HistoryEntry]) -> int:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
-from cortex_core.query.history import COMMIT_COLUMNS, CommitRef, commit_ref
+from cortex_core.query.files import file_ids
+from cortex_core.query.history import CommitRef, commit_ref, commits_touching, explained_commits
 from cortex_core.index.messages import why
 from cortex_core.query.hotspots import Hotspot, hotspots
 from cortex_core.memory.notes import Note, list_notes, live_notes_for
@@ -52,17 +53,13 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
     used = read_clock(con, clock, now)
     ws = workspace if workspace is not None else read_workspace(repo_root)
     changed = ws.changed
-    ids = {}
-    for path in changed[:MAX_CHANGED]:
-        row = con.execute("select id from files where path = ?", (path,)).fetchone()
-        if row:
-            ids[path] = row[0]
+    ids = file_ids(con, changed[:MAX_CHANGED])
     notes = [n for path in ids for n in live_notes_for(con, repo_root, path)
              if n.target]   # the repository's own notes are listed under recent decisions
     return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
                 _about(con, ids, top_k, used.now), _decisions(con, top_k),
                 list_notes(con, repo_root)[:top_k],
-                _hot(con, set(ids.values()), half_life_days, top_k, used.now),
+                _hot(con, set(ids), half_life_days, top_k, used.now),
                 tuple(p for p in changed if p not in ids), used)
 
 
@@ -81,11 +78,7 @@ def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]
         return []
     by_commit: dict[int, tuple[tuple, set[str]]] = {}
     paths = {fid: path for path, fid in ids.items()}
-    marks = ",".join("?" * len(paths))
-    for row in con.execute(
-            f"select {COMMIT_COLUMNS}, c.body, c.id, fc.file_id from file_changes fc"
-            f" join commits c on c.id = fc.commit_id where fc.file_id in ({marks})"
-            " and c.reachable = 1 and c.is_merge = 0", list(paths)):
+    for row in commits_touching(con, list(paths)):
         entry = by_commit.setdefault(row[9], (row, set()))
         entry[1].add(paths[row[10]])
 
@@ -98,10 +91,7 @@ def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]
 
 
 def _decisions(con, top_k: int) -> list[WhatCommit]:
-    rows = con.execute(
-        f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
-        f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(DECISION_KINDS))})"
-        " order by c.author_time desc limit ?", (MIN_BODY, *DECISION_KINDS, top_k)).fetchall()
+    rows = explained_commits(con, MIN_BODY, DECISION_KINDS, top_k)
     return [_commit(row, ()) for row in rows]
 
 
@@ -111,14 +101,13 @@ def _commit(row, files: tuple[str, ...]) -> WhatCommit:
     return WhatCommit(ref, why(row[5], row[8] or "") or "", files)
 
 
-def _hot(con, file_ids: set[int], half_life_days: float, top_k: int,
+def _hot(con, paths: set[str], half_life_days: float, top_k: int,
          now: float) -> list[Hotspot]:
-    """Hotspots among the changed files and their symbols: one ranking of the whole index
-    (a query per changed file would aggregate the history once per file), then filtered."""
-    if not file_ids:
+    """Hotspots among the changed (and indexed) files and their symbols: one ranking of the
+    whole index (a query per changed file would aggregate the history once per file), then
+    filtered."""
+    if not paths:
         return []
-    paths = {p for (p,) in con.execute(
-        f"select path from files where id in ({','.join('?' * len(file_ids))})", list(file_ids))}
     found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000, now=now)
     mine = [h for h in found.symbols + found.files if h.path in paths]
     return sorted(mine, key=lambda h: -h.score)[:top_k]

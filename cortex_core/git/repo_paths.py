@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cortex_core.errors import NotARepository
+from cortex_core.errors import Hint, NotARepository
 
 
 def find_repo_root(start: str | os.PathLike | None = None) -> Path:
@@ -24,7 +24,7 @@ def find_repo_root(start: str | os.PathLike | None = None) -> Path:
         if _bare(folder):
             raise NotARepository(f"{folder} is a bare repository; Cortex indexes a working copy "
                                  f"(make one with: git clone {folder} DIR)")
-    raise NotARepository(f"{here} is not inside a git repository (use --repo PATH)")
+    raise NotARepository(f"{here} is not inside a git repository", Hint("repository"))
 
 
 def _bare(folder: Path) -> bool:

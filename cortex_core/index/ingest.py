@@ -29,7 +29,8 @@ from cortex_core.git.commit_reader import CommitReader, CommitRecord, text
 from cortex_core.config import Settings
 from cortex_core.memory.embeddings import (ModelUnavailable, choose_model, load_model,
                                            model_fingerprint)
-from cortex_core.errors import CortexError, EmptyRepository, NotARepository, StoreError
+from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, NotARepository,
+                                StoreError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
@@ -132,8 +133,8 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                     indexer.reader.objects.close()
             return replace(summary, recovery=recovery) if recovery else summary
         except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
-            raise StoreError(f"the index at {db_path} is damaged ({exc}); run `cortex index "
-                             "--rebuild` (it keeps the notes it can read)") from None
+            raise DamagedStore(f"the index at {db_path} is damaged ({exc})",
+                               Hint("rebuild")) from None
         except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
             # What is left after every missing object was tolerated: HEAD itself cannot be read.
             raise CortexError(f"git error while indexing {repo_root}: {exc}; the repository is "

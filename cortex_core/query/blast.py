@@ -310,6 +310,16 @@ def _structure_note(con, target: Target) -> str | None:
     return None
 
 
+def dependents_of(con, target: Target) -> int | None:
+    """`direct_dependents` of a resolved target; None when its file's structure was not read
+    (a language without it, skipped) or the symbol is gone at HEAD: no count to show."""
+    read = con.execute("select skip_reason from struct_files where file_id = ?",
+                       (target.file_id,)).fetchone()
+    if read is None or read[0] is not None or (target.qualname and not target.alive):
+        return None
+    return direct_dependents(con, target.file_id, target.qualname)
+
+
 def direct_dependents(con, file_id: int, qualname: str | None) -> int:
     """How many places (a definition, or a file's module level) refer to the symbol, or import
     the file, directly: the depth-1 count of `blast`, without walking further."""

@@ -248,3 +248,24 @@ def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]
     """Entries keyed by ORDER_KEY in history's order (see ORDER_KEY); ties by sha."""
     entries.sort(key=lambda pair: (pair[0], pair[1].commit.sha), reverse=True)
     return [entry for _, entry in entries]
+
+
+def commits_touching(con, file_ids: list[int]) -> list[tuple]:
+    """The reachable non-merge commits that changed any of the files: COMMIT_COLUMNS, then the
+    body, the commit's id and the file's id (a row per commit and file)."""
+    if not file_ids:
+        return []
+    marks = ",".join("?" * len(file_ids))
+    return con.execute(
+        f"select {COMMIT_COLUMNS}, c.body, c.id, fc.file_id from file_changes fc"
+        f" join commits c on c.id = fc.commit_id where fc.file_id in ({marks})"
+        " and c.reachable = 1 and c.is_merge = 0", file_ids).fetchall()
+
+
+def explained_commits(con, min_body: int, kinds: tuple[str, ...], limit: int) -> list[tuple]:
+    """The newest reachable non-merge commits of these kinds whose body has at least `min_body`
+    characters: COMMIT_COLUMNS, then the body."""
+    return con.execute(
+        f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
+        f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(kinds))})"
+        " order by c.author_time desc limit ?", (min_body, *kinds, limit)).fetchall()

@@ -118,3 +118,20 @@ def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
                  " and x.skip_reason is null")
     row = con.execute(f"select {_SCORE}, n from ({inner})", params).fetchone()
     return float(row[0]) if row and row[1] else 0.0
+
+
+def window_changes(con: apsw.Connection, path: str, since: float, *, qualname: str | None = None,
+                   min_changes: int = 1) -> list[tuple[str, str, int | None, int, int]]:
+    """(qualname, kind, first line, changes, authors) of the live symbols of a file (or one of
+    them) changed at least `min_changes` times since `since`, substantive changes only (as
+    hotspots credit them), most changed first; one indexed query for the whole file."""
+    params = {"path": path, "since": since, "q": qualname, "min": min_changes}
+    return con.execute(
+        f"""select s.qualname, s.kind, (select min(start_line) from symbol_spans
+                  where symbol_id = s.id), count(*) as n, count(distinct c.author_email)
+           from files f join symbols s on s.file_id = f.id
+           join symbol_changes sc on sc.symbol_id = s.id join commits c on c.id = sc.commit_id
+           where f.path = :path and s.alive = 1 and c.reachable = 1 and c.author_time >= :since
+                 and (:q is null or s.qualname = :q)
+                 and {SUBSTANTIVE_SQL}  -- substantive changes only
+           group by s.id having n >= :min order by n desc, s.qualname""", params).fetchall()

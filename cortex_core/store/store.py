@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from cortex_core.errors import IndexerBusy, IndexQueued, StoreError
+from cortex_core.errors import (DamagedStore, Hint, IndexerBusy, IndexQueued, NewerSchema,
+                                NoIndex, OlderSchema, StoreBusy, StoreError)
 from cortex_core.store.schema import BACKFILLS, MIGRATIONS
 
 if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
@@ -57,8 +58,8 @@ def _connect(path: Path | str, flags: int, shown: Path | str | None = None) -> a
     except apsw.CantOpenError:
         raise StoreError(f"cannot open the database {shown}") from None
     except (apsw.NotADBError, apsw.CorruptError):
-        raise StoreError(f"{shown} is not a readable Cortex database (corrupt?); "
-                         "run `cortex index --rebuild` to recreate it (notes are kept)") from None
+        raise DamagedStore(f"{shown} is not a readable Cortex database (corrupt?)",
+                           Hint("rebuild")) from None
     return con
 
 
@@ -150,8 +151,8 @@ def _has_table(con: apsw.Connection, name: str) -> bool:
 def _check_not_newer(con: apsw.Connection, path: Path) -> int:
     version = schema_version(con)
     if version > SCHEMA_VERSION:
-        raise StoreError(f"{path} was written by a newer Cortex (schema {version}, this one knows "
-                         f"{SCHEMA_VERSION}); upgrade Cortex or run `cortex index --rebuild`")
+        raise NewerSchema(f"{path} was written by a newer Cortex (schema {version}, this one "
+                          f"knows {SCHEMA_VERSION})", Hint("newer"))
     return version
 
 
@@ -171,13 +172,18 @@ def open_reader(path: Path) -> apsw.Connection:
     """A read connection to an existing, up-to-date store. Never blocks on the indexer."""
     check_location(path)
     if not path.is_file():
-        raise StoreError(f"no index at {path}; run `cortex index` first")
+        raise NoIndex(f"no index at {path}", Hint("index"))
     con = _connect_reader(path)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
-        raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
-                         "run `cortex index` to upgrade it")
+        con.close()
+        raise _older(path, version)
     return con
+
+
+def _older(path: Path, version: int) -> OlderSchema:
+    return OlderSchema(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION})",
+                       Hint("upgrade"))
 
 
 def open_note_writer(path: Path) -> apsw.Connection:
@@ -187,13 +193,12 @@ def open_note_writer(path: Path) -> apsw.Connection:
     written meanwhile land in the file the rebuild keeps."""
     check_location(path)
     if not path.is_file():
-        raise StoreError(f"no index at {path}; build it first (`sync`, or `cortex index`)")
+        raise NoIndex(f"no index at {path}", Hint("index"))
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
         con.close()
-        raise StoreError(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION}); "
-                         "index it first (`sync`, or `cortex index`)")
+        raise _older(path, version)
     con.execute("pragma foreign_keys=on")
     return con
 
@@ -310,7 +315,7 @@ def immediate(con: apsw.Connection) -> Iterator[None]:
     try:
         con.execute("begin immediate")
     except apsw.BusyError:
-        raise StoreError("the index is busy (an indexer is writing); try again in a moment") from None
+        raise StoreBusy("the index is busy (an indexer is writing)", Hint("retry")) from None
     try:
         yield
     except BaseException:

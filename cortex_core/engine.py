@@ -1,0 +1,611 @@
+"""The engine's facade: the one object a front end holds for a repository's memory.
+
+`Engine` is a repository (its root), where its store is (`store_location`), its settings
+resolved in one place (defaults < `.cortex/config.toml` < environment < the front end's
+overrides, config.py), read connections (one per thread, reopened when the file is replaced) and
+the embedding model (loaded once). `Engine.snapshot()` is a consistent read: one read
+transaction of the store, so that several questions (a history, the reasons of its commits, the
+notes on its symbol) see the same index even while an indexer commits. `Snapshot` has one method
+per read operation; `Engine` has the writes (notes, indexing). cortex_core/operations.py lists
+the operations with their typed requests; `Engine.run(request)` answers any of them.
+
+Errors are typed (cortex_core.errors): the store's driver errors leave the engine as StoreError
+subclasses (busy, damaged, full) with a `Hint` of the action that fixes them, which each front end
+phrases in its own words.
+
+The language server keeps one Engine per repository of its workspace, the MCP server one per
+repository it is asked about, the command line one per command. Nothing heavy is imported here:
+each operation imports its modules when it runs (`cortex history` must start fast,
+tests/test_start.py), and the settings are read only by the operations that use them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from cortex_core.errors import (CortexError, DamagedStore, Hint, StoreBusy, StoreError,
+                                StoreIOError)
+from cortex_core.operations import BY_REQUEST, OPERATIONS
+
+if TYPE_CHECKING:
+    from cortex_core.config import Settings
+    from cortex_core.query.targets import TargetSpec
+    from cortex_core.store.store_location import Location
+
+
+@contextmanager
+def typed_errors() -> Iterator[None]:
+    """The store driver's errors as the engine's typed errors, each with the action that fixes
+    it. Anything else that escapes is a bug."""
+    import apsw
+    try:
+        yield
+    except apsw.BusyError:
+        raise StoreBusy("the index is busy (an indexer is writing)", Hint("retry")) from None
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage past the opening checks
+        raise DamagedStore(f"the index is damaged ({exc})", Hint("rebuild")) from None
+    except (apsw.FullError, apsw.IOError) as exc:   # a full disk, a size limit, a failing disk
+        raise StoreIOError(f"cannot read or write the index ({exc})", Hint("free_space")) from None
+    except apsw.Error as exc:
+        raise StoreError(f"the index could not be read: {exc}") from None
+
+
+class Engine:
+    """One repository's memory; see the module's docstring. Thread-safe: every method may be
+    called from any thread (each thread reads through its own connection)."""
+
+    def __init__(self, root: Path, location: Location | None = None, *,
+                 overrides: dict[str, object] | None = None,
+                 source: str = "the front end's settings", lenient_config: bool = False,
+                 decide: bool = True):
+        """`location`: where the store is (None: decided now, as every front end does; with
+        `decide` False, `<root>/.cortex/cortex.db` until `relocate` decides).
+        `lenient_config`: a `.cortex/config.toml` that cannot be used gives the defaults, and
+        `config_problem` says why (an editor's hover must not fail for a typo); otherwise it is
+        an error, as it is for the command line."""
+        self.root = root
+        if location is None:
+            from cortex_core.store.store_location import Location, local_db_path, store_location
+            location = store_location(root) if decide else Location(local_db_path(root))
+        self.location = location
+        self.lenient_config = lenient_config
+        self.config_problem: str | None = None
+        self._overrides = tuple(sorted((overrides or {}).items()))
+        self._source = source
+        self._config: tuple | None = None        # (file stamp, overrides, Settings)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list = []
+        self._embedder: tuple | None = None      # (model key, embedder)
+        self._shipped: tuple[str | None] | None = None
+
+    @classmethod
+    def open(cls, repo: str | os.PathLike | None = None, *, db: str | os.PathLike | None = None,
+             overrides: dict[str, object] | None = None,
+             source: str = "the front end's settings", for_writing: bool = False,
+             lenient_config: bool = False) -> Engine:
+        """The repository around `repo` (default: the current directory) and its store (`db`,
+        else `<repo>/.cortex/cortex.db` or the per-user fallback). `for_writing`: for the
+        indexer, which cannot use a store it cannot write. Raises NotARepository (Hint
+        "repository") outside a repository."""
+        from cortex_core.git.repo_paths import find_repo_root
+        from cortex_core.store.store_location import store_location
+        root = find_repo_root(repo)
+        return cls(root, store_location(root, db, for_writing=for_writing), overrides=overrides,
+                   source=source, lenient_config=lenient_config)
+
+    @staticmethod
+    def find_root(start: str | os.PathLike | None = None) -> Path:
+        """The working-tree root of the repository around `start` (default: the current
+        directory); NotARepository (Hint "repository") when there is none."""
+        from cortex_core.git.repo_paths import find_repo_root
+        return find_repo_root(start)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every read connection this engine opened (in any thread)."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for con in connections:
+            try:
+                con.close()
+            except Exception:   # a connection to a deleted file: nothing left to release
+                pass
+
+    # -- where, and with which settings ------------------------------------------------------
+
+    @property
+    def db(self) -> Path:
+        return self.location.path
+
+    def relocate(self) -> Location:
+        """Decide again where the store is (an index run may have made the per-user one)."""
+        if not self.location.explicit:
+            from cortex_core.store.store_location import store_location
+            self.location = store_location(self.root)
+        return self.location
+
+    def shipped(self) -> str | None:
+        """Why the repository's default store must not be used (it tracks files under .cortex/:
+        an index it ships could hold invented history); None when fine. Asked once."""
+        if self._shipped is None:
+            from cortex_core.store.store import default_db_path, shipped_store
+            refused = shipped_store(self.root) if self.db == default_db_path(self.root) else None
+            self._shipped = (refused,)
+        return self._shipped[0]
+
+    def set_overrides(self, overrides: dict[str, object], source: str | None = None) -> None:
+        """The front end's settings, by the engine's names (`{"search.half_life_days": 30}`),
+        put over the repository's from now on."""
+        self._overrides = tuple(sorted(overrides.items()))
+        self._source = source or self._source
+
+    def settings(self) -> Settings:
+        """The settings every operation uses: defaults < `.cortex/config.toml` < environment <
+        overrides. The file is read again when it changes."""
+        from cortex_core.config import CONFIG_FILE, Settings, override, repository_settings
+        stamp = (_stamp(os.lstat, self.root / CONFIG_FILE),   # the link itself, if it is one
+                 _stamp(os.stat, self.root / CONFIG_FILE))    # and what it points to
+        cached = self._config
+        if cached is not None and cached[0] == stamp and cached[1] == self._overrides:
+            return cached[2]
+        try:
+            settings, problem = repository_settings(self.root), None
+        except CortexError as exc:
+            if not self.lenient_config:
+                raise
+            settings, problem = Settings(), str(exc)
+        settings = override(settings, dict(self._overrides), self._source)
+        self.config_problem = problem
+        self._config = (stamp, self._overrides, settings)
+        return settings
+
+    def target(self, text: str, cwd: Path | None = None) -> TargetSpec:
+        """`PATH`, `PATH::SYMBOL` or `PATH:LINE` with its path as the index names it: relative to
+        the root, from a path relative to `cwd` (default: the current directory), to the root,
+        or absolute."""
+        from cortex_core.git.repo_paths import repo_relative
+        from cortex_core.query.targets import TargetSpec, parse_target
+        spec = parse_target(text)
+        return TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
+
+    def relative(self, path: str, cwd: Path | None = None) -> str:
+        """A path as the index names it (see `target`)."""
+        from cortex_core.git.repo_paths import repo_relative
+        return repo_relative(path, self.root, cwd=cwd)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def reader(self):
+        """This thread's read connection; reopened when the file was replaced (a rebuild, or
+        deleted and indexed again). Raises NoIndex (Hint "index") when there is no store yet,
+        and the store's typed errors when it cannot be read."""
+        from cortex_core.store.store import open_reader
+        path = self.db
+        identity = _identity(path)
+        kept = getattr(self._local, "con", None)
+        if kept is not None and identity is not None and kept[1] == identity:
+            return kept[0]
+        self._drop()
+        with typed_errors():
+            con = open_reader(path)
+        self._local.con = (con, identity)
+        with self._lock:
+            self._connections.append(con)
+        return con
+
+    def _drop(self) -> None:
+        kept = getattr(self._local, "con", None)
+        if kept is None:
+            return
+        self._local.con = None
+        with self._lock:
+            if kept[0] in self._connections:
+                self._connections.remove(kept[0])
+        try:
+            kept[0].close()
+        except Exception:   # closing a connection to a deleted file must not fail a request
+            pass
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """A consistent read: every question asked of the snapshot sees the same index (one read
+        transaction), whatever an indexer commits meanwhile. Reentrant in a thread."""
+        con = self.reader()
+        with typed_errors():
+            if not con.getautocommit():      # inside a snapshot already: the same one
+                yield Snapshot(self, con)
+                return
+            con.execute("begin")
+            try:
+                yield Snapshot(self, con)
+            finally:
+                if not con.getautocommit():
+                    con.execute("rollback")   # a snapshot never writes
+
+    def run(self, request) -> Any:
+        """Answer any operation's request (cortex_core/operations.py)."""
+        op = BY_REQUEST.get(type(request))
+        if op is None:
+            raise TypeError(f"not an operation's request: {type(request).__name__}")
+        kwargs = request._asdict()
+        if op.writes:
+            return getattr(self, op.method)(**kwargs)
+        with self.snapshot() as snap:
+            return getattr(snap, op.method)(**kwargs)
+
+    def embedder(self, con):
+        """The model that wrote the index's vectors, loaded once (None: semantic search off)."""
+        from cortex_core.memory.embeddings import load_embedder
+        from cortex_core.store.store import get_meta
+        key = (get_meta(con, "embed_model"), get_meta(con, "embed_dim"))
+        with self._lock:
+            if self._embedder is None or self._embedder[0] != key:
+                self._embedder = (key, load_embedder(con))
+            return self._embedder[1]
+
+    # -- the repository ----------------------------------------------------------------------
+
+    def head(self):
+        """HEAD of the working copy (git_reads.Head), or None when it cannot be read."""
+        from cortex_core.git.git_reads import read_head
+        return read_head(self.root)
+
+    def web_base(self) -> str | None:
+        """The web page of the `origin` remote's commits, on a known host only."""
+        from cortex_core.git.remotes import web_base
+        return web_base(self.root)
+
+    def git_author(self) -> str | None:
+        """git's user name in this repository (the default author of a note)."""
+        from cortex_core.memory.notes import git_author
+        return git_author(self.root)
+
+    def token_counter(self, encoding: str | None = None):
+        """Tokens counted as an agent's model counts them (default: the settings' encoding)."""
+        from cortex_core.features.token_count import counter
+        return counter(encoding or self.settings().packs.encoding)
+
+    @staticmethod
+    def buffer_symbols(path: str, data: bytes):
+        """The symbols of a buffer being edited, named as the index names them (None: its
+        language is not supported, or it is too large)."""
+        from cortex_core.lang.live import buffer_symbols
+        return buffer_symbols(path, data)
+
+    @staticmethod
+    def innermost(symbols, byte_offset: int, line: int):
+        from cortex_core.lang.live import innermost
+        return innermost(symbols, byte_offset, line)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def note_writer(self) -> Iterator[Any]:
+        """A write connection for notes. It never creates or migrates the store (the indexer's,
+        under its lock)."""
+        from cortex_core.store.store import open_note_writer
+        with typed_errors():
+            con = open_note_writer(self.db)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    def add_note(self, target: str | None, text: str, author: str | None = None,
+                 valid_from: int | None = None):
+        from cortex_core.memory.notes import add_note
+        with self.note_writer() as con:
+            return add_note(con, self.root, target, text, author=author, valid_from=valid_from)
+
+    def supersede_note(self, note_id: int, text: str, author: str | None = None):
+        from cortex_core.memory.notes import supersede_note
+        with self.note_writer() as con:
+            return supersede_note(con, self.root, note_id, text, author=author)
+
+    def import_notes(self, data) -> int:
+        from cortex_core.memory.notes import import_notes
+        from cortex_core.store.store import immediate
+        with self.note_writer() as con, immediate(con):
+            return import_notes(con, data)
+
+    def index(self, all_branches: bool | None = None, rebuild: bool = False,
+              wait_seconds: float = 10.0, jobs: int | None = None, model: str | None = None,
+              coalesce: bool = False, progress=None, on_wait=None):
+        """Index the commits not indexed yet (ingest.index_repository); `progress(done, total,
+        phase)` is called as it goes. Open the engine `for_writing`."""
+        from cortex_core.index.ingest import index_repository
+        with typed_errors():
+            return index_repository(self.root, self.db, self.settings(),
+                                    all_branches=all_branches, rebuild=rebuild,
+                                    wait_seconds=wait_seconds, jobs=jobs, progress=progress,
+                                    model=model, coalesce=coalesce, on_wait=on_wait)
+
+    def carry_seed_notes(self) -> int | None:
+        """After the first run in the per-user folder: the notes of the store it could not
+        write, copied over (None: there was none)."""
+        if self.location.seed is None:
+            return None
+        from cortex_core.store.salvage import carry_notes
+        with typed_errors():
+            return carry_notes(self.location.seed, self.db)
+
+    def pull_model(self, name: str | None = None):
+        """Download an embedding model (network); (its name, its folder, its dimensions)."""
+        from cortex_core.memory.embeddings import choose_model, download_model, load_model
+        name = name or choose_model(None, self.settings().memory.model or None).name
+        if not name.strip() or name.strip().lower() == "none":
+            raise CortexError("give a model-hub id (such as minishlab/potion-base-8M) or a folder")
+        path = download_model(name)
+        return name, path, load_model(name).dim
+
+
+class Snapshot:
+    """One consistent read of a repository's index: one method per read operation. A parameter
+    left at None takes the engine's resolved setting."""
+
+    def __init__(self, engine: Engine, con):
+        self.engine = engine
+        self.con = con
+
+    @property
+    def root(self) -> Path:
+        return self.engine.root
+
+    def _settings(self) -> Settings:
+        return self.engine.settings()
+
+    def _clock(self, clock: str | None) -> str:
+        return clock or self._settings().time.clock
+
+    # -- the operations ----------------------------------------------------------------------
+
+    def history(self, target: TargetSpec, limit: int | None = None, substantive: bool = False):
+        from cortex_core.query.history import history
+        return history(self.con, target, limit=limit, substantive=substantive)
+
+    def hotspots(self, top_k: int = 10, since_days: float | None = None, path: str | None = None,
+                 half_life_days: float | None = None, clock: str | None = None):
+        from cortex_core.query.hotspots import hotspots
+        settings = self._settings()
+        return hotspots(self.con, half_life_days=half_life_days or settings.hotspots.half_life_days,
+                        since_days=since_days, top_k=top_k, clock=clock or settings.time.clock,
+                        path_prefix=path)
+
+    def _coupling(self, min_support: int | None, half_life_days: float | None) -> dict:
+        options = self._settings().coupling.options()
+        if min_support is not None:
+            options["min_support"] = min_support
+        if half_life_days is not None:
+            options["half_life_days"] = half_life_days
+        return options
+
+    def related(self, target: TargetSpec, top_k: int = 10, min_support: int | None = None,
+                half_life_days: float | None = None):
+        from cortex_core.query.blast import fused_related
+        return fused_related(self.con, target, top_k=top_k,
+                             **self._coupling(min_support, half_life_days))
+
+    def changes_related(self, changed: tuple[TargetSpec, ...] = (),
+                        overlay: dict[str, bytes] | None = None, top_k: int = 10,
+                        min_support: int | None = None, half_life_days: float | None = None):
+        from cortex_core.query.working_changes import related_to_targets, related_to_working_tree
+        options = self._coupling(min_support, half_life_days)
+        if changed:
+            return related_to_targets(self.con, list(changed), top_k=top_k, **options)
+        return related_to_working_tree(self.con, self.root, settings=self._settings().index,
+                                       overlay=overlay, top_k=top_k, **options)
+
+    def blast(self, target: TargetSpec, depth: int = 2, min_confidence: float | None = None,
+              half_life_days: float | None = None, clock: str | None = None):
+        from cortex_core.query.blast import MIN_CONFIDENCE, blast
+        settings = self._settings()
+        return blast(self.con, target, depth=depth,
+                     half_life_days=half_life_days or settings.hotspots.half_life_days,
+                     min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence,
+                     clock=clock or settings.time.clock)
+
+    def callers(self, target: TargetSpec):
+        from cortex_core.query.blast import callers
+        return callers(self.con, target)
+
+    def callees(self, target: TargetSpec):
+        from cortex_core.query.blast import callees
+        return callees(self.con, target)
+
+    def search(self, query: str, top_k: int = 10, kinds: tuple[str, ...] = (),
+               since: str | int | None = None, path: str | None = None, at: str | None = None,
+               mode: str = "hybrid", priors: bool = True, context: bool = True,
+               workspace: bool = True, dirty: tuple[str, ...] = (), clock: str | None = None):
+        """`note` of the result says why vectors were not used, when they were asked for."""
+        from dataclasses import replace
+
+        from cortex_core.memory.search import SearchOptions, build_focus, search
+        settings = self._settings()
+        clock = clock or settings.time.clock
+        tree = None
+        if workspace:
+            from cortex_core.git.workspace import read_workspace
+            tree = read_workspace(self.root)
+            if dirty:   # unsaved edits count as changed files: the context lifts what they touch
+                tree = replace(tree, modified=tuple(dict.fromkeys(tree.modified + dirty)))
+        options = SearchOptions(
+            top_k=top_k, kinds=tuple(kinds), since=self._since(since, clock), clock=clock,
+            path=path, mode=mode, priors=priors, context=context,
+            half_life_days=settings.search.half_life_days,
+            focus=build_focus(self.con, at, tree))
+        embedder = self.engine.embedder(self.con) if mode != "lexical" else None
+        why = None
+        if mode != "lexical" and embedder is None:
+            from cortex_core.memory.embeddings import semantic_state
+            why = semantic_state(self.con)[1]
+            if mode == "vector":
+                raise CortexError(why)
+        result = search(self.con, query, options, embedder=embedder)
+        return replace(result, note=why) if why else result
+
+    def _since(self, since: str | int | None, clock: str) -> int | None:
+        """A date or a number of days back (text, counted on `clock`), or epoch seconds."""
+        if since is None or isinstance(since, int):
+            return since
+        if not since.strip():
+            return None
+        from cortex_core.clock import clock as read_clock
+        from cortex_core.dates import since as since_epoch
+        try:
+            return since_epoch(since, read_clock(self.con, clock).now)
+        except CortexError as exc:
+            raise CortexError(f"since: {exc}") from None
+
+    def _spec_fix(self, cwd: Path | None):
+        if cwd is None:
+            return None
+        from cortex_core.git.repo_paths import repo_relative
+        from cortex_core.query.targets import TargetSpec
+        root = self.root
+        return lambda spec: TargetSpec(repo_relative(spec.path, root, cwd=cwd), spec.symbol,
+                                       spec.line)
+
+    def context_pack(self, query: str | None = None, at: str | None = None, budget: int = 2000,
+                     fmt: str = "markdown", encoding: str | None = None,
+                     clock: str | None = None, cwd: Path | None = None):
+        from cortex_core.features.context_pack import build_pack
+        settings = self._settings()
+        return build_pack(self.con, self.root, query=query, at=at, budget=budget, fmt=fmt,
+                          embedder=self.engine.embedder(self.con), spec_fix=self._spec_fix(cwd),
+                          half_life_days=settings.search.half_life_days,
+                          encoding=encoding or settings.packs.encoding,
+                          clock=clock or settings.time.clock, settings=settings)
+
+    def briefing(self, at: str, purpose: str, budget: int = 2000):
+        from cortex_core.features.briefing import briefing
+        from cortex_core.features.symbol_info import HeatSettings
+        settings = self._settings()
+        heat = HeatSettings(half_life_days=settings.hotspots.half_life_days,
+                            clock=settings.time.clock)
+        return briefing(self.con, self.root, at, purpose, budget=budget, heat=heat,
+                        embedder=self.engine.embedder(self.con),
+                        encoding=settings.packs.encoding, settings=settings)
+
+    def what(self, top_k: int = 5, clock: str | None = None):
+        from cortex_core.features.what import what
+        settings = self._settings()
+        return what(self.con, self.root, top_k=top_k,
+                    half_life_days=settings.hotspots.half_life_days,
+                    clock=clock or settings.time.clock)
+
+    def status(self):
+        from cortex_core.query.status import status
+        location = self.engine.location
+        return status(self.con, location.path, None if location.explicit else location.reason)
+
+    def related_commits(self, target: str, top_k: int = 10, cwd: Path | None = None):
+        from cortex_core.query.related_commits import related_commits
+        return related_commits(self.con, target, embedder=self.engine.embedder(self.con),
+                               top_k=top_k, relative_to=self._spec_fix(cwd))
+
+    def areas(self, top_k: int | None = None):
+        from cortex_core.index.areas import areas
+        return areas(self.con, top_k)
+
+    def notes(self, target: str | None = None, include_closed: bool = False):
+        from cortex_core.memory.notes import list_notes
+        return list_notes(self.con, self.root, target, include_closed=include_closed)
+
+    def export_notes(self) -> dict:
+        from cortex_core.memory.notes import export_notes
+        return export_notes(self.con)
+
+    # -- what the operations' answers are made of -------------------------------------------
+
+    def reasons(self, commits) -> dict:
+        """The "why" of each commit (CommitRef), by sha, in one query."""
+        from cortex_core.query.history import reasons
+        return reasons(self.con, list(commits))
+
+    def live_notes(self, path: str, qualname: str | None = None):
+        from cortex_core.memory.notes import live_notes_for
+        return live_notes_for(self.con, self.root, path, qualname)
+
+    def indexed_head(self) -> str | None:
+        """The commit the index was last brought up to date with."""
+        from cortex_core.store.store import get_meta
+        return get_meta(self.con, "head")
+
+    def clock(self, clock: str | None = None):
+        """The "now" windows count back from, on `clock` (default: the settings')."""
+        from cortex_core.clock import clock as read_clock
+        return read_clock(self.con, self._clock(clock))
+
+    # -- an editor's questions (the language server's hovers and lenses) --------------------
+
+    def find(self, path: str, qualname: str | None = None):
+        """The indexed file or symbol, or None."""
+        from cortex_core.query.targets import find
+        return find(self.con, path, qualname)
+
+    def resolve(self, target: TargetSpec):
+        from cortex_core.query.targets import resolve
+        return resolve(self.con, target)
+
+    def file_level_only(self, path: str) -> str | None:
+        """Why a file at the indexed HEAD has no symbols (binary, too large...), if so."""
+        from cortex_core.query.files import head_skip_reason
+        return head_skip_reason(self.con, path)
+
+    def heat(self, threshold: int, window_days: float):
+        """The hotspot settings of an editor: its threshold and window, the engine's half-life
+        and clock."""
+        from cortex_core.features.symbol_info import HeatSettings
+        settings = self._settings()
+        return HeatSettings(threshold, window_days, settings.hotspots.half_life_days,
+                            settings.time.clock)
+
+    def symbol_card(self, path: str, qualname: str | None, limit: int, heat):
+        from cortex_core.features.symbol_info import symbol_card
+        return symbol_card(self.con, self.root, path, qualname, limit=limit, heat=heat)
+
+    def file_heat(self, path: str, heat, *, now: float | None = None,
+                  qualname: str | None = None, only_hot: bool = False):
+        from cortex_core.features.symbol_info import file_heat
+        return file_heat(self.con, path, heat, now=now, qualname=qualname, only_hot=only_hot)
+
+    def dependents(self, target) -> int | None:
+        from cortex_core.query.blast import dependents_of
+        return dependents_of(self.con, target)
+
+    def line_origin(self, path: str, buffer: bytes, line: int):
+        """The commit that last changed a line of a buffer (blame, through the version graph)."""
+        from cortex_core.features.symbol_info import line_origin
+        return line_origin(self.con, self.root, path, buffer, line)
+
+
+def operation_names() -> list[str]:
+    return list(OPERATIONS)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev)
+
+
+def _stamp(stat, path: Path) -> tuple | None:
+    """What changes when a file is rewritten: ctime too, as a copy that keeps the old mtime
+    (`cp -p`, `rsync -t`) still sets it."""
+    try:
+        st = stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
