@@ -106,8 +106,6 @@ class SearchOptions:
     prior_weights: PriorWeights = field(default_factory=PriorWeights)
     per_source: int = PER_SOURCE
     clock: str = DEFAULT                 # what the recency prior counts back from
-    rerank: bool = True                  # the second stage (rerank.py); not in vector mode
-    exclude: tuple[str, ...] = ()        # shas of commits left out (bench/fit_rerank.py)
 
 
 @dataclass(frozen=True)
@@ -124,10 +122,6 @@ class Explanation:
     area: float
     boost: float         # the multiplier's excess over 1, at most MAX_BOOST
     score: float
-    # The second stage (rerank.py), None when it did not see the hit: its score in (0, 1), which
-    # `score` is then (times the context boost), and each feature's share of its logit.
-    rerank: float | None = None
-    rerank_parts: tuple[tuple[str, float], ...] = ()
     text_bm25: float | None = None     # the message's BM25 (items_fts)
     code_bm25: float | None = None     # the code's BM25 (items_code): symbols, changed words
 
@@ -205,7 +199,7 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     if w_vec == 0.0:   # vectors only break ties between lexical candidates
         known = set(lexical)
         vector = [item for item in vector if item in known]
-    hits = _rank(con, query, mode, scored, parts, vector, sims, w_vec, options, now)
+    hits = _rank(con, scored, parts, vector, sims, w_vec, options, now)
     return SearchResult(query, mode, hits, embedder is not None, note,
                         len(set(lexical) | set(vector)), used)
 
@@ -244,10 +238,6 @@ class _Filters:
             clauses.append("exists (select 1 from item_files x join files fl on fl.id = x.file_id"
                            " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?))")
             params.extend([prefix, len(prefix) + 1, prefix + "/"])
-        if options.exclude:
-            clauses.append("(i.commit_id is null or i.commit_id not in (select id from commits"
-                           f" where sha in ({','.join('?' * len(options.exclude))})))")
-            params.extend(options.exclude)
         self.sql = " and ".join(clauses)
         self.params = tuple(params)
 
@@ -319,9 +309,8 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
 # -- ranking -----------------------------------------------------------------------------------
 
 
-def _rank(con, query: str, mode: str, scored: list[tuple[int, float]], parts: Parts,
-          vector: list[int], sims: dict[int, float], w_vec: float, options: SearchOptions,
-          now: float) -> list[Hit]:
+def _rank(con, scored: list[tuple[int, float]], parts: Parts, vector: list[int],
+          sims: dict[int, float], w_vec: float, options: SearchOptions, now: float) -> list[Hit]:
     lex_rank = _tied_ranks([item for item, _ in scored], dict(scored))
     vec_rank = _tied_ranks(vector, sims)
     fused = {}
@@ -357,55 +346,12 @@ def _rank(con, query: str, mode: str, scored: list[tuple[int, float]], parts: Pa
                           text_bm25=text_bm25, code_bm25=code_bm25)
         ranked.append((score, -m["time"], item, why))
     ranked.sort(key=lambda s: (-s[0], s[1], s[2]))
-    if options.rerank and mode != "vector":
-        ranked = _second_stage(con, query, ranked, meta, area, w_vec > 0.0, options, now)
     return _diverse([_hit(meta[item], why) for _, _, item, why in ranked], options)
 
 
 def _recency(m: dict, now: float, options: SearchOptions) -> float:
     age_days = max(0.0, (now - m["time"]) / 86400.0)
     return 0.5 ** (age_days / options.half_life_days)
-
-
-def _second_stage(con, query: str, ranked: list[tuple[float, float, int, Explanation]],
-                  meta: dict[int, dict], area: int | None, vectors: bool,
-                  options: SearchOptions, now: float) -> list[tuple[float, float, int, Explanation]]:
-    """The first `rerank.DEPTH` re-ordered by the second stage's model; the rest after them,
-    in their order, with scores scaled below the last re-ranked one."""
-    from dataclasses import replace
-
-    from cortex_core.memory import rerank
-    head, tail = ranked[:rerank.DEPTH], ranked[rerank.DEPTH:]
-    code = _code_text(con, [item for _, _, item, _ in head])
-    candidates = [rerank.Candidate(
-        why.text_bm25, why.code_bm25, why.lexical_rank, why.vector_similarity, why.vector_rank,
-        meta[item]["title"], meta[item]["body"], code.get(item, ""),
-        _recency(meta[item], now, options), SIGNAL.get(meta[item]["signal"] or "other", 0.3),
-        1.0 if area is not None and meta[item]["cluster"] == area else 0.0)
-        for _, _, item, why in head]
-    model = rerank.WITH_VECTORS if vectors else rerank.LEXICAL_ONLY
-    out = []
-    for (_, order, item, why), values in zip(head, rerank.features(query, candidates)):
-        probability, contributions = rerank.score(model, values)
-        context_boost = options.prior_weights.context * why.context
-        out.append((probability * (1.0 + context_boost), order, item, replace(
-            why, rerank=probability, score=probability * (1.0 + context_boost),
-            rerank_parts=tuple(zip(rerank.FEATURES, contributions)))))
-    out.sort(key=lambda s: (-s[0], s[1], s[2]))
-    if tail and out:
-        scale = min(s for s, _, _, _ in out) / max(head[-1][0], 1e-12)
-        out.extend((s * scale, order, item, replace(why, score=s * scale))
-                   for s, order, item, why in tail)
-    return out
-
-
-def _code_text(con, items: list[int]) -> dict[int, str]:
-    """The code field (symbols and changed-line words) of items that have one."""
-    if not items:
-        return {}
-    marks = ",".join("?" * len(items))
-    return {rowid: f"{symbols} {code}" for rowid, symbols, code in con.execute(
-        f"select rowid, symbols, code from items_code where rowid in ({marks})", items)}
 
 
 def _tied_ranks(ordered: list[int], scores: dict[int, float]) -> dict[int, int]:
