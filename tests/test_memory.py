@@ -388,3 +388,14 @@ def test_a_merge_is_found_by_the_code_it_brought(repo, cortex):
     con = cortex.reader()
     titles = [h.title for h in hits_of(con, "tunnel through proxy", kinds=("commit",))]
     assert sorted(titles) == ["Merge pull request #42 from ann/feature", "Work in progress"]
+
+
+def test_a_commit_head_is_searched_by_its_whole_message(repo, cortex):
+    """Words from two list items of one message meet in its head segment."""
+    repo.write("a.py", "x = 1\n")
+    repo.commit("Several changes\n\n- Add jitter to the backoff\n- Cap the pool at forty",
+                days_ago=3)
+    cortex.index(model="none")
+    hits = hits_of(cortex.reader(), "jitter pool", kinds=("commit",))
+    assert (hits[0].title, hits[0].segment) == ("Several changes", 0)
+    assert hits[0].why.lexical_rank == 1 and hits[1].why.lexical_rank > 1

@@ -49,8 +49,11 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
                 commit_id: int | None = None, segment: int = 0, file_id: int | None = None,
                 blob: str | None = None, note_id: int | None = None, line: int | None = None,
                 end_line: int | None = None, qualnames: Iterable[str] = (),
-                code_words: str = "") -> int:
+                code_words: str = "", indexed_body: str | None = None) -> int:
+    """`indexed_body`: what the lexical index reads as its body, when not `body` (a commit's head
+    segment is searched by its whole message)."""
     title, body = redact_pair(title, body)
+    searched = body if indexed_body is None else redact(indexed_body)
     digest = text_hash(embed_text(kind, segment, title, body))
     item_id = con.execute(
         "insert into items(kind, commit_id, segment, file_id, blob, note_id, title, body, line,"
@@ -62,7 +65,7 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
     con.executemany("insert or ignore into item_symbols(item_id, symbol_id) values (?, ?)",
                     ((item_id, s) for s in dict.fromkeys(symbols)))
     con.execute("insert into items_fts(rowid, title, body, terms, paths) values (?,?,?,?,?)",
-                (item_id, title, body, expand(title + "\n" + body), " ".join(paths)))
+                (item_id, title, searched, expand(title + "\n" + searched), " ".join(paths)))
     names = " ".join(dict.fromkeys(qualnames))
     if names or code_words:
         con.execute("insert into items_code(rowid, symbols, code) values (?,?,?)",
@@ -125,7 +128,8 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
                         files=(file_ids[p] for p in seg.files if p in file_ids),
                         symbols=(sym_ids[s] for s in seg.symbols if s in sym_ids),
                         paths=seg.files, qualnames=(q for _, q in seg.symbols[:MAX_QUALNAMES]),
-                        code_words=code_words if number == 0 else "")
+                        code_words=code_words if number == 0 else "",
+                        indexed_body=body if number == 0 and len(segments) > 1 else None)
             added += 1
     return added
 
