@@ -249,18 +249,15 @@ def _lexical(con, query: str, filters: _Filters,
              weights: Weights) -> tuple[list[tuple[int, float]], Parts]:
     """(item, lexical score: higher is better), best first. The score is the message's BM25
     plus `weights.code` times the code's (items_code): each index proposes its best
-    `CANDIDATES`, and each candidate gets both scores."""
+    `CANDIDATES`; a candidate outside one index's best counts 0 there (scoring it exactly took
+    two more MATCH passes, doubled the lexical latency and changed MRR@10 by under 0.006 on
+    requests and scrapy)."""
     expression = fts_query(query)
     if expression is None:
         return [], {}
     text = _bm25(con, "items_fts", weights.text_columns, expression, filters)
     code = _bm25(con, "items_code", weights.code_columns, expression, filters) \
         if weights.code > 0 else {}
-    if code:
-        text.update(_bm25(con, "items_fts", weights.text_columns, expression, filters,
-                          [i for i in code if i not in text]))
-        code.update(_bm25(con, "items_code", weights.code_columns, expression, filters,
-                          [i for i in text if i not in code]))
     scores = {item: s + weights.code * code.get(item, 0.0) for item, s in text.items()}
     for item, s in code.items():
         scores.setdefault(item, weights.code * s)
@@ -268,17 +265,13 @@ def _lexical(con, query: str, filters: _Filters,
     return best, {item: (text.get(item), code.get(item)) for item, _ in best}
 
 
-def _bm25(con, table: str, columns: tuple[float, ...], expression: str, filters: _Filters,
-          only: list[int] | None = None) -> dict[int, float]:
-    """BM25 scores (higher is better) of the best CANDIDATES items of one FTS5 table, or of the
-    items `only`."""
-    if only is not None and not only:
-        return {}
+def _bm25(con, table: str, columns: tuple[float, ...], expression: str,
+          filters: _Filters) -> dict[int, float]:
+    """BM25 scores (higher is better) of the best CANDIDATES items of one FTS5 table."""
     weights = ", ".join(str(w) for w in columns)
-    among = f" and i.id in ({','.join(str(int(i)) for i in only)})" if only else ""
     rows = con.execute(
         f"select i.id, -bm25({table}, {weights}) as s from {table} join items i"
-        f" on i.id = {table}.rowid where {table} match ? and {filters.sql}{among}"
+        f" on i.id = {table}.rowid where {table} match ? and {filters.sql}"
         f" order by s desc limit {CANDIDATES}", (expression, *filters.params))
     return {r[0]: r[1] for r in rows}
 
