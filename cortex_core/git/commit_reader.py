@@ -136,16 +136,29 @@ class CommitReader:
         if diff is None or len(diff) > MAX_MERGE_FILES:   # a branch brought up to date, no PR
             return []
         groups = []
-        for count, delta in enumerate(diff.deltas):
+        for delta in diff.deltas:
             path = text(delta.new_file.raw_path if delta.status_char() != "D"
                         else delta.old_file.raw_path)
             if (language_for_path(path) is None or skip_by_path(path, self.settings) is not None
                     or max(delta.old_file.size, delta.new_file.size) > self.settings.max_file_bytes):
                 continue
-            patch = diff[count]
-            if patch is not None and not patch.delta.is_binary:
+            blobs = self._blobs_at_hand(delta)
+            if blobs is not None:
+                patch = pygit2.Patch.create_from(*blobs, context_lines=0, interhunk_lines=0)
                 groups.append(words_of(changed_lines(patch)))
         return merge_words(groups)
+
+    def _blobs_at_hand(self, delta) -> tuple | None:
+        """(old, new) text blobs of a delta (None for an added file's old side, a deleted one's
+        new side), or None when one is not in the repository or is binary: a partial clone's
+        missing blobs are neither fetched nor counted missing for words alone."""
+        status = delta.status_char()
+        old = self._get(delta.old_file.id) if status != "A" else None
+        new = self._get(delta.new_file.id) if status != "D" else None
+        for blob, needed in ((old, status != "A"), (new, status != "D")):
+            if needed and (not isinstance(blob, pygit2.Blob) or blob.is_binary):
+                return None
+        return old, new
 
     def _diff(self, commit: pygit2.Commit) -> pygit2.Diff | None:
         """The commit's diff against its first parent; None when a commit or tree it needs
