@@ -4,11 +4,13 @@
 Queries and gold answers come from `retrieval_gold.py`: each changelog entry, with its issue/PR
 numbers removed, is a query; the commits whose messages cite those numbers are its gold answers.
 Search is restricted to commit items (`kinds=("commit",)`, no context prior: there is no editor
-focus here). Three rankers, each over the same queries:
+focus here). Four rankers, each over the same queries:
 
-  lexical   BM25 alone                        SearchOptions(mode="lexical", priors=False)
-  vector    vectors alone                     SearchOptions(mode="vector",  priors=False)
-  hybrid    fused ranker with bounded priors  SearchOptions(mode="hybrid",  priors=True)
+  bm25-messages  the baseline: plain BM25 over each commit's whole message, computed here
+                 (_bm25_messages.py), not by Cortex
+  lexical        Cortex's lexical ranking alone       SearchOptions(mode="lexical", priors=False)
+  vector         vectors alone                        SearchOptions(mode="vector",  priors=False)
+  hybrid         Cortex's default ranking             SearchOptions(mode="hybrid",  priors=True)
 
 Figures per ranker: Recall@k (a query is a hit when any gold sha is among the first k hits'
 commit shas) and MRR@k (1/rank of the first gold hit, 0 beyond k), over all queries and over the
@@ -45,6 +47,9 @@ MODES = {
     "vector": ("vector", False),
     "hybrid": ("hybrid", True),
 }
+
+# The baseline, computed in bench/ without Cortex (_bm25_messages.py).
+BASELINE = "bm25-messages"
 
 # --sweep: each entry replaces fields of the hybrid ranker's SearchOptions.weights. Edit freely.
 SWEEP_GRID: list[dict] = [
@@ -98,13 +103,23 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
 
     def options():
         return options_factory() if callable(options_factory) else options_factory
-    if indexed is None:
-        indexed = indexed_commit_items(con)
     if warmup and queries:
         try:
             search(con, queries[0].query, options(), embedder=embedder, now=now)
         except Exception:  # noqa: BLE001, S110 - reported below, query by query
             pass
+
+    def run(query: str) -> tuple[list[str], str]:
+        result = search(con, query, options(), embedder=embedder, now=now)
+        return [h.sha for h in result.hits[:k]], result.mode
+    return score_ranker(queries, run, k=k,
+                        indexed=indexed if indexed is not None else indexed_commit_items(con),
+                        per_query=per_query)
+
+
+def score_ranker(queries: list[rg.GoldQuery], run, *, k: int, indexed: set[str],
+                 per_query: bool = False) -> dict:
+    """The figures of evaluate() for any ranker: `run(query)` returns (shas best first, mode)."""
     hits = rr_sum = 0.0
     hits_ans = rr_ans = 0.0
     answerable = 0
@@ -117,14 +132,13 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
         answerable += is_answerable
         rank = elapsed = None
         try:
-            opts = options()
             start = time.perf_counter()
-            result = search(con, q.query, opts, embedder=embedder, now=now)
+            shas, mode = run(q.query)
             elapsed = time.perf_counter() - start
             seconds.append(elapsed)
-            modes[result.mode] += 1
-            for i, hit in enumerate(result.hits[:k], 1):
-                if hit.sha is not None and hit.sha in q.gold:
+            modes[mode] += 1
+            for i, sha in enumerate(shas[:k], 1):
+                if sha in q.gold:
                     rank = i
                     break
         except Exception as exc:  # noqa: BLE001 - a failing query is a miss, and is counted
@@ -156,6 +170,20 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
     }
     if per_query:
         out["per_query"] = rows
+    return out
+
+
+def evaluate_baseline(repo: Path, queries: list[rg.GoldQuery], *, k: int = 10,
+                      indexed: set[str], per_query: bool = False) -> dict:
+    """BM25 over commit messages, computed here (_bm25_messages.py), scored like evaluate()."""
+    from _bm25_messages import MessageBM25
+    start = time.perf_counter()
+    bm25 = MessageBM25(repo)
+    built = time.perf_counter() - start
+    out = score_ranker(queries, lambda query: (bm25.search(query, k), "bm25-messages"), k=k,
+                       indexed=indexed, per_query=per_query)
+    out["build_seconds"] = built
+    out["documents"] = bm25.n_docs
     return out
 
 
@@ -207,8 +235,9 @@ def parse_args(argv=None):
     p.add_argument("--limit", type=int, help="evaluate a seeded random sample of N queries")
     p.add_argument("--seed", type=int, default=0, help="seed of --limit (default 0)")
     p.add_argument("-k", type=int, default=10, help="cut-off of Recall@k and MRR@k (default 10)")
-    p.add_argument("--modes", default="lexical,vector,hybrid",
-                   help="rankers to evaluate, comma-separated (default lexical,vector,hybrid)")
+    p.add_argument("--modes", default=f"{BASELINE},lexical,vector,hybrid",
+                   help="rankers to evaluate, comma-separated (default "
+                   f"{BASELINE},lexical,vector,hybrid)")
     p.add_argument("--misses", type=int, default=3, help="examples of queries the hybrid ranker "
                    "misses, with its top hits (default 3)")
     p.add_argument("--sweep", action="store_true", help="also evaluate the hybrid ranker for "
@@ -273,7 +302,7 @@ def main(argv=None) -> int:
         print(f"cortex_core has no memory search yet ({exc})", file=sys.stderr)
         return 2
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in MODES and m != BASELINE]
     if unknown:
         print(f"unknown mode {unknown[0]!r} (known: {', '.join(MODES)})", file=sys.stderr)
         return 2
@@ -300,6 +329,13 @@ def main(argv=None) -> int:
     now = time.time()   # one clock for every ranker: the recency prior is the same for all
     results = {}
     for name in modes:
+        if name == BASELINE:
+            log(f"{name}: {len(queries)} queries ...")
+            results[name] = evaluate_baseline(repo, queries, k=args.k, indexed=indexed,
+                                              per_query=args.per_query)
+            r = results[name]
+            log(f"{name}: R@{args.k} {r['recall_at_k']:.3f}  MRR@{args.k} {r['mrr_at_k']:.3f}")
+            continue
         if name == "vector" and embedder is None:
             results[name] = {"skipped": "no embedding model in this index (vectors off)"}
             log("vector: skipped (no embedding model)")
@@ -363,7 +399,7 @@ def print_report(report: dict, k: int) -> None:
         if r["errors"]:
             note.append(f"{r['errors']} errors")
         used = r["modes_used"]
-        if used and set(used) != {MODES[name][0]}:
+        if used and name in MODES and set(used) != {MODES[name][0]}:
             note.append("ran as " + ", ".join(f"{m} {c}" for m, c in used.items()))
         rows.append([name, _pct(r["recall_at_k"]), _pct(r["mrr_at_k"]),
                      _pct(r["recall_at_k_answerable"]), _pct(r["mrr_at_k_answerable"]),
@@ -378,8 +414,10 @@ def print_report(report: dict, k: int) -> None:
     for name, r in report["results"].items():
         for msg, count in (r.get("error_examples") or {}).items():
             print(f"  {name} error x{count}: {msg}")
-    print("  lexical = BM25 alone, vector = vectors alone (both without priors), hybrid = fused "
-          "with priors (no context prior); latency: search() in process, after a warm-up")
+    print(f"  {BASELINE} = plain BM25 over each commit's whole message, computed in bench/ "
+          "(not Cortex); lexical = Cortex's lexical ranking alone, vector = vectors alone (both "
+          "without priors), hybrid = Cortex's default ranking (no context prior); latency: "
+          "search() in process, after a warm-up")
     if report.get("hybrid_misses"):
         print("\nqueries the hybrid ranker misses (random):")
         for m in report["hybrid_misses"]:

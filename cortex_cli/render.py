@@ -249,7 +249,10 @@ def search(result, now: float, explain: bool) -> str:
         if explain and hit.why:
             w = hit.why
             lines.append(
-                f"      lexical #{w.lexical_rank or '-'}  vector #{w.vector_rank or '-'}"
+                f"      lexical #{w.lexical_rank or '-'}"
+                + (f" (message {w.text_bm25 or 0:.2f}, code {w.code_bm25 or 0:.2f})"
+                   if w.lexical_rank else "")
+                + f"  vector #{w.vector_rank or '-'}"
                 + (f" (cos {w.vector_similarity:.2f}, weight {w.vector_weight:.2f})"
                    if w.vector_similarity is not None else "")
                 + f"  fused {w.fused:.4f} × (1 + {w.boost:.3f}) = {w.score:.4f}")

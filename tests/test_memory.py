@@ -358,3 +358,44 @@ def test_related_commits_by_sha_and_by_symbol(indexed, topics):
 
 def test_focus_defaults_to_nothing():
     assert Focus().empty
+
+
+def test_a_commit_is_found_by_the_code_it_changed(repo, cortex):
+    """A name that only the diff holds finds the commit; a document's lines are no code."""
+    repo.write("net.py", "def connect(host):\n    return open_socket(host)\n")
+    repo.commit("Initial network module", days_ago=30)
+    repo.write("net.py", "def connect(host):\n    return open_socket(host, negotiate_keepalive=True)\n")
+    repo.commit("Keep connections alive", days_ago=20)
+    repo.write("CHANGES.md", "- calibrate flux capacitor\n")
+    repo.commit("Update the changelog", days_ago=10)
+    cortex.index(model="none")
+    con = cortex.reader()
+    hits = hits_of(con, "negotiate keepalive", kinds=("commit",))
+    assert [h.title for h in hits] == ["Keep connections alive"]
+    assert hits[0].why.code_bm25 and hits[0].why.text_bm25 is None
+    assert hits_of(con, "flux capacitor", kinds=("commit",)) == []
+
+
+def test_a_merge_is_found_by_the_code_it_brought(repo, cortex):
+    repo.write("net.py", "def connect(host):\n    return host\n")
+    repo.commit("Initial network module", days_ago=30)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("net.py", "def connect(host):\n    return tunnel_through_proxy(host)\n")
+    repo.commit("Work in progress", days_ago=20)
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge pull request #42 from ann/feature", "feature")
+    cortex.index(model="none")
+    con = cortex.reader()
+    titles = [h.title for h in hits_of(con, "tunnel through proxy", kinds=("commit",))]
+    assert sorted(titles) == ["Merge pull request #42 from ann/feature", "Work in progress"]
+
+
+def test_a_commit_head_is_searched_by_its_whole_message(repo, cortex):
+    """Words from two list items of one message meet in its head segment."""
+    repo.write("a.py", "x = 1\n")
+    repo.commit("Several changes\n\n- Add jitter to the backoff\n- Cap the pool at forty",
+                days_ago=3)
+    cortex.index(model="none")
+    hits = hits_of(cortex.reader(), "jitter pool", kinds=("commit",))
+    assert (hits[0].title, hits[0].segment) == ("Several changes", 0)
+    assert hits[0].why.lexical_rank == 1 and hits[1].why.lexical_rank > 1

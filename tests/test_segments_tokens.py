@@ -115,3 +115,33 @@ def test_queries_are_quoted_words_without_stopwords():
     assert fts_query('a "quoted" OR NOT thing*') == '"quoted" OR "not" OR "thing"'
     assert fts_query("the of and") == '"the" OR "of" OR "and"'   # nothing else left: keep them
     assert fts_query("?!") is None
+
+
+# -- words of changed lines ----------------------------------------------------------------------
+
+def test_code_words_keep_names_and_literal_words_without_keywords():
+    from cortex_core.memory.code_words import words_of
+    lines = ["def negotiate_keepalive(self, timeout=None):",
+             "    raise ValueError('Invalid chunk header')",
+             "    return self.for_in_if"]
+    words = words_of(lines)
+    assert words[:2] == ["negotiate_keepalive", "timeout"]
+    assert {"ValueError", "Invalid", "chunk", "header", "for_in_if"} <= set(words)
+    assert not {"def", "self", "None", "raise", "return"} & set(words)
+
+
+def test_code_words_are_bounded_and_redacted():
+    from cortex_core.memory.code_words import MAX_WORD_CHARS, MAX_WORDS, words_of
+    many = [f"name_{n} = value_{n}" for n in range(MAX_WORDS)]
+    assert len(words_of(many)) == MAX_WORDS
+    assert words_of(["x" * (MAX_WORD_CHARS + 1) + " = kept_name"]) == ["kept_name"]
+    secret = "AKIA" + "Q" * 16
+    words = words_of([f'aws_key = "{secret}"'])
+    assert secret not in " ".join(words) and "aws_key" in words
+
+
+def test_code_words_of_several_files_share_the_budget():
+    from cortex_core.memory.code_words import merge_words
+    first = [f"first_{n}" for n in range(10)]
+    assert merge_words([first, ["second_0", "second_1"]], limit=4) == [
+        "first_0", "second_0", "first_1", "second_1"]

@@ -13,6 +13,7 @@ import pygit2
 from cortex_core.git.git_reads import blob_bytes
 from cortex_core.config import IndexSettings
 from cortex_core.lang.languages import language_for_path
+from cortex_core.memory.code_words import changed_lines, merge_words, words_of
 from cortex_core.git.merge_reader import MergeFile, find_renames, read_merge
 from cortex_core.index.messages import classify, split_message
 from cortex_core.git.object_source import ObjectSource
@@ -27,6 +28,9 @@ UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule", 
 # Content of the blobs a reader keeps (CommitReader._remember): with 4 MB, 90% of the reads that
 # a cache of any size would spare on requests' history.
 BLOB_CACHE_BYTES = 4_000_000
+# A merge whose diff to its first parent changes more files is a long branch brought in (or
+# updated), not one pull request: its words would be noise, and reading them costs.
+MAX_MERGE_FILES = 100
 
 Hunk = tuple[int, int, int, int]
 
@@ -40,6 +44,7 @@ class FileRecord:
     deleted: int | None
     skip_reason: str | None
     hunks: list[Hunk] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)  # of its changed lines (code_words.py)
 
 
 @dataclass
@@ -59,10 +64,17 @@ class CommitRecord:
     parses: int = 0  # blobs parsed to read this commit (the others came from the cache)
     merge_files: list[MergeFile] = field(default_factory=list)  # a merge's, for line blame
     missing: list[str] = field(default_factory=list)  # ids of the objects it could not read
+    merge_words: list[str] = field(default_factory=list)  # a merge's: what it brought
 
     @property
     def is_merge(self) -> bool:
         return len(self.parents) > 1
+
+    @property
+    def code_words(self) -> list[str]:
+        """The words of its changed source lines, bounded over all its files (a merge: of
+        what it brought to its first parent)."""
+        return self.merge_words or merge_words(f.words for f in self.files)
 
 
 class CommitReader:
@@ -100,6 +112,7 @@ class CommitReader:
             # No file changes: a merge's changes are the merged commits'. Line blame still needs
             # to know which parent each file came from (merge_reader).
             record.merge_files = read_merge(self, commit)
+            record.merge_words = self._merge_words(commit)
             return record
         diff = self._diff(commit)
         if diff is None:
@@ -115,6 +128,37 @@ class CommitReader:
         record.symbols = match_commit(parsed)
         record.parses = self.parser.parse_count() - parses_before
         return record
+
+    def _merge_words(self, commit: pygit2.Commit) -> list[str]:
+        """The words of what a merge brought to its first parent (a pull request's changes):
+        search finds the merge, which cites the pull request, by the code it merged."""
+        diff = self._diff(commit)
+        if diff is None or len(diff) > MAX_MERGE_FILES:   # a branch brought up to date, no PR
+            return []
+        groups = []
+        for delta in diff.deltas:
+            path = text(delta.new_file.raw_path if delta.status_char() != "D"
+                        else delta.old_file.raw_path)
+            if (language_for_path(path) is None or skip_by_path(path, self.settings) is not None
+                    or max(delta.old_file.size, delta.new_file.size) > self.settings.max_file_bytes):
+                continue
+            blobs = self._blobs_at_hand(delta)
+            if blobs is not None:
+                patch = pygit2.Patch.create_from(*blobs, context_lines=0, interhunk_lines=0)
+                groups.append(words_of(changed_lines(patch)))
+        return merge_words(groups)
+
+    def _blobs_at_hand(self, delta) -> tuple | None:
+        """(old, new) text blobs of a delta (None for an added file's old side, a deleted one's
+        new side), or None when one is not in the repository or is binary: a partial clone's
+        missing blobs are neither fetched nor counted missing for words alone."""
+        status = delta.status_char()
+        old = self._get(delta.old_file.id) if status != "A" else None
+        new = self._get(delta.new_file.id) if status != "D" else None
+        for blob, needed in ((old, status != "A"), (new, status != "D")):
+            if needed and (not isinstance(blob, pygit2.Blob) or blob.is_binary):
+                return None
+        return old, new
 
     def _diff(self, commit: pygit2.Commit) -> pygit2.Diff | None:
         """The commit's diff against its first parent; None when a commit or tree it needs
@@ -180,6 +224,8 @@ class CommitReader:
         if record.skip_reason is not None:
             return record, None
         record.hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+        if language_for_path(path) is not None:   # source code: documents have no identifiers
+            record.words = words_of(changed_lines(patch))
         return record, self._file_symbols(record, old_path, new_path, old_blob, new_blob,
                                           old_data, new_data)
 

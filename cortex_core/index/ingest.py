@@ -116,8 +116,9 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
         con, recovery = fresh_store(db_path) if rebuild else (open_writer(db_path), None)
         if not rebuild and (get_meta(con, "rebuild_history") or _deepened(con, repo)):
-            # Written by a Cortex that named symbols otherwise (schema migration 4): its
-            # identities cannot be extended incrementally. Or a shallow clone was deepened: its
+            # Written by a Cortex that named symbols otherwise (schema migration 4), or that
+            # kept no words of the changed lines (7): its history cannot be extended
+            # incrementally. Or a shallow clone was deepened: its
             # former boundary commits were read as adding every file, and the commits now
             # behind them are ancestors of the recorded tips, which a run never walks again.
             con.close()
@@ -451,12 +452,13 @@ class _Indexer:
         commit_id = self.con.execute(
             "insert into commits(sha, seq, generation, parents, author_name, author_email,"
             " author_time, author_offset, committer_time, subject, body, kind, is_merge,"
-            " files_changed, lines_added, lines_deleted)"
-            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            " files_changed, lines_added, lines_deleted, code_words)"
+            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
             (record.sha, seq, generation, " ".join(record.parents), record.author_name,
              record.author_email, record.author_time, record.author_offset,
              record.committer_time, record.subject, record.body, record.kind,
-             int(record.is_merge), len(record.files), added, deleted)).get
+             int(record.is_merge), len(record.files), added, deleted,
+             " ".join(record.code_words))).get
         self._write_merge_files(commit_id, record)
         for f in record.files:
             file_id = self._file_id(f.path)

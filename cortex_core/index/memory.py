@@ -13,12 +13,13 @@ import re
 from typing import Callable, Iterable
 
 from cortex_core.memory.embeddings import BATCH, Embedder, text_hash
-from cortex_core.text.redact import redact_pair
+from cortex_core.text.redact import redact, redact_pair
 from cortex_core.memory.segments import Section, commit_segments, doc_sections, is_doc_path
 from cortex_core.store.store import get_meta, set_meta
 from cortex_core.memory.tokens import expand
 
 Progress = Callable[[int, int, str], None]
+MAX_QUALNAMES = 100     # symbols of one item in its code field (a mass rename names thousands)
 NO_VECTOR = 0           # vector_id of an item whose text has no known token (an all-zero vector)
 
 
@@ -47,8 +48,12 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
                 files: Iterable[int] = (), symbols: Iterable[int] = (), paths: Iterable[str] = (),
                 commit_id: int | None = None, segment: int = 0, file_id: int | None = None,
                 blob: str | None = None, note_id: int | None = None, line: int | None = None,
-                end_line: int | None = None) -> int:
+                end_line: int | None = None, qualnames: Iterable[str] = (),
+                code_words: str = "", indexed_body: str | None = None) -> int:
+    """`indexed_body`: what the lexical index reads as its body, when not `body` (a commit's head
+    segment is searched by its whole message)."""
     title, body = redact_pair(title, body)
+    searched = body if indexed_body is None else redact(indexed_body)
     digest = text_hash(embed_text(kind, segment, title, body))
     item_id = con.execute(
         "insert into items(kind, commit_id, segment, file_id, blob, note_id, title, body, line,"
@@ -60,8 +65,18 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
     con.executemany("insert or ignore into item_symbols(item_id, symbol_id) values (?, ?)",
                     ((item_id, s) for s in dict.fromkeys(symbols)))
     con.execute("insert into items_fts(rowid, title, body, terms, paths) values (?,?,?,?,?)",
-                (item_id, title, body, expand(title + "\n" + body), " ".join(paths)))
+                (item_id, title, searched, expand(title + "\n" + searched), " ".join(paths)))
+    names = " ".join(dict.fromkeys(qualnames))
+    if names or code_words:
+        con.execute("insert into items_code(rowid, symbols, code) values (?,?,?)",
+                    (item_id, _with_parts(names), _with_parts(redact(code_words))))
     return item_id
+
+
+def _with_parts(text: str) -> str:
+    """The text and the spoken parts of its identifiers (FTS5 keeps `getUserById` whole)."""
+    parts = expand(text)
+    return f"{text} {parts}" if parts else text
 
 
 def delete_items(con, where: str, params: tuple) -> int:
@@ -71,6 +86,7 @@ def delete_items(con, where: str, params: tuple) -> int:
     for table in ("item_files", "item_symbols"):
         con.executemany(f"delete from {table} where item_id = ?", ((i,) for i in ids))
     con.executemany("delete from items_fts where rowid = ?", ((i,) for i in ids))
+    con.executemany("delete from items_code where rowid = ?", ((i,) for i in ids))
     con.executemany("delete from items where id = ?", ((i,) for i in ids))
     # A vector no item stands for any more would take a neighbour's place in every search.
     orphans = [v for v in {r[1] for r in rows if r[1]}
@@ -87,10 +103,10 @@ def delete_items(con, where: str, params: tuple) -> int:
 def add_commit_items(con, progress: Progress | None = None) -> int:
     """Segments for every commit that has none yet. Returns the number of items added."""
     pending = con.execute(
-        "select id, subject, body, kind, author_time from commits c"
+        "select id, subject, body, kind, author_time, code_words from commits c"
         " where not exists (select 1 from items i where i.commit_id = c.id)").fetchall()
     added = 0
-    for done, (commit_id, subject, body, kind, when) in enumerate(pending, 1):
+    for done, (commit_id, subject, body, kind, when, code_words) in enumerate(pending, 1):
         if progress and done % 500 == 0:
             progress(done, len(pending), "commit messages")
         files = con.execute("select f.id, f.path from file_changes fc join files f"
@@ -111,7 +127,9 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
                         commit_id=commit_id, segment=number,
                         files=(file_ids[p] for p in seg.files if p in file_ids),
                         symbols=(sym_ids[s] for s in seg.symbols if s in sym_ids),
-                        paths=seg.files)
+                        paths=seg.files, qualnames=(q for _, q in seg.symbols[:MAX_QUALNAMES]),
+                        code_words=code_words if number == 0 else "",
+                        indexed_body=body if number == 0 and len(segments) > 1 else None)
             added += 1
     return added
 

@@ -364,6 +364,24 @@ MIGRATIONS: list[str] = [
         version text not null
     );
     """,
+    # 7: search reads the code: each commit's words of its changed source lines, and a lexical
+    # index of the code an item is about (its symbols, those words). Stores written before it
+    # have no words for their commits: the indexer rebuilds them in place (notes kept).
+    """
+    -- code_words: distinct identifiers and string-literal words of the lines the commit added or
+    -- removed in source files, redacted and bounded (memory/code_words.py), space separated.
+    alter table commits add column code_words text not null default '';
+
+    -- The code side of the lexical index, apart from items_fts so that its length does not
+    -- weigh on the message's BM25: rowid = items.id; symbols: the qualified names of the
+    -- symbols the item is about, code: its commit's code_words (head segments only); both with
+    -- their identifiers' spoken parts (getUserById -> get user by id).
+    create virtual table items_code using fts5(symbols, code,
+        tokenize = 'porter unicode61 remove_diacritics 2');
+
+    insert or replace into meta(key, value) select 'rebuild_history', '7'
+        where exists (select 1 from commits);
+    """,
 ]
 
 
