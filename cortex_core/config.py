@@ -17,6 +17,8 @@ errors with a clear message rather than silently ignored.
     max_diff_lines = 20000        # a file patch with more changed lines is recorded at file level only
                                   (additions and deletions of a whole file excepted)
     max_commit_files = 2000       # files of one commit beyond this are recorded at file level only
+    worker_memory_mb = 250        # a commit-reading worker resident beyond this is replaced by a
+                                  # fresh one (bounds the index run's memory; docs/numbers.md)
     drop_trailers = ["Signed-off-by", "Co-authored-by", ...]   # replaces the default list
     vendored = ["vendor/", "third_party/", ...]                # path prefixes or segments
     generated = ["*_pb2.py", "*.pb.go", ...]                   # fnmatch patterns on the path
@@ -86,6 +88,10 @@ class IndexSettings:
     max_file_bytes: int = 10_000_000
     max_diff_lines: int = 20_000
     max_commit_files: int = 2_000
+    # Resident memory of one commit-reading worker (read_pool.py) beyond which it is replaced by
+    # a fresh process: the index run's peak is about the main process plus `--jobs` times this,
+    # plus what one commit of the largest files takes (docs/numbers.md, "Bounded memory").
+    worker_memory_mb: int = 250
     drop_trailers: tuple[str, ...] = DEFAULT_TRAILERS
     vendored: tuple[str, ...] = DEFAULT_VENDORED
     generated: tuple[str, ...] = DEFAULT_GENERATED

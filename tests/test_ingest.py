@@ -314,6 +314,32 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
     assert rows and ("logo.png", None, None, None, "binary") in head
 
 
+def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, monkeypatch):
+    """A worker resident beyond index.worker_memory_mb is replaced by a fresh process between
+    chunks (bounded memory, issue 17); records do not depend on the worker's caches."""
+    import dataclasses
+    import pygit2
+    import cortex_core.index.read_pool as read_pool
+    from cortex_core.git.commit_reader import CommitReader
+    for i in range(9):
+        repo.write("a.py", "".join(f"def f{j}():\n    return {i + j}\n" for j in range(i + 1)))
+        repo.commit(f"c{i}", days_ago=10 - i)
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    monkeypatch.setattr(read_pool, "CHUNK", 2)
+    tiny = dataclasses.replace(Settings().index, worker_memory_mb=1)   # every chunk is over it
+    stats: dict = {}
+    got = dict(read_pool.read_parallel(str(repo.path), tiny, shas, 2, stats=stats))
+    reader = CommitReader(pygit2.Repository(str(repo.path)), Settings().index)
+    expected = [reader.read(reader.repo.get(sha)) for sha in shas]
+    # What a record says, except how many blobs it took to parse (a fresh worker's cold cache).
+    assert [dataclasses.replace(got[i], parses=0) for i in range(len(shas))] == \
+        [dataclasses.replace(r, parses=0) for r in expected]
+    assert stats["recycled"] >= 2 and stats["peak_worker_bytes"] > 1024 * 1024
+    roomy: dict = {}
+    list(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=roomy))
+    assert roomy["recycled"] == 0
+
+
 def test_a_missing_blob_is_recorded_not_fatal(repo, cortex):
     repo.write("a.py", "def f():\n    return 1\n")
     repo.write("b.py", "def g():\n    return 1\n")

@@ -75,10 +75,7 @@ def update_areas(con, settings: ClusterSettings, embedder,
                 con.executemany("update items set cluster = ? where id = ?",
                                 ((centroids[int(label)][0] if label >= 0 else NO_AREA, item)
                                  for item, label in zip(ids, labels)))
-                con.execute("update clusters set size = (select count(*) from items where cluster"
-                            " = clusters.id), first_time = (select min(time) from items where"
-                            " cluster = clusters.id), last_time = (select max(time) from items"
-                            " where cluster = clusters.id)")
+                _recount(con)
         return None
     if progress:
         progress(0, 1, "areas")
@@ -94,6 +91,18 @@ def update_areas(con, settings: ClusterSettings, embedder,
     if progress:
         progress(1, 1, "areas")
     return result.k
+
+
+def _recount(con) -> None:
+    """Each cluster's size and time span, from one grouped scan of the items: three correlated
+    subqueries per cluster scanned every item 3k times, which made a one-commit update grow with
+    the history (sympy: 67k items, 40 clusters)."""
+    spans = {cid: (n, first, last) for cid, n, first, last in con.execute(
+        "select cluster, count(*), min(time), max(time) from items where cluster >= 0"
+        " group by cluster")}
+    con.executemany("update clusters set size = ?, first_time = ?, last_time = ? where id = ?",
+                    ((*spans.get(cid, (0, None, None)), cid)
+                     for cid in [r[0] for r in con.execute("select id from clusters")]))
 
 
 _REDACTED = re.compile(r"\[REDACTED:[^\]]*\]")

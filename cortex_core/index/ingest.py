@@ -51,6 +51,8 @@ from cortex_core.index.versions import VersionGraph
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
 PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 300
+IDS_KEPT = 200_000           # file and symbol ids the writer keeps at hand (about 40 MB at most)
+KNOWN_LOOKUPS = 1_000        # up to this many commits walked: look each up rather than load all
 
 ProgressFn = Callable[..., None]   # (done, total) or (done, total, phase)
 
@@ -239,9 +241,11 @@ class _Indexer:
         self.progress = progress
         self.jobs = jobs
         self.reader = CommitReader(repo, self.settings)
-        self.file_ids: dict[str, int] = dict(con.execute("select path, id from files"))
-        self.symbol_ids: dict[tuple[int, str], int] = {
-            (f, q): i for i, f, q in con.execute("select id, file_id, qualname from symbols")}
+        # Ids by key, filled as keys are met (a miss asks the store) and emptied at IDS_KEPT
+        # keys: loading every file's and symbol's id made a one-commit update, and the writer's
+        # memory, grow with the history (sympy: hundreds of thousands of symbols).
+        self.file_ids: dict[str, int] = {}
+        self.symbol_ids: dict[tuple[int, str], int] = {}
         self.file_changes = 0
         self.symbol_changes = 0
         self.skipped = 0
@@ -259,12 +263,10 @@ class _Indexer:
             all_branches = get_meta(con, "all_branches") == "1"
         tips = self._tips(all_branches)
         old_tips = [sha for sha in json.loads(get_meta(con, "tips", "[]")) if self._exists(sha)]
-        known = {sha: (cid, bool(r)) for cid, sha, r in con.execute(
-            "select id, sha, reachable from commits")}
         # No usable tips: an interrupted run, or tips garbage-collected after a rewrite.
-        lost_tips = bool(known) and not old_tips
-
+        lost_tips = not old_tips and bool(con.execute("select exists(select 1 from commits)").get)
         walked = self._walk(tips, hide=old_tips)
+        known = self._known(walked if not lost_tips else None)
         new = [c for c in walked if str(c.id) not in known]
         again = [known[str(c.id)][0] for c in walked
                  if str(c.id) in known and not known[str(c.id)][1]]
@@ -272,7 +274,9 @@ class _Indexer:
             reachable = {str(c.id) for c in walked}
             gone = [cid for sha, (cid, r) in known.items() if r and sha not in reachable]
         else:
-            gone = [known[str(c.id)][0] for c in self._walk(old_tips, hide=tips)
+            dropped = self._walk(old_tips, hide=tips)
+            known.update(self._known(dropped))
+            gone = [known[str(c.id)][0] for c in dropped
                     if str(c.id) in known and known[str(c.id)][1]]
 
         with con:
@@ -312,6 +316,20 @@ class _Indexer:
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
             skipped_file_changes=self.skipped, blobs_parsed=self.parses,
             seconds=time.monotonic() - started, rebuilt=rebuilt)
+
+    def _known(self, commits: list[pygit2.Commit] | None) -> dict[str, tuple[int, bool]]:
+        """sha -> (id, reachable) of the stored commits among `commits` (None: all of them).
+        A one-commit update asks for a few commits rather than loading the whole history."""
+        if commits is None or len(commits) > KNOWN_LOOKUPS:
+            return {sha: (cid, bool(r)) for cid, sha, r in self.con.execute(
+                "select id, sha, reachable from commits")}
+        known = {}
+        for sha in map(str, (c.id for c in commits)):
+            row = self.con.execute("select id, reachable from commits where sha = ?",
+                                   (sha,)).fetchone()
+            if row is not None:
+                known[sha] = (row[0], bool(row[1]))
+        return known
 
     def _tips(self, all_branches: bool) -> list[str]:
         tips = [str(self.repo.head.peel(pygit2.Commit).id)]
@@ -635,20 +653,32 @@ class _Indexer:
     def _file_id(self, path: str) -> int:
         file_id = self.file_ids.get(path)
         if file_id is None:
-            file_id = self.con.execute("insert into files(path, language) values (?, ?)"
-                                       " returning id", (path, language_for_path(path))).get
-            self.file_ids[path] = file_id
+            file_id = self.con.execute("select id from files where path = ?", (path,)).get
+            if file_id is None:
+                file_id = self.con.execute("insert into files(path, language) values (?, ?)"
+                                           " returning id", (path, language_for_path(path))).get
+            _keep(self.file_ids, path, file_id)
         return file_id
 
     def _symbol_id(self, file_id: int, symbol: Symbol) -> int:
         key = (file_id, symbol.qualname)
         symbol_id = self.symbol_ids.get(key)
         if symbol_id is None:
-            symbol_id = self.con.execute(
-                "insert into symbols(file_id, qualname, name, kind) values (?,?,?,?) returning id",
-                (file_id, symbol.qualname, symbol.name, symbol.kind)).get
-            self.symbol_ids[key] = symbol_id
+            symbol_id = self.con.execute("select id from symbols where file_id = ? and"
+                                         " qualname = ?", key).get
+            if symbol_id is None:
+                symbol_id = self.con.execute(
+                    "insert into symbols(file_id, qualname, name, kind) values (?,?,?,?)"
+                    " returning id", (file_id, symbol.qualname, symbol.name, symbol.kind)).get
+            _keep(self.symbol_ids, key, symbol_id)
         return symbol_id
+
+
+def _keep(ids: dict, key, value: int) -> None:
+    """Remember an id; a map that reached IDS_KEPT keys starts over (the store has them all)."""
+    if len(ids) >= IDS_KEPT:
+        ids.clear()
+    ids[key] = value
 
 
 def _tree_blobs(repo: pygit2.Repository, tree_id, missing: set[str]):

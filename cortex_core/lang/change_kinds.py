@@ -87,9 +87,9 @@ _SLASH_COMMENTS = ("//", "/*")
 
 # Text whose tokens are kept: a definition's new text is the old text of its next change, at times
 # many commits later (requests: 7.3k distinct texts, 10.8 MB, of 11.9k asked for, 16.7 MB; a
-# cache of 256 texts lexed 12.2 MB, this one 11.0 MB). The tokens take about 5x their text (10 MB
-# for a full cache of requests' definitions).
-TOKEN_CACHE_CHARS = 2_000_000
+# cache of 256 texts lexed 12.2 MB, one of 2M characters 11.0 MB). The tokens take about 25x
+# their text as Python objects (a full cache of 2M characters held 51 MB on sympy), so 500k.
+TOKEN_CACHE_CHARS = 500_000
 _cache: OrderedDict[tuple[str, str], Tokens] = OrderedDict()
 _cached_chars = 0
 

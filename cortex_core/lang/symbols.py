@@ -1177,14 +1177,18 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
             == new.offset(new_to) - new.offset(new_from))
 
 
-# Text whose trees the cache keeps: a tree takes 20-40x its text (35x measured on generated Python,
-# Java, C and JavaScript), so about 0.5-1 GB at most, per process. One 10 MB file (the default
-# max_file_bytes) and the recently changed ordinary files fit.
-TREE_CACHE_BYTES = 16_000_000
+# Text whose trees the cache keeps: a tree takes 20-50x its text (35x measured on generated Python,
+# Java, C and JavaScript; ~50x on sympy's Python), so about 100-200 MB at most, per process: the
+# cache is most of a commit reader's memory (issue 17: a bounded index run). The recently changed
+# ordinary files fit (sympy's hot set: 1-4 MB of text); the newest tree is kept whatever its
+# size, so a big file's next version still re-parses incrementally when it comes next.
+TREE_CACHE_BYTES = 4_000_000
+TREE_CACHE_SIZE = 64   # trees; 128 parsed no fewer blobs on sympy's commits 20,000-24,000
 # Symbols the symbols cache keeps, all versions together: each version of a 10 MB file holds
 # about 100k of them, and those after its first edit are new objects (shifted), 150-200 bytes
-# each; 4096 versions of it would not fit in memory. 1M symbols: about 200 MB at most.
-CACHED_SYMBOLS = 1_000_000
+# each; 4096 versions of it would not fit in memory. 300k symbols: about 60 MB at most (sympy's
+# readers held 120-230k).
+CACHED_SYMBOLS = 300_000
 
 
 class _Parsed(NamedTuple):
@@ -1201,7 +1205,7 @@ class SymbolParser:
     definitions it did not change. Not thread-safe: one per thread.
     """
 
-    def __init__(self, cache_size: int = 4096, tree_cache_size: int = 128,
+    def __init__(self, cache_size: int = 4096, tree_cache_size: int = TREE_CACHE_SIZE,
                  tree_cache_bytes: int = TREE_CACHE_BYTES):
         # Two caches: symbols are small and answer a repeated blob (the old side of the next
         # commit) without parsing; trees are large (~20x the text) and serve incremental
@@ -1209,7 +1213,8 @@ class SymbolParser:
         # file's older versions are rarely diffed again (merges, other branches), so the tree
         # cache holds about one version per recently changed file. Measured on scrapy (11k
         # commits): one LRU cache of 128 blobs parsed 30.7k blobs, of 1024 21.2k (and 425 MB).
-        # The tree cache is also bounded by the text it stands for: 128 trees of 10 MB files
+        # The tree cache (TREE_CACHE_SIZE trees) is also bounded by the text it stands for: 64
+        # trees of 10 MB files
         # would take tens of GB (see TREE_CACHE_BYTES).
         self._cache_size = cache_size
         self._tree_cache_size = tree_cache_size
