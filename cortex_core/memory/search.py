@@ -28,6 +28,7 @@ Every hit carries its explanation: both ranks, the fused score and each prior.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
@@ -36,6 +37,10 @@ from cortex_core.text.redact import redact
 from cortex_core.memory.tokens import fts_query, query_terms
 
 CANDIDATES = 200
+# The vector list is shorter: sqlite-vec's cost grows with k (on scrapy's 13.6k vectors, k = 400
+# took 10.7 ms, k = 100 4.8 ms), and past rank 100 a vector hit adds under w_vec / 160 to a
+# fused score (bench/bench_search.py measured no loss: docs/numbers.md).
+VECTOR_CANDIDATES = 100
 RRF_K_LEXICAL = 10
 RRF_K_VECTOR = 60
 FLATNESS_DEPTH = 10      # BM25 flatness: best score / score at this rank
@@ -286,7 +291,7 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
         return [], {}
     # Over-fetch: several items may share a vector and filters drop some.
     rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
-                       " and k = ? order by distance", (vector, CANDIDATES * 2)).fetchall()
+                       " and k = ? order by distance", (vector, VECTOR_CANDIDATES * 2)).fetchall()
     if not rows:
         return [], {}
     order = {vid: n for n, (vid, _) in enumerate(rows)}
@@ -295,7 +300,7 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
     items = con.execute(f"select i.id, i.vector_id from items i where i.vector_id in ({marks})"
                         f" and {filters.sql}", (*order, *filters.params)).fetchall()
     items.sort(key=lambda r: (order[r[1]], r[0]))
-    ranked = [item_id for item_id, _ in items][:CANDIDATES]
+    ranked = [item_id for item_id, _ in items][:VECTOR_CANDIDATES]
     return ranked, {item_id: similarity[vid] for item_id, vid in items}
 
 
@@ -339,7 +344,8 @@ def _rank(con, scored: list[tuple[int, float]], parts: Parts, vector: list[int],
                           text_bm25=text_bm25, code_bm25=code_bm25)
         ranked.append((score, -m["time"], item, why))
     ranked.sort(key=lambda s: (-s[0], s[1], s[2]))
-    return _diverse([_hit(meta[item], why) for _, _, item, why in ranked], options)
+    # Hits are built (and their authors redacted) only as far as the diverse top k reads.
+    return _diverse((_hit(meta[item], why) for _, _, item, why in ranked), options)
 
 
 def _recency(m: dict, now: float, options: SearchOptions) -> float:
@@ -418,7 +424,7 @@ def _metadata(con, items: list[int]) -> dict[int, dict]:
             out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
                              commit_id=commit_id, segment=segment, file_id=file_id, line=line,
                              note_id=note_id, cluster=cluster, sha=sha,
-                             author=redact(author) if author else author,
+                             author=author,
                              doc_path=doc_path, file_ids=set(), symbol_ids=set(), paths=[])
         for item, file_id, path in con.execute(
                 f"select x.item_id, x.file_id, f.path from item_files x join files f"
@@ -442,12 +448,13 @@ def _hit(m: dict, why: Explanation) -> Hit:
     else:
         citation = f"note #{m['note_id']}"
     return Hit(m["id"], kind, m["title"], m["body"], citation, m["time"], m["signal"],
-               sha=m["sha"], segment=m["segment"], author=m["author"], path=path,
+               sha=m["sha"], segment=m["segment"],
+               author=redact(m["author"]) if m["author"] else m["author"], path=path,
                line=m["line"], note_id=m["note_id"], files=tuple(sorted(m["paths"])),
                cluster=m["cluster"], why=why)
 
 
-def _diverse(hits: list[Hit], options: SearchOptions) -> list[Hit]:
+def _diverse(hits: Iterable[Hit], options: SearchOptions) -> list[Hit]:
     """The best hits, at most `per_source` from one commit or one document."""
     taken: dict[tuple, int] = {}
     out = []
