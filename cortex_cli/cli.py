@@ -369,6 +369,10 @@ WORDS = {
     "retry": "{message}; try again in a moment",
     "free_space": "{message}: is the disk full? Free some space and run the command again (a "
                   "rebuild goes on where it stopped)",
+    "elsewhere": "{message} (or give the index another place with --db)",
+    "wait": "{message} (use --wait SECONDS to wait longer)",
+    "model": "{message}; see `cortex status`",
+    "one_worker": "{message}; run again, or with --jobs 1",
 }
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from cortex_core.errors import (CortexError, DamagedStore, Hint, StoreBusy, StoreError,
                                 StoreIOError)
-from cortex_core.operations import BY_REQUEST, OPERATIONS
+from cortex_core.operations import BY_REQUEST
 
 if TYPE_CHECKING:
     from cortex_core.config import Settings
@@ -449,7 +449,7 @@ class Snapshot:
             from cortex_core.memory.embeddings import semantic_state
             why = semantic_state(self.con)[1]
             if mode == "vector":
-                raise CortexError(why)
+                raise CortexError(why.removesuffix("; lexical search only"), Hint("model"))
         result = search(self.con, query, options, embedder=embedder)
         return replace(result, note=why) if why else result
 
@@ -587,10 +587,6 @@ class Snapshot:
         """The commit that last changed a line of a buffer (blame, through the version graph)."""
         from cortex_core.features.symbol_info import line_origin
         return line_origin(self.con, self.root, path, buffer, line)
-
-
-def operation_names() -> list[str]:
-    return list(OPERATIONS)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -30,6 +30,10 @@ ACTIONS = {
     "focus": "give a question, a target to focus on, or both",
     "retry": "try again in a moment: an indexer is writing",
     "free_space": "free some disk space, then run again",
+    "elsewhere": "give the index another place (its own store file), or fix the one named",
+    "wait": "wait longer for the other indexer, or run again when it is done",
+    "model": "index with an embedding model (semantic search is off in this index)",
+    "one_worker": "index again, in one process (a worker process failed)",
 }
 
 

@@ -35,6 +35,11 @@ WORDS = {
     "retry": "{message}; try again",
     "free_space": "{message}: is the disk full? Free some space, then run the command Cortex: "
                   "Reindex",
+    "elsewhere": "{message} (this server reads the index only from its default places; "
+                 "`cortex index --db FILE` serves the command line and MCP)",
+    "wait": "{message}; run the command Cortex: Reindex later",
+    "model": "{message}; the `cortex/status` request says why",
+    "one_worker": "{message}; run `cortex index --jobs 1` in a terminal",
 }
 
 

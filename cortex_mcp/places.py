@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from cortex_core.api import CortexError, NotARepository, StoreError, TargetSpec
+from cortex_core.api import CortexError, Hint, NotARepository, StoreError, TargetSpec
 from cortex_core.engine import Engine
 
 
@@ -55,7 +55,7 @@ class Places:
         and the indexer do: it could hold invented history, or a database built to hang queries."""
         refused = engine.shipped()
         if refused:
-            raise StoreError(refused)
+            raise StoreError(refused, Hint("elsewhere"))
         return engine
 
     def close(self) -> None:

@@ -130,6 +130,10 @@ WORDS = {
     "focus": "give a `query`, a `focus`, or both",
     "retry": "{message}; try again in a moment",
     "free_space": "{message}: is the disk full? Free some space, then call `sync` again",
+    "elsewhere": "{message} (or start the server with `cortex mcp --db FILE`)",
+    "wait": "{message}; call `sync` again later",
+    "model": "{message}; the `status` tool says why",
+    "one_worker": "{message}; call `sync` again, or run `cortex index --jobs 1` in a terminal",
 }
 
 

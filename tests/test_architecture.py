@@ -27,6 +27,10 @@ The invariants:
    `SQL_LAYERS`), except the entries of `SQL_DEBTS`.
 6. In the engine, pygit2 only in git reading and the index passes (`PYGIT2_LAYERS`), except the
    entries of `PYGIT2_DEBTS`.
+8. Engine text names no front end's flag or command: no string literal of an engine module
+   (docstrings aside) holds a command-line flag (`--db`) or a `cortex ...` command, except the
+   entries of `FRONT_END_WORDS` and a whole flag given as a child process's argument. What fixes
+   an error is a `Hint`, which each front end phrases in its own words.
 
 Every allow-list entry is a debt with one line of why; an entry that is no longer needed fails
 the test too, so the lists only shrink.
@@ -87,6 +91,16 @@ PYGIT2_DEBTS = {
     "cortex_core.query.blame": "the diff of an edited buffer against the indexed blob",
     "cortex_core.query.working_changes": "the diffs of the working tree against the indexed HEAD",
 }
+
+# Engine modules whose text names a front end's command, and why (each one is a debt).
+FRONT_END_WORDS = {
+    "cortex_core.memory.embeddings": "`cortex model pull` is the one way to download a model, "
+                                     "whatever the front end; status lines quote it",
+}
+
+# A flag (`--db`, `--jobs 1`) or a command (`cortex index`) in words a user reads.
+_FRONT_END_WORD = re.compile(r"(?<![\w-])--[a-z][a-z-]+|`cortex [a-z]")
+_ARGUMENT = re.compile(r"--[a-z][a-z-]*(=\S*)?")       # a whole argv element: a command line
 
 _SQL = re.compile(r"\s*(select\s+\S|insert\s+(or\s+\w+\s+)?into\s|update\s+\w+\s+set\s"
                   r"|delete\s+from\s|with\s+(recursive\s+)?\w+\s*(\([^)]*\))?\s*as\s*\("
@@ -161,6 +175,19 @@ def sql_literals(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
+def front_end_words(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, text) of every string literal, docstrings aside, that names a front end's flag or
+    command; a literal that is one whole flag is an argument of a command line, not words."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [(node.lineno, node.value[:60]) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and not _ARGUMENT.fullmatch(node.value)
+            and _FRONT_END_WORD.search(node.value)]
+
+
 def handovers(tree: ast.Module) -> set[str]:
     """Module names of ours written as string constants (what importlib or runpy would load)."""
     return {node.value for node in ast.walk(tree)
@@ -187,6 +214,10 @@ def test_the_readers_see_what_they_look_for():
     assert sql_literals(ast.parse('q = f"with recursive up(id) as (select {x})"'))
     assert sql_literals(ast.parse('q = """\n  PRAGMA user_version"""'))
     assert not sql_literals(ast.parse('t = f"    with {n} others"; u = "update the index"'))
+    assert front_end_words(ast.parse('e = f"waited {n}s (use --wait to wait longer)"'))
+    assert front_end_words(ast.parse('e = "run `cortex index` first"'))
+    assert not front_end_words(ast.parse('"""Run `cortex index --db F`."""\nargs = ["--db", "-"]'
+                                         '\nm = "--model=x"; t = "a -- b, x--y"'))
     assert _name_in("cortex_core.api.TargetSpec") and _name_in("cortex_core.__version__")
     assert not _name_in("cortex_core.query") and not _name_in("cortex_core.query.targets.find")
 
@@ -270,3 +301,11 @@ def test_pygit2_only_in_git_reading_and_the_index_passes_but_the_listed_debts():
              and "pygit2" in _top(_imports_of(module, path))}
     assert found - set(PYGIT2_DEBTS) == set(), "pygit2 outside git reading and the index passes"
     assert set(PYGIT2_DEBTS) - found == set(), "a debt was paid: remove its entry"
+
+
+def test_engine_text_names_no_front_end_flag_or_command_but_the_listed_debts():
+    found = {module: words for module, path in _modules().items()
+             if not is_front_end(module) and (words := front_end_words(_tree(path)))}
+    assert set(found) - set(FRONT_END_WORDS) == set(), \
+        f"engine text names a front end's flag or command (give the error a Hint): {found}"
+    assert set(FRONT_END_WORDS) - set(found) == set(), "a debt was paid: remove its entry"

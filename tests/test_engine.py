@@ -240,5 +240,7 @@ def test_a_vector_search_without_vectors_says_why(indexed: ScriptedRepo):
     with Engine.open(indexed.path) as engine:
         hybrid = engine.run(api.SearchRequest("compute"))
         assert hybrid.note and "semantic search off" in hybrid.note
-        with pytest.raises(api.CortexError, match="semantic search off"):
+        with pytest.raises(api.CortexError, match="semantic search off") as caught:
             engine.run(api.SearchRequest("compute", mode="vector"))
+        assert caught.value.hint == api.Hint("model")
+        assert "lexical search only" not in caught.value.message

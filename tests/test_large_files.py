@@ -67,8 +67,8 @@ def test_a_file_over_the_limit_says_which_setting_raises_it(repo: ScriptedRepo):
     write_config(repo, f"[index]\nmax_file_bytes = {limit}\n")
     assert cortex_cli("index", cwd=repo.path).returncode == 0
 
-    hint = ("over 5 kB; raise [index] max_file_bytes in .cortex/config.toml, then run "
-            "`cortex index --rebuild`")
+    hint = ("over 5 kB; raise [index] max_file_bytes in .cortex/config.toml, then rebuild the "
+            "index")
     shown = cortex_cli("status", cwd=repo.path).stdout
     assert f"  too large             1 files at HEAD        1 changes in history  ({hint})" \
         in shown.splitlines()
@@ -98,8 +98,8 @@ def test_limit_reasons_in_the_engine_results(repo: ScriptedRepo, cortex, tmp_pat
     origin = last_change_of_line(con, "gen.txt", 2)
     assert origin.commit is None
     assert origin.reason.endswith("was not recorded (too large): over 10 kB; raise [index] "
-                                  "max_file_bytes in .cortex/config.toml, then run "
-                                  "`cortex index --rebuild`")
+                                  "max_file_bytes in .cortex/config.toml, then rebuild "
+                                  "the index")
     # An index built before the limits were recorded names the setting without a number.
     con.close()
     import apsw

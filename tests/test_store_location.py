@@ -160,7 +160,7 @@ def test_a_database_that_is_not_a_file_is_named_with_the_fix(shop, cache, what):
     for command in (["index", "--quiet"], ["status"], ["note", "add", "shop/cart.py", "hi"]):
         done = cortex(*command, cwd=shop.path, cache=cache)
         assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
-        assert done.stderr.strip() == (f"cortex: cannot use {db}: it is {kind} (remove it, or "
+        assert done.stderr.strip() == (f"cortex: cannot use {db}: it is {kind}; remove it (or "
                                        "give the index another place with --db)"), command
 
 

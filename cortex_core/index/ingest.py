@@ -112,7 +112,7 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
     if db_path.parent == repo_root / ".cortex":
         refused = shipped_store(repo_root)
         if refused:
-            raise StoreError(refused)
+            raise StoreError(refused, Hint("elsewhere"))
     with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
@@ -145,10 +145,10 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                               "missing; a fresh clone repairs it)") from None
         except WorkerError as exc:
             raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
-                              " was stored is kept — run again with --jobs 1") from None
+                              " was stored is kept", Hint("one_worker")) from None
         except BrokenProcessPool:
             raise CortexError("a worker process died while indexing (out of memory?); what was "
-                              "stored is kept — run again, or with --jobs 1") from None
+                              "stored is kept", Hint("one_worker")) from None
         finally:
             con.close()
 

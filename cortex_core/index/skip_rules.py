@@ -71,7 +71,7 @@ def skip_by_content(data: bytes, settings: IndexSettings) -> str | None:
 
 def explain(reason: str, limits: IndexSettings | None) -> str:
     """The reason as users read it: "too large (over 10 MB; raise [index] max_file_bytes in
-    .cortex/config.toml, then run `cortex index --rebuild`)"; other reasons as they are."""
+    .cortex/config.toml, then rebuild the index)"; other reasons as they are."""
     more = limit_hint(reason, limits)
     return f"{reason} ({more})" if more else reason
 
@@ -92,7 +92,7 @@ def limit_hint(reason: str, limits: IndexSettings | None) -> str:
     else:
         what = f"files past the {limit:,}th of one commit; "
     # Raising it changes what the next commits read; older records need a rebuild (notes stay).
-    return f"{what}raise [index] {key} in .cortex/config.toml, then run `cortex index --rebuild`"
+    return f"{what}raise [index] {key} in .cortex/config.toml, then rebuild the index"
 
 
 def size_text(n: int) -> str:

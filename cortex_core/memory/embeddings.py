@@ -45,7 +45,7 @@ def choose_model(cli: str | None, config: str | None = None,
     """The first of: `--model`, `CORTEX_MODEL`, the config file, the choice the store recorded
     last (an explicit choice, `none` included, is remembered), the default. A folder is named by
     its absolute path, so that the choice holds from any directory."""
-    for name, source in ((cli, "--model"), (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
+    for name, source in ((cli, "the run's option"), (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
                          (config, "config"), (recorded, "the index")):
         if name and name.strip():
             return ModelChoice(_absolute(name.strip()), source)
@@ -249,5 +249,5 @@ def semantic_state(con) -> tuple[bool, str]:
         return False, f"semantic search off: {exc}; lexical search only"
     if str(embedder.dim) != get_meta(con, "embed_dim"):
         return False, (f"semantic search off: {name} now has {embedder.dim} dimensions, the index "
-                       f"{get_meta(con, 'embed_dim')}; run `cortex index`")
+                       f"{get_meta(con, 'embed_dim')}; index again")
     return True, f"semantic search on: {name} ({embedder.dim} dimensions)"

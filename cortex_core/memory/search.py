@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
-from cortex_core.errors import CortexError
+from cortex_core.errors import CortexError, Hint
 from cortex_core.text.redact import redact
 from cortex_core.memory.tokens import fts_query, query_terms
 
@@ -191,7 +191,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     mode, note = options.mode, None
     if mode != "lexical" and embedder is None:
         if mode == "vector":
-            raise CortexError("vector search needs an embedding model; see `cortex status`")
+            raise CortexError("vector search needs an embedding model, and this index has "
+                              "none usable (its status says why)", Hint("model"))
         mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
     filters = _Filters(options)
     scored, parts = _lexical(con, query, filters, options.weights) if mode != "vector" \
@@ -213,7 +214,7 @@ def _check(options: SearchOptions) -> None:
     if options.mode not in ("hybrid", "lexical", "vector"):
         raise CortexError(f"unknown search mode {options.mode!r} (hybrid, lexical, vector)")
     if options.top_k < 1:
-        raise CortexError("--top-k must be at least 1")
+        raise CortexError("the number of results must be at least 1")
     unknown = set(options.kinds) - set(KINDS)
     if unknown:
         raise CortexError(f"unknown kind {sorted(unknown)[0]!r} (known: {', '.join(KINDS)})")

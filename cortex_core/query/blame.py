@@ -79,14 +79,14 @@ def last_change_of_line(con: apsw.Connection, path: str, line: int) -> LineOrigi
                           " where file_id = ?", (file_id,)).fetchone()
     if version is None:
         return LineOrigin(None, path, line, "the index has no version of this file at HEAD "
-                          "(an index run is under way, or stopped: run `cortex index`)")
+                          "(an index run is under way, or stopped before it: index again)")
     commit_id, file_id = version
     current = line
     while True:
         edges = _edges(con, file_id, commit_id)
         if not edges:
             return LineOrigin(None, path, current, "the index has no version graph for this "
-                              "file past this point (run `cortex index`)")
+                              "file past this point (index again)")
         first = edges[0]
         if first.parent is None:
             return _created(con, commit_id, file_id, first, path, line, current)

@@ -298,7 +298,7 @@ def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> 
 def _structure_note(con, target: Target) -> str | None:
     """Why a target has no structure to walk, if it has none."""
     if not con.execute("select 1 from struct_files limit 1").fetchone():
-        return "no structure indexed yet: run `cortex index`"
+        return "no structure indexed yet (an index run builds it)"
     if target.qualname and not target.alive:
         return f"{target.label} is gone at HEAD"
     row = con.execute("select skip_reason from struct_files where file_id = ?",

@@ -86,7 +86,7 @@ def _prepare_folder(path: Path) -> None:
         path.parent.mkdir(mode=mode, parents=True, exist_ok=True)
     except OSError as exc:   # read-only, a file in the way: a message, not a traceback
         raise StoreError(f"cannot create the folder of the index {path.parent}: "
-                         f"{exc.strerror or exc} (give it another place with --db)") from None
+                         f"{exc.strerror or exc}", Hint("elsewhere")) from None
     if path.parent.name == ".cortex":
         try:   # never through a link: a repository must not choose where this writes
             fd = os.open(path.parent / ".gitignore",
@@ -107,8 +107,8 @@ def check_location(path: Path) -> None:
     candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock", ".next")]
     for candidate in candidates:
         if candidate.is_symlink():
-            raise StoreError(f"refusing to use {candidate}: it is a symbolic link (remove it, or "
-                             "give the index another place with --db)")
+            raise StoreError(f"refusing to use {candidate}: it is a symbolic link; remove it",
+                             Hint("elsewhere"))
     # The database and its journals are regular files: a directory or a FIFO there (opening a
     # FIFO blocks or fails with an I/O error deep in SQLite) is named, with the fix.
     for candidate in (Path(str(path) + s) for s in ("", "-wal", "-shm")):
@@ -118,8 +118,8 @@ def check_location(path: Path) -> None:
             continue
         if not stat.S_ISREG(mode):
             kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            raise StoreError(f"cannot use {candidate}: it is {kind} (remove it, or give the "
-                             "index another place with --db)")
+            raise StoreError(f"cannot use {candidate}: it is {kind}; remove it",
+                             Hint("elsewhere"))
 
 
 def shipped_store(repo_root: Path) -> str | None:
@@ -133,7 +133,7 @@ def shipped_store(repo_root: Path) -> str | None:
     tracked = [e.path for e in index if e.path.startswith(".cortex/") or e.path == ".cortex"]
     if tracked:
         return (f"the repository tracks {tracked[0]} under .cortex/: Cortex will not use an index "
-                "a repository ships (index elsewhere with --db)")
+                "a repository ships")
     return None
 
 
@@ -243,7 +243,7 @@ def writer_lock(path: Path, wait_seconds: float = 10.0,
                 if time.monotonic() >= deadline:
                     holder = _read_holder(lock_path)
                     raise IndexerBusy(f"another indexer is running on {path}{holder}; waited "
-                                      f"{wait_seconds:g}s (use --wait to wait longer)") from None
+                                      f"{wait_seconds:g}s", Hint("wait")) from None
                 time.sleep(0.1)  # polling a lock held by another process; nothing to wait on
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())

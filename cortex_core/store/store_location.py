@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_core.errors import StoreError
+from cortex_core.errors import Hint, StoreError
 
 DB_NAME = "cortex.db"
 # A lock that fails with these means the file system has no working locks (some network and FUSE
@@ -68,8 +68,8 @@ def _cache_home() -> Path:
     try:
         return Path.home() / ".cache"
     except RuntimeError:            # no HOME and no passwd entry
-        raise StoreError("no per-user folder for the index (HOME is not set); give the index a "
-                         "place with --db") from None
+        raise StoreError("no per-user folder for the index: HOME is not set",
+                         Hint("elsewhere")) from None
 
 
 def store_location(repo_root: Path, explicit_db: str | os.PathLike | None = None, *,
@@ -77,7 +77,7 @@ def store_location(repo_root: Path, explicit_db: str | os.PathLike | None = None
     """Where the store of the repository at `repo_root` is (see the module's docstring).
     `for_writing`: the caller is the indexer, which cannot use a store it cannot write."""
     if explicit_db is not None and str(explicit_db):
-        return Location(Path(explicit_db).expanduser().resolve(), "given with --db", True)
+        return Location(Path(explicit_db).expanduser().resolve(), "given explicitly", True)
     local = local_db_path(repo_root)
     problem = unusable_reason(local.parent)
     if problem is None:
@@ -97,13 +97,13 @@ def store_location(repo_root: Path, explicit_db: str | os.PathLike | None = None
     except StoreError as exc:
         if _is_file(local) and not for_writing:
             return Location(local, problem)
-        raise StoreError(f"{problem}, and {exc}") from None
+        raise StoreError(f"{problem}, and {exc.message}", exc.hint) from None
     if for_writing and not _is_file(user) and _is_file(local):
         return Location(user, problem, seed=local)
     if for_writing or _is_file(user) or not _is_file(local):
         return Location(user, problem)
     return Location(local, f"{problem}: the index there is read as it is and cannot be updated "
-                           "(`cortex index` builds one in the per-user folder)")
+                           "(an index run builds one in the per-user folder)")
 
 
 def _short(path: Path, root: Path) -> str:
