@@ -61,13 +61,16 @@ class Engine:
     def __init__(self, root: Path, location: Location | None = None, *,
                  overrides: dict[str, object] | None = None,
                  source: str = "the front end's settings", lenient_config: bool = False,
-                 decide: bool = True):
+                 decide: bool = True, keep_vectors: bool = False):
         """`location`: where the store is (None: decided now, as every front end does; with
         `decide` False, `<root>/.cortex/cortex.db` until `relocate` decides).
         `lenient_config`: a `.cortex/config.toml` that cannot be used gives the defaults, and
         `config_problem` says why (an editor's hover must not fail for a typo); otherwise it is
-        an error, as it is for the command line."""
+        an error, as it is for the command line.
+        `keep_vectors`: keep the index's embeddings in memory for vector search (for a server
+        that searches many times; memory/vector_matrix.py)."""
         self.root = root
+        self.keep_vectors = keep_vectors
         if location is None:
             from cortex_core.store.store_location import Location, local_db_path, store_location
             location = store_location(root) if decide else Location(local_db_path(root))
@@ -81,13 +84,14 @@ class Engine:
         self._lock = threading.Lock()
         self._connections: list = []
         self._embedder: tuple | None = None      # (model key, embedder)
+        self._vectors = None                     # memory.vector_matrix.VectorMatrix, if kept
         self._shipped: tuple[str | None] | None = None
 
     @classmethod
     def open(cls, repo: str | os.PathLike | None = None, *, db: str | os.PathLike | None = None,
              overrides: dict[str, object] | None = None,
              source: str = "the front end's settings", for_writing: bool = False,
-             lenient_config: bool = False) -> Engine:
+             lenient_config: bool = False, keep_vectors: bool = False) -> Engine:
         """The repository around `repo` (default: the current directory) and its store (`db`,
         else `<repo>/.cortex/cortex.db` or the per-user fallback). `for_writing`: for the
         indexer, which cannot use a store it cannot write. Raises NotARepository (Hint
@@ -96,7 +100,7 @@ class Engine:
         from cortex_core.store.store_location import store_location
         root = find_repo_root(repo)
         return cls(root, store_location(root, db, for_writing=for_writing), overrides=overrides,
-                   source=source, lenient_config=lenient_config)
+                   source=source, lenient_config=lenient_config, keep_vectors=keep_vectors)
 
     @staticmethod
     def find_root(start: str | os.PathLike | None = None) -> Path:
@@ -252,6 +256,19 @@ class Engine:
             if self._embedder is None or self._embedder[0] != key:
                 self._embedder = (key, load_embedder(con))
             return self._embedder[1]
+
+    def vectors(self, con):
+        """The snapshot's embeddings as a matrix in memory, with `keep_vectors` (loaded again
+        when the index's vectors change); None otherwise, or when too large to keep."""
+        if not self.keep_vectors:
+            return None
+        from cortex_core.memory.vector_matrix import load, version_key
+        key = version_key(con)
+        with self._lock:
+            kept = self._vectors
+            if kept is None or kept[0] != key:
+                kept = self._vectors = (key, load(con))
+            return kept[1]
 
     # -- the repository ----------------------------------------------------------------------
 
@@ -450,7 +467,8 @@ class Snapshot:
             why = semantic_state(self.con)[1]
             if mode == "vector":
                 raise CortexError(why.removesuffix("; lexical search only"), Hint("model"))
-        result = search(self.con, query, options, embedder=embedder)
+        result = search(self.con, query, options, embedder=embedder,
+                        vectors=self.engine.vectors(self.con) if embedder is not None else None)
         return replace(result, note=why) if why else result
 
     def _since(self, since: str | int | None, clock: str) -> int | None:

@@ -153,8 +153,9 @@ class Repos:
         if root is None:
             return None
         if root not in self.by_root:
+            # A server searches many times: it keeps the embeddings in memory.
             engine = Engine(root, decide=False, lenient_config=True,
-                            source="the editor's settings")
+                            source="the editor's settings", keep_vectors=True)
             repo = Repo(root, engine, web_base=engine.web_base(), refused=engine.shipped())
             try:
                 repo.notice = repo.relocate()    # told once the client is ready (initialized)

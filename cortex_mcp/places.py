@@ -45,7 +45,7 @@ class Places:
             if engine is None:
                 engine = self._engines[root] = Engine.open(
                     root, db=self.default_db if root == self.default else None,
-                    source="the MCP server")
+                    source="the MCP server", keep_vectors=True)
                 return engine
         engine.relocate()
         return engine

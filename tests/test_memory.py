@@ -399,3 +399,72 @@ def test_a_commit_head_is_searched_by_its_whole_message(repo, cortex):
     hits = hits_of(cortex.reader(), "jitter pool", kinds=("commit",))
     assert (hits[0].title, hits[0].segment) == ("Several changes", 0)
     assert hits[0].why.lexical_rank == 1 and hits[1].why.lexical_rank > 1
+
+
+# -- what a server keeps, and what search reads first ---------------------------------------------
+
+
+def _answers(topics, db, keep: bool) -> list:
+    from cortex_core.engine import Engine
+    with Engine.open(topics.path, db=db, keep_vectors=keep) as engine, engine.snapshot() as snap:
+        assert (engine.vectors(snap.con) is not None) == keep
+        return [[(h.item_id, h.why.lexical_rank, h.why.vector_rank, round(h.why.fused, 9))
+                 for h in snap.search(query, mode=mode, workspace=False, top_k=20).hits]
+                for query in ("stall", "cache eviction", "login session", "fix")
+                for mode in ("vector", "hybrid")]
+
+
+def test_vectors_kept_in_memory_rank_as_sqlite_vec_does(indexed, topics):
+    """A server keeps the embeddings in memory (memory/vector_matrix.py): the same hits, ranks
+    and scores as sqlite-vec's."""
+    from_store = _answers(topics, indexed.db, keep=False)
+    assert sum(map(bool, from_store)) >= 6
+    assert from_store == _answers(topics, indexed.db, keep=True)
+
+
+def test_vectors_kept_in_memory_follow_the_index(indexed, topics, tiny_model):
+    from cortex_core.engine import Engine
+    with Engine.open(topics.path, db=indexed.db, keep_vectors=True) as engine:
+        with engine.snapshot() as snap:
+            before = engine.vectors(snap.con)
+            assert engine.vectors(snap.con) is before        # kept, not read again
+        topics.write("cache.py", "def lookup(key):\n    return memo(table, key, ttl=1)\n")
+        topics.commit("Shorter cache timeout for lookups", days_ago=1)
+        indexed.index(model=tiny_model)
+        with engine.snapshot() as snap:
+            after = engine.vectors(snap.con)
+            assert len(after.ids) == len(before.ids) + 1
+        # An index from before the vectors' token: any write makes the copy stale.
+        _write(indexed, "delete from meta where key = 'vectors_version'")
+        with engine.snapshot() as snap:
+            old_style = engine.vectors(snap.con)
+            assert old_style is not after and engine.vectors(snap.con) is old_style
+        _write(indexed, "insert into meta(key, value) values ('unrelated', 'write')")
+        with engine.snapshot() as snap:
+            assert engine.vectors(snap.con) is not old_style
+    assert _answers(topics, indexed.db, keep=False) == _answers(topics, indexed.db, keep=True)
+
+
+def _write(cortex, sql: str) -> None:
+    con = writer(cortex)
+    with con:
+        con.execute(sql)
+    con.close()
+
+
+def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed):
+    """_bm25 filters the index's best matches, and reads every match when too few pass."""
+    from cortex_core.memory.search import _bm25, _Filters
+    from cortex_core.memory.tokens import fts_query
+    con = indexed.reader()
+    expression = fts_query("fix cache fetch timeout retry lookup client deadline docs")
+    columns = SearchOptions().weights.text_columns
+    for options in (SearchOptions(), SearchOptions(kinds=("doc",)),
+                    SearchOptions(path="cache.py")):
+        filters = _Filters(options)
+        every = _bm25(con, "items_fts", columns, expression, filters, candidates=3,
+                      overfetch=10_000)
+        assert every, options
+        for overfetch in (1, 2, 3, 5, 8):
+            assert _bm25(con, "items_fts", columns, expression, filters, candidates=3,
+                         overfetch=overfetch) == every, (options, overfetch)

@@ -93,6 +93,7 @@ def delete_items(con, where: str, params: tuple) -> int:
                if not con.execute("select 1 from items where vector_id = ? limit 1", (v,)).fetchone()]
     if orphans and con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone():
         con.executemany("delete from item_vectors where rowid = ?", ((v,) for v in orphans))
+        vectors_changed(con)
     con.executemany("delete from vectors where id = ?", ((v,) for v in orphans))
     return len(ids)
 
@@ -215,6 +216,14 @@ def _drop(con) -> None:
     con.execute("delete from vectors")
     con.execute("update items set vector_id = null")
     con.execute("delete from meta where key in ('areas_basis', 'embed_fingerprint')")
+    vectors_changed(con)
+
+
+def vectors_changed(con) -> None:
+    """A new token for the vectors: a server's copy of them in memory is stale
+    (memory/vector_matrix.py). Random, so that a rebuilt store never repeats an old one."""
+    import secrets
+    set_meta(con, "vectors_version", secrets.token_hex(8))
 
 
 def drop_vectors(con, reason: str) -> None:
@@ -261,6 +270,7 @@ def embed_missing(con, embedder: Embedder, progress: Progress | None = None,
                 con.execute("insert into item_vectors(rowid, embedding) values (?, ?)",
                             (vid, vector.astype(np.float32).tobytes()))
                 _point(con, by_hash[digest], vid)
+            vectors_changed(con)
         if progress:
             progress(min(start + batch, len(todo)), len(todo), "texts embedded")
     return len(todo)

@@ -37,6 +37,7 @@ from cortex_core.text.redact import redact
 from cortex_core.memory.tokens import fts_query, query_terms
 
 CANDIDATES = 200
+OVERFETCH = 2 * CANDIDATES  # lexical matches read before the filters (_bm25)
 # The vector list is shorter: sqlite-vec's cost grows with k (on scrapy's 13.6k vectors, k = 400
 # took 10.7 ms, k = 100 4.8 ms), and past rank 100 a vector hit adds under w_vec / 160 to a
 # fused score (bench/bench_search.py measured no loss: docs/numbers.md).
@@ -184,7 +185,9 @@ def build_focus(con, at: str | None = None, workspace=None) -> Focus:
 
 
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
-           now: float | None = None) -> SearchResult:
+           vectors=None, now: float | None = None) -> SearchResult:
+    """`vectors`: the index's embeddings in memory (memory/vector_matrix.py), which rank the
+    same as sqlite-vec, faster; None asks sqlite-vec."""
     _check(options)
     used = read_clock(con, options.clock, now)
     now = used.now
@@ -197,7 +200,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     filters = _Filters(options)
     scored, parts = _lexical(con, query, filters, options.weights) if mode != "vector" \
         else ([], {})
-    vector, sims = _vector(con, query, embedder, filters) if mode != "lexical" else ([], {})
+    vector, sims = _vector(con, query, embedder, filters, vectors) if mode != "lexical" \
+        else ([], {})
     if not scored and not vector and not query_terms(query) and mode != "vector":
         raise CortexError("the query has no words to search for")
     lexical = [item for item, _ in scored]
@@ -271,18 +275,35 @@ def _lexical(con, query: str, filters: _Filters,
     return best, {item: (text.get(item), code.get(item)) for item, _ in best}
 
 
-def _bm25(con, table: str, columns: tuple[float, ...], expression: str,
-          filters: _Filters) -> dict[int, float]:
-    """BM25 scores (higher is better) of the best CANDIDATES items of one FTS5 table."""
+def _bm25(con, table: str, columns: tuple[float, ...], expression: str, filters: _Filters,
+          candidates: int = CANDIDATES, overfetch: int = OVERFETCH) -> dict[int, float]:
+    """BM25 scores (higher is better) of the best `candidates` items of one FTS5 table.
+
+    The filters run on the index's best `overfetch` matches rather than on every match: testing
+    each match before sorting tripled the cost of a query of common words (scrapy: p50 12.3 ms
+    against 3.8). The answer is the same: when fewer than `candidates` of them pass and the
+    index had more, the filtered query runs over every match."""
     weights = ", ".join(str(w) for w in columns)
+    scored = con.execute(
+        f"select rowid, -bm25({table}, {weights}) as s from {table} where {table} match ?"
+        f" order by s desc, rowid limit ?", (expression, overfetch)).fetchall()
+    if not scored:
+        return {}
+    marks = ",".join("?" * len(scored))
+    kept = {r[0] for r in con.execute(f"select i.id from items i where i.id in ({marks})"
+                                      f" and {filters.sql}",
+                                      (*(r[0] for r in scored), *filters.params))}
+    if len(kept) >= candidates or len(scored) < overfetch:
+        return dict([(item, s) for item, s in scored if item in kept][:candidates])
     rows = con.execute(
         f"select i.id, -bm25({table}, {weights}) as s from {table} join items i"
         f" on i.id = {table}.rowid where {table} match ? and {filters.sql}"
-        f" order by s desc limit {CANDIDATES}", (expression, *filters.params))
+        f" order by s desc, i.id limit ?", (expression, *filters.params, candidates))
     return {r[0]: r[1] for r in rows}
 
 
-def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], dict[int, float]]:
+def _vector(con, query: str, embedder, filters: _Filters,
+            vectors=None) -> tuple[list[int], dict[int, float]]:
     """Items by cosine similarity to the query; items sharing a text share its rank."""
     has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
     if not has_table or not query.strip():
@@ -291,15 +312,23 @@ def _vector(con, query: str, embedder, filters: _Filters) -> tuple[list[int], di
     if vector is None:
         return [], {}
     # Over-fetch: several items may share a vector and filters drop some.
-    rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
-                       " and k = ? order by distance", (vector, VECTOR_CANDIDATES * 2)).fetchall()
+    if vectors is not None:
+        rows = vectors.nearest(vector, VECTOR_CANDIDATES * 2)
+    else:
+        rows = con.execute("select rowid, distance from item_vectors where embedding match ?"
+                           " and k = ? order by distance", (vector, VECTOR_CANDIDATES * 2)
+                           ).fetchall()
     if not rows:
         return [], {}
     order = {vid: n for n, (vid, _) in enumerate(rows)}
     similarity = {vid: 1.0 - dist for vid, dist in rows}
     marks = ",".join("?" * len(order))
-    items = con.execute(f"select i.id, i.vector_id from items i where i.vector_id in ({marks})"
-                        f" and {filters.sql}", (*order, *filters.params)).fetchall()
+    # Through the text's hash (indexed; vector_id is not): an item points at the vector of its
+    # own text, so this finds the same items as `vector_id in (...)` without reading them all.
+    items = con.execute(f"select i.id, i.vector_id from vectors v join items i"
+                        f" on i.text_hash = v.text_hash and i.vector_id = v.id"
+                        f" where v.id in ({marks}) and {filters.sql}",
+                        (*order, *filters.params)).fetchall()
     items.sort(key=lambda r: (order[r[1]], r[0]))
     ranked = [item_id for item_id, _ in items][:VECTOR_CANDIDATES]
     return ranked, {item_id: similarity[vid] for item_id, vid in items}
