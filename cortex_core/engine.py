@@ -443,23 +443,20 @@ class Snapshot:
                since: str | int | None = None, path: str | None = None, at: str | None = None,
                mode: str = "hybrid", priors: bool = True, context: bool = True,
                workspace: bool = True, dirty: tuple[str, ...] = (), clock: str | None = None):
-        """`note` of the result says why vectors were not used, when they were asked for."""
+        """`note` of the result says why vectors were not used, when they were asked for. With
+        `workspace`, git reads the working copy while the index is searched."""
+        from contextlib import nullcontext
         from dataclasses import replace
 
+        from cortex_core.git.workspace import PendingWorkspace
         from cortex_core.memory.search import SearchOptions, build_focus, search
         settings = self._settings()
         clock = clock or settings.time.clock
-        tree = None
-        if workspace:
-            from cortex_core.git.workspace import read_workspace
-            tree = read_workspace(self.root)
-            if dirty:   # unsaved edits count as changed files: the context lifts what they touch
-                tree = replace(tree, modified=tuple(dict.fromkeys(tree.modified + dirty)))
         options = SearchOptions(
             top_k=top_k, kinds=tuple(kinds), since=self._since(since, clock), clock=clock,
             path=path, mode=mode, priors=priors, context=context,
             half_life_days=settings.search.half_life_days,
-            focus=build_focus(self.con, at, tree))
+            focus=build_focus(self.con, at))    # a target that is not there fails here, first
         embedder = self.engine.embedder(self.con) if mode != "lexical" else None
         why = None
         if mode != "lexical" and embedder is None:
@@ -467,8 +464,17 @@ class Snapshot:
             why = semantic_state(self.con)[1]
             if mode == "vector":
                 raise CortexError(why.removesuffix("; lexical search only"), Hint("model"))
-        result = search(self.con, query, options, embedder=embedder,
-                        vectors=self.engine.vectors(self.con) if embedder is not None else None)
+        vectors = self.engine.vectors(self.con) if embedder is not None else None
+        with PendingWorkspace(self.root) if workspace and context else nullcontext() as pending:
+
+            def focus():
+                tree = pending.result()
+                if dirty:   # unsaved edits count as changed: the context lifts what they touch
+                    tree = replace(tree, modified=tuple(dict.fromkeys(tree.modified + dirty)))
+                return build_focus(self.con, at, tree)
+
+            result = search(self.con, query, options, embedder=embedder, vectors=vectors,
+                            focus=focus if pending is not None else None)
         return replace(result, note=why) if why else result
 
     def _since(self, since: str | int | None, clock: str) -> int | None:

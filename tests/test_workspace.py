@@ -10,7 +10,7 @@ import pygit2
 import pytest
 from pygit2.enums import FileStatus
 
-from cortex_core.git.workspace import Workspace, parse_status, read_workspace
+from cortex_core.git.workspace import PendingWorkspace, Workspace, parse_status, read_workspace
 from tests.scripted_repo import ScriptedRepo
 
 INDEX = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
@@ -107,3 +107,35 @@ def test_odd_output_does_not_break_the_parser():
         "\ufffd", (), (), ("",))
     renamed = b"2 R. N... 100644 100644 100644 1 1 R100 new name.py\0old.py\0? x.py\0"
     assert parse_status(renamed) == Workspace(None, (), ("new name.py",), ("x.py",))
+
+
+def test_a_pending_read_gives_the_same_answer_and_leaves_no_process(repo, tmp_path):
+    (repo.path / "b.py").write_text("b = 2\n")
+    with PendingWorkspace(repo.path) as pending:
+        assert pending.result() == read_workspace(repo.path) == libgit2_view(repo.path)
+        assert pending.result() is pending.result()               # read once
+    with PendingWorkspace(repo.path) as unread:                   # left before it was read
+        proc = unread._proc
+    assert proc is not None and proc.poll() is not None            # git was stopped and reaped
+    with PendingWorkspace(tmp_path / "missing") as nowhere:        # no folder: no git at all
+        assert nowhere.result() == Workspace(None, (), (), ())
+
+
+def test_a_search_lifts_what_touches_the_working_copys_changes(repo):
+    """The engine reads the working copy while it searches the index; the context still counts."""
+    from cortex_core.engine import Engine
+    from cortex_core.operations import IndexRequest
+    repo.write("a.py", "a = 2\n")
+    repo.commit("retry the budget check in a")
+    repo.write("b.py", "b = 2\n")
+    repo.commit("retry the budget check in b")
+    with Engine.open(repo.path, db=repo.path.parent / "cortex.db") as engine:
+        engine.run(IndexRequest(model="none"))
+        (repo.path / "b.py").write_text("b = 3\n")                 # being edited
+        with engine.snapshot() as snap:
+            hits = snap.search("budget check", mode="lexical").hits
+            assert "touches a file you changed" in hits[0].why.context_reasons
+            assert hits[0].files == ("b.py",)
+            plain = snap.search("budget check", mode="lexical", workspace=False).hits
+            assert all(not h.why.context_reasons for h in plain)
+

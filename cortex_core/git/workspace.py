@@ -43,19 +43,59 @@ _ELSEWHERE = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTOR
 STATUS_TIMEOUT = 10.0   # seconds; a huge or network-mounted tree gives no context rather than hang
 
 
+NOTHING = Workspace(None, (), (), ())
+
+
 def read_workspace(repo_root: Path) -> Workspace:
     """Branch and changed files from `git status` (ignored files excluded). Empty on any git error
     or timeout: the working copy only ever adds context, it is never required."""
-    import subprocess
-    env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
-    try:
-        done = subprocess.run(_STATUS, cwd=repo_root, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=STATUS_TIMEOUT, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return Workspace(None, (), (), ())
-    if done.returncode != 0:
-        return Workspace(None, (), (), ())
-    return parse_status(done.stdout)
+    with PendingWorkspace(repo_root) as pending:
+        return pending.result()
+
+
+class PendingWorkspace:
+    """`git status`, started now and read when needed, so that the caller works meanwhile: a
+    search reads the index while git reads the working tree (on scrapy, 21 ms of a 38 ms search
+    in the language server). Use it in a `with` block: leaving it stops git if it still runs."""
+
+    def __init__(self, repo_root: Path):
+        import subprocess
+        import time
+        env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
+        self._deadline = time.monotonic() + STATUS_TIMEOUT
+        self._answer: Workspace | None = None
+        try:
+            self._proc: subprocess.Popen | None = subprocess.Popen(
+                _STATUS, cwd=repo_root, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            self._proc, self._answer = None, NOTHING
+
+    def result(self) -> Workspace:
+        """The workspace (waiting for git, at most until STATUS_TIMEOUT from the start)."""
+        import subprocess
+        import time
+        if self._answer is None and self._proc is not None:
+            try:
+                out, _ = self._proc.communicate(
+                    timeout=max(0.0, self._deadline - time.monotonic()))
+            except (OSError, subprocess.SubprocessError):
+                self._stop()
+                self._answer = NOTHING
+            else:
+                self._answer = parse_status(out) if self._proc.returncode == 0 else NOTHING
+        return self._answer or NOTHING
+
+    def _stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+
+    def __enter__(self) -> PendingWorkspace:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop()
 
 
 def parse_status(out: bytes) -> Workspace:

@@ -28,8 +28,8 @@ Every hit carries its explanation: both ranks, the fused score and each prior.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
 from cortex_core.errors import CortexError, Hint
@@ -185,9 +185,12 @@ def build_focus(con, at: str | None = None, workspace=None) -> Focus:
 
 
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
-           vectors=None, now: float | None = None) -> SearchResult:
+           vectors=None, focus: Callable[[], Focus] | None = None,
+           now: float | None = None) -> SearchResult:
     """`vectors`: the index's embeddings in memory (memory/vector_matrix.py), which rank the
-    same as sqlite-vec, faster; None asks sqlite-vec."""
+    same as sqlite-vec, faster; None asks sqlite-vec. `focus`: the focus, when learning it takes
+    time (the working copy's changes): asked for once the candidates are read, in place of
+    `options.focus`."""
     _check(options)
     used = read_clock(con, options.clock, now)
     now = used.now
@@ -209,6 +212,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     if w_vec == 0.0:   # vectors only break ties between lexical candidates
         known = set(lexical)
         vector = [item for item in vector if item in known]
+    if focus is not None:
+        options = replace(options, focus=focus())
     hits = _rank(con, scored, parts, vector, sims, w_vec, options, now)
     return SearchResult(query, mode, hits, embedder is not None, note,
                         len(set(lexical) | set(vector)), used)
