@@ -526,6 +526,17 @@ AREAS = Command(_areas, lambda r, a, e: _render().areas(r, _now()))
 # -- commands with more to them -------------------------------------------------------------------
 
 def cmd_index(args) -> int:
+    from cortex_core.api import CortexError
+    from cortex_core.child_process import error_event
+    try:
+        return _index(args)
+    except CortexError as exc:
+        if args.progress_json:   # a server started this run: it phrases the fix in its words
+            _json_line(error_event(exc))
+        raise
+
+
+def _index(args) -> int:
     import os
     from cortex_core.child_process import die_with_parent
     die_with_parent()

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cortex_core.errors import ACTIONS, CortexError, Hint
+
 # Set by a server for the `cortex index` it starts: that server's pid.
 PARENT_ENV = "CORTEX_PARENT_PID"
 
@@ -69,6 +71,19 @@ def signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def error_event(exc: CortexError) -> dict:
+    """The `--progress-json` line of an indexer's error: the message and the action that fixes
+    it, for the front end that started it to phrase in its own words."""
+    return {"event": "error", "message": exc.message, "hint": exc.hint.action if exc.hint else None}
+
+
+def error_of(event: dict) -> CortexError:
+    """The error of an `error` event (error_event), with its hint when it names a known one."""
+    message, hint = event.get("message"), event.get("hint")
+    return CortexError(str(message)[:500] if message else "the indexer failed",
+                       Hint(hint) if isinstance(hint, str) and hint in ACTIONS else None)
 
 
 def last_error(stderr: str) -> str | None:

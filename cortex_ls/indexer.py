@@ -121,15 +121,19 @@ class IndexRun:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
             return Outcome(False, error=state.error)
-        summary, last = None, -1
+        summary, last, failure = None, -1, None
         errors = asyncio.ensure_future(self.proc.stderr.read())
         async for raw in self.proc.stdout:
             try:
                 event = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(event, dict):
+                continue
             if event.get("event") == "done":
                 summary = event.get("summary")
+            elif event.get("event") == "error":
+                failure = child_process.error_of(event)
             elif event.get("event") == "progress":
                 pct = _percentage(str(event.get("phase")), int(event.get("done", 0)),
                                   int(event.get("total", 0)))
@@ -146,8 +150,13 @@ class IndexRun:
         if code == 0 and summary is not None:
             state.error = None
             return Outcome(True, summary)
-        message = last_error(stderr) or f"the indexer exited with status {code}"
-        busy = "another indexer is running" in message or "index is busy" in message
+        if failure is not None:     # the fix in this server's words
+            from cortex_ls.repos import WORDS
+            message = failure.phrased(WORDS)
+            busy = failure.hint is not None and failure.hint.action in ("wait", "retry")
+        else:
+            message = last_error(stderr) or f"the indexer exited with status {code}"
+            busy = "another indexer is running" in message or "index is busy" in message
         state.error = None if busy else message
         return Outcome(False, error=message, busy=busy)
 

@@ -160,7 +160,7 @@ class Repos:
             try:
                 repo.notice = repo.relocate()    # told once the client is ready (initialized)
             except CortexError as exc:           # no per-user folder (HOME unset)
-                repo.refused = repo.refused or str(exc)
+                repo.refused = repo.refused or exc.phrased(WORDS)
             self.by_root[root] = repo
         repo = self.by_root[root]
         repo.folders.add(folder)

@@ -233,7 +233,7 @@ class CortexServer(LanguageServer):
         try:
             notice = repo.relocate()
         except CortexError as exc:
-            notice = f"Cortex: {exc}"
+            notice = f"Cortex: {exc.phrased(WORDS)}"
         if notice:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
                                                              message=notice))

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex_core.child_process import index_command, last_error, signal_group, spawn_options
+from cortex_core.child_process import (error_of, index_command, last_error, signal_group,
+                                       spawn_options)
 
 if TYPE_CHECKING:
     from cortex_core.engine import Engine
@@ -96,12 +97,13 @@ class Indexers:
                 self._lock.wait(left)
 
     def _follow(self, db: Path, run: Run, proc: subprocess.Popen, errors) -> None:
+        failure: list = []      # the indexer's error event, phrased when the run ends
         try:
-            self._read_events(run, proc)
+            self._read_events(run, proc, failure)
         finally:    # whatever happens here, the run ends: no later `sync` joins a dead run
-            self._finish(db, run, proc, errors)
+            self._finish(db, run, proc, errors, failure[-1] if failure else None)
 
-    def _read_events(self, run: Run, proc: subprocess.Popen) -> None:
+    def _read_events(self, run: Run, proc: subprocess.Popen, failure: list) -> None:
         for raw in proc.stdout:
             try:
                 event = json.loads(raw)
@@ -118,17 +120,22 @@ class Indexers:
                         pass
                 elif event.get("event") == "done":
                     run.summary = event.get("summary")
+                elif event.get("event") == "error":
+                    failure.append(error_of(event))
                 run.events += 1
                 self._lock.notify_all()
 
-    def _finish(self, db: Path, run: Run, proc: subprocess.Popen, errors) -> None:
+    def _finish(self, db: Path, run: Run, proc: subprocess.Popen, errors, failure) -> None:
         code = proc.wait()
         errors.seek(0)
         stderr = errors.read().decode("utf-8", "replace")
         errors.close()
         with self._lock:
             run.ok = code == 0 and run.summary is not None
-            if not run.ok:
+            if not run.ok and failure is not None:     # the fix in this server's words
+                from cortex_mcp.server import WORDS
+                run.error = failure.phrased(WORDS)
+            elif not run.ok:
                 run.error = last_error(stderr) or (
                     "interrupted" if code in (-signal.SIGINT, 130, -signal.SIGKILL)
                     else f"the indexer exited with status {code}")

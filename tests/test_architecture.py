@@ -99,7 +99,7 @@ FRONT_END_WORDS = {
 }
 
 # A flag (`--db`, `--jobs 1`) or a command (`cortex index`) in words a user reads.
-_FRONT_END_WORD = re.compile(r"(?<![\w-])--[a-z][a-z-]+|`cortex [a-z]")
+_FRONT_END_WORD = re.compile(r"(?<![\w-])--[a-z][a-z-]+|`cortex [a-z{]|\brun cortex [a-z{]")
 _ARGUMENT = re.compile(r"--[a-z][a-z-]*(=\S*)?")       # a whole argv element: a command line
 
 _SQL = re.compile(r"\s*(select\s+\S|insert\s+(or\s+\w+\s+)?into\s|update\s+\w+\s+set\s"
@@ -182,10 +182,18 @@ def front_end_words(tree: ast.Module) -> list[tuple[int, str]]:
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
                                        ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr)}
-    return [(node.lineno, node.value[:60]) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in docstrings and not _ARGUMENT.fullmatch(node.value)
-            and _FRONT_END_WORD.search(node.value)]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):     # an f-string reads as its text around the holes
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings:
+            text = node.value
+        else:
+            continue
+        if not _ARGUMENT.fullmatch(text) and _FRONT_END_WORD.search(text):
+            found.append((node.lineno, text[:60]))
+    return found
 
 
 def handovers(tree: ast.Module) -> set[str]:
@@ -216,6 +224,8 @@ def test_the_readers_see_what_they_look_for():
     assert not sql_literals(ast.parse('t = f"    with {n} others"; u = "update the index"'))
     assert front_end_words(ast.parse('e = f"waited {n}s (use --wait to wait longer)"'))
     assert front_end_words(ast.parse('e = "run `cortex index` first"'))
+    assert front_end_words(ast.parse('e = f"run `cortex {command}` first"'))
+    assert front_end_words(ast.parse('e = "run cortex index first"'))
     assert not front_end_words(ast.parse('"""Run `cortex index --db F`."""\nargs = ["--db", "-"]'
                                          '\nm = "--model=x"; t = "a -- b, x--y"'))
     assert _name_in("cortex_core.api.TargetSpec") and _name_in("cortex_core.__version__")

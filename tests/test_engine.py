@@ -5,6 +5,8 @@ real stores."""
 
 from __future__ import annotations
 
+import json
+
 import inspect
 import sys
 import threading
@@ -132,6 +134,19 @@ def test_every_hint_has_words_in_every_front_end():
         for action, text in words.items():
             out = api.CortexError("what happened", api.Hint(action)).phrased(words)
             assert out != "what happened" and "{" not in out, (action, text)
+
+
+
+def test_an_indexer_child_hands_its_error_and_hint_to_the_front_end():
+    from cortex_core.child_process import error_event, error_of
+    sent = api.StoreError("cannot use x: it is a folder; remove it", api.Hint("elsewhere"))
+    back = error_of(json.loads(json.dumps(error_event(sent))))
+    assert (back.message, back.hint) == (sent.message, sent.hint)
+    # What a child prints is read as untrusted: unknown or odd hints are dropped, not trusted.
+    assert error_of({"event": "error", "message": "m", "hint": "rm -rf"}).hint is None
+    assert error_of({"event": "error", "message": ["x"], "hint": 3}).hint is None
+    assert error_of({"event": "error"}).message == "the indexer failed"
+    assert len(error_of({"event": "error", "message": "x" * 10_000}).message) == 500
 
 
 # -- settings, in one place ----------------------------------------------------------------------

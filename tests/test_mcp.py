@@ -395,6 +395,19 @@ async def test_sync_reports_a_failed_run_as_a_tool_error(tmp_path: Path):
         assert message.startswith("Error executing tool sync: Indexing failed:")
 
 
+async def test_an_indexer_error_comes_with_the_fix_in_this_servers_words(tmp_path: Path):
+    """The indexer runs as `cortex index`, whose own words name its flags: its error event
+    carries the fix as a hint, which the server phrases."""
+    repo = ScriptedRepo(tmp_path / "r")
+    repo.write("a.py", "a = 1\n")
+    repo.commit("start")
+    (repo.path / ".cortex" / "cortex.db-wal").mkdir(parents=True)     # in the store's way
+    async with server("--repo", str(repo.path)) as client:
+        message = await error(client, "sync", wait_seconds=60)
+    assert "it is a folder; remove it (or start the server with" in message
+    assert "cortex mcp --db FILE" in message and "another place with --db" not in message
+
+
 # -- resources and prompts -----------------------------------------------------------------------
 
 

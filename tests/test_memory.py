@@ -434,30 +434,32 @@ def test_vectors_kept_in_memory_follow_the_index(indexed, topics, tiny_model):
         with engine.snapshot() as snap:
             after = engine.vectors(snap.con)
             assert len(after.ids) == len(before.ids) + 1
-        # An index from before the vectors' token: any write makes the copy stale.
-        _write(indexed, "delete from meta where key = 'vectors_version'")
+        # An indexer from before the vectors' token removes a vector and leaves the token.
+        con = writer(indexed)
+        with con:
+            last = con.execute("select max(id) from vectors").fetchone()[0]
+            con.execute("delete from item_vectors where rowid = ?", (last,))
+            con.execute("delete from vectors where id = ?", (last,))
+            con.execute("update items set vector_id = null where vector_id = ?", (last,))
+        con.close()
         with engine.snapshot() as snap:
-            old_style = engine.vectors(snap.con)
-            assert old_style is not after and engine.vectors(snap.con) is old_style
-        _write(indexed, "insert into meta(key, value) values ('unrelated', 'write')")
-        with engine.snapshot() as snap:
-            assert engine.vectors(snap.con) is not old_style
+            assert len(engine.vectors(snap.con).ids) == len(after.ids) - 1
     assert _answers(topics, indexed.db, keep=False) == _answers(topics, indexed.db, keep=True)
 
 
-def _write(cortex, sql: str) -> None:
-    con = writer(cortex)
-    with con:
-        con.execute(sql)
-    con.close()
-
-
-def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed):
+def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed, topics):
     """_bm25 filters the index's best matches, and reads every match when too few pass."""
     from cortex_core.memory.search import _bm25, _Filters
     from cortex_core.memory.tokens import fts_query
-    con = indexed.reader()
+    con = writer(indexed)
     expression = fts_query("fix cache fetch timeout retry lookup client deadline docs")
+    # Commits gone from the history (as after a rebase) never pass the filters, even with none
+    # asked for: make two of the best matches such commits.
+    best = [r[0] for r in con.execute("select rowid from items_fts where items_fts match ?"
+                                      " order by rank limit 3", (expression,))]
+    with con:
+        con.execute("update commits set reachable = 0 where id in (select commit_id from items"
+                    " where id in (?, ?))", best[1:3])
     columns = SearchOptions().weights.text_columns
     for options in (SearchOptions(), SearchOptions(kinds=("doc",)),
                     SearchOptions(path="cache.py")):
@@ -468,3 +470,28 @@ def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed):
         for overfetch in (1, 2, 3, 5, 8):
             assert _bm25(con, "items_fts", columns, expression, filters, candidates=3,
                          overfetch=overfetch) == every, (options, overfetch)
+    assert not set(best[1:3]) & set(_bm25(con, "items_fts", columns, expression,
+                                          _Filters(SearchOptions()), overfetch=10_000))
+
+
+def test_kept_vectors_break_ties_by_rowid_and_skip_what_they_cannot_hold(indexed):
+    import numpy as np
+    from cortex_core.memory.vector_matrix import VectorMatrix, load
+    same = np.tile(np.array([[0.6, 0.8]], dtype=np.float32), (4, 1))
+    matrix = VectorMatrix(np.array([2, 3, 5, 9]), np.vstack([same, [[1.0, 0.0]]])[[0, 1, 2, 4]])
+    query = np.array([0.6, 0.8], dtype=np.float32).tobytes()
+    assert [rowid for rowid, _ in matrix.nearest(query, 2)] == [2, 3]    # ties at the cut
+    assert matrix.nearest(query, 9)[0] == (2, 0.0) and len(matrix.nearest(query, 9)) == 4
+    assert matrix.nearest(np.zeros(2, dtype=np.float32).tobytes(), 3) == []
+    assert matrix.nearest(np.array([np.nan, 1], dtype=np.float32).tobytes(), 3) == []
+    con = indexed.reader()
+    assert load(con, max_bytes=64) is None                                 # too large to keep
+    kept = load(con)
+    assert kept is not None and np.allclose(np.linalg.norm(kept.unit, axis=1), 1.0)
+
+
+def test_a_rebuild_keeps_the_model_the_user_chose(topics, cortex, tiny_model, monkeypatch):
+    monkeypatch.delenv("CORTEX_MODEL", raising=False)
+    assert cortex.index(model=tiny_model).semantic.startswith(f"on: {tiny_model}")
+    assert cortex.index(rebuild=True).semantic.startswith(f"on: {tiny_model}")
+

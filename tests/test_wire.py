@@ -84,10 +84,14 @@ def index(repo: ScriptedRepo, model: str = "none") -> None:
 # -- the command line ----------------------------------------------------------------------------
 
 
-def cortex(repo: ScriptedRepo, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=repo.path,
+def run_cortex(repo: ScriptedRepo, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=repo.path,
                           capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(PROJECT)))
+
+
+def cortex(repo: ScriptedRepo, *args: str) -> str:
+    proc = run_cortex(repo, *args)
     assert proc.returncode == 0, f"cortex {' '.join(args)}: {proc.stderr}"
     return proc.stdout
 
@@ -102,6 +106,12 @@ def test_cli_json(tmp_path: Path, tiny_model: str):
     got["index"] = cli_json(repo, "index", "--model", tiny_model, "-q")
     events = [json.loads(line) for line in cortex(repo, "index", "--progress-json").splitlines()]
     got["index --progress-json"] = events
+    blocked = make_project(tmp_path / "blocked")
+    (blocked.path / ".cortex" / "cortex.db-wal").mkdir(parents=True)   # in the store's way
+    failed = run_cortex(blocked, "index", "--progress-json")
+    assert failed.returncode == 1 and failed.stderr.startswith("cortex: cannot use")
+    got["index --progress-json (failed)"] = [json.loads(line)
+                                             for line in failed.stdout.splitlines()]
     got["note add"] = cli_json(repo, "note", "add", "pkg/core.py::compute", "Keep it pure.")
     got["note supersede"] = cli_json(repo, "note", "supersede", "1", "Keep it pure and fast.")
     got["note list"] = cli_json(repo, "note", "list", "--all")

@@ -219,7 +219,8 @@ _KEPT_TABLES = ("meta", "notes")
 def _clear_derived(con) -> None:
     """Delete every row the indexer derives (children before parents); drop the vector table
     (its width belongs to a model, and prepare_vectors makes it again); keep only the schema
-    version in meta."""
+    version and the user's choice of model in meta (a rebuild must not fall back to the default
+    model, which may not be on this machine)."""
     import re
     from cortex_core.store.schema import MIGRATIONS
     tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
@@ -227,7 +228,7 @@ def _clear_derived(con) -> None:
         if table not in _KEPT_TABLES:
             con.execute(f"delete from {table}")
     con.execute("drop table if exists item_vectors")
-    con.execute("delete from meta where key != 'schema_version'")
+    con.execute("delete from meta where key not in ('schema_version', 'model_choice')")
 
 
 class _Indexer:

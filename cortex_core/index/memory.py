@@ -262,7 +262,7 @@ def embed_missing(con, embedder: Embedder, progress: Progress | None = None,
         norms = np.linalg.norm(vectors, axis=1)
         with con:
             for digest, vector, norm in zip(chunk, vectors, norms):
-                if norm == 0:
+                if norm == 0 or not np.isfinite(norm):    # nothing to compare, or damaged
                     _point(con, by_hash[digest], NO_VECTOR)
                     continue
                 vid = con.execute("insert into vectors(text_hash) values (?) returning id",

@@ -9,9 +9,10 @@ server, the MCP server) keep one (`Engine(keep_vectors=True)`); the command line
 searches once, asks sqlite-vec.
 
 The matrix is the snapshot's: it is loaded inside a read transaction and stays valid while the
-index's vectors stay the same. The indexer writes a new token to the meta key `vectors_version`
-whenever it adds, removes or drops vectors (index/memory.py); an index older than that token is
-told apart by SQLite's `data_version`, which changes with any write by another connection.
+index's vectors stay the same (`version_key`). The indexer writes a new random token to the meta
+key `vectors_version` whenever it adds, removes or drops vectors (index/memory.py); the number
+and the largest id of the vectors are in the key too, for an indexer from before the token (an
+older `cortex` run by a git hook while the editor's server is newer).
 """
 
 from __future__ import annotations
@@ -27,50 +28,66 @@ MAX_BYTES = 256 * 1024 * 1024
 @dataclass(frozen=True)
 class VectorMatrix:
     ids: np.ndarray            # the rowids of item_vectors, ascending
-    unit: np.ndarray           # one row per id, scaled to unit length (a zero row stays zero)
+    unit: np.ndarray           # one row per id, scaled to unit length
 
     def nearest(self, query: bytes, k: int) -> list[tuple[int, float]]:
-        """(rowid, cosine distance) of the k nearest vectors, nearest first, as sqlite-vec's
-        `distance_metric=cosine` gives them; ties in rowid order."""
+        """(rowid, cosine distance) of the k nearest vectors, nearest first: sqlite-vec's
+        `distance_metric=cosine` distances. Equal distances (identical texts' vectors) come in
+        rowid order, at the cut too; sqlite-vec orders them its own way."""
         q = np.frombuffer(query, dtype=np.float32)
         norm = float(np.linalg.norm(q))
-        if norm == 0 or len(self.ids) == 0 or k <= 0:
+        if not np.isfinite(norm) or norm == 0 or len(self.ids) == 0 or k <= 0:
             return []
         similarity = self.unit @ (q / norm)
-        k = min(k, len(self.ids))
-        top = np.argpartition(-similarity, k - 1)[:k] if k < len(self.ids) \
-            else np.arange(len(self.ids))
-        top = top[np.lexsort((self.ids[top], -similarity[top]))]
-        return [(int(i), float(1.0 - s)) for i, s in zip(self.ids[top], similarity[top])]
+        if k < len(self.ids):
+            # Every row as close as the k-th, so that ties at the cut are broken by rowid.
+            kth = np.partition(similarity, len(similarity) - k)[len(similarity) - k]
+            top = np.flatnonzero(similarity >= kth)
+        else:
+            top = np.arange(len(self.ids))
+        top = top[np.lexsort((self.ids[top], -similarity[top]))][:k]
+        return [(int(i), max(0.0, float(1.0 - s))) for i, s in zip(self.ids[top], similarity[top])]
 
 
 def version_key(con) -> tuple:
-    """What identifies the vectors the connection's snapshot sees."""
+    """What identifies the vectors the snapshot sees: the model, the indexer's token, and the
+    number and largest id of the vectors (which an indexer from before the token changes too)."""
     from cortex_core.store.store import get_meta
-    version: object = get_meta(con, "vectors_version")
-    if version is None:     # an index from before the token: any write may have changed them
-        version = ("data_version", con.execute("pragma data_version").get)
-    return (get_meta(con, "embed_fingerprint"), version)
+    count, largest = con.execute("select count(*), max(id) from vectors").fetchone()
+    return (get_meta(con, "embed_fingerprint"), get_meta(con, "vectors_version"), count, largest)
 
 
 def load(con, max_bytes: int = MAX_BYTES) -> VectorMatrix | None:
-    """The vectors of `item_vectors` as a matrix; None when there are none or they would take
-    more than `max_bytes`."""
+    """The vectors of `item_vectors` as a matrix; None when there are none, or when they would
+    take more than `max_bytes` (then nothing is read). Memory: the matrix, plus one copy of it
+    while rows are put in rowid order."""
+    from cortex_core.store.store import get_meta
     if con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone() is None:
         return None
-    ids: list[int] = []
-    blobs: list[bytes] = []
-    size = 0
-    for rowid, blob in con.execute("select rowid, embedding from item_vectors"):
-        size += len(blob)
-        if size > max_bytes:
-            return None
-        ids.append(rowid)
-        blobs.append(blob)
-    if not ids:
+    dim = get_meta(con, "embed_dim")
+    count = con.execute("select count(*) from vectors").fetchone()[0]
+    if not dim or not dim.isdigit() or not count or count * int(dim) * 4 > max_bytes:
         return None
-    order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)[order]
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-    return VectorMatrix(np.asarray(ids, dtype=np.int64)[order], unit)
+    width = int(dim)
+    matrix = np.zeros((count, width), dtype=np.float32)
+    ids = np.zeros(count, dtype=np.int64)
+    n = 0
+    for rowid, blob in con.execute("select rowid, embedding from item_vectors"):
+        if n == count:          # more vectors than `vectors` rows: not this index's shape
+            return None
+        if len(blob) == width * 4:
+            matrix[n] = np.frombuffer(blob, dtype=np.float32)
+        ids[n] = rowid
+        n += 1
+    matrix, ids = matrix[:n], ids[:n]
+    if n and np.any(ids[1:] < ids[:-1]):
+        order = np.argsort(ids, kind="stable")
+        matrix, ids = matrix[order], ids[order]
+    # A damaged vector (not finite, or the wrong width) has no distance in sqlite-vec either:
+    # it is left out.
+    norms = np.linalg.norm(matrix, axis=1)
+    usable = np.isfinite(norms) & (norms > 0)
+    if not usable.all():
+        matrix, ids, norms = matrix[usable], ids[usable], norms[usable]
+    matrix /= norms[:, None]
+    return VectorMatrix(ids, matrix) if len(ids) else None
