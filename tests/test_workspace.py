@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pygit2
 import pytest
@@ -146,18 +145,20 @@ def test_a_git_that_does_not_answer_is_given_up_with_what_it_started(repo, tmp_p
     """A wrapper script in place of git (some version managers install one) that keeps a child
     running: the reader gives up at its timeout, kills the child too, and says nothing."""
     import time
+    alive = tmp_path / "alive"
+    os.mkfifo(alive)    # the wrapper's child holds it open for writing while it lives
+    reader = os.open(alive, os.O_RDONLY | os.O_NONBLOCK)
     wrappers = tmp_path / "bin"
     wrappers.mkdir()
-    marker = tmp_path / "child.pid"
-    (wrappers / "git").write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {marker}\nwait\n")
+    (wrappers / "git").write_text(f"#!/bin/sh\nsleep 60 > {alive} &\nwait\n")
     (wrappers / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrappers}:{os.environ['PATH']}")
     started = time.monotonic()
     with PendingWorkspace(repo.path, timeout=0.5) as pending:
         assert pending.result() == Workspace(None, (), (), ())
-    assert time.monotonic() - started < 30              # not the wrapper's 60 s
-    child = int(marker.read_text())
-    # The killed child is gone, or a zombie waiting for init to reap it.
-    stat = Path(f"/proc/{child}/stat")
-    assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z")
-
+    os.set_blocking(reader, True)
+    try:
+        assert os.read(reader, 1) == b""        # end of file: the child is gone
+    finally:
+        os.close(reader)
+    assert time.monotonic() - started < 30      # not the child's 60 s
