@@ -81,6 +81,24 @@ def test_history_json_imports_nothing_heavy_either(indexed: ScriptedRepo):
     assert not [m for m in imported(proc.stderr) if m.split(".")[0] in HEAVY]
 
 
+def test_a_search_with_vectors_imports_only_what_the_query_needs(tmp_path: Path, tiny_model):
+    """No model2vec, numpy or pygit2; nor what only indexing (hashlib), a long query
+    (statistics) or a config file (tomllib) needs."""
+    repo = ScriptedRepo(tmp_path / "w")
+    repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix timeout in fetch")
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model=tiny_model)
+    proc = python("-X", "importtime", "-P", "-m", "cortex_core", "search", "deadline",
+                  cwd=repo.path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Fix timeout in fetch" in proc.stdout and "semantic search off" not in proc.stdout
+    modules = imported(proc.stderr)
+    assert "cortex_core.memory.query_encoder" in modules        # the query was embedded
+    heavy = sorted(m for m in modules
+                   if m.split(".")[0] in HEAVY + ("hashlib", "statistics"))
+    assert heavy == [], heavy
+
+
 def test_the_parser_of_one_command_and_of_all(indexed: ScriptedRepo):
     cwd = indexed.path
     version = python("-m", "cortex_core", "--version", cwd=cwd)

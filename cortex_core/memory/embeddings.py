@@ -12,7 +12,6 @@ model drops the old vectors and embeds again, so vectors of two models are never
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ def _absolute(name: str) -> str:
 
 
 def text_hash(text: str) -> str:
+    import hashlib   # here: 5 ms to import, and a search does not hash
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -66,12 +66,23 @@ class Embedder:
     token). `query_vector` answers one query; when the model folder allows it, it reads only the
     query's rows (query_encoder.py) and model2vec is loaded only if `encode` is called."""
 
-    def __init__(self, name: str, model, fingerprint: str = "", *, query=None) -> None:
+    def __init__(self, name: str, model, fingerprint: str = "", *, query=None,
+                 folder: Path | None = None) -> None:
+        """`fingerprint`: what identifies the model's files; with `folder` instead, computed
+        the first time it is asked for (a search never asks)."""
         self.name = name
         self._model = model
         self._query = query
         self.dim = int(model.dim if model is not None else query.dim)
-        self.fingerprint = fingerprint   # changes when the files of a model folder change
+        self._fingerprint = fingerprint
+        self._folder = folder
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when the files of a model folder change."""
+        if not self._fingerprint and self._folder is not None:
+            self._fingerprint = _fingerprint(self._folder)
+        return self._fingerprint
 
     def encode(self, texts: list[str]):
         import numpy as np
@@ -190,6 +201,7 @@ def _load_model(name: str) -> Embedder:
 def _fingerprint(folder: Path) -> str:
     """What identifies a model's weights on disk: its config and the size and time of its files.
     Another model copied into the same folder changes it; loading the same one does not."""
+    import hashlib
     digest = hashlib.sha1()
     for entry in sorted(folder.iterdir()):
         if entry.is_file():
@@ -218,7 +230,7 @@ def load_query_model(name: str) -> Embedder:
         encoder = open_encoder(path)
         if encoder is None:
             return _load_model(name)
-        _QUERY[name] = embedder = Embedder(name, None, _fingerprint(path), query=encoder)
+        _QUERY[name] = embedder = Embedder(name, None, query=encoder, folder=path)
         return embedder
 
 

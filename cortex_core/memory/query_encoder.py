@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import mmap
-import statistics
 import struct
 from array import array
 from dataclasses import dataclass
@@ -98,6 +97,7 @@ class QueryEncoder:
     def _median_token_length(self) -> int:
         # model2vec cuts long texts at max_length * the median length of the vocabulary's tokens.
         if self._median is None:
+            import statistics   # here: 6 ms to import, and only a long query needs it
             self._median = int(statistics.median(len(t) for t in self._tokenizer.get_vocab()))
         return self._median
 
