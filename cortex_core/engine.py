@@ -449,7 +449,8 @@ class Snapshot:
         from dataclasses import replace
 
         from cortex_core.git.workspace import PendingWorkspace
-        from cortex_core.memory.search import SearchOptions, build_focus, search
+        from cortex_core.memory.search import (SearchOptions, build_focus, search,
+                                               with_workspace)
         settings = self._settings()
         clock = clock or settings.time.clock
         options = SearchOptions(
@@ -471,7 +472,7 @@ class Snapshot:
                 tree = pending.result()
                 if dirty:   # unsaved edits count as changed: the context lifts what they touch
                     tree = replace(tree, modified=tuple(dict.fromkeys(tree.modified + dirty)))
-                return build_focus(self.con, at, tree)
+                return with_workspace(self.con, options.focus, tree)
 
             result = search(self.con, query, options, embedder=embedder, vectors=vectors,
                             focus=focus if pending is not None else None)

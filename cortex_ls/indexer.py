@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from cortex_core import child_process
 from cortex_core.child_process import last_error, signal_group
 
-from cortex_ls.repos import Repo
+from cortex_ls.repos import WORDS, Repo
 
 if TYPE_CHECKING:
     from cortex_core.engine import Engine
@@ -151,7 +151,6 @@ class IndexRun:
             state.error = None
             return Outcome(True, summary)
         if failure is not None:     # the fix in this server's words
-            from cortex_ls.repos import WORDS
             message = failure.phrased(WORDS)
             busy = failure.hint is not None and failure.hint.action in ("wait", "retry")
         else:

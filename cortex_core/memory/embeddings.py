@@ -44,7 +44,8 @@ def choose_model(cli: str | None, config: str | None = None,
     """The first of: `--model`, `CORTEX_MODEL`, the config file, the choice the store recorded
     last (an explicit choice, `none` included, is remembered), the default. A folder is named by
     its absolute path, so that the choice holds from any directory."""
-    for name, source in ((cli, "the run's option"), (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
+    for name, source in ((cli, "the run's option"),
+                         (os.environ.get("CORTEX_MODEL"), "CORTEX_MODEL"),
                          (config, "config"), (recorded, "the index")):
         if name and name.strip():
             return ModelChoice(_absolute(name.strip()), source)

@@ -173,15 +173,20 @@ def build_focus(con, at: str | None = None, workspace=None) -> Focus:
         file_ids.add(target.file_id)
         if target.symbol_id is not None:
             symbol_ids.add(target.symbol_id)
+    return with_workspace(con, Focus(frozenset(file_ids), frozenset(symbol_ids)), workspace)
+
+
+def with_workspace(con, focus: Focus, workspace=None) -> Focus:
+    """`focus` with a workspace.Workspace's changed files and branch words (None: as it is)."""
+    if workspace is None:
+        return focus
     changed: set[int] = set()
-    terms: tuple[str, ...] = ()
-    if workspace is not None:
-        for path in workspace.changed:
-            row = con.execute("select id from files where path = ?", (path,)).fetchone()
-            if row:
-                changed.add(row[0])
-        terms = tuple(workspace.branch_terms)
-    return Focus(frozenset(file_ids), frozenset(symbol_ids), frozenset(changed), terms)
+    for path in workspace.changed:
+        row = con.execute("select id from files where path = ?", (path,)).fetchone()
+        if row:
+            changed.add(row[0])
+    return replace(focus, changed_file_ids=frozenset(changed),
+                   branch_terms=tuple(workspace.branch_terms))
 
 
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
@@ -256,7 +261,8 @@ class _Filters:
         self.sql = " and ".join(clauses)
         self.params = tuple(params)
         # The user's own filters may keep few of the best matches; the two above keep nearly all.
-        self.selective = len(clauses) > 2
+        self.selective = bool(options.kinds) or options.since is not None \
+            or prefix not in ("", ".")
 
 
 Parts = dict[int, tuple[float | None, float | None]]   # item -> (message BM25, code BM25)

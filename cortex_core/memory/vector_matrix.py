@@ -2,7 +2,7 @@
 
 sqlite-vec answers a nearest-neighbour query by reading every vector from the store: on scrapy's
 13,619 vectors of 256 dimensions, 13 ms a query for the 200 nearest, a third of a search in the
-language server. The same ranking from a matrix held in memory takes under a millisecond
+language server. The same ranking from a matrix held in memory takes about a millisecond
 (numpy: one matrix-vector product and a partial sort). Loading the matrix costs about 120 ms
 and 4 bytes per dimension per vector (14 MB there), so only long-lived front ends (the language
 server, the MCP server) keep one (`Engine(keep_vectors=True)`); the command line, which
