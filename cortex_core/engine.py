@@ -254,7 +254,7 @@ class Engine:
         key = (get_meta(con, "embed_model"), get_meta(con, "embed_dim"))
         with self._lock:
             if self._embedder is None or self._embedder[0] != key:
-                self._embedder = (key, load_embedder(con))
+                self._embedder = (key, load_embedder(con, one_shot=not self.keep_vectors))
             return self._embedder[1]
 
     def vectors(self, con):

@@ -50,3 +50,10 @@ def other_tiny_model(tmp_path_factory) -> str:
     """Another model, of another width: switching to it must re-embed everything."""
     from tiny_model import build_tiny_model
     return str(build_tiny_model(tmp_path_factory.mktemp("models") / "other", dim=8, seed=3))
+
+
+@pytest.fixture(scope="session")
+def tiny_wordpiece_model(tmp_path_factory) -> str:
+    """A model with BERT's tokenization (tiny_model.py), whose vocabulary the store can keep."""
+    from tiny_model import build_tiny_wordpiece_model
+    return str(build_tiny_wordpiece_model(tmp_path_factory.mktemp("models") / "wordpiece"))

@@ -99,6 +99,24 @@ def test_a_search_with_vectors_imports_only_what_the_query_needs(tmp_path: Path,
     assert heavy == [], heavy
 
 
+def test_a_search_with_a_wordpiece_model_does_not_load_the_tokenizer(tmp_path: Path,
+                                                                     tiny_wordpiece_model):
+    """The store keeps a copy of a BERT tokenizer's vocabulary (memory/wordpiece.py), so that
+    `tokenizers` (and its 30,000-token JSON) is not loaded for an ASCII query; a query it cannot
+    promise the same ids for still gets its vector, from `tokenizers`."""
+    repo = ScriptedRepo(tmp_path / "w")
+    repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix timeout in fetch")
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(),
+                     model=tiny_wordpiece_model)
+    for query, loads in (("deadline hangs", False), ("deadline café", True)):
+        proc = python("-X", "importtime", "-P", "-m", "cortex_core", "search", query, "--mode",
+                      "vector", cwd=repo.path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Fix timeout in fetch" in proc.stdout
+        assert ("tokenizers" in imported(proc.stderr)) is loads, query
+
+
 def test_the_parser_of_one_command_and_of_all(indexed: ScriptedRepo):
     cwd = indexed.path
     version = python("-m", "cortex_core", "--version", cwd=cwd)

@@ -34,6 +34,7 @@ from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint
 from cortex_core.git.git_reads import commit as find_commit, read_blob
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
+                                      keep_vocabulary,
                                       pending_vectors, prepare_vectors, refresh_docs,
                                       vectors_current)
 from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
@@ -228,6 +229,7 @@ def _clear_derived(con) -> None:
         if table not in _KEPT_TABLES:
             con.execute(f"delete from {table}")
     con.execute("drop table if exists item_vectors")
+    con.execute("drop table if exists query_vocab")
     con.execute("delete from meta where key not in ('schema_version', 'model_choice')")
 
 
@@ -586,6 +588,9 @@ class _Indexer:
                         replaced = prepare_vectors(con, embedder)
                     embedded = embed_missing(con, embedder, self._phase_progress)
                     semantic = f"on: {embedder.name} ({embedder.dim} dimensions)"
+            if semantic.startswith("on:"):
+                with con:   # what spares `cortex search` loading the tokenizer (wordpiece.py)
+                    keep_vocabulary(con, choice.name)
         areas = update_areas(con, self.all_settings.clusters, embedder, self._phase_progress)
         return dict(items_added=added, texts_embedded=embedded,
                     items_without_vector=pending_vectors(con), semantic=semantic,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-from cortex_core.memory.embeddings import BATCH, Embedder, text_hash
+from cortex_core.memory.embeddings import (BATCH, Embedder, ModelUnavailable, local_model_path,
+                                          text_hash)
 from cortex_core.text.redact import redact, redact_pair
 from cortex_core.memory.segments import Section, commit_segments, doc_sections, is_doc_path
 from cortex_core.store.store import get_meta, set_meta
@@ -192,6 +193,17 @@ def prepare_vectors(con, embedder: Embedder) -> str | None:
     return previous or None
 
 
+def keep_vocabulary(con, name: str) -> None:
+    """A copy of the model's tokenizer vocabulary in the store, when a query can use it
+    (memory/wordpiece.py); a no-op when the copy is that of the tokenizer file on disk."""
+    from cortex_core.memory.wordpiece import store_vocabulary
+    try:
+        folder = local_model_path(name)
+    except ModelUnavailable:
+        return
+    store_vocabulary(con, folder)
+
+
 def vectors_current(con, name: str, dim: int | None, fingerprint: str) -> bool:
     """Whether the stored vectors were made by this model (name, width, files) from texts built
     the way embed_text builds them now. `dim` None: not checked (the model is not loaded)."""
@@ -213,6 +225,8 @@ def _rehash(con) -> None:
 def _drop(con) -> None:
     """No vectors, and areas computed from them are recomputed."""
     con.execute("drop table if exists item_vectors")
+    con.execute("drop table if exists query_vocab")
+    con.execute("delete from meta where key = 'query_vocab'")
     con.execute("delete from vectors")
     con.execute("update items set vector_id = null")
     con.execute("delete from meta where key in ('areas_basis', 'embed_fingerprint')")

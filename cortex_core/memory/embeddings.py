@@ -98,11 +98,12 @@ class Embedder:
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         return vectors
 
-    def query_vector(self, text: str) -> bytes | None:
+    def query_vector(self, text: str, store=None) -> bytes | None:
         """The query's unit vector as float32 bytes (what sqlite-vec takes); None when it has no
-        known token."""
+        known token. `store`: the index asked, whose copy of the tokenizer's vocabulary, if it
+        has one, tokenizes the query (wordpiece.py)."""
         if self._query is not None:
-            return self._query.vector(_clip(text))
+            return self._query.vector(_clip(text), store)
         vector = self.encode([text])[0]
         return vector.tobytes() if vector.any() else None
 
@@ -216,9 +217,11 @@ def _fingerprint(folder: Path) -> str:
 _QUERY: dict[str, Embedder] = {}
 
 
-def load_query_model(name: str) -> Embedder:
+def load_query_model(name: str, store=None) -> Embedder:
     """The model `name` for answering queries: its light query path when the folder allows it
-    (no model2vec, no numpy), else the full model. Raises ModelUnavailable with the reason."""
+    (no model2vec, no numpy), else the full model. Raises ModelUnavailable with the reason.
+    `store`: an index connection whose copy of the tokenizer's vocabulary may spare loading the
+    tokenizer (query_encoder.open_encoder)."""
     if name.lower() == DISABLED:
         raise ModelUnavailable("semantic search is turned off (model = none)")
     with _LOADING:
@@ -228,22 +231,24 @@ def load_query_model(name: str) -> Embedder:
             return _LOADED[name]
         from cortex_core.memory.query_encoder import open_encoder
         path = local_model_path(name)
-        encoder = open_encoder(path)
+        encoder = open_encoder(path, store)
         if encoder is None:
             return _load_model(name)
         _QUERY[name] = embedder = Embedder(name, None, query=encoder, folder=path)
         return embedder
 
 
-def load_embedder(con) -> Embedder | None:
+def load_embedder(con, *, one_shot: bool = False) -> Embedder | None:
     """The model that wrote the store's vectors, if any and if it can be loaded here, ready to
-    answer queries."""
+    answer queries. `one_shot`: for a process that answers once and exits (the command line):
+    the tokenizer is then loaded only if the store's copy of its vocabulary cannot answer
+    (wordpiece.py); a server loads it at once."""
     from cortex_core.store.store import get_meta
     name = get_meta(con, "embed_model")
     if not name or not get_meta(con, "embed_dim"):
         return None
     try:
-        embedder = load_query_model(name)
+        embedder = load_query_model(name, con if one_shot else None)
     except ModelUnavailable:
         return None
     return embedder if str(embedder.dim) == get_meta(con, "embed_dim") else None

@@ -47,8 +47,9 @@ class QueryEncoder:
 
     def __init__(self, folder: Path, tokenizer, config: dict, blob: mmap.mmap,
                  tensors: dict[str, _Tensor]) -> None:
+        """`tokenizer`: the `tokenizers` one, or None to load it when a text needs it."""
         self._folder = folder
-        self._tokenizer = tokenizer
+        self._tokenizer = None
         self._blob = blob
         self._embeddings = tensors["embeddings"]
         self._weights = tensors.get("weights")
@@ -56,17 +57,34 @@ class QueryEncoder:
         self.dim = self._embeddings.width
         max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
         self._max_length = max_length if isinstance(max_length, int) and max_length > 0 else None
+        self._unk: int | None = None
+        self._median: int | None = None
+        if tokenizer is not None:
+            self._prepare(tokenizer)
+
+    def _prepare(self, tokenizer) -> None:
         if self._max_length is not None:
             tokenizer.enable_truncation(self._max_length)
         self._unk = _unknown_id(tokenizer)
-        self._median: int | None = None
+        self._tokenizer = tokenizer
 
-    def vector(self, text: str) -> bytes | None:
-        """The unit-length float32 vector of `text`; None when it has no known token."""
+    def vector(self, text: str, store=None) -> bytes | None:
+        """The unit-length float32 vector of `text`; None when it has no known token. `store`:
+        an index connection whose copy of this tokenizer's vocabulary (wordpiece.py), if it
+        has one, tokenizes an ASCII text without loading the tokenizer."""
+        stored = None
+        if store is not None:
+            from cortex_core.memory.wordpiece import stored_tokenizer
+            stored = stored_tokenizer(store, self._folder)
         if self._max_length is not None and len(text) > self._max_length:
-            text = text[:self._max_length * self._median_token_length()]
-        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
-        ids = [i for i in ids if i != self._unk]
+            median = stored.median_length if stored is not None else self._median_token_length()
+            text = text[:self._max_length * median]
+        if stored is not None and stored.handles(text):
+            limit = self._max_length if self._max_length is not None else stored.truncate
+            ids, unk = stored.ids(text)[:limit] if limit else stored.ids(text), stored.unk_id
+        else:
+            ids, unk = self._tokenize(text), self._unk
+        ids = [i for i in ids if i != unk]
         if not ids:
             return None
         total = [0.0] * self.dim
@@ -79,6 +97,14 @@ class QueryEncoder:
         if norm == 0.0:
             return None
         return array("f", (v / norm for v in total)).tobytes()
+
+    def _tokenize(self, text: str) -> list[int]:
+        return self._loaded_tokenizer().encode(text, add_special_tokens=False).ids
+
+    def _loaded_tokenizer(self):
+        if self._tokenizer is None:
+            self._prepare(_load_tokenizer(self._folder / "tokenizer.json"))
+        return self._tokenizer
 
     def _row(self, index: int) -> tuple:
         t = self._embeddings
@@ -98,26 +124,31 @@ class QueryEncoder:
         # model2vec cuts long texts at max_length * the median length of the vocabulary's tokens.
         if self._median is None:
             import statistics   # here: 6 ms to import, and only a long query needs it
-            self._median = int(statistics.median(len(t) for t in self._tokenizer.get_vocab()))
+            vocab = self._loaded_tokenizer().get_vocab()
+            self._median = int(statistics.median(len(t) for t in vocab))
         return self._median
 
     def close(self) -> None:
         self._blob.close()
 
 
-def open_encoder(folder: Path) -> QueryEncoder | None:
+def open_encoder(folder: Path, store=None) -> QueryEncoder | None:
     """The query encoder of a model2vec folder in its own layout; None when this reader cannot
-    promise model2vec's answer (the caller then loads model2vec)."""
+    promise model2vec's answer (the caller then loads model2vec). `store`: an index connection;
+    when it holds a copy of this tokenizer's vocabulary (wordpiece.py), the tokenizer is loaded
+    only if a query needs it (a one-shot command that asks through that store may never)."""
     files = [folder / "config.json", folder / "tokenizer.json", folder / "model.safetensors"]
     if not all(f.is_file() for f in files):
         return None
+    lazy = False
+    if store is not None:
+        from cortex_core.memory.wordpiece import stored_tokenizer
+        lazy = stored_tokenizer(store, folder) is not None
     try:
         config = json.loads(files[0].read_text(encoding="utf-8"))
         if not isinstance(config, dict) or config.get("pooling", "mean") != "mean":
             return None
-        from tokenizers import Tokenizer
-        tokenizer = Tokenizer.from_file(str(files[1]))
-        tokenizer.no_padding()
+        tokenizer = None if lazy else _load_tokenizer(files[1])
         with open(files[2], "rb") as handle:
             blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except Exception:
@@ -125,10 +156,17 @@ def open_encoder(folder: Path) -> QueryEncoder | None:
         # model2vec, loaded instead, reports the problem properly.
         return None
     tensors = _tensors(blob)
-    if tensors is None or tokenizer.get_vocab_size() == 0:
+    if tensors is None or (tokenizer is not None and tokenizer.get_vocab_size() == 0):
         blob.close()
         return None
     return QueryEncoder(folder, tokenizer, config, blob, tensors)
+
+
+def _load_tokenizer(path: Path):
+    from tokenizers import Tokenizer
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    return tokenizer
 
 
 def _tensors(blob: mmap.mmap) -> dict[str, _Tensor] | None:

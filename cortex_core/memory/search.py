@@ -330,7 +330,7 @@ def _vector(con, query: str, embedder, filters: _Filters,
     has_table = con.execute("select 1 from sqlite_master where name = 'item_vectors'").fetchone()
     if not has_table or not query.strip():
         return [], {}
-    vector = embedder.query_vector(query)
+    vector = embedder.query_vector(query, con)
     if vector is None:
         return [], {}
     # Over-fetch: several items may share a vector and filters drop some.

@@ -3,7 +3,8 @@
 Never edit a migration that has shipped; add one. A migration that needs more than SQL to fill
 what it adds in an existing store has a Python step in BACKFILLS. The vector table
 (`item_vectors`, vec0) is not here: its width is the embedding model's, so it is created when a
-model is first used.
+model is first used; nor is `query_vocab`, the model tokenizer's vocabulary (memory/wordpiece.py),
+which exists only for a tokenizer of BERT's kind.
 """
 
 MIGRATIONS: list[str] = [
