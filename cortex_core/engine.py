@@ -61,16 +61,23 @@ class Engine:
     def __init__(self, root: Path, location: Location | None = None, *,
                  overrides: dict[str, object] | None = None,
                  source: str = "the front end's settings", lenient_config: bool = False,
-                 decide: bool = True, keep_vectors: bool = False):
+                 decide: bool = True, keep_vectors: bool = False,
+                 workspace_seconds: float = 0.0):
         """`location`: where the store is (None: decided now, as every front end does; with
         `decide` False, `<root>/.cortex/cortex.db` until `relocate` decides).
         `lenient_config`: a `.cortex/config.toml` that cannot be used gives the defaults, and
         `config_problem` says why (an editor's hover must not fail for a typo); otherwise it is
         an error, as it is for the command line.
         `keep_vectors`: keep the index's embeddings in memory for vector search (for a server
-        that searches many times; memory/vector_matrix.py)."""
+        that searches many times; memory/vector_matrix.py).
+        `workspace_seconds`: a search may reuse the working copy's status read that recently
+        (git/workspace.py, WorkspaceCache; `forget_workspace` drops it); 0 reads it each time."""
         self.root = root
         self.keep_vectors = keep_vectors
+        self._workspace = None
+        if workspace_seconds > 0:
+            from cortex_core.git.workspace import WorkspaceCache
+            self._workspace = WorkspaceCache(workspace_seconds)
         if location is None:
             from cortex_core.store.store_location import Location, local_db_path, store_location
             location = store_location(root) if decide else Location(local_db_path(root))
@@ -91,7 +98,8 @@ class Engine:
     def open(cls, repo: str | os.PathLike | None = None, *, db: str | os.PathLike | None = None,
              overrides: dict[str, object] | None = None,
              source: str = "the front end's settings", for_writing: bool = False,
-             lenient_config: bool = False, keep_vectors: bool = False) -> Engine:
+             lenient_config: bool = False, keep_vectors: bool = False,
+             workspace_seconds: float = 0.0) -> Engine:
         """The repository around `repo` (default: the current directory) and its store (`db`,
         else `<repo>/.cortex/cortex.db` or the per-user fallback). `for_writing`: for the
         indexer, which cannot use a store it cannot write. Raises NotARepository (Hint
@@ -100,7 +108,8 @@ class Engine:
         from cortex_core.store.store_location import store_location
         root = find_repo_root(repo)
         return cls(root, store_location(root, db, for_writing=for_writing), overrides=overrides,
-                   source=source, lenient_config=lenient_config, keep_vectors=keep_vectors)
+                   source=source, lenient_config=lenient_config, keep_vectors=keep_vectors,
+                   workspace_seconds=workspace_seconds)
 
     @staticmethod
     def find_root(start: str | os.PathLike | None = None) -> Path:
@@ -246,6 +255,12 @@ class Engine:
             return getattr(self, op.method)(**kwargs)
         with self.snapshot() as snap:
             return getattr(snap, op.method)(**kwargs)
+
+    def forget_workspace(self) -> None:
+        """The working copy changed (a file saved, git's files moved): the next search reads
+        its status again, even within `workspace_seconds`."""
+        if self._workspace is not None:
+            self._workspace.forget()
 
     def embedder(self, con):
         """The model that wrote the index's vectors, loaded once (None: semantic search off)."""
@@ -466,7 +481,9 @@ class Snapshot:
             if mode == "vector":
                 raise CortexError(why.removesuffix("; lexical search only"), Hint("model"))
         vectors = self.engine.vectors(self.con) if embedder is not None else None
-        with PendingWorkspace(self.root) if workspace and context else nullcontext() as pending:
+        cache = self.engine._workspace
+        with (nullcontext() if not (workspace and context) else cache.pending(self.root)
+              if cache is not None else PendingWorkspace(self.root)) as pending:
 
             def focus():
                 tree = pending.result()

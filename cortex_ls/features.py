@@ -114,6 +114,7 @@ def _lifecycle(server: CortexServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def watched(ls: CortexServer, params: types.DidChangeWatchedFilesParams):
         if any("/.git/" in (c.uri or "") for c in params.changes or []):
+            _forget_workspaces(ls)
             await ls.check_heads()
 
 
@@ -127,6 +128,11 @@ async def _register_watchers(ls: CortexServer) -> None:
                                               register_options=options)])), 5)
     except Exception as exc:   # the poll still notices HEAD moves
         log.info("file watchers not registered: %s", exc)
+
+
+def _forget_workspaces(ls: CortexServer) -> None:
+    for repo in ls.repos.all():
+        repo.engine.forget_workspace()
 
 
 def _head(repo):
@@ -169,6 +175,7 @@ def _documents(server: CortexServer) -> None:
         if params.text is not None and params.text != buf.text:
             buf.apply(types.TextDocumentContentChangeWholeDocument(text=params.text), ls.encoding)
         buf.dirty = False
+        _forget_workspaces(ls)    # the file on disk changed: git's status with it
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CortexServer, params: types.DidCloseTextDocumentParams):

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
     from cortex_ls.settings import Settings as ClientSettings
 
+# How long a search may reuse the working copy's `git status` (Engine's workspace_seconds):
+# what changes outside the editor and outside git's own files is seen that much later.
+WORKSPACE_SECONDS = 2.0
 
 # What fixes an error (its Hint), in the language server's words (cortex_core/errors.py,
 # ACTIONS): its users have a terminal too, and the indexer runs on its own.
@@ -153,9 +156,12 @@ class Repos:
         if root is None:
             return None
         if root not in self.by_root:
-            # A server searches many times: it keeps the embeddings in memory.
+            # A server searches many times: it keeps the embeddings in memory, and searches
+            # typed one after another share one `git status` (forgotten on save and when git's
+            # files change: features.py).
             engine = Engine(root, decide=False, lenient_config=True,
-                            source="the editor's settings", keep_vectors=True)
+                            source="the editor's settings", keep_vectors=True,
+                            workspace_seconds=WORKSPACE_SECONDS)
             repo = Repo(root, engine, web_base=engine.web_base(), refused=engine.shipped())
             try:
                 repo.notice = repo.relocate()    # told once the client is ready (initialized)

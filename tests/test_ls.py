@@ -264,6 +264,25 @@ async def test_custom_requests(lsp: Session, project: ScriptedRepo):
     assert status["positionEncoding"] == "utf-16"
 
 
+async def test_a_saved_file_reaches_the_next_searchs_context(lsp: Session,
+                                                               project: ScriptedRepo):
+    """Searches reuse the working copy's status for a moment (WorkspaceCache); a save forgets it,
+    so the file just saved counts as changed at once."""
+    await lsp.start(project.path)
+    first = plain(await lsp.request("cortex/search", {"query": "compute values",
+                                                      "mode": "lexical"}))
+    assert first["hits"] and not any(h["why"]["context_reasons"] for h in first["hits"])
+    path = project.path / "pkg/core.py"
+    uri = lsp.open(path)
+    path.write_text(sample_core(6))
+    lsp.client.text_document_did_save(types.DidSaveTextDocumentParams(
+        types.TextDocumentIdentifier(uri), text=sample_core(6)))
+    after = plain(await lsp.request("cortex/search", {"query": "compute values",
+                                                      "mode": "lexical"}))
+    assert any("touches a file you changed" in h["why"]["context_reasons"]
+               for h in after["hits"]), after["hits"]
+
+
 async def test_commands(lsp: Session, project: ScriptedRepo):
     await lsp.start(project.path)
     uri = lsp.open(project.path / "pkg/core.py")

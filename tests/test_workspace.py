@@ -162,3 +162,31 @@ def test_a_git_that_does_not_answer_is_given_up_with_what_it_started(repo, tmp_p
     finally:
         os.close(reader)
     assert time.monotonic() - started < 30      # not the child's 60 s
+
+
+def test_a_servers_kept_status_is_reused_then_forgotten(repo):
+    """WorkspaceCache: searches typed one after another share one `git status`; a save (forget)
+    or the end of its seconds reads it again; an answer that a change overtook is not kept."""
+    from cortex_core.git.workspace import WorkspaceCache
+    cache = WorkspaceCache(3600)
+    with cache.pending(repo.path) as first:
+        assert first.result().untracked == ()
+    (repo.path / "new.py").write_text("n = 1\n")
+    with cache.pending(repo.path) as again:               # kept: git is not asked
+        assert again.result().untracked == () and not isinstance(again, PendingWorkspace)
+    cache.forget()
+    with cache.pending(repo.path) as fresh:
+        assert fresh.result().untracked == ("new.py",)
+    # A change while git runs: its answer is not kept, the next search asks git again.
+    overtaken = cache.pending(repo.path)
+    cache.forget()                      # a save while git runs
+    with overtaken:
+        assert overtaken.result().untracked == ("new.py",)
+    with cache.pending(repo.path) as after:
+        assert isinstance(after, PendingWorkspace)
+        after.result()
+    expired = WorkspaceCache(1e-9)
+    with expired.pending(repo.path) as one:
+        one.result()
+    with expired.pending(repo.path) as two:
+        assert isinstance(two, PendingWorkspace) and two.result().untracked == ("new.py",)
