@@ -83,6 +83,42 @@ def test_identical_texts_are_embedded_once(repo, cortex, tiny_model):
     assert summary.texts_embedded == 1
 
 
+@pytest.mark.parametrize("model_fixture", ["tiny_model", "tiny_wordpiece_model"])
+def test_an_update_embeds_its_few_texts_without_model2vec(topics, cortex, model_fixture,
+                                                          request):
+    """A one-commit update embeds with the query path (only its tokens' rows; a fresh process
+    imports no model2vec) and stores model2vec's own vectors."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from cortex_core.memory import embeddings
+    model = request.getfixturevalue(model_fixture)
+    cortex.index(model=model)
+    topics.write("client.py", "def fetch(url):\n    return get(url, timeout=60)\n")
+    topics.commit("Raise the deadline of slow fetches; café retry (naïve)", days_ago=1)
+    code = ("import sys; from pathlib import Path; from cortex_core.config import Settings; "
+            "from cortex_core.index.ingest import index_repository as run; "
+            f"s = run(Path({str(topics.path)!r}), Path({str(cortex.db)!r}), Settings(), "
+            f"model={model!r}); print(s.texts_embedded, 'model2vec' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "False"]
+    con = cortex.reader()
+    text_hash, blob = con.execute(
+        "select v.text_hash, e.embedding from items i join vectors v on v.id = i.vector_id"
+        " join item_vectors e on e.rowid = v.id where i.title like 'Raise the deadline%'"
+    ).fetchone()
+    title, body, kind, segment = con.execute(
+        "select title, body, kind, segment from items where text_hash = ?", (text_hash,)
+    ).fetchone()
+    from cortex_core.index.memory import embed_text
+    embeddings._LOADED.pop(model, None)
+    expected = embeddings.load_model(model).encode([embed_text(kind, segment, title, body)])[0]
+    np.testing.assert_allclose(np.frombuffer(blob, np.float32), expected, atol=1e-6)
+
+
 def test_another_model_replaces_every_vector(indexed, other_tiny_model, tiny_model):
     con = indexed.reader()
     items = con.execute("select count(*) from items").get

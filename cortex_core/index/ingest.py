@@ -27,8 +27,8 @@ from pygit2.enums import SortMode
 from cortex_core.index.areas import update_areas
 from cortex_core.git.commit_reader import CommitReader, CommitRecord, text
 from cortex_core.config import Settings
-from cortex_core.memory.embeddings import (ModelUnavailable, choose_model, load_model,
-                                           model_fingerprint)
+from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose_model,
+                                           load_model, load_query_model, model_fingerprint)
 from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, NotARepository,
                                 StoreError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
@@ -572,9 +572,13 @@ class _Indexer:
             try:
                 # Loading a model costs ~0.3-0.8 s (imports): skip it when every vector is there
                 # and was made by this very model.
-                if pending_vectors(con) == 0 and vectors_current(
-                        con, choice.name, None, model_fingerprint(choice.name)):
+                pending = pending_vectors(con)
+                current = vectors_current(con, choice.name, None, model_fingerprint(choice.name))
+                if pending == 0 and current:
                     semantic = f"on: {choice.name} ({get_meta(con, 'embed_dim')} dimensions)"
+                elif current and pending <= LIGHT_TEXTS:
+                    # A few new texts (an update): the query path reads only their tokens' rows.
+                    embedder = load_query_model(choice.name)
                 else:
                     embedder = load_model(choice.name)
             except ModelUnavailable as exc:

@@ -257,7 +257,6 @@ def embed_missing(con, embedder: Embedder, progress: Progress | None = None,
                   batch: int = BATCH) -> int:
     """Embed the items without a vector, each distinct text once, one transaction per batch.
     Returns the number of distinct texts encoded."""
-    import numpy as np
     rows = con.execute("select id, kind, segment, title, body, text_hash from items"
                        " where vector_id is null").fetchall()
     by_hash: dict[str, list[int]] = {}
@@ -272,17 +271,16 @@ def embed_missing(con, embedder: Embedder, progress: Progress | None = None,
     todo = list(by_hash)
     for start in range(0, len(todo), batch):
         chunk = todo[start:start + batch]
-        vectors = embedder.encode([texts[d] for d in chunk])
-        norms = np.linalg.norm(vectors, axis=1)
+        vectors = embedder.unit_vectors([texts[d] for d in chunk], con)
         with con:
-            for digest, vector, norm in zip(chunk, vectors, norms):
-                if norm == 0 or not np.isfinite(norm):    # nothing to compare, or damaged
+            for digest, vector in zip(chunk, vectors):
+                if vector is None:    # nothing to compare, or damaged
                     _point(con, by_hash[digest], NO_VECTOR)
                     continue
                 vid = con.execute("insert into vectors(text_hash) values (?) returning id",
                                   (digest,)).get
                 con.execute("insert into item_vectors(rowid, embedding) values (?, ?)",
-                            (vid, vector.astype(np.float32).tobytes()))
+                            (vid, vector))
                 _point(con, by_hash[digest], vid)
             vectors_changed(con)
         if progress:

@@ -23,6 +23,7 @@ DEFAULT_MODEL = "minishlab/potion-base-8M"
 BATCH = 1024                  # texts per encode call
 MAX_CHARS = 4000              # longer texts are cut; a static model averages tokens anyway
 DISABLED = "none"
+LIGHT_TEXTS = 256             # at most this many texts are embedded without model2vec
 
 
 class ModelUnavailable(CortexError):
@@ -97,6 +98,18 @@ class Embedder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         np.divide(vectors, norms, out=vectors, where=norms > 0)
         return vectors
+
+    def unit_vectors(self, texts: list[str], store=None) -> list[bytes | None]:
+        """Each text's unit vector as float32 bytes, None for a text with no known token (or a
+        damaged row). A few texts with the light query path (a one-commit update need not load
+        model2vec and numpy: ~0.5 s); many, or without it, through model2vec in batches."""
+        if self._model is None and self._query is not None and len(texts) <= LIGHT_TEXTS:
+            return [self._query.vector(_clip(t), store) for t in texts]
+        import numpy as np
+        vectors = self.encode(texts)
+        norms = np.linalg.norm(vectors, axis=1)
+        return [v.astype(np.float32).tobytes() if norm != 0 and np.isfinite(norm) else None
+                for v, norm in zip(vectors, norms)]
 
     def query_vector(self, text: str, store=None) -> bytes | None:
         """The query's unit vector as float32 bytes (what sqlite-vec takes); None when it has no

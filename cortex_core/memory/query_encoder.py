@@ -94,7 +94,7 @@ class QueryEncoder:
             for n, value in enumerate(self._row(int(row))):
                 total[n] += value * scale
         norm = math.sqrt(sum(v * v for v in total))
-        if norm == 0.0:
+        if norm == 0.0 or not math.isfinite(norm):   # no direction, or a damaged row
             return None
         return array("f", (v / norm for v in total)).tobytes()
 
