@@ -308,3 +308,63 @@ def test_callers_of_a_file_leave_out_its_own_calls(indexed):
     found = callers(con, TargetSpec("pkg/db.py"))
     assert "pkg/db.py" not in {n.path for n in found.items}
     assert ("pkg/api.py", "handler") in labels(found.items)
+
+
+def _resolution(con) -> tuple[dict, dict]:
+    status = {(p, k, n, q, m, a, line): s for p, k, n, q, m, a, line, s in con.execute(
+        "select f.path, r.kind, r.name, r.qualifier, r.module, r.alias, r.line, r.status"
+        " from refs r join files f on f.id = r.file_id")}
+    edges: dict = {}
+    for p, k, n, line, dst, q, c in con.execute(
+            "select f.path, r.kind, r.name, r.line, d.path, e.dst_qualname, e.confidence"
+            " from edges e join refs r on r.id = e.ref_id join files f on f.id = r.file_id"
+            " join files d on d.id = e.dst_file_id"):
+        edges.setdefault((p, k, n, line), set()).add((dst, q, round(c, 6)))
+    return status, edges
+
+
+def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
+    """A change that adds or removes no file resolves again only what names its definitions
+    or imports (resolve_refs): every step below must leave the same statuses and edges as
+    resolving everything. Re-exports through __init__, an alias chain (`x as y`, imported on
+    as y), a wildcard import and a JavaScript default import."""
+    import shutil
+
+    from cortex_core.index.structure import resolve_refs
+    from cortex_core.store.store import open_writer
+    repo.write("pkg/__init__.py", "from .core import build as make\nfrom .util import *\n")
+    repo.write("pkg/core.py", "def build():\n    return 1\n\n\ndef other():\n    return 2\n")
+    repo.write("pkg/util.py", "def helper():\n    return 3\n")
+    repo.write("pkg/mid.py", "from pkg import make as create\n")
+    repo.write("app.py", "from pkg import make, helper\nfrom pkg.mid import create\n\n\n"
+                         "def run():\n    make()\n    create()\n    return helper()\n")
+    repo.write("web/db.js", "export default function save() {}\nexport function load() {}\n")
+    repo.write("web/app.js", "import save from './db';\nimport {load} from './db';\n"
+                             "export function go() { save(); load(); }\n")
+    repo.commit("Layout", days_ago=9)
+    cortex.index(model="none")
+    steps = [
+        ("pkg/core.py", "def other():\n    return 2\n"),                          # build gone
+        ("pkg/core.py", "def build():\n    return 1\n"),                          # back
+        ("pkg/__init__.py", "from .core import build as make\n"),                 # no wildcard
+        ("pkg/__init__.py", "from .util import helper as make\nfrom .util import *\n"),
+        ("pkg/util.py", "def helper():\n    return 3\n\n\ndef build():\n    return 4\n"),
+        ("pkg/mid.py", "def create():\n    return 5\n"),                          # alias → def
+        ("web/db.js", "export function load() {}\nexport default function keep() {}\n"),
+        ("web/db.js", "export default function save() {}\nexport function load() {}\n"),
+    ]
+    for n, (path, text) in enumerate(steps):
+        repo.write(path, text)
+        repo.commit(f"step {n}", days_ago=8 - n)
+        summary = cortex.index()
+        assert summary.structure_files_read == 1, (n, path)
+        copy = tmp_path / f"full{n}.db"
+        shutil.copy(cortex.db, copy)
+        for ext in ("-wal", "-shm"):
+            if cortex.db.with_name(cortex.db.name + ext).exists():
+                shutil.copy(cortex.db.with_name(cortex.db.name + ext),
+                            copy.with_name(copy.name + ext))
+        full = open_writer(copy)
+        resolve_refs(full, [], set(), everything=True)
+        assert _resolution(cortex.reader()) == _resolution(full), (n, path)
+        full.close()

@@ -578,7 +578,7 @@ class _Indexer:
                     semantic = f"on: {choice.name} ({get_meta(con, 'embed_dim')} dimensions)"
                 elif current and pending <= LIGHT_TEXTS:
                     # A few new texts (an update): the query path reads only their tokens' rows.
-                    embedder = load_query_model(choice.name)
+                    embedder = load_query_model(choice.name, con)
                 else:
                     embedder = load_model(choice.name)
             except ModelUnavailable as exc:
