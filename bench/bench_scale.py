@@ -311,7 +311,9 @@ async def first_hover(clone: Path, pos: lsp.Position, newest: str, poll: float, 
             # symbol whose commits it has not read.
             if lsp.hover_kind(text) == "symbol" and "no commits yet" not in text:
                 out.update(seconds=time.perf_counter() - t0, attempts=attempts,
-                           partial="index still building" in text,
+                           partial="index still building" in text or "history from" in text,
+                           history_from=next((line.strip("*_ ") for line in text.split("\n")
+                                              if "history from" in line), None),
                            index_finished_before=bool(done), text=text[:600],
                            names_newest_commit=newest[:10] in text)
                 break

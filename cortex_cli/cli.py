@@ -76,6 +76,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="for git hooks: if another run already waits for the running indexer, "
                    "exit at once (that run will index the newest commits); otherwise wait in "
                    "line (up to --wait)")
+    p.add_argument("--recent-first", nargs="?", const="yes", default="no",
+                   choices=("yes", "auto", "no"), metavar="yes|auto",
+                   help="a first run indexes recent history first (the last "
+                   "[index] window_commits first-parent commits, at most window_days old), "
+                   "usable at once, then the whole history; `auto`: only for a history longer "
+                   "than [index] recent_first_commits")
     p.add_argument("--jobs", "-j", type=_positive_int, metavar="N",
                    help="processes reading history in long runs (default: one per CPU, at most 4)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -558,7 +564,7 @@ def _index(args) -> int:
         summary = engine.run(IndexRequest(
             all_branches=args.all_branches, rebuild=args.rebuild, wait_seconds=args.wait,
             jobs=args.jobs, model=args.model, coalesce=args.coalesce, progress=progress,
-            on_wait=_say_queued if args.coalesce else None))
+            on_wait=_say_queued if args.coalesce else None, recent_first=args.recent_first))
     except IndexQueued as exc:   # not a failure: the queued run does this one's work
         return _emit_json({"queued": str(exc)}) if args.json else _print(f"cortex: {exc}")
     if bar:

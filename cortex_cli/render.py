@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex_core.dates import date, on_clock, relative_time, window
+from cortex_core.dates import date, on_clock, reach, relative_time, window
 from cortex_core.text.sanitize import terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
@@ -57,7 +57,15 @@ def history(result: History, now: float) -> str:
                      f"{e.change}{extra}")
     if not result.entries:
         lines.append("  no commits changed it (at symbol level) in the indexed history")
+    if result.history_from is not None:
+        lines.append(_partial_history(result.history_from))
     return "\n".join(lines)
+
+
+def _partial_history(history_from: int) -> str:
+    """An index holding only the recent window its first run read first."""
+    return (f"note: {reach(history_from)}; the older commits are not indexed yet (`cortex index` "
+            "indexes them, or is doing so)")
 
 
 def hotspots(result: Hotspots, now: float, explain: bool) -> str:
@@ -105,6 +113,11 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     rate = s.new_commits / s.seconds if s.seconds > 0 else 0.0
     size = _size(sum(os.path.getsize(p) for p in (str(db), f"{db}-wal") if os.path.exists(p)))
     lines = _recovery(s.recovery) if s.recovery else []
+    if s.window_seconds is not None:
+        lines.append(f"recent history first: {s.window_commits} commits usable after "
+                     f"{s.window_seconds:.1f}s"
+                     + (f"; {reach(s.history_from)}, the older commits are being indexed by "
+                        "another run" if s.history_from is not None else ""))
     lines += [f"{'rebuilt' if s.rebuilt else 'indexed'} {s.new_commits} new commit"
              f"{'s' if s.new_commits != 1 else ''} in {s.seconds:.1f}s ({rate:.0f} commits/s);"
              f" HEAD {s.head[:10]}",
@@ -164,6 +177,7 @@ def status(s: Status, root: Path, now: float) -> str:
         f"commits: {s.commits}{span} by {s.authors} author{'s' if s.authors != 1 else ''};"
         f" {s.merges} merge{'s' if s.merges != 1 else ''}"
         + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
+        *([_partial_history(s.history_from)] if s.history_from is not None else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

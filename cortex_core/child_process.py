@@ -22,11 +22,15 @@ PARENT_ENV = "CORTEX_PARENT_PID"
 # would run as the indexer. Installed hooks run exactly this: it must keep working.
 CLI_ARGS = ("-P", "-m", "cortex_core")
 
+# The phases of a recent-first run (ingest.py) are named with these before them, so that its
+# progress says which history it is reading.
+RECENT, OLDER = "recent history: ", "older history: "
+
 
 def index_arguments(repo_root: Path | str, *, db: Path | str | None = None,
                     progress_json: bool = False, wait: float | None = None,
                     rebuild: bool = False, model: str | None = None, quiet: bool = False,
-                    coalesce: bool = False) -> list[str]:
+                    coalesce: bool = False, recent_first: str | None = None) -> list[str]:
     """`index` and its options, for the repository at `repo_root` (last). Without `db`, the
     indexer decides where the store is as every front end does (store_location)."""
     args = ["index"]
@@ -40,6 +44,8 @@ def index_arguments(repo_root: Path | str, *, db: Path | str | None = None,
         args += ["--wait", str(wait)]
     if rebuild:
         args.append("--rebuild")
+    if recent_first:
+        args.append(f"--recent-first={recent_first}")
     if model:
         args.append(f"--model={model}")   # one argument: a value cannot pose as an option
     if db is not None:

@@ -19,6 +19,10 @@ errors with a clear message rather than silently ignored.
     max_commit_files = 2000       # files of one commit beyond this are recorded at file level only
     worker_memory_mb = 250        # a commit-reading worker resident beyond this is replaced by a
                                   # fresh one (bounds the index run's memory; docs/numbers.md)
+    recent_first_commits = 5000   # a larger history's first run indexes a recent window first
+                                  # (when the front end asks: the language server does)
+    window_commits = 500          # that window: at most this many first-parent commits
+    window_days = 180.0           # and none older than this many days before HEAD
     drop_trailers = ["Signed-off-by", "Co-authored-by", ...]   # replaces the default list
     vendored = ["vendor/", "third_party/", ...]                # path prefixes or segments
     generated = ["*_pb2.py", "*.pb.go", ...]                   # fnmatch patterns on the path
@@ -91,6 +95,14 @@ class IndexSettings:
     # a fresh process: the index run's peak is about the main process plus `--jobs` times this,
     # plus what one commit of the largest files takes (docs/numbers.md, "Bounded memory").
     worker_memory_mb: int = 250
+    # Recent history first (ingest.py, `index_repository(recent_first=...)`): a first run over
+    # a history of more than `recent_first_commits` commits (the language server's default; the
+    # command line's `--recent-first` asks for it whatever the size) indexes a recent window
+    # first, the last `window_commits` first-parent commits or the last `window_days` before
+    # HEAD, whichever is shorter, then builds the whole history beside it and swaps it in.
+    recent_first_commits: int = 5_000
+    window_commits: int = 500
+    window_days: float = 180.0
     drop_trailers: tuple[str, ...] = DEFAULT_TRAILERS
     vendored: tuple[str, ...] = DEFAULT_VENDORED
     generated: tuple[str, ...] = DEFAULT_GENERATED

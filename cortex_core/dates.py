@@ -53,6 +53,13 @@ def _utc_day(when: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(min(max(when, _FIRST_DAY), _LAST_DAY)))
 
 
+def reach(history_from: int) -> str:
+    """How far back an index holding a recent window reaches, as every front end says it
+    ("history from 2023-04 on"); each adds what is being done about the rest."""
+    month = time.strftime("%Y-%m", time.gmtime(min(max(history_from, _FIRST_DAY), _LAST_DAY)))
+    return f"history from {month} on"
+
+
 def on_clock(clock) -> str:
     """Which clock (clock.py) windows and recency count back from, and its date (UTC)."""
     if clock.kind == "repository":

@@ -352,15 +352,18 @@ class Engine:
 
     def index(self, all_branches: bool | None = None, rebuild: bool = False,
               wait_seconds: float = 10.0, jobs: int | None = None, model: str | None = None,
-              coalesce: bool = False, progress=None, on_wait=None):
+              coalesce: bool = False, progress=None, on_wait=None, recent_first: str = "no"):
         """Index the commits not indexed yet (ingest.index_repository); `progress(done, total,
-        phase)` is called as it goes. Open the engine `for_writing`."""
+        phase)` is called as it goes. `recent_first`: "yes" or "auto" for a first run to index a
+        recent window first (answers come from it within a minute), then the whole history.
+        Open the engine `for_writing`."""
         from cortex_core.index.ingest import index_repository
         with typed_errors():
             return index_repository(self.root, self.db, self.settings(),
                                     all_branches=all_branches, rebuild=rebuild,
                                     wait_seconds=wait_seconds, jobs=jobs, progress=progress,
-                                    model=model, coalesce=coalesce, on_wait=on_wait)
+                                    model=model, coalesce=coalesce, on_wait=on_wait,
+                                    recent_first=recent_first)
 
     def carry_seed_notes(self) -> int | None:
         """After the first run in the per-user folder: the notes of the store it could not
@@ -620,6 +623,12 @@ class Snapshot:
                   qualname: str | None = None, only_hot: bool = False):
         from cortex_core.features.symbol_info import file_heat
         return file_heat(self.con, path, heat, now=now, qualname=qualname, only_hot=only_hot)
+
+    def history_from(self) -> int | None:
+        """How far back the index's history reaches while it holds a recent window only (the
+        older commits being indexed): the date it starts from; None when it holds all of it."""
+        from cortex_core.store.store import history_from
+        return history_from(self.con)
 
     def dependents(self, target) -> int | None:
         from cortex_core.query.blast import dependents_of

@@ -162,6 +162,7 @@ class IndexRequest(NamedTuple):
     coalesce: bool = False
     progress: Callable[..., None] | None = None
     on_wait: Callable[[str], None] | None = None
+    recent_first: str = "no"   # ingest.RECENT_FIRST: a recent window first, then the rest
 
 
 # -- the table ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from cortex_core import child_process
-from cortex_core.child_process import last_error, signal_group
+from cortex_core.child_process import OLDER, RECENT, last_error, signal_group
 
 from cortex_ls.repos import WORDS, Repo
 
@@ -61,7 +61,16 @@ def head_state(engine: Engine) -> str | None:
     return f"{head.ref or 'detached'} {head.commit}"
 
 
+# A first run over a long history indexes a recent window first (cortex_core's ingest.py, recent
+# first): its phases fill the bar's first part, the whole history's the rest.
+_HISTORIES = {RECENT: (0, 20), OLDER: (20, 100)}
+
+
 def _percentage(phase: str, done: int, total: int) -> int:
+    for prefix, (start, end) in _HISTORIES.items():
+        if phase.startswith(prefix):
+            inner = _percentage(phase[len(prefix):], done, total)
+            return start + (end - start) * inner // 100
     lo, hi = _PHASES.get(phase, (97, 100))
     fraction = done / total if total > 0 else 1.0
     return int(lo + (hi - lo) * min(1.0, max(0.0, fraction)))
@@ -182,6 +191,9 @@ def index_command(repo: Repo, model_setting: Callable[[], str | None]
     """The command line of one run; the model setting is read when the run starts."""
     def command(rebuild: bool) -> list[str]:
         # No --db: the indexer decides where the store is as the server does (store_location).
+        # A first open of a long history: a recent window first, answers from it within a minute
+        # (the threshold is the repository's `[index] recent_first_commits`).
         return child_process.index_command(repo.root, progress_json=True, wait=30,
+                                           recent_first="auto",
                                            rebuild=rebuild, model=model_setting())
     return command

@@ -82,15 +82,16 @@ def hover(snap: Snapshot, loc: Located, settings: Settings) -> str | None:
         return None
     if loc.qualname is not None and snap.file_level_only(loc.path) is None:
         if snap.find(loc.path, loc.qualname) is None:
+            state = render.index_note(repo.partial, snap.history_from())
             return (f"**{markdown_code(loc.qualname)}**: no commits yet (new since the indexed "
-                    "HEAD)" + ("\n\n*index still building*" if repo.partial else ""))
+                    "HEAD)" + (f"\n\n*{state}*" if state else ""))
         card = snap.symbol_card(loc.path, loc.qualname, limit=settings.history_length,
                                 heat=heat_settings(snap, settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
                             note=note)
     origin = snap.line_origin(loc.path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
-                             partial=repo.partial)
+                             partial=repo.partial, history_from=snap.history_from())
 
 
 def _links(repo: Repo, settings: Settings) -> str | None:
@@ -140,8 +141,9 @@ def lens_title(snap: Snapshot, repo: Repo, path: str, qualname: str, settings: S
 # -- custom requests ---------------------------------------------------------------------------
 
 
-def payload(result, repo: Repo) -> dict:
-    """A core result as JSON, commit ids linked to their web pages, with the index's state."""
+def payload(result, repo: Repo, snap: Snapshot | None = None) -> dict:
+    """A core result as JSON, commit ids linked to their web pages, with the index's state and
+    how far back its history reaches (`historyFrom`, while a recent window is all it holds)."""
     out = plain(result)
     if not isinstance(out, dict):
         out = {"items": out}
@@ -149,6 +151,7 @@ def payload(result, repo: Repo) -> dict:
         _link(out, repo.web_base)
     out["indexState"] = repo.state()
     out["partial"] = repo.partial
+    out["historyFrom"] = snap.history_from() if snap is not None else None
     out["repository"] = str(repo.root)
     return out
 
@@ -167,7 +170,7 @@ def _link(value, base: str) -> None:
 
 def symbol_history(snap: Snapshot, repo: Repo, spec: TargetSpec, limit: int | None) -> dict:
     result = snap.history(spec, limit=limit)
-    out = payload(result, repo)
+    out = payload(result, repo, snap)
     whys = snap.reasons(e.commit for e in result.entries)
     for entry in out["entries"]:
         entry["why"] = whys.get(entry["commit"]["sha"])
@@ -176,30 +179,30 @@ def symbol_history(snap: Snapshot, repo: Repo, spec: TargetSpec, limit: int | No
 
 def blast_radius(snap: Snapshot, repo: Repo, spec: TargetSpec, depth: int,
                  min_confidence: float | None) -> dict:
-    return payload(snap.blast(spec, depth=depth, min_confidence=min_confidence), repo)
+    return payload(snap.blast(spec, depth=depth, min_confidence=min_confidence), repo, snap)
 
 
 def related(snap: Snapshot, repo: Repo, spec: TargetSpec, top_k: int) -> dict:
-    return payload(snap.related(spec, top_k=top_k), repo)
+    return payload(snap.related(spec, top_k=top_k), repo, snap)
 
 
 def related_to_changed(snap: Snapshot, repo: Repo, specs: list[TargetSpec], top_k: int) -> dict:
-    return payload(snap.changes_related(tuple(specs), top_k=top_k), repo)
+    return payload(snap.changes_related(tuple(specs), top_k=top_k), repo, snap)
 
 
 def related_to_working_tree(snap: Snapshot, repo: Repo, overlay: dict[str, bytes],
                             top_k: int) -> dict:
-    return payload(snap.changes_related(overlay=overlay, top_k=top_k), repo)
+    return payload(snap.changes_related(overlay=overlay, top_k=top_k), repo, snap)
 
 
 def related_commits(snap: Snapshot, repo: Repo, target: str, top_k: int) -> dict:
-    return payload(snap.related_commits(target, top_k=top_k), repo)
+    return payload(snap.related_commits(target, top_k=top_k), repo, snap)
 
 
 def context_pack(snap: Snapshot, repo: Repo, *, query: str | None, at: str | None, budget: int,
                  fmt: str, encoding: str | None = None) -> dict:
     pack = snap.context_pack(query=query, at=at, budget=budget, fmt=fmt, encoding=encoding)
-    out = payload(pack, repo)
+    out = payload(pack, repo, snap)
     out["tokens"] = pack.used
     return out
 
@@ -209,19 +212,20 @@ def search(snap: Snapshot, repo: Repo, query: str, *, at: str | None, kinds: tup
     # Unsaved edits count as changed files: the ranking's context boost sees what the editor sees.
     result = snap.search(query, top_k=top_k, kinds=kinds, since=since, path=path, at=at,
                          mode=mode, dirty=tuple(dirty))
-    return payload(result, repo)
+    return payload(result, repo, snap)
 
 
 def hotspots(snap: Snapshot, repo: Repo, *, path: str | None, top_k: int,
              since_days: float | None) -> dict:
-    return payload(snap.hotspots(top_k=top_k, since_days=since_days, path=path), repo)
+    return payload(snap.hotspots(top_k=top_k, since_days=since_days, path=path), repo, snap)
 
 
 def status(snap: Snapshot | None, repo: Repo) -> dict:
     location = repo.engine.location
     reason = location.reason if repo.located else None
-    out = payload(snap.status(), repo) if snap is not None else {
-        "indexState": repo.state(), "partial": True, "repository": str(repo.root)}
+    out = payload(snap.status(), repo, snap) if snap is not None else {
+        "indexState": repo.state(), "partial": True, "historyFrom": None,
+        "repository": str(repo.root)}
     out["indexing"] = {"running": repo.index.running, "percentage": repo.index.percentage,
                        "message": repo.index.message, "error": repo.index.error}
     out["database"] = str(repo.db)
@@ -234,4 +238,4 @@ def status(snap: Snapshot | None, repo: Repo) -> dict:
 def add_note(snap: Snapshot, repo: Repo, target: str | None, text: str) -> dict:
     """Written through the engine's note writer (the snapshot only says there is an index)."""
     engine = repo.engine
-    return payload(engine.add_note(target, text, author=engine.git_author()), repo)
+    return payload(engine.add_note(target, text, author=engine.git_author()), repo, snap)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from cortex_core.api import commit_url
-from cortex_core.dates import relative_time, window
+from cortex_core.dates import reach, relative_time, window
 from cortex_core.text.sanitize import markdown, markdown_code
 
 
@@ -38,6 +38,18 @@ def lens_tooltip(window_days: float, clock) -> str:
 
 def _days(days: float) -> str:
     return f"{days:g}d"
+
+
+def index_note(partial: bool, history_from: int | None) -> str | None:
+    """How far an answer can be trusted while the index is incomplete: how far back its history
+    reaches (a recent window indexed first, the older commits to come), or that it is still
+    being built; None for a complete index."""
+    if history_from is not None:
+        return reach(history_from) + ("; indexing older commits" if partial else
+                                      "; older commits not indexed yet (Cortex: Reindex)")
+    if partial:
+        return "index still building: recent history may be missing"
+    return None
 
 
 def hover(card, *, web_base: str | None, partial: bool, now: float | None = None,
@@ -89,15 +101,16 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     footer = []
     if note:
         footer.append(markdown(note))
-    if partial:
-        footer.append("index still building: recent history may be missing")
+    state = index_note(partial, card.history_from)
+    if state:
+        footer.append(state)
     if footer:
         lines += ["", "*" + " · ".join(footer) + "*"]
     return "\n".join(lines)
 
 
 def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
-               now: float | None = None) -> str:
+               now: float | None = None, history_from: int | None = None) -> str:
     """The hover for a line outside any symbol: who last changed it."""
     now = time.time() if now is None else now
     if origin is None:
@@ -108,6 +121,7 @@ def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
         c = origin.commit
         text = (f"**line {line}** last changed {relative_time(c.time, now)} by "
                 f"{markdown(c.author, 40)} in {_sha(c, web_base)}: {markdown(c.subject, 120)}")
-    if partial:
-        text += "\n\n*index still building: recent history may be missing*"
+    state = index_note(partial, history_from)
+    if state:
+        text += f"\n\n*{state}*"
     return text

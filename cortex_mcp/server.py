@@ -31,6 +31,7 @@ from pydantic import Field
 from cortex_core import __version__
 from cortex_core.api import CortexError
 from cortex_core.engine import Engine, Snapshot
+from cortex_core.dates import reach
 from cortex_core.plain import plain
 from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates, terminal
 
@@ -104,10 +105,15 @@ class Memory:
         indexed = snap.indexed_head()
         head = current.commit if current is not None else None   # None: unborn or unreadable
         run = self.indexers.running(engine)
+        since = snap.history_from()   # set while only a recent window is indexed
         state = {"repository": str(engine.root), "indexed_head": indexed, "head": head,
-                 "up_to_date": bool(head) and indexed == head, "indexing": run is not None}
+                 "up_to_date": bool(head) and indexed == head, "indexing": run is not None,
+                 "history_from": since}
         notes = []
-        if run is not None:
+        if since is not None:
+            notes.append(reach(since) + ("; older commits are being indexed" if run is not None
+                                         else "; call `sync` to index the older commits"))
+        elif run is not None:
             notes.append(f"indexing in progress ({markdown(run.message)}): recent history "
                          "may be missing")
         elif head and indexed != head:

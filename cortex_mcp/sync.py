@@ -73,9 +73,11 @@ class Indexers:
                 return run, False
             if self._closed:
                 raise RuntimeError("the server is stopping")
-            # Without --db, the indexer decides where the store is as the server does.
+            # Without --db, the indexer decides where the store is as the server does. A first
+            # index of a long history reads a recent window first: answers within a minute.
             cmd = index_command(engine.root, db=engine.db if engine.location.explicit else None,
-                                progress_json=True, wait=30, rebuild=rebuild)
+                                progress_json=True, wait=30, rebuild=rebuild,
+                                recent_first="auto")
             errors = tempfile.TemporaryFile()
             # Its own session: stopping it reaches the worker processes it reads history with.
             proc = subprocess.Popen(cmd, stderr=errors, **spawn_options())

@@ -51,6 +51,11 @@ def index(repo: ScriptedRepo, **kwargs):
                             model="none", **kwargs)
 
 
+# The indexer a server starts runs from "/" (child_process.spawn_options): this tree on its
+# path, so that it is the code under test and not an installed copy.
+CODE_UNDER_TEST = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> ScriptedRepo:
     return make_project(tmp_path / "widgets")
@@ -66,7 +71,7 @@ def indexed(project: ScriptedRepo) -> ScriptedRepo:
 async def server(*args: str, cwd: Path | None = None):
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex_core", "mcp", *args],
-        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", **CODE_UNDER_TEST,
              **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}},
         cwd=str(cwd) if cwd else None)
     async with Client(params, read_timeout_seconds=60) as client:
@@ -427,7 +432,7 @@ async def test_without_bpe_openai_a_pack_says_its_tokens_are_estimated(indexed: 
             "sys.exit(main(sys.argv[1:]))\n")
     params = StdioServerParameters(
         command=sys.executable, args=["-c", code, "mcp", "--repo", str(indexed.path)],
-        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", **CODE_UNDER_TEST,
              **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
     async with Client(params, read_timeout_seconds=60) as client:
         result = await ok(client, "context_pack", focus="pkg/core.py::compute", budget=800)

@@ -353,7 +353,9 @@ async def test_mcp_uses_and_names_the_user_folder(tmp_path):
     cache = tmp_path / "cache"
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex_core", "mcp", "--repo", str(project.path)],
+        # PYTHONPATH: the indexer it starts from "/" runs this tree, not an installed copy.
         env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", "XDG_CACHE_HOME": str(cache),
+             "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
              **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
     async with Client(params, read_timeout_seconds=60) as mcp_client:
         result = await ok(mcp_client, "sync", wait_seconds=120)

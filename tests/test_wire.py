@@ -32,6 +32,9 @@ from cortex_core.index.ingest import index_repository  # noqa: E402
 from cortex_core.plain import plain as to_json  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
+# The indexer a server starts runs from "/" (child_process.spawn_options): this tree on its
+# path, so that it is the code under test and not an installed copy.
+CODE_UNDER_TEST = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 
 # Objects whose keys are data, not names: read as `*` (see wire_shapes.shape).
 MAPS = frozenset({"summary.by_relation", "files[].shared_with", "symbols[].shared_with"})
@@ -193,7 +196,7 @@ async def test_mcp_structured_content(tmp_path: Path):
     repo = make_project(tmp_path / "widgets")
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex_core", "mcp", "--repo", str(repo.path)],
-        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8",
+        env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", **CODE_UNDER_TEST,
              **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}})
     got: dict = {}
     async with Client(params, read_timeout_seconds=60) as client:

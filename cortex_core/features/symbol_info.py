@@ -23,6 +23,7 @@ from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, re
 from cortex_core.query.hotspots import hotspot_score, window_changes
 from cortex_core.memory.notes import Note, live_notes_for
 from cortex_core.query.targets import Target, TargetSpec, resolve
+from cortex_core.store.store import history_from
 
 @dataclass(frozen=True)
 class HeatSettings:
@@ -70,6 +71,9 @@ class SymbolCard:
     waypoints: int = 0
     coupled: CoupledSymbol | None = None  # the symbol that usually changes with it
     clock: Clock | None = None  # what the window counts back from
+    # Set while the index holds a recent window only: the date its history starts from
+    # (status.history_from); `changes` and `authors` count from there.
+    history_from: int | None = None
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -105,7 +109,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
                       reformatted, waypoints,
-                      strongest_symbol(con, target) if target.alive else None, used)
+                      strongest_symbol(con, target) if target.alive else None, used,
+                      history_from(con))
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,

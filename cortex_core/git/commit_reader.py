@@ -82,11 +82,15 @@ class CommitReader:
     so reading a file's versions in history order parses each blob once, mostly incrementally."""
 
     def __init__(self, repo: pygit2.Repository, settings: IndexSettings,
-                 parser: SymbolParser | None = None, objects: ObjectSource | None = None):
+                 parser: SymbolParser | None = None, objects: ObjectSource | None = None,
+                 roots: frozenset[str] = frozenset()):
         self.repo = repo
         self.settings = settings
         self.parser = parser or SymbolParser()
         self.objects = objects  # a partial clone's way to the objects libgit2 cannot read
+        # Commits read as if they had no parent, adding every file of their tree: the boundary
+        # of a recent window (ingest.py, recent first), read as a shallow clone's boundary is.
+        self.roots = roots
         self.missing: set[str] = set()  # ids not read since the last `take_missing`
         self._blobs: OrderedDict[pygit2.Oid, pygit2.Blob] = OrderedDict()
         self._blob_bytes = 0
@@ -101,7 +105,7 @@ class CommitReader:
         return record
 
     def _read(self, commit: pygit2.Commit) -> CommitRecord:
-        parents = [str(p) for p in commit.parent_ids]
+        parents = [] if str(commit.id) in self.roots else [str(p) for p in commit.parent_ids]
         subject, body = split_message(_message(commit), self.settings.drop_trailers)
         author = commit.author
         record = CommitRecord(str(commit.id), parents, text(author.raw_name),
@@ -163,11 +167,12 @@ class CommitReader:
     def _diff(self, commit: pygit2.Commit) -> pygit2.Diff | None:
         """The commit's diff against its first parent; None when a commit or tree it needs
         cannot be read (a damaged repository), its id noted as missing."""
+        parent_ids = [] if str(commit.id) in self.roots else commit.parent_ids
         try:
-            parent = self.repo.get(commit.parent_ids[0]) if commit.parent_ids else None
+            parent = self.repo.get(parent_ids[0]) if parent_ids else None
         except (ValueError, pygit2.GitError):
             parent = None
-        if commit.parent_ids and not isinstance(parent, pygit2.Commit):
+        if parent_ids and not isinstance(parent, pygit2.Commit):
             self.missing.add(str(commit.parent_ids[0]))
             return None
         try:

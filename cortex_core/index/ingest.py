@@ -7,6 +7,19 @@ symbols — deleted lines to the old blob's symbols, added lines to the new blob
 no changes, only what line blame needs (merge_reader); after the commits, the version graph of
 line blame is extended (versions.py). Batches commit in their own transactions, so a killed run
 leaves a consistent store that the next run continues.
+
+Recent history first (`recent_first`): a first run over a long history would answer only from
+its oldest commits for as long as it runs. Instead it indexes a recent window first, into the
+store itself: the last `window_commits` first-parent commits or the last `window_days` before
+HEAD, whichever is shorter, with the oldest of them (the boundary) read as a shallow clone's
+boundary is, as adding every file of its tree. The store records it (meta `window`: the boundary
+and its date), and every answer says how far back it reaches (query/status.reach). Then the
+whole history is indexed oldest first, as a plain run does, into a second file beside the store
+(`<db>.full`), and its rows replace the window's in one transaction on the store: so renames,
+moves and every identity come out exactly as a plain run's, and the store stays the same file
+(readers keep their connections and see the new rows at their next read, and the notes, which
+only the store holds, stay where they are). Either phase can be stopped: the window store stays
+usable, a stopped full build is continued by the next run, and the swap is one transaction.
 """
 
 from __future__ import annotations
@@ -15,22 +28,23 @@ import json
 import os
 import time
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import apsw
 import pygit2
 from pygit2.enums import SortMode
 
 from cortex_core.index.areas import update_areas
+from cortex_core.child_process import OLDER, RECENT
 from cortex_core.git.commit_reader import CommitReader, CommitRecord, text
-from cortex_core.config import Settings
+from cortex_core.config import IndexSettings, Settings
 from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose_model,
                                            load_model, load_query_model, model_fingerprint)
-from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, NotARepository,
-                                StoreError)
+from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, IndexerBusy,
+                                NotARepository, StoreError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
@@ -57,6 +71,8 @@ KNOWN_LOOKUPS = 1_000        # up to this many commits walked: look each up rath
 
 ProgressFn = Callable[..., None]   # (done, total) or (done, total, phase)
 
+RECENT_FIRST = ("no", "auto", "yes")   # index_repository's `recent_first`
+
 
 @dataclass(frozen=True)
 class IndexSummary:
@@ -82,6 +98,29 @@ class IndexSummary:
     missing_objects: int = 0            # objects this run could not read (see object_source)
     missing_cause: str = ""             # what that means: a partial clone offline, or damage
     objects_fetched: int = 0            # a partial clone's objects fetched before reading
+    # Recent history first: the window's commits and the seconds until it could be read, and,
+    # while the older history is not in yet, the date it reaches back to (None: all of it).
+    window_commits: int = 0
+    window_seconds: float | None = None
+    history_from: int | None = None
+
+
+@dataclass(frozen=True)
+class Window:
+    """The recent window of a store indexed recent-first: the commits since `boundary` (read as
+    adding its whole tree; its parents and what only they reach are left out), none committed
+    before `since` unless a kept commit is their parent."""
+    boundary: str
+    hide: tuple[str, ...]   # the boundary's parents
+    since: int              # the boundary's commit time
+
+    def meta(self) -> str:
+        return json.dumps({"boundary": self.boundary, "since": self.since})
+
+
+def full_store_path(db_path: Path) -> Path:
+    """Where the whole history is built while the store holds a recent window."""
+    return db_path.with_name(db_path.name + ".full")
 
 
 def open_repository(repo_root: Path) -> pygit2.Repository:
@@ -100,20 +139,29 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                      all_branches: bool | None = None, rebuild: bool = False,
                      wait_seconds: float = 10.0, progress: ProgressFn | None = None,
                      jobs: int | None = None, model: str | None = None, coalesce: bool = False,
-                     on_wait: Callable[[str], None] | None = None) -> IndexSummary:
+                     on_wait: Callable[[str], None] | None = None,
+                     recent_first: str = "no") -> IndexSummary:
     """Bring the store at `db_path` up to date with the repository. Incremental unless `rebuild`.
+
+    `recent_first` (RECENT_FIRST): for a store with no commits yet, "yes" indexes a recent
+    window first, then the whole history (see the module's docstring); "auto" does so only for a
+    history of more than `index.recent_first_commits` commits. A store that holds a window is
+    always completed so, whatever this says.
 
     `jobs`: processes reading commits in long runs (default: one per CPU, at most 4).
     `model`: the embedding model (see embeddings.choose_model); notes survive a rebuild.
     `coalesce`: for git hooks — raise IndexQueued at once when another run already waits for the
     writer lock (see store.queue_slot); otherwise wait in line, at most `wait_seconds`.
     `on_wait(holder)`: called once if another indexer holds the writer lock."""
+    if recent_first not in RECENT_FIRST:
+        raise ValueError(f"recent_first must be one of {RECENT_FIRST}, not {recent_first!r}")
     repo = open_repository(repo_root)
     started = time.monotonic()
     if db_path.parent == repo_root / ".cortex":
         refused = shipped_store(repo_root)
         if refused:
             raise StoreError(refused, Hint("elsewhere"))
+    full_path = full_store_path(db_path)
     with queue_slot(db_path) if coalesce else nullcontext(_nothing) as leave_queue, \
             writer_lock(db_path, wait_seconds, on_wait):
         leave_queue()   # before HEAD is read: a commit from now on queues a run of its own
@@ -127,31 +175,267 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             con.close()
             (con, recovery), rebuild = fresh_store(db_path), True
         try:
-            recovery = resume_salvage(db_path, con) or recovery
-            jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
-            indexer = _Indexer(repo, con, settings, progress, max(1, jobs), model)
-            try:
-                summary = indexer.run(all_branches, started, rebuild)
-            finally:
-                if indexer.reader.objects is not None:
-                    indexer.reader.objects.close()
-            return replace(summary, recovery=recovery) if recovery else summary
-        except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
-            raise DamagedStore(f"the index at {db_path} is damaged ({exc})",
-                               Hint("rebuild")) from None
-        except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
-            # What is left after every missing object was tolerated: HEAD itself cannot be read.
-            raise CortexError(f"git error while indexing {repo_root}: {exc}; the repository is "
-                              "damaged where its current commit is (`git fsck` lists what is "
-                              "missing; a fresh clone repairs it)") from None
-        except WorkerError as exc:
-            raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
-                              " was stored is kept", Hint("one_worker")) from None
-        except BrokenProcessPool:
-            raise CortexError("a worker process died while indexing (out of memory?); what was "
-                              "stored is kept", Hint("one_worker")) from None
+            with _git_and_store_errors(repo_root, db_path):
+                recovery = resume_salvage(db_path, con) or recovery
+                jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
+                window = _stored_window(con, repo)
+                if window is None and recent_first != "no" and not _has_commits(con):
+                    window = choose_window(repo, settings.index, auto=recent_first == "auto")
+                if window is None:
+                    # A full build left over: the store was rebuilt, or a swap committed and
+                    # its run stopped before removing the file.
+                    _discard(full_path)
+                phase_progress = _named(progress, RECENT) if window is not None else progress
+                summary = _run(repo, con, settings, phase_progress, max(1, jobs), model,
+                               all_branches, started, rebuild, window)
+                if all_branches is None:
+                    all_branches = get_meta(con, "all_branches") == "1"
         finally:
             con.close()
+    summary = replace(summary, recovery=recovery) if recovery else summary
+    if window is None:
+        return summary
+    summary = replace(summary, window_commits=summary.new_commits,
+                      window_seconds=summary.seconds, history_from=window.since)
+    with _git_and_store_errors(repo_root, full_path):
+        return _complete(repo, db_path, settings, summary, progress=progress, jobs=max(1, jobs),
+                         model=model, all_branches=all_branches, started=started,
+                         wait_seconds=wait_seconds)
+
+
+def _run(repo: pygit2.Repository, con, settings: Settings, progress: ProgressFn | None,
+         jobs: int, model: str | None, all_branches: bool | None, started: float,
+         rebuilt: bool, window: Window | None = None) -> IndexSummary:
+    indexer = _Indexer(repo, con, settings, progress, jobs, model, window)
+    try:
+        return indexer.run(all_branches, started, rebuilt)
+    finally:
+        if indexer.reader.objects is not None:
+            indexer.reader.objects.close()
+
+
+@contextmanager
+def _git_and_store_errors(repo_root: Path, db_path: Path) -> Iterator[None]:
+    """What a run can meet besides the errors a user causes, as those errors."""
+    try:
+        yield
+    except (apsw.CorruptError, apsw.NotADBError) as exc:   # damage found while indexing
+        raise DamagedStore(f"the index at {db_path} is damaged ({exc})",
+                           Hint("rebuild")) from None
+    except pygit2.GitError as exc:  # a damaged repository: missing or corrupt objects
+        # What is left after every missing object was tolerated: HEAD itself cannot be read.
+        raise CortexError(f"git error while indexing {repo_root}: {exc}; the repository is "
+                          "damaged where its current commit is (`git fsck` lists what is "
+                          "missing; a fresh clone repairs it)") from None
+    except WorkerError as exc:
+        raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
+                          " was stored is kept", Hint("one_worker")) from None
+    except BrokenProcessPool:
+        raise CortexError("a worker process died while indexing (out of memory?); what was "
+                          "stored is kept", Hint("one_worker")) from None
+
+
+def _named(progress: ProgressFn | None, prefix: str) -> ProgressFn | None:
+    """Progress whose phase names say which history they belong to."""
+    if progress is None:
+        return None
+    fn = progress   # bound here: mypy cannot narrow `progress` inside the closure
+
+    def named(done: int, total: int, phase: str = "commits") -> None:
+        fn(done, total, prefix + phase)
+    return named
+
+
+def _has_commits(con) -> bool:
+    return bool(con.execute("select exists(select 1 from commits)").get)
+
+
+# -- recent history first ---------------------------------------------------------------------
+
+
+def choose_window(repo: pygit2.Repository, settings: IndexSettings, *,
+                  auto: bool = False) -> Window | None:
+    """The recent window a first run indexes first; None when it would hold the whole history
+    (or, with `auto`, when the history has no more than `recent_first_commits` commits)."""
+    head = repo.head.peel(pygit2.Commit)
+    if auto and not _longer_than(repo, head, settings.recent_first_commits):
+        return None
+    cutoff = head.commit_time - settings.window_days * 86_400
+    commit, counted = head, 1
+    while True:
+        parent = find_commit(repo, str(commit.parent_ids[0])) if commit.parent_ids else None
+        if parent is None:   # the root (or a shallow clone's boundary): the whole history fits
+            return None
+        if counted >= settings.window_commits or parent.commit_time < cutoff:
+            return Window(str(commit.id), tuple(map(str, commit.parent_ids)),
+                          commit.commit_time)
+        commit, counted = parent, counted + 1
+
+
+def _longer_than(repo: pygit2.Repository, head: pygit2.Commit, count: int) -> bool:
+    """Whether more than `count` commits lead to `head` (a walk that stops there)."""
+    walker = repo.walk(head.id, SortMode.NONE)
+    try:
+        for seen, _ in enumerate(walker, 1):
+            if seen > count:
+                return True
+    except pygit2.GitError:   # a missing commit: as long as what could be walked
+        pass
+    return False
+
+
+def _stored_window(con, repo: pygit2.Repository) -> Window | None:
+    """The window the store holds, when it holds one (meta `window`)."""
+    try:
+        stored = json.loads(get_meta(con, "window") or "null")
+        boundary, since = str(stored["boundary"]), int(stored["since"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    commit = find_commit(repo, boundary)
+    # A boundary gone (history rewritten, then gc): `since` alone still bounds the window.
+    hide = tuple(map(str, commit.parent_ids)) if commit is not None else ()
+    return Window(boundary, hide, since)
+
+
+def _discard(full_path: Path) -> None:
+    """Remove a full build, unless a run is building it now (its swap checks the store)."""
+    if not full_path.exists():
+        return
+    try:
+        with writer_lock(full_path, 0):
+            remove_database(full_path)
+    except IndexerBusy:   # being built
+        pass
+
+
+def _complete(repo: pygit2.Repository, db_path: Path, settings: Settings,
+              window_summary: IndexSummary, *, progress: ProgressFn | None, jobs: int,
+              model: str | None, all_branches: bool | None, started: float,
+              wait_seconds: float) -> IndexSummary:
+    """The whole history, oldest first, built beside the store holding a window, then swapped
+    in; then the commits made meanwhile. Returns at once with the window's summary when another
+    run is building it."""
+    full_path = full_store_path(db_path)
+    with ExitStack() as held:
+        try:
+            held.enter_context(writer_lock(full_path, 0))
+        except IndexerBusy:   # another run builds it and will swap it in
+            return window_summary
+        con = _open_full(full_path)
+        try:
+            with con:
+                seed = _seed_meta(db_path)
+                for key, value in seed.items():
+                    set_meta(con, key, value)
+            full = _run(repo, con, settings, _named(progress, OLDER), jobs, model, all_branches,
+                        started, True)
+        finally:
+            con.close()
+        # The store's writer lock, waited for as long as a run may take: the full build is done
+        # and must not be lost to a hook's short run.
+        with writer_lock(db_path, max(wait_seconds, 600.0)):
+            con = open_writer(db_path)
+            try:
+                if get_meta(con, "window") is not None:
+                    swap_in(con, full_path)
+                remove_database(full_path)
+                after = _run(repo, con, settings, progress, jobs, model, all_branches, started,
+                             False)
+            finally:
+                con.close()
+    return replace(full, head=after.head, total_commits=after.total_commits,
+                   new_commits=full.new_commits + after.new_commits,
+                   file_changes=full.file_changes + after.file_changes,
+                   symbol_changes=full.symbol_changes + after.symbol_changes,
+                   seconds=time.monotonic() - started, recovery=window_summary.recovery,
+                   window_commits=window_summary.window_commits,
+                   window_seconds=window_summary.window_seconds, history_from=None,
+                   items_added=after.items_added + full.items_added,
+                   texts_embedded=after.texts_embedded + full.texts_embedded,
+                   items_without_vector=after.items_without_vector, semantic=after.semantic,
+                   areas=after.areas if after.areas is not None else full.areas)
+
+
+def _open_full(full_path: Path):
+    """The full build's store: the one a stopped run left (continued), or a new one; one that
+    cannot be used (damaged, another schema) is started again."""
+    try:
+        con = open_writer(full_path)
+        con.execute("select count(*) from commits").fetchall()   # a damaged page shows here
+        return con
+    except (StoreError, apsw.CorruptError, apsw.NotADBError):
+        remove_database(full_path)
+        return open_writer(full_path)
+
+
+def _seed_meta(db_path: Path) -> dict[str, str]:
+    """The store's choices a full build must make alike: the model, the branches."""
+    con = open_writer(db_path)
+    try:
+        return {key: value for key in ("model_choice", "all_branches")
+                if (value := get_meta(con, key)) is not None}
+    finally:
+        con.close()
+
+
+def swap_in(con, full_path: Path) -> None:
+    """Replace every derived row of the store `con` writes with the full build's, in one
+    transaction: readers see the window or the whole history, never a mixture, and a stopped
+    swap leaves the window. The notes stay (only the store has them; the run that follows links
+    them again). Virtual tables (full-text, vectors) go with their shadow tables, copied as they
+    are. Not a rename of the file: SQLite's readers of the old file (the servers) would keep
+    it, and its WAL could be paired with the new file (sqlite.org/howtocorrupt.html)."""
+    con.execute("pragma foreign_keys=off")   # rows from a store built with them on; and on, no
+    con.execute("attach database ? as full", (str(full_path),))   # row-by-row copy is needed
+    try:
+        con.execute("begin immediate")
+        try:
+            _copy_tables(con)
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+    finally:
+        con.execute("detach database full")
+        con.execute("pragma foreign_keys=on")
+
+
+def _copy_tables(con) -> None:
+    def tables(schema: str) -> dict[str, str]:
+        return {name: sql or "" for name, sql in con.execute(
+            f"select name, sql from {schema}.sqlite_master where type = 'table'"
+            " and name not like 'sqlite\\_%' escape '\\'")}
+    full, main = tables("full"), tables("main")
+    for name, sql in main.items():   # virtual tables the build has not, or has otherwise
+        if _virtual(sql) and full.get(name) != sql:
+            con.execute(f'drop table main."{name}"')
+    main = tables("main")
+    for name, sql in full.items():
+        if _virtual(sql) and name not in main:
+            con.execute(sql)   # unqualified: made in main, with its shadow tables
+    main = tables("main")
+    for name in main.keys() - full.keys() - set(_KEPT_TABLES):
+        if not _virtual(main[name]):
+            con.execute(f'delete from main."{name}"')
+    for name, sql in full.items():
+        if _virtual(sql) or name in _KEPT_TABLES:
+            continue
+        if name not in main and sql.lower().startswith("create table"):
+            con.execute(sql)   # made outside the migrations (query_vocab): made here too
+        elif name not in main or _columns(con, "main", name) != _columns(con, "full", name):
+            raise StoreError(f"the full build's table {name} differs from the store's")
+        con.execute(f'delete from main."{name}"')
+        con.execute(f'insert into main."{name}" select * from full."{name}"')
+    con.execute("delete from main.meta")
+    con.execute("insert into main.meta select * from full.meta")
+
+
+def _virtual(sql: str) -> bool:
+    return " ".join(sql.split()[:3]).lower() == "create virtual table"
+
+
+def _columns(con, schema: str, table: str) -> list[tuple]:
+    return [tuple(row[1:]) for row in con.execute(f'pragma {schema}.table_info("{table}")')]
 
 
 def _nothing() -> None:
@@ -235,15 +519,18 @@ def _clear_derived(con) -> None:
 
 class _Indexer:
     def __init__(self, repo: pygit2.Repository, con, settings: Settings,
-                 progress: ProgressFn | None, jobs: int, model: str | None = None):
+                 progress: ProgressFn | None, jobs: int, model: str | None = None,
+                 window: Window | None = None):
         self.repo = repo
+        self.window = window
         self.con = con
         self.all_settings = settings
         self.model = model
         self.settings = settings.index
         self.progress = progress
         self.jobs = jobs
-        self.reader = CommitReader(repo, self.settings)
+        self.reader = CommitReader(repo, self.settings,
+                                   roots=frozenset([window.boundary] if window else []))
         # Ids by key, filled as keys are met (a miss asks the store) and emptied at IDS_KEPT
         # keys: loading every file's and symbol's id made a one-commit update, and the writer's
         # memory, grow with the history (sympy: hundreds of thousands of symbols).
@@ -286,6 +573,8 @@ class _Indexer:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
             set_meta(con, "all_branches", "1" if all_branches else "0")
+            if self.window is not None:   # before any commit of it: a stopped run is known
+                set_meta(con, "window", self.window.meta())   # to hold a window
             # Forget the tips until this run completes: a run that dies half-way leaves commits
             # that no recorded tip accounts for, so the next run recomputes reachability fully.
             set_meta(con, "tips", "[]")
@@ -373,6 +662,24 @@ class _Indexer:
             return False
 
     def _walk(self, tips: list[str], hide: list[str]) -> list[pygit2.Commit]:
+        """Commits reachable from `tips` but not from `hide`, parents before children; of a
+        window's store, only those of the window."""
+        window = self.window
+        if window is None:
+            return self._walk_all(tips, hide)
+        kept: set[str] = set()
+        out = []
+        for commit in self._walk_all(tips, [*hide, *(h for h in window.hide if self._exists(h))]):
+            sha = str(commit.id)
+            # A branch merged lately can reach far back: its commits older than the window
+            # stay out, unless they descend from one kept (the committer's clock can go back).
+            if commit.commit_time >= window.since or sha == window.boundary \
+                    or any(str(p) in kept for p in commit.parent_ids):
+                kept.add(sha)
+                out.append(commit)
+        return out
+
+    def _walk_all(self, tips: list[str], hide: list[str]) -> list[pygit2.Commit]:
         """Commits reachable from `tips` but not from `hide`, parents before children."""
         if not tips:
             return []
@@ -448,7 +755,8 @@ class _Indexer:
         """(position, record) of every commit: read here, or by worker processes for long runs."""
         if self.jobs > 1 and len(commits) >= PARALLEL_MIN_COMMITS:
             return read_parallel(self.repo.workdir, self.settings,
-                                 [str(c.id) for c in commits], self.jobs, self.online)
+                                 [str(c.id) for c in commits], self.jobs, self.online,
+                                 roots=self.reader.roots)
         return ((i, self.reader.read(c)) for i, c in enumerate(commits))
 
     def _generations(self, commits: list[pygit2.Commit]) -> list[int]:

@@ -51,14 +51,16 @@ class WorkerError(Exception):
     NotFoundError) cannot always be pickled back, and the parent must still say what failed."""
 
 
-def _start(repo_path: str, settings: IndexSettings, fetch: bool = False) -> None:
-    """`fetch`: a partial clone whose remote answered: read what libgit2 lacks through git."""
+def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
+           roots: frozenset[str] = frozenset()) -> None:
+    """`fetch`: a partial clone whose remote answered: read what libgit2 lacks through git.
+    `roots`: commits read as adding their whole tree (CommitReader.roots)."""
     global _reader
     pygit2.settings.cache_max_size(GIT_CACHE_BYTES)
     pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
     pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_BYTES
     _reader = CommitReader(pygit2.Repository(repo_path), settings,
-                           objects=ObjectSource(repo_path, True) if fetch else None)
+                           objects=ObjectSource(repo_path, True) if fetch else None, roots=roots)
 
 
 def _read(shas: list[str]) -> tuple[list[CommitRecord], int]:
@@ -141,8 +143,8 @@ class _Worker:
 
 
 def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
-                  workers: int, fetch: bool = False,
-                  stats: dict | None = None) -> Iterator[tuple[int, CommitRecord]]:
+                  workers: int, fetch: bool = False, stats: dict | None = None,
+                  roots: frozenset[str] = frozenset()) -> Iterator[tuple[int, CommitRecord]]:
     """(position in `shas`, record) for every commit, in completion order. `stats` receives
     "recycled" (workers replaced for their memory) and "peak_worker_bytes" (the most a worker
     reported) when the reading ends."""
@@ -151,7 +153,7 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
 
     def spawn() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(1, mp_context=context, initializer=_start,
-                                   initargs=(repo_path, settings, fetch))
+                                   initargs=(repo_path, settings, fetch, roots))
 
     crew = [_Worker(spawn) for _ in range(workers)]
     size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))

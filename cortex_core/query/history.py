@@ -115,6 +115,9 @@ class History:
     entries: list[HistoryEntry] = field(default_factory=list)
     note: str | None = None
     total: int = 0  # commits in the whole history; `entries` may be limited to the newest
+    # Set while the index holds a recent window only: the date its history starts from, so
+    # that older commits are not there yet (status.history_from).
+    history_from: int | None = None
 
 
 FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -138,7 +141,9 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
         entries = symbol_history(con, target.symbol_id)
         if substantive:
             entries = [e for e in entries if e.substantive]
-    return History(target, entries[:limit] if limit else entries, note, len(entries))
+    from cortex_core.store.store import history_from
+    return History(target, entries[:limit] if limit else entries, note, len(entries),
+                   history_from(con))
 
 
 def file_history(con: apsw.Connection, file_id: int,

@@ -10,7 +10,7 @@ from pathlib import Path
 import apsw
 
 from cortex_core.index.skip_rules import indexed_limits, limit_hint
-from cortex_core.store.store import SCHEMA_VERSION, get_meta
+from cortex_core.store.store import SCHEMA_VERSION, get_meta, history_from
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,10 @@ class Status:
     store_reason: str | None = None   # why the store is not <repo>/.cortex/cortex.db (see
                                       # store_location); None when it is, or given with --db
     missing: MissingObjects | None = None   # None: every object the index needed was read
+    # Set while the index holds a recent window only (older commits not indexed yet): the date
+    # its history starts from (see `history_from`).
+    history_from: int | None = None
+
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
     return Status(
         db_path=str(db_path), db_bytes=size, schema_version=SCHEMA_VERSION,
         head=get_meta(con, "head"), indexed_at=int(indexed_at) if indexed_at else None,
-        all_branches=get_meta(con, "all_branches") == "1",
+        all_branches=get_meta(con, "all_branches") == "1", history_from=history_from(con),
         commits=one("select count(*) from commits where reachable = 1"),
         unreachable_commits=one("select count(*) from commits where reachable = 0"),
         merges=one("select count(*) from commits where reachable = 1 and is_merge = 1"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import os
 import stat
 import time
@@ -301,6 +302,17 @@ def _read_holder(lock_path: Path) -> str:
 def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str | None:
     row = con.execute("select value from meta where key = ?", (key,)).fetchone()
     return row[0] if row else default
+
+
+def history_from(con) -> int | None:
+    """How far back the index's history reaches when it does not reach the first commit: the
+    commit time of the oldest commit of the recent window a first run indexed first (ingest.py,
+    recent first; meta `window`). None when the whole history is indexed. Every answer built
+    from such an index carries it, and each front end says it ("history from 2023-04 on")."""
+    try:
+        return int(json.loads(get_meta(con, "window") or "null")["since"])
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def set_meta(con: apsw.Connection, key: str, value: str) -> None:
