@@ -368,3 +368,25 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
         resolve_refs(full, [], set(), everything=True)
         assert _resolution(cortex.reader()) == _resolution(full), (n, path)
         full.close()
+
+
+def test_a_resolution_left_pending_is_done_once(py_project, indexed):
+    """A run that died during resolution leaves `structure_resolve_pending`: the next run
+    resolves everything and clears it, and the one after resolves only what changed."""
+    import pygit2
+
+    from cortex_core.index.structure import update_structure
+    from cortex_core.store.store import open_writer
+    con = open_writer(indexed.db)
+    repo = pygit2.Repository(str(py_project.path))
+    with con:
+        con.execute("insert or replace into meta values ('structure_resolve_pending', '1')")
+    everything = con.execute("select count(*) from refs").get
+    assert update_structure(con, repo, Settings().index).refs_resolved == everything
+    assert con.execute("select count(*) from meta where key = 'structure_resolve_pending'"
+                       ).get == 0
+    (py_project.path / "tests/test_api.py").write_text(TEST + "\n\ndef test_more():\n"
+                                                       "    assert True\n")
+    again = update_structure(con, repo, Settings().index)   # the working tree's file, read
+    assert again.files_read == 1 and 0 < again.refs_resolved < everything
+    con.close()

@@ -304,6 +304,8 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     resolver = Resolver(con)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")])
+        with con:
+            con.execute("delete from meta where key = 'structure_resolve_pending'")
         return con.execute("select count(*) from refs").get
     found: set[int] = set()
     for fid in changed:
