@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""The areas step's memory and time: `update_areas` forced to recompute in full, per code version
-and per `[clusters] max_items`, each run in a fresh child process on its own copy of DB.
+"""The areas step's memory and time: `update_areas` forced to recompute in full, per code version,
+per `[clusters] max_items` and per history length, each run in a fresh child process on its own
+copy of DB.
 
 DB is a finished store (never modified: each run works on a copy under bench/.work/). For each
-`--max-items` value and each `--code` folder (a checkout holding `cortex_core`, e.g. main's and a
-worktree's; imported through PYTHONPATH, which the child checks), a child process opens the copy,
-deletes the `areas_basis` meta row (a full recompute, as after a change of the settings), resets
-its peak RSS (`/proc/self/clear_refs`, so imports and opening do not count), runs
+`--items N` (keep the N oldest items by time, deleting the others and their file and symbol rows
+from the copy: a shorter history; 0 keeps all), each `--max-items` value, each seed (0, then
+1..`--seeds`: `SpectralSettings.seed`, replaced in the child, draws another sample) and each
+`--code` folder (a checkout holding `cortex_core`, e.g. main's and a worktree's; imported
+through PYTHONPATH, which the child checks), a child process opens the copy, deletes the
+`areas_basis` meta row (a full recompute, as after a change of the settings), with `--lexical`
+drops the vectors (areas on hashed TF-IDF vectors, as without a model), resets its peak RSS
+(`/proc/self/clear_refs`, so imports and opening do not count), runs
 `update_areas(con, ClusterSettings(max_items=M), None)` and reports the peak (VmHWM), the resident
 memory before, wall and CPU time, and every item's cluster. No model is loaded: a full recompute
-reads the stored vectors (the embedder argument is unused there). The runs alternate between the
-code folders within each `max_items`, so that a change in the machine's load falls on both.
+reads the stored vectors (the embedder argument is unused there). The code folders alternate
+within each setting, so that a change in the machine's load falls on both.
 
 Agreement: the adjusted Rand index (Hubert & Arabie 1985) of each run's clusters against the exact
-clustering of every item (a run of the first `--code` with `max_items` above the item count,
-unless `--no-reference`), and between the code folders at the same `max_items`. A sampled
-clustering is not expected to equal the exact one: the index says how far from it each code's
-sample-and-extend lands.
+clustering of the same items (a run of the first `--code` with `max_items` above the item count,
+unless `--no-reference`), and between the code folders at the same setting and seed, with
+whether labels and the clusters table are identical. A sampled clustering is not expected to
+equal the exact one: the index says how far from it each code's sample-and-extend lands, and
+the seeds how far another sample alone moves it.
 
-Run with the venv's python:
-`/work/venv/bin/python bench/bench_areas.py DB --code /work/main --code . --max-items 3000 6000`.
+Run with the venv's python: `/work/venv/bin/python bench/bench_areas.py DB --code /work/main
+--code . --max-items 3000 6000 --items 5000 10000 0 --seeds 3` (bench/README.md, "Areas step").
 """
 
 from __future__ import annotations

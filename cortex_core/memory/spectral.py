@@ -46,6 +46,12 @@ nearest centroid, else (all-zero, unlinked) gets -1.
 
 `assign` gives new items the nearest centroid by cosine, so an incremental update does not have
 to re-cluster; `distinctive_terms` names each cluster by the terms most over-represented in it.
+
+Given every item at once, this module holds them all in memory, out-of-sample ones included.
+The index's areas step (cortex_core/index/areas_sample.py) does not give it more than max_items
+items: it draws the sample the same way, clusters it here, and applies the out-of-sample rule a
+block of items at a time from the store, with `knn_votes`, `distinct_rows` (the voters) and
+`TermCounts` (`distinctive_terms` counted block by block).
 """
 
 from __future__ import annotations
