@@ -55,6 +55,7 @@ errors with a clear message rather than silently ignored.
     max_clusters = 40
     knn = 10                      # neighbours per item in the similarity graph
     max_items = 20000             # beyond this, a sample is clustered and the rest assigned
+                                  # in blocks: the areas step's memory follows this, not the items
 """
 
 from __future__ import annotations

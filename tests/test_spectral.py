@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from cortex_core.memory.spectral import (SpectralSettings, _spectrum, assign, distinctive_terms,
-                                         spectral_clusters)
+from cortex_core.memory.spectral import (SpectralSettings, TermCounts, _spectrum, assign,
+                                         distinctive_terms, knn_votes, spectral_clusters,
+                                         unit_rows)
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -226,6 +227,31 @@ def test_distinctive_terms_prefer_what_is_specific_to_a_cluster():
     terms = distinctive_terms(labels, items, top=3)
 
     assert terms == [["auth", "token", "session"], ["schema", "sqlite"], ["hover", "lsp"]]
+
+
+def test_terms_counted_in_blocks_are_the_terms_of_all_items_at_once():
+    labels = np.array([2, 0, 1, 0, -1, 2, 1, 0, 2, 1, 0, 2])
+    items = [[["auth", "token"], ["sqlite", "wal"], ["hover", "lsp"]][i % 3] + ["cortex"]
+             for i in range(len(labels))]
+    counts = TermCounts()
+    for start, stop in ((7, 12), (0, 5), (5, 7)):   # blocks of 5, 5 and 2, out of order
+        counts.add(labels[start:stop], items[start:stop])
+    assert counts.distinctive(top=3) == distinctive_terms(labels, items, top=3)
+    # renumbered (2 -> 0, 0 -> 1, 1 -> 2): the same lists in the new order
+    whole = distinctive_terms(labels, items, top=3)
+    assert counts.renumbered([1, 2, 0]).distinctive(top=3) == [whole[2], whole[0], whole[1]]
+    with pytest.raises(ValueError):
+        counts.renumbered([0, 2, -1])
+
+
+def test_the_knn_vote_of_a_block_is_its_rows_of_the_vote_of_all():
+    x, truth, _ = blobs(30, 3, seed=4)
+    voters, queries = x[::2], unit_rows(x[1::2])[0]
+    everyone = knn_votes(queries, voters, truth[::2], 3, 5)
+    # Same up to float32 rounding: BLAS may sum a block's products in another order.
+    assert np.allclose(knn_votes(queries[4:9], voters, truth[::2], 3, 5), everyone[4:9],
+                       rtol=1e-6, atol=0)
+    assert (np.argmax(everyone, axis=1) == truth[1::2]).mean() >= 0.95
 
 
 def test_distinctive_terms_checks_lengths():

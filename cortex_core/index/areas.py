@@ -6,24 +6,29 @@ new items join the cluster of the nearest centroid, so a one-commit update stays
 their model vectors, or, without a model, on hashed TF-IDF vectors of their words. Structural links
 join the segments of one commit and chain the items that touch the same file (each to its next
 `FILE_CHAIN` items in time, weighted down for files that many items touch).
+
+Memory: up to `[clusters] max_items` items, a full recompute holds every item's vector and link
+at once (bounded by max_items); beyond it, areas_sample.py clusters a sample of max_items and
+labels the other items block by block, so the step's memory is bounded by max_items and
+`BLOCK`, not by the number of items (what still grows with them is listed there). Either way
+the labels of areas count terms a block of items at a time, and new items of an incremental
+update are placed a block at a time.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
 from cortex_core.config import ClusterSettings
+from cortex_core.index.areas_stream import (BLOCK, FILE_CHAIN, block_vectors, count_terms,
+                                            lexical_vectors, rows_of, stored_df)
 from cortex_core.store.store import get_meta, set_meta
-from cortex_core.memory.tokens import query_terms
 
 RECLUSTER_SHARE = 0.10
-FILE_CHAIN = 3
-LEXICAL_DIM = 512
 MIN_ITEMS = 8            # fewer items make no meaningful areas
 NO_AREA = -1             # items.cluster of an item with nothing to cluster on (no words, no vector)
 
@@ -46,9 +51,10 @@ class Area:
 
 
 def update_areas(con, settings: ClusterSettings, embedder,
-                 progress: Callable[[int, int, str], None] | None = None) -> int | None:
-    """Keep clusters current. Returns the number of areas, or None when nothing was recomputed."""
-    import numpy as np
+                 progress: Callable[[int, int, str], None] | None = None,
+                 block: int = BLOCK) -> int | None:
+    """Keep clusters current. Returns the number of areas, or None when nothing was recomputed.
+    `block`: items read from the store at a time where the step streams them."""
     # What the clusters were computed from and with: a change of either recomputes them.
     basis = (f"model:{get_meta(con, 'embed_model')}:{get_meta(con, 'embed_dim')}"
              if _has_vectors(con) else "lexical") + \
@@ -64,33 +70,56 @@ def update_areas(con, settings: ClusterSettings, embedder,
             con.execute("delete from clusters")
         return 0
     if not full:
-        pending = con.execute("select count(*) from items where cluster is null").get
-        if pending:
-            ids, vectors = _vectors(con, basis, "where cluster is null")
-            centroids = [(cid, np.frombuffer(blob, dtype=np.float32)) for cid, blob in
-                         con.execute("select id, centroid from clusters order by id")]
-            from cortex_core.memory.spectral import assign
-            labels = assign(vectors, np.vstack([c for _, c in centroids]))
-            with con:   # NO_AREA: an item with no vector to place is not tried again
-                con.executemany("update items set cluster = ? where id = ?",
-                                ((centroids[int(label)][0] if label >= 0 else NO_AREA, item)
-                                 for item, label in zip(ids, labels)))
-                _recount(con)
+        _place_new(con, basis, block)
         return None
     if progress:
         progress(0, 1, "areas")
-    ids, vectors = _vectors(con, basis, "")
-    links = _links(con, {item: n for n, item in enumerate(ids)})
-    from cortex_core.memory.spectral import SpectralSettings, distinctive_terms, spectral_clusters
-    result = spectral_clusters(vectors, links, SpectralSettings(
-        knn=settings.knn, min_clusters=min_areas(len(ids), settings),
-        max_clusters=settings.max_clusters, max_items=settings.max_items))
-    texts = dict(con.execute("select id, title || ' ' || body from items"))
-    terms = distinctive_terms(result.labels, [_label_terms(texts[i]) for i in ids], top=5)
-    _store(con, ids, result, terms, basis, count)
+    from cortex_core.memory.spectral import SpectralSettings
+    spectral = SpectralSettings(knn=settings.knn, min_clusters=min_areas(count, settings),
+                                max_clusters=settings.max_clusters, max_items=settings.max_items)
+    if count > settings.max_items:
+        from cortex_core.index.areas_sample import recluster_sampled
+        ids, result, terms, df = recluster_sampled(con, basis, spectral, block)
+    else:
+        ids, result, terms, df = _recluster_exactly(con, basis, spectral, block)
+    _store(con, ids, result, terms, basis, count, df)
     if progress:
         progress(1, 1, "areas")
     return result.k
+
+
+def _recluster_exactly(con, basis: str, spectral, block: int):
+    """Every item's vector and links in memory (at most max_items of them)."""
+    from cortex_core.memory.spectral import spectral_clusters
+    ids, vectors, df = _vectors(con, basis)
+    links = _links(con, {item: n for n, item in enumerate(ids)})
+    result = spectral_clusters(vectors, links, spectral)
+    del vectors, links
+    terms = count_terms(con, ids, result.labels, block).distinctive(top=5)
+    return ids, result, terms, df
+
+
+def _place_new(con, basis: str, block: int) -> None:
+    """Items without a cluster join the nearest centroid, a block at a time. New items are
+    weighted with the document frequencies of the last full run (lexical basis), so that one
+    new item is not a corpus of one (where every idf is zero)."""
+    import numpy as np
+
+    from cortex_core.memory.spectral import assign
+    pending = [r[0] for r in con.execute("select id from items where cluster is null order by id")]
+    if not pending:
+        return
+    centroids = [(cid, np.frombuffer(blob, dtype=np.float32)) for cid, blob in
+                 con.execute("select id, centroid from clusters order by id")]
+    matrix = np.vstack([c for _, c in centroids])
+    df = stored_df(con) if basis.startswith("lexical") else None
+    with con:   # NO_AREA: an item with no vector to place is not tried again
+        for rows in rows_of(con, pending, block):
+            labels = assign(block_vectors(con, basis, rows, df), matrix)
+            con.executemany("update items set cluster = ? where id = ?",
+                            ((centroids[int(label)][0] if label >= 0 else NO_AREA, row[0])
+                             for row, label in zip(rows, labels)))
+        _recount(con)
 
 
 def _recount(con) -> None:
@@ -105,17 +134,6 @@ def _recount(con) -> None:
                      for cid in [r[0] for r in con.execute("select id from clusters")]))
 
 
-_REDACTED = re.compile(r"\[REDACTED:[^\]]*\]")
-_HASHLIKE = re.compile(r"^(?=(?:[a-z]*\d){2})[0-9a-z]{7,}$")   # two digits or more, 7+ long
-
-
-def _label_terms(text: str) -> list[str]:
-    """Words that can label an area: no hashes, revision ids, numbers or redaction markers."""
-    text = _REDACTED.sub(" ", text)
-    return [t for t in query_terms(text) if len(t) > 2 and not _HASHLIKE.match(t)
-            and not t.isdigit()]
-
-
 def min_areas(items: int, settings: ClusterSettings) -> int:
     """The least number of areas the eigengap may choose: `min_clusters`, raised to √(items/50).
     The spectrum of commit text is nearly continuous: its largest gap is often the first one,
@@ -128,20 +146,14 @@ def _has_vectors(con) -> bool:
         "select 1 from sqlite_master where name = 'item_vectors'").fetchone() is not None
 
 
-def _vectors(con, basis: str, where: str):
-    """(item ids, float32 matrix of unit rows) for the items selected by `where`."""
+def _vectors(con, basis: str):
+    """(item ids, float32 matrix, lexical df or None) of every item: at most max_items."""
     import numpy as np
-    rows = con.execute(f"select id, vector_id, title || ' ' || body from items {where}"
-                       " order by id").fetchall()
+    rows = con.execute("select id, vector_id, title || ' ' || body from items order by id").fetchall()
     ids = [r[0] for r in rows]
     if basis.startswith("lexical"):
-        # New items are weighted with the document frequencies of the last full run, so that
-        # one new item is not a corpus of one (where every idf is zero).
-        stored = get_meta(con, "areas_df") if where else None
-        matrix, df = _lexical_vectors([r[2] for r in rows], json.loads(stored) if stored else None)
-        if not where:
-            set_meta(con, "areas_df", json.dumps(df))
-        return ids, matrix
+        matrix, df = lexical_vectors([r[2] for r in rows])
+        return ids, matrix, df
     wanted = {r[1] for r in rows if r[1]}
     dim = int(get_meta(con, "embed_dim"))
     by_vid = {}
@@ -152,33 +164,7 @@ def _vectors(con, basis: str, where: str):
     for n, (_, vid, _) in enumerate(rows):
         if vid in by_vid:
             matrix[n] = by_vid[vid]
-    return ids, matrix
-
-
-def _lexical_vectors(texts: list[str], df: dict | None = None):
-    """Hashed TF-IDF vectors (sublinear tf; idf per hash slot, from `df` = {"n": items, "slots":
-    [document frequency per slot]} or from these texts), unit length; and the df used."""
-    import numpy as np
-    docs = [Counter(_stable_hash(t) % LEXICAL_DIM for t in query_terms(text)) for text in texts]
-    if df is None:
-        slots = [0] * LEXICAL_DIM
-        for doc in docs:
-            for slot in doc:
-                slots[slot] += 1
-        df = {"n": len(docs), "slots": slots}
-    n, slots = max(1, df["n"]), df["slots"]
-    matrix = np.zeros((len(docs), LEXICAL_DIM), dtype=np.float32)
-    for row, doc in enumerate(docs):
-        for slot, tf in doc.items():
-            matrix[row, slot] = (1 + math.log(tf)) * math.log((1 + n) / (1 + slots[slot]))
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return matrix, df
-
-
-def _stable_hash(term: str) -> int:
-    import zlib
-    return zlib.crc32(term.encode("utf-8"))
+    return ids, matrix, None
 
 
 def _links(con, index: dict[int, int]) -> list[tuple[int, int, float]]:
@@ -201,13 +187,18 @@ def _links(con, index: dict[int, int]) -> list[tuple[int, int, float]]:
     return links
 
 
-def _store(con, ids: list[int], result, terms: list[list[str]], basis: str, count: int) -> None:
+def _store(con, ids, result, terms: list[list[str]], basis: str, count: int,
+           df: dict | None) -> None:
+    """Labels, clusters and what they were computed from, in one transaction; `df`: the
+    lexical document frequencies that new items will be weighted with."""
     import numpy as np
     with con:
+        if df is not None:
+            set_meta(con, "areas_df", json.dumps(df))
         con.execute("update items set cluster = null")
         con.execute("delete from clusters")
         con.executemany("update items set cluster = ? where id = ?",
-                        ((int(label) if label >= 0 else NO_AREA, item)
+                        ((int(label) if label >= 0 else NO_AREA, int(item))
                          for item, label in zip(ids, result.labels)))
         for cid in range(result.k):
             span = con.execute("select count(*), min(time), max(time) from items where cluster = ?",

@@ -46,6 +46,12 @@ nearest centroid, else (all-zero, unlinked) gets -1.
 
 `assign` gives new items the nearest centroid by cosine, so an incremental update does not have
 to re-cluster; `distinctive_terms` names each cluster by the terms most over-represented in it.
+
+Given every item at once, this module holds them all in memory, out-of-sample ones included.
+The index's areas step (cortex_core/index/areas_sample.py) does not give it more than max_items
+items: it draws the sample the same way, clusters it here, and applies the out-of-sample rule a
+block of items at a time from the store, with `knn_votes`, `distinct_rows` (the voters) and
+`TermCounts` (`distinctive_terms` counted block by block).
 """
 
 from __future__ import annotations
@@ -121,7 +127,7 @@ class SpectralResult:
 def spectral_clusters(vectors: np.ndarray, links: Iterable[tuple[int, int, float]] = (),
                       settings: SpectralSettings = SpectralSettings()) -> SpectralResult:
     """Cluster items by their vectors and links; `links` are (i, j, weight), undirected."""
-    x, has_vector = _unit_rows(vectors)
+    x, has_vector = unit_rows(vectors)
     n = len(x)
     li, lj, lw = _link_arrays(links, n)
     # Identical vectors are one node: ties would otherwise pick arbitrary neighbours.
@@ -154,7 +160,7 @@ def spectral_clusters(vectors: np.ndarray, links: Iterable[tuple[int, int, float
         sampled = int(np.count_nonzero(position[node_of] >= 0))
 
     labels = node_labels[node_of]
-    labels = _by_size(labels)
+    labels = by_size(labels)
     centroids = _centroids(x, labels)
     return SpectralResult(labels=labels.astype(np.int32), k=len(centroids),
                           eigenvalues=eigenvalues, eigengap=eigengap, sampled=sampled,
@@ -163,8 +169,8 @@ def spectral_clusters(vectors: np.ndarray, links: Iterable[tuple[int, int, float
 
 def assign(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """The nearest centroid by cosine for each vector (int32); -1 for an all-zero vector."""
-    x, has_vector = _unit_rows(vectors)
-    c, has_centroid = _unit_rows(centroids)
+    x, has_vector = unit_rows(vectors)
+    c, has_centroid = unit_rows(centroids)
     labels = np.full(len(x), -1, dtype=np.int32)
     if not has_centroid.any() or not has_vector.any():
         return labels
@@ -178,6 +184,28 @@ def assign(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
         sims[:, ~has_centroid] = -np.inf
         labels[block] = np.argmax(sims, axis=1)
     return labels
+
+
+def knn_votes(queries: np.ndarray, voters: np.ndarray, voter_labels: np.ndarray, k: int,
+              knn: int) -> np.ndarray:
+    """The out-of-sample kNN vote (module docstring): for each query, the cosine similarity
+    (clipped at 0) of its `knn` nearest voters, summed by the voters' labels 0..k-1; float64,
+    (len(queries), k). Queries and voters are unit rows (`unit_rows`). Works on any subset of
+    the queries, so that the items outside a sample can be labelled block by block."""
+    votes = np.zeros(len(queries) * k)
+    if len(voters) and len(queries):
+        neighbours, sims = _nearest(queries, voters, min(knn, len(voters)), same=False)
+        cells = np.arange(len(queries))[:, None] * k + voter_labels[neighbours]
+        votes += np.bincount(cells.ravel(), weights=np.maximum(sims, 0.0).ravel().astype(np.float64),
+                             minlength=len(votes))
+    return votes.reshape(len(queries), k)
+
+
+def distinct_rows(x: np.ndarray, has_vector: np.ndarray) -> np.ndarray:
+    """The first item of each distinct non-zero row, in order: the graph's nodes that have a
+    vector, which are the voters of the out-of-sample extension (a duplicate votes once)."""
+    _, node_items = _collapse(x, has_vector)
+    return np.sort(node_items[has_vector[node_items]])
 
 
 def distinctive_terms(labels: np.ndarray, item_terms: Sequence[Sequence[str]], top: int = 5,
@@ -201,22 +229,59 @@ def distinctive_terms(labels: np.ndarray, item_terms: Sequence[Sequence[str]], t
     labels = np.asarray(labels, dtype=np.int64).ravel()
     if len(labels) != len(item_terms):
         raise ValueError(f"{len(labels)} labels but terms for {len(item_terms)} items")
-    k = int(labels.max()) + 1 if len(labels) else 0
-    in_cluster: list[Counter[str]] = [Counter() for _ in range(max(k, 0))]
-    corpus: Counter[str] = Counter()
-    for label, terms in zip(labels.tolist(), item_terms):
-        if label >= 0:
-            kept = {t for t in terms if _is_content_term(t)}
-            in_cluster[label].update(kept)
-            corpus.update(kept)
+    counts = TermCounts()
+    counts.add(labels, item_terms)
+    return counts.distinctive(top, min_count)
 
-    items = int(np.count_nonzero(labels >= 0))
-    sizes = np.bincount(labels[labels >= 0], minlength=max(k, 0))
-    result = []
-    for counts, size in zip(in_cluster, sizes.tolist()):
+
+class TermCounts:
+    """What `distinctive_terms` scores, counted a block of items at a time: per cluster, its
+    size and in how many of its items each term occurs, and the same over every cluster. Counts
+    add up, so the items can come in any blocks and any order with the same result; what is
+    held grows with the vocabulary (distinct terms per cluster), not with the items."""
+
+    def __init__(self) -> None:
+        self.in_cluster: list[Counter[str]] = []
+        self.sizes: list[int] = []
+        self.corpus: Counter[str] = Counter()
+
+    def add(self, labels, item_terms: Iterable[Iterable[str]]) -> None:
+        """Count a block of items: their labels (-1: ignored) and each one's terms."""
+        for label, terms in zip(np.asarray(labels, dtype=np.int64).ravel().tolist(), item_terms):
+            if label < 0:
+                continue
+            while len(self.in_cluster) <= label:
+                self.in_cluster.append(Counter())
+                self.sizes.append(0)
+            kept = {t for t in terms if _is_content_term(t)}
+            self.in_cluster[label].update(kept)
+            self.corpus.update(kept)
+            self.sizes[label] += 1
+
+    def renumbered(self, mapping: Sequence[int]) -> TermCounts:
+        """The same counts under new labels: `mapping[old]` is the new label, -1 drops it;
+        the new labels must be 0..k'-1 without a gap."""
+        out = TermCounts()
+        out.corpus = self.corpus
+        kept = sorted((new, old) for old, new in enumerate(mapping) if new >= 0)
+        if [new for new, _ in kept] != list(range(len(kept))):
+            raise ValueError(f"labels must be renumbered 0..k-1, not to {[n for n, _ in kept]}")
+        for _, old in kept:
+            out.in_cluster.append(self.in_cluster[old] if old < len(self.sizes) else Counter())
+            out.sizes.append(self.sizes[old] if old < len(self.sizes) else 0)
+        return out
+
+    def distinctive(self, top: int = 5, min_count: int = 2) -> list[list[str]]:
+        """`distinctive_terms` of the items counted so far."""
+        items = sum(self.sizes)
+        return [self._best(counts, size, items, top, min_count)
+                for counts, size in zip(self.in_cluster, self.sizes)]
+
+    def _best(self, counts: Counter[str], size: int, items: int, top: int,
+              min_count: int) -> list[str]:
         scored = []
         for term, y in counts.items():
-            everywhere = corpus[term]
+            everywhere = self.corpus[term]
             if y < min_count or everywhere >= items:
                 continue
             rest = size - y + items - everywhere
@@ -224,8 +289,7 @@ def distinctive_terms(labels: np.ndarray, item_terms: Sequence[Sequence[str]], t
                      - math.log(everywhere / (items - everywhere)))
             if delta > 0:
                 scored.append((-delta / math.sqrt(1 / (y + everywhere) + 1 / rest), term))
-        result.append([term for _, term in sorted(scored)[:top]])
-    return result
+        return [term for _, term in sorted(scored)[:top]]
 
 
 # --- the exact clustering ---------------------------------------------------------------------
@@ -458,16 +522,11 @@ def _extend(x, has_vector, labels, sample, li, lj, lw, settings):
     rest = np.flatnonzero(~in_sample)
     row_of = np.full(n, -1, dtype=np.int64)
     row_of[rest] = np.arange(len(rest))
-    votes = np.zeros(len(rest) * k)
-
+    votes = np.zeros((len(rest), k))
     voters = sample[(labels[sample] >= 0) & has_vector[sample]]
     askers = rest[has_vector[rest]]
-    if len(voters) and len(askers):
-        neighbours, sims = _nearest(x[askers], x[voters], min(settings.knn, len(voters)),
-                                    same=False)
-        cells = row_of[askers][:, None] * k + labels[voters[neighbours]]
-        votes += np.bincount(cells.ravel(), weights=np.maximum(sims, 0.0).ravel().astype(np.float64),
-                             minlength=len(votes))
+    votes[row_of[askers]] = knn_votes(x[askers], x[voters], labels[voters], k, settings.knn)
+    votes = votes.ravel()
     for a, b in ((li, lj), (lj, li)):
         into = (row_of[a] >= 0) & in_sample[b] & (labels[b] >= 0) & (a != b)
         votes += np.bincount(row_of[a[into]] * k + labels[b[into]],
@@ -495,7 +554,7 @@ def _extend(x, has_vector, labels, sample, li, lj, lw, settings):
 
 # --- small helpers ----------------------------------------------------------------------------
 
-def _unit_rows(vectors) -> tuple[np.ndarray, np.ndarray]:
+def unit_rows(vectors) -> tuple[np.ndarray, np.ndarray]:
     """float32 rows scaled to unit length, and which rows are not all-zero."""
     v = np.asarray(vectors, dtype=np.float64)
     if v.size == 0 and v.ndim < 2:
@@ -513,8 +572,9 @@ def _unit_rows(vectors) -> tuple[np.ndarray, np.ndarray]:
 
 def _link_arrays(links, n):
     """Links as (i, j, weight) arrays, checked: indices in range, weights finite and >= 0."""
-    rows = list(links)
-    if not rows:
+    # An (m, 3) array is taken as it is: a list of m tuples costs ~100 bytes a link.
+    rows = links if isinstance(links, np.ndarray) else list(links)
+    if not len(rows):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
     try:
         table = np.asarray(rows, dtype=np.float64).reshape(len(rows), 3)
@@ -569,7 +629,7 @@ def _centroids(x, labels) -> np.ndarray:
     return (sums / np.where(norms > ZERO_NORM, norms, 1.0)).astype(np.float32)
 
 
-def _by_size(labels) -> np.ndarray:
+def by_size(labels) -> np.ndarray:
     """Renumber clusters by size, largest first (ties: the one whose first item comes first)."""
     out = np.full(len(labels), -1, dtype=np.int64)
     members = labels >= 0

@@ -1,0 +1,171 @@
+"""The areas step on real stores: exact up to max_items, sampled and streamed in blocks beyond it.
+
+Histories are real git repositories (built with `git fast-import` when they need hundreds of
+commits), indexed by the real indexer into real SQLite stores; the areas are then recomputed in
+full (as after a change of the [clusters] settings) with a small max_items and block.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tracemalloc
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from cortex_core.config import ClusterSettings
+from cortex_core.config import Settings
+from cortex_core.index.areas import NO_AREA, _links, _vectors, min_areas, update_areas
+from cortex_core.index.areas_stream import label_terms, lexical_vectors
+from cortex_core.memory.spectral import SpectralSettings, distinctive_terms, spectral_clusters
+from cortex_core.store.store import get_meta, open_writer
+
+TOPICS = (["timeout", "deadline", "slow", "hang", "stall", "latency", "waiting", "deadlines"],
+          ["cache", "memoize", "lru", "eviction", "stale", "caching", "memo", "caches"])
+FILES = ("client.py", "cache.py")
+
+
+def message(n: int) -> str:
+    """A commit subject of three words of one topic (alternating), no numbers: the vocabulary
+    stays the same however long the history."""
+    words = TOPICS[n % 2]
+    return " ".join(words[(n * step) % len(words)] for step in (1, 3, 5)).capitalize()
+
+
+def fast_history(repo, commits: int) -> None:
+    """`commits` commits on main, alternating between the two topics and their files, written
+    by one `git fast-import` (one git process instead of three per commit)."""
+    out = []
+    for n in range(commits):
+        text = message(n).encode()
+        content = f"value = {n}\n".encode()
+        stamp = repo.now - (commits - n) * 3600
+        out.append(b"commit refs/heads/main\n")
+        out.append(f"mark :{n + 1}\nauthor Ann <ann@example.com> {stamp} +0000\n"
+                   f"committer Ann <ann@example.com> {stamp} +0000\n".encode())
+        out.append(b"data %d\n%s\n" % (len(text), text))
+        if n:
+            out.append(f"from :{n}\n".encode())
+        out.append(f"M 644 inline {FILES[n % 2]}\n".encode())
+        out.append(b"data %d\n%s\n" % (len(content), content))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo.path, input=b"".join(out),
+                   check=True, capture_output=True)
+    repo.git("reset", "-q", "--hard")
+
+
+def recompute(db, block: int, max_items: int):
+    """A full recompute (the basis forgotten, as after a settings change); the step's labels."""
+    con = open_writer(db)
+    with con:
+        con.execute("delete from meta where key = 'areas_basis'")
+    k = update_areas(con, replace(ClusterSettings(), max_items=max_items), None, block=block)
+    return con, k
+
+
+def labels_of(con) -> dict[int, int]:
+    return dict(con.execute("select id, cluster from items"))
+
+
+@pytest.fixture(params=["none", "model"])
+def history(request, repo, cortex, tiny_model):
+    """48 commits of two topics, indexed without a model (lexical areas) or with the tiny one."""
+    fast_history(repo, 48)
+    cortex.index(model="none" if request.param == "none" else tiny_model)
+    return cortex
+
+
+def test_up_to_max_items_the_areas_are_those_of_every_item_in_memory(history):
+    """Below max_items nothing is sampled: labels, centroids and terms are what clustering all
+    the vectors and links at once gives, though the terms are counted in blocks of 5 items."""
+    con, k = recompute(history.db, block=5, max_items=1000)
+    basis = "lexical" if get_meta(con, "embed_model") is None else "model"
+    ids, vectors, df = _vectors(con, basis)
+    links = _links(con, {item: n for n, item in enumerate(ids)})
+    settings = ClusterSettings()
+    expected = spectral_clusters(vectors, links, SpectralSettings(
+        knn=settings.knn, min_clusters=min_areas(len(ids), settings),
+        max_clusters=settings.max_clusters, max_items=1000))
+    texts = dict(con.execute("select id, title || ' ' || body from items"))
+    terms = distinctive_terms(expected.labels, [label_terms(texts[i]) for i in ids], top=5)
+    assert k == expected.k >= 2
+    assert [labels_of(con)[i] for i in ids] == expected.labels.tolist()
+    stored = con.execute("select terms, centroid from clusters order by id").fetchall()
+    assert [json.loads(t) for t, _ in stored] == terms
+    assert all(np.array_equal(np.frombuffer(c, dtype=np.float32), expected.centroids[n])
+               for n, (_, c) in enumerate(stored))
+    if df is not None:
+        assert json.loads(get_meta(con, "areas_df")) == df
+
+
+def test_beyond_max_items_a_sample_is_clustered_and_the_rest_labelled_in_blocks(history):
+    con, k = recompute(history.db, block=5, max_items=12)
+    labels = labels_of(con)
+    subjects = dict(con.execute("select i.id, c.subject from items i join commits c"
+                                " on c.id = i.commit_id"))
+    assert k >= 2 and None not in labels.values() and NO_AREA not in labels.values()
+    # No area mixes the topics: the commits outside the sample voted like the sampled ones.
+    by_topic = [{labels[i] for i, s in subjects.items() if s.split()[0].lower() in TOPICS[t]}
+                for t in (0, 1)]
+    assert by_topic[0] and by_topic[1] and not by_topic[0] & by_topic[1]
+    # Numbered by size, sizes and terms stored for every area.
+    sizes = [s for _, s in con.execute("select id, size from clusters order by id")]
+    assert sizes == sorted(sizes, reverse=True) and sum(sizes) == len(labels)
+    assert sizes == [list(labels.values()).count(c) for c in range(k)]
+    words = [set(json.loads(t)) for (t,) in con.execute("select terms from clusters order by id")]
+    assert all(w and w <= set(TOPICS[0]) | set(TOPICS[1]) for w in words)
+
+
+def test_the_sampled_areas_do_not_depend_on_the_block_and_repeat(history):
+    """Blocks change the votes by float32 rounding at most (BLAS may sum a block's products in
+    another order): labels could differ only on an exact tie, which these items do not have."""
+    con, _ = recompute(history.db, block=5, max_items=12)
+    first = labels_of(con), con.execute("select * from clusters order by id").fetchall()
+    for block in (5, 7, 4096):
+        con, _ = recompute(history.db, block=block, max_items=12)
+        assert (labels_of(con), con.execute("select * from clusters order by id").fetchall()) \
+            == first
+
+
+def test_the_lexical_document_frequencies_are_counted_over_every_item(repo, cortex):
+    fast_history(repo, 30)
+    cortex.index(model="none")
+    con, _ = recompute(cortex.db, block=4, max_items=10)
+    texts = [t for (t,) in con.execute("select title || ' ' || body from items order by id")]
+    assert json.loads(get_meta(con, "areas_df")) == lexical_vectors(texts)[1]
+    # and a new item placed afterwards is weighted with them: it joins its topic's area
+    repo.write("cache.py", "value = 'new'\n")
+    repo.commit("Stale lru eviction", days_ago=0)
+    same = Settings(clusters=replace(ClusterSettings(), max_items=10))
+    assert cortex.index(same).areas is None            # incremental: a block of one
+    con = open_writer(cortex.db)
+    cluster = dict(con.execute("select c.subject, i.cluster from items i join commits c"
+                               " on c.id = i.commit_id"))
+    cache = {c for s, c in cluster.items() if s.split()[0].lower() in TOPICS[1]}
+    assert cluster["Stale lru eviction"] in cache and len(cache) == 1
+
+
+def _traced_peak(db, block: int, max_items: int) -> int:
+    tracemalloc.start()
+    try:
+        recompute(db, block=block, max_items=max_items)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_beyond_max_items_memory_does_not_grow_with_the_items(repo, cortex, tmp_path):
+    """Python's allocations (numpy's included) during a full recompute, at 150 and 450 items,
+    max_items 30, blocks of 32: the larger history adds what its item ids and labels take,
+    not its vectors (450 × 512 float32 alone are 0.9 MB, and the in-memory path held several
+    copies of them)."""
+    fast_history(repo, 450)
+    cortex.index(model="none")
+    short = tmp_path / "short.db"
+    repo.git("checkout", "-q", "HEAD~300")
+    type(cortex)(repo, short).index(model="none")
+    assert open_writer(short).execute("select count(*) from items").get == 150
+    recompute(short, block=32, max_items=30)   # imports and first-call caches, untraced
+    small, large = _traced_peak(short, 32, 30), _traced_peak(cortex.db, 32, 30)
+    assert large < 1.25 * small and large < 450 * 512 * 4
