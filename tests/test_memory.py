@@ -87,7 +87,7 @@ def test_identical_texts_are_embedded_once(repo, cortex, tiny_model):
 def test_an_update_embeds_its_few_texts_without_model2vec(topics, cortex, model_fixture,
                                                           request):
     """A one-commit update embeds with the query path (only its tokens' rows; a fresh process
-    imports no model2vec) and stores model2vec's own vectors."""
+    imports no model2vec, nor scipy) and stores model2vec's own vectors."""
     import subprocess
     import sys
 
@@ -101,10 +101,12 @@ def test_an_update_embeds_its_few_texts_without_model2vec(topics, cortex, model_
     code = ("import sys; from pathlib import Path; from cortex_core.config import Settings; "
             "from cortex_core.index.ingest import index_repository as run; "
             f"s = run(Path({str(topics.path)!r}), Path({str(cortex.db)!r}), Settings(), "
-            f"model={model!r}); print(s.texts_embedded, 'model2vec' in sys.modules)")
+            f"model={model!r}); print(s.texts_embedded, 'model2vec' in sys.modules, "
+            "'scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["1", "False"]
+    # Nor scipy: a new item joins the nearest area (spectral.assign needs numpy only).
+    assert out.stdout.split() == ["1", "False", "False"]
     con = cortex.reader()
     text_hash, blob = con.execute(
         "select v.text_hash, e.embedding from items i join vectors v on v.id = i.vector_id"

@@ -62,9 +62,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # scipy is imported where a full clustering needs it: placing one new item
+    from scipy import sparse   # (`assign`, a one-commit update) needs numpy only, and scipy
+    #                            costs ~0.25 s to import
 
 DENSE_MAX = 500            # up to this many graph nodes, dense eigh is faster than Lanczos
 # Similarities per block of rows: 4 MiB of float32. A block's temporaries (the mask, an
@@ -296,6 +298,7 @@ class TermCounts:
 
 def _cluster_exactly(x, has_vector, copies, li, lj, lw, settings):
     """Labels (int64, -1 for an all-zero vector without links), eigenvalues, eigengap."""
+    from scipy.sparse.csgraph import connected_components
     n = len(x)
     labels = np.full(n, -1, dtype=np.int64)
     no_eigenvalues = np.zeros(0)
@@ -339,6 +342,7 @@ def _cluster_exactly(x, has_vector, copies, li, lj, lw, settings):
 def _graph(x, has_vector, copies, li, lj, lw, settings) -> sparse.csr_matrix:
     """The symmetric similarity graph: kNN cosine edges, weighted links, and a self-loop of
     weight 1 on a node that stands for several identical items (their mutual similarity)."""
+    from scipy import sparse
     n = len(x)
     rows, cols, vals = [], [], []
     items = np.flatnonzero(has_vector)
@@ -412,6 +416,8 @@ def _nearest(queries, base, k, *, same):
 
 def _spectrum(w, degree, component, n_components, count, seed):
     """The `count` smallest eigenvalues of L_sym (ascending) and their eigenvectors (columns)."""
+    from scipy import sparse
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
     m = w.shape[0]
     scale = sparse.diags(1.0 / np.sqrt(degree))
     a = (scale @ w @ scale).tocsr()  # D^-½ W D^-½, eigenvalues μ = 1 - λ
@@ -449,6 +455,7 @@ def _spectrum(w, degree, component, n_components, count, seed):
 
 def _merge_components(component, n_components, x, k):
     """More components than clusters: the k largest are clusters, the rest join the nearest."""
+    from scipy import sparse
     sizes = np.bincount(component, minlength=n_components)
     first = np.full(n_components, len(component))
     np.minimum.at(first, component, np.arange(len(component)))
@@ -468,6 +475,7 @@ def _merge_components(component, n_components, x, k):
 
 def _kmeans(points, k, rng):
     """Lloyd's k-means, k-means++ seeding, best of KMEANS_RESTARTS; labels 0..k'-1, k' <= k."""
+    from scipy import sparse
     squares = np.einsum("ij,ij->i", points, points)
     best, best_cost = None, np.inf
     for _ in range(KMEANS_RESTARTS):
@@ -618,6 +626,7 @@ def _collapse(x, has_vector) -> tuple[np.ndarray, np.ndarray]:
 
 def _centroids(x, labels) -> np.ndarray:
     """Unit-length mean vector of each cluster 0..max(labels) (zero for a cluster of zeros)."""
+    from scipy import sparse
     k = int(labels.max()) + 1 if len(labels) else 0
     if k <= 0:
         return np.zeros((0, x.shape[1]), dtype=np.float32)
