@@ -327,7 +327,8 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
     """A change that adds or removes no file resolves again only what names its definitions
     or imports (resolve_refs): every step below must leave the same statuses and edges as
     resolving everything. Re-exports through __init__, an alias chain (`x as y`, imported on
-    as y), a wildcard import and a JavaScript default import."""
+    as y), a wildcard import, a JavaScript default import, a change inside a body, and a
+    class's bases changing under a subclass in another file."""
     import shutil
 
     from cortex_core.index.structure import resolve_refs
@@ -341,6 +342,11 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
     repo.write("web/db.js", "export default function save() {}\nexport function load() {}\n")
     repo.write("web/app.js", "import save from './db';\nimport {load} from './db';\n"
                              "export function go() { save(); load(); }\n")
+    repo.write("pkg/base.py", "class A:\n    def m(self):\n        return 1\n\n\n"
+                              "class B:\n    def m(self):\n        return 2\n")
+    repo.write("pkg/kid.py", "from pkg.base import A, B\n\n\nclass K(A):\n    pass\n")
+    repo.write("sub.py", "from pkg.kid import K\n\n\nclass S(K):\n    def go(self):\n"
+                         "        return self.m()\n")
     repo.commit("Layout", days_ago=9)
     cortex.index(model="none")
     steps = [
@@ -352,6 +358,8 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
         ("pkg/mid.py", "def create():\n    return 5\n"),                          # alias → def
         ("web/db.js", "export function load() {}\nexport default function keep() {}\n"),
         ("web/db.js", "export default function save() {}\nexport function load() {}\n"),
+        ("pkg/core.py", "def build():\n    return 11\n"),                         # body only
+        ("pkg/kid.py", "from pkg.base import A, B\n\n\nclass K(B):\n    pass\n"),   # bases
     ]
     for n, (path, text) in enumerate(steps):
         repo.write(path, text)

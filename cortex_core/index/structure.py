@@ -4,9 +4,9 @@ with the working tree's modified files read from disk instead, resolved to their
 Incremental: a file is read again only when the version to read (HEAD's blob, or the hash of the
 modified file on disk) differs from the one last read; its definitions and references are
 replaced, the rest kept. Resolution then runs again for the changed files' references and for
-every reference elsewhere that names a definition or an import of the changed files, before or
-after (and for every import when the set of files changed), so that a new function resolves the
-calls that were waiting for it (resolve_refs).
+every reference elsewhere that names a definition or an import the change added or removed (and
+for every import when the set of files changed), so that a new function resolves the calls that
+were waiting for it (resolve_refs).
 """
 
 from __future__ import annotations
@@ -64,19 +64,21 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     names_touched: set[str] = set()
     imports_touched: set[str] = set()
     wildcards: set[tuple[int, str | None, int]] = set()   # (file, module, level) of `import *`
+    bases_changed = False   # then everything is resolved again: rare, and subclasses anywhere
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
     with con:
         for fid in removed:
-            names_touched |= _forget(con, fid)[0]
+            shape = _shape(con, fid)
+            names_touched |= _changes(fid, shape, _EMPTY)[0]
+            bases_changed = bases_changed or bool(shape[2])
+            _forget(con, fid)
             con.execute("delete from struct_files where file_id = ?", (fid,))
         _record_go_module(con, repo)
     for n, fid in enumerate(changed, 1):
         path, blob, worktree, language, data, reason = wanted[fid]
         with con:   # one file per transaction: an interrupted pass keeps what it finished
-            defined, (imported, starred) = _forget(con, fid)
-            names_touched |= defined
-            imports_touched |= imported
-            wildcards |= starred
+            before = _shape(con, fid)
+            _forget(con, fid)
             if data is None:
                 data = read_blob(repo, blob)
                 if data is None:
@@ -86,11 +88,14 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             test_file = is_test_path(path)
             errors = 0
             if reason is None:
-                defined, (imported, starred), errors = _store_file(
-                    con, fid, language, blob, data, test_file, parser, extract_structure)
-                names_touched |= defined
-                imports_touched |= imported
-                wildcards |= starred
+                errors = _store_file(con, fid, language, blob, data, test_file, parser,
+                                     extract_structure)
+            after = _shape(con, fid)
+            defined, imported, starred = _changes(fid, before, after)
+            bases_changed = bases_changed or before[2] != after[2]
+            names_touched |= defined
+            imports_touched |= imported
+            wildcards |= starred
             con.execute("insert or replace into struct_files(file_id, blob, language, worktree,"
                         " is_test, error_nodes, skip_reason) values (?,?,?,?,?,?,?)",
                         (fid, blob, language, worktree, int(test_file), errors, reason))
@@ -105,7 +110,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             con.execute("insert or replace into meta(key, value) values"
                         " ('structure_resolve_pending', '1')")
         resolved = resolve_refs(con, changed, names_touched, everything=bool(pending) or
-                                len(changed) + len(removed) >= RESOLVE_ALL_AT,
+                                bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
                                 all_imports=not same_files, imported=imports_touched,
                                 wildcards=wildcards)
     return StructureCounts(len(changed), len(removed), resolved)
@@ -187,22 +192,41 @@ def _record_go_module(con, repo) -> None:
                     (match.group(1).strip('"'),))
 
 
-def _forget(con, fid: int) -> tuple[set[str], tuple[set[str], set]]:
-    """Drop a file's structure; returns the names it defined and what it imported
-    (_import_names)."""
-    names = {r[0] for r in con.execute("select name from defs where file_id = ?", (fid,))}
-    bound = _import_names(fid, con.execute("select name, alias, module, level from refs where"
-                                           " file_id = ? and kind = 'import'", (fid,)))
+_Shape = tuple[frozenset, frozenset, frozenset]   # a file's definitions, imports, bases
+_EMPTY: _Shape = (frozenset(), frozenset(), frozenset())
+
+
+def _shape(con, fid: int) -> _Shape:
+    """What other files' references can resolve through in this file: its definitions (name,
+    kind), its imports (re-exports) and its classes' bases; not its calls, nor line numbers."""
+    return (frozenset(con.execute("select qualname, name, kind from defs where file_id = ?",
+                                  (fid,))),
+            frozenset(con.execute("select name, alias, module, level from refs where"
+                                  " file_id = ? and kind = 'import'", (fid,))),
+            frozenset(con.execute("select scope, name, qualifier from refs where file_id = ?"
+                                  " and kind = 'inherits'", (fid,))))
+
+
+def _changes(fid: int, before: _Shape, after: _Shape
+             ) -> tuple[set[str], set[str], set[tuple[int, str | None, int]]]:
+    """From a file's shape before and after: the names of the definitions that appeared, went
+    or changed kind, and what the imports that changed bind or ask for (_import_names). A
+    change inside function bodies changes none of them, and resolves again only the file's own
+    references. (A change of a class's bases is seen by the caller: a method call in another
+    file's subclass may now find another method, by a name the file need not define.)"""
+    bound, starred = _import_names(fid, before[1] ^ after[1])
+    return {name for _, name, _ in before[0] ^ after[0]}, bound, starred
+
+
+def _forget(con, fid: int) -> None:
+    """Drop a file's structure."""
     con.execute("delete from edges where ref_id in (select id from refs where file_id = ?)", (fid,))
     con.execute("delete from refs where file_id = ?", (fid,))
     con.execute("delete from defs where file_id = ?", (fid,))
-    return names, bound
 
 
-def _store_file(con, fid, language, blob, data, test_file, parser,
-                extract) -> tuple[set[str], tuple[set[str], set], int]:
-    """Definitions and references of one file version: (the definitions' names, what its
-    imports bind or ask for (_import_names), syntax errors)."""
+def _store_file(con, fid, language, blob, data, test_file, parser, extract) -> int:
+    """Definitions and references of one file version; returns its syntax errors."""
     symbols = parser.symbols(language, blob, data) if language else []
     con.executemany(
         "insert or ignore into defs(file_id, qualname, name, kind, start_line, end_line, is_test)"
@@ -211,9 +235,7 @@ def _store_file(con, fid, language, blob, data, test_file, parser,
           int(test_file and bool(_TEST_FUNC.match(s.name)))) for s in symbols))
     found = extract(language, data)
     if found is None:
-        return {s.name for s in symbols}, (set(), set()), 0
-    bound = _import_names(fid, ((imp.name if not imp.wildcard else "*", imp.alias, imp.module,
-                                 imp.level) for imp in found.imports))
+        return 0
     spans = sorted(((s.start_byte, s.end_byte, s.structural_name) for s in symbols),
                    key=lambda t: (t[0], -t[1]))
     rows: list[tuple] = []
@@ -226,7 +248,7 @@ def _store_file(con, fid, language, blob, data, test_file, parser,
                      None, ref.owner, ref.line))
     con.executemany("insert into refs(file_id, scope, kind, name, qualifier, module, level, alias,"
                     " owner, line) values (?,?,?,?,?,?,?,?,?,?)", rows)
-    return {s.name for s in symbols}, bound, found.error_nodes
+    return found.error_nodes
 
 
 def _import_names(fid: int, imports) -> tuple[set[str], set[tuple[int, str | None, int]]]:
@@ -289,10 +311,11 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                  wildcards: frozenset | set = frozenset()) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
-    `names`: what the changed files define, before and after (every reference of such a name
-    may now find another definition); `imported`: the names their imports bind or ask for,
-    before and after, and `wildcards` their `import *` (file, module, level), which bind every
-    name the module defines. Every import is resolved again when files appeared, went or became
+    `names`: the definitions the changed files added, removed or changed the kind of (every
+    reference of such a name may now find another definition; structure._changes);
+    `imported`: what their imports that changed bind or ask for, and `wildcards` the (file,
+    module, level) of their `import *` that changed, which bind every name the module
+    defines. Every import is resolved again when files appeared, went or became
     (un)readable (`all_imports`): a module may now be another file. Otherwise an import
     elsewhere can resolve differently only through a name of those sets (a definition, or a
     re-export), through one that an import of such a name binds under an alias (followed to
