@@ -9,7 +9,7 @@ key of the same name), and a query looks up only the pieces it tries, by key.
 It follows `tokenizers` (BertNormalizer, BertPreTokenizer, WordPiece) for ASCII text only:
 outside ASCII, Unicode's tables (categories, white space, case, accents) differ between Python's
 and the Rust crates', so any other character, and any added token's text (`[MASK]`...), leaves
-the query to the `tokenizers` package (query_encoder.py). tests/test_query_encoder.py compares
+the query to the `tokenizers` package (query_encoder.py). tests/test_wordpiece.py compares
 the two on thousands of texts.
 """
 
