@@ -398,3 +398,55 @@ def test_a_resolution_left_pending_is_done_once(py_project, indexed):
     again = update_structure(con, repo, Settings().index)   # the working tree's file, read
     assert again.files_read == 1 and 0 < again.refs_resolved < everything
     con.close()
+
+
+def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps):
+    """Index `layout`, then each step (path -> text) as one commit; after each update, the
+    statuses and edges must equal a full resolution of a copy of the store."""
+    import shutil
+
+    from cortex_core.index.structure import resolve_refs
+    from cortex_core.store.store import open_writer
+    for path, text in layout.items():
+        repo.write(path, text)
+    repo.commit("Layout", days_ago=30)
+    cortex.index(model="none")
+    for n, step in enumerate(steps):
+        for path, text in step.items():
+            repo.write(path, text)
+        repo.commit(f"step {n}", days_ago=29 - n)
+        cortex.index()
+        copy = tmp_path / f"full{n}.db"
+        shutil.copy(cortex.db, copy)
+        for ext in ("-wal", "-shm"):
+            if cortex.db.with_name(cortex.db.name + ext).exists():
+                shutil.copy(cortex.db.with_name(cortex.db.name + ext),
+                            copy.with_name(copy.name + ext))
+        full = open_writer(copy)
+        resolve_refs(full, [], set(), everything=True)
+        assert _resolution(cortex.reader()) == _resolution(full), n
+        full.close()
+
+
+@pytest.mark.parametrize("layout, step", [
+    # self.m() in a subclass of a class that a package re-exports, then re-exports another one
+    ({"pkg/__init__.py": "from .kid import K\n",
+      "pkg/kid.py": "class A:\n    def m(self):\n        return 1\n\n\nclass K(A):\n    pass\n",
+      "pkg/kid2.py": "class B:\n    def m(self):\n        return 2\n\n\nclass K(B):\n    pass\n",
+      "sub.py": "from pkg import K\n\n\nclass S(K):\n    def go(self):\n"
+                "        return self.m()\n"},
+     {"pkg/__init__.py": "from .kid2 import K\n"}),
+    # pkg.func() where the package re-exports func from another module
+    ({"pkg/__init__.py": "from .a import func\n", "pkg/a.py": "def func():\n    return 1\n",
+      "pkg/b.py": "def func():\n    return 2\n",
+      "app.py": "import pkg\n\n\ndef run():\n    return pkg.func()\n"},
+     {"pkg/__init__.py": "from .b import func\n"}),
+    # api.func() where a submodule re-exports it
+    ({"pkg/__init__.py": "", "pkg/api.py": "from .a import func\n",
+      "pkg/a.py": "def func():\n    return 1\n", "pkg/b.py": "def func():\n    return 2\n",
+      "app.py": "from pkg import api\n\n\ndef run():\n    return api.func()\n"},
+     {"pkg/api.py": "from .b import func\n"}),
+], ids=["reexported-base", "package-attribute", "submodule-attribute"])
+def test_references_through_another_files_reexport_follow_it(repo, cortex, tmp_path, layout,
+                                                              step):
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, [step])

@@ -320,10 +320,11 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     elsewhere can resolve differently only through a name of those sets (a definition, or a
     re-export), through one that an import of such a name binds under an alias (followed to
     its end), or as a wildcard or default import; and another reference only through a
-    definition's name, or through an import of its own file that now resolves differently
-    (read after the imports, by the name or the qualifier it binds). Resolving every import again
-    cost a one-commit update on scrapy half its structure step. tests/test_structure.py checks
-    the result against a full resolution."""
+    definition's name, as `module.name` of such a name, or through an import of its own file
+    that now resolves differently (read after the imports, by the name or the qualifier it
+    binds); a class base that now resolves differently resolves everything again. Resolving
+    every import again cost a one-commit update on scrapy half its structure step.
+    tests/test_structure.py checks the result against a full resolution."""
     resolver = Resolver(con)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")])
@@ -344,9 +345,12 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                    for f in resolver.module_files(fid, module, level) or ()
                    for n in _defined_names(resolver, f)}
         for name in _aliases_closure(con, names | set(imported) | starred):
+            # Imports of the name, and `module.name` anywhere: the module's binding of it (a
+            # re-export) may now be another definition.
             found.update(r[0] for r in con.execute(
-                "select id from refs where name = ? and kind = 'import'", (name,)))
-    moved = _resolve(con, resolver, sorted(found))
+                "select id from refs where name = ? and (kind = 'import' or (qualifier is not"
+                " null and qualifier not in ('self', 'cls', 'this', 'super', '?')))", (name,)))
+    moved, bases_moved = _resolve(con, resolver, sorted(found))
     # The references bound by an import that now resolves differently, in its own file.
     again: set[int] = set()
     for fid, name, alias, module in moved:
@@ -359,7 +363,9 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
             " qualifier = ? or qualifier like ? escape '\\')",
             (fid, local, local, _like_prefix(local) + ".%")))
-    _resolve(con, resolver, sorted(again - found))
+    bases_moved = _resolve(con, resolver, sorted(again - found))[1] or bases_moved
+    if bases_moved:   # a class now inherits from another one: methods found through it may be
+        return resolve_refs(con, [], set(), everything=True)   # others, in any subclass
     with con:
         con.execute("delete from meta where key = 'structure_resolve_pending'")
     return len(found | again)
@@ -369,10 +375,11 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _resolve(con, resolver: Resolver, ids: list[int]) -> list[tuple]:
+def _resolve(con, resolver: Resolver, ids: list[int]) -> tuple[list[tuple], bool]:
     """Resolve these references again; returns (file, name, alias, module) of the imports among
-    them whose answer changed."""
+    them whose answer changed, and whether a class's base now resolves differently."""
     moved: list[tuple] = []
+    bases_moved = False
     with con:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -389,11 +396,14 @@ def _resolve(con, resolver: Resolver, ids: list[int]) -> list[tuple]:
             for row in rows:
                 ref = RefRow(*row[:-1])
                 status, targets = resolver.resolve(ref)
-                if ref.kind == "import" and (status != row[-1]
-                                             or set(targets) != before.get(ref.id, set())):
-                    moved.append((ref.file_id, ref.name, ref.alias, ref.module))
+                if ref.kind in ("import", "inherits") and (
+                        status != row[-1] or set(targets) != before.get(ref.id, set())):
+                    if ref.kind == "import":
+                        moved.append((ref.file_id, ref.name, ref.alias, ref.module))
+                    else:
+                        bases_moved = True
                 con.execute("update refs set status = ? where id = ?", (status, ref.id))
                 con.executemany("insert into edges(ref_id, dst_file_id, dst_qualname, confidence)"
                                 " values (?,?,?,?)", ((ref.id, f, q, c) for f, q, c in targets))
-    return moved
+    return moved, bases_moved
 
