@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import string
 from pathlib import Path
 
@@ -141,7 +142,6 @@ def test_other_tokenizers_are_not_copied(tmp_path, tiny_model):
     lambda d: d["model"].update(type="BPE"),
     lambda d: d["normalizer"].update(something_new=True),
     lambda d: d["model"].update(unk_token="[NOPE]"),
-    lambda d: d.update(truncation={"max_length": "many"}),
     lambda d: d.update(added_tokens=[{"content": 7}]),
 ])
 def test_settings_it_does_not_follow_are_refused(tiny_wordpiece_model, change):
@@ -149,3 +149,48 @@ def test_settings_it_does_not_follow_are_refused(tiny_wordpiece_model, change):
     assert spec_of(document) is not None
     change(document)
     assert spec_of(document) is None
+
+
+def test_a_model_without_max_length_truncates_nothing(tmp_path, tiny_wordpiece_model):
+    """model2vec reads every token when the model's config has no max_length (null): so do
+    both query paths, whatever the tokenizer file's own truncation says."""
+    from cortex_core.memory import embeddings
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_wordpiece_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["max_length"] = None
+    (folder / "config.json").write_text(json.dumps(config))
+    con = _store(tmp_path, folder)
+    text = "cache " * 500 + "deadline " * 100      # 600 tokens, past the file's 512
+    assert len(text) <= embeddings.MAX_CHARS           # what Embedder.encode would cut
+    embeddings._LOADED.pop(str(folder), None)
+    expected = embeddings.load_model(str(folder)).encode([text])[0]
+    for encoder, store in ((open_encoder(folder), None), (open_encoder(folder, con), con)):
+        got = np.frombuffer(encoder.vector(text, store=store), np.float32)
+        np.testing.assert_allclose(got, expected, atol=1e-5)   # 600 rows summed in float64
+
+
+def test_a_replaced_tokenizer_file_with_the_same_size_and_time_is_not_trusted(
+        tmp_path, tiny_wordpiece_model):
+    """A copy that keeps the modification time (cp -p, rsync -a) is another file."""
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_wordpiece_model, folder)
+    con = _store(tmp_path, folder)
+    path = folder / "tokenizer.json"
+    stat = path.stat()
+    swapped = tmp_path / "swapped.json"
+    swapped.write_bytes(path.read_bytes())
+    os.utime(swapped, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.replace(swapped, path)
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert stored_tokenizer(con, folder) is None
+
+
+def test_added_tokens_that_normalization_could_reveal_go_to_tokenizers(tiny_wordpiece_model):
+    document = json.loads((Path(tiny_wordpiece_model) / "tokenizer.json").read_text())
+    document["added_tokens"] = [{"id": 1, "content": "[MASK]", "normalized": True}]
+    masked = StoredWordPiece(lambda tokens: {}, spec_of(document))
+    assert not masked.handles("a [MA\x0bSK] b")            # a control character dropped
+    assert masked.handles("a [MA SK] b")
+    document["added_tokens"] = [{"id": 1, "content": "foo\x7fbar", "normalized": True}]
+    assert not StoredWordPiece(lambda tokens: {}, spec_of(document)).handles("foobar")

@@ -63,8 +63,11 @@ class QueryEncoder:
             self._prepare(tokenizer)
 
     def _prepare(self, tokenizer) -> None:
+        # As model2vec: its max_length, or none at all (not the tokenizer file's own truncation).
         if self._max_length is not None:
             tokenizer.enable_truncation(self._max_length)
+        else:
+            tokenizer.no_truncation()
         self._unk = _unknown_id(tokenizer)
         self._tokenizer = tokenizer
 
@@ -80,7 +83,7 @@ class QueryEncoder:
             median = stored.median_length if stored is not None else self._median_token_length()
             text = text[:self._max_length * median]
         if stored is not None and stored.handles(text):
-            limit = self._max_length if self._max_length is not None else stored.truncate
+            limit = self._max_length
             ids, unk = stored.ids(text)[:limit] if limit else stored.ids(text), stored.unk_id
         else:
             ids, unk = self._tokenize(text), self._unk

@@ -55,10 +55,6 @@ def spec_of(document: Any) -> dict | None:
              if isinstance(t, dict)]
     if not all(isinstance(a, str) and a for a in added):
         return None
-    truncation = document.get("truncation")
-    truncate = truncation.get("max_length") if isinstance(truncation, dict) else None
-    if truncation is not None and not (isinstance(truncate, int) and truncate > 0):
-        return None
     # model2vec cuts a long text at max_length × the median length of the vocabulary's tokens
     # (statistics.median over get_vocab(), added tokens included).
     lengths = sorted(len(t) for t in {**vocab, **dict.fromkeys(added)})
@@ -68,13 +64,15 @@ def spec_of(document: Any) -> dict | None:
     return {"clean_text": normalizer.get("clean_text", True) is True,
             "lowercase": normalizer.get("lowercase", True) is True,
             "unk_id": vocab[unk], "prefix": prefix, "max_chars": longest, "added": added,
-            "truncate": truncate, "median_length": median}
+            "median_length": median}
 
 
 def file_key(path: Path) -> str:
-    """What says that tokenizer.json is the file the stored vocabulary came from."""
+    """What says that tokenizer.json is the file the stored vocabulary came from: its size, its
+    times and its inode. The change time cannot be set back (a copy that keeps the modification
+    time, `cp -p` or rsync, still changes it), so a replaced file reads as another."""
     stat = os.stat(path)
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}"
 
 
 class StoredWordPiece:
@@ -85,24 +83,29 @@ class StoredWordPiece:
         self._spec = spec
         self.unk_id: int = spec["unk_id"]
         self.median_length: int = spec.get("median_length", 0)
-        self.truncate: int | None = spec.get("truncate")   # the file's own, if it has one
 
     def handles(self, text: str) -> bool:
         """Whether this reader gives `tokenizers`' answer for `text`."""
         # An added token's text is cut out before (or, for some, after) normalization:
-        # compared case-blind, any that might match sends the text to `tokenizers`.
-        lowered = text.lower()
-        return text.isascii() and not any(a.lower() in lowered for a in self._spec["added"])
+        # compared case-blind with the text and with its normalized form, any that might match
+        # sends the text to `tokenizers`; so does an added token that is not plain printable
+        # ASCII (normalized, it might match what this comparison cannot see).
+        if not text.isascii():
+            return False
+        forms = (text.lower(), self._normalize(text).lower())
+        return not any(not (a.isascii() and a.isprintable()) or
+                       any(a.lower() in form for form in forms) for a in self._spec["added"])
 
-    def ids(self, text: str) -> list[int]:
-        spec = self._spec
-        if spec["clean_text"]:
+    def _normalize(self, text: str) -> str:
+        """BertNormalizer on ASCII: controls dropped (clean_text), lower case; no accents."""
+        if self._spec["clean_text"]:
             text = "".join(" " if c in _CLEAN_SPACE else c for c in text
                            if c in _CLEAN_SPACE or 32 <= ord(c) < 127)
-        if spec["lowercase"]:    # accents: none to strip in ASCII
-            text = text.lower()
+        return text.lower() if self._spec["lowercase"] else text
+
+    def ids(self, text: str) -> list[int]:
         out: list[int] = []
-        for word in _words(text):
+        for word in _words(self._normalize(text)):
             out.extend(self._pieces(word))
         return out
 
