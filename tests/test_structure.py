@@ -446,7 +446,14 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
       "pkg/a.py": "def func():\n    return 1\n", "pkg/b.py": "def func():\n    return 2\n",
       "app.py": "from pkg import api\n\n\ndef run():\n    return api.func()\n"},
      {"pkg/api.py": "from .b import func\n"}),
-], ids=["reexported-base", "package-attribute", "submodule-attribute"])
+    # a class whose base is imported from elsewhere now: a subclass in another file follows
+    ({"pkg/base.py": "class A:\n    def m(self):\n        return 1\n",
+      "pkg/base2.py": "class A:\n    def m(self):\n        return 2\n",
+      "pkg/kid.py": "from pkg.base import A\n\n\nclass K(A):\n    pass\n",
+      "sub.py": "from pkg.kid import K\n\n\nclass S(K):\n    def go(self):\n"
+                "        return self.m()\n"},
+     {"pkg/kid.py": "from pkg.base2 import A\n\n\nclass K(A):\n    pass\n"}),
+], ids=["reexported-base", "package-attribute", "submodule-attribute", "base-imported-anew"])
 def test_references_through_another_files_reexport_follow_it(repo, cortex, tmp_path, layout,
                                                               step):
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, [step])

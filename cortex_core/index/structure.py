@@ -92,7 +92,10 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                                      extract_structure)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
-            bases_changed = bases_changed or before[2] != after[2]
+            # A class's bases changed, or one resolves through a name that changed here.
+            bases = {n for _, name, q in after[2] for n in (name, (q or "").split(".")[0]) if n}
+            bases_changed = bases_changed or before[2] != after[2] or bool(
+                bases & (defined | imported)) or bool(after[2] and starred)
             names_touched |= defined
             imports_touched |= imported
             wildcards |= starred
@@ -350,7 +353,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             found.update(r[0] for r in con.execute(
                 "select id from refs where name = ? and (kind = 'import' or (qualifier is not"
                 " null and qualifier not in ('self', 'cls', 'this', 'super', '?')))", (name,)))
-    moved, bases_moved = _resolve(con, resolver, sorted(found))
+    moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=set(changed))
     # The references bound by an import that now resolves differently, in its own file.
     again: set[int] = set()
     for fid, name, alias, module in moved:
@@ -363,7 +366,8 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
             " qualifier = ? or qualifier like ? escape '\\')",
             (fid, local, local, _like_prefix(local) + ".%")))
-    bases_moved = _resolve(con, resolver, sorted(again - found))[1] or bases_moved
+    bases_moved = _resolve(con, resolver, sorted(again - found), fresh=set(changed))[1] \
+        or bases_moved
     if bases_moved:   # a class now inherits from another one: methods found through it may be
         return resolve_refs(con, [], set(), everything=True)   # others, in any subclass
     with con:
@@ -375,9 +379,12 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _resolve(con, resolver: Resolver, ids: list[int]) -> tuple[list[tuple], bool]:
+def _resolve(con, resolver: Resolver, ids: list[int], fresh: set[int] | frozenset[int] = frozenset()
+             ) -> tuple[list[tuple], bool]:
     """Resolve these references again; returns (file, name, alias, module) of the imports among
-    them whose answer changed, and whether a class's base now resolves differently."""
+    them whose answer changed, and whether a class's base now resolves differently. The
+    references of `fresh` files were just read (they had no answer): their file's shape says
+    what changed there (update_structure)."""
     moved: list[tuple] = []
     bases_moved = False
     with con:
@@ -396,7 +403,7 @@ def _resolve(con, resolver: Resolver, ids: list[int]) -> tuple[list[tuple], bool
             for row in rows:
                 ref = RefRow(*row[:-1])
                 status, targets = resolver.resolve(ref)
-                if ref.kind in ("import", "inherits") and (
+                if ref.kind in ("import", "inherits") and ref.file_id not in fresh and (
                         status != row[-1] or set(targets) != before.get(ref.id, set())):
                     if ref.kind == "import":
                         moved.append((ref.file_id, ref.name, ref.alias, ref.module))
