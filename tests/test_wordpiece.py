@@ -194,3 +194,18 @@ def test_added_tokens_that_normalization_could_reveal_go_to_tokenizers(tiny_word
     assert masked.handles("a [MA SK] b")
     document["added_tokens"] = [{"id": 1, "content": "foo\x7fbar", "normalized": True}]
     assert not StoredWordPiece(lambda tokens: {}, spec_of(document)).handles("foobar")
+
+
+@pytest.mark.parametrize("meta", ["null", "[1, 2]", "{}", '{"key": "x"}', "not json"])
+def test_a_damaged_record_of_the_vocabulary_is_ignored_and_replaced(tmp_path, tiny_wordpiece_model,
+                                                                    meta):
+    folder = Path(tiny_wordpiece_model)
+    con = _store(tmp_path, folder)
+    recorded = json.loads(con.execute("select value from meta where key = 'query_vocab'").get)
+    with con:
+        con.execute("update meta set value = ? where key = 'query_vocab'",
+                    (meta.replace('"x"', json.dumps(recorded["key"])),))
+    assert stored_tokenizer(con, folder) is None
+    with con:
+        assert store_vocabulary(con, folder) is True       # the next index run writes it again
+    assert stored_tokenizer(con, folder) is not None

@@ -149,9 +149,13 @@ def store_vocabulary(con, folder: Path) -> bool:
     follow that tokenizer; otherwise remove any copy. True when a copy is there afterwards."""
     path = folder / "tokenizer.json"
     try:
-        key = file_key(path)
         recorded = json.loads(_meta(con) or "{}")
-        if recorded.get("key") == key and _has_table(con):
+    except ValueError:      # a damaged record: written again below
+        recorded = None
+    try:
+        key = file_key(path)
+        if (isinstance(recorded, dict) and recorded.get("key") == key and _complete(recorded)
+                and _has_table(con)):
             return True
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -175,7 +179,7 @@ def stored_tokenizer(con, folder: Path) -> StoredWordPiece | None:
     try:
         recorded = json.loads(_meta(con) or "null")
         if not isinstance(recorded, dict) or recorded.get("key") != file_key(
-                folder / "tokenizer.json") or not _has_table(con):
+                folder / "tokenizer.json") or not _has_table(con) or not _complete(recorded):
             return None
     except (OSError, ValueError):
         return None
@@ -185,6 +189,15 @@ def stored_tokenizer(con, folder: Path) -> StoredWordPiece | None:
         return dict(con.execute(f"select token, id from {TABLE} where token in ({marks})",
                                 tokens))
     return StoredWordPiece(lookup, recorded)
+
+
+def _complete(spec: dict) -> bool:
+    """Whether a recorded spec has every setting, of its type (a damaged meta row has not)."""
+    return (all(isinstance(spec.get(k), bool) for k in ("clean_text", "lowercase"))
+            and all(isinstance(spec.get(k), int) for k in ("unk_id", "max_chars", "median_length"))
+            and isinstance(spec.get("prefix"), str) and bool(spec["prefix"])
+            and isinstance(spec.get("added"), list)
+            and all(isinstance(a, str) for a in spec["added"]))
 
 
 def _meta(con) -> str | None:
