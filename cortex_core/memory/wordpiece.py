@@ -93,7 +93,7 @@ class StoredWordPiece:
         if not text.isascii():
             return False
         forms = (text.lower(), self._normalize(text).lower())
-        return not any(not (a.isascii() and a.isprintable()) or
+        return not any(not all(32 <= ord(c) < 127 for c in a) or
                        any(a.lower() in form for form in forms) for a in self._spec["added"])
 
     def _normalize(self, text: str) -> str:
