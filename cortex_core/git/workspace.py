@@ -119,8 +119,9 @@ class WorkspaceCache:
     """A server's last `git status`, reused for `seconds` after git was started (searches typed
     one after another, as a quick pick sends them, would each start git; on scrapy that start
     held the language server's thread ~8 ms of a ~50 ms search on a loaded machine). `forget`
-    drops it: the language server calls it when a document is saved or git's files change, so
-    that what goes stale is only what changed outside the editor, for at most `seconds`."""
+    drops it: the language server calls it when a document is saved or HEAD or a ref moves (the
+    files it watches), so that what goes stale is only what changed outside the editor (an
+    edit, a `git add` in a terminal), for at most `seconds`."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
