@@ -329,26 +329,22 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
     resolving everything. Re-exports through __init__, an alias chain (`x as y`, imported on
     as y), a wildcard import, a JavaScript default import, a change inside a body, and a
     class's bases changing under a subclass in another file."""
-    import shutil
-
-    from cortex_core.index.structure import resolve_refs
-    from cortex_core.store.store import open_writer
-    repo.write("pkg/__init__.py", "from .core import build as make\nfrom .util import *\n")
-    repo.write("pkg/core.py", "def build():\n    return 1\n\n\ndef other():\n    return 2\n")
-    repo.write("pkg/util.py", "def helper():\n    return 3\n")
-    repo.write("pkg/mid.py", "from pkg import make as create\n")
-    repo.write("app.py", "from pkg import make, helper\nfrom pkg.mid import create\n\n\n"
-                         "def run():\n    make()\n    create()\n    return helper()\n")
-    repo.write("web/db.js", "export default function save() {}\nexport function load() {}\n")
-    repo.write("web/app.js", "import save from './db';\nimport {load} from './db';\n"
-                             "export function go() { save(); load(); }\n")
-    repo.write("pkg/base.py", "class A:\n    def m(self):\n        return 1\n\n\n"
-                              "class B:\n    def m(self):\n        return 2\n")
-    repo.write("pkg/kid.py", "from pkg.base import A, B\n\n\nclass K(A):\n    pass\n")
-    repo.write("sub.py", "from pkg.kid import K\n\n\nclass S(K):\n    def go(self):\n"
-                         "        return self.m()\n")
-    repo.commit("Layout", days_ago=9)
-    cortex.index(model="none")
+    layout = {
+        "pkg/__init__.py": "from .core import build as make\nfrom .util import *\n",
+        "pkg/core.py": "def build():\n    return 1\n\n\ndef other():\n    return 2\n",
+        "pkg/util.py": "def helper():\n    return 3\n",
+        "pkg/mid.py": "from pkg import make as create\n",
+        "app.py": "from pkg import make, helper\nfrom pkg.mid import create\n\n\n"
+                  "def run():\n    make()\n    create()\n    return helper()\n",
+        "web/db.js": "export default function save() {}\nexport function load() {}\n",
+        "web/app.js": "import save from './db';\nimport {load} from './db';\n"
+                      "export function go() { save(); load(); }\n",
+        "pkg/base.py": "class A:\n    def m(self):\n        return 1\n\n\n"
+                       "class B:\n    def m(self):\n        return 2\n",
+        "pkg/kid.py": "from pkg.base import A, B\n\n\nclass K(A):\n    pass\n",
+        "sub.py": "from pkg.kid import K\n\n\nclass S(K):\n    def go(self):\n"
+                  "        return self.m()\n",
+    }
     steps = [
         ("pkg/core.py", "def other():\n    return 2\n"),                          # build gone
         ("pkg/core.py", "def build():\n    return 1\n"),                          # back
@@ -361,21 +357,8 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
         ("pkg/core.py", "def build():\n    return 11\n"),                         # body only
         ("pkg/kid.py", "from pkg.base import A, B\n\n\nclass K(B):\n    pass\n"),   # bases
     ]
-    for n, (path, text) in enumerate(steps):
-        repo.write(path, text)
-        repo.commit(f"step {n}", days_ago=8 - n)
-        summary = cortex.index()
-        assert summary.structure_files_read == 1, (n, path)
-        copy = tmp_path / f"full{n}.db"
-        shutil.copy(cortex.db, copy)
-        for ext in ("-wal", "-shm"):
-            if cortex.db.with_name(cortex.db.name + ext).exists():
-                shutil.copy(cortex.db.with_name(cortex.db.name + ext),
-                            copy.with_name(copy.name + ext))
-        full = open_writer(copy)
-        resolve_refs(full, [], set(), everything=True)
-        assert _resolution(cortex.reader()) == _resolution(full), (n, path)
-        full.close()
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout,
+                                          [{path: text} for path, text in steps])
 
 
 def test_a_resolution_left_pending_is_done_once(py_project, indexed):
@@ -415,7 +398,7 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
         for path, text in step.items():
             repo.write(path, text)
         repo.commit(f"step {n}", days_ago=29 - n)
-        cortex.index()
+        assert cortex.index().structure_files_read == len(step), n
         copy = tmp_path / f"full{n}.db"
         shutil.copy(cortex.db, copy)
         for ext in ("-wal", "-shm"):
