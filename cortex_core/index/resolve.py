@@ -49,6 +49,15 @@ class RefRow:
 Target = tuple[int, "str | None", float]   # (file id, qualname or None, confidence)
 
 
+def local_name(name: str | None, alias: str | None, module: str | None) -> str | None:
+    """The name an import binds in its file: its alias, the name it imports, or for a whole
+    module (`import a.b`) the module's first part."""
+    local = alias or (name if name not in (None, "*") else None)
+    if local is None and module:
+        local = module.split(".")[0].split("/")[-1].split("::")[-1]
+    return local
+
+
 class Resolver:
     """Indexes of the whole project's structure, built once per resolution run."""
 
@@ -246,9 +255,7 @@ class Resolver:
         for row in rows:
             ref = RefRow(*row)
             status, targets = self.resolve_import(ref, _depth)
-            local = ref.alias or (ref.name if ref.name not in (None, "*") else None)
-            if local is None and ref.module:
-                local = ref.module.split(".")[0].split("/")[-1].split("::")[-1]
+            local = local_name(ref.name, ref.alias, ref.module)
             if status != "resolved" and local:
                 external[local] = status   # `from setuptools import setup`: not our setup()
             if status != "resolved":

@@ -20,7 +20,7 @@ from typing import Callable
 
 from cortex_core.git.git_reads import head_commit, path_blob, read_blob
 from cortex_core.lang.languages import language_for_path
-from cortex_core.index.resolve import RefRow, Resolver
+from cortex_core.index.resolve import RefRow, Resolver, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 
 Progress = Callable[[int, int, str], None]
@@ -263,9 +263,7 @@ def _import_names(fid: int, imports) -> tuple[set[str], set[tuple[int, str | Non
     for name, alias, module, level in imports:
         if name == "*":
             starred.add((fid, module, level or 0))
-        out.update(n for n in (name, alias) if n and n != "*")
-        if name is None and alias is None and module:   # `import a.b` binds `a`
-            out.add(module.split(".")[0].split("/")[-1].split("::")[-1])
+        out.update(n for n in (name, local_name(name, alias, module)) if n and n != "*")
     return out, starred
 
 
@@ -330,7 +328,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     tests/test_structure.py checks the result against a full resolution."""
     resolver = Resolver(con)
     if everything:
-        _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")])
+        _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
         with con:
             con.execute("delete from meta where key = 'structure_resolve_pending'")
         return con.execute("select count(*) from refs").get
@@ -361,7 +359,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             again.update(r[0] for r in con.execute(
                 "select id from refs where file_id = ? and kind != 'import'", (fid,)))
             continue
-        local = alias or name or (module or "").split(".")[0].split("/")[-1].split("::")[-1]
+        local = local_name(name, alias, module) or ""
         again.update(r[0] for r in con.execute(
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
             " qualifier = ? or qualifier like ? escape '\\')",
@@ -379,12 +377,14 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _resolve(con, resolver: Resolver, ids: list[int], fresh: set[int] | frozenset[int] = frozenset()
-             ) -> tuple[list[tuple], bool]:
+def _resolve(con, resolver: Resolver, ids: list[int],
+             fresh: set[int] | frozenset[int] = frozenset(),
+             detect: bool = True) -> tuple[list[tuple], bool]:
     """Resolve these references again; returns (file, name, alias, module) of the imports among
     them whose answer changed, and whether a class's base now resolves differently. The
     references of `fresh` files were just read (they had no answer): their file's shape says
-    what changed there (update_structure)."""
+    what changed there (update_structure). Without `detect` (a full resolution), nothing is
+    compared."""
     moved: list[tuple] = []
     bases_moved = False
     with con:
@@ -397,13 +397,13 @@ def _resolve(con, resolver: Resolver, ids: list[int], fresh: set[int] | frozense
             before: dict[int, set] = {}
             for ref_id, f, q, c in con.execute(
                     "select ref_id, dst_file_id, dst_qualname, confidence from edges"
-                    f" where ref_id in ({marks})", chunk):
+                    f" where ref_id in ({marks})", chunk) if detect else ():
                 before.setdefault(ref_id, set()).add((f, q, c))
             con.execute(f"delete from edges where ref_id in ({marks})", chunk)
             for row in rows:
                 ref = RefRow(*row[:-1])
                 status, targets = resolver.resolve(ref)
-                if ref.kind in ("import", "inherits") and ref.file_id not in fresh and (
+                if detect and ref.kind in ("import", "inherits") and ref.file_id not in fresh and (
                         status != row[-1] or set(targets) != before.get(ref.id, set())):
                     if ref.kind == "import":
                         moved.append((ref.file_id, ref.name, ref.alias, ref.module))
