@@ -17,8 +17,9 @@ errors with a clear message rather than silently ignored.
     max_diff_lines = 20000        # a file patch with more changed lines is recorded at file level only
                                   (additions and deletions of a whole file excepted)
     max_commit_files = 2000       # files of one commit beyond this are recorded at file level only
-    worker_memory_mb = 250        # a commit-reading worker resident beyond this is replaced by a
-                                  # fresh one (bounds the index run's memory; docs/numbers.md)
+    memory_mb = 500               # what an index run's processes may hold together while they
+                                  # read commits (workers, their caches and their number follow)
+    worker_memory_mb = 0          # one commit-reading worker's budget instead (0: from memory_mb)
     recent_first_commits = 5000   # a larger history's first run indexes a recent window first
                                   # (when the front end asks: the language server does)
     window_commits = 500          # that window: at most this many first-parent commits
@@ -92,10 +93,14 @@ class IndexSettings:
     max_file_bytes: int = 10_000_000
     max_diff_lines: int = 20_000
     max_commit_files: int = 2_000
-    # Resident memory of one commit-reading worker (read_pool.py) beyond which it is replaced by
-    # a fresh process: the index run's peak is about the main process plus `--jobs` times this,
-    # plus what one commit of the largest files takes (docs/numbers.md, "Bounded memory").
-    worker_memory_mb: int = 250
+    # Memory of the index run's process tree while commits are read (read_pool.py): the main
+    # process's part is set aside, the rest shared by the workers (fewer workers when each
+    # would get too little); a worker past its share stops before its next commit and is
+    # replaced by a fresh process, and its parser's caches are sized to the share. So the peak
+    # is about `memory_mb` plus what one commit of the largest files takes (docs/settings.md,
+    # "Memory of an index run"). `worker_memory_mb` > 0 sets each worker's share instead.
+    memory_mb: int = 500
+    worker_memory_mb: int = 0
     # Recent history first (ingest.py, `index_repository(recent_first=...)`): a first run over
     # a history of more than `recent_first_commits` commits (the language server's default; the
     # command line's `--recent-first` asks for it whatever the size) indexes a recent window

@@ -315,8 +315,9 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
 
 
 def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, monkeypatch):
-    """A worker resident beyond index.worker_memory_mb is replaced by a fresh process between
-    chunks (bounded memory, issue 17); records do not depend on the worker's caches."""
+    """A worker resident beyond index.worker_memory_mb stops before its next commit, even in the
+    middle of a chunk, and is replaced by a fresh process that reads the rest (bounded memory,
+    issue 17); records do not depend on the worker's caches."""
     import dataclasses
     import pygit2
     import cortex_core.index.read_pool as read_pool
@@ -325,8 +326,8 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
         repo.write("a.py", "".join(f"def f{j}():\n    return {i + j}\n" for j in range(i + 1)))
         repo.commit(f"c{i}", days_ago=10 - i)
     shas = repo.git("rev-list", "--reverse", "HEAD").split()
-    monkeypatch.setattr(read_pool, "CHUNK", 2)
-    tiny = dataclasses.replace(Settings().index, worker_memory_mb=1)   # every chunk is over it
+    monkeypatch.setattr(read_pool, "CHUNK", 4)
+    tiny = dataclasses.replace(Settings().index, worker_memory_mb=1)   # every process is over it
     stats: dict = {}
     got = dict(read_pool.read_parallel(str(repo.path), tiny, shas, 2, stats=stats))
     reader = CommitReader(pygit2.Repository(str(repo.path)), Settings().index)
@@ -334,7 +335,8 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
     # What a record says, except how many blobs it took to parse (a fresh worker's cold cache).
     assert [dataclasses.replace(got[i], parses=0) for i in range(len(shas))] == \
         [dataclasses.replace(r, parses=0) for r in expected]
-    assert stats["recycled"] >= 2 and stats["peak_worker_bytes"] > 1024 * 1024
+    # Each process read one commit (a fresh one always reads one), then made way for another.
+    assert stats["recycled"] == len(shas) and stats["peak_worker_bytes"] > 1024 * 1024
     roomy: dict = {}
     list(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=roomy))
     assert roomy["recycled"] == 0
@@ -473,3 +475,22 @@ def test_history_order_is_the_same_however_the_store_was_indexed(repo, tmp_path,
                                       "right 2"]
     assert len({(t, g) for _, t, g in history_of_notes[1:-1]}) == 3
     assert len(answers["one run"]["blame docs/notes.txt"]) == 20
+
+
+def test_the_memory_of_an_index_run_is_shared_by_the_workers_it_fits():
+    """[index] memory_mb less the main process's part is shared by as many workers as get a
+    useful share each; worker_memory_mb sets each one's share instead (issue 17)."""
+    import dataclasses
+    from cortex_core.index.read_pool import MAIN_MB, MIN_WORKER_MB, worker_plan
+    index = Settings().index
+    mib = 1024 * 1024
+    assert worker_plan(index, 4) == (2, (500 - MAIN_MB) // 2 * mib)   # the default: 2 of 4
+    assert worker_plan(index, 1) == (1, (500 - MAIN_MB) * mib)
+    roomy = dataclasses.replace(index, memory_mb=2000)
+    assert worker_plan(roomy, 4) == (4, (2000 - MAIN_MB) // 4 * mib)
+    tight = dataclasses.replace(index, memory_mb=MAIN_MB + MIN_WORKER_MB - 1)
+    assert worker_plan(tight, 4) == (1, (MIN_WORKER_MB - 1) * mib)
+    tiny = dataclasses.replace(index, memory_mb=1)           # never a share a worker cannot start in
+    assert worker_plan(tiny, 4)[0] == 1 and worker_plan(tiny, 4)[1] >= 40 * mib
+    fixed = dataclasses.replace(index, memory_mb=1, worker_memory_mb=300)
+    assert worker_plan(fixed, 4) == (4, 300 * mib)

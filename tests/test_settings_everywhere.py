@@ -174,6 +174,8 @@ def test_a_pack_reads_the_repositorys_coupling_settings(tmp_path: Path):
     (lambda p: os.mkfifo(p), "is not a regular file"),     # a read would block for ever
     (lambda p: p.write_text("hotspots = 5\n"), "[hotspots] must be a table"),
     (lambda p: p.write_text("[search]\nhalf_lfe_days = 3\n"), "unknown key search.half_lfe_days"),
+    (lambda p: p.write_text("[index]\nmemory_mb = 0\n"), "index.memory_mb must be a whole number"),
+    (lambda p: p.write_text("[index]\nworker_memory_mb = -5\n"), "must be a whole number"),
 ])
 def test_a_config_that_cannot_be_used_is_an_error_not_the_defaults(tmp_path: Path, make, says):
     (tmp_path / ".cortex").mkdir()

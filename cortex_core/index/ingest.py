@@ -54,6 +54,7 @@ from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_miss
 from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE,
                                            ObjectSource, prefetch, promisor_remote)
+from cortex_core.index.process_memory import release_memory
 from cortex_core.index.read_pool import WorkerError, head_files_parallel, read_parallel
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from cortex_core.index.skip_rules import record_limits
@@ -581,7 +582,12 @@ class _Indexer:
 
         if self.remote is not None:
             self._prefetch(tips, [] if lost_tips else old_tips, bool(new))
-        self._ingest(new)
+        # The walk's commit objects and what libgit2 cached while walking take ~1.6 KB a commit
+        # (sympy: 100 MB): only ids and parents are kept while the commits are read.
+        todo = [(str(c.id), [str(p) for p in c.parent_ids]) for c in new]
+        walked = new = dropped = []
+        release_memory(self.repo)
+        self._ingest(todo)
         if get_meta(con, "reread_merges"):
             self._reread_merges()
         versions = VersionGraph(con)
@@ -603,7 +609,7 @@ class _Indexer:
         total = con.execute("select count(*) from commits where reachable = 1").get
         return IndexSummary(**memory, structure_files_read=structure.files_read,
             missing_objects=len(self.missing), missing_cause=cause, objects_fetched=self.fetched,
-            head=str(head.id), new_commits=len(new), total_commits=total,
+            head=str(head.id), new_commits=len(todo), total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
             skipped_file_changes=self.skipped, blobs_parsed=self.parses,
@@ -730,14 +736,15 @@ class _Indexer:
         commit = self._commit(sha)
         return commit.commit_time if commit is not None else 0
 
-    def _ingest(self, commits: list[pygit2.Commit]) -> None:
-        """Read and store `commits`, in transactions of about BATCH_SECONDS each."""
+    def _ingest(self, commits: list[tuple[str, list[str]]]) -> None:
+        """Read and store `commits` ((id, parent ids), parents before children), in transactions
+        of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
         generations = self._generations(commits)
         total = len(commits)
         if self.progress:
             self.progress(0, total)
-        records = self._records(commits)
+        records = self._records([sha for sha, _ in commits])
         done, batch_start = 0, time.monotonic()
         while done < total:
             with self.con:
@@ -751,27 +758,26 @@ class _Indexer:
                         break
             batch_start = time.monotonic()
 
-    def _records(self, commits: list[pygit2.Commit]):
+    def _records(self, shas: list[str]):
         """(position, record) of every commit: read here, or by worker processes for long runs."""
-        if self.jobs > 1 and len(commits) >= PARALLEL_MIN_COMMITS:
-            return read_parallel(self.repo.workdir, self.settings,
-                                 [str(c.id) for c in commits], self.jobs, self.online,
+        if self.jobs > 1 and len(shas) >= PARALLEL_MIN_COMMITS:
+            return read_parallel(self.repo.workdir, self.settings, shas, self.jobs, self.online,
                                  roots=self.reader.roots)
-        return ((i, self.reader.read(c)) for i, c in enumerate(commits))
+        return ((i, self.reader.read(self.repo.get(sha))) for i, sha in enumerate(shas))
 
-    def _generations(self, commits: list[pygit2.Commit]) -> list[int]:
+    def _generations(self, commits: list[tuple[str, list[str]]]) -> list[int]:
         """The generation of each of `commits` (parents first): from the list itself, not from
         the order records are written in, which worker processes do not keep."""
         known: dict[str, int] = {}
         out = []
-        for commit in commits:
+        for sha, parents in commits:
             generation = 0
-            for parent in map(str, commit.parent_ids):
+            for parent in parents:
                 if parent not in known:   # stored by an earlier run, or missing (shallow): 0
                     known[parent] = self.con.execute(
                         "select generation from commits where sha = ?", (parent,)).get or 0
                 generation = max(generation, known[parent])
-            known[str(commit.id)] = generation + 1
+            known[sha] = generation + 1
             out.append(generation + 1)
         return out
 
@@ -842,7 +848,7 @@ class _Indexer:
         In one transaction, so that a stopped run leaves the flag for the next one."""
         con = self.con
         ids = dict(con.execute("select sha, id from commits where is_merge = 1"))
-        merges = [c for c in (self._commit(sha) for sha in ids) if c is not None]
+        merges = [sha for sha in ids if self._commit(sha) is not None]
         with con:
             con.execute("delete from merge_hunks")
             con.execute("delete from merge_edges")

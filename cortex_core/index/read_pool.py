@@ -10,16 +10,17 @@ Bounded memory: a worker's caches are bounded by size (parser, blobs, tokens, an
 object cache: GIT_CACHE_BYTES), but what a long-lived process holds still creeps up with the
 history it has read: a big commit lifts Python's small-object arenas, which stay mostly empty
 and fragmented afterwards, and libgit2's pack state grows (sympy: 210 MB of arenas of which a
-few MB live, after 8,000 commits). So each chunk reports the worker's resident memory, and a
-worker over `index.worker_memory_mb` is replaced by a fresh process once its queued chunk is done
-(a recycle costs a process start and a cold cache, like the start of a range; the records do not
-depend on the cache, so neither does the store).
+few MB live, after 8,000 commits). So a worker looks at its resident memory before each commit:
+past `index.worker_memory_mb` it stops and returns what it has read, the rest of its chunks goes
+back to the parent, and the worker is replaced by a fresh process (a recycle costs a process
+start and a cold cache, like the start of a range; the records do not depend on the cache, so
+neither does the store). A worker thus holds at most its budget plus what one commit takes;
+checked once per chunk instead, it overshot by what 32 commits take (sympy: up to 290 MB).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Callable, Iterator
@@ -29,7 +30,8 @@ import pygit2
 from cortex_core.git.commit_reader import CommitReader, CommitRecord
 from cortex_core.config import IndexSettings
 from cortex_core.git.object_source import ObjectSource
-from cortex_core.lang.symbols import Symbol
+from cortex_core.index.process_memory import resident_bytes
+from cortex_core.lang.symbols import CACHED_SYMBOLS, TREE_CACHE_BYTES, Symbol, SymbolParser
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
 QUEUED = 2  # chunks handed to a worker at a time: one running, one ready when it ends
@@ -44,6 +46,7 @@ PACK_WINDOW_BYTES = 32 * 1024 * 1024
 PACK_MAPPED_BYTES = 64 * 1024 * 1024
 
 _reader: CommitReader | None = None
+_commits_read = 0   # by this process: a fresh worker reads at least one commit, whatever its size
 
 
 class WorkerError(Exception):
@@ -52,44 +55,49 @@ class WorkerError(Exception):
 
 
 def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
-           roots: frozenset[str] = frozenset()) -> None:
+           roots: frozenset[str] = frozenset(), budget: int = 0) -> None:
     """`fetch`: a partial clone whose remote answered: read what libgit2 lacks through git.
-    `roots`: commits read as adding their whole tree (CommitReader.roots)."""
+    `roots`: commits read as adding their whole tree (CommitReader.roots). `budget`: the
+    worker's memory budget in bytes (0: none), which sizes its parser's caches."""
     global _reader
     pygit2.settings.cache_max_size(GIT_CACHE_BYTES)
     pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
     pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_BYTES
-    _reader = CommitReader(pygit2.Repository(repo_path), settings,
+    _reader = CommitReader(pygit2.Repository(repo_path), settings, parser=_parser(budget),
                            objects=ObjectSource(repo_path, True) if fetch else None, roots=roots)
 
 
-def _read(shas: list[str]) -> tuple[list[CommitRecord], int]:
-    """The records of `shas`, and this process's resident memory after reading them."""
+# What of a worker's budget its parser's caches may fill: a tree takes ~50x its text, a cached
+# symbol ~200 bytes. The caches are the live part of a worker's memory; the rest of its growth
+# is the allocator's fragmentation around them, so they take well under half of the budget.
+TREE_SHARE = 100     # budget / TREE_SHARE bytes of text in the tree cache
+SYMBOL_SHARE = 1600  # budget / SYMBOL_SHARE symbols in the symbols cache
+
+
+def _parser(budget: int) -> SymbolParser | None:
+    """A parser whose caches fit in `budget` bytes (None: the default caches)."""
+    if not budget:
+        return None
+    return SymbolParser(tree_cache_bytes=min(TREE_CACHE_BYTES, max(250_000, budget // TREE_SHARE)),
+                        cached_symbols=min(CACHED_SYMBOLS, max(20_000, budget // SYMBOL_SHARE)))
+
+
+def _read(shas: list[str], budget: int = 0) -> tuple[list[CommitRecord], int]:
+    """The records of `shas`, and this process's resident memory after reading them. Past
+    `budget` bytes resident (0: no budget) it stops before the next commit: the records are then
+    those of the first shas only, and the process should be replaced."""
+    global _commits_read
     assert _reader is not None
     out = []
     for sha in shas:
+        if budget and _commits_read and resident_bytes() > budget:
+            break
+        _commits_read += 1
         try:
             out.append(_reader.read(_reader.repo.get(sha)))
         except Exception as exc:  # noqa: BLE001 - must reach the parent as text
             raise WorkerError(f"reading commit {sha[:10]}: {type(exc).__name__}: {exc}") from None
     return out, resident_bytes()
-
-
-def resident_bytes() -> int:
-    """This process's resident memory now (Linux); elsewhere its peak so far (getrusage), which
-    recycles a worker after a spike as well; 0 when neither can be read (never recycled)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-        import sys
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    except (ImportError, OSError):
-        return 0
-    return peak if sys.platform == "darwin" else peak * 1024   # bytes on macOS, KiB elsewhere
 
 
 def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Symbol], int]]:
@@ -119,6 +127,24 @@ def head_files_parallel(repo_path: str, settings: IndexSettings, items: list[tup
                 yield start + offset, reason, symbols, parses
 
 
+# The main process while workers read (the writer: 75-90 MiB on sympy's first half; its walk's
+# ids and parents grow ~400 bytes a commit) and multiprocessing's resource tracker (8 MiB).
+MAIN_MB = 120
+MIN_WORKER_MB = 180   # below this share a worker is replaced every few dozen commits (sympy)
+FLOOR_WORKER_MB = 64  # a share never goes below: a fresh worker takes 40-50 MiB
+
+
+def worker_plan(settings: IndexSettings, jobs: int) -> tuple[int, int]:
+    """(workers, each one's memory budget in bytes) for `jobs` asked: `worker_memory_mb` when
+    set, otherwise `memory_mb` less the main process's part, shared by as many of the workers
+    as get MIN_WORKER_MB each (at least one)."""
+    if settings.worker_memory_mb:
+        return jobs, settings.worker_memory_mb * 1024 * 1024
+    room = settings.memory_mb - MAIN_MB
+    workers = max(1, min(jobs, room // MIN_WORKER_MB))
+    return workers, max(FLOOR_WORKER_MB, room // workers) * 1024 * 1024
+
+
 RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed out on demand,
                        # keep workers busy to the end, at the price of a cold cache per range
 
@@ -145,21 +171,22 @@ class _Worker:
 def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                   workers: int, fetch: bool = False, stats: dict | None = None,
                   roots: frozenset[str] = frozenset()) -> Iterator[tuple[int, CommitRecord]]:
-    """(position in `shas`, record) for every commit, in completion order. `stats` receives
+    """(position in `shas`, record) for every commit, in completion order, read by at most
+    `workers` processes (worker_plan). `stats` receives "workers", "budget_bytes" (each one's),
     "recycled" (workers replaced for their memory) and "peak_worker_bytes" (the most a worker
     reported) when the reading ends."""
     context = multiprocessing.get_context("spawn")
-    budget = settings.worker_memory_mb * 1024 * 1024
+    workers, budget = worker_plan(settings, workers)
 
     def spawn() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(1, mp_context=context, initializer=_start,
-                                   initargs=(repo_path, settings, fetch, roots))
+                                   initargs=(repo_path, settings, fetch, roots, budget))
 
     crew = [_Worker(spawn) for _ in range(workers)]
     size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))
     ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
     ranges.reverse()  # popped from the end: in history order
-    pending: dict[Future, tuple[_Worker, int]] = {}  # future -> (worker, start)
+    pending: dict[Future, tuple[_Worker, int, int]] = {}  # future -> (worker, start, stop)
     peak = 0
 
     def feed(worker: _Worker) -> None:
@@ -171,7 +198,7 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                 first, end = ranges.pop()
                 worker.todo.extend((s, min(s + CHUNK, end)) for s in range(first, end, CHUNK))
             begin, stop = worker.todo.popleft()
-            pending[worker.pool.submit(_read, shas[begin:stop])] = (worker, begin)
+            pending[worker.pool.submit(_read, shas[begin:stop], budget)] = (worker, begin, stop)
             worker.queued += 1
 
     try:
@@ -180,10 +207,14 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: pending[f][1]):
-                worker, start = pending.pop(future)
+                worker, start, stop = pending.pop(future)
                 worker.queued -= 1
                 records, resident = future.result()
                 peak = max(peak, resident)
+                if start + len(records) < stop:   # stopped at its budget: the rest comes back
+                    worker.todo.append((start + len(records), stop))
+                    worker.todo = deque(sorted(worker.todo))   # in history order again
+                    worker.recycle = True
                 if budget and resident > budget:
                     worker.recycle = True
                 if worker.recycle and not worker.queued:
@@ -195,4 +226,5 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
         for worker in crew:
             worker.pool.shutdown(wait=True, cancel_futures=True)
         if stats is not None:
-            stats.update(recycled=sum(w.recycled for w in crew), peak_worker_bytes=peak)
+            stats.update(workers=workers, budget_bytes=budget, peak_worker_bytes=peak,
+                         recycled=sum(w.recycled for w in crew))

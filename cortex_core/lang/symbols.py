@@ -1206,7 +1206,7 @@ class SymbolParser:
     """
 
     def __init__(self, cache_size: int = 4096, tree_cache_size: int = TREE_CACHE_SIZE,
-                 tree_cache_bytes: int = TREE_CACHE_BYTES):
+                 tree_cache_bytes: int = TREE_CACHE_BYTES, cached_symbols: int = CACHED_SYMBOLS):
         # Two caches: symbols are small and answer a repeated blob (the old side of the next
         # commit) without parsing; trees are large (~20x the text) and serve incremental
         # re-parses. A tree superseded by an incremental parse of its successor is dropped: a
@@ -1219,6 +1219,7 @@ class SymbolParser:
         self._cache_size = cache_size
         self._tree_cache_size = tree_cache_size
         self._tree_cache_bytes = tree_cache_bytes
+        self._cached_symbols_max = cached_symbols
         self._tree_bytes = 0
         self._cached_symbols = 0
         self._cache: OrderedDict[tuple[str, str], list[Symbol]] = OrderedDict()
@@ -1254,7 +1255,7 @@ class SymbolParser:
         self._cache[key] = symbols
         self._cached_symbols += len(symbols)
         while len(self._cache) > 1 and (len(self._cache) > self._cache_size
-                                        or self._cached_symbols > CACHED_SYMBOLS):
+                                        or self._cached_symbols > self._cached_symbols_max):
             self._cached_symbols -= len(self._cache.popitem(last=False)[1])
 
     def _remember_tree(self, key: tuple[str, str], parsed: _Parsed) -> None:
