@@ -533,3 +533,39 @@ def test_a_rebuild_keeps_the_model_the_user_chose(topics, cortex, tiny_model, mo
     assert cortex.index(model=tiny_model).semantic.startswith(f"on: {tiny_model}")
     assert cortex.index(rebuild=True).semantic.startswith(f"on: {tiny_model}")
 
+
+
+def test_the_context_of_candidates_that_cannot_reach_the_top_k_is_not_read(repo, cortex,
+                                                                          monkeypatch):
+    """With a focus, only candidates whose best possible score can still reach the top k have
+    their files, symbols and text read; the hits are those of reading every candidate."""
+    import cortex_core.memory.search as memory_search
+    for i in range(40):
+        repo.write(f"m{i}.py", f"def parse_{i}(text):\n    return text[{i}:]\n")
+        repo.commit(f"Fix parser edge case {i}" + " parser" * (i % 7), days_ago=400 - 9 * i)
+    cortex.index()
+    con = writer(cortex)
+    read: list[int] = []
+    real = memory_search._focus_data
+
+    def counted(con, items, text):
+        read.extend(items)
+        return real(con, items, text)
+
+    monkeypatch.setattr(memory_search, "_focus_data", counted)
+    focuses = [build_focus(con, "m3.py"), build_focus(con, "m39.py::parse_39"),
+               Focus(branch_terms=("edge",)), Focus(changed_file_ids=frozenset({1, 2, 3}))]
+    for focus in focuses:
+        for top_k in (1, 3, 10, 45):
+            options = SearchOptions(focus=focus, top_k=top_k)
+            monkeypatch.setattr(memory_search, "CONTEXT_BATCH", 10_000)   # every candidate
+            read.clear()
+            every = search(con, "fix parser edge case", options)
+            candidates = len(read)
+            monkeypatch.setattr(memory_search, "CONTEXT_BATCH", 2)
+            read.clear()
+            bounded = search(con, "fix parser edge case", options)
+            assert bounded.hits == every.hits, (focus, top_k)
+            assert candidates >= 40 and len(set(read)) == len(read)
+            if top_k <= 3:
+                assert len(read) < candidates, (focus, top_k)

@@ -238,14 +238,18 @@ def _check(options: SearchOptions) -> None:
 
 
 class _Filters:
-    """The same filters for both candidate lists, as SQL on `items i`."""
+    """The same filters for both candidate lists, as SQL on `items i`: `joins` after it in the
+    FROM clause, `sql` in the WHERE clause. Joins rather than EXISTS subqueries: on scrapy the
+    filter of 400 matches took 0.53 ms against 1.35."""
+
+    joins = (" left join commits f_c on f_c.id = i.commit_id"
+             " left join notes f_n on f_n.id = i.note_id")
 
     def __init__(self, options: SearchOptions):
-        clauses = ["(i.commit_id is null or exists (select 1 from commits c"
-                   " where c.id = i.commit_id and c.reachable = 1))",
+        clauses = ["(i.commit_id is null or f_c.reachable = 1)",
                    # a note expired since the last index or note command never shows
-                   "(i.note_id is null or exists (select 1 from notes n where n.id = i.note_id"
-                   " and n.superseded_by is null and (n.valid_until is null or n.valid_until > ?)))"]
+                   "(i.note_id is null or (f_n.id is not null and f_n.superseded_by is null"
+                   " and (f_n.valid_until is null or f_n.valid_until > ?)))"]
         params: list = [int(time.time())]
         if options.kinds:
             clauses.append(f"i.kind in ({','.join('?' * len(options.kinds))})")
@@ -307,8 +311,8 @@ def _bm25(con, table: str, columns: tuple[float, ...], expression: str, filters:
     if not scored:
         return {}
     marks = ",".join("?" * len(scored))
-    kept = {r[0] for r in con.execute(f"select i.id from items i where i.id in ({marks})"
-                                      f" and {filters.sql}",
+    kept = {r[0] for r in con.execute(f"select i.id from items i{filters.joins}"
+                                      f" where i.id in ({marks}) and {filters.sql}",
                                       (*(r[0] for r in scored), *filters.params))}
     if len(kept) >= candidates or len(scored) < overfetch:
         return dict([(item, s) for item, s in scored if item in kept][:candidates])
@@ -319,7 +323,7 @@ def _filtered_bm25(con, table: str, weights: str, expression: str, filters: _Fil
                    candidates: int) -> dict[int, float]:
     rows = con.execute(
         f"select i.id, -bm25({table}, {weights}) as s from {table} join items i"
-        f" on i.id = {table}.rowid where {table} match ? and {filters.sql}"
+        f" on i.id = {table}.rowid{filters.joins} where {table} match ? and {filters.sql}"
         f" order by s desc, i.id limit ?", (expression, *filters.params, candidates))
     return {r[0]: r[1] for r in rows}
 
@@ -349,7 +353,7 @@ def _vector(con, query: str, embedder, filters: _Filters,
     # Through the text's hash (indexed; vector_id is not): an item points at the vector of its
     # own text, so this finds the same items as `vector_id in (...)` without reading them all.
     items = con.execute(f"select i.id, i.vector_id from vectors v join items i"
-                        f" on i.text_hash = v.text_hash and i.vector_id = v.id"
+                        f" on i.text_hash = v.text_hash and i.vector_id = v.id{filters.joins}"
                         f" where v.id in ({marks}) and {filters.sql}",
                         (*order, *filters.params)).fetchall()
     items.sort(key=lambda r: (order[r[1]], r[0]))
@@ -374,31 +378,79 @@ def _rank(con, scored: list[tuple[int, float]], parts: Parts, vector: list[int],
         fused[item] = score
     if not fused:
         return []
-    meta = _metadata(con, list(fused))
+    light = _light_metadata(con, list(fused))
     focus = options.focus if options.context else Focus()
-    area = _dominant_area(fused, meta) if options.priors else None
-    ranked: list[tuple[float, float, int, Explanation]] = []
-    for item, base in fused.items():
-        m = meta[item]
-        recency = signal = ctx = in_area = 0.0
-        reasons: tuple[str, ...] = ()
+    area = _dominant_area(fused, light) if options.priors else None
+    pw = options.prior_weights
+    priors: dict[int, tuple[float, float, float]] = {}   # recency, signal, area
+    for item in fused:
+        m = light[item]
         if options.priors:
-            recency = _recency(m, now, options)
-            signal = SIGNAL.get(m["signal"] or "other", 0.3)
-            in_area = 1.0 if area is not None and m["cluster"] == area else 0.0
-        if not focus.empty:
-            ctx, reasons = _context(m, focus)
-        pw = options.prior_weights
-        boost = pw.recency * recency + pw.signal * signal + pw.context * ctx + pw.area * in_area
-        score = base * (1.0 + boost)
+            priors[item] = (_recency(m, now, options), SIGNAL.get(m["signal"] or "other", 0.3),
+                            1.0 if area is not None and m["cluster"] == area else 0.0)
+        else:
+            priors[item] = (0.0, 0.0, 0.0)
+
+    def boost(item: int, ctx: float) -> float:
+        recency, signal, in_area = priors[item]
+        return pw.recency * recency + pw.signal * signal + pw.context * ctx + pw.area * in_area
+
+    contexts = {} if focus.empty else _contexts(con, fused, boost, focus, light, options)
+
+    def key(item: int) -> tuple[float, int, int]:
+        ctx = contexts.get(item, (0.0, ()))[0]
+        return (-(fused[item] * (1.0 + boost(item, ctx))), -light[item]["time"], item)
+
+    # Without a focus every candidate is scored; with one, those whose context was not read
+    # cannot reach the top k (_contexts).
+    ranked = sorted(fused if focus.empty else contexts, key=key)
+    chosen = _diverse(ranked, light, options)
+    meta = _metadata(con, chosen)
+    hits = []
+    for item in chosen:
+        recency, signal, in_area = priors[item]
+        ctx, reasons = contexts.get(item, (0.0, ()))
+        lift = boost(item, ctx)
         text_bm25, code_bm25 = parts.get(item, (None, None))
-        why = Explanation(lex_rank.get(item), vec_rank.get(item), sims.get(item), w_vec, base,
-                          recency, signal, ctx, reasons, in_area, boost, score,
-                          text_bm25=text_bm25, code_bm25=code_bm25)
-        ranked.append((score, -m["time"], item, why))
-    ranked.sort(key=lambda s: (-s[0], s[1], s[2]))
-    # Hits are built (and their authors redacted) only as far as the diverse top k reads.
-    return _diverse((_hit(meta[item], why) for _, _, item, why in ranked), options)
+        why = Explanation(lex_rank.get(item), vec_rank.get(item), sims.get(item), w_vec,
+                          fused[item], recency, signal, ctx, reasons, in_area, lift,
+                          fused[item] * (1.0 + lift), text_bm25=text_bm25, code_bm25=code_bm25)
+        hits.append(_hit(meta[item], why))
+    return hits
+
+
+CONTEXT_BATCH = 64   # candidates whose context is read at a time (_contexts)
+
+
+def _contexts(con, fused: dict[int, float], boost: Callable[[int, float], float],
+              focus: Focus, light: dict[int, dict], options: SearchOptions
+              ) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """The context prior of the candidates that can still reach the top k: read best upper
+    bound first (the context prior at its largest), a batch at a time, until the next upper
+    bound is below the k-th score of the diverse top k so far; every candidate not read scores
+    below it whatever its context, so the hits are those of reading all (what the focus needs
+    of a candidate, its files, symbols and text, is most of the cost of ranking a common-word
+    query's hundreds of candidates)."""
+    prunable = options.prior_weights.context >= 0 and all(v >= 0 for v in fused.values())
+
+    def bound(item: int) -> float:   # a hair above, so that rounding cannot cut a tie
+        return fused[item] * (1.0 + boost(item, 1.0)) * (1.0 + 1e-9)
+
+    def score(item: int) -> float:
+        return fused[item] * (1.0 + boost(item, out[item][0]))
+
+    order = sorted(fused, key=lambda i: (-bound(i), i))
+    out: dict[int, tuple[float, tuple[str, ...]]] = {}
+    for start in range(0, len(order), CONTEXT_BATCH):
+        if prunable and len(out) >= options.top_k:
+            ranked = sorted(out, key=lambda i: (-score(i), -light[i]["time"], i))
+            chosen = _diverse(ranked, light, options)
+            if len(chosen) == options.top_k and bound(order[start]) < score(chosen[-1]):
+                break
+        batch = order[start:start + CONTEXT_BATCH]
+        for item, data in _focus_data(con, batch, bool(focus.branch_terms)).items():
+            out[item] = _context(data, focus)
+    return out
 
 
 def _recency(m: dict, now: float, options: SearchOptions) -> float:
@@ -462,31 +514,60 @@ def _context(m: dict, focus: Focus) -> tuple[float, tuple[str, ...]]:
     return value, tuple(reasons)
 
 
-def _metadata(con, items: list[int]) -> dict[int, dict]:
+def _light_metadata(con, items: list[int]) -> dict[int, dict]:
+    """What every candidate's priors and diversity need: time, signal, cluster, source."""
     out: dict[int, dict] = {}
     for start in range(0, len(items), 500):
         chunk = items[start:start + 500]
         marks = ",".join("?" * len(chunk))
-        for row in con.execute(
-                f"select i.id, i.kind, i.title, i.body, i.time, i.signal, i.commit_id, i.segment,"
-                f" i.file_id, i.line, i.note_id, i.cluster, c.sha, c.author_name, df.path"
-                f" from items i left join commits c on c.id = i.commit_id"
-                f" left join files df on df.id = i.file_id where i.id in ({marks})", chunk):
-            (item, kind, title, body, when, signal, commit_id, segment, file_id, line, note_id,
-             cluster, sha, author, doc_path) = row
-            out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
-                             commit_id=commit_id, segment=segment, file_id=file_id, line=line,
-                             note_id=note_id, cluster=cluster, sha=sha,
-                             author=author,
-                             doc_path=doc_path, file_ids=set(), symbol_ids=set(), paths=[])
-        for item, file_id, path in con.execute(
-                f"select x.item_id, x.file_id, f.path from item_files x join files f"
-                f" on f.id = x.file_id where x.item_id in ({marks})", chunk):
-            out[item]["file_ids"].add(file_id)
-            out[item]["paths"].append(path)
-        for item, symbol_id in con.execute(
-                f"select item_id, symbol_id from item_symbols where item_id in ({marks})", chunk):
-            out[item]["symbol_ids"].add(symbol_id)
+        for item, kind, when, signal, cluster, commit_id, file_id in con.execute(
+                f"select id, kind, time, signal, cluster, commit_id, file_id from items"
+                f" where id in ({marks})", chunk):
+            source = ("commit", commit_id) if kind == "commit" else \
+                ("doc", file_id) if kind == "doc" else ("note", item)
+            out[item] = dict(time=when, signal=signal, cluster=cluster, source=source)
+    return out
+
+
+def _focus_data(con, items: list[int], text: bool) -> dict[int, dict]:
+    """What the context prior reads of a candidate: its files and symbols, its text when the
+    branch name has words to look for."""
+    marks = ",".join("?" * len(items))
+    out: dict[int, dict] = {item: dict(file_ids=set(), symbol_ids=set(), title="", body="")
+                            for item in items}
+    for item, file_id in con.execute(
+            f"select item_id, file_id from item_files where item_id in ({marks})", items):
+        out[item]["file_ids"].add(file_id)
+    for item, symbol_id in con.execute(
+            f"select item_id, symbol_id from item_symbols where item_id in ({marks})", items):
+        out[item]["symbol_ids"].add(symbol_id)
+    if text:
+        for item, title, body in con.execute(
+                f"select id, title, body from items where id in ({marks})", items):
+            out[item].update(title=title, body=body)
+    return out
+
+
+def _metadata(con, items: list[int]) -> dict[int, dict]:
+    """Everything a hit shows of the chosen items."""
+    out: dict[int, dict] = {}
+    if not items:
+        return out
+    marks = ",".join("?" * len(items))
+    for row in con.execute(
+            f"select i.id, i.kind, i.title, i.body, i.time, i.signal, i.segment, i.line,"
+            f" i.note_id, i.cluster, c.sha, c.author_name, df.path"
+            f" from items i left join commits c on c.id = i.commit_id"
+            f" left join files df on df.id = i.file_id where i.id in ({marks})", items):
+        (item, kind, title, body, when, signal, segment, line, note_id, cluster, sha, author,
+         doc_path) = row
+        out[item] = dict(id=item, kind=kind, title=title, body=body, time=when, signal=signal,
+                         segment=segment, line=line, note_id=note_id, cluster=cluster, sha=sha,
+                         author=author, doc_path=doc_path, paths=[])
+    for item, path in con.execute(
+            f"select x.item_id, f.path from item_files x join files f on f.id = x.file_id"
+            f" where x.item_id in ({marks})", items):
+        out[item]["paths"].append(path)
     return out
 
 
@@ -507,17 +588,16 @@ def _hit(m: dict, why: Explanation) -> Hit:
                cluster=m["cluster"], why=why)
 
 
-def _diverse(hits: Iterable[Hit], options: SearchOptions) -> list[Hit]:
-    """The best hits, at most `per_source` from one commit or one document."""
+def _diverse(ranked: Iterable[int], light: dict[int, dict], options: SearchOptions) -> list[int]:
+    """The best items, at most `per_source` from one commit or one document."""
     taken: dict[tuple, int] = {}
     out = []
-    for hit in hits:
-        source = ("commit", hit.sha) if hit.kind == "commit" else \
-            ("doc", hit.path) if hit.kind == "doc" else ("note", hit.item_id)
+    for item in ranked:
+        source = light[item]["source"]
         if taken.get(source, 0) >= options.per_source:
             continue
         taken[source] = taken.get(source, 0) + 1
-        out.append(hit)
+        out.append(item)
         if len(out) == options.top_k:
             break
     return out
