@@ -583,10 +583,12 @@ class _Indexer:
         if self.remote is not None:
             self._prefetch(tips, [] if lost_tips else old_tips, bool(new))
         # The walk's commit objects and what libgit2 cached while walking take ~1.6 KB a commit
-        # (sympy: 100 MB): only ids and parents are kept while the commits are read.
+        # (sympy: 100 MB): only ids and parents are kept while the commits are read. An update
+        # keeps libgit2's caches: the next steps read the same objects again.
         todo = [(str(c.id), [str(p) for p in c.parent_ids]) for c in new]
         walked = new = dropped = []
-        release_memory(self.repo)
+        if len(todo) >= PARALLEL_MIN_COMMITS:
+            release_memory(self.repo)
         self._ingest(todo)
         if get_meta(con, "reread_merges"):
             self._reread_merges()
