@@ -494,3 +494,17 @@ def test_the_memory_of_an_index_run_is_shared_by_the_workers_it_fits():
     assert worker_plan(tiny, 4)[0] == 1 and worker_plan(tiny, 4)[1] >= 40 * mib
     fixed = dataclasses.replace(index, memory_mb=1, worker_memory_mb=300)
     assert worker_plan(fixed, 4) == (4, 300 * mib)
+
+
+def test_a_repository_whose_memory_was_given_back_still_reads(repo):
+    """release_memory drops libgit2's caches after the walk: what follows reads as before."""
+    import pygit2
+    from cortex_core.index.process_memory import release_memory, resident_bytes
+    repo.write("a.py", "def f():\n    return 1\n")
+    sha = repo.commit("one", days_ago=1)
+    opened = pygit2.Repository(str(repo.path))
+    head = opened.head.peel(pygit2.Commit)
+    release_memory(opened)
+    assert opened.head.peel(pygit2.Commit).id == head.id
+    assert opened.get(str(head.id)).tree["a.py"].data == b"def f():\n    return 1\n"
+    assert str(head.id).startswith(sha[:7]) and resident_bytes() > 1024 * 1024

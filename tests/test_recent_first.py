@@ -218,6 +218,29 @@ def test_a_stopped_full_build_is_continued_and_notes_survive_the_swap(tmp_path: 
     assert ours == theirs
 
 
+@pytest.mark.parametrize("stop", [
+    ("recent history: commits", 1),          # inside the window's commits
+    ("recent history: files read", 0),       # after them, before the window is complete
+    ("older history: commits", 2),           # inside the full build's commits
+])
+def test_a_run_stopped_anywhere_is_continued_to_what_a_plain_run_stores(tmp_path: Path, stop):
+    """A killed first run leaves a store the next run continues from, whatever the phase: the
+    window is finished, the whole history built and swapped in, identities as a plain run's."""
+    repo = ScriptedRepo(tmp_path / "repo")
+    shas = build_history(repo)
+    db = tmp_path / "rf" / "cortex.db"
+    with pytest.raises(Stop):
+        index_repository(repo.path, db, WINDOW, recent_first="yes", jobs=1,
+                         progress=stop_at(*stop))
+    summary = index_repository(repo.path, db, WINDOW, recent_first="auto", jobs=1)
+    assert summary.history_from is None and not full_store_path(db).exists()
+    assert compute_history(db) == ([shas[f"recent{i}"] for i in (2, 1, 0)]
+                                   + [shas["old_change"], shas["renamed"], shas["first"]], None)
+    plain = tmp_path / "plain" / "cortex.db"
+    index_repository(repo.path, plain, Settings(), jobs=1)
+    assert dump(db) == dump(plain)
+
+
 def test_auto_leaves_a_short_history_to_a_plain_run(tmp_path: Path):
     repo = ScriptedRepo(tmp_path / "repo")
     build_history(repo)
