@@ -534,7 +534,6 @@ def test_a_rebuild_keeps_the_model_the_user_chose(topics, cortex, tiny_model, mo
     assert cortex.index(rebuild=True).semantic.startswith(f"on: {tiny_model}")
 
 
-
 def test_the_context_of_candidates_that_cannot_reach_the_top_k_is_not_read(repo, cortex,
                                                                           monkeypatch):
     """With a focus, only candidates whose best possible score can still reach the top k have
