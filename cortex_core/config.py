@@ -222,6 +222,7 @@ def load_settings(path: Path) -> Settings:
 
 _SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "packs", "clusters", "time")
 _ZERO_MEANS_OFF = {("coupling", "half_life_days")}
+_ZERO_MEANS_DERIVED = {("index", "worker_memory_mb")}   # whole numbers whose 0 is the default
 _CHOICES = {("time", "clock"): ("repository", "wall")}
 _MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
@@ -261,8 +262,10 @@ def _apply(path: Path | str, section: str, current, values: dict):
                                   + (" or 0 (off)" if zero else ""))
             value = float(value)
         elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_INT:
-                raise CortexError(f"{path}: {section}.{key} must be a whole number from 1 to "
+            low = 0 if (section, key) in _ZERO_MEANS_DERIVED else 1
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not low <= value <= _MAX_INT:
+                raise CortexError(f"{path}: {section}.{key} must be a whole number from {low} to "
                                   f"{_MAX_INT}")
         changes[key] = value
     return replace(current, **changes)

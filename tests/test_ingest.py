@@ -327,6 +327,7 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
         repo.commit(f"c{i}", days_ago=10 - i)
     shas = repo.git("rev-list", "--reverse", "HEAD").split()
     monkeypatch.setattr(read_pool, "CHUNK", 4)
+    monkeypatch.setattr(read_pool, "FLOOR_WORKER_MB", 0)
     tiny = dataclasses.replace(Settings().index, worker_memory_mb=1)   # every process is over it
     stats: dict = {}
     got = dict(read_pool.read_parallel(str(repo.path), tiny, shas, 2, stats=stats))
@@ -481,7 +482,7 @@ def test_the_memory_of_an_index_run_is_shared_by_the_workers_it_fits():
     """[index] memory_mb less the main process's part is shared by as many workers as get a
     useful share each; worker_memory_mb sets each one's share instead (issue 17)."""
     import dataclasses
-    from cortex_core.index.read_pool import MAIN_MB, MIN_WORKER_MB, worker_plan
+    from cortex_core.index.read_pool import FLOOR_WORKER_MB, MAIN_MB, MIN_WORKER_MB, worker_plan
     index = Settings().index
     mib = 1024 * 1024
     assert worker_plan(index, 4) == (2, (500 - MAIN_MB) // 2 * mib)   # the default: 2 of 4
@@ -494,6 +495,8 @@ def test_the_memory_of_an_index_run_is_shared_by_the_workers_it_fits():
     assert worker_plan(tiny, 4)[0] == 1 and worker_plan(tiny, 4)[1] >= 40 * mib
     fixed = dataclasses.replace(index, memory_mb=1, worker_memory_mb=300)
     assert worker_plan(fixed, 4) == (4, 300 * mib)
+    below = dataclasses.replace(index, worker_memory_mb=1)   # a fresh worker is bigger than that
+    assert worker_plan(below, 2) == (2, FLOOR_WORKER_MB * mib)
 
 
 def test_a_repository_whose_memory_was_given_back_still_reads(repo):

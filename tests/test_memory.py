@@ -15,7 +15,8 @@ from cortex_core.errors import CortexError, NotFound
 from cortex_core.memory.notes import (add_note, export_notes, import_notes, list_notes,
                                       supersede_note)
 from cortex_core.query.related_commits import related_commits
-from cortex_core.memory.search import MAX_BOOST, Focus, SearchOptions, build_focus, search
+from cortex_core.memory.search import (MAX_BOOST, Focus, PriorWeights, SearchOptions, build_focus,
+                                       search)
 from cortex_core.query.status import status
 from cortex_core.store.store import open_writer
 from cortex_core.git.workspace import Workspace
@@ -554,9 +555,11 @@ def test_the_context_of_candidates_that_cannot_reach_the_top_k_is_not_read(repo,
     monkeypatch.setattr(memory_search, "_focus_data", counted)
     focuses = [build_focus(con, "m3.py"), build_focus(con, "m39.py::parse_39"),
                Focus(branch_terms=("edge",)), Focus(changed_file_ids=frozenset({1, 2, 3}))]
-    for focus in focuses:
+    # Priors may make a score negative (weights set in code): the bound must stay above it.
+    negative = PriorWeights(recency=0.0, signal=-5.0, context=0.15, area=0.0)
+    for focus, weights in [(f, PriorWeights()) for f in focuses] + [(focuses[1], negative)]:
         for top_k in (1, 3, 10, 45):
-            options = SearchOptions(focus=focus, top_k=top_k)
+            options = SearchOptions(focus=focus, top_k=top_k, prior_weights=weights)
             monkeypatch.setattr(memory_search, "CONTEXT_BATCH", 10_000)   # every candidate
             read.clear()
             every = search(con, "fix parser edge case", options)
@@ -568,3 +571,27 @@ def test_the_context_of_candidates_that_cannot_reach_the_top_k_is_not_read(repo,
             assert candidates >= 40 and len(set(read)) == len(read)
             if top_k <= 3:
                 assert len(read) < candidates, (focus, top_k)
+
+
+def test_a_tie_across_a_batch_of_contexts_is_broken_as_before_when_scores_are_negative(
+        repo, cortex, monkeypatch):
+    """Equal candidates, priors that make every score negative (weights set in code), the two
+    newest about the focus: the newest wins the tie (by time) even when its context is read in
+    a later batch than the other's."""
+    import cortex_core.memory.search as memory_search
+    for i in range(6):
+        repo.write(f"m{i}.py", f"def parse_{i}(text):\n    return text\n")
+        repo.commit("Fix parser", days_ago=60 - i)
+    cortex.index()
+    con = writer(cortex)
+    symbols = frozenset(r[0] for r in con.execute(
+        "select id from symbols where qualname in ('parse_4', 'parse_5')"))
+    negative = PriorWeights(recency=0.0, signal=-5.0, context=0.15, area=0.0)
+    options = SearchOptions(focus=Focus(symbol_ids=symbols), top_k=1, prior_weights=negative,
+                            mode="lexical")
+    monkeypatch.setattr(memory_search, "CONTEXT_BATCH", 10_000)
+    every = search(con, "fix parser", options).hits
+    assert [h.title for h in every] == ["Fix parser"] and every[0].why.context == 1.0
+    for batch in range(1, 7):
+        monkeypatch.setattr(memory_search, "CONTEXT_BATCH", batch)
+        assert search(con, "fix parser", options).hits == every, batch

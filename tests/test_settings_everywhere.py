@@ -184,6 +184,13 @@ def test_a_config_that_cannot_be_used_is_an_error_not_the_defaults(tmp_path: Pat
         repository_settings(tmp_path)
 
 
+def test_a_default_of_zero_can_be_written_out(tmp_path: Path):
+    """docs/settings.md shows `worker_memory_mb = 0` (derived from memory_mb): it must load."""
+    (tmp_path / ".cortex").mkdir()
+    (tmp_path / ".cortex" / "config.toml").write_text("[index]\nworker_memory_mb = 0\n")
+    assert repository_settings(tmp_path).index.worker_memory_mb == 0
+
+
 def test_a_byte_order_mark_is_not_a_toml_error(tmp_path: Path):
     (tmp_path / ".cortex").mkdir()
     (tmp_path / ".cortex" / "config.toml").write_bytes(b"\xef\xbb\xbf[search]\nhalf_life_days = 9\n")

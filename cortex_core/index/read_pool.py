@@ -143,9 +143,10 @@ FLOOR_WORKER_MB = 64  # a share never goes below: a fresh worker takes 40-50 MiB
 def worker_plan(settings: IndexSettings, jobs: int) -> tuple[int, int]:
     """(workers, each one's memory budget in bytes) for `jobs` asked: `worker_memory_mb` when
     set, otherwise `memory_mb` less the main process's part, shared by as many of the workers
-    as get MIN_WORKER_MB each (at least one)."""
+    as get MIN_WORKER_MB each (at least one). Never a share below FLOOR_WORKER_MB: a fresh
+    worker would be replaced after every commit."""
     if settings.worker_memory_mb:
-        return jobs, settings.worker_memory_mb * 1024 * 1024
+        return jobs, max(FLOOR_WORKER_MB, settings.worker_memory_mb) * 1024 * 1024
     room = settings.memory_mb - MAIN_MB
     workers = max(1, min(jobs, room // MIN_WORKER_MB))
     return workers, max(FLOOR_WORKER_MB, room // workers) * 1024 * 1024

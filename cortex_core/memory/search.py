@@ -434,7 +434,8 @@ def _contexts(con, fused: dict[int, float], boost: Callable[[int, float], float]
     prunable = options.prior_weights.context >= 0 and all(v >= 0 for v in fused.values())
 
     def bound(item: int) -> float:   # a hair above, so that rounding cannot cut a tie
-        return fused[item] * (1.0 + boost(item, 1.0)) * (1.0 + 1e-9)
+        best = fused[item] * (1.0 + boost(item, 1.0))
+        return best + abs(best) * 1e-9   # (above also when priors make the score negative)
 
     def score(item: int) -> float:
         return fused[item] * (1.0 + boost(item, out[item][0]))
