@@ -7,6 +7,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import pytest_lsp  # noqa: E402
+from pytest_lsp import LanguageClient  # noqa: E402
+
+from ls_harness import CONFIG, Session, finish  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 from cortex_core.config import Settings  # noqa: E402
@@ -57,3 +61,18 @@ def tiny_wordpiece_model(tmp_path_factory) -> str:
     """A model with BERT's tokenization (tiny_model.py), whose vocabulary the store can keep."""
     from tiny_model import build_tiny_wordpiece_model
     return str(build_tiny_wordpiece_model(tmp_path_factory.mktemp("models") / "wordpiece"))
+
+
+# A real language server over stdio, one per test that asks for `client` or `lsp` (a test file
+# may define its own `client` with another configuration).
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    # pytest-lsp hands the test its client whatever the fixture yields: the session is built on
+    # it by the next fixture, before the server is initialized.
+    yield
+    await finish(lsp_client)
+
+
+@pytest.fixture
+def lsp(client: LanguageClient) -> Session:
+    return Session(client)

@@ -15,12 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.clock import clock, repository_time  # noqa: E402
@@ -196,17 +194,6 @@ def test_cli_hotspots_what_and_search_say_which_clock(old: ScriptedRepo):
 
 
 # -- the language server -------------------------------------------------------------------------
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
-
-
-@pytest.fixture
-def lsp(client: LanguageClient) -> Session:
-    return Session(client)
 
 
 def line_of(text: str, needle: str) -> int:

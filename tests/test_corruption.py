@@ -233,19 +233,11 @@ def test_salvage_is_safe_on_hostile_files(tmp_path):
 
 # -- the servers, finding a damaged store -------------------------------------------------------
 
-import pytest_lsp  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
-from pytest_lsp import LanguageClient  # noqa: E402
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from test_mcp import error, make_project, ok, server  # noqa: E402
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
 
 
 @pytest.fixture

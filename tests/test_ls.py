@@ -8,16 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
 from cortex_core.features.token_count import count_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 USE = sample_use()
@@ -40,19 +38,6 @@ def project(tmp_path: Path) -> ScriptedRepo:
     repo.commit("fix: [click me](command:workbench.action.terminal.new) <img src=x> **loud**",
                 days_ago=5)
     return repo
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    # pytest-lsp hands the test its client whatever the fixture yields: the session is built on
-    # it by the next fixture, before the server is initialized.
-    yield
-    await finish(lsp_client)
-
-
-@pytest.fixture
-def lsp(client: LanguageClient) -> Session:
-    return Session(client)
 
 
 def line_of(text: str, needle: str) -> int:

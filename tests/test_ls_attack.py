@@ -21,14 +21,12 @@ from pathlib import Path
 
 import apsw
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 CORE = '''import os
@@ -53,17 +51,6 @@ def project(tmp_path: Path) -> ScriptedRepo:
     repo.write("pkg/core.py", CORE)
     repo.commit("add the core\n\nThe engine needs one place to compute values.", days_ago=30)
     return repo
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
-
-
-@pytest.fixture
-def lsp(client: LanguageClient) -> Session:
-    return Session(client)
 
 
 def popups(lsp: Session) -> list[str]:

@@ -14,8 +14,6 @@ import time
 import apsw
 import pygit2
 import pytest
-import pytest_lsp
-from pytest_lsp import LanguageClient
 
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.dates import reach
@@ -26,7 +24,7 @@ from cortex_core.query.targets import TargetSpec
 from cortex_core.store.store import open_reader, writer_lock
 from cortex_ls import render as ls_render
 from cortex_cli import render as cli_render
-from ls_harness import CONFIG, Session, finish, plain
+from ls_harness import Session, plain
 from scripted_repo import ScriptedRepo
 
 WINDOW = Settings(index=IndexSettings(window_days=60.0, window_commits=500,
@@ -263,17 +261,6 @@ def project(tmp_path: Path) -> ScriptedRepo:
     (repo.path / ".cortex" / "config.toml").write_text(
         "[index]\nwindow_days = 60.0\nrecent_first_commits = 1\n", encoding="utf-8")
     return repo
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
-
-
-@pytest.fixture
-def lsp(client: LanguageClient) -> Session:
-    return Session(client)
 
 
 @pytest.mark.asyncio

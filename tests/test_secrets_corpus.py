@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish  # noqa: E402
+from ls_harness import Session  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 from secret_corpus import EXAMPLES  # noqa: E402
 from test_mcp import ok, server, text  # noqa: E402
@@ -159,12 +158,6 @@ async def test_mcp_answers_show_markers_not_secrets(corpus_repo: ScriptedRepo):
             assert_no_secret(pack, [e], f"context_pack of kind_{i:02d}")
             history = text(await ok(client, "symbol_history", target=target))
             assert_no_secret(history, [e], f"symbol_history of kind_{i:02d}")
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
 
 
 async def test_hovers_show_markers_not_secrets(client: LanguageClient, corpus_repo: ScriptedRepo):

@@ -15,14 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 
 from cortex_core.config import Settings, repository_settings  # noqa: E402
@@ -73,17 +71,6 @@ def hot_scores(answer: dict) -> list[tuple[str, float]]:
 
 def hit_scores(answer: dict) -> list[tuple[str, float]]:
     return [(h["title"], round(h["why"]["score"], 6)) for h in answer["hits"]]
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
-
-
-@pytest.fixture
-def lsp(client: LanguageClient) -> Session:
-    return Session(client)
 
 
 async def test_the_three_front_ends_read_the_repositorys_settings(lsp: Session,

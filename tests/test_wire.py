@@ -16,14 +16,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest_lsp
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain  # noqa: E402
+from ls_harness import Session, plain  # noqa: E402
 from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
 from wire_shapes import check, shape  # noqa: E402
 
@@ -142,12 +141,6 @@ def test_cli_json(tmp_path: Path, tiny_model: str):
 
 
 # -- the language server -------------------------------------------------------------------------
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
 
 
 async def test_ls_custom_requests(client: LanguageClient, tmp_path: Path):

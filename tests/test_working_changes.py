@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ls_harness import CONFIG, Session, finish, plain as lsp_plain  # noqa: E402
+from ls_harness import Session, plain as lsp_plain  # noqa: E402
 from scripted_repo import ScriptedRepo  # noqa: E402
 
 from cortex_core.query import working_changes as wc  # noqa: E402
@@ -239,12 +238,6 @@ async def test_mcp_related_without_a_target(coupled):
 
 
 # -- the language server ---------------------------------------------------------------------
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def client(lsp_client: LanguageClient):
-    yield
-    await finish(lsp_client)
 
 
 async def test_ls_related_reads_unsaved_buffers(client: LanguageClient, tmp_path: Path):
