@@ -314,14 +314,26 @@ def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypat
     assert rows and ("logo.png", None, None, None, "binary") in head
 
 
+def _what_records_say(records: list) -> list:
+    """Records without how many blobs each took to parse (a fresh worker's cold cache)."""
+    import dataclasses
+    return [dataclasses.replace(r, parses=0) for r in records]
+
+
+def _read_alone(repo, shas: list[str]) -> list:
+    """What one CommitReader in this process reads of `shas`, as _what_records_say."""
+    import pygit2
+    from cortex_core.git.commit_reader import CommitReader
+    reader = CommitReader(pygit2.Repository(str(repo.path)), Settings().index)
+    return _what_records_say([reader.read(reader.repo.get(sha)) for sha in shas])
+
+
 def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, monkeypatch):
     """A worker resident beyond index.worker_memory_mb stops before its next commit, even in the
     middle of a chunk, and is replaced by a fresh process that reads the rest (bounded memory,
     issue 17); records do not depend on the worker's caches."""
     import dataclasses
-    import pygit2
     import cortex_core.index.read_pool as read_pool
-    from cortex_core.git.commit_reader import CommitReader
     for i in range(9):
         repo.write("a.py", "".join(f"def f{j}():\n    return {i + j}\n" for j in range(i + 1)))
         repo.commit(f"c{i}", days_ago=10 - i)
@@ -331,16 +343,58 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
     tiny = dataclasses.replace(Settings().index, worker_memory_mb=1)   # every process is over it
     stats: dict = {}
     got = dict(read_pool.read_parallel(str(repo.path), tiny, shas, 2, stats=stats))
-    reader = CommitReader(pygit2.Repository(str(repo.path)), Settings().index)
-    expected = [reader.read(reader.repo.get(sha)) for sha in shas]
-    # What a record says, except how many blobs it took to parse (a fresh worker's cold cache).
-    assert [dataclasses.replace(got[i], parses=0) for i in range(len(shas))] == \
-        [dataclasses.replace(r, parses=0) for r in expected]
+    assert _what_records_say([got[i] for i in range(len(shas))]) == _read_alone(repo, shas)
     # Each process read one commit (a fresh one always reads one), then made way for another.
     assert stats["recycled"] == len(shas) and stats["peak_worker_bytes"] > 1024 * 1024
     roomy: dict = {}
     list(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=roomy))
     assert roomy["recycled"] == 0
+
+
+def test_the_largest_parse_of_a_commit_is_known_before_it_is_read(repo):
+    """What a worker checks before a commit: the size of the largest blob that reading it may
+    parse (source code within max_file_bytes, either side), from the objects' headers."""
+    import dataclasses
+    import pygit2
+    from cortex_core.git.commit_reader import CommitReader
+    repo.write("code.py", "x = 1\n" * 1000)
+    repo.write("notes.txt", "words\n" * 5000)         # larger, but nothing to parse
+    repo.commit("first")
+    repo.write("code.py", "x = 2\n" * 3000)
+    repo.write("huge.py", "y = 1\n" * 20_000)          # 120,000 bytes: over the limit below
+    repo.commit("second")
+    repo.remove("code.py")
+    repo.commit("third")
+    reader = CommitReader(pygit2.Repository(str(repo.path)),
+                          dataclasses.replace(Settings().index, max_file_bytes=100_000))
+    sizes = [reader.largest_parse(reader.diff_of(reader.repo.get(sha)))
+             for sha in repo.git("rev-list", "--reverse", "HEAD").split()]
+    assert sizes == [6_000, 18_000, 18_000]
+
+
+def test_a_worker_makes_room_for_a_big_tree_before_its_commit_and_reads_the_same(repo,
+                                                                                 monkeypatch):
+    """Before a commit whose largest tree would take its worker past its share (a 2.1 MB file:
+    ~250 MB by the estimate) the worker drops its caches, and hands the commit to a fresh
+    process if it still holds more than one; the records are a single process's."""
+    import dataclasses
+    import cortex_core.index.read_pool as read_pool
+    for i in range(4):
+        repo.write("small.py", f"def f():\n    return {i}\n")
+        repo.commit(f"small {i}", days_ago=10 - i)
+    repo.write("big.py", "".join(f"def handler_{i}(value):\n    return value * {i}\n\n\n"
+                                 for i in range(40_000)))
+    repo.commit("big", days_ago=5)
+    repo.write("small.py", "def f():\n    return 9\n")
+    repo.commit("small after", days_ago=4)
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    monkeypatch.setattr(read_pool, "CHUNK", 2)   # the big commit comes after four others
+    share = dataclasses.replace(Settings().index, worker_memory_mb=150)
+    stats: dict = {}
+    got = dict(read_pool.read_parallel(str(repo.path), share, shas, 1, stats=stats))
+    assert _what_records_say([got[i] for i in range(len(shas))]) == _read_alone(repo, shas)
+    assert stats["caches_dropped"] == 1 and stats["given_back"] in (0, 1)
+    assert len(got[4].symbols) == 40_000
 
 
 def test_a_missing_blob_is_recorded_not_fatal(repo, cortex):

@@ -128,3 +128,22 @@ def test_tree_cache_bounded_by_text_still_gives_full_parse_symbols():
     hunks = [(18, 1, 18, 1), (146, 1, 146, 1)]             # handler_3's return, handler_29's def
     assert parser.symbols("python", "a2", a2, ("a", hunks)) == extract_symbols("python", a2)
     assert "renamed_29" in {s.qualname for s in parser.symbols("python", "a2", a2)}
+
+
+def test_a_parser_within_a_share_keeps_no_tree_over_its_bound_and_can_forget():
+    """A worker's parser (keep_oversized=False) does not keep a tree bigger than its cache
+    allows: a big file's old tree alive beside its new one doubles what a commit takes. Its
+    successor is parsed in full, with the same symbols. forget() empties both caches."""
+    from cortex_core.lang.symbols import SymbolParser, extract_symbols
+    parser = SymbolParser(tree_cache_bytes=100, keep_oversized=False)
+    b = generated(40).encode()
+    parser.symbols("python", "b", b)
+    assert not parser._trees and parser.parse_count() == 1
+    b2 = generated(40, {7: " - 1"}).encode()
+    assert parser.symbols("python", "b2", b2, ("b", [(38, 1, 38, 1)])) == \
+        extract_symbols("python", b2)
+    parser.symbols("python", "b", b)                       # still in the symbols cache
+    assert parser.parse_count() == 2
+    parser.forget()
+    parser.symbols("python", "b", b)                       # parsed again
+    assert parser.parse_count() == 3

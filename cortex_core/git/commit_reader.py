@@ -77,6 +77,9 @@ class CommitRecord:
         return self.merge_words or merge_words(f.words for f in self.files)
 
 
+_NO_BLOB = bytes(20)   # the id of a side that does not exist (an added file's old side)
+
+
 class CommitReader:
     """Reads commits of one repository; keeps a symbol parser whose cache spans the commits read,
     so reading a file's versions in history order parses each blob once, mostly incrementally."""
@@ -99,12 +102,43 @@ class CommitReader:
         missing, self.missing = sorted(self.missing), set()
         return missing
 
-    def read(self, commit: pygit2.Commit) -> CommitRecord:
-        record = self._read(commit)
+    def read(self, commit: pygit2.Commit, diff: pygit2.Diff | None = None) -> CommitRecord:
+        """The commit's record; `diff`: its diff_of, when the caller already has it."""
+        record = self._read(commit, diff)
         record.missing = self.take_missing()
         return record
 
-    def _read(self, commit: pygit2.Commit) -> CommitRecord:
+    def forget_blobs(self) -> None:
+        """Drop the blobs kept for the next commits (read again on demand)."""
+        self._blobs.clear()
+        self._blob_bytes = 0
+
+    def diff_of(self, commit: pygit2.Commit) -> pygit2.Diff | None:
+        """A non-merge commit's diff against its parent, as read() reads it (None: a merge,
+        or something it needs is missing)."""
+        return None if len(commit.parent_ids) > 1 else self._diff(commit)
+
+    def largest_parse(self, diff: pygit2.Diff) -> int:
+        """The size of the largest blob that reading `diff` may parse: source code within
+        max_file_bytes (0: none). Its tree is most of what the commit takes (read_pool)."""
+        largest = 0
+        for delta in diff.deltas:
+            for side in (delta.old_file, delta.new_file):
+                if side.id.raw == _NO_BLOB or language_for_path(text(side.raw_path)) is None:
+                    continue
+                # A tree diff leaves sizes at 0 until a blob is loaded; its header has the size.
+                size = side.size or self._blob_size(side.id)
+                if largest < size <= self.settings.max_file_bytes:
+                    largest = size
+        return largest
+
+    def _blob_size(self, oid: pygit2.Oid) -> int:
+        try:
+            return self.repo.odb.read_header(oid)[1]
+        except (KeyError, ValueError, pygit2.GitError):   # missing (a partial clone): unknown
+            return 0
+
+    def _read(self, commit: pygit2.Commit, diff: pygit2.Diff | None = None) -> CommitRecord:
         parents = [] if str(commit.id) in self.roots else [str(p) for p in commit.parent_ids]
         subject, body = split_message(_message(commit), self.settings.drop_trailers)
         author = commit.author
@@ -118,7 +152,7 @@ class CommitReader:
             record.merge_files = read_merge(self, commit)
             record.merge_words = self._merge_words(commit)
             return record
-        diff = self._diff(commit)
+        diff = diff if diff is not None else self._diff(commit)
         if diff is None:
             return record  # its tree, or its parent, is not in the repository: no file changes
         find_renames(diff)

@@ -16,22 +16,25 @@ rest of its chunks goes back to the parent, and the worker is replaced by a fres
 recycle costs a process start and a cold cache, like the start of a range; the records do not
 depend on the cache, so neither does the store). A worker thus holds at most its share plus what
 one commit takes; checked once per chunk instead, it overshot by what 32 commits take (sympy:
-up to 290 MB).
+up to 290 MB). What one commit takes is mostly the syntax tree of its largest file, so that is
+checked before the commit too (_needs_room): the worker makes room for it, or a fresh worker
+reads the commit.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import pygit2
 
 from cortex_core.git.commit_reader import CommitReader, CommitRecord
 from cortex_core.config import IndexSettings
 from cortex_core.git.object_source import ObjectSource
-from cortex_core.index.process_memory import resident_bytes
+from cortex_core.index.process_memory import release_memory, resident_bytes
 from cortex_core.lang.symbols import CACHED_SYMBOLS, TREE_CACHE_BYTES, Symbol, SymbolParser
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
@@ -48,6 +51,21 @@ PACK_MAPPED_BYTES = 64 * 1024 * 1024
 
 _reader: CommitReader | None = None
 _commits_read = 0   # by this process: a fresh worker reads at least one commit, whatever its size
+# A blob's syntax tree takes up to ~110x its text (sympy's generated Python: a 1.44 MB file,
+# 154 MB of tree; 0.73 MB, 63 MB), built all at once: a worker at its share that read a commit of
+# a 2 MB file grew by 250 MB inside it, past any check between commits. So before a commit the
+# worker adds the tree of its largest parsed blob to what it holds; past its share, it first
+# drops its caches (parser, blobs, libgit2's), then gives the commit back to a fresh process
+# if that holds less. A worker's peak is then about the larger of its share and a fresh worker
+# plus the largest tree (120x the largest file parsed; max_file_bytes bounds it).
+TREE_PER_BYTE = 120
+# Only a tree of at least this part of the share is looked at: a smaller one passes the share
+# by little (the tree cache evicts as it grows), while dropping the caches for it (a worker near
+# its share would, for most files) cost all of sympy's reading 10% more time.
+GUARDED_SHARE = 8
+# About what a fresh worker holds (40-50 MiB): a worker that dropped its caches and still holds
+# more gives the commit back (a fresh one has more room); one that holds no more reads it.
+FRESH_BYTES = 64 * 1024 * 1024
 
 
 class WorkerError(Exception):
@@ -68,8 +86,8 @@ def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
                            objects=ObjectSource(repo_path, True) if fetch else None, roots=roots)
 
 
-# What of a worker's budget its parser's caches may fill: a tree takes ~50x its text, so the
-# trees up to about a quarter of it; a cached symbol ~200 bytes, so the symbols an eighth. They
+# What of a worker's budget its parser's caches may fill: a tree takes 50-110x its text, so the
+# trees up to about a quarter to a half of it; a cached symbol ~200 bytes, so the symbols an eighth. They
 # are most of what a worker holds alive; the allocator's fragmentation around them and what a
 # commit reads take the rest, and past the budget the worker is replaced. With the default
 # caches a 190 MB share was passed every ~125 commits on sympy's commits 40,000-42,000 (16
@@ -85,25 +103,64 @@ def _parser(budget: int) -> SymbolParser | None:
     if not budget:
         return None
     return SymbolParser(tree_cache_bytes=min(TREE_CACHE_BYTES, max(250_000, budget // TREE_SHARE)),
-                        cached_symbols=min(CACHED_SYMBOLS, max(20_000, budget // SYMBOL_SHARE)))
+                        cached_symbols=min(CACHED_SYMBOLS, max(20_000, budget // SYMBOL_SHARE)),
+                        keep_oversized=False)
 
 
-def _read(shas: list[str], budget: int = 0) -> tuple[list[CommitRecord], int]:
-    """The records of `shas`, and this process's resident memory after reading them. Past
-    `budget` bytes resident (0: no budget) it stops before the next commit: the records are then
-    those of the first shas only, and the process should be replaced."""
+def _needs_room(tree: int, budget: int) -> bool:
+    """Whether a tree of `tree` bytes is one to make room for: big, and past `budget` beside
+    what this worker holds."""
+    return tree >= budget // GUARDED_SHARE and resident_bytes() + tree > budget
+
+
+def _drop_caches() -> None:
+    """What a fresh worker would not hold: the parser's trees and symbols, the blobs, libgit2's
+    caches, and the heap's free pages."""
+    assert _reader is not None
+    _reader.parser.forget()
+    _reader.forget_blobs()
+    gc.collect()
+    release_memory(_reader.repo)
+
+
+class _Chunk(NamedTuple):
+    records: list[CommitRecord]
+    resident: int        # the worker's resident memory after reading them, in bytes
+    dropped: int = 0     # times it dropped its caches to make room for a big tree
+    given_back: bool = False   # it stopped before a commit whose tree would not fit in it
+
+
+def _read(shas: list[str], budget: int = 0) -> _Chunk:
+    """The records of `shas`. Past `budget` bytes resident (0: no budget) it stops before the
+    next commit, and before a commit whose largest tree would not fit beside what it holds even
+    with its caches dropped: the records are then those of the first shas only, and the process
+    should be replaced."""
     global _commits_read
     assert _reader is not None
-    out = []
+    out: list[CommitRecord] = []
+    dropped = 0
     for sha in shas:
         if budget and _commits_read and resident_bytes() > budget:
             break
-        _commits_read += 1
         try:
-            out.append(_reader.read(_reader.repo.get(sha)))
+            commit, diff = _reader.repo.get(sha), None
+            if budget and _commits_read:   # a fresh worker reads one commit, whatever it takes
+                diff = _reader.diff_of(commit)
+                tree = TREE_PER_BYTE * _reader.largest_parse(diff) if diff is not None else 0
+                if _needs_room(tree, budget):
+                    commit = diff = None   # nothing of libgit2's held while its caches go
+                    _drop_caches()
+                    dropped += 1
+                    left = resident_bytes()
+                    if left + tree > budget and left > FRESH_BYTES:
+                        return _Chunk(out, left, dropped, True)   # a fresh worker holds less
+                    commit = _reader.repo.get(sha)
+                    diff = _reader.diff_of(commit)
+            _commits_read += 1
+            out.append(_reader.read(commit, diff))
         except Exception as exc:  # noqa: BLE001 - must reach the parent as text
             raise WorkerError(f"reading commit {sha[:10]}: {type(exc).__name__}: {exc}") from None
-    return out, resident_bytes()
+    return _Chunk(out, resident_bytes(), dropped)
 
 
 def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Symbol], int]]:
@@ -180,8 +237,10 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                   roots: frozenset[str] = frozenset()) -> Iterator[tuple[int, CommitRecord]]:
     """(position in `shas`, record) for every commit, in completion order, read by at most
     `workers` processes (worker_plan). `stats` receives "workers", "budget_bytes" (each one's),
-    "recycled" (workers replaced for their memory) and "peak_worker_bytes" (the most a worker
-    reported) when the reading ends."""
+    "recycled" (workers replaced for their memory), "caches_dropped" (times a worker dropped
+    its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
+    the tree they would build) and "peak_worker_bytes" (the most a worker reported) when the
+    reading ends."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
 
@@ -194,7 +253,7 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
     ranges.reverse()  # popped from the end: in history order
     pending: dict[Future, tuple[_Worker, int, int]] = {}  # future -> (worker, start, stop)
-    peak = 0
+    peak = given_back = dropped = 0
 
     def feed(worker: _Worker) -> None:
         """Keep QUEUED chunks with the worker: the rest of its range, then a new range."""
@@ -216,8 +275,11 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
             for future in sorted(done, key=lambda f: pending[f][1]):
                 worker, start, stop = pending.pop(future)
                 worker.queued -= 1
-                records, resident = future.result()
+                chunk = future.result()
+                records, resident = chunk.records, chunk.resident
                 peak = max(peak, resident)
+                given_back += chunk.given_back
+                dropped += chunk.dropped
                 if start + len(records) < stop:   # stopped at its budget: the rest comes back
                     worker.todo.append((start + len(records), stop))
                     worker.todo = deque(sorted(worker.todo))   # in history order again
@@ -234,4 +296,5 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
             worker.pool.shutdown(wait=True, cancel_futures=True)
         if stats is not None:
             stats.update(workers=workers, budget_bytes=budget, peak_worker_bytes=peak,
-                         recycled=sum(w.recycled for w in crew))
+                         recycled=sum(w.recycled for w in crew), given_back=given_back,
+                         caches_dropped=dropped)

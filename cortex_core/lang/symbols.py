@@ -1177,8 +1177,8 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
             == new.offset(new_to) - new.offset(new_from))
 
 
-# Text whose trees the cache keeps: a tree takes 20-50x its text (35x measured on generated Python,
-# Java, C and JavaScript; ~50x on sympy's Python), so about 100-200 MB at most, per process: the
+# Text whose trees the cache keeps: a tree takes 20-120x its text (35x measured on generated
+# Python, Java, C and JavaScript; 50-110x on sympy's Python), so 100-450 MB at most, per process: the
 # cache is most of a commit reader's memory (issue 17: a bounded index run). The recently changed
 # ordinary files fit (sympy's hot set: 1-4 MB of text); the newest tree is kept whatever its
 # size, so a big file's next version still re-parses incrementally when it comes next.
@@ -1206,7 +1206,8 @@ class SymbolParser:
     """
 
     def __init__(self, cache_size: int = 4096, tree_cache_size: int = TREE_CACHE_SIZE,
-                 tree_cache_bytes: int = TREE_CACHE_BYTES, cached_symbols: int = CACHED_SYMBOLS):
+                 tree_cache_bytes: int = TREE_CACHE_BYTES, cached_symbols: int = CACHED_SYMBOLS,
+                 keep_oversized: bool = True):
         # Two caches: symbols are small and answer a repeated blob (the old side of the next
         # commit) without parsing; trees are large (~20x the text) and serve incremental
         # re-parses. A tree superseded by an incremental parse of its successor is dropped: a
@@ -1216,6 +1217,11 @@ class SymbolParser:
         # The tree cache (TREE_CACHE_SIZE trees) is also bounded by the text it stands for: 64
         # trees of 10 MB files
         # would take tens of GB (see TREE_CACHE_BYTES).
+        # Whether the newest tree is kept even beyond tree_cache_bytes (see _remember_tree). A
+        # worker within a memory share keeps none: a big file's old tree alive while its new
+        # version is parsed doubles what the commit takes (sympy's 2 MB generated file: two
+        # trees of ~175 MB at once).
+        self._keep_oversized = keep_oversized
         self._cache_size = cache_size
         self._tree_cache_size = tree_cache_size
         self._tree_cache_bytes = tree_cache_bytes
@@ -1262,6 +1268,8 @@ class SymbolParser:
         """Keep the newest tree whatever its size (its successor will want it); evict the
         least recently used beyond either bound."""
         self._forget_tree(key)
+        if not self._keep_oversized and parsed.lines.size > self._tree_cache_bytes:
+            return
         self._trees[key] = parsed
         self._tree_bytes += parsed.lines.size
         while len(self._trees) > 1 and (len(self._trees) > self._tree_cache_size
@@ -1272,6 +1280,13 @@ class SymbolParser:
         parsed = self._trees.pop(key, None)
         if parsed is not None:
             self._tree_bytes -= parsed.lines.size
+
+    def forget(self) -> None:
+        """Drop every cached tree and symbol list (they are rebuilt on demand, as in a fresh
+        parser): what a worker does before a parse that would not fit beside them."""
+        self._cache.clear()
+        self._trees.clear()
+        self._tree_bytes = self._cached_symbols = 0
 
     def parse_count(self) -> int:
         """How many blobs were parsed (full or incremental), i.e. cache misses."""
