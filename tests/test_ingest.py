@@ -352,24 +352,33 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
 
 
 def test_the_largest_parse_of_a_commit_is_known_before_it_is_read(repo):
-    """What a worker checks before a commit: the size of the largest blob that reading it may
-    parse (source code within max_file_bytes, either side), from the objects' headers."""
+    """What a worker checks before a commit: the most text whose trees reading it holds at
+    once (source code within max_file_bytes, not skipped by its name), from the objects'
+    headers."""
     import dataclasses
     import pygit2
     from cortex_core.git.commit_reader import CommitReader
+    from cortex_core.lang.symbols import SymbolParser
     repo.write("code.py", "x = 1\n" * 1000)
     repo.write("notes.txt", "words\n" * 5000)         # larger, but nothing to parse
     repo.commit("first")
     repo.write("code.py", "x = 2\n" * 3000)
     repo.write("huge.py", "y = 1\n" * 20_000)          # 120,000 bytes: over the limit below
+    repo.write("api_pb2.py", "z = 1\n" * 15_000)       # generated (by its name): not parsed
     repo.commit("second")
     repo.remove("code.py")
     repo.commit("third")
-    reader = CommitReader(pygit2.Repository(str(repo.path)),
-                          dataclasses.replace(Settings().index, max_file_bytes=100_000))
-    sizes = [reader.largest_parse(reader.diff_of(reader.repo.get(sha)))
-             for sha in repo.git("rev-list", "--reverse", "HEAD").split()]
-    assert sizes == [6_000, 18_000, 18_000]
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    settings = dataclasses.replace(Settings().index, max_file_bytes=100_000)
+    # The default parser keeps the old side's tree while it parses the new one: both count.
+    reader = CommitReader(pygit2.Repository(str(repo.path)), settings)
+    assert [reader.largest_parse(reader.diff_of(reader.repo.get(sha))) for sha in shas] == \
+        [6_000, 6_000 + 18_000, 18_000]
+    # A worker's parser keeps no tree over its cache: one side at a time.
+    reader = CommitReader(pygit2.Repository(str(repo.path)), settings,
+                          parser=SymbolParser(tree_cache_bytes=1_000, keep_oversized=False))
+    assert [reader.largest_parse(reader.diff_of(reader.repo.get(sha))) for sha in shas] == \
+        [6_000, 18_000, 18_000]
 
 
 def test_a_worker_makes_room_for_a_big_tree_before_its_commit_and_reads_the_same(repo,

@@ -114,23 +114,34 @@ class CommitReader:
         self._blob_bytes = 0
 
     def diff_of(self, commit: pygit2.Commit) -> pygit2.Diff | None:
-        """A non-merge commit's diff against its parent, as read() reads it (None: a merge,
-        or something it needs is missing)."""
-        return None if len(commit.parent_ids) > 1 else self._diff(commit)
+        """The diff read() reads for a commit that is not a merge, or is one read as a root
+        (None: a merge, or something it needs is missing)."""
+        if len(commit.parent_ids) > 1 and str(commit.id) not in self.roots:
+            return None
+        return self._diff(commit)
 
     def largest_parse(self, diff: pygit2.Diff) -> int:
-        """The size of the largest blob that reading `diff` may parse: source code within
-        max_file_bytes (0: none). Its tree is most of what the commit takes (read_pool)."""
+        """The most text whose syntax trees reading `diff` holds at once, in bytes: of one
+        file, the larger side, or both when the parser keeps the old side's tree while it
+        parses the new one. Only source code the reader may parse counts (within
+        max_file_bytes, not skipped by its path). Those trees are most of what the commit
+        takes (read_pool)."""
         largest = 0
         for delta in diff.deltas:
-            for side in (delta.old_file, delta.new_file):
-                if side.id.raw == _NO_BLOB or language_for_path(text(side.raw_path)) is None:
-                    continue
-                # A tree diff leaves sizes at 0 until a blob is loaded; its header has the size.
-                size = side.size or self._blob_size(side.id)
-                if largest < size <= self.settings.max_file_bytes:
-                    largest = size
+            sizes = [self._parsed_size(side) for side in (delta.old_file, delta.new_file)]
+            both = sizes[0] and sizes[1] and self.parser.keeps_tree(sizes[0])
+            largest = max(largest, sum(sizes) if both else max(sizes))
         return largest
+
+    def _parsed_size(self, side: pygit2.DiffFile) -> int:
+        """The size of one side of a delta if the reader may parse it, else 0."""
+        path = text(side.raw_path)
+        if (side.id.raw == _NO_BLOB or language_for_path(path) is None
+                or skip_by_path(path, self.settings) is not None):
+            return 0
+        # A tree diff leaves sizes at 0 until a blob is loaded; its header has the size.
+        size = side.size or self._blob_size(side.id)
+        return size if size <= self.settings.max_file_bytes else 0
 
     def _blob_size(self, oid: pygit2.Oid) -> int:
         try:

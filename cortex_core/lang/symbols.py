@@ -1220,7 +1220,7 @@ class SymbolParser:
         # Whether the newest tree is kept even beyond tree_cache_bytes (see _remember_tree). A
         # worker within a memory share keeps none: a big file's old tree alive while its new
         # version is parsed doubles what the commit takes (sympy's 2 MB generated file: two
-        # trees of ~175 MB at once).
+        # trees of ~150 MB at once).
         self._keep_oversized = keep_oversized
         self._cache_size = cache_size
         self._tree_cache_size = tree_cache_size
@@ -1281,9 +1281,13 @@ class SymbolParser:
         if parsed is not None:
             self._tree_bytes -= parsed.lines.size
 
+    def keeps_tree(self, size: int) -> bool:
+        """Whether the tree of a blob of `size` bytes would be kept once parsed."""
+        return self._keep_oversized or size <= self._tree_cache_bytes
+
     def forget(self) -> None:
         """Drop every cached tree and symbol list (they are rebuilt on demand, as in a fresh
-        parser): what a worker does before a parse that would not fit beside them."""
+        parser): what a worker does before a commit whose tree would not fit beside them."""
         self._cache.clear()
         self._trees.clear()
         self._tree_bytes = self._cached_symbols = 0
