@@ -77,9 +77,6 @@ class CommitRecord:
         return self.merge_words or merge_words(f.words for f in self.files)
 
 
-_NO_BLOB = bytes(20)   # the id of a side that does not exist (an added file's old side)
-
-
 class CommitReader:
     """Reads commits of one repository; keeps a symbol parser whose cache spans the commits read,
     so reading a file's versions in history order parses each blob once, mostly incrementally."""
@@ -136,7 +133,8 @@ class CommitReader:
     def _parsed_size(self, side: pygit2.DiffFile) -> int:
         """The size of one side of a delta if the reader may parse it, else 0."""
         path = text(side.raw_path)
-        if (side.id.raw == _NO_BLOB or language_for_path(path) is None
+        # A zero id: no such side (an added file's old one, a deleted file's new one).
+        if (not side.id or language_for_path(path) is None
                 or skip_by_path(path, self.settings) is not None):
             return 0
         # A tree diff leaves sizes at 0 until a blob is loaded; its header has the size.

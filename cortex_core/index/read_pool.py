@@ -87,9 +87,9 @@ def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
 
 
 # What of a worker's budget its parser's caches may fill: a tree takes 50-110x its text, so the
-# trees up to about a quarter to a half of it; a cached symbol ~200 bytes, so the symbols an eighth. They
-# are most of what a worker holds alive; the allocator's fragmentation around them and what a
-# commit reads take the rest, and past the budget the worker is replaced. With the default
+# trees up to a quarter to a half of it; a cached symbol ~200 bytes, so the symbols an eighth.
+# They are most of what a worker holds alive; the allocator's fragmentation around them and what
+# a commit reads take the rest, and past the budget the worker is replaced. With the default
 # caches a 190 MB share was passed every ~125 commits on sympy's commits 40,000-42,000 (16
 # replacements, 60 s; 45 s unbounded); with trees up to half the share, 3 replacements and
 # 50 s. On all of sympy, trees up to half the share: 120 replacements, CPU 1,213 s; a quarter:

@@ -1268,7 +1268,7 @@ class SymbolParser:
         """Keep the newest tree whatever its size (its successor will want it); evict the
         least recently used beyond either bound."""
         self._forget_tree(key)
-        if not self._keep_oversized and parsed.lines.size > self._tree_cache_bytes:
+        if not self.keeps_tree(parsed.lines.size):
             return
         self._trees[key] = parsed
         self._tree_bytes += parsed.lines.size
