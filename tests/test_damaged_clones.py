@@ -18,7 +18,7 @@ import pytest
 from cortex_core.query.blame import last_change_of_line
 from cortex_core.git.commit_reader import CommitReader
 from cortex_core.config import Settings
-from cortex_core.git.object_source import ObjectSource, missing_objects
+from cortex_core.git.object_source import CAUSE_TRUNCATED, ObjectSource, missing_objects
 from cortex_core.index.read_pool import WorkerError, read_parallel
 from cortex_core.store.store import open_reader
 
@@ -279,6 +279,15 @@ def delete_object(path: Path, oid: str) -> None:
     (path / ".git/objects" / oid[:2] / oid[2:]).unlink()
 
 
+def truncate_object(objects: Path, oid: str) -> None:
+    """Cut object `oid`'s file to half its length, as a crash or an interrupted copy leaves it.
+    libgit2 1.9.7 reads such a file forever (git/loose_objects.py)."""
+    path = objects / oid[:2] / oid[2:]
+    path.chmod(0o644)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
 @pytest.fixture(scope="module")
 def damaged_source(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("damaged")
@@ -287,13 +296,17 @@ def damaged_source(tmp_path_factory) -> Path:
     return source
 
 
-def damaged(damaged_source: Path, dest: Path, rev: str, what: str) -> tuple[Path, str]:
-    """A copy of the loose repository with one object deleted: the blob of app.py at `rev`, its
-    root tree, or the commit itself."""
+def damaged(damaged_source: Path, dest: Path, rev: str, what: str,
+            how: str = "missing") -> tuple[Path, str]:
+    """A copy of the loose repository with one object deleted (or `how="truncated"`: cut
+    short): the blob of app.py at `rev`, its root tree, or the commit itself."""
     shutil.copytree(damaged_source, dest, symlinks=True)
     spec = {"blob": f"{rev}:app.py", "tree": f"{rev}^{{tree}}", "commit": rev}[what]
     oid = git(dest, "rev-parse", spec)
-    delete_object(dest, oid)
+    if how == "truncated":
+        truncate_object(dest / ".git/objects", oid)
+    else:
+        delete_object(dest, oid)
     return dest, oid
 
 
@@ -328,13 +341,16 @@ def test_a_missing_head_commit_names_the_way_out(damaged_source, tmp_path):
     assert "`git fsck` lists what is missing" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs,how", [(1, "missing"), (2, "missing"), (1, "truncated"),
+                                      (2, "truncated")])
 def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, tmp_path,
-                                                                jobs):
-    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "blob")
+                                                                jobs, how):
+    """Deleted, or cut short (which libgit2 alone would read forever): the same answers."""
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "blob", how)
     summary = index(repo, jobs)
+    cause = "missing from the repository" if how == "missing" else CAUSE_TRUNCATED
     assert summary["missing_objects"] == 1
-    assert summary["missing_cause"] == "missing from the repository"
+    assert summary["missing_cause"] == cause
     assert summary["total_commits"] == COMMITS
     # The commit that wrote the blob and the next one, which changed it, have file-level changes
     # only; every other commit of step's history is there.
@@ -348,16 +364,16 @@ def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, 
     assert len(step) == COMMITS - 2
     assert len(history(repo, "lib/util.py::helper")) == 1 + COMMITS // 10
     state = status(repo)
-    assert state["missing"] == {"objects": 1, "cause": "missing from the repository",
+    assert state["missing"] == {"objects": 1, "cause": cause,
                                 "changes_in_history": 2, "files_at_head": 0}
     skipped = {s["reason"]: s["changes_in_history"] for s in state["skipped"]}
     assert skipped == {"missing object": 2}
-    assert "1 object could not be read (missing from the repository)" in \
-        cortex("status", cwd=repo).stdout
+    assert f"1 object could not be read ({cause})" in cortex("status", cwd=repo).stdout
 
 
-def test_a_missing_tree_costs_the_file_changes_of_two_commits(damaged_source, tmp_path):
-    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "tree")
+@pytest.mark.parametrize("how", ["missing", "truncated"])
+def test_a_missing_tree_costs_the_file_changes_of_two_commits(damaged_source, tmp_path, how):
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~100", "tree", how)
     summary = index(repo, jobs=2)
     assert summary["total_commits"] == COMMITS
     assert summary["missing_objects"] == 1 and status(repo)["missing"]["objects"] == 1
@@ -367,8 +383,10 @@ def test_a_missing_tree_costs_the_file_changes_of_two_commits(damaged_source, tm
     assert len(step) == COMMITS - 2
 
 
-def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_source, tmp_path):
-    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~30", "commit")
+@pytest.mark.parametrize("how", ["missing", "truncated"])
+def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_source, tmp_path,
+                                                                   how):
+    repo, oid = damaged(damaged_source, tmp_path / "repo", "HEAD~30", "commit", how)
     summary = index(repo, jobs=1)   # 30 commits: read in this process whatever --jobs says
     # Its parents are unknown, so nothing before it can be reached: the 30 commits after it.
     # The one just after it has no parent to diff against: no file changes.

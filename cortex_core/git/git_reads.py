@@ -109,9 +109,13 @@ def read_blob(repo: pygit2.Repository, blob_id) -> bytes | None:
 
 
 def read_blob_at(repo_root: Path | str, blob_id: str) -> bytes | None:
-    """`read_blob` in the repository at `repo_root`; None when there is none."""
+    """`read_blob` in the repository at `repo_root`; None when there is none, or when the blob
+    is a loose object cut short (which libgit2 would read forever: loose_objects)."""
+    from cortex_core.git.loose_objects import loose_damaged, objects_dirs
     repo = repository(repo_root)
-    return read_blob(repo, blob_id) if repo is not None else None
+    if repo is None or loose_damaged(objects_dirs(repo), str(blob_id).lower()):
+        return None
+    return read_blob(repo, blob_id)
 
 
 def path_blob(repo: pygit2.Repository, at: pygit2.Commit | None, path: str) -> bytes | None:

@@ -41,6 +41,7 @@ _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "t
 CAUSE_PARTIAL_OFFLINE = "partial clone, remote unreachable"
 CAUSE_PARTIAL = "partial clone"
 CAUSE_DAMAGED = "missing from the repository"
+CAUSE_TRUNCATED = "damaged in the repository: truncated or corrupt loose objects"
 
 
 # A remote that accepts a connection and then never answers (a stalled server, a remote helper

@@ -46,6 +46,7 @@ from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose
 from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, IndexerBusy,
                                 NotARepository, StoreError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
+from cortex_core.git.loose_objects import check_loose, hide, objects_dirs
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
                                       keep_vocabulary,
@@ -53,12 +54,14 @@ from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_miss
                                       vectors_current)
 from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE,
-                                           ObjectSource, prefetch, promisor_remote)
+                                           CAUSE_TRUNCATED, ObjectSource, prefetch,
+                                           promisor_remote)
 from cortex_core.index.process_memory import release_memory
 from cortex_core.index.read_pool import WorkerError, head_files_parallel, read_parallel
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from cortex_core.index.skip_rules import record_limits
-from cortex_core.store.store import (get_meta, open_writer, queue_slot, remove_database, set_meta,
+from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
+                                     record_loose_check, remove_database, set_meta,
                                      shipped_store, writer_lock)
 from cortex_core.lang.symbols import Symbol
 from cortex_core.index.simplified import update_pruned
@@ -522,7 +525,9 @@ class _Indexer:
     def __init__(self, repo: pygit2.Repository, con, settings: Settings,
                  progress: ProgressFn | None, jobs: int, model: str | None = None,
                  window: Window | None = None):
-        self.repo = repo
+        # Before anything reads an object: libgit2 would spin forever on a truncated one.
+        self.loose = check_loose(objects_dirs(repo), *loose_check_state(con))
+        self.repo = hide(repo, self.loose.damaged)
         self.window = window
         self.con = con
         self.all_settings = settings
@@ -603,6 +608,7 @@ class _Indexer:
             set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
+            record_loose_check(con, self.loose.checked_ns, self.loose.damaged)
             record_limits(con, self.settings)
         from cortex_core.index.structure import update_structure
         structure = update_structure(con, self.repo, self.settings, self._phase_progress)
@@ -654,7 +660,7 @@ class _Indexer:
         if not self.missing:
             return ""
         if self.remote is None:
-            cause = CAUSE_DAMAGED
+            cause = CAUSE_TRUNCATED if self.missing & self.loose.damaged else CAUSE_DAMAGED
         else:
             cause = CAUSE_PARTIAL if self.online else CAUSE_PARTIAL_OFFLINE
         with self.con:
@@ -764,7 +770,7 @@ class _Indexer:
         """(position, record) of every commit: read here, or by worker processes for long runs."""
         if self.jobs > 1 and len(shas) >= PARALLEL_MIN_COMMITS:
             return read_parallel(self.repo.workdir, self.settings, shas, self.jobs, self.online,
-                                 roots=self.reader.roots)
+                                 roots=self.reader.roots, damaged=self.loose.damaged)
         return ((i, self.reader.read(self.repo.get(sha))) for i, sha in enumerate(shas))
 
     def _generations(self, commits: list[tuple[str, list[str]]]) -> list[int]:
@@ -942,7 +948,7 @@ class _Indexer:
             con.execute("delete from head_files where file_id = ?", (file_id,))
         if self.jobs > 1 and len(changed) >= PARALLEL_MIN_FILES:
             results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs,
-                                          self.online)
+                                          self.online, self.loose.damaged)
         else:
             results = ((i, *self._head_file(path, blob_id))
                        for i, (path, blob_id) in enumerate(changed))

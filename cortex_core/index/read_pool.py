@@ -32,6 +32,7 @@ from typing import Callable, Iterator, NamedTuple
 import pygit2
 
 from cortex_core.git.commit_reader import CommitReader, CommitRecord
+from cortex_core.git.loose_objects import hide
 from cortex_core.config import IndexSettings
 from cortex_core.git.object_source import ObjectSource
 from cortex_core.index.process_memory import release_memory, resident_bytes
@@ -74,15 +75,18 @@ class WorkerError(Exception):
 
 
 def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
-           roots: frozenset[str] = frozenset(), budget: int = 0) -> None:
+           roots: frozenset[str] = frozenset(), budget: int = 0,
+           damaged: frozenset[str] = frozenset()) -> None:
     """`fetch`: a partial clone whose remote answered: read what libgit2 lacks through git.
     `roots`: commits read as adding their whole tree (CommitReader.roots). `budget`: the
-    worker's memory budget in bytes (0: none), which sizes its parser's caches."""
+    worker's memory budget in bytes (0: none), which sizes its parser's caches. `damaged`:
+    loose objects the parent found unreadable (loose_objects), read as missing."""
     global _reader
     pygit2.settings.cache_max_size(GIT_CACHE_BYTES)
     pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
     pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_BYTES
-    _reader = CommitReader(pygit2.Repository(repo_path), settings, parser=_parser(budget),
+    repo = hide(pygit2.Repository(repo_path), damaged)
+    _reader = CommitReader(repo, settings, parser=_parser(budget),
                            objects=ObjectSource(repo_path, True) if fetch else None, roots=roots)
 
 
@@ -177,12 +181,13 @@ def _head_files(items: list[tuple[str, str]]) -> list[tuple[str | None, list[Sym
 
 
 def head_files_parallel(repo_path: str, settings: IndexSettings, items: list[tuple[str, str]],
-                        workers: int, fetch: bool = False
+                        workers: int, fetch: bool = False, damaged: frozenset[str] = frozenset()
                         ) -> Iterator[tuple[int, str | None, list[Symbol], int]]:
     """(position in `items`, skip reason, symbols, blobs parsed) for files of the HEAD tree."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                             initargs=(repo_path, settings, fetch)) as pool:
+                             initargs=(repo_path, settings, fetch, frozenset(), 0,
+                                       damaged)) as pool:
         starts = range(0, len(items), CHUNK)
         for start, results in zip(starts, pool.map(_head_files,
                                                    (items[i:i + CHUNK] for i in starts))):
@@ -234,19 +239,21 @@ class _Worker:
 
 def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                   workers: int, fetch: bool = False, stats: dict | None = None,
-                  roots: frozenset[str] = frozenset()) -> Iterator[tuple[int, CommitRecord]]:
+                  roots: frozenset[str] = frozenset(), damaged: frozenset[str] = frozenset()
+                  ) -> Iterator[tuple[int, CommitRecord]]:
     """(position in `shas`, record) for every commit, in completion order, read by at most
     `workers` processes (worker_plan). `stats` receives "workers", "budget_bytes" (each one's),
     "recycled" (workers replaced for their memory), "caches_dropped" (times a worker dropped
     its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
     the tree they would build) and "peak_worker_bytes" (the most a worker reported) when the
-    reading ends."""
+    reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
 
     def spawn() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(1, mp_context=context, initializer=_start,
-                                   initargs=(repo_path, settings, fetch, roots, budget))
+                                   initargs=(repo_path, settings, fetch, roots, budget,
+                                             damaged))
 
     crew = [_Worker(spawn) for _ in range(workers)]
     size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))

@@ -24,7 +24,7 @@ from cortex_core.errors import (DamagedStore, Hint, IndexerBusy, IndexQueued, Ne
 from cortex_core.store.schema import BACKFILLS, MIGRATIONS
 
 if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -313,6 +313,24 @@ def history_from(con) -> int | None:
         return int(json.loads(get_meta(con, "window") or "null")["since"])
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def loose_check_state(con) -> tuple[int, list[str]]:
+    """When the last index run checked the repository's loose objects (ns since the epoch; 0:
+    never) and the ids it found damaged (git/loose_objects.py)."""
+    try:
+        since = int(get_meta(con, "loose_checked_ns") or 0)
+        damaged = json.loads(get_meta(con, "loose_damaged") or "[]")
+    except ValueError:
+        return 0, []
+    if not isinstance(damaged, list):
+        return since, []
+    return since, [oid for oid in damaged if isinstance(oid, str)]
+
+
+def record_loose_check(con, checked_ns: int, damaged: Iterable[str]) -> None:
+    set_meta(con, "loose_checked_ns", str(checked_ns))
+    set_meta(con, "loose_damaged", json.dumps(sorted(damaged)))
 
 
 def set_meta(con: apsw.Connection, key: str, value: str) -> None:
