@@ -237,6 +237,18 @@ def test_a_lazy_fetch_from_a_remote_that_never_answers_gives_up(served, tmp_path
         source.close()
 
 
+def test_a_cut_object_of_a_partial_clone_is_not_blamed_on_the_remote(served, tmp_path):
+    """A commit made in the clone, its blob then cut short: no remote can give it back, and the
+    cause says so (not "partial clone", with its advice to rebuild once the remote is back)."""
+    clone = partial_clone(served, tmp_path / "clone")
+    (clone / "app.py").write_text("def step():\n    return 'local'\n")
+    git(clone, "commit", "-q", "-am", "local change")
+    truncate_object(clone / ".git/objects", git(clone, "rev-parse", "HEAD:app.py"))
+    summary = index(clone, 1)
+    assert summary["total_commits"] == COMMITS + 1
+    assert summary["missing_cause"] == CAUSE_TRUNCATED
+
+
 def test_a_shallow_clone_starts_at_its_oldest_commit_with_nothing_missing(served, tmp_path):
     clone = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))

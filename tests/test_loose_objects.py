@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 import pygit2
+import pytest
 
-from cortex_core.git.loose_objects import check_loose, complete, loose_damaged, objects_dirs
+from cortex_core.git.loose_objects import (check_loose, check_loose_again, complete, loose_damaged,
+                                          objects_dirs)
 from cortex_core.store.store import loose_check_state, open_reader
 
 from test_damaged_clones import GIT_ENV, cortex, git, truncate_object
@@ -116,6 +118,36 @@ def test_the_check_finds_what_is_cut_and_looks_only_at_new_files(tmp_path):
     assert check_loose(folders, first.checked_ns, [blob, new_blob]).damaged == {blob}
     assert loose_damaged(folders, blob) and not loose_damaged(folders, new_blob)
     assert not loose_damaged(folders, "0" * 40)   # not here at all: not a damaged loose object
+
+
+def test_a_long_lived_reader_checks_only_what_is_new_to_it(tmp_path):
+    """The language server asks again and again, from a store whose check may be old or absent:
+    after its first check, it looks only at newer files, and keeps what it found."""
+    repo = small_repo(tmp_path / "repo")
+    folders = objects_dirs(pygit2.Repository(str(repo)))
+    blob = git(repo, "rev-parse", "HEAD~2:app.py")
+    truncate_object(repo / ".git/objects", blob)
+    hour_ago = time.time() - 3600
+    for path in [*(repo / ".git/objects").glob("??"), *(repo / ".git/objects").glob("??/*")]:
+        os.utime(path, (hour_ago, hour_ago))
+    first = check_loose_again(folders)
+    assert first.damaged == {blob} and first.examined == 24
+    again = check_loose_again(folders)
+    assert again.damaged == {blob} and again.examined == 0
+
+
+@pytest.mark.parametrize("mode", ["yes", "auto"])
+def test_recent_history_first_reads_nothing_before_the_check(tmp_path, mode):
+    """The language server's and the MCP server's first run choose a recent window first, which
+    walks commits: with a cut commit, that walk too must meet a missing object, not spin."""
+    repo = small_repo(tmp_path / "repo")
+    truncate_object(repo / ".git/objects", git(repo, "rev-parse", "HEAD~3"))
+    done = cortex("index", "--json", "--quiet", "--model", "none", "--recent-first", mode,
+                  cwd=repo)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["missing_objects"] == 1
+    assert summary["missing_cause"].startswith("damaged in the repository")
 
 
 def test_alternates_and_worktrees_are_checked_where_their_objects_are(tmp_path):

@@ -142,6 +142,24 @@ def check_loose(folders: Iterable[str], since_ns: int = 0,
     return LooseCheck(frozenset(bad), checked_ns, examined)
 
 
+# A long-lived reader's last check of each set of folders (the language server's): the next
+# looks only at what is newer, even when the store's own check is old or absent.
+_last_check: dict[tuple[str, ...], LooseCheck] = {}
+
+
+def check_loose_again(folders: Iterable[str], since_ns: int = 0,
+                      damaged: Iterable[str] = ()) -> LooseCheck:
+    """`check_loose` for a process that reads the same repository again and again: from this
+    process's own last check when it is newer than `since_ns`."""
+    key = tuple(folders)
+    last = _last_check.get(key)
+    if last is not None and last.checked_ns > since_ns:
+        since_ns, damaged = last.checked_ns, {*damaged, *last.damaged}
+    check = check_loose(key, since_ns, damaged)
+    _last_check[key] = check
+    return check
+
+
 def _is_hex_id(oid: str) -> bool:
     return len(oid) in (40, 64) and _HEX.issuperset(oid)
 

@@ -46,7 +46,7 @@ from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose
 from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, IndexerBusy,
                                 NotARepository, StoreError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
-from cortex_core.git.loose_objects import check_loose, hide, objects_dirs
+from cortex_core.git.loose_objects import LooseCheck, check_loose, hide, objects_dirs
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
                                       keep_vocabulary,
@@ -182,6 +182,7 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
             with _git_and_store_errors(repo_root, db_path):
                 recovery = resume_salvage(db_path, con) or recovery
                 jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
+                loose = _checked(repo, con)   # before the first object read
                 window = _stored_window(con, repo)
                 if window is None and recent_first != "no" and not _has_commits(con):
                     window = choose_window(repo, settings.index, auto=recent_first == "auto")
@@ -191,7 +192,7 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
                     _discard(full_path)
                 phase_progress = _named(progress, RECENT) if window is not None else progress
                 summary = _run(repo, con, settings, phase_progress, max(1, jobs), model,
-                               all_branches, started, rebuild, window)
+                               all_branches, started, rebuild, window, loose)
                 if all_branches is None:
                     all_branches = get_meta(con, "all_branches") == "1"
         finally:
@@ -209,8 +210,9 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
 
 def _run(repo: pygit2.Repository, con, settings: Settings, progress: ProgressFn | None,
          jobs: int, model: str | None, all_branches: bool | None, started: float,
-         rebuilt: bool, window: Window | None = None) -> IndexSummary:
-    indexer = _Indexer(repo, con, settings, progress, jobs, model, window)
+         rebuilt: bool, window: Window | None = None,
+         loose: LooseCheck | None = None) -> IndexSummary:
+    indexer = _Indexer(repo, con, settings, progress, jobs, model, window, loose)
     try:
         return indexer.run(all_branches, started, rebuilt)
     finally:
@@ -286,6 +288,14 @@ def _longer_than(repo: pygit2.Repository, head: pygit2.Commit, count: int) -> bo
     except pygit2.GitError:   # a missing commit: as long as what could be walked
         pass
     return False
+
+
+def _checked(repo: pygit2.Repository, con) -> LooseCheck:
+    """Check the repository's loose objects written since the store's last check, and hide
+    those cut short: libgit2 would spin forever on one (git/loose_objects.py)."""
+    check = check_loose(objects_dirs(repo), *loose_check_state(con))
+    hide(repo, check.damaged)
+    return check
 
 
 def _stored_window(con, repo: pygit2.Repository) -> Window | None:
@@ -524,10 +534,10 @@ def _clear_derived(con) -> None:
 class _Indexer:
     def __init__(self, repo: pygit2.Repository, con, settings: Settings,
                  progress: ProgressFn | None, jobs: int, model: str | None = None,
-                 window: Window | None = None):
+                 window: Window | None = None, loose: LooseCheck | None = None):
         # Before anything reads an object: libgit2 would spin forever on a truncated one.
-        self.loose = check_loose(objects_dirs(repo), *loose_check_state(con))
-        self.repo = hide(repo, self.loose.damaged)
+        self.loose = loose if loose is not None else _checked(repo, con)
+        self.repo = repo
         self.window = window
         self.con = con
         self.all_settings = settings
@@ -659,8 +669,10 @@ class _Indexer:
         the runs since the last rebuild: each run reads other commits)."""
         if not self.missing:
             return ""
-        if self.remote is None:
-            cause = CAUSE_TRUNCATED if self.missing & self.loose.damaged else CAUSE_DAMAGED
+        if self.missing & self.loose.damaged:   # cut here: no remote has them to give
+            cause = CAUSE_TRUNCATED
+        elif self.remote is None:
+            cause = CAUSE_DAMAGED
         else:
             cause = CAUSE_PARTIAL if self.online else CAUSE_PARTIAL_OFFLINE
         with self.con:

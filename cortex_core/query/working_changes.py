@@ -66,7 +66,7 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     overlay = overlay or {}
     import pygit2
     from cortex_core.store.store import get_meta, loose_check_state
-    from cortex_core.git.loose_objects import check_loose, hide, objects_dirs
+    from cortex_core.git.loose_objects import check_loose_again, hide, objects_dirs
     from cortex_core.git.workspace import read_workspace
     settings = settings or IndexSettings()
     workspace = read_workspace(repo_root)
@@ -76,7 +76,7 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     except (pygit2.GitError, KeyError, ValueError):
         return WorkingChanges(None, paths[:MAX_PATHS], [], truncated=len(paths) > MAX_PATHS)
     # Commits since the index may have brought loose objects it has not checked (loose_objects).
-    repo = hide(repo, check_loose(objects_dirs(repo), *loose_check_state(con)).damaged)
+    repo = hide(repo, check_loose_again(objects_dirs(repo), *loose_check_state(con)).damaged)
     base, head = commit(repo, get_meta(con, "head")), head_commit(repo)
     if base is None or (head is not None and not _behind(repo, base, head)):
         # The index is of another line (HEAD checked out back or elsewhere): what is yours is
