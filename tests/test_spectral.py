@@ -257,3 +257,57 @@ def test_the_knn_vote_of_a_block_is_its_rows_of_the_vote_of_all():
 def test_distinctive_terms_checks_lengths():
     with pytest.raises(ValueError):
         distinctive_terms(np.array([0, 1]), [["a"]])
+
+
+def test_unit_rows_scales_in_blocks_to_the_same_values():
+    """Row by row as the whole-array formula did (float64, then float32), zero rows kept zero,
+    holding little beyond its result: the whole array in float64 and its quotient were five
+    times the result (numpy reports its buffers to tracemalloc)."""
+    import tracemalloc
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((20_000, 512)).astype(np.float32)
+    x[::97] = 0.0
+    v = x.astype(np.float64)
+    norms = np.linalg.norm(v, axis=1)
+    expected = (v / np.where(norms > 1e-12, norms, 1.0)[:, None]).astype(np.float32)
+    del v
+    tracemalloc.start()
+    try:
+        got, has_vector = unit_rows(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(got, expected)
+    assert np.array_equal(has_vector, np.linalg.norm(x, axis=1) > 0)
+    assert peak < 1.6 * got.nbytes
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        unit_rows(np.vstack([x[:5000], [[np.nan] * 512]]))
+
+
+def test_identical_vectors_are_one_node_found_by_digest():
+    """Duplicates anywhere (not only adjacent), zero rows apart: the same nodes, in order of
+    first appearance, as comparing whole rows gives."""
+    from cortex_core.memory.spectral import _collapse
+    rng = np.random.default_rng(4)
+    base = unit(rng.standard_normal((50, 16)))
+    picks = rng.integers(0, 50, size=400)
+    x = base[picks]
+    x[::37] = 0.0
+    has_vector = np.linalg.norm(x, axis=1) > 0
+    node_of, node_items = _collapse(x, has_vector)
+    first_seen: dict[bytes, int] = {}
+    for i in np.flatnonzero(has_vector):
+        first_seen.setdefault(x[i].tobytes(), len(first_seen))
+    assert [node_of[i] for i in np.flatnonzero(has_vector)] == \
+        [first_seen[x[i].tobytes()] for i in np.flatnonzero(has_vector)]
+    assert len(node_items) == len(first_seen) + int(np.count_nonzero(~has_vector))
+    zeros = np.flatnonzero(~has_vector)
+    assert list(node_of[zeros]) == list(range(len(first_seen), len(first_seen) + len(zeros)))
+
+
+def test_vectors_already_unit_are_clustered_the_same_without_a_copy():
+    x, _, _ = blobs(40, 3)
+    plain = spectral_clusters(x)
+    given = spectral_clusters(x, unit=unit_rows(x))
+    assert np.array_equal(plain.labels, given.labels)
+    assert np.allclose(plain.centroids, given.centroids)

@@ -63,11 +63,10 @@ def recluster_sampled(con, basis: str, settings: SpectralSettings, block: int = 
     ids = _ids(con)
     sample = _draw(ids, keys, settings)
     del keys
-    x, has_vector = unit_rows(_vectors_of(con, basis, sample, df, block))
-    if not len(x):
-        x = np.zeros((0, vector_dim(con, basis)), dtype=np.float32)
+    x, has_vector = _unit_vectors_of(con, basis, sample, df, block)
     inside, crossing = _sample_links(con, sample, block)
-    exact = spectral_clusters(x, inside, settings)   # max_items distinct vectors: exact
+    # max_items distinct vectors: exact
+    exact = spectral_clusters(x, inside, settings, unit=(x, has_vector))
     labels = np.full(len(ids), -1, dtype=np.int64)
     tally = _Tally(exact.k, x.shape[1])
     voters = _Voters(x, has_vector, exact.labels, exact.k)
@@ -125,9 +124,18 @@ def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first[appearance], second[appearance]
 
 
-def _vectors_of(con, basis: str, ids: np.ndarray, df, block: int) -> np.ndarray:
-    parts = [block_vectors(con, basis, rows, df) for rows in rows_of(con, ids, block)]
-    return np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+def _unit_vectors_of(con, basis: str, ids: np.ndarray, df,
+                     block: int) -> tuple[np.ndarray, np.ndarray]:
+    """`unit_rows` of the items' vectors, filled a block at a time into one array: stacking the
+    blocks, then scaling the stack, held the vectors three times over."""
+    x = np.zeros((len(ids), vector_dim(con, basis)), dtype=np.float32)
+    has_vector = np.zeros(len(ids), dtype=bool)
+    filled = 0
+    for rows in rows_of(con, ids, block):
+        part, has = unit_rows(block_vectors(con, basis, rows, df))
+        x[filled:filled + len(part)], has_vector[filled:filled + len(part)] = part, has
+        filled += len(part)
+    return x[:filled], has_vector[:filled]
 
 
 def _sample_links(con, sample: np.ndarray, block: int):
@@ -165,7 +173,9 @@ class _Voters:
         self.k = k
         rows = distinct_rows(x, has_vector)
         rows = rows[labels[rows] >= 0]
-        self.x, self.labels = x[rows], labels[rows].astype(np.int64)
+        # Every row distinct and labelled (the usual case): x itself, not a copy of it.
+        self.x = x if len(rows) == len(x) else x[rows]
+        self.labels = labels[rows].astype(np.int64)
         self._by_hash = {hash(row.tobytes()): n for n, row in enumerate(self.x)}
 
     def same_as(self, rows: np.ndarray, has_vector: np.ndarray) -> np.ndarray:

@@ -602,9 +602,13 @@ class _Indexer:
         # keeps libgit2's caches: the next steps read the same objects again.
         todo = [(str(c.id), [str(p) for p in c.parent_ids]) for c in new]
         walked = new = dropped = []
-        if len(todo) >= PARALLEL_MIN_COMMITS:
+        known = {}
+        new_commits = len(todo)
+        long_run = new_commits >= PARALLEL_MIN_COMMITS
+        if long_run:
             release_memory(self.repo)
         self._ingest(todo)
+        todo = []
         if get_meta(con, "reread_merges"):
             self._reread_merges()
         versions = VersionGraph(con)
@@ -622,12 +626,18 @@ class _Indexer:
             record_limits(con, self.settings)
         from cortex_core.index.structure import update_structure
         structure = update_structure(con, self.repo, self.settings, self._phase_progress)
+        if long_run:
+            # The areas step is the run's largest: what the commits and the structure pass
+            # left (ids at hand, libgit2's caches, free heap pages) is given back before it.
+            self.file_ids.clear()
+            self.symbol_ids.clear()
+            release_memory(self.repo)
         memory = self._memory()
         cause = self._record_missing()
         total = con.execute("select count(*) from commits where reachable = 1").get
         return IndexSummary(**memory, structure_files_read=structure.files_read,
             missing_objects=len(self.missing), missing_cause=cause, objects_fetched=self.fetched,
-            head=str(head.id), new_commits=len(todo), total_commits=total,
+            head=str(head.id), new_commits=new_commits, total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
             skipped_file_changes=self.skipped, blobs_parsed=self.parses,
