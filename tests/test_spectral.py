@@ -311,3 +311,17 @@ def test_vectors_already_unit_are_clustered_the_same_without_a_copy():
     given = spectral_clusters(x, unit=unit_rows(x))
     assert np.array_equal(plain.labels, given.labels)
     assert np.allclose(plain.centroids, given.centroids)
+
+
+def test_similarities_of_an_array_with_itself_are_those_of_two_copies():
+    """`A @ A.T` on one buffer goes to BLAS's syrk, which rounds otherwise than gemm on a few
+    dozen rows; the kNN step passes one array twice and must see what two copies give (small
+    graphs tie often, and rounding would pick their number of clusters)."""
+    from cortex_core.memory.spectral import _nearest
+    rng = np.random.default_rng(5)
+    for rows in (4, 20, 34, 300):
+        x = unit(rng.standard_normal((rows, 64)))
+        k = min(3, rows - 1)
+        same = _nearest(x, x, k, same=True)
+        apart = _nearest(x, x.copy(), k, same=True)
+        assert np.array_equal(same[0], apart[0]) and np.array_equal(same[1], apart[1]), rows
