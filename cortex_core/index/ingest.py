@@ -70,7 +70,8 @@ from cortex_core.index.versions import VersionGraph
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
 PARALLEL_MIN_COMMITS = 500   # below these, starting worker processes costs more than it saves
 PARALLEL_MIN_FILES = 300
-IDS_KEPT = 200_000           # file and symbol ids the writer keeps at hand (about 40 MB at most)
+IDS_KEPT = 50_000            # file and symbol ids the writer keeps at hand (about 10 MB at most;
+                             # a miss is one indexed lookup, ~10 µs)
 KNOWN_LOOKUPS = 1_000        # up to this many commits walked: look each up rather than load all
 
 ProgressFn = Callable[..., None]   # (done, total) or (done, total, phase)
@@ -607,8 +608,12 @@ class _Indexer:
         long_run = new_commits >= PARALLEL_MIN_COMMITS
         if long_run:
             release_memory(self.repo)
-        self._ingest(todo)
+        # The parents are needed for the generations only: not kept while commits are read.
+        generations = self._generations(todo)
+        shas = [sha for sha, _ in todo]
         todo = []
+        self._ingest(shas, generations)
+        del shas, generations
         if get_meta(con, "reread_merges"):
             self._reread_merges()
         versions = VersionGraph(con)
@@ -766,15 +771,14 @@ class _Indexer:
         commit = self._commit(sha)
         return commit.commit_time if commit is not None else 0
 
-    def _ingest(self, commits: list[tuple[str, list[str]]]) -> None:
-        """Read and store `commits` ((id, parent ids), parents before children), in transactions
-        of about BATCH_SECONDS each."""
+    def _ingest(self, shas: list[str], generations: list[int]) -> None:
+        """Read and store the commits `shas` (parents before children; `generations` beside
+        them), in transactions of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
-        generations = self._generations(commits)
-        total = len(commits)
+        total = len(shas)
         if self.progress:
             self.progress(0, total)
-        records = self._records([sha for sha, _ in commits])
+        records = self._records(shas)
         done, batch_start = 0, time.monotonic()
         while done < total:
             with self.con:
