@@ -31,10 +31,11 @@ import weakref
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import Iterable, Iterator
 
-if TYPE_CHECKING:
-    import pygit2
+# Imported by the index passes and by reads that have opened a repository already: pygit2 is
+# loaded by then, and nothing that must start fast imports this module.
+import pygit2
 
 _CHUNK = 1 << 16          # bytes of a file read at a time
 _OUTPUT = 1 << 20         # bytes inflated at a time: a large blob is never held whole
@@ -182,7 +183,6 @@ _hidden: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def hide(repo: pygit2.Repository, damaged: Iterable[str]) -> pygit2.Repository:
     """`repo`, its object database rebuilt so that the loose objects `damaged` are not found.
     Unchanged when there are none."""
-    import pygit2
     hidden = {pygit2.Oid(hex=oid) for oid in damaged if _is_hex_id(oid)}
     if not hidden:
         return repo
@@ -198,8 +198,7 @@ def hide_again(repo: pygit2.Repository) -> None:
         _hide(repo, hidden)
 
 
-def _hide(repo: pygit2.Repository, hidden: set) -> None:
-    import pygit2
+def _hide(repo: pygit2.Repository, hidden: set[pygit2.Oid]) -> None:
     odb = pygit2.Odb()
     for folder in objects_dirs(repo):
         # libgit2's own order: packs first (priority 2), then loose objects (1).
@@ -208,59 +207,43 @@ def _hide(repo: pygit2.Repository, hidden: set) -> None:
     repo.set_odb(odb)
 
 
-def _hiding_backend_type():
-    import pygit2
+class _HidingLoose(pygit2.OdbBackend):
+    """libgit2's loose-object backend, but for the ids it hides. Raising KeyError is how a
+    Python backend says "not found" to libgit2."""
 
-    class HidingLoose(pygit2.OdbBackend):
-        """libgit2's loose-object backend, but for the ids it hides. Raising KeyError is how
-        a Python backend says "not found" to libgit2."""
+    def __init__(self, folder: str, hidden: set[pygit2.Oid]):
+        super().__init__()
+        self._loose = pygit2.OdbBackendLoose(folder, 0, False)
+        self._hidden = hidden
 
-        def __init__(self, folder: str, hidden: set[pygit2.Oid]):
-            super().__init__()
-            self._loose = pygit2.OdbBackendLoose(folder, 0, False)
-            self._hidden = hidden
+    def read_cb(self, oid):
+        if oid in self._hidden:
+            raise KeyError(oid)
+        return self._loose.read(oid)
 
-        def read_cb(self, oid):
-            if oid in self._hidden:
-                raise KeyError(oid)
-            return self._loose.read(oid)
+    def read_header_cb(self, oid):
+        if oid in self._hidden:
+            raise KeyError(oid)
+        return self._loose.read_header(oid)
 
-        def read_header_cb(self, oid):
-            if oid in self._hidden:
-                raise KeyError(oid)
-            return self._loose.read_header(oid)
+    def read_prefix_cb(self, oid):
+        full = self._loose.exists_prefix(oid)   # not read_prefix: it would read a cut object
+        if full in self._hidden:
+            raise KeyError(oid)
+        kind, data = self._loose.read(full)
+        return kind, data, full
 
-        def read_prefix_cb(self, oid):
-            full = self._loose.exists_prefix(oid)
-            if full in self._hidden:
-                raise KeyError(oid)
-            kind, data = self._loose.read(full)
-            return kind, data, full
+    def exists_cb(self, oid):
+        return oid not in self._hidden and self._loose.exists(oid)
 
-        def exists_cb(self, oid):
-            return oid not in self._hidden and self._loose.exists(oid)
+    def exists_prefix_cb(self, oid):
+        full = self._loose.exists_prefix(oid)
+        if full in self._hidden:
+            raise KeyError(oid)
+        return full
 
-        def exists_prefix_cb(self, oid):
-            full = self._loose.exists_prefix(oid)
-            if full in self._hidden:
-                raise KeyError(oid)
-            return full
+    def refresh_cb(self):
+        self._loose.refresh()
 
-        def refresh_cb(self):
-            self._loose.refresh()
-
-        def __iter__(self):
-            return (oid for oid in self._loose if oid not in self._hidden)
-
-    return HidingLoose
-
-
-def _HidingLoose(folder: str, hidden: set):
-    # The class derives from pygit2's, which is imported only when a repository has damage.
-    global _hiding_type
-    if _hiding_type is None:
-        _hiding_type = _hiding_backend_type()
-    return _hiding_type(folder, hidden)
-
-
-_hiding_type = None
+    def __iter__(self):
+        return (oid for oid in self._loose if oid not in self._hidden)

@@ -1181,7 +1181,8 @@ def _same_gap(old: _Lines, old_from: int, old_to: int, new: _Lines, new_from: in
 # Python, Java, C and JavaScript; 50-110x on sympy's Python), so 100-450 MB at most, per process: the
 # cache is most of a commit reader's memory (issue 17: a bounded index run). The recently changed
 # ordinary files fit (sympy's hot set: 1-4 MB of text); the newest tree is kept whatever its
-# size, so a big file's next version still re-parses incrementally when it comes next.
+# size (except by a worker's parser: keep_oversized), so a big file's next version still
+# re-parses incrementally when it comes next.
 TREE_CACHE_BYTES = 4_000_000
 TREE_CACHE_SIZE = 64   # trees; 128 parsed no fewer blobs on sympy's commits 20,000-24,000
 # Symbols the symbols cache keeps, all versions together: each version of a 10 MB file holds
@@ -1265,8 +1266,8 @@ class SymbolParser:
             self._cached_symbols -= len(self._cache.popitem(last=False)[1])
 
     def _remember_tree(self, key: tuple[str, str], parsed: _Parsed) -> None:
-        """Keep the newest tree whatever its size (its successor will want it); evict the
-        least recently used beyond either bound."""
+        """Keep the newest tree whatever its size (its successor will want it), unless this
+        parser keeps no oversized tree; evict the least recently used beyond either bound."""
         self._forget_tree(key)
         if not self.keeps_tree(parsed.lines.size):
             return
