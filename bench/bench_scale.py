@@ -89,6 +89,10 @@ def parse_args(argv=None):
     p.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between first-hover attempts (default 1)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="a setting for every cortex run, written to the clone's "
+                   ".cortex/config.toml (repeatable; e.g. index.max_file_bytes=500000 holds "
+                   "the largest file parsed fixed across two sizes of a history)")
     p.add_argument("--work", type=Path, help="work folder (default: a new folder under "
                    "bench/.work/); removed at the end unless --keep")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
@@ -96,7 +100,30 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.until is not None and args.until < 2:
         p.error("--until N needs N >= 2 (a commit and its parent)")
+    try:
+        args.settings = settings_toml(args.set)
+    except ValueError as e:
+        p.error(str(e))
     return args
+
+
+def settings_toml(pairs: list[str]) -> str:
+    """`SECTION.KEY=VALUE` pairs as TOML; a VALUE that is not a TOML value is taken as text."""
+    import tomllib
+    sections: dict[str, list[str]] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        section, dot, key = name.strip().partition(".")
+        if not sep or not dot or not section or not key:
+            raise ValueError(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
+                             "index.max_file_bytes=500000")
+        try:
+            tomllib.loads(f"v = {value}")
+        except tomllib.TOMLDecodeError:
+            value = json.dumps(value)
+        sections.setdefault(section, []).append(f"{key} = {value}")
+    return "".join(f"[{s}]\n" + "".join(f"{line}\n" for line in lines) + "\n"
+                   for s, lines in sections.items())
 
 
 # -- memory of a process tree ------------------------------------------------------------------
@@ -382,6 +409,10 @@ def main(argv=None) -> int:
                      first_commit_date=bl.git(clone, "log", "--reverse", "--format=%cs",
                                               "HEAD").split("\n")[0],
                      head_date=bl.git(clone, "log", "-1", "--format=%cs", "HEAD"))
+        if args.settings:   # cortex reads <repo>/.cortex/config.toml (docs/settings.md)
+            (clone / ".cortex").mkdir(exist_ok=True)
+            (clone / ".cortex" / "config.toml").write_text(args.settings)
+            setup["settings"] = args.settings
         report["setup"] = setup
         log(f"clone at {base[:10]}: {setup['commits']} commits ({setup['non_merge_commits']} "
             f"non-merge), {setup['files_at_head']} files")
@@ -428,12 +459,14 @@ def main(argv=None) -> int:
             # The in-process reader opens the clone's default store: link it there (read only).
             default = clone / ".cortex"
             default.mkdir(exist_ok=True)
-            for f in db.parent.glob("cortex.db*"):
-                os.link(f, default / f.name)
+            linked = [default / f.name for f in db.parent.glob("cortex.db*")]
+            for f in linked:
+                os.link(db.parent / f.name, f)
             q = queries_in_process(clone, positions) if positions else None
             log(f"git blame -L and git log -L on {len(positions)} functions ...")
             g = git_baselines(clone, positions, args.log_l, log)
-            bl.remove(default)
+            for f in default.glob("cortex.db*"):   # the links and what the reader added
+                f.unlink()
             report["queries"] = summarize_queries(q, g)
 
             # -- 6. one-commit update ------------------------------------------------------------

@@ -99,3 +99,16 @@ def test_only_first_hover_skips_the_other_steps_and_hovers_at_the_newest_commit(
     assert first["index_finished_before"] or first["partial"]
     assert first["newest_commit"] == repo.head()
     assert first["names_newest_commit"] == (repo.head()[:10] in first["text"])
+
+
+def test_settings_reach_every_cortex_run_and_bad_ones_are_refused(repo):
+    _history(repo, 4)
+    report = _run(repo, "--no-first-hover", "--set", "index.max_file_bytes=20")
+    assert report["setup"]["settings"] == "[index]\nmax_file_bytes = 20\n\n"
+    # Both files are over 20 bytes: recorded at file level only, in the full run ...
+    assert report["full_index"]["summary"]["skipped_file_changes"] > 0
+    assert report["full_index"]["summary"]["symbol_changes"] == 0
+    assert report["update"]["new_commits"] == 1     # ... and the update ran with it too
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--set", "max_file_bytes"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "expected SECTION.KEY=VALUE" in out.stderr

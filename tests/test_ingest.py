@@ -351,6 +351,54 @@ def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, mo
     assert roomy["recycled"] == 0
 
 
+def test_the_writer_gives_back_its_heap_after_a_heavy_chunk_and_only_then(repo, monkeypatch):
+    """A chunk of many symbol changes leaves the process that wrote it holding what unpickling
+    it took; after one, read_parallel hands the heap's free pages back before it waits for the
+    next chunks (issue 17: the main process grew with the largest commits). The records are
+    the same; a history of light chunks trims nothing."""
+    import platform
+    import cortex_core.index.read_pool as read_pool
+    repo.write("small.py", "def f():\n    return 0\n")
+    repo.commit("small", days_ago=9)
+    repo.write("many.py", "".join(f"def h{i}():\n    return {i}\n\n\n" for i in range(60)))
+    repo.commit("heavy", days_ago=8)
+    for i in range(3):
+        repo.write("small.py", f"def f():\n    return {i + 1}\n")
+        repo.commit(f"small {i}", days_ago=7 - i)
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    monkeypatch.setattr(read_pool, "CHUNK", 1)          # the heavy commit is a chunk of its own
+    monkeypatch.setattr(read_pool, "HEAVY_ITEMS", 50)   # 60 symbols added: heavy
+    stats: dict = {}
+    got = dict(read_pool.read_parallel(str(repo.path), Settings().index, shas, 1, stats=stats))
+    assert _what_records_say([got[i] for i in range(len(shas))]) == _read_alone(repo, shas)
+    assert len(got[1].symbols) == 60
+    glibc = platform.libc_ver()[0] == "glibc"
+    assert stats["heap_trims"] == (1 if glibc else 0)
+    monkeypatch.setattr(read_pool, "HEAVY_ITEMS", 62)    # 60 symbol changes and 1 file: 61
+    light: dict = {}
+    list(read_pool.read_parallel(str(repo.path), Settings().index, shas, 1, stats=light))
+    assert light["heap_trims"] == 0
+
+
+def test_trim_heap_gives_back_the_free_pages_between_live_blocks():
+    """glibc returns only the top of its heap by itself: blocks freed below a live one stay
+    resident until malloc_trim (what trim_heap calls) gives their pages back."""
+    import platform
+    from cortex_core.index.process_memory import resident_bytes, trim_heap
+    if platform.libc_ver()[0] != "glibc":
+        assert trim_heap() is False or resident_bytes() >= 0   # a no-op elsewhere, no error
+        return
+    # 1 KiB buffers come from malloc (Python's own allocator takes 512 bytes at most); every
+    # 64th kept alive pins the heap around the ~60 MiB freed.
+    blocks = [bytearray(1024) for _ in range(60_000)]
+    kept = blocks[::64]
+    del blocks
+    before = resident_bytes()
+    assert trim_heap() is True
+    assert before - resident_bytes() > 30 * 1024 * 1024
+    assert len(kept) == 938
+
+
 def test_the_largest_parse_of_a_commit_is_known_before_it_is_read(repo):
     """What a worker checks before a commit: the most text whose trees reading it holds at
     once (source code within max_file_bytes, not skipped by its name), from the objects'

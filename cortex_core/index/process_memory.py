@@ -36,8 +36,18 @@ def release_memory(repo: pygit2.Repository) -> None:
     took the process from 97 to 39 MiB anonymous: glibc keeps freed memory otherwise."""
     repo.free()
     hide_again(repo)   # free() dropped the object database that hid damaged loose objects
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):   # not glibc (musl has no malloc_trim)
-            pass
+    trim_heap()
+
+
+def trim_heap() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim, every arena, free
+    pages between live blocks too); False where there is no such call (musl, macOS). What a
+    large allocation freed otherwise stays resident: glibc returns only the top of its heap,
+    and a thread's arena (the result thread of a process pool's) not at all."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc (musl has no malloc_trim)
+        return False
+    return True

@@ -35,7 +35,7 @@ from cortex_core.git.commit_reader import CommitReader, CommitRecord
 from cortex_core.git.loose_objects import hide
 from cortex_core.config import IndexSettings
 from cortex_core.git.object_source import ObjectSource
-from cortex_core.index.process_memory import release_memory, resident_bytes
+from cortex_core.index.process_memory import release_memory, resident_bytes, trim_heap
 from cortex_core.lang.symbols import CACHED_SYMBOLS, TREE_CACHE_BYTES, Symbol, SymbolParser
 
 CHUNK = 32  # commits per task: small enough to stream progress, large enough to amortize IPC
@@ -214,6 +214,18 @@ def worker_plan(settings: IndexSettings, jobs: int) -> tuple[int, int]:
     return workers, max(FLOOR_WORKER_MB, room // workers) * 1024 * 1024
 
 
+# A chunk of records this large (symbol changes, files, a merge's files) leaves the main process
+# holding what unpickling it took once it is written: sympy's commit of 1,742 files and 39,380
+# symbol changes took the writer from 102 to 127 MiB resident for the rest of the run, and every
+# such commit raised it again (60 -> 149 MiB over all of sympy). After one, the writer hands the
+# heap's free pages back (trim_heap) before it waits for more: a few ms, some 100 times on sympy.
+HEAVY_ITEMS = 5_000
+
+
+def _items(records: list[CommitRecord]) -> int:
+    return sum(len(r.symbols) + len(r.files) + len(r.merge_files) for r in records)
+
+
 RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed out on demand,
                        # keep workers busy to the end, at the price of a cold cache per range
 
@@ -245,8 +257,9 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     `workers` processes (worker_plan). `stats` receives "workers", "budget_bytes" (each one's),
     "recycled" (workers replaced for their memory), "caches_dropped" (times a worker dropped
     its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
-    the tree they would build) and "peak_worker_bytes" (the most a worker reported) when the
-    reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
+    the tree they would build), "peak_worker_bytes" (the most a worker reported) and
+    "heap_trims" (times this process gave back its heap after a heavy chunk, HEAVY_ITEMS) when
+    the reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
 
@@ -260,7 +273,8 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
     ranges.reverse()  # popped from the end: in history order
     pending: dict[Future, tuple[_Worker, int, int]] = {}  # future -> (worker, start, stop)
-    peak = given_back = dropped = 0
+    peak = given_back = dropped = trims = 0
+    heavy = False   # a heavy chunk was written since the last trim
 
     def feed(worker: _Worker) -> None:
         """Keep QUEUED chunks with the worker: the rest of its range, then a new range."""
@@ -278,12 +292,16 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
         for worker in crew:
             feed(worker)
         while pending:
+            if heavy:   # its records are garbage now, but the last one, which the writer holds
+                heavy = False
+                trims += trim_heap()
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: pending[f][1]):
                 worker, start, stop = pending.pop(future)
                 worker.queued -= 1
                 chunk = future.result()
                 records, resident = chunk.records, chunk.resident
+                heavy = heavy or _items(records) >= HEAVY_ITEMS
                 peak = max(peak, resident)
                 given_back += chunk.given_back
                 dropped += chunk.dropped
@@ -298,10 +316,12 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                 feed(worker)
                 for offset, record in enumerate(records):
                     yield start + offset, record
+            # Nothing here holds a chunk while the next ones are awaited (see `heavy`).
+            done = future = chunk = records = record = None
     finally:
         for worker in crew:
             worker.pool.shutdown(wait=True, cancel_futures=True)
         if stats is not None:
             stats.update(workers=workers, budget_bytes=budget, peak_worker_bytes=peak,
                          recycled=sum(w.recycled for w in crew), given_back=given_back,
-                         caches_dropped=dropped)
+                         caches_dropped=dropped, heap_trims=trims)

@@ -60,7 +60,9 @@ class FileSymbols:
     new_language: str = ""
 
 
-@dataclass(frozen=True)
+# Slots: a commit of tens of thousands of symbol changes (sympy: 39,380) is held whole by the
+# process that writes it; without a __dict__ each takes a sixth less, a fifth less to unpickle.
+@dataclass(frozen=True, slots=True)
 class SymbolChange:
     path: str
     symbol: Symbol

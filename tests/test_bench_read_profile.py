@@ -1,0 +1,58 @@
+"""bench/bench_read_profile.py on a scripted history, through the real script: every component
+timed, the parses counted, git's baseline run on the same commits, and the parse-skip estimate
+counting exactly the versions edited inside function bodies only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_read_profile.py"
+
+_BODY = "def f(x):\n    y = x + 1\n    z = y * {n}\n    return z\n\n\ndef g():\n    return 0\n"
+
+
+def _run(repo, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH), str(repo.path), *extra],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_components_and_the_parse_skip_estimate(repo):
+    repo.write("m.py", _BODY.format(n=1))
+    repo.commit("add m")
+    for n in (2, 3):          # inside f's body: neither its first nor its last line
+        repo.write("m.py", _BODY.format(n=n))
+        repo.commit(f"body {n}")
+    repo.write("m.py", _BODY.format(n=3).replace("def g():", "def h():"))   # a header: no
+    repo.commit("rename g")
+    out = _run(repo, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["commits"] == 4
+    assert report["git_log_p_seconds"] > 0 and report["over_git_log_p"] > 0
+    parts = report["parts_seconds"]
+    assert set(parts) >= {"full parse", "incremental parse", "definition walk",
+                          "symbol matching", "words of changed lines"}
+    assert abs(sum(parts.values()) - report["seconds"]) < 1e-6
+    counts = report["counts"]
+    assert counts["full parse"] == 1            # the first version; the others incrementally
+    assert counts["incremental parse"] == 3
+    skip = report["parse_skip"]
+    assert skip["new versions parsed"] == 3
+    assert skip["edited inside bodies only"] == 2
+
+
+def test_a_slice_and_an_empty_slice(repo):
+    for n in range(3):
+        repo.write("m.py", _BODY.format(n=n))
+        repo.commit(f"c{n}")
+    out = _run(repo, "--start", "1", "--commits", "1")
+    assert out.returncode == 0, out.stderr
+    assert "1 commits read in one process" in out.stdout
+    # The old side of the one commit read was parsed first: its symbols are at hand.
+    assert "parse skip: 1 of 1 new versions" in out.stdout
+    out = _run(repo, "--start", "5")
+    assert out.returncode == 2
+    assert "no commits in the slice: the history has 3 non-merge commits" in out.stderr
