@@ -36,6 +36,9 @@ def render(r: dict) -> str:
     out.append(f"indexed: {s['commits']} commits ({s['non_merge_commits']} non-merge, "
                f"{s['first_parent_commits']} first-parent), {s['first_commit_date']} to "
                f"{s['head_date']}, {s['files_at_head']} files at HEAD; jobs: {s['jobs']}")
+    if s.get("settings"):
+        out.append("settings (the clone's .cortex/config.toml): "
+                   + "; ".join(line for line in s["settings"].splitlines() if line))
     if "full_index" not in r:
         return "\n".join(out + _first_hover_lines(r.get("first_hover")))
     g, f = r["git_log_p"], r["full_index"]

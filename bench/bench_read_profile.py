@@ -2,9 +2,11 @@
 """Where the time of reading commits goes (issue 17, item 2), and what skipping parses could save.
 
 Reads a slice of REPO's history in this one process, as one index worker reads its range: the
-non-merge commits in the index's order (oldest first, topological), with a fresh CommitReader
-and the default caches. Each component is timed with a wrapper (perf_counter, not a profiler,
-so the proportions are the run's own):
+non-merge commits in the index's order (oldest first: topological, then by time, as the index
+walks), with a fresh CommitReader whose parser's caches are a worker's (sized to the share a
+default run gives each of its workers, `--budget-mb`; `--budget-mb 0`: the default caches, as
+`--jobs 1` reads). Each component is timed with a wrapper (perf_counter, not a profiler, so the
+proportions are the run's own):
 
   - tree-sitter parses, full and incremental (the old tree cached, edited, re-parsed), with the
     bytes parsed; an incremental parse whose tree has errors is parsed again in full (counted
@@ -19,13 +21,16 @@ The baseline is git printing the same commits' patches, in the same run: `git lo
 --no-merges` takes).
 
 The parse-skip estimate: a new version whose old version's symbols are at hand, and whose every
-hunk lies strictly inside one function or method (neither its first nor its last line touched,
-no other definition's boundary in reach), is a candidate for shifting the old symbols instead of
-parsing; its parse and walk time is the most a skip could save (before the cost of proving the
-skip safe). Measured on sympy and werkzeug (docs/numbers.md): 22-36% of new versions, 10-15% of
-the reading time.
+hunk lies strictly inside one function's or method's lines (neither its first nor its last line
+touched, no other definition's boundary in reach), is a candidate for shifting the old symbols
+instead of parsing; its parse and walk time is the most a skip could save, before the cost of
+proving the skip safe. An upper bound: a symbol's lines start at its first decorator, so an
+edit of a decorated function's `def` line, or inside a signature of several lines, counts too
+(on werkzeug's first 1,500 commits, 4 of 530 such versions changed a definition's name, kind or
+nesting). Measured on sympy and werkzeug: docs/numbers.md, "Where the reading time goes".
 
-Usage: `/work/venv/bin/python bench/bench_read_profile.py REPO [--start N] [--commits N]`.
+Usage: `/work/venv/bin/python bench/bench_read_profile.py REPO [--start N] [--commits N]
+[--budget-mb MB]`.
 """
 
 from __future__ import annotations
@@ -45,8 +50,8 @@ import pygit2  # noqa: E402
 
 from cortex_core.config import IndexSettings  # noqa: E402
 from cortex_core.git import commit_reader  # noqa: E402
+from cortex_core.index.read_pool import _parser, worker_plan  # noqa: E402
 from cortex_core.lang import symbols as symbols_module  # noqa: E402
-from cortex_core.memory import code_words  # noqa: E402
 
 _CALLABLE = frozenset({"function", "method"})
 
@@ -62,10 +67,16 @@ def parse_args(argv=None):
                    help="first non-merge commit of the slice, counted oldest first (default 0)")
     p.add_argument("--commits", type=int, default=2000,
                    help="commits in the slice (default 2000; 0: to the end)")
+    p.add_argument("--budget-mb", type=int,
+                   help="size the parser's caches as a worker's with this share (default: the "
+                   "share a default index run gives each of 2 workers; 0: the default caches, "
+                   "as --jobs 1 reads)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = p.parse_args(argv)
-    if args.start < 0 or args.commits < 0:
-        p.error("--start and --commits must be >= 0")
+    if args.start < 0 or args.commits < 0 or (args.budget_mb or 0) < 0:
+        p.error("--start, --commits and --budget-mb must be >= 0")
+    if args.budget_mb is None:
+        args.budget_mb = worker_plan(IndexSettings(), 2)[1] // (1024 * 1024)
     return args
 
 
@@ -151,8 +162,7 @@ def instrument(timers: Timers, skip: dict) -> None:
     parser_class.symbols = timed_symbols
     timers.wrap(symbols_module._Walker, "extract", "definition walk")
     timers.wrap(commit_reader, "match_commit", "symbol matching")
-    timers.wrap(commit_reader, "words_of", "words of changed lines")
-    assert commit_reader.words_of is not code_words.words_of   # the reader's own name wrapped
+    timers.wrap(commit_reader, "words_of", "words of changed lines")   # the reader's own name
 
 
 def git_baseline(repo: Path, shas: list[str]) -> float:
@@ -165,7 +175,11 @@ def git_baseline(repo: Path, shas: list[str]) -> float:
 def main(argv=None) -> int:
     args = parse_args(argv)
     repo = pygit2.Repository(str(args.repo))
-    order = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE
+    if repo.head_is_unborn:
+        print("no commits in the slice: HEAD has no commit yet", file=sys.stderr)
+        return 2
+    mode = pygit2.enums.SortMode
+    order = mode.TOPOLOGICAL | mode.TIME | mode.REVERSE   # as the index walks (ingest.py)
     ids = [c.id for c in repo.walk(repo.head.target, order) if len(c.parent_ids) <= 1]
     stop = len(ids) if not args.commits else args.start + args.commits
     history = len(ids)
@@ -177,14 +191,15 @@ def main(argv=None) -> int:
     bl.progress(f"{len(ids)} commits from #{args.start} ...")
     git_seconds = min(git_baseline(args.repo, [str(i) for i in ids]) for _ in range(2))
     timers, skip = Timers(), defaultdict(float)
-    instrument(timers, skip)
-    reader = commit_reader.CommitReader(repo, IndexSettings())
-    start = time.perf_counter()
+    budget = args.budget_mb * 1024 * 1024
     try:
+        instrument(timers, skip)
+        reader = commit_reader.CommitReader(repo, IndexSettings(), parser=_parser(budget))
+        start = time.perf_counter()
         for oid in ids:
             reader.read(repo.get(oid))
-    finally:
         total = time.perf_counter() - start
+    finally:
         timers.restore()
     parts = {k: timers.seconds[k] for k in ("full parse", "incremental parse", "definition walk",
                                             "symbol matching", "words of changed lines")}
@@ -198,13 +213,15 @@ def main(argv=None) -> int:
 
 
 def render(r: dict) -> str:
-    c = r["counts"]
+    c, budget = r["counts"], r["config"]["budget_mb"]
     rows = [[name, f"{s:.2f} s", f"{100 * s / r['seconds']:.0f}%"]
             for name, s in r["parts_seconds"].items()]
     skip = r["parse_skip"]
     parsed = skip.get("new versions parsed", 0)
     lines = [
         *bl.environment_lines(r["environment"]),
+        "parser caches: " + (f"a worker's, for a share of {budget} MB" if budget
+                             else "the default (as --jobs 1 reads)"),
         f"{r['commits']} commits read in one process: {r['seconds']:.1f} s = "
         f"{r['over_git_log_p']:.1f}x git log -p of the same commits ({r['git_log_p_seconds']:.2f} s)",
         "",
@@ -215,7 +232,7 @@ def render(r: dict) -> str:
         f"({c.get('incremental parse bytes', 0) / 1e6:.1f} MB), "
         f"{c.get('incremental fell back to full', 0)} incremental trees with errors parsed again",
         f"parse skip: {int(skip.get('edited inside bodies only', 0))} of {int(parsed)} new versions "
-        f"parsed were edited inside function bodies only; their parse and walk took "
+        f"parsed were edited strictly inside a function's lines only; their parse and walk took "
         f"{skip.get('seconds a skip could save', 0):.2f} s = "
         f"{100 * skip.get('seconds a skip could save', 0) / r['seconds']:.0f}% of the reading "
         "(the most a skip could save)",

@@ -48,6 +48,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -107,23 +108,48 @@ def parse_args(argv=None):
     return args
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BARE = re.compile(r"[A-Za-z0-9_./:+-]+")
+
+
 def settings_toml(pairs: list[str]) -> str:
-    """`SECTION.KEY=VALUE` pairs as TOML; a VALUE that is not a TOML value is taken as text."""
+    """`SECTION.KEY=VALUE` pairs as the text of a config.toml, checked as cortex checks its
+    own (unknown keys, wrong types). VALUE is a TOML value (a number, true or false, a quoted
+    string, a list) or else a bare word taken as text (`memory.model=none`); nothing else."""
+    import tempfile
     import tomllib
-    sections: dict[str, list[str]] = {}
+    from cortex_core.config import load_settings
+    from cortex_core.errors import CortexError
+    sections: dict[str, dict[str, str]] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         section, dot, key = name.strip().partition(".")
-        if not sep or not dot or not section or not key:
+        value = value.strip()
+        if not sep or not dot or not _NAME.fullmatch(section) or not _NAME.fullmatch(key):
             raise ValueError(f"--set {pair!r}: expected SECTION.KEY=VALUE, e.g. "
                              "index.max_file_bytes=500000")
-        try:
-            tomllib.loads(f"v = {value}")
+        try:   # one value on one line, nothing after it
+            parsed = tomllib.loads(f"v = {value}") if value.isprintable() else {}
         except tomllib.TOMLDecodeError:
+            parsed = {}
+        if set(parsed) != {"v"}:
+            if not _BARE.fullmatch(value):
+                raise ValueError(f"--set {pair!r}: VALUE must be a TOML value (a number, true "
+                                 "or false, a quoted string, a list) or a bare word")
             value = json.dumps(value)
-        sections.setdefault(section, []).append(f"{key} = {value}")
-    return "".join(f"[{s}]\n" + "".join(f"{line}\n" for line in lines) + "\n"
-                   for s, lines in sections.items())
+        if key in sections.setdefault(section, {}):
+            raise ValueError(f"--set {section}.{key}: given twice")
+        sections[section][key] = value
+    text = "".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items()) + "\n"
+                   for s, keys in sections.items())
+    with tempfile.TemporaryDirectory() as folder:   # what cortex would say of the file
+        path = Path(folder) / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            load_settings(path)
+        except CortexError as exc:
+            raise ValueError(f"--set: {str(exc).replace(str(path), 'the settings')}") from None
+    return text
 
 
 # -- memory of a process tree ------------------------------------------------------------------
@@ -411,7 +437,7 @@ def main(argv=None) -> int:
                      head_date=bl.git(clone, "log", "-1", "--format=%cs", "HEAD"))
         if args.settings:   # cortex reads <repo>/.cortex/config.toml (docs/settings.md)
             (clone / ".cortex").mkdir(exist_ok=True)
-            (clone / ".cortex" / "config.toml").write_text(args.settings)
+            (clone / ".cortex" / "config.toml").write_text(args.settings, encoding="utf-8")
             setup["settings"] = args.settings
         report["setup"] = setup
         log(f"clone at {base[:10]}: {setup['commits']} commits ({setup['non_merge_commits']} "

@@ -109,6 +109,9 @@ def test_settings_reach_every_cortex_run_and_bad_ones_are_refused(repo):
     assert report["full_index"]["summary"]["skipped_file_changes"] > 0
     assert report["full_index"]["summary"]["symbol_changes"] == 0
     assert report["update"]["new_commits"] == 1     # ... and the update ran with it too
-    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--set", "max_file_bytes"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and "expected SECTION.KEY=VALUE" in out.stderr
+    for bad, said in (("max_file_bytes", "expected SECTION.KEY=VALUE"),
+                      ("index.nope=1", "unknown key index.nope"),          # as cortex says it
+                      ("index.max_file_bytes=1\n[time]\nclock='wall'", "VALUE must be")):
+        out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--set", bad],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and said in out.stderr, (bad, out.stderr)

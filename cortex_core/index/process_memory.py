@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 
@@ -42,12 +43,22 @@ def release_memory(repo: pygit2.Repository) -> None:
 def trim_heap() -> bool:
     """Hand the C heap's free pages back to the system (glibc's malloc_trim, every arena, free
     pages between live blocks too); False where there is no such call (musl, macOS). What a
-    large allocation freed otherwise stays resident: glibc returns only the top of its heap,
-    and a thread's arena (the result thread of a process pool's) not at all."""
-    if not sys.platform.startswith("linux"):
+    large allocation freed otherwise stays resident: by itself glibc gives back only what is
+    free at the top of a heap (the main one's, or a thread's: a process pool's result thread
+    unpickles there)."""
+    trim = _malloc_trim()
+    if trim is None:
         return False
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):   # not glibc (musl has no malloc_trim)
-        return False
+    trim(0)
     return True
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim, looked up once (find_library runs ldconfig), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):   # not glibc (musl has no malloc_trim)
+        return None

@@ -216,9 +216,10 @@ def worker_plan(settings: IndexSettings, jobs: int) -> tuple[int, int]:
 
 # A chunk of records this large (symbol changes, files, a merge's files) leaves the main process
 # holding what unpickling it took once it is written: sympy's commit of 1,742 files and 39,380
-# symbol changes took the writer from 102 to 127 MiB resident for the rest of the run, and every
-# such commit raised it again (60 -> 149 MiB over all of sympy). After one, the writer hands the
-# heap's free pages back (trim_heap) before it waits for more: a few ms, some 100 times on sympy.
+# symbol changes took the writer from 102 to 127 MiB resident for the rest of the run, and each
+# such commit raised it again. Once the writer has moved on to a later chunk, the heap's free
+# pages go back (trim_heap, a few ms): on all of sympy the writer then held 59-91 MiB during the
+# commits instead of 70-149 (docs/numbers.md, "The peak at two sizes").
 HEAVY_ITEMS = 5_000
 
 
@@ -258,8 +259,8 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     "recycled" (workers replaced for their memory), "caches_dropped" (times a worker dropped
     its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
     the tree they would build), "peak_worker_bytes" (the most a worker reported) and
-    "heap_trims" (times this process gave back its heap after a heavy chunk, HEAVY_ITEMS) when
-    the reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
+    "heap_trims" (when this process gave back its heap after a heavy chunk, HEAVY_ITEMS: the
+    position of the record the writer held then, each time) when the reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
 
@@ -273,8 +274,9 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
     ranges.reverse()  # popped from the end: in history order
     pending: dict[Future, tuple[_Worker, int, int]] = {}  # future -> (worker, start, stop)
-    peak = given_back = dropped = trims = 0
-    heavy = False   # a heavy chunk was written since the last trim
+    peak = given_back = dropped = 0
+    trims: list[int] = []
+    trim_due = False   # a heavy chunk was written since the last trim
 
     def feed(worker: _Worker) -> None:
         """Keep QUEUED chunks with the worker: the rest of its range, then a new range."""
@@ -292,19 +294,20 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
         for worker in crew:
             feed(worker)
         while pending:
-            if heavy:   # its records are garbage now, but the last one, which the writer holds
-                heavy = False
-                trims += trim_heap()
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: pending[f][1]):
+            # Popped one at a time: a future keeps its chunk alive, so none is held once read.
+            ordered = sorted(done, key=lambda f: pending[f][1])
+            done = set()
+            while ordered:
+                future = ordered.pop(0)
                 worker, start, stop = pending.pop(future)
                 worker.queued -= 1
                 chunk = future.result()
                 records, resident = chunk.records, chunk.resident
-                heavy = heavy or _items(records) >= HEAVY_ITEMS
                 peak = max(peak, resident)
                 given_back += chunk.given_back
                 dropped += chunk.dropped
+                future = chunk = None
                 if start + len(records) < stop:   # stopped at its budget: the rest comes back
                     worker.todo.append((start + len(records), stop))
                     worker.todo = deque(sorted(worker.todo))   # in history order again
@@ -316,8 +319,11 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                 feed(worker)
                 for offset, record in enumerate(records):
                     yield start + offset, record
-            # Nothing here holds a chunk while the next ones are awaited (see `heavy`).
-            done = future = chunk = records = record = None
+                    if trim_due:   # the writer holds a later chunk's record: the heavy are gone
+                        trim_due = False
+                        if trim_heap():
+                            trims.append(start + offset)
+                trim_due = trim_due or _items(records) >= HEAVY_ITEMS
     finally:
         for worker in crew:
             worker.pool.shutdown(wait=True, cancel_futures=True)
