@@ -235,7 +235,7 @@ def render(r: dict) -> str:
         f"parsed were edited strictly inside a function's lines only; their parse and walk took "
         f"{skip.get('seconds a skip could save', 0):.2f} s = "
         f"{100 * skip.get('seconds a skip could save', 0) / r['seconds']:.0f}% of the reading "
-        "(the most a skip could save)",
+        "(an upper bound on what a skip could save)",
     ]
     return "\n".join(lines)
 

@@ -116,6 +116,8 @@ def settings_toml(pairs: list[str]) -> str:
     """`SECTION.KEY=VALUE` pairs as the text of a config.toml, checked as cortex checks its
     own (unknown keys, wrong types). VALUE is a TOML value (a number, true or false, a quoted
     string, a list) or else a bare word taken as text (`memory.model=none`); nothing else."""
+    if not pairs:
+        return ""
     import tempfile
     import tomllib
     from cortex_core.config import load_settings

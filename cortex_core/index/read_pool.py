@@ -218,8 +218,8 @@ def worker_plan(settings: IndexSettings, jobs: int) -> tuple[int, int]:
 # holding what unpickling it took once it is written: sympy's commit of 1,742 files and 39,380
 # symbol changes took the writer from 102 to 127 MiB resident for the rest of the run, and each
 # such commit raised it again. Once the writer has moved on to a later chunk, the heap's free
-# pages go back (trim_heap, a few ms): on all of sympy the writer then held 59-91 MiB during the
-# commits instead of 70-149 (docs/numbers.md, "The peak at two sizes").
+# pages go back (trim_heap, a few ms): on all of sympy the writer's median during the commits
+# went from 78 to 65 MiB, its most from 149 to 136 (docs/numbers.md, "The peak at two sizes").
 HEAVY_ITEMS = 5_000
 
 
@@ -260,7 +260,8 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
     the tree they would build), "peak_worker_bytes" (the most a worker reported) and
     "heap_trims" (when this process gave back its heap after a heavy chunk, HEAVY_ITEMS: the
-    position of the record the writer held then, each time) when the reading ends. `damaged`: loose objects read as missing (loose_objects.check_loose)."""
+    position of the record the writer held then, each time) when the reading ends.
+    `damaged`: loose objects read as missing (loose_objects.check_loose)."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
 
