@@ -29,8 +29,11 @@ edit of a decorated function's `def` line, or inside a signature of several line
 (on werkzeug's first 1,500 commits, 4 of 530 such versions changed a definition's name, kind or
 nesting). Measured on sympy and werkzeug: docs/numbers.md, "Where the reading time goes".
 
+`--ranges N` reads the slice as N ranges, each by a fresh reader, as a worker's next range or a
+replaced worker starts with cold caches: what those cold starts cost.
+
 Usage: `/work/venv/bin/python bench/bench_read_profile.py REPO [--start N] [--commits N]
-[--budget-mb MB]`.
+[--budget-mb MB] [--ranges N]`.
 """
 
 from __future__ import annotations
@@ -71,10 +74,15 @@ def parse_args(argv=None):
                    help="size the parser's caches as a worker's with this share (default: the "
                    "share a default index run gives each of 2 workers; 0: the default caches, "
                    "as --jobs 1 reads)")
+    p.add_argument("--ranges", type=int, default=1,
+                   help="read the slice as this many ranges, each by a fresh reader (cold "
+                   "caches, as a worker's next range or a replaced worker starts; default 1)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = p.parse_args(argv)
     if args.start < 0 or args.commits < 0 or (args.budget_mb or 0) < 0:
         p.error("--start, --commits and --budget-mb must be >= 0")
+    if args.ranges < 1:
+        p.error("--ranges must be >= 1")
     if args.budget_mb is None:
         args.budget_mb = worker_plan(IndexSettings(), 2)[1] // (1024 * 1024)
     return args
@@ -194,10 +202,12 @@ def main(argv=None) -> int:
     budget = args.budget_mb * 1024 * 1024
     try:
         instrument(timers, skip)
-        reader = commit_reader.CommitReader(repo, IndexSettings(), parser=_parser(budget))
+        size = -(-len(ids) // args.ranges)
         start = time.perf_counter()
-        for oid in ids:
-            reader.read(repo.get(oid))
+        for first in range(0, len(ids), size):   # each range from cold caches
+            reader = commit_reader.CommitReader(repo, IndexSettings(), parser=_parser(budget))
+            for oid in ids[first:first + size]:
+                reader.read(repo.get(oid))
         total = time.perf_counter() - start
     finally:
         timers.restore()
@@ -222,7 +232,10 @@ def render(r: dict) -> str:
         *bl.environment_lines(r["environment"]),
         "parser caches: " + (f"a worker's, for a share of {budget} MB" if budget
                              else "the default (as --jobs 1 reads)"),
-        f"{r['commits']} commits read in one process: {r['seconds']:.1f} s = "
+        f"{r['commits']} commits read in one process"
+        + (f" as {r['config']['ranges']} ranges, each by a fresh reader"
+           if r["config"].get("ranges", 1) > 1 else "")
+        + f": {r['seconds']:.1f} s = "
         f"{r['over_git_log_p']:.1f}x git log -p of the same commits ({r['git_log_p_seconds']:.2f} s)",
         "",
         bl.table(rows, ["component", "time", "share"]),

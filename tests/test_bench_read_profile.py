@@ -71,3 +71,18 @@ def test_the_default_caches_and_a_repository_without_commits(repo, tmp_path):
     out = subprocess.run([sys.executable, str(BENCH), str(empty)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2 and "HEAD has no commit yet" in out.stderr
+
+
+def test_ranges_start_cold(repo):
+    for n in range(4):
+        repo.write("m.py", _BODY.format(n=n))
+        repo.commit(f"c{n}")
+    one = json.loads(_run(repo, "--json").stdout)
+    two = json.loads(_run(repo, "--json", "--ranges", "2").stdout)
+    # One reader parses the first version in full and the rest incrementally; a second reader
+    # starts cold: its first commit parses both versions of the file in full.
+    assert one["counts"]["full parse"] == 1
+    assert two["counts"]["full parse"] == 2
+    assert two["commits"] == one["commits"] == 4
+    out = _run(repo, "--ranges", "0")
+    assert out.returncode == 2 and "--ranges must be >= 1" in out.stderr
