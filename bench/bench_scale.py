@@ -438,6 +438,12 @@ def main(argv=None) -> int:
                                               "HEAD").split("\n")[0],
                      head_date=bl.git(clone, "log", "-1", "--format=%cs", "HEAD"))
         if args.settings:   # cortex reads <repo>/.cortex/config.toml (docs/settings.md)
+            if any(bl.git(clone, "ls-tree", "--name-only", rev, "--", ".cortex/config.toml")
+                   for rev in (base, tip)):   # the update step resets the clone to the tip
+                print("bench_scale: the repository tracks .cortex/config.toml: --set would "
+                      "replace it, and the update step's reset would bring it back",
+                      file=sys.stderr)
+                return 2
             (clone / ".cortex").mkdir(exist_ok=True)
             (clone / ".cortex" / "config.toml").write_text(args.settings, encoding="utf-8")
             setup["settings"] = args.settings

@@ -115,3 +115,13 @@ def test_settings_reach_every_cortex_run_and_bad_ones_are_refused(repo):
         out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--set", bad],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and said in out.stderr, (bad, out.stderr)
+
+
+def test_settings_are_refused_when_the_repository_tracks_its_config(repo):
+    _history(repo, 3)
+    repo.write(".cortex/config.toml", "[index]\nmax_file_bytes = 1000\n")
+    repo.commit("track the config")
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--no-first-hover",
+                          "--set", "index.max_file_bytes=20"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "tracks .cortex/config.toml" in out.stderr
