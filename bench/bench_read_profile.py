@@ -29,11 +29,16 @@ edit of a decorated function's `def` line, or inside a signature of several line
 (on werkzeug's first 1,500 commits, 4 of 530 such versions changed a definition's name, kind or
 nesting). Measured on sympy and werkzeug: docs/numbers.md, "Where the reading time goes".
 
+A new version whose old version's symbols are cached but not its tree is read by regions
+(symbols.py: only the module-level definitions its hunks touch are parsed, Python only): timed
+as its own component, its walks included. `--verify` also parses each such version in full and
+counts those whose symbols differ (there should be none; the check's time is left out).
+
 `--ranges N` reads the slice as N ranges, each by a fresh reader, as a worker's next range or a
 replaced worker starts with cold caches: what those cold starts cost.
 
 Usage: `/work/venv/bin/python bench/bench_read_profile.py REPO [--start N] [--commits N]
-[--budget-mb MB] [--ranges N]`.
+[--budget-mb MB] [--ranges N] [--verify]`.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ def parse_args(argv=None):
     p.add_argument("--ranges", type=int, default=1,
                    help="read the slice as this many ranges, each by a fresh reader (cold "
                    "caches, as a worker's next range or a replaced worker starts; default 1)")
+    p.add_argument("--verify", action="store_true",
+                   help="parse each version read by regions in full too and count those whose "
+                   "symbols differ (the check's time is not counted)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = p.parse_args(argv)
     if args.start < 0 or args.commits < 0 or (args.budget_mb or 0) < 0:
@@ -134,10 +142,28 @@ class Timers:
             setattr(owner, name, original)
 
 
-def instrument(timers: Timers, skip: dict) -> None:
+def instrument(timers: Timers, skip: dict, verify: bool = False) -> None:
     parser_class = symbols_module.SymbolParser
     parse = parser_class._parse
     symbols = parser_class.symbols
+    by_regions = parser_class._by_regions
+
+    def timed_regions(self, walker, language, base, source, lines):
+        t, walked = time.perf_counter(), timers.seconds["definition walk"]
+        out = by_regions(self, walker, language, base, source, lines)
+        # The regions' own walks belong to this component, not to the walk of whole trees.
+        timers.seconds["definition walk"] = walked
+        timers.seconds["reading by regions"] += time.perf_counter() - t
+        timers.counts["region attempts"] += 1
+        if out is not None:
+            timers.counts["read by regions"] += 1
+            timers.counts["read by regions bytes"] += len(source)
+            if verify:
+                t = time.perf_counter()
+                if out != symbols_module.extract_symbols(language, source):
+                    timers.counts["read by regions, different from a full parse"] += 1
+                timers.seconds["verifying"] += time.perf_counter() - t
+        return out
 
     def timed_parse(self, language, source, base):
         t = time.perf_counter()
@@ -165,9 +191,11 @@ def instrument(timers: Timers, skip: dict) -> None:
             skip["seconds a skip could save"] += spent
         return out
 
-    timers._saved += [(parser_class, "_parse", parse), (parser_class, "symbols", symbols)]
+    timers._saved += [(parser_class, "_parse", parse), (parser_class, "symbols", symbols),
+                      (parser_class, "_by_regions", by_regions)]
     parser_class._parse = timed_parse
     parser_class.symbols = timed_symbols
+    parser_class._by_regions = timed_regions
     timers.wrap(symbols_module._Walker, "extract", "definition walk")
     timers.wrap(commit_reader, "match_commit", "symbol matching")
     timers.wrap(commit_reader, "words_of", "words of changed lines")   # the reader's own name
@@ -201,18 +229,19 @@ def main(argv=None) -> int:
     timers, skip = Timers(), defaultdict(float)
     budget = args.budget_mb * 1024 * 1024
     try:
-        instrument(timers, skip)
+        instrument(timers, skip, args.verify)
         size = -(-len(ids) // args.ranges)
         start = time.perf_counter()
         for first in range(0, len(ids), size):   # each range from cold caches
             reader = commit_reader.CommitReader(repo, IndexSettings(), parser=_parser(budget))
             for oid in ids[first:first + size]:
                 reader.read(repo.get(oid))
-        total = time.perf_counter() - start
+        total = time.perf_counter() - start - timers.seconds["verifying"]
     finally:
         timers.restore()
-    parts = {k: timers.seconds[k] for k in ("full parse", "incremental parse", "definition walk",
-                                            "symbol matching", "words of changed lines")}
+    parts = {k: timers.seconds[k] for k in ("full parse", "incremental parse", "reading by regions",
+                                            "definition walk", "symbol matching",
+                                            "words of changed lines")}
     parts["the rest (diffs, blobs, patches, bookkeeping)"] = total - sum(parts.values())
     report = {"benchmark": "read_profile", "environment": bl.environment(args.repo),
               "config": bl.config(args), "commits": len(ids), "seconds": total,
@@ -244,6 +273,11 @@ def render(r: dict) -> str:
         f"{c.get('incremental parse', 0)} incremental "
         f"({c.get('incremental parse bytes', 0) / 1e6:.1f} MB), "
         f"{c.get('incremental fell back to full', 0)} incremental trees with errors parsed again",
+        f"read by regions: {c.get('read by regions', 0)} new versions "
+        f"({c.get('read by regions bytes', 0) / 1e6:.1f} MB) of {c.get('region attempts', 0)} "
+        "whose old tree was gone"
+        + (f"; {c.get('read by regions, different from a full parse', 0)} different from a full "
+           "parse (--verify)" if r["config"].get("verify") else ""),
         f"parse skip: {int(skip.get('edited inside bodies only', 0))} of {int(parsed)} new versions "
         f"parsed were edited strictly inside a function's lines only; their parse and walk took "
         f"{skip.get('seconds a skip could save', 0):.2f} s = "

@@ -86,3 +86,24 @@ def test_ranges_start_cold(repo):
     assert two["commits"] == one["commits"] == 4
     out = _run(repo, "--ranges", "0")
     assert out.returncode == 2 and "--ranges must be >= 1" in out.stderr
+
+
+def test_versions_whose_tree_is_gone_are_read_by_regions_and_verified(repo):
+    """A file over the worker's tree cache (at least 250 KB of text) keeps no tree: its next
+    versions are read by regions, and --verify finds them equal to full parses."""
+    functions = {i: f"def handler_{i}(value):\n    return value * {i}\n\n\n" for i in range(6000)}
+    repo.write("big.py", "".join(functions.values()))
+    repo.commit("big")
+    for n in (10, 2000, 5999):
+        functions[n] = f"def handler_{n}(value):\n    value += 1\n    return value\n\n\n"
+        repo.write("big.py", "".join(functions.values()))
+        repo.commit(f"edit {n}")
+    report = json.loads(_run(repo, "--json", "--budget-mb", "1", "--verify").stdout)
+    counts = report["counts"]
+    assert counts["full parse"] == 1 and counts.get("incremental parse", 0) == 0
+    assert counts["read by regions"] == 3
+    assert counts.get("read by regions, different from a full parse", 0) == 0
+    assert report["parts_seconds"]["reading by regions"] > 0
+    out = _run(repo, "--budget-mb", "1", "--verify")
+    assert "read by regions: 3 new versions" in out.stdout
+    assert "0 different from a full parse (--verify)" in out.stdout

@@ -407,6 +407,34 @@ def test_trim_heap_gives_back_the_free_pages_between_live_blocks():
     assert len(kept) == 938
 
 
+def test_a_reader_without_trees_reads_versions_by_regions_and_the_same(repo):
+    """A worker whose tree cache let a file's tree go reads its next version by regions (only
+    the definitions the hunks touch are parsed): the records are a full parse's."""
+    import pygit2
+    from cortex_core.git.commit_reader import CommitReader
+    from cortex_core.lang.symbols import SymbolParser
+    bodies = {f"f{j}": f"    return {j}\n" for j in range(12)}
+
+    def module() -> str:
+        return "import os\n\n\n" + "".join(
+            f"@trace\ndef {name}(x):\n{body}\n\n" for name, body in bodies.items())
+
+    repo.write("mod.py", module())
+    repo.commit("start", days_ago=30)
+    for i, name in enumerate(["f3", "f7", "f0", "f11", "f5", "f3"]):
+        bodies[name] = f"    y = x + {i}\n    return y\n"
+        if i == 4:
+            bodies[f"g{i}"] = "    return None\n"   # a new function at the end
+        repo.write("mod.py", module())
+        repo.commit(f"edit {name}", days_ago=20 - i)
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    parser = SymbolParser(tree_cache_bytes=1, keep_oversized=False)
+    reader = CommitReader(pygit2.Repository(str(repo.path)), Settings().index, parser=parser)
+    got = _what_records_say([reader.read(reader.repo.get(sha)) for sha in shas])
+    assert got == _read_alone(repo, shas)
+    assert parser.region_count() == len(shas) - 1
+
+
 def test_the_largest_parse_of_a_commit_is_known_before_it_is_read(repo):
     """What a worker checks before a commit: the most text whose trees reading it holds at
     once (source code within max_file_bytes, not skipped by its name), from the objects'

@@ -1010,9 +1010,10 @@ def valid_edit(rng: random.Random, source: bytes, step: int) -> bytes:
     elif op == "rename" and symbols:
         victim = rng.choice(symbols)
         i = victim.start_line - 1
-        while b" " + victim.name.encode() not in lines[i]:
+        while i < victim.end_line and b" " + victim.name.encode() not in lines[i]:
             i += 1  # past decorators
-        lines[i] = lines[i].replace(b" " + victim.name.encode(), b" renamed_%d" % step, 1)
+        if i < victim.end_line:   # not `f = lambda`, named at the start of its line
+            lines[i] = lines[i].replace(b" " + victim.name.encode(), b" renamed_%d" % step, 1)
     result = b"".join(lines)
     return result[:-1] if rng.random() < 0.3 and result.endswith(b"\n") else result
 
@@ -1753,3 +1754,198 @@ def test_languages_module_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a new version by regions (the old version's symbols cached, not its tree)
+
+def region_parser(**kwargs) -> SymbolParser:
+    """A parser that keeps no tree (as a worker's, once a file's tree was evicted): each new
+    version is read by regions when it can be, in full otherwise."""
+    return SymbolParser(tree_cache_bytes=1, keep_oversized=False, **kwargs)
+
+
+LONG_MODULE = b'''\
+"""Shapes."""
+import math
+
+RATIO = 2
+
+
+def area(r):
+    return math.pi * r * r
+
+
+@register
+@cache(size=3)
+def perimeter(r):
+    return 2 * math.pi * r
+
+
+class Circle:
+    """A circle."""
+
+    def __init__(self, r):
+        self.r = r
+
+    def grow(self, by):
+        def step(x):
+            return x + by
+        return Circle(step(self.r))
+
+
+if RATIO > 1:
+    def scaled(x):
+        return x * RATIO
+
+
+async def fetch(url):
+    return url
+
+
+def area(r):
+    return r
+
+
+square = lambda x: x * x
+
+
+class Square:
+    def side(self):
+        return 1
+
+
+def last(x):
+    return x
+'''
+
+
+REGION_EDITS = [
+    ("inside a method", lambda s: s.replace(b"return x + by", b"return x + by + 1")),
+    ("a decorator", lambda s: s.replace(b"@cache(size=3)", b"@cache(size=4)\n@traced")),
+    ("a new function between two", lambda s: s.replace(
+        b"\n\nclass Circle:", b"\n\ndef area(r, s):\n    return r * s\n\n\nclass Circle:")),
+    ("a function deleted", lambda s: s.replace(b"async def fetch(url):\n    return url\n", b"")),
+    ("the imports", lambda s: s.replace(b"import math\n", b"import math\nimport cmath\n")),
+    ("the end", lambda s: s + b"\n\ndef after(y):\n    return y\n"),
+    ("a definition nested in an if", lambda s: s.replace(b"return x * RATIO",
+                                                         b"return x * RATIO * 2")),
+    ("two places", lambda s: s.replace(b"return 2 * math", b"return 3 * math")
+     .replace(b"return 1", b"return 2")),
+    ("a rename", lambda s: s.replace(b"def side(self)", b"def edge(self)")),
+    ("no trailing newline", lambda s: s.replace(b"return x\n", b"return x")),
+]
+
+
+@pytest.mark.parametrize("name, edit", REGION_EDITS, ids=[n for n, _ in REGION_EDITS])
+def test_a_version_read_by_regions_equals_a_full_parse(name, edit):
+    new = edit(LONG_MODULE)
+    assert new != LONG_MODULE
+    parser = region_parser()
+    parser.symbols("python", "old", LONG_MODULE)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(LONG_MODULE, new)))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == 1, name   # it was read by regions, not in full
+
+
+def test_ordinals_are_counted_over_the_whole_file():
+    """A second `area` inserted before the two there renumbers the ones after the region."""
+    new = LONG_MODULE.replace(b"\n\nclass Circle:",
+                              b"\n\ndef area(r, s):\n    return r * s\n\n\nclass Circle:")
+    parser = region_parser()
+    parser.symbols("python", "old", LONG_MODULE)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(LONG_MODULE, new)))
+    assert [s.qualname for s in got if s.name == "area"] == ["area", "area[2]", "area[3]"]
+    assert parser.region_count() == 1
+
+
+def test_regions_that_do_not_parse_cleanly_fall_back_to_a_full_parse():
+    """An unterminated string opened inside a region runs into the text after it."""
+    new = LONG_MODULE.replace(b"    return url\n", b'    return """url\n')
+    parser = region_parser()
+    parser.symbols("python", "old", LONG_MODULE)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(LONG_MODULE, new)))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == 0 and parser.parse_count() == 2
+
+
+def test_an_old_version_with_errors_is_no_base_for_regions():
+    broken = LONG_MODULE.replace(b"def last(x):", b"def last(x:")
+    new = broken.replace(b"return x * RATIO", b"return x * RATIO * 2")
+    parser = region_parser()
+    parser.symbols("python", "old", broken)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(broken, new)))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == 0
+
+
+def test_hunks_that_do_not_describe_the_change_are_not_trusted():
+    """The text kept from the old version is checked byte for byte (by checksums): hunks that
+    name the wrong lines cannot carry a stale symbol over."""
+    new = LONG_MODULE.replace(b"def side(self)", b"def edge(self)")   # line 51
+    wrong = [(8, 1, 8, 1)]   # claims an edit inside `area` instead
+    parser = region_parser()
+    parser.symbols("python", "old", LONG_MODULE)
+    got = parser.symbols("python", "new", new, base=("old", wrong))
+    assert got == extract_symbols("python", new)
+    assert "Square.edge" in {s.qualname for s in got}
+    assert parser.region_count() == 0
+
+
+@pytest.mark.parametrize("share, regions", [(symbols_module._REGION_SHARE, 0), (1.0, 1)])
+def test_regions_covering_most_of_the_file_are_a_full_parse(share, regions, monkeypatch):
+    monkeypatch.setattr(symbols_module, "_REGION_SHARE", share)
+    new = LONG_MODULE.replace(b"return ", b"return 0 or ")   # every definition
+    parser = region_parser()
+    parser.symbols("python", "old", LONG_MODULE)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(LONG_MODULE, new)))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == regions
+
+
+def test_an_evicted_base_is_read_in_full():
+    new = LONG_MODULE.replace(b"return x + by", b"return x + by + 1")
+    parser = region_parser(cache_size=1)
+    parser.symbols("python", "old", LONG_MODULE)
+    parser.symbols("python", "other", b"def other():\n    pass\n")   # evicts "old"
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(LONG_MODULE, new)))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == 0
+
+
+@pytest.mark.parametrize("hunks", [difflib_hunks, git_hunks])
+@pytest.mark.parametrize("seed", range(4))
+def test_regions_over_random_valid_edits_equal_full_parses(seed, hunks):
+    rng = random.Random(seed)
+    parser = region_parser()
+    source = LONG_MODULE
+    parser.symbols("python", "v0", source)
+    for step in range(1, 60):
+        new = source
+        for _ in range(rng.randint(1, 2)):
+            new = valid_edit(rng, new, step)
+        got = parser.symbols("python", f"v{step}", new, base=(f"v{step - 1}", hunks(source, new)))
+        assert got == extract_symbols("python", new), (step, new.decode())
+        source = new
+    assert parser.region_count() >= 20   # most versions were read by regions
+
+
+def test_regions_over_random_broken_edits_equal_full_parses():
+    rng = random.Random("regions")
+    parser = region_parser()
+    source = LONG_MODULE
+    pool = git_lines(source) + RANDOM_LINES + [b'"""\n', b"def g():\n", b"@d\n", b"class C:\n"]
+    parser.symbols("python", "v0", source)
+    for step in range(1, 120):
+        if rng.random() < 0.5:   # a revert: back to a clean old version, often
+            parser.symbols("python", f"v{step - 1}", LONG_MODULE)
+            source = LONG_MODULE
+        lines = git_lines(source)
+        at = rng.randint(0, len(lines))
+        lines[at:at + rng.randint(0, 2)] = [rng.choice(pool) for _ in range(rng.randint(0, 2))]
+        new = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        got = parser.symbols("python", f"v{step}", new, base=(f"v{step - 1}",
+                                                              git_hunks(source, new)))
+        assert got == extract_symbols("python", new), (step, new.decode())
+        source = new
+    assert parser.region_count() >= 20

@@ -74,12 +74,20 @@ definition lying outside what changed (the edited bytes, and the ranges whose st
 reports changed) is not entered: its symbols are the old blob's, with lines and bytes shifted (see
 _Reuse). The walk still goes through the containers that changed (the module, an edited class) and
 looks at each definition in them, but names only those that changed or whose context did.
+
+Reading by regions (Python): when the old blob's tree is gone from the cache but its symbols are
+not, only the module-level definitions the hunks touch are parsed, as a text of their own, and
+the old symbols elsewhere are kept, shifted (see _regions). The text kept is checked byte for
+byte against the old blob's (a checksum per piece between two definitions that start a line), so
+wrong hunks cost a full parse, never a wrong symbol; a region with a syntax error, an old blob
+that had one, or regions that are most of the file are parsed in full.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import zlib
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -1230,9 +1238,13 @@ class SymbolParser:
         self._tree_bytes = 0
         self._cached_symbols = 0
         self._cache: OrderedDict[tuple[str, str], list[Symbol]] = OrderedDict()
+        # Lines of the cached blobs whose symbols came from a parse without errors, in the
+        # languages read by regions (_REGIONS): what a successor's region parse needs to know.
+        self._clean: dict[tuple[str, str], _Segments] = {}
         self._trees: OrderedDict[tuple[str, str], _Parsed] = OrderedDict()
         self._parsers: dict[str, Parser] = {}
         self._parses = 0
+        self._regions = 0
 
     def symbols(self, language: str, blob_id: str, source: bytes,
                 base: tuple[str, list[Hunk]] | None = None) -> list[Symbol]:
@@ -1247,23 +1259,56 @@ class SymbolParser:
         walker = _walker(language)
         lines = _Lines(_line_starts(source), len(source))
         edited = self._edited_base(language, base, lines)
+        if edited is None and base is not None and language in _REGIONS:
+            symbols = self._by_regions(walker, language, base, source, lines)
+            if symbols is not None:
+                self._parses += 1
+                self._regions += 1
+                self._remember_symbols(key, symbols, _segments(symbols, source))
+                return list(symbols)
         tree, reuse = self._parse(language, source, edited)
         self._parses += 1
         found = walker.extract(tree.root_node, reuse)
         if edited is not None:
             self._forget_tree((language, base[0]))
         self._remember_tree(key, _Parsed(tree, lines, found))
-        self._remember_symbols(key, found.symbols)
+        clean = language in _REGIONS and not tree.root_node.has_error
+        self._remember_symbols(key, found.symbols,
+                               _segments(found.symbols, source) if clean else None)
         return list(found.symbols)
 
-    def _remember_symbols(self, key: tuple[str, str], symbols: list[Symbol]) -> None:
-        """Keep a blob's symbols; evict the least recently used beyond the count of blobs or of
-        symbols (the newest is kept whatever its size)."""
+    def _by_regions(self, walker: _Walker, language: str, base: tuple[str, list[Hunk]],
+                    source: bytes, lines: _Lines) -> list[Symbol] | None:
+        """The symbols of a new version whose old version's symbols are cached but not its tree:
+        only the top-level definitions the hunks touch are parsed (see _regions); None when
+        that is not provably what a full parse would give."""
+        old_key = (language, base[0])
+        old, segments = self._cache.get(old_key), self._clean.get(old_key)
+        if old is None or segments is None or not base[1]:
+            return None
+        plan = _regions(old, segments, sorted(base[1]), source, lines)
+        if plan is None:
+            return None
+        parser = self._parsers.get(language)
+        if parser is None:
+            parser = self._parsers[language] = get_parser(language)
+        return _stitch(walker, parser, old, plan, source, lines)
+
+    def _remember_symbols(self, key: tuple[str, str], symbols: list[Symbol],
+                          clean: _Segments | None = None) -> None:
+        """Keep a blob's symbols (with its line count and boundaries when its parse had no
+        error: see _regions); evict the
+        least recently used beyond the count of blobs or of symbols (the newest is kept
+        whatever its size)."""
         self._cache[key] = symbols
         self._cached_symbols += len(symbols)
+        if clean is not None:
+            self._clean[key] = clean
         while len(self._cache) > 1 and (len(self._cache) > self._cache_size
                                         or self._cached_symbols > self._cached_symbols_max):
-            self._cached_symbols -= len(self._cache.popitem(last=False)[1])
+            gone, dropped = self._cache.popitem(last=False)
+            self._cached_symbols -= len(dropped)
+            self._clean.pop(gone, None)
 
     def _remember_tree(self, key: tuple[str, str], parsed: _Parsed) -> None:
         """Keep the newest tree whatever its size (its successor will want it), unless this
@@ -1290,12 +1335,17 @@ class SymbolParser:
         """Drop every cached tree and symbol list (they are rebuilt on demand, as in a fresh
         parser): what a worker does before a commit whose tree would not fit beside them."""
         self._cache.clear()
+        self._clean.clear()
         self._trees.clear()
         self._tree_bytes = self._cached_symbols = 0
 
     def parse_count(self) -> int:
-        """How many blobs were parsed (full or incremental), i.e. cache misses."""
+        """How many blobs were parsed (full, incremental or by regions), i.e. cache misses."""
         return self._parses
+
+    def region_count(self) -> int:
+        """How many of them were read by regions (only the definitions their hunks touch)."""
+        return self._regions
 
     def _parse(self, language: str, source: bytes,
                base: tuple[_Parsed, Tree, list[_Edit]] | None) -> tuple[Tree, _Reuse | None]:
@@ -1329,6 +1379,148 @@ class SymbolParser:
         for edit in edits:
             tree.edit(*edit)
         return old, tree, edits
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a new version by regions
+#
+# When a file's old tree was evicted but its symbols are cached, a full parse of the new version
+# is most of the reading time (issue 17: 41% on sympy). In Python a definition that starts at
+# column 0 starts a module-level statement, and the text before it decides nothing after it
+# except through the parser's state there, which is the module's own. So between two such
+# definitions of the old version that the hunks leave alone, the new text is a run of whole
+# module-level statements: parsed alone, it gives the symbols a full parse gives there (lines
+# and bytes shifted), and the old symbols outside such runs stand, shifted. Only when the old
+# version parsed without an error and the run parses without one: error recovery depends on
+# context. Checked against full parses on real histories (bench_read_profile.py --verify).
+
+_REGIONS = frozenset({"python"})
+_REGION_STARTS = (b"def ", b"class ", b"async ", b"@")
+# Past this share of the file in regions, a full parse costs about the same and risks nothing.
+_REGION_SHARE = 0.6
+
+
+class _Plan(NamedTuple):
+    # Old symbols kept, as (first, stop, byte shift, line shift), and regions of the new text
+    # as (start byte, end byte, first row), in document order: a region after each kept span
+    # but the last.
+    kept: list[tuple[int, int, int, int]]
+    regions: list[tuple[int, int, int]]
+
+
+class _Segments(NamedTuple):
+    """A version cut at its boundaries (module-level definitions starting a line at column 0:
+    where a region of a later version may start or end), with a checksum of each piece: the
+    text before the first boundary, between two, after the last."""
+
+    bounds: tuple[int, ...]   # indices of the boundary symbols
+    crcs: tuple[int, ...]     # len(bounds) + 1 CRC-32s
+    size: int
+
+
+def _segments(symbols: list[Symbol], source: bytes) -> _Segments:
+    bounds = tuple(i for i, s in enumerate(symbols)
+                   if s.parent < 0 and s.kind in ("class", "function")
+                   and (s.start_byte == 0 or source[s.start_byte - 1] == 0x0A)
+                   and source.startswith(_REGION_STARTS, s.start_byte))
+    cuts = [0, *(symbols[i].start_byte for i in bounds), len(source)]
+    view = memoryview(source)
+    return _Segments(bounds, tuple(zlib.crc32(view[a:b]) for a, b in zip(cuts, cuts[1:])),
+                     len(source))
+
+
+def _regions(old: list[Symbol], segments: _Segments, hunks: list[Hunk], source: bytes,
+             lines: _Lines) -> _Plan | None:
+    """Which pieces of the old version the hunks reach, as a plan for _stitch: whole pieces, so
+    that each region starts and ends at a boundary. The hunks only propose: every piece kept
+    must be found, byte for byte (by its checksum), where the plan puts it in the new text, and
+    the pieces and regions must tile it. None otherwise, or when regions are most of it."""
+    bounds = segments.bounds
+    starts = [old[i].start_line for i in bounds]
+    cuts = [0, *(old[i].start_byte for i in bounds), segments.size]  # piece j: cuts[j:j+2]
+    changed = []  # per hunk: the first old line it changes (or inserts before), the last
+    for old_start, old_lines, _, new_lines in hunks:
+        if old_lines:
+            changed.append((old_start, old_start + old_lines - 1, new_lines - old_lines))
+        else:
+            changed.append((old_start + 1, old_start, new_lines))
+    spans: list[list[int]] = []  # [last boundary before, first boundary after], merged
+    for lo, hi, _ in changed:
+        a = bisect_right(starts, lo - 1) - 1
+        b = bisect_right(starts, hi)
+        if spans and a < spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+
+    def new_start(k: int) -> int:
+        """Where boundary k (-1: the top, len(bounds): the end) starts in the new text, by the
+        hunks: its old line moved by the lines inserted and deleted above it."""
+        if k < 0:
+            return 0
+        if k >= len(starts):
+            return lines.size
+        return lines.offset(starts[k] - 1 + sum(d for _, hi, d in changed if hi < starts[k]))
+
+    view = memoryview(source)
+
+    def found(first: int, stop: int, shift: int) -> bool:
+        """Whether old pieces first..stop-1 are in the new text, moved by `shift` bytes."""
+        return all(zlib.crc32(view[cuts[j] + shift:cuts[j + 1] + shift]) == segments.crcs[j]
+                   for j in range(first, stop))
+
+    kept: list[tuple[int, int, int, int]] = []
+    regions: list[tuple[int, int, int]] = []
+    after, piece, shift, rows, covered = 0, 0, 0, 0, 0   # what follows the last region
+    for a, b in spans:
+        start, end = new_start(a), new_start(b)
+        if start != cuts[a + 1] + shift or not found(piece, a + 1, shift):
+            return None
+        kept.append((after, bounds[a] if a >= 0 else 0, shift, rows))
+        row = lines.point(start)[0] if start < lines.size else lines.count
+        regions.append((start, end, row))
+        covered += end - start
+        piece, shift = b + 1, end - cuts[b + 1]
+        if b < len(bounds):
+            after = bounds[b]
+            rows = lines.point(end)[0] - (starts[b] - 1)
+        else:
+            after = len(old)
+    if (covered > _REGION_SHARE * lines.size or segments.size + shift != lines.size
+            or not found(piece, len(cuts) - 1, shift)):
+        return None
+    kept.append((after, len(old), shift, rows))
+    return _Plan(kept, regions)
+
+
+def _stitch(walker: _Walker, parser: Parser, old: list[Symbol], plan: _Plan, source: bytes,
+            lines: _Lines) -> list[Symbol] | None:
+    """The new version's symbols: the old ones the plan keeps, shifted, and each region's own,
+    parsed alone and moved to its place; None when a region does not parse cleanly."""
+    out: list[Symbol] = []
+    for (first, stop, byte_shift, row_shift), region in zip(plan.kept, [*plan.regions, None]):
+        reindex = len(out) - first
+        if byte_shift == row_shift == reindex == 0:
+            out.extend(old[first:stop])   # unchanged, and immutable: shared
+        else:
+            for s in old[first:stop]:
+                out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + row_shift,
+                                  s.end_line + row_shift,
+                                  s.parent + reindex if s.parent >= 0 else -1,
+                                  s.start_byte + byte_shift, s.end_byte + byte_shift, s.tag,
+                                  s.structural))
+        if region is None:
+            continue
+        start, end, row = region
+        tree = parser.parse(source[start:end])
+        if tree.root_node.has_error:
+            return None
+        offset = len(out)
+        for s in walker.extract(tree.root_node).symbols:
+            out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + row, s.end_line + row,
+                              s.parent + offset if s.parent >= 0 else -1, s.start_byte + start,
+                              s.end_byte + start, s.tag, s.structural))
+    return _identities(out)
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
