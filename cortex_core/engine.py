@@ -37,6 +37,12 @@ if TYPE_CHECKING:
     from cortex_core.store.store_location import Location
 
 
+def _column_weights() -> dict[str, tuple[float, ...]]:
+    """The lexical tables' column weights of a default search (memory/search.py)."""
+    from cortex_core.memory.search import BM25_WEIGHTS, CODE_WEIGHTS
+    return {"items_fts": BM25_WEIGHTS, "items_code": CODE_WEIGHTS}
+
+
 @contextmanager
 def typed_errors() -> Iterator[None]:
     """The store driver's errors as the engine's typed errors, each with the action that fixes
@@ -68,8 +74,9 @@ class Engine:
         `lenient_config`: a `.cortex/config.toml` that cannot be used gives the defaults, and
         `config_problem` says why (an editor's hover must not fail for a typo); otherwise it is
         an error, as it is for the command line.
-        `keep_vectors`: keep the index's embeddings in memory for vector search (for a server
-        that searches many times; memory/vector_matrix.py).
+        `keep_vectors`: keep the index's embeddings in memory for vector search, and the
+        lexical indexes' postings for BM25 (for a server that searches many times;
+        memory/vector_matrix.py, memory/lexical_matrix.py).
         `workspace_seconds`: a search may reuse the working copy's status read that recently
         (git/workspace.py, WorkspaceCache; `forget_workspace` drops it); 0 reads it each time."""
         self.root = root
@@ -92,6 +99,8 @@ class Engine:
         self._connections: list = []
         self._embedder: tuple | None = None      # (model key, embedder)
         self._vectors = None                     # memory.vector_matrix.VectorMatrix, if kept
+        self._lexicon: tuple | None = None       # (version key, LexicalMatrix or None)
+        self._lexicon_loader: threading.Thread | None = None
         self._shipped: tuple[str | None] | None = None
 
     @classmethod
@@ -284,6 +293,75 @@ class Engine:
             if kept is None or kept[0] != key:
                 kept = self._vectors = (key, load(con))
             return kept[1]
+
+    def lexicon(self, con, wait: bool = False):
+        """The lexical indexes' postings in memory (memory/lexical_matrix.py), with
+        `keep_vectors`, when they are the snapshot's own; None otherwise, and FTS5 answers the
+        same. Postings missing or out of date are loaded again in a thread of their own (about
+        a second on 11k commits), so that no search waits for them; `wait`: load them now, in
+        `con`'s transaction (for tests and benchmarks)."""
+        if not self.keep_vectors:
+            return None
+        import apsw
+
+        from cortex_core.memory.lexical_matrix import load, version_key
+        try:
+            key = version_key(con)
+        except apsw.Error:        # no such tables: FTS5 answers (or says what is missing)
+            return None
+        with self._lock:
+            kept = self._lexicon
+            if kept is not None and kept[0] == key:
+                return kept[1]
+            if not wait:
+                self._start_lexicon_loader()
+                return None
+        with typed_errors():
+            matrix = load(con, weights=_column_weights())
+        with self._lock:
+            self._lexicon = (key, matrix)
+        return matrix
+
+    def preload_lexicon(self) -> None:
+        """With `keep_vectors`, bring the lexical postings up to date in the background now
+        (a server, after an index run), so that the next search finds them ready."""
+        if self.keep_vectors:
+            with self._lock:
+                self._start_lexicon_loader()
+
+    def _start_lexicon_loader(self) -> None:     # under self._lock
+        if self._lexicon_loader is None:
+            self._lexicon_loader = threading.Thread(target=self._load_lexicon,
+                                                    name="cortex-lexicon", daemon=True)
+            self._lexicon_loader.start()
+
+    def _load_lexicon(self) -> None:
+        """The background half of `lexicon`: one read transaction on a connection of its own.
+        A load that fails or is refused (too large) is remembered for that version, so that
+        searches do not start it again until the index changes."""
+        from cortex_core.memory.lexical_matrix import load, version_key
+        from cortex_core.store.store import open_reader
+        key = matrix = None
+        try:
+            con = open_reader(self.db)
+            try:
+                con.execute("begin")
+                key = version_key(con)
+                with self._lock:
+                    kept = self._lexicon
+                if kept is not None and kept[0] == key:
+                    matrix = kept[1]      # already this version's
+                else:
+                    matrix = load(con, weights=_column_weights())
+            finally:
+                con.close()
+        except Exception:   # noqa: BLE001 - FTS5 answers instead; nothing to tell the user
+            matrix = None
+        finally:
+            with self._lock:
+                if key is not None:
+                    self._lexicon = (key, matrix)
+                self._lexicon_loader = None
 
     # -- the repository ----------------------------------------------------------------------
 
@@ -495,6 +573,7 @@ class Snapshot:
                 return with_workspace(self.con, options.focus, tree)
 
             result = search(self.con, query, options, embedder=embedder, vectors=vectors,
+                            lexicon=self.engine.lexicon(self.con) if mode != "vector" else None,
                             focus=focus if pending is not None else None)
         return replace(result, note=why) if why else result
 

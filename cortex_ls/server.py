@@ -219,6 +219,7 @@ class CortexServer(LanguageServer):
         self.notify_status(repo)
         if outcome.ok:
             self._relocate(repo)
+            repo.engine.preload_lexicon()   # searches find the new postings ready
             self.protocol.notify("cortex/indexUpdated", {
                 "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
                     "new_commits", 0), "head": (outcome.summary or {}).get("head")})

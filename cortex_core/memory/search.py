@@ -190,12 +190,13 @@ def with_workspace(con, focus: Focus, workspace=None) -> Focus:
 
 
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
-           vectors=None, focus: Callable[[], Focus] | None = None,
+           vectors=None, lexicon=None, focus: Callable[[], Focus] | None = None,
            now: float | None = None) -> SearchResult:
     """`vectors`: the index's embeddings in memory (memory/vector_matrix.py), which rank the
-    same as sqlite-vec, faster; None asks sqlite-vec. `focus`: the focus, when learning it takes
-    time (the working copy's changes): asked for once the candidates are read, in place of
-    `options.focus`."""
+    same as sqlite-vec, faster; None asks sqlite-vec. `lexicon`: the lexical indexes' postings
+    in memory (memory/lexical_matrix.py), current for this snapshot, which score the same as
+    FTS5, faster; None asks FTS5. `focus`: the focus, when learning it takes time (the working
+    copy's changes): asked for once the candidates are read, in place of `options.focus`."""
     _check(options)
     used = read_clock(con, options.clock, now)
     now = used.now
@@ -206,8 +207,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
                               "none usable (its status says why)", Hint("model"))
         mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
     filters = _Filters(options)
-    scored, parts = _lexical(con, query, filters, options.weights) if mode != "vector" \
-        else ([], {})
+    scored, parts = _lexical(con, query, filters, options.weights, lexicon) \
+        if mode != "vector" else ([], {})
     vector, sims = _vector(con, query, embedder, filters, vectors) if mode != "lexical" \
         else ([], {})
     if not scored and not vector and not query_terms(query) and mode != "vector":
@@ -272,8 +273,8 @@ class _Filters:
 Parts = dict[int, tuple[float | None, float | None]]   # item -> (message BM25, code BM25)
 
 
-def _lexical(con, query: str, filters: _Filters,
-             weights: Weights) -> tuple[list[tuple[int, float]], Parts]:
+def _lexical(con, query: str, filters: _Filters, weights: Weights,
+             lexicon=None) -> tuple[list[tuple[int, float]], Parts]:
     """(item, lexical score: higher is better), best first. The score is the message's BM25
     plus `weights.code` times the code's (items_code): each index proposes its best
     `CANDIDATES`; a candidate outside one index's best counts 0 there (scoring it exactly took
@@ -282,9 +283,11 @@ def _lexical(con, query: str, filters: _Filters,
     expression = fts_query(query)
     if expression is None:
         return [], {}
-    text = _bm25(con, "items_fts", weights.text_columns, expression, filters)
-    code = _bm25(con, "items_code", weights.code_columns, expression, filters) \
-        if weights.code > 0 else {}
+    terms = query_terms(query)
+    text = _bm25(con, "items_fts", weights.text_columns, expression, filters,
+                 lexicon=lexicon, terms=terms)
+    code = _bm25(con, "items_code", weights.code_columns, expression, filters,
+                 lexicon=lexicon, terms=terms) if weights.code > 0 else {}
     scores = {item: s + weights.code * code.get(item, 0.0) for item, s in text.items()}
     for item, s in code.items():
         scores.setdefault(item, weights.code * s)
@@ -293,7 +296,8 @@ def _lexical(con, query: str, filters: _Filters,
 
 
 def _bm25(con, table: str, columns: tuple[float, ...], expression: str, filters: _Filters,
-          candidates: int = CANDIDATES, overfetch: int = OVERFETCH) -> dict[int, float]:
+          candidates: int = CANDIDATES, overfetch: int = OVERFETCH, lexicon=None,
+          terms: list[str] | tuple[str, ...] = ()) -> dict[int, float]:
     """BM25 scores (higher is better) of the best `candidates` items of one FTS5 table.
 
     The filters run on the index's best `overfetch` matches rather than on every match: testing
@@ -301,13 +305,20 @@ def _bm25(con, table: str, columns: tuple[float, ...], expression: str, filters:
     against 3.8). The answer is the same: when fewer than `candidates` of them pass and the
     index had more, the filtered query runs over every match, as it does at once when the user
     filtered by kind, date or path (reading the best matches first there cost more than it
-    saved: scrapy, kinds=note 5.0 against 1.8 ms)."""
+    saved: scrapy, kinds=note 5.0 against 1.8 ms).
+
+    `lexicon` (memory/lexical_matrix.py) gives those best matches, the same rows and scores,
+    from postings in memory when it can (`terms`: the words `expression` is made of); the
+    filtered queries are FTS5's."""
     weights = ", ".join(str(w) for w in columns)
     if filters.selective:
         return _filtered_bm25(con, table, weights, expression, filters, candidates)
-    scored = con.execute(
-        f"select rowid, -bm25({table}, {weights}) as s from {table} where {table} match ?"
-        f" order by s desc, rowid limit ?", (expression, overfetch)).fetchall()
+    scored = lexicon.top(con, table, list(terms), columns, overfetch) \
+        if lexicon is not None and terms else None
+    if scored is None:
+        scored = con.execute(
+            f"select rowid, -bm25({table}, {weights}) as s from {table} where {table} match ?"
+            f" order by s desc, rowid limit ?", (expression, overfetch)).fetchall()
     if not scored:
         return {}
     marks = ",".join("?" * len(scored))
