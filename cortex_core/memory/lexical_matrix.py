@@ -24,6 +24,7 @@ background and FTS5 answers meanwhile (Engine.lexicon).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,7 +88,7 @@ class Postings:
                 continue     # no row holds it: it adds nothing to any score
             start, end = span
             hits = end - start
-            idf = float(np.log((self.rows - hits + 0.5) / (hits + 0.5)))
+            idf = math.log((self.rows - hits + 0.5) / (hits + 0.5))    # libm's, as SQLite
             if idf <= 0.0:
                 idf = 1e-6
             docs = self.docs[start:end]
@@ -182,6 +183,8 @@ def load(con, max_postings: int = MAX_POSTINGS,
 
 
 def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
+    if tuple(r[1] for r in con.execute(f"pragma table_info({table})")) != columns:
+        return None
     averages = con.execute(f"select block from {table}_data where id = ?",
                            (_AVERAGES_ROWID,)).fetchone()
     if averages is None:
@@ -192,9 +195,11 @@ def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
         return None
     avgdl = float(tokens) / float(rows)
     largest = con.execute(f"select coalesce(max(id), 0) from {table}_docsize").fetchone()[0]
-    sizes = np.zeros(largest + 1, dtype=np.float64)
-    for rowid, blob in con.execute(f"select id, sz from {table}_docsize"):
-        sizes[rowid] = float(sum(_varints(blob)))
+    if largest > 4 * rows + 1_000_000:
+        return None      # rowids too sparse for arrays indexed by rowid
+    sizes = _row_sizes(con, table, len(columns), largest)
+    if sizes is None:
+        return None
     # bm25's `k1 * (1 - b + b * D / avgdl)`, per row, in that order of operations.
     length_part = K1 * ((1 - B) + (B * sizes) / avgdl)
 
@@ -202,36 +207,89 @@ def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
                 f" using fts5vocab(main, {table}, instance)")
     case = "case col " + " ".join(f"when '{c}' then {i}" for i, c in enumerate(columns)) + " end"
     spans: dict[str, tuple[int, int]] = {}
-    parts: list[str] = []
-    triples = 0
+    docs: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    chunk: list[tuple[str, int, str]] = []
+    done = 0
+
+    def flush() -> bool:
+        nonlocal done
+        part = _postings(chunk, len(columns))
+        if part is None:
+            return False
+        for term, start, end in part[2]:
+            spans[term] = (done + start, done + end)
+        docs.append(part[0])
+        counts.append(part[1])
+        done += len(part[0])
+        chunk.clear()
+        return True
+
+    # SQLite groups and sorts (and lets other threads run meanwhile); the numbers are parsed a
+    # few hundred terms at a time, so that no step holds the interpreter for long.
     for term, n, text in con.execute(
-            f"select term, count(*), group_concat(doc || ',' || c || ',' || n, ',')"
-            f" from (select term, doc, {case} as c, count(*) as n"
+            f"select term, count(*), group_concat(doc || ',' || c || ',' || n, ','"
+            f" order by doc, c) from (select term, doc, {case} as c, count(*) as n"
             f" from temp.{table}_vocab_instance group by term, doc, col) group by term"):
-        spans[term] = (triples, triples + n)     # triples for now; postings below
-        triples += n
-        parts.append(text)
-    if not parts:
-        return Postings(len(columns), rows, avgdl, {}, np.zeros(0, dtype=np.int64),
-                        np.zeros((0, len(columns)), dtype=np.int32), length_part)
-    flat = np.array(",".join(parts).split(","), dtype=np.int64).reshape(-1, 3)
-    del parts
-    term_of = np.repeat(np.arange(len(spans)), [end - start for start, end in spans.values()])
-    order = np.lexsort((flat[:, 1], flat[:, 0], term_of))
-    flat, term_of = flat[order], term_of[order]
+        if text is None:
+            return None      # a column the query above did not name
+        chunk.append((term, n, text))
+        if len(chunk) >= 256 and not flush():
+            return None
+    if chunk and not flush():
+        return None
+    all_docs = np.concatenate(docs) if docs else np.zeros(0, dtype=np.int64)
+    if len(all_docs) and all_docs.max() > largest:
+        return None          # an instance of a row without a size
+    return Postings(len(columns), rows, avgdl, spans, all_docs,
+                    np.concatenate(counts) if counts else
+                    np.zeros((0, len(columns)), dtype=np.int32), length_part)
+
+
+def _postings(chunk: list[tuple[str, int, str]], columns: int
+              ) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int, int]]] | None:
+    """Some terms' (doc, column, count) triples, each term's in (doc, column) order, as
+    postings: rowids, counts per column, and each term's [start, end) among them."""
+    flat = np.fromstring(",".join(text for _, _, text in chunk), dtype=np.int64, sep=",")
+    if flat.size != 3 * sum(n for _, n, _ in chunk):
+        return None          # a column the query did not name
+    flat = flat.reshape(-1, 3)
     doc, col, n = flat[:, 0], flat[:, 1], flat[:, 2]
-    if len(doc) and (doc.max() > largest or col.min() < 0):
-        return None        # an instance of a row without a size, or of an unknown column
+    if len(col) and (col.min() < 0 or col.max() >= columns):
+        return None
+    term_of = np.repeat(np.arange(len(chunk)), [k for _, k, _ in chunk])
     new = np.ones(len(doc), dtype=bool)
     new[1:] = (term_of[1:] != term_of[:-1]) | (doc[1:] != doc[:-1])
     posting = np.cumsum(new) - 1
-    docs = doc[new]
-    counts = np.zeros((len(docs), len(columns)), dtype=np.int32)
+    counts = np.zeros((int(new.sum()), columns), dtype=np.int32)
     counts[posting, col] = n
-    first = np.searchsorted(term_of[new], np.arange(len(spans)), side="left")
-    last = np.append(first[1:], len(docs))
-    spans = {term: (int(a), int(b)) for term, a, b in zip(spans, first, last)}
-    return Postings(len(columns), rows, avgdl, spans, docs, counts, length_part)
+    first = np.searchsorted(term_of[new], np.arange(len(chunk)), side="left")
+    last = np.append(first[1:], len(counts))
+    return doc[new], counts, [(term, int(a), int(b))
+                              for (term, _, _), a, b in zip(chunk, first, last)]
+
+
+def _row_sizes(con, table: str, columns: int, largest: int) -> np.ndarray | None:
+    """Each row's size in tokens (its columns' sizes summed: xColumnSize(-1)), by rowid, from
+    the table's docsize records (one varint per column), decoded with numpy."""
+    sizes = np.zeros(largest + 1, dtype=np.float64)
+    count, ids, blobs = con.execute(
+        f"select count(*), group_concat(id, ',' order by id), group_concat(hex(sz), ''"
+        f" order by id) from {table}_docsize").fetchone()
+    if not count:
+        return sizes
+    raw = np.frombuffer(bytes.fromhex(blobs), dtype=np.uint8)
+    ends = np.flatnonzero(raw < 0x80)
+    if len(ends) != count * columns or ends[-1] != len(raw) - 1:
+        return None          # not one varint per column
+    varint = np.searchsorted(ends, np.arange(len(raw)))      # which varint each byte is in
+    shift = 7 * (ends[varint] - np.arange(len(raw)))
+    if shift.max() > 49:
+        return None          # a size no table has
+    values = np.bincount(varint, weights=((raw & 0x7F).astype(np.int64) << shift).astype(
+        np.float64), minlength=len(ends))
+    sizes[np.fromstring(ids, dtype=np.int64, sep=",")] = values.reshape(-1, columns).sum(axis=1)
+    return sizes
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -1,0 +1,176 @@
+"""The lexical postings in memory (cortex_core/memory/lexical_matrix.py) against FTS5 itself:
+the same rows, the same scores (to the bit) and the same order, on real stores of real git
+repositories; the key that says when they are out of date; the engine that keeps them."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+
+import pytest
+
+from cortex_core import api
+from cortex_core.engine import Engine
+from cortex_core.memory import lexical_matrix
+from cortex_core.memory.notes import add_note
+from cortex_core.memory.search import (BM25_WEIGHTS, CODE_WEIGHTS, SearchOptions, search)
+from cortex_core.memory.tokens import fts_query, query_terms
+from cortex_core.store.store import open_writer
+
+WORDS = ("fix", "fixes", "fixed", "cache", "timeout", "retry", "retries", "client", "docs",
+         "parser", "naïve", "café", "HTTPServerError", "getUserById", "lookup", "eviction")
+
+
+@pytest.fixture
+def busy(repo):
+    """Commits whose messages and code share words in every proportion, some messages
+    repeated word for word (equal scores: ties broken by rowid), a doc, identifiers."""
+    rng = random.Random(7)
+    for n in range(60):
+        words = rng.sample(WORDS, rng.randint(1, 6))
+        body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30)))
+        subject = "Fix cache timeout" if n % 7 == 0 else " ".join(words)
+        name = rng.choice(("cache", "client", "parser"))
+        repo.write(f"{name}.py", f"def {rng.choice(('lookup', 'fetch', 'retry'))}_{n}(key):\n"
+                                 f"    return {' + '.join(w.lower() for w in words)}\n")
+        repo.commit(f"{subject}\n\n{body}", days_ago=200 - n)
+    repo.write("README.md", "# Cache\n\nThe cache retries a timeout.\n\n# Parser\n\nNaïve.\n")
+    repo.commit("docs: cache and parser", days_ago=1)
+    return repo
+
+
+@pytest.fixture
+def store(busy, cortex):
+    cortex.index()
+    return cortex
+
+
+def fts5(con, table, terms, weights, limit):
+    w = ", ".join(str(x) for x in weights)
+    return [tuple(r) for r in con.execute(
+        f"select rowid, -bm25({table}, {w}) as s from {table} where {table} match ?"
+        f" order by s desc, rowid limit ?", (fts_query(" ".join(terms)), limit))]
+
+
+def queries():
+    rng = random.Random(3)
+    out = [[w] for w in WORDS] + [["fix", "fixes", "fixed"], ["cache", "cache"],
+                                  ["nothing", "here"], ["fix", "nothing"]]
+    out += [rng.sample(WORDS, rng.randint(2, 8)) for _ in range(60)]
+    return [query_terms(" ".join(q)) for q in out]
+
+
+def test_postings_rank_and_score_as_fts5_does(store):
+    con = store.reader()
+    con.execute("begin")
+    matrix = lexical_matrix.load(con)
+    assert matrix is not None
+    ties = 0
+    for terms, (table, weights), limit in itertools.product(
+            queries(), [("items_fts", BM25_WEIGHTS), ("items_fts", (2.0, 0.7, 0.3, 0.1)),
+                        ("items_code", CODE_WEIGHTS), ("items_code", (0.3,))], (1, 5, 400)):
+        expected = fts5(con, table, terms, weights, limit)
+        got = matrix.top(con, table, terms, weights, limit)
+        assert got == expected, (terms, table, weights, limit)     # floats compared exactly
+        ties += sum(a[1] == b[1] for a, b in zip(got, got[1:]))
+    assert ties > 20     # equal scores were met, and ordered by rowid as FTS5 orders them
+
+
+def test_a_word_the_tokenizer_splits_or_drops_is_left_to_fts5(store):
+    con = store.reader()
+    con.execute("begin")
+    matrix = lexical_matrix.load(con)
+    assert lexical_matrix.query_tokens(con, ["fixes", "Café"]) == ["fix", "cafe"]
+    for terms in (["cache", "e-mail"], ["cache", "-"]):
+        assert lexical_matrix.query_tokens(con, terms) is None
+        assert matrix.top(con, "items_fts", terms, BM25_WEIGHTS, 10) is None
+    assert matrix.top(con, "no_such_table", ["cache"], BM25_WEIGHTS, 10) is None
+
+
+def test_the_key_changes_with_each_commit_to_the_tables_and_only_then(store, busy):
+    con = store.reader()
+    before = lexical_matrix.version_key(con)
+    assert lexical_matrix.version_key(con) == before
+    store.index()                                    # nothing new: nothing written
+    assert lexical_matrix.version_key(store.reader()) == before
+    w = open_writer(store.db)
+    add_note(w, busy.path, "cache.py", "The eviction window is a timeout.", author="Ann")
+    after_note = lexical_matrix.version_key(store.reader())
+    assert after_note != before
+    busy.write("client.py", "def fetch():\n    return 2\n")
+    busy.commit("Retry the client fetch", days_ago=0.5)
+    store.index()
+    assert lexical_matrix.version_key(store.reader()) not in (before, after_note)
+
+
+def test_a_store_above_the_limit_is_not_kept(store):
+    con = store.reader()
+    con.execute("begin")
+    assert lexical_matrix.load(con, max_postings=10) is None
+    assert lexical_matrix.load(con) is not None
+
+
+def test_search_with_the_postings_answers_as_without(store):
+    con = store.reader()
+    con.execute("begin")
+    matrix = lexical_matrix.load(con)
+    for terms, options in itertools.product(
+            queries()[::3], (SearchOptions(), SearchOptions(mode="lexical", top_k=50),
+                             SearchOptions(kinds=("doc",)), SearchOptions(path="cache.py"),
+                             SearchOptions(per_source=1, top_k=3))):
+        query = " ".join(terms)
+        plain = search(con, query, options, now=2e9)
+        fast = search(con, query, options, lexicon=matrix, now=2e9)
+        assert plain.hits == fast.hits, (query, options)     # every field, explanations too
+        assert plain.candidates == fast.candidates
+
+
+def wait_for(engine, con, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = engine.lexicon(con)
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    raise AssertionError("the postings never loaded")
+
+
+def test_the_engine_loads_them_in_the_background_and_never_uses_stale_ones(busy):
+    with Engine.open(busy.path, for_writing=True) as writer:
+        writer.run(api.IndexRequest(model="none"))
+    plain = Engine.open(busy.path)
+    assert plain.lexicon(plain.reader()) is None     # only servers keep them
+    plain.close()
+    engine = Engine.open(busy.path, keep_vectors=True)
+    with engine.snapshot() as snap:
+        first = engine.lexicon(snap.con)             # starts the load; FTS5 answers meanwhile
+        assert first is None or first.key == lexical_matrix.version_key(snap.con)
+        kept = wait_for(engine, snap.con)
+        assert engine.lexicon(snap.con) is kept      # kept, not loaded again
+        before = snap.search("eviction window timeout", mode="lexical", workspace=False)
+    engine.add_note("cache.py", "The eviction window is a timeout.", author="Ann")
+    with engine.snapshot() as snap:
+        # The tables changed: the old postings do not answer for this snapshot.
+        assert engine.lexicon(snap.con) is not kept
+        result = snap.search("eviction window timeout", mode="lexical", workspace=False)
+        assert "note" in [h.kind for h in result.hits]      # FTS5 sees the new note
+        assert "note" not in [h.kind for h in before.hits]
+        fresh = wait_for(engine, snap.con)
+        assert fresh is not kept
+        assert snap.search("eviction window timeout", mode="lexical",
+                           workspace=False).hits == result.hits
+    engine.close()
+
+
+def test_preload_after_an_index_run_makes_them_ready(busy):
+    with Engine.open(busy.path, for_writing=True) as writer:
+        writer.run(api.IndexRequest(model="none"))
+    engine = Engine.open(busy.path, keep_vectors=True)
+    engine.preload_lexicon()
+    deadline = time.monotonic() + 30
+    while engine._lexicon is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with engine.snapshot() as snap:
+        assert engine.lexicon(snap.con) is not None      # ready at the first search
+    engine.close()
