@@ -104,6 +104,21 @@ def test_the_key_changes_with_each_commit_to_the_tables_and_only_then(store, bus
     assert lexical_matrix.version_key(store.reader()) not in (before, after_note)
 
 
+def test_instances_out_of_the_index_order_make_the_same_postings():
+    """The loader reads instances in the index's order; it sorts any term's that are not."""
+    chunk = [("cache", 4, ",".join(str(d * 8 + c) for d, c in [(2, 0), (2, 1), (2, 1), (9, 3)])),
+             ("fix", 3, ",".join(str(d * 8 + c) for d, c in [(1, 2), (4, 0), (4, 0)]))]
+    shuffled = [("cache", 4, ",".join(str(d * 8 + c) for d, c in [(9, 3), (2, 1), (2, 0), (2, 1)])),
+                ("fix", 3, ",".join(str(d * 8 + c) for d, c in [(4, 0), (1, 2), (4, 0)]))]
+    for part in (chunk, shuffled):
+        docs, counts, spans = lexical_matrix._postings(part, 4)
+        assert docs.tolist() == [2, 9, 1, 4]
+        assert counts.tolist() == [[1, 2, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [2, 0, 0, 0]]
+        assert spans == [("cache", 0, 2), ("fix", 2, 4)]
+    assert lexical_matrix._postings([("cache", 1, str(2 * 8 + 5))], 4) is None   # no column 5
+    assert lexical_matrix._postings([("cache", 2, "17")], 4) is None             # count wrong
+
+
 def test_a_store_above_the_limit_is_not_kept(store):
     con = store.reader()
     con.execute("begin")
