@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -99,6 +100,7 @@ class Engine:
         self._connections: list = []
         self._embedder: tuple | None = None      # (model key, embedder)
         self._vectors = None                     # memory.vector_matrix.VectorMatrix, if kept
+        self._vector_keys: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lexicon: tuple | None = None       # (version key, LexicalMatrix or None)
         self._lexicon_loader: threading.Thread | None = None
         self._shipped: tuple[str | None] | None = None
@@ -287,7 +289,16 @@ class Engine:
         if not self.keep_vectors:
             return None
         from cortex_core.memory.vector_matrix import load, version_key
-        key = version_key(con)
+        from cortex_core.store.store import store_stamp
+        stamp = store_stamp(con)      # a count(*) of the vectors is not read at every search
+        with self._lock:
+            known = self._vector_keys.get(con)
+        if known is not None and known[0] == stamp:
+            key = known[1]
+        else:
+            key = version_key(con)
+            with self._lock:
+                self._vector_keys[con] = (stamp, key)
         with self._lock:
             kept = self._vectors
             if kept is None or kept[0] != key:
@@ -574,7 +585,8 @@ class Snapshot:
 
             result = search(self.con, query, options, embedder=embedder, vectors=vectors,
                             lexicon=self.engine.lexicon(self.con) if mode != "vector" else None,
-                            focus=focus if pending is not None else None)
+                            focus=focus if pending is not None else None,
+                            cache=self.engine.keep_vectors)
         return replace(result, note=why) if why else result
 
     def _since(self, since: str | int | None, clock: str) -> int | None:

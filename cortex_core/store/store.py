@@ -299,6 +299,14 @@ def _read_holder(lock_path: Path) -> str:
     return f" (pid {pid})" if pid.isdigit() else ""
 
 
+def store_stamp(con: apsw.Connection) -> tuple[int, int]:
+    """What says whether the store changed, for one connection: SQLite's data_version (which
+    changes when another connection commits, and stays put within a read transaction) and this
+    connection's own changes. Equal stamps on one connection: the same store; stamps of two
+    connections do not compare."""
+    return con.execute("pragma data_version").fetchone()[0], con.total_changes()
+
+
 def get_meta(con: apsw.Connection, key: str, default: str | None = None) -> str | None:
     row = con.execute("select value from meta where key = ?", (key,)).fetchone()
     return row[0] if row else default
