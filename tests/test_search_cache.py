@@ -29,7 +29,10 @@ def store(repo, cortex):
     return cortex
 
 
-def answers(con, cache, options=SearchOptions(top_k=20)):
+TOP_20 = SearchOptions(top_k=20)
+
+
+def answers(con, cache, options=TOP_20):
     out = []
     for q in QUERIES:
         result = search(con, q, options, now=2e9, cache=cache)

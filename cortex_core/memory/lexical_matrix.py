@@ -196,7 +196,7 @@ def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
         return None
     avgdl = float(tokens) / float(rows)
     largest = con.execute(f"select coalesce(max(id), 0) from {table}_docsize").fetchone()[0]
-    if largest > 4 * rows + 1_000_000:
+    if largest > 4 * rows + 1_000_000 or largest >= 2**31:
         return None      # rowids too sparse for arrays indexed by rowid
     sizes = _row_sizes(con, table, len(columns), largest)
     if sizes is None:
@@ -243,9 +243,13 @@ def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
     all_docs = np.concatenate(docs) if docs else np.zeros(0, dtype=np.int64)
     if len(all_docs) and all_docs.max() > largest:
         return None          # an instance of a row without a size
-    return Postings(len(columns), rows, avgdl, spans, all_docs,
-                    np.concatenate(counts) if counts else
-                    np.zeros((0, len(columns)), dtype=np.int32), length_part)
+    all_counts = np.concatenate(counts) if counts else \
+        np.zeros((0, len(columns)), dtype=np.int32)
+    # The smallest integers that hold them (rowids are below `largest`, a few million at most).
+    top = int(all_counts.max()) if all_counts.size else 0
+    narrow = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.int32
+    return Postings(len(columns), rows, avgdl, spans, all_docs.astype(np.int32),
+                    all_counts.astype(narrow), length_part)
 
 
 def _postings(chunk: list[tuple[str, int, str]], columns: int
