@@ -317,7 +317,7 @@ class Engine:
 
         from cortex_core.memory.lexical_matrix import load, version_key
         try:
-            key = version_key(con)
+            key = (_identity(self.db), version_key(con))
         except apsw.Error:        # no such tables: FTS5 answers (or says what is missing)
             return None
         with self._lock:
@@ -354,10 +354,12 @@ class Engine:
         from cortex_core.store.store import open_reader
         key = matrix = None
         try:
+            # The file too: another store (replaced, rebuilt) could repeat the records' bytes.
+            identity = _identity(self.db)
             con = open_reader(self.db)
             try:
                 con.execute("begin")
-                key = version_key(con)
+                key = (identity, version_key(con))
                 with self._lock:
                     kept = self._lexicon
                 if kept is not None and kept[0] == key:

@@ -163,6 +163,7 @@ def test_the_engine_loads_them_in_the_background_and_never_uses_stale_ones(busy)
         assert first is None or first.key == lexical_matrix.version_key(snap.con)
         kept = wait_for(engine, snap.con)
         assert engine.lexicon(snap.con) is kept      # kept, not loaded again
+        assert engine._lexicon[0][1] == kept.key == lexical_matrix.version_key(snap.con)
         before = snap.search("eviction window timeout", mode="lexical", workspace=False)
     engine.add_note("cache.py", "The eviction window is a timeout.", author="Ann")
     with engine.snapshot() as snap:
@@ -175,6 +176,24 @@ def test_the_engine_loads_them_in_the_background_and_never_uses_stale_ones(busy)
         assert fresh is not kept
         assert snap.search("eviction window timeout", mode="lexical",
                            workspace=False).hits == result.hits
+    engine.close()
+
+
+def test_a_store_replaced_by_another_file_is_not_answered_from_the_old_one(busy):
+    """Even a byte-for-byte copy: the key holds the file's identity."""
+    import shutil
+    with Engine.open(busy.path, for_writing=True) as writer:
+        writer.run(api.IndexRequest(model="none"))
+    engine = Engine.open(busy.path, keep_vectors=True)
+    with engine.snapshot() as snap:
+        kept = engine.lexicon(snap.con, wait=True)
+        assert kept is not None
+    copy = engine.db.with_name("copy.db")
+    shutil.copyfile(engine.db, copy)
+    copy.replace(engine.db)
+    with engine.snapshot() as snap:      # a new connection, to the new file
+        assert engine.lexicon(snap.con) is not kept
+        assert wait_for(engine, snap.con) is not kept
     engine.close()
 
 
