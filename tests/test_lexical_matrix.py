@@ -86,6 +86,10 @@ def test_a_word_the_tokenizer_splits_or_drops_is_left_to_fts5(store):
         assert lexical_matrix.query_tokens(con, terms) is None
         assert matrix.top(con, "items_fts", terms, BM25_WEIGHTS, 10) is None
     assert matrix.top(con, "no_such_table", ["cache"], BM25_WEIGHTS, 10) is None
+    # A column weighted 0 (or less) gives matches a score of 0 that FTS5 still lists: FTS5's.
+    assert fts5(con, "items_code", ["cache"], (0.0, 0.0), 400)
+    assert matrix.top(con, "items_code", ["cache"], (0.0, 0.0), 10) is None
+    assert matrix.top(con, "items_fts", ["cache"], (1.0, -1.0), 10) is None
 
 
 def test_the_key_changes_with_each_commit_to_the_tables_and_only_then(store, busy):

@@ -115,8 +115,8 @@ class LexicalMatrix:
         """FTS5's best `limit` matches of `terms` (each a quoted phrase, joined by OR) in
         `table`; None when this cannot answer exactly (ask FTS5)."""
         postings = self.tables.get(table)
-        if postings is None:
-            return None
+        if postings is None or not all(0.0 < float(w) < math.inf for w in weights):
+            return None      # a weight of 0 scores a match 0, which FTS5 still lists
         tokens = query_tokens(con, terms)
         if tokens is None:
             return None
