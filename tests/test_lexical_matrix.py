@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 
 import pytest
 
@@ -146,13 +145,16 @@ def test_search_with_the_postings_answers_as_without(store):
 
 
 def wait_for(engine, con, seconds=30.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    """The postings, once the loader that asking for them starts has finished (joined: no
+    polling)."""
+    found = engine.lexicon(con)
+    loader = engine._lexicon_loader
+    if found is None and loader is not None:
+        loader.join(seconds)
         found = engine.lexicon(con)
-        if found is not None:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("the postings never loaded")
+    if found is None:
+        raise AssertionError("the postings never loaded")
+    return found
 
 
 def test_the_engine_loads_them_in_the_background_and_never_uses_stale_ones(busy):
@@ -206,9 +208,81 @@ def test_preload_after_an_index_run_makes_them_ready(busy):
         writer.run(api.IndexRequest(model="none"))
     engine = Engine.open(busy.path, keep_vectors=True)
     engine.preload_lexicon()
-    deadline = time.monotonic() + 30
-    while engine._lexicon is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    loader = engine._lexicon_loader
+    assert loader is not None
+    loader.join(30)
     with engine.snapshot() as snap:
         assert engine.lexicon(snap.con) is not None      # ready at the first search
     engine.close()
+
+
+def test_a_store_copied_over_the_file_in_place_is_not_taken_for_it(tmp_path):
+    """Found by review: `cp other.db cortex.db` keeps the inode, and two stores of the same shape
+    have byte-identical FTS5 records; what meta says of the store tells them apart."""
+    import shutil
+    from scripted_repo import ScriptedRepo
+
+    def build(name: str, word: str) -> ScriptedRepo:
+        repo = ScriptedRepo(tmp_path / name)
+        repo.now = 1_700_000_000
+        for n in range(12):
+            repo.write(f"m{n % 3}.py", f"def f{n}():\n    return '{word} cache {n}'\n")
+            repo.commit(f"{word} eviction tweak {n}", days_ago=100 - n)
+        with Engine.open(repo.path, for_writing=True) as writer:
+            writer.run(api.IndexRequest(model="none"))
+        return repo
+
+    zebra, okapi = build("zebra", "zebra"), build("okapi", "okapi")
+    engine = Engine.open(zebra.path, keep_vectors=True)
+    other = Engine.open(okapi.path)
+    with engine.snapshot() as snap, other.snapshot() as theirs:
+        kept = engine.lexicon(snap.con, wait=True)
+        assert kept is not None
+        records = lexical_matrix.version_key(theirs.con)[-4:]
+        assert kept.key[-4:] == records        # the tables' records alone: the same
+    other.close()
+    engine._drop()
+    inode = engine.db.stat().st_ino
+    shutil.copyfile(okapi.path / ".cortex" / "cortex.db", engine.db)
+    assert engine.db.stat().st_ino == inode
+    with engine.snapshot() as snap:
+        assert engine.lexicon(snap.con) is not kept
+        assert not snap.search("zebra", mode="lexical", workspace=False).hits
+        hits = snap.search("okapi", mode="lexical", workspace=False).hits
+        assert hits and all("okapi" in h.title for h in hits)
+    engine.close()
+
+
+def test_a_rebuild_makes_a_new_store_id(store):
+    con = store.reader()
+    before = con.execute("select value from meta where key = 'store_id'").fetchone()
+    assert before is not None and len(before[0]) == 16
+    store.index(rebuild=True)
+    after = store.reader().execute("select value from meta where key = 'store_id'").fetchone()
+    assert after is not None and after != before
+
+
+def test_an_empty_table_is_left_to_fts5(repo):
+    """A history without code: items_code is empty, its averages record too (found by review:
+    an IndexError)."""
+    for n in range(3):
+        repo.write("README.md", f"# Notes {n}\n")
+        repo.commit(f"docs: notes {n}", days_ago=5 - n)
+    with Engine.open(repo.path, for_writing=True) as writer:
+        writer.run(api.IndexRequest(model="none"))
+    engine = Engine.open(repo.path, keep_vectors=True)
+    with engine.snapshot() as snap:
+        assert snap.con.execute("select count(*) from items_code").fetchone()[0] == 0
+        assert lexical_matrix.load(snap.con) is None
+        assert engine.lexicon(snap.con, wait=True) is None
+        assert snap.search("notes", mode="lexical", workspace=False).hits
+    engine.close()
+
+
+def test_scores_that_overflow_are_left_to_fts5(store):
+    con = store.reader()
+    con.execute("begin")
+    matrix = lexical_matrix.load(con)
+    huge = (1e308, 1.0, 0.3, 0.1)
+    assert matrix.top(con, "items_fts", ["cache"], huge, 5) is None
+    assert fts5(con, "items_fts", ["cache"], huge, 5)     # FTS5 answers (scores of inf)

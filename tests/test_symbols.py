@@ -1892,6 +1892,37 @@ def test_hunks_that_do_not_describe_the_change_are_not_trusted():
     assert parser.region_count() == 0
 
 
+def test_a_region_ending_in_a_line_continuation_is_a_full_parse():
+    """Found by review: `\\` at a region's end parses alone, and in the file joins the class
+    after it (which the full parse then nests in the class before)."""
+    pad = b"".join(b"\n\ndef k%d():\n    return %d\n" % (i, i) for i in range(10))
+    old = b"class A:\n    x = 1\n\n\nclass B:\n    pass\n" + pad
+    new = old.replace(b"class B:", b"    y = 2 \\\nclass B:")
+    parser = region_parser()
+    parser.symbols("python", "old", old)
+    got = parser.symbols("python", "new", new, base=("old", git_hunks(old, new)))
+    assert got == extract_symbols("python", new)
+    assert [s.qualname for s in got[:2]] == ["A", "A.B"]
+    assert parser.region_count() == 0
+
+
+@pytest.mark.parametrize("old, new, hunks", [
+    # A hunk three lines late: the region would start inside the body of `a`.
+    (b"def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n",
+     b"def a():\n    return 1\n\n\n    return 2\n\n\ndef c():\n    return 3\n", [(7, 1, 6, 0)]),
+    # One hunk three times: the text kept after it would overlap the text before.
+    (b"def f(): pass\n" * 5, b"def f(): pass\n" * 2, [(3, 1, 3, 0)] * 3),
+], ids=["late", "repeated"])
+def test_hunks_found_by_review_to_mislead_regions_are_not_trusted(old, new, hunks):
+    pad = b"".join(b"\n\ndef k%d():\n    return %d\n" % (i, i) for i in range(10))
+    old, new = old + pad, new + pad
+    parser = region_parser()
+    parser.symbols("python", "old", old)
+    got = parser.symbols("python", "new", new, base=("old", hunks))
+    assert got == extract_symbols("python", new)
+    assert parser.region_count() == 0
+
+
 @pytest.mark.parametrize("share, regions", [(symbols_module._REGION_SHARE, 0), (1.0, 1)])
 def test_regions_covering_most_of_the_file_are_a_full_parse(share, regions, monkeypatch):
     monkeypatch.setattr(symbols_module, "_REGION_SHARE", share)

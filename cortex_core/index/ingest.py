@@ -62,7 +62,7 @@ from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage,
 from cortex_core.index.skip_rules import record_limits
 from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
                                      record_loose_check, remove_database, set_meta,
-                                     shipped_store, writer_lock)
+                                     set_store_id, shipped_store, writer_lock)
 from cortex_core.lang.symbols import Symbol
 from cortex_core.index.simplified import update_pruned
 from cortex_core.index.versions import VersionGraph
@@ -530,6 +530,7 @@ def _clear_derived(con) -> None:
     con.execute("drop table if exists item_vectors")
     con.execute("drop table if exists query_vocab")
     con.execute("delete from meta where key not in ('schema_version', 'model_choice')")
+    set_store_id(con)   # other contents from here on
 
 
 class _Indexer:

@@ -1439,11 +1439,13 @@ def _regions(old: list[Symbol], segments: _Segments, hunks: list[Hunk], source: 
     starts = [old[i].start_line for i in bounds]
     cuts = [0, *(old[i].start_byte for i in bounds), segments.size]  # piece j: cuts[j:j+2]
     changed = []  # per hunk: the first old line it changes (or inserts before), the last
-    for old_start, old_lines, _, new_lines in hunks:
+    for i, (old_start, old_lines, _, new_lines) in enumerate(hunks):
         if old_lines:
             changed.append((old_start, old_start + old_lines - 1, new_lines - old_lines))
         else:
             changed.append((old_start + 1, old_start, new_lines))
+        if i and (changed[-1][0] <= changed[-2][1] or old_start == hunks[i - 1][0]):
+            return None   # overlapping or repeated hunks: git's never are
     spans: list[list[int]] = []  # [last boundary before, first boundary after], merged
     for lo, hi, _ in changed:
         a = bisect_right(starts, lo - 1) - 1
@@ -1474,7 +1476,12 @@ def _regions(old: list[Symbol], segments: _Segments, hunks: list[Hunk], source: 
     after, piece, shift, rows, covered = 0, 0, 0, 0, 0   # what follows the last region
     for a, b in spans:
         start, end = new_start(a), new_start(b)
-        if start != cuts[a + 1] + shift or not found(piece, a + 1, shift):
+        if (end < start or start != cuts[a + 1] + shift or not found(piece, a + 1, shift)
+                or start and not source.startswith(_REGION_STARTS, start)
+                or source[start:end].rstrip(b"\r\n").endswith(b"\\")):
+            # Hunks that do not fit the text, or a region that would not stand alone: one that
+            # starts inside the statement before it, or ends in a line continuation (which
+            # parses alone, and joins the definition after it in the file).
             return None
         kept.append((after, bounds[a] if a >= 0 else 0, shift, rows))
         row = lines.point(start)[0] if start < lines.size else lines.count

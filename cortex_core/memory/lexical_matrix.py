@@ -70,17 +70,19 @@ class Postings:
             live = np.flatnonzero(count)
             added = 0
             while live.size:
-                freq[live] += weight
+                with np.errstate(over="ignore"):   # top() leaves non-finite scores to FTS5
+                    freq[live] += weight
                 added += 1
                 live = live[count[live] > added]
         self._freq[key] = freq
         return freq
 
     def top(self, tokens: list[str], weights: tuple[float, ...],
-            limit: int) -> list[tuple[int, float]]:
+            limit: int) -> list[tuple[int, float]] | None:
         """(rowid, -bm25(table, *weights)) of the best `limit` rows matching any token, best
         first, ties by rowid: the rows and numbers of FTS5's `order by -bm25(...) desc, rowid`.
-        One phrase per token, in query order (a repeated token counts twice, as in FTS5)."""
+        One phrase per token, in query order (a repeated token counts twice, as in FTS5).
+        None when a score is not finite (weights near the largest double): FTS5 answers."""
         freq = self.frequencies(weights)
         score = np.zeros(len(self.length_part), dtype=np.float64)
         for token in tokens:
@@ -94,9 +96,12 @@ class Postings:
                 idf = 1e-6
             docs = self.docs[start:end]
             f = freq[start:end]
-            score[docs] += idf * ((f * (K1 + 1.0)) / (f + self.length_part[docs]))
+            with np.errstate(over="ignore", invalid="ignore"):   # checked below
+                score[docs] += idf * ((f * (K1 + 1.0)) / (f + self.length_part[docs]))
         rowids = np.flatnonzero(score)
         values = score[rowids]
+        if not np.isfinite(values).all():
+            return None
         if len(rowids) > limit:
             kth = np.partition(values, len(values) - limit)[len(values) - limit]
             keep = values >= kth
@@ -139,9 +144,12 @@ def query_tokens(con, terms: list[str]) -> list[str] | None:
 
 
 def version_key(con) -> tuple:
-    """What identifies the tables' contents in this snapshot: each one's FTS5 structure record
-    (which every committed change to the table rewrites) and averages record."""
-    out = []
+    """What identifies the tables' contents in this snapshot: the store's own id, HEAD and time
+    of its last index run (meta), then each table's FTS5 structure record (which every
+    committed change to the table rewrites) and averages record. Those records alone do not
+    tell two stores of the same shape apart (a store copied over another in place)."""
+    out: list = list(con.execute("select key, value from meta where key in"
+                                 " ('store_id', 'head', 'indexed_at') order by key").fetchall())
     for table in TABLES:
         out.extend(con.execute(f"select id, block from {table}_data where id in (?, ?)"
                                f" order by id", (_AVERAGES_ROWID, _STRUCTURE_ROWID)).fetchall())
@@ -191,6 +199,8 @@ def _load_table(con, table: str, columns: tuple[str, ...]) -> Postings | None:
     if averages is None:
         return None
     values = _varints(averages[0])
+    if len(values) < 1 + len(columns):
+        return None      # an empty table's record is empty: nothing to keep
     rows, tokens = values[0], sum(values[1:1 + len(columns)])
     if rows <= 0:
         return None

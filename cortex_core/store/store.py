@@ -11,6 +11,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import secrets
 import stat
 import time
 from contextlib import contextmanager
@@ -212,7 +213,16 @@ def open_writer(path: Path) -> apsw.Connection:
     con.execute("pragma synchronous=normal")
     con.execute("pragma foreign_keys=on")
     migrate(con, path)
+    set_store_id(con, only_if_missing=True)
     return con
+
+
+def set_store_id(con: apsw.Connection, only_if_missing: bool = False) -> None:
+    """A random id of this store's contents (meta `store_id`): made with the file, and again when
+    a rebuild empties it. What a server keeps from a store is keyed by it, so that another store
+    copied over this file in place (same inode) is not taken for it."""
+    verb = "insert or ignore" if only_if_missing else "insert or replace"
+    con.execute(f"{verb} into meta(key, value) values ('store_id', ?)", (secrets.token_hex(8),))
 
 
 def remove_database(path: Path) -> None:
