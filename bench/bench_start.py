@@ -7,6 +7,10 @@ busy moment of a shared machine falls on all of them alike), with the venv's int
 `cortex` script:
 
 - the baseline: `python -c pass` (the interpreter's own start, site included);
+- two floors, to tell what is Cortex's own from what no Python command line avoids: `python -c
+  "import re"` (the console script pip writes for `cortex` imports `re` before Cortex runs), and
+  the standard modules and APSW a history query cannot do without (re, json, argparse, pathlib,
+  typing, dataclasses, apsw);
 - `cortex --version` (the CLI's parser and nothing else);
 - `cortex history FILE:LINE` on the most changed symbol of REPO (`cortex hotspots`' first);
 - `cortex search WORDS --mode lexical`;
@@ -31,6 +35,12 @@ from pathlib import Path
 
 from _benchlib import (cortex_command, dump_json, environment, environment_lines, fmt_seconds,
                        remove, run, table, work_dir)
+
+
+# The modules a `cortex history` cannot do without: its arguments (argparse), its store (apsw,
+# json for the store's meta), its paths (pathlib), its typed results (dataclasses, typing), and
+# `re`, which the console script and most of these import anyway.
+FLOOR = "import re, json, argparse, pathlib, typing, dataclasses, apsw"
 
 
 def importtime_modules(cmd: list[str], cwd: Path, env: dict) -> int:
@@ -77,6 +87,8 @@ def main() -> int:
         words = " ".join(top["qualname"].replace(".", " ").replace("_", " ").split())
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import re'": [sys.executable, "-c", "import re"],
+            "python -c 'import <what history needs>'": [sys.executable, "-c", FLOOR],
             "cortex --version": [*cortex, "--version"],
             f"cortex history {target}": [*cortex, "history", target, "--db", str(db)],
             f"cortex search {words!r} --mode lexical": [*cortex, "search", words, "--mode",

@@ -8,6 +8,7 @@ such as `cortex history` starts in a few tens of milliseconds.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,20 +40,60 @@ class _NotAsked:
         return lambda *args, **kwargs: self
 
 
+def _columns() -> int:
+    """shutil.get_terminal_size().columns, without importing shutil: argparse's formatter does,
+    once per argument, and shutil brings bz2, lzma and zlib, 2 ms of a short command's start."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Width:
+    """A help formatter whose width comes from _columns() (argparse subtracts 2 likewise)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,  # type: ignore[call-arg]
+                         _columns() - 2 if width is None else width)
+
+
+class _Plain(_Width, argparse.HelpFormatter):
+    pass
+
+
+class _Raw(_Width, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser with _Plain as its default formatter; subparsers are of this class too."""
+
+    def __init__(self, **kwargs: Any) -> None:   # add_parser passes keywords only
+        kwargs.setdefault("formatter_class", _Plain)
+        super().__init__(**kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of `only` (a command name; "" for none)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--repo", metavar="PATH",
                         help="the git repository (default: the one around the current directory)")
     common.add_argument("--db", metavar="FILE", help="the index database (default: <repo>/.cortex/cortex.db, or a per-user folder when .cortex cannot be used)")
     common.add_argument("--json", action="store_true", help="print JSON for machines")
-    timed = argparse.ArgumentParser(add_help=False)   # the commands that count back in time
+    timed = _Parser(add_help=False)   # the commands that count back in time
     timed.add_argument("--clock", choices=("repository", "wall"),
                        help="what windows and recency count back from: the indexed HEAD's date "
                        "(repository) or today (wall) (default: repository, or [time] clock)")
 
-    parser = argparse.ArgumentParser(
-        prog="cortex", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+    parser = _Parser(
+        prog="cortex", formatter_class=_Raw, epilog=EPILOG,
         description="A memory of a git repository: symbol-level history, hotspots, co-change.")
     parser.add_argument("--version", action="version", version=f"cortex {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -94,7 +135,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    "(default: $CORTEX_MODEL, [memory] model, or minishlab/potion-base-8M)")
 
     p = command("history", parents=[common], help="commits that changed a file or symbol",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="The commits that changed PATH, PATH::SYMBOL or the symbol at "
                 "PATH:LINE, newest first, following renames and moves. Each symbol change has "
                 "a kind: added, deleted, body, signature, docs, reformatted, renamed, moved, "
@@ -118,7 +159,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="print the formula and its inputs")
 
     p = command("related", parents=[common], help="what changes together with a file or symbol",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="Files that move with it, ranked by structure (what it calls, "
                 "what calls it) and history (files changed in the same commits) fused; each "
                 "with its structural relation, shared commits and confidence.")
@@ -138,7 +179,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="print each partner's score components and the formula")
 
     p = command("blast", parents=[common, timed], help="what depends on a symbol or file",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="The blast radius: callers, importers, subclasses and tests "
                 "up to --depth, each with the chain of edges that explains it; co-change "
                 "partners the structure does not show (hidden coupling); a summary with "
@@ -152,7 +193,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, help_ in (("callers", "what calls or references a symbol"),
                         ("callees", "what a symbol calls or references")):
         p = command(name, parents=[common], help=help_, epilog=EPILOG,
-                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    formatter_class=_Raw,
                     description=help_[0].upper() + help_[1:] + ", one edge away, with "
                     "the line and the resolution's confidence.")
         p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
@@ -162,7 +203,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "indexed commit, memory items, whether semantic search is on, and the size.")
 
     p = command("search", parents=[common, timed], help="search commits, docs and notes",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="Hybrid search: BM25 and vector neighbours fused by rank, then "
                 "bounded priors (recency, signal, context, area). --explain shows why.")
     p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
@@ -186,7 +227,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=_positive_int, default=5, metavar="N", help="per group (default: 5)")
 
     p = command("related-commits", parents=[common], help="commits related to a commit or symbol",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="The commits touching a symbol (or the commit itself), commits "
                 "whose messages are semantically close, and commits of the same area.")
     p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
@@ -198,7 +239,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=_positive_int, metavar="N", help="the N largest only")
 
     p = command("context", parents=[common, timed], help="a token-budgeted context pack for an agent",
-                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                formatter_class=_Raw, epilog=EPILOG,
                 description="The focus symbol's code, its history with reasons, live "
                 "notes, what changes with it, related commits, docs and search hits, packed "
                 "by utility per token under --budget, the room left filled by the next item "
@@ -220,7 +261,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     notes = p.add_subparsers(dest="note_command", metavar="ACTION")
     notes.required = True
     q = notes.add_parser("add", parents=[common], help="write a note",
-                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+                         formatter_class=_Raw, epilog=EPILOG)
     q.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL, PATH:LINE, or . for the repository")
     q.add_argument("text", metavar="TEXT")
     q.add_argument("--author", metavar="NAME", help="who says so (default: git user.name)")
@@ -239,7 +280,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     q.add_argument("file", metavar="FILE", help="a JSON export, or - for stdin")
 
     p = command("mcp", help="serve the memory to chat agents (Model Context Protocol, stdio)",
-                formatter_class=argparse.RawDescriptionHelpFormatter,
+                formatter_class=_Raw,
                 description="A Model Context Protocol server over stdio, for chat agents "
                 "(Claude Code, Cursor, Codex, VS Code...). Tools: search_memory, "
                 "symbol_history, blast_radius, related, hotspots, context_pack, status, "
@@ -260,12 +301,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     q = models.add_parser("pull", parents=[common], help="download a model from the model hub (network)")
     q.add_argument("name", metavar="NAME", nargs="?", help="default: the configured model")
 
-    where = argparse.ArgumentParser(add_help=False)
+    where = _Parser(add_help=False)
     where.add_argument("--repo", metavar="PATH",
                        help="the git repository (default: the one around the current directory)")
     where.add_argument("--json", action="store_true", help="print JSON for machines")
     p = command("hooks", help="git hooks that keep the index fresh",
-                formatter_class=argparse.RawDescriptionHelpFormatter,
+                formatter_class=_Raw,
                 description="post-commit, post-merge, post-checkout and post-rewrite hooks "
                 "that run `cortex index`\nin the background after each change: git "
                 "returns at once and its output stays clean.",

@@ -71,6 +71,10 @@ def test_history_imports_nothing_heavy(indexed: ScriptedRepo):
               "cortex_core.memory.search", "cortex_core.query.coupling",
               "cortex_core.index.structure", "cortex_core.config"}
     assert modules.isdisjoint(others), sorted(modules & others)
+    # Nor what the parser's help formatter (shutil), a store id (secrets) or commit
+    # classification and lexing (difflib) would bring in.
+    assert modules.isdisjoint({"shutil", "secrets", "difflib"}), sorted(
+        modules & {"shutil", "secrets", "difflib"})
 
 
 def test_history_json_imports_nothing_heavy_either(indexed: ScriptedRepo):
@@ -134,6 +138,20 @@ def test_the_parser_of_one_command_and_of_all(indexed: ScriptedRepo):
     assert bad.returncode == 2 and "cortex history: error:" in bad.stderr
     nested = python("-m", "cortex_core", "note", "list", "--json", cwd=cwd)
     assert nested.returncode == 0 and nested.stdout.strip() == "[]"
+
+
+def test_help_is_as_wide_as_columns_says(indexed: ScriptedRepo):
+    """The help formatter's width (read without shutil) follows COLUMNS as argparse's does."""
+    widths, lines = {}, {}
+    for columns in ("40", "120"):
+        proc = subprocess.run([sys.executable, "-m", "cortex_core", "hotspots", "--help"],
+                              cwd=indexed.path, capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=str(PROJECT), COLUMNS=columns))
+        assert proc.returncode == 0, proc.stderr
+        widths[columns] = max(map(len, proc.stdout.splitlines()))
+        lines[columns] = len(proc.stdout.splitlines())
+    # argparse wraps to COLUMNS - 2 (the usage's unbreakable options may stick out at 40).
+    assert widths["40"] < widths["120"] <= 118 and lines["40"] > lines["120"], (widths, lines)
 
 
 def test_index_runs_with_a_safe_path(indexed: ScriptedRepo):

@@ -16,22 +16,30 @@ CONVENTIONAL_TYPES = frozenset(
 _CONVENTIONAL = re.compile(r"^\s*([a-zA-Z]+)(\([^)]*\))?(!)?:\s")
 
 # Inference from words, in priority order: the first group whose pattern matches wins. A revert or a
-# fix is the strongest signal a message carries, so they are tried first.
-_INFERRED = (
-    ("revert", re.compile(r"^\s*revert\b", re.I)),
-    ("fix", re.compile(r"\b(fix(es|ed|ing)?|bug(fix)?|hotfix|patch(ed)?|resolve[sd]?|crash|regression|"
-                       r"correct(s|ed)?|repair(s|ed)?|workaround)\b", re.I)),
-    ("perf", re.compile(r"\b(perf(ormance)?|speed ?up|faster|optimi[sz]e[sd]?)\b", re.I)),
-    ("refactor", re.compile(r"\b(refactor(s|ed|ing)?|clean ?up|cleanups?|renamed?|simplif(y|ied|ies)|"
-                            r"reorgani[sz]e[sd]?|restructure[sd]?|moved?|extract(ed)?)\b", re.I)),
-    ("test", re.compile(r"\btests?\b|\btesting\b", re.I)),
-    ("docs", re.compile(r"\b(docs?|documentation|readme|docstrings?|typos?|changelog|comments?)\b",
-                        re.I)),
-    ("build", re.compile(r"\b(bump(ed)?|release[sd]?|version|dependenc(y|ies)|deps|requirements|"
-                         r"setup\.py|pyproject|ci|travis|workflow)\b", re.I)),
-    ("feat", re.compile(r"\b(add(s|ed|ing)?|implement(s|ed)?|introduce[sd]?|support(s|ed)?|new|"
-                        r"allow(s|ed)?|enable[sd]?)\b", re.I)),
+# fix is the strongest signal a message carries, so they are tried first. Compiled on first use:
+# a query such as `cortex history` imports this module for `why` and classifies nothing.
+_INFERRED_WORDS = (
+    ("revert", r"^\s*revert\b"),
+    ("fix", r"\b(fix(es|ed|ing)?|bug(fix)?|hotfix|patch(ed)?|resolve[sd]?|crash|regression|"
+            r"correct(s|ed)?|repair(s|ed)?|workaround)\b"),
+    ("perf", r"\b(perf(ormance)?|speed ?up|faster|optimi[sz]e[sd]?)\b"),
+    ("refactor", r"\b(refactor(s|ed|ing)?|clean ?up|cleanups?|renamed?|simplif(y|ied|ies)|"
+                 r"reorgani[sz]e[sd]?|restructure[sd]?|moved?|extract(ed)?)\b"),
+    ("test", r"\btests?\b|\btesting\b"),
+    ("docs", r"\b(docs?|documentation|readme|docstrings?|typos?|changelog|comments?)\b"),
+    ("build", r"\b(bump(ed)?|release[sd]?|version|dependenc(y|ies)|deps|requirements|"
+              r"setup\.py|pyproject|ci|travis|workflow)\b"),
+    ("feat", r"\b(add(s|ed|ing)?|implement(s|ed)?|introduce[sd]?|support(s|ed)?|new|"
+             r"allow(s|ed)?|enable[sd]?)\b"),
 )
+_inferred: tuple[tuple[str, re.Pattern[str]], ...] | None = None
+
+
+def _inferred_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    global _inferred
+    if _inferred is None:   # built whole, then published: a racing thread compiles it again
+        _inferred = tuple((kind, re.compile(words, re.I)) for kind, words in _INFERRED_WORDS)
+    return _inferred
 
 
 def split_message(message: str, drop_trailers: tuple[str, ...]) -> tuple[str, str]:
@@ -54,7 +62,7 @@ def classify(subject: str, is_merge: bool = False) -> str:
     if match and match.group(1).lower() in CONVENTIONAL_TYPES:
         kind = match.group(1).lower()
         return {"tests": "test", "deps": "build", "release": "chore"}.get(kind, kind)
-    for kind, pattern in _INFERRED:
+    for kind, pattern in _inferred_patterns():
         if pattern.search(subject):
             return kind
     return "other"

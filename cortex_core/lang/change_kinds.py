@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from difflib import SequenceMatcher
 from typing import NamedTuple
 
 # Kinds of changes that leave a definition's meaning as it was: left out of substantive histories
@@ -59,14 +58,26 @@ def _lexer(comment: str, string: str) -> re.Pattern[str]:
     return re.compile(f"{_WS}*(\\n|{comment}|{string}|{_WORD}|{_PUNCT})", re.S)
 
 
-_C_LIKE = _lexer(f"{_LINE}|{_BLOCK}", f"{_TRIPLE}|{_DQ}|{_CHAR}|{_BACKTICK}")
-_LEXERS = {
-    "python": _lexer(_HASH, f"(?:[rRbBuUfF]{{0,2}})(?:{_TRIPLE}|{_DQ}|{_SQ})"),
-    "ruby": _lexer(_HASH, f"{_DQ}|{_SQ}"),
-    "php": _lexer(f"{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
-    "javascript": _lexer(f"{_LINE}|{_BLOCK}", f"{_DQ}|{_SQ}|{_BACKTICK}"),
+# Each language's comments and strings; compiled on first use (a query such as `cortex history`
+# imports this module for NOT_SUBSTANTIVE and lexes nothing).
+_C_LIKE = (f"{_LINE}|{_BLOCK}", f"{_TRIPLE}|{_DQ}|{_CHAR}|{_BACKTICK}")
+_JAVASCRIPT = (f"{_LINE}|{_BLOCK}", f"{_DQ}|{_SQ}|{_BACKTICK}")
+_SYNTAX = {
+    "python": (_HASH, f"(?:[rRbBuUfF]{{0,2}})(?:{_TRIPLE}|{_DQ}|{_SQ})"),
+    "ruby": (_HASH, f"{_DQ}|{_SQ}"),
+    "php": (f"{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
+    "javascript": _JAVASCRIPT, "typescript": _JAVASCRIPT, "tsx": _JAVASCRIPT,
 }
-_LEXERS["typescript"] = _LEXERS["tsx"] = _LEXERS["javascript"]
+_LEXERS: dict[str, re.Pattern[str]] = {}
+
+
+def _lexer_of(language: str) -> re.Pattern[str]:
+    lexer = _LEXERS.get(language)
+    if lexer is None:
+        lexer = _LEXERS[language] = _lexer(*_SYNTAX.get(language, _C_LIKE))
+    return lexer
+
+
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 _QUOTES = frozenset("\"'")
 _PREFIXES = frozenset("rRbBuUfF")
@@ -111,7 +122,7 @@ def tokens(text: str, language: str) -> Tokens:
 
 
 def _lex(text: str, language: str) -> Tokens:
-    raw = _LEXERS.get(language, _C_LIKE).findall(text)
+    raw = _lexer_of(language).findall(text)
     if language == "python" and _LINE_START_STRING.search(text):
         code, notes = _python_tokens(raw)
     else:
@@ -266,6 +277,7 @@ def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0
     against 4 s with it; the ratios of the oracles' cases did not move)."""
     if not a and not b:
         return 1.0
+    from difflib import SequenceMatcher   # not at import: a history query lexes nothing
     matcher = SequenceMatcher(None, a, b)
     if matcher.real_quick_ratio() < at_least or matcher.quick_ratio() < at_least:
         return 0.0
