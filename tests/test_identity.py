@@ -162,12 +162,20 @@ def test_change_kinds(language, old, new, kind):
     assert change_kind(old.encode(), new.encode(), language) == kind
 
 
+@pytest.mark.timeout(120, method="thread")
 def test_the_lexer_is_linear_on_hostile_text():
-    """Unterminated strings and comments, deep brackets: each pattern runs once per token."""
+    """Unterminated strings and comments, deep brackets, and blanks that no token follows (the
+    end, or U+00A0, a blank the lexer does not skip): each pattern runs once per token. Runs of
+    40 blanks before a U+00A0 took hours once (a repeat inside a repeat)."""
     for text in ("/*" + "x" * 200_000, '"' + "\\" * 200_001, "'''" + "a'" * 100_000,
-                 "(" * 100_000, "#" * 200_000, "`" + "\\`" * 100_000):
+                 "(" * 100_000, "#" * 200_000, "`" + "\\`" * 100_000, "x" + " " * 200_000,
+                 (" " * 40 + "\u00a0") * 5_000, "f(" + "\t \\\n" * 50_000 + "\u00a0"):
         for language in ("python", "java", "rust", "javascript", "ruby", "php"):
             assert isinstance(tokens(text, language).code, tuple)
+    # A continuation that nothing follows is read as `\` and a line break, as it always was.
+    assert tokens("a \\\n  ", "c").code == ("a", "\\")
+    assert tokens("a \\\n  b", "c").code == ("a", "b")
+    assert tokens("a \\\n \u00a0b", "c").code == ("a", "\\", "b")
 
 
 def test_hovers_fold_formatting_only_commits(repo, cortex):

@@ -40,7 +40,13 @@ SUBSTANTIVE_SQL = "sc.change not in ({})".format(
 
 _WORD = r"[\w$]+"
 _PUNCT = r"\S"
-_WS = r"(?:[ \t\f\r\v]+|\\\r?\n)"
+# What the lexer skips before a token: blanks and line continuations, taken possessively (a
+# run that no token follows is not tried again from each of its positions, which was quadratic;
+# with `[ \t]+` inside the repeat, exponential). A continuation that only blanks follow to the
+# end, or to a blank outside this set (U+00A0), is left to be read as `\` and a line break, as
+# backtracking used to.
+_BLANK = r"[ \t\f\r\v]"
+_WS = rf"(?:{_BLANK}|\\\r?\n(?!{_BLANK}*+(?:\Z|[^\S\n])))*+"
 _DQ = r'"(?:[^"\\\n]|\\.)*"?'
 _SQ = r"'(?:[^'\\\n]|\\.)*'?"
 _CHAR = r"'(?:\\.[^'\n]{0,8}|[^'\\\n])'"  # a char literal; any other ' is a Rust lifetime
@@ -55,7 +61,10 @@ def _lexer(comment: str, string: str) -> re.Pattern[str]:
     # Whitespace is consumed before each token rather than matched on its own: half the matches.
     # One group: findall builds the token strings in C, and a token's first characters tell its
     # kind (see tokens): 30% less time than asking each match for its group.
-    return re.compile(f"{_WS}*(\\n|{comment}|{string}|{_WORD}|{_PUNCT})", re.S)
+    # A run of blanks that no token follows (the text's end, or a blank outside _WS such as
+    # U+00A0) matches with an empty group, dropped by _lex, rather than failing at each of its
+    # positions in turn.
+    return re.compile(f"{_WS}(?:(\\n|{comment}|{string}|{_WORD}|{_PUNCT})|\\Z|(?=\\s))", re.S)
 
 
 # Each language's comments and strings; compiled on first use (a query such as `cortex history`
@@ -91,8 +100,17 @@ class Tokens(NamedTuple):
 
 
 # Where a Python docstring could start: a string first on its line (after a line break and the
-# whitespace the lexer skips). Without one, no token needs the docstring rule.
-_LINE_START_STRING = re.compile(r"\n(?:[ \t\f\r\v]|\\\r?\n)*[rRbBuUfF]{0,2}[\"']")
+# whitespace the lexer skips). Without one, no token needs the docstring rule. Read as runs of
+# that whitespace, each once (one search per line break was quadratic on a text of continuation
+# lines: each run would be read again from each of its line breaks, with the same end).
+_LINE_START = re.compile(r"\n(?:[ \t\f\r\v]|\\\r?\n)*+")
+_STRING_START = re.compile(r"[rRbBuUfF]{0,2}[\"']")
+
+
+def _string_first_on_a_line(text: str) -> bool:
+    return any(_STRING_START.match(text, run.end()) for run in _LINE_START.finditer(text))
+
+
 _SLASH_COMMENTS = ("//", "/*")
 
 
@@ -123,7 +141,9 @@ def tokens(text: str, language: str) -> Tokens:
 
 def _lex(text: str, language: str) -> Tokens:
     raw = _lexer_of(language).findall(text)
-    if language == "python" and _LINE_START_STRING.search(text):
+    if "" in raw:   # blanks that no token followed (_lexer)
+        raw = [t for t in raw if t]
+    if language == "python" and _string_first_on_a_line(text):
         code, notes = _python_tokens(raw)
     else:
         # Punctuation is one character, so only comments start with `//` or `/*`; a `#` is
