@@ -25,7 +25,10 @@ CONF_MODULE_ONLY = 0.6  # the imported module is known, the name is not a defini
 CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
-MAX_REEXPORT_DEPTH = 8  # modules re-exporting a name, followed at most this deep
+MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this deep
+# Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
+# gave is resolved again in full once (2: answers that do not depend on the order of asking).
+RESOLVER_VERSION = "2"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))
@@ -47,6 +50,9 @@ class RefRow:
 
 
 Target = tuple[int, "str | None", float]   # (file id, qualname or None, confidence)
+_NO_CYCLE = 1 << 30   # a `low` above any place on the stack (Resolver._binding)
+_CUT = 1 << 30        # the `need` of an answer cut by the depth bound
+_UNKNOWN: list = []   # a lookup not made yet
 
 
 def local_name(name: str | None, alias: str | None, module: str | None) -> str | None:
@@ -82,10 +88,14 @@ class Resolver:
             self.by_dir[posixpath.dirname(path)].append(fid)
         self._py_modules = None
         self._go_module = None
-        self._bindings: dict[int, dict[str, list[Target]]] = {}
-        # local names bound by imports that do not resolve here: name -> "external" (a package
-        # outside the repository) or "unresolved" (a module the repository should have, missing)
-        self._external: dict[int, dict[str, str]] = {}
+        # file -> its imports in order, by the local name they bind, and its wildcard imports
+        self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
+                                       list[tuple[int, RefRow]]]] = {}
+        # (file, local name) -> what the file's imports bind it to (None: nothing), how deep
+        # that answer went, and the lookups under way with their place on the stack (_binding)
+        self._bindings: dict[tuple[int, str], list[Target] | None] = {}
+        self._needs: dict[tuple[int, str], int] = {}
+        self._open: dict[tuple[int, str], int] = {}
         self._bases: dict[tuple[int, str], list[Target]] = {}
 
     # -- modules -----------------------------------------------------------------------------
@@ -213,61 +223,131 @@ class Resolver:
 
     # -- imports -------------------------------------------------------------------------------
 
-    def resolve_import(self, ref: RefRow, depth: int = 0) -> tuple[str, list[Target]]:
+    def resolve_import(self, ref: RefRow) -> tuple[str, list[Target]]:
+        status, targets, _, _ = self._resolve_import(ref, [])
+        return status, targets
+
+    def _resolve_import(self, ref: RefRow, stack: list) -> tuple[str, list[Target], int, int]:
+        """(status, targets, low, need), `low` and `need` as _binding's."""
         files = self.module_files(ref.file_id, ref.module, ref.level)
         if files is None:
-            return "external", []
+            return "external", [], _NO_CYCLE, 0
         if not files:
-            return "unresolved", []
+            return "unresolved", [], _NO_CYCLE, 0
         if ref.name is None or ref.name == "*":
-            return "resolved", [(f, None, CONF_IMPORT) for f in files]
+            return "resolved", [(f, None, CONF_IMPORT) for f in files], _NO_CYCLE, 0
         if self.lang.get(ref.file_id) == "python":   # `from pkg import sub`: a submodule first
             sub = self._python_module(self.path[ref.file_id],
                                       ".".join(p for p in (ref.module, ref.name) if p), ref.level)
             if sub:
-                return "resolved", [(sub[0], None, CONF_IMPORT)]
+                return "resolved", [(sub[0], None, CONF_IMPORT)], _NO_CYCLE, 0
         for f in files:
             if ref.name in self.defs.get(f, {}):
-                return "resolved", [(f, ref.name, CONF_IMPORT)]
+                return "resolved", [(f, ref.name, CONF_IMPORT)], _NO_CYCLE, 0
+        low, need = _NO_CYCLE, 0
         for f in files:   # a re-export: the name imported into that module from elsewhere
-            target = self.bindings(f, depth + 1).get(ref.name)
+            target, seen, needed = self._binding(f, ref.name, stack)
+            low, need = min(low, seen), max(need, needed)
             if target and target[0][0] != ref.file_id:
-                return "resolved", [(t[0], t[1], min(t[2], 0.9)) for t in target]
+                return ("resolved", [(t[0], t[1], min(t[2], 0.9)) for t in target], low,
+                        need)
         if ref.name == "default" and ref.alias:
             for f in files:
                 if ref.alias in self.defs.get(f, {}):
-                    return "resolved", [(f, ref.alias, CONF_CLASS)]
-        return "resolved", [(files[0], None, CONF_MODULE_ONLY)]
+                    return "resolved", [(f, ref.alias, CONF_CLASS)], low, need
+        return "resolved", [(files[0], None, CONF_MODULE_ONLY)], low, need
 
-    def bindings(self, file_id: int, _depth: int = 0) -> dict[str, list[Target]]:
-        """Local name -> targets, from the file's imports (resolved on demand, cycles cut)."""
-        cached = self._bindings.get(file_id)
-        if cached is not None:
-            return cached
-        if _depth > MAX_REEXPORT_DEPTH:
-            return {}        # a long re-export chain: not followed further (and not cached)
-        out: dict = {}
-        self._bindings[file_id] = out
-        self._external[file_id] = external = {}
-        rows = self.con.execute(
-            "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
-            " from refs where file_id = ? and kind = 'import'", (file_id,)).fetchall()
-        for row in rows:
-            ref = RefRow(*row)
-            status, targets = self.resolve_import(ref, _depth)
-            local = local_name(ref.name, ref.alias, ref.module)
-            if status != "resolved" and local:
-                external[local] = status   # `from setuptools import setup`: not our setup()
-            if status != "resolved":
-                continue
-            if local and local != "*":
-                out.setdefault(local, targets)
-            if ref.name == "*" or (ref.name is None and self.lang.get(file_id) == "java"):
-                for f, _, _ in targets:   # wildcard: every definition of the module
-                    for q in self.defs.get(f, {}):
-                        if "." not in q:
-                            out.setdefault(q, [(f, q, CONF_IMPORT * 0.9)])
-        return out
+    def binding(self, file_id: int, name: str) -> list[Target] | None:
+        """What the file's imports bind the local `name` to: the first of its imports (in the
+        file's order) that binds it and resolves, an import of that name or a wildcard import
+        of a module defining it; None when none does."""
+        found = self._bindings.get((file_id, name), _UNKNOWN)   # most are: no call below
+        return self._binding(file_id, name, [])[0] if found is _UNKNOWN else found
+
+    def external(self, file_id: int, name: str) -> str | None:
+        """For a local name that imports bind but that none resolves here: "external" (a package
+        outside the repository: `from setuptools import setup` is not our setup()) or
+        "unresolved" (a module the repository should have, missing), as its last import says."""
+        status = None
+        for _, row in self._file_imports(file_id)[0].get(name, ()):
+            files = self.module_files(row.file_id, row.module, row.level)  # as resolve_import
+            if not files:
+                status = "external" if files is None else "unresolved"
+        return status
+
+    def _file_imports(self, file_id: int):
+        cached = self._imports.get(file_id)
+        if cached is None:
+            by_local: dict[str, list[tuple[int, RefRow]]] = defaultdict(list)
+            wildcards: list[tuple[int, RefRow]] = []
+            java = self.lang.get(file_id) == "java"
+            rows = self.con.execute(
+                "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
+                " from refs where file_id = ? and kind = 'import' order by id", (file_id,))
+            for n, row in enumerate(rows):
+                ref = RefRow(*row)
+                local = local_name(ref.name, ref.alias, ref.module)
+                if local and local != "*":
+                    by_local[local].append((n, ref))
+                if ref.name == "*" or (ref.name is None and java):
+                    wildcards.append((n, ref))
+            cached = self._imports[file_id] = (dict(by_local), wildcards)
+        return cached
+
+    def _binding(self, file_id: int, name: str, stack: list
+                 ) -> tuple[list[Target] | None, int, int]:
+        """(binding(), low, need). `stack`: the lookups under way, outermost first; `low`: the
+        lowest place on it that the answer saw still under way (a cycle), _NO_CYCLE for none;
+        `need`: how many lookups deep the answer went (_CUT: cut by the depth bound).
+
+        An answer must not depend on which reference asked first: an update compares its
+        answers with the stored ones (structure.resolve_refs), and one that differs only by the
+        order of asking reads as a change and resolves everything again (on sympy, a one-commit
+        update took 6 s for it). Lookups are per name, so a cycle is one of re-exports of the
+        same name. An answer is kept only when it is the one any asker would get: not one that
+        saw a lookup still under way (a cycle through it or through one further out: Tarjan's
+        low-link), nor one cut by the depth bound; and a kept answer serves only an asker with
+        the depth it needed left."""
+        key = (file_id, name)
+        depth_left = MAX_REEXPORT_DEPTH - len(stack)
+        cached = self._bindings.get(key, _UNKNOWN)
+        if cached is not _UNKNOWN and self._needs[key] <= depth_left:
+            return cached, _NO_CYCLE, self._needs[key]
+        place = self._open.get(key)
+        if place is not None:   # a cycle of re-exports: not through here
+            return None, place, 0
+        if depth_left <= 0:
+            return None, _NO_CYCLE, _CUT    # a longer chain is not followed
+        place = len(stack)
+        by_local, wildcards = self._file_imports(file_id)
+        candidates = by_local.get(name, [])
+        if wildcards and "." not in name:
+            candidates = sorted(candidates + wildcards, key=lambda c: c[0])
+        self._open[key] = place
+        stack.append(key)
+        low, need, found = _NO_CYCLE, 0, None
+        try:
+            for _, ref in candidates:
+                status, targets, seen, needed = self._resolve_import(ref, stack)
+                low, need = min(low, seen), max(need, needed)
+                if status != "resolved":
+                    continue
+                if local_name(ref.name, ref.alias, ref.module) == name:
+                    found = targets
+                    break
+                if ref.name == "*" or ref.name is None:   # wildcard: a definition of the module
+                    found = next(([(f, name, CONF_IMPORT * 0.9)] for f, _, _ in targets
+                                  if name in self.defs.get(f, {})), None)
+                    if found:
+                        break
+        finally:
+            stack.pop()
+            del self._open[key]
+        need = min(need + 1, _CUT)
+        if low > place and need < _CUT:
+            self._bindings[key] = found
+            self._needs[key] = need
+        return found, low, need
 
     # -- references ----------------------------------------------------------------------------
 
@@ -284,9 +364,10 @@ class Resolver:
             return self._by_name(ref.name, methods=True)
         if q and q != "?":
             head = q.split(".")[0].split("::")[0]
-            binding = self.bindings(ref.file_id).get(q) or self.bindings(ref.file_id).get(head)
-            if not binding and head in self._external.get(ref.file_id, {}):
-                return self._external[ref.file_id][head], []
+            binding = self.binding(ref.file_id, q) or self.binding(ref.file_id, head)
+            outside = None if binding else self.external(ref.file_id, head)
+            if outside:
+                return outside, []
             if binding:
                 return self._member(binding, ref.name, q)
             module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
@@ -301,11 +382,12 @@ class Resolver:
             return self._by_name(ref.name, methods=True)
         if q == "?":
             return self._by_name(ref.name, methods=True)
-        binding = self.bindings(ref.file_id).get(ref.name)
+        binding = self.binding(ref.file_id, ref.name)
         if binding:
             return "resolved" if len(binding) == 1 else "ambiguous", binding
-        if ref.name in self._external.get(ref.file_id, {}):
-            return self._external[ref.file_id][ref.name], []
+        outside = self.external(ref.file_id, ref.name)
+        if outside:
+            return outside, []
         own = self.defs.get(ref.file_id, {})
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
@@ -331,7 +413,7 @@ class Resolver:
                            if name in self.defs.get(g, {}))
             elif qual is None:   # a name the module imports from elsewhere (a re-export)
                 out.extend((g, q2, min(c2, conf) * 0.9)
-                           for g, q2, c2 in self.bindings(f).get(name, []) if q2)
+                           for g, q2, c2 in self.binding(f, name) or () if q2)
         out = list(dict.fromkeys(out))
         if out:
             return ("resolved" if len(out) == 1 else "ambiguous"), out[:MAX_CANDIDATES]

@@ -20,7 +20,7 @@ from typing import Callable
 
 from cortex_core.git.git_reads import head_commit, path_blob, read_blob
 from cortex_core.lang.languages import language_for_path
-from cortex_core.index.resolve import RefRow, Resolver, local_name
+from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 
 Progress = Callable[[int, int, str], None]
@@ -108,6 +108,9 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             progress(n, len(changed), "files read for structure")
     resolved = 0
     pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
+    # Answers an earlier resolver gave are not what this one would give: all again, once.
+    pending = pending or bool(current) and con.execute(
+        "select value from meta where key = 'resolver_version'").get != RESOLVER_VERSION
     if changed or removed or pending:   # nothing read and nothing left over: nothing to resolve
         with con:   # a resolution that dies half-way is redone in full by the next run
             con.execute("insert or replace into meta(key, value) values"
@@ -116,6 +119,9 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                                 bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
                                 all_imports=not same_files, imported=imports_touched,
                                 wildcards=wildcards)
+    if not current:   # every answer is this resolver's
+        with con:
+            _set_resolver_version(con)
     return StructureCounts(len(changed), len(removed), resolved)
 
 
@@ -331,6 +337,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
         with con:
             con.execute("delete from meta where key = 'structure_resolve_pending'")
+            _set_resolver_version(con)
         return con.execute("select count(*) from refs").get
     found: set[int] = set()
     for fid in changed:
@@ -373,6 +380,11 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     return len(found | again)
 
 
+def _set_resolver_version(con) -> None:
+    con.execute("insert or replace into meta(key, value) values ('resolver_version', ?)",
+                (RESOLVER_VERSION,))
+
+
 def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -399,18 +411,29 @@ def _resolve(con, resolver: Resolver, ids: list[int],
                     "select ref_id, dst_file_id, dst_qualname, confidence from edges"
                     f" where ref_id in ({marks})", chunk) if detect else ():
                 before.setdefault(ref_id, set()).add((f, q, c))
-            con.execute(f"delete from edges where ref_id in ({marks})", chunk)
+            statuses: list[tuple[str, int]] = []
+            edges: list[tuple] = []
             for row in rows:
                 ref = RefRow(*row[:-1])
                 status, targets = resolver.resolve(ref)
-                if detect and ref.kind in ("import", "inherits") and ref.file_id not in fresh and (
-                        status != row[-1] or set(targets) != before.get(ref.id, set())):
-                    if ref.kind == "import":
-                        moved.append((ref.file_id, ref.name, ref.alias, ref.module))
-                    else:
-                        bases_moved = True
-                con.execute("update refs set status = ? where id = ?", (status, ref.id))
-                con.executemany("insert into edges(ref_id, dst_file_id, dst_qualname, confidence)"
-                                " values (?,?,?,?)", ((ref.id, f, q, c) for f, q, c in targets))
+                if detect:
+                    # Most answers stay as they were: nothing to write for them (an update that
+                    # resolves every import again wrote 40,000 rows on sympy for a few changes).
+                    if status == row[-1] and set(targets) == before.get(ref.id, set()):
+                        continue
+                    if ref.kind in ("import", "inherits") and ref.file_id not in fresh:
+                        if ref.kind == "import":
+                            moved.append((ref.file_id, ref.name, ref.alias, ref.module))
+                        else:
+                            bases_moved = True
+                statuses.append((status, ref.id))
+                edges.extend((ref.id, f, q, c) for f, q, c in targets)
+            if detect:
+                con.executemany("delete from edges where ref_id = ?", ((i,) for _, i in statuses))
+            else:
+                con.execute(f"delete from edges where ref_id in ({marks})", chunk)
+            con.executemany("update refs set status = ? where id = ?", statuses)
+            con.executemany("insert into edges(ref_id, dst_file_id, dst_qualname, confidence)"
+                            " values (?,?,?,?)", edges)
     return moved, bases_moved
 
