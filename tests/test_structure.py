@@ -515,3 +515,28 @@ def test_answers_do_not_depend_on_the_order_of_asking(repo, cortex):
         ("lib/pkg/domains/field.py", "Field")]
     tool = next(r for r in rows if paths[r.file_id] == "lib/__init__.py" and r.name == "tool")
     assert [(paths[f], q) for f, q, _ in answers[0][tool.id][1]] == [("lib/pkg/v.py", "tool")]
+
+
+def test_a_long_cycle_of_re_exports_costs_bounded_work(repo, cortex, monkeypatch):
+    """Answers that a cycle made are found again by each asker; past a budget of lookups every
+    answer is kept (the order may matter again, the work is bounded): each reference still gets
+    one, and the budget is what stops the lookups, not the end of the references."""
+    from cortex_core.index import resolve
+    for i in range(30):
+        repo.write(f"c{i}.py", f"from c{(i + 1) % 30} import loop\n")
+    for j in range(60):
+        repo.write(f"u{j}.py", f"from c{j % 30} import loop\n\n\ndef f():\n    return loop()\n")
+    repo.commit("A cycle and its askers")
+    cortex.index(model="none")
+    con = cortex.reader()
+    rows = [resolve.RefRow(*r) for r in con.execute(
+        "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
+        " from refs order by id")]
+    counted, default = {}, resolve.LOOKUPS_PER_RESOLUTION
+    for budget in (default, 200):
+        monkeypatch.setattr(resolve, "LOOKUPS_PER_RESOLUTION", budget)
+        resolver = resolve.Resolver(con)
+        answers = [resolver.resolve(ref) for ref in rows]
+        assert all(status == "resolved" and targets for status, targets in answers)
+        counted[budget] = resolver._all_lookups
+    assert counted[200] < 300 < counted[default]   # 4,560 lookups without the bound

@@ -26,6 +26,12 @@ CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
 MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this deep
+# Lookups one asker, or a whole resolution, may make before every answer is kept whatever it
+# saw (see _binding): answers that a cycle of re-exports made are found again by each asker, so
+# a made-up project of long cycles and many askers could take a quadratic time (sympy's full
+# resolution: 73,000 lookups; 300 modules in one cycle and 2,000 askers: 490,000).
+LOOKUPS_PER_ASKER = 10_000
+LOOKUPS_PER_RESOLUTION = 500_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
 # gave is resolved again in full once (2: answers that do not depend on the order of asking).
 RESOLVER_VERSION = "2"
@@ -96,6 +102,9 @@ class Resolver:
         self._bindings: dict[tuple[int, str], list[Target] | None] = {}
         self._needs: dict[tuple[int, str], int] = {}
         self._open: dict[tuple[int, str], int] = {}
+        self._lookups = 0          # made for the current asker
+        self._all_lookups = 0
+        self._keep_all = False     # once past LOOKUPS_PER_ASKER or LOOKUPS_PER_RESOLUTION
         self._bases: dict[tuple[int, str], list[Target]] = {}
 
     # -- modules -----------------------------------------------------------------------------
@@ -307,7 +316,9 @@ class Resolver:
         same name. An answer is kept only when it is the one any asker would get: not one that
         saw a lookup still under way (a cycle through it or through one further out: Tarjan's
         low-link), nor one cut by the depth bound; and a kept answer serves only an asker with
-        the depth it needed left."""
+        the depth it needed left. Past LOOKUPS_PER_ASKER lookups for one asker, or
+        LOOKUPS_PER_RESOLUTION in all (no real project seen comes near), every answer is kept,
+        as before: bounded work over exact order-freedom."""
         key = (file_id, name)
         depth_left = MAX_REEXPORT_DEPTH - len(stack)
         cached = self._bindings.get(key, _UNKNOWN)
@@ -319,6 +330,10 @@ class Resolver:
         if depth_left <= 0:
             return None, _NO_CYCLE, _CUT    # a longer chain is not followed
         place = len(stack)
+        self._lookups = self._lookups + 1 if place else 1
+        self._all_lookups += 1
+        if self._lookups > LOOKUPS_PER_ASKER or self._all_lookups > LOOKUPS_PER_RESOLUTION:
+            self._keep_all = True   # bounded work from here on; order may matter again
         by_local, wildcards = self._file_imports(file_id)
         candidates = by_local.get(name, [])
         if wildcards and "." not in name:
@@ -344,9 +359,9 @@ class Resolver:
             stack.pop()
             del self._open[key]
         need = min(need + 1, _CUT)
-        if low > place and need < _CUT:
+        if low > place and need < _CUT or self._keep_all:
             self._bindings[key] = found
-            self._needs[key] = need
+            self._needs[key] = 0 if self._keep_all else need
         return found, low, need
 
     # -- references ----------------------------------------------------------------------------
