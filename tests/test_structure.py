@@ -394,14 +394,21 @@ def test_answers_of_an_earlier_resolver_are_resolved_again_once(py_project, inde
     con = open_writer(indexed.db)
     repo = pygit2.Repository(str(py_project.path))
     version = "select value from meta where key = 'resolver_version'"
-    assert con.execute(version).get == RESOLVER_VERSION          # a new store is this one's
+    mark = con.execute(version).get
+    assert mark.startswith(RESOLVER_VERSION + ":")                # a new store is this one's
     assert update_structure(con, repo, Settings().index).refs_resolved == 0
     with con:
         con.execute("delete from meta where key = 'resolver_version'")
     everything = con.execute("select count(*) from refs").get
     assert update_structure(con, repo, Settings().index).refs_resolved == everything > 0
-    assert con.execute(version).get == RESOLVER_VERSION
+    assert con.execute(version).get == mark
     assert update_structure(con, repo, Settings().index).refs_resolved == 0
+    # An earlier version updated the store since (its files changed, the mark did not).
+    with con:
+        con.execute("update struct_files set blob = 'from an earlier version' where file_id ="
+                    " (select min(file_id) from struct_files)")
+    assert update_structure(con, repo, Settings().index).refs_resolved == everything
+    assert con.execute(version).get == mark
     con.close()
 
 
@@ -518,9 +525,9 @@ def test_answers_do_not_depend_on_the_order_of_asking(repo, cortex):
 
 
 def test_a_long_cycle_of_re_exports_costs_bounded_work(repo, cortex, monkeypatch):
-    """Answers that a cycle made are found again by each asker; past a budget of lookups every
-    answer is kept (the order may matter again, the work is bounded): each reference still gets
-    one, and the budget is what stops the lookups, not the end of the references."""
+    """Answers that a cycle made are found again by each asker; past a budget of lookups per
+    asker its chain is cut: each reference still gets an answer, and the budget is what stops
+    the lookups."""
     from cortex_core.index import resolve
     for i in range(30):
         repo.write(f"c{i}.py", f"from c{(i + 1) % 30} import loop\n")
@@ -532,11 +539,11 @@ def test_a_long_cycle_of_re_exports_costs_bounded_work(repo, cortex, monkeypatch
     rows = [resolve.RefRow(*r) for r in con.execute(
         "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
         " from refs order by id")]
-    counted, default = {}, resolve.LOOKUPS_PER_RESOLUTION
-    for budget in (default, 200):
-        monkeypatch.setattr(resolve, "LOOKUPS_PER_RESOLUTION", budget)
+    counted, default = {}, resolve.LOOKUPS_PER_ASKER
+    for budget in (default, 5):
+        monkeypatch.setattr(resolve, "LOOKUPS_PER_ASKER", budget)
         resolver = resolve.Resolver(con)
         answers = [resolver.resolve(ref) for ref in rows]
         assert all(status == "resolved" and targets for status, targets in answers)
-        counted[budget] = resolver._all_lookups
-    assert counted[200] < 300 < counted[default]   # 4,560 lookups without the bound
+        counted[budget] = resolver.lookups
+    assert counted[5] <= 150 * 6 < counted[default]   # 150 askers; 4,560 without the bound

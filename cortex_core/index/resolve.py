@@ -26,12 +26,11 @@ CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
 MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this deep
-# Lookups one asker, or a whole resolution, may make before every answer is kept whatever it
-# saw (see _binding): answers that a cycle of re-exports made are found again by each asker, so
-# a made-up project of long cycles and many askers could take a quadratic time (sympy's full
-# resolution: 73,000 lookups; 300 modules in one cycle and 2,000 askers: 490,000).
+# Lookups one asker may make; past them its chain is cut as a long one is (see _binding).
+# Answers that a cycle of re-exports made are found again by each asker, and a made-up project
+# could branch at every module (`m.py` beside `m/__init__.py`): the work of one asker is
+# bounded, not only the depth (sympy's full resolution: 73,000 lookups for 423,000 references).
 LOOKUPS_PER_ASKER = 10_000
-LOOKUPS_PER_RESOLUTION = 500_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
 # gave is resolved again in full once (2: answers that do not depend on the order of asking).
 RESOLVER_VERSION = "2"
@@ -94,17 +93,17 @@ class Resolver:
             self.by_dir[posixpath.dirname(path)].append(fid)
         self._py_modules = None
         self._go_module = None
-        # file -> its imports in order, by the local name they bind, and its wildcard imports
+        # file -> its imports by the local name they bind (with their place in the file), and
+        # the definitions its wildcard imports bind: name -> (place of that import, its file)
         self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
-                                       list[tuple[int, RefRow]]]] = {}
+                                       dict[str, tuple[int, int]]]] = {}
         # (file, local name) -> what the file's imports bind it to (None: nothing), how deep
         # that answer went, and the lookups under way with their place on the stack (_binding)
         self._bindings: dict[tuple[int, str], list[Target] | None] = {}
         self._needs: dict[tuple[int, str], int] = {}
         self._open: dict[tuple[int, str], int] = {}
         self._lookups = 0          # made for the current asker
-        self._all_lookups = 0
-        self._keep_all = False     # once past LOOKUPS_PER_ASKER or LOOKUPS_PER_RESOLUTION
+        self.lookups = 0           # made in all (for tests and benchmarks)
         self._bases: dict[tuple[int, str], list[Target]] = {}
 
     # -- modules -----------------------------------------------------------------------------
@@ -285,10 +284,13 @@ class Resolver:
         return status
 
     def _file_imports(self, file_id: int):
+        """(local name -> [(place, import)], name -> (place, file) of the first wildcard import
+        whose module defines it): read once per file, so that a lookup does not go through
+        every wildcard import again (a TypeScript barrel has thousands of `export *`)."""
         cached = self._imports.get(file_id)
         if cached is None:
             by_local: dict[str, list[tuple[int, RefRow]]] = defaultdict(list)
-            wildcards: list[tuple[int, RefRow]] = []
+            wildcard: dict[str, tuple[int, int]] = {}
             java = self.lang.get(file_id) == "java"
             rows = self.con.execute(
                 "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
@@ -298,9 +300,12 @@ class Resolver:
                 local = local_name(ref.name, ref.alias, ref.module)
                 if local and local != "*":
                     by_local[local].append((n, ref))
-                if ref.name == "*" or (ref.name is None and java):
-                    wildcards.append((n, ref))
-            cached = self._imports[file_id] = (dict(by_local), wildcards)
+                if ref.name == "*" or (ref.name is None and java):   # every definition of it
+                    for f in self.module_files(file_id, ref.module, ref.level) or ():
+                        for q in self.defs.get(f, {}):
+                            if "." not in q:
+                                wildcard.setdefault(q, (n, f))
+            cached = self._imports[file_id] = (dict(by_local), wildcard)
         return cached
 
     def _binding(self, file_id: int, name: str, stack: list
@@ -316,9 +321,8 @@ class Resolver:
         same name. An answer is kept only when it is the one any asker would get: not one that
         saw a lookup still under way (a cycle through it or through one further out: Tarjan's
         low-link), nor one cut by the depth bound; and a kept answer serves only an asker with
-        the depth it needed left. Past LOOKUPS_PER_ASKER lookups for one asker, or
-        LOOKUPS_PER_RESOLUTION in all (no real project seen comes near), every answer is kept,
-        as before: bounded work over exact order-freedom."""
+        the depth it needed left. Past LOOKUPS_PER_ASKER lookups for one asker (no real project
+        seen comes near), its chain is cut, and its answer may depend on what was kept before."""
         key = (file_id, name)
         depth_left = MAX_REEXPORT_DEPTH - len(stack)
         cached = self._bindings.get(key, _UNKNOWN)
@@ -331,37 +335,34 @@ class Resolver:
             return None, _NO_CYCLE, _CUT    # a longer chain is not followed
         place = len(stack)
         self._lookups = self._lookups + 1 if place else 1
-        self._all_lookups += 1
-        if self._lookups > LOOKUPS_PER_ASKER or self._all_lookups > LOOKUPS_PER_RESOLUTION:
-            self._keep_all = True   # bounded work from here on; order may matter again
-        by_local, wildcards = self._file_imports(file_id)
-        candidates = by_local.get(name, [])
-        if wildcards and "." not in name:
-            candidates = sorted(candidates + wildcards, key=lambda c: c[0])
+        self.lookups += 1
+        if self._lookups > LOOKUPS_PER_ASKER:
+            return None, _NO_CYCLE, _CUT    # this asker's work is bounded: cut here
+        by_local, wildcard = self._file_imports(file_id)
+        # The first import of the file (in its order) that binds the name: an import of it that
+        # resolves, or a wildcard import of a module that defines it.
+        starred = wildcard.get(name)
         self._open[key] = place
         stack.append(key)
         low, need, found = _NO_CYCLE, 0, None
         try:
-            for _, ref in candidates:
+            for n, ref in by_local.get(name, ()):
+                if starred is not None and starred[0] < n:
+                    break
                 status, targets, seen, needed = self._resolve_import(ref, stack)
                 low, need = min(low, seen), max(need, needed)
-                if status != "resolved":
-                    continue
-                if local_name(ref.name, ref.alias, ref.module) == name:
+                if status == "resolved":
                     found = targets
                     break
-                if ref.name == "*" or ref.name is None:   # wildcard: a definition of the module
-                    found = next(([(f, name, CONF_IMPORT * 0.9)] for f, _, _ in targets
-                                  if name in self.defs.get(f, {})), None)
-                    if found:
-                        break
         finally:
             stack.pop()
             del self._open[key]
+        if found is None and starred is not None:
+            found = [(starred[1], name, CONF_IMPORT * 0.9)]
         need = min(need + 1, _CUT)
-        if low > place and need < _CUT or self._keep_all:
+        if low > place and need < _CUT:
             self._bindings[key] = found
-            self._needs[key] = 0 if self._keep_all else need
+            self._needs[key] = need
         return found, low, need
 
     # -- references ----------------------------------------------------------------------------

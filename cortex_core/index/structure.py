@@ -15,6 +15,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -108,10 +109,12 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             progress(n, len(changed), "files read for structure")
     resolved = 0
     pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
-    # Answers an earlier resolver gave are not what this one would give: all again, once.
+    # Answers an earlier resolver gave are not what this one would give: all again, once. The
+    # mark names the files it resolved, so that an earlier version's update since is seen too.
     pending = pending or bool(current) and con.execute(
-        "select value from meta where key = 'resolver_version'").get != RESOLVER_VERSION
-    if changed or removed or pending:   # nothing read and nothing left over: nothing to resolve
+        "select value from meta where key = 'resolver_version'").get != _resolver_mark(current)
+    ran = bool(changed or removed or pending)
+    if ran:   # nothing read and nothing left over: nothing to resolve
         with con:   # a resolution that dies half-way is redone in full by the next run
             con.execute("insert or replace into meta(key, value) values"
                         " ('structure_resolve_pending', '1')")
@@ -119,7 +122,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                                 bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
                                 all_imports=not same_files, imported=imports_touched,
                                 wildcards=wildcards)
-    if not current:   # every answer is this resolver's
+    if ran or not current:   # every answer is this resolver's, for these files
         with con:
             _set_resolver_version(con)
     return StructureCounts(len(changed), len(removed), resolved)
@@ -381,8 +384,17 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
 
 
 def _set_resolver_version(con) -> None:
+    files = {fid: (blob, wt, skipped) for fid, blob, wt, skipped in con.execute(
+        "select file_id, blob, worktree, skip_reason is not null from struct_files")}
     con.execute("insert or replace into meta(key, value) values ('resolver_version', ?)",
-                (RESOLVER_VERSION,))
+                (_resolver_mark(files),))
+
+
+def _resolver_mark(files: dict) -> str:
+    """RESOLVER_VERSION and a digest of the files whose references it resolved (file id ->
+    (blob, worktree, skipped), as update_structure reads them)."""
+    digest = zlib.crc32("\n".join(f"{fid} {files[fid]}" for fid in sorted(files)).encode())
+    return f"{RESOLVER_VERSION}:{digest:08x}"
 
 
 def _like_prefix(text: str) -> str:
