@@ -26,11 +26,11 @@ CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
 MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this deep
-# Lookups one asker may make; past them its chain is cut as a long one is (see _binding).
-# Answers that a cycle of re-exports made are found again by each asker, and a made-up project
-# could branch at every module (`m.py` beside `m/__init__.py`): the work of one asker is
-# bounded, not only the depth (sympy's full resolution: 73,000 lookups for 423,000 references).
-LOOKUPS_PER_ASKER = 10_000
+# Lookups one asker (a reference) may make; past them its chain is cut as a long one is (see
+# _binding). Answers that a cycle of re-exports made are found again by each asker, and an
+# import can name many files (a Java package): the work of one asker is bounded, not only the
+# depth (sympy's references need at most 7 lookups; 56,000 for all 423,000 of them).
+LOOKUPS_PER_ASKER = 1_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
 # gave is resolved again in full once (2: answers that do not depend on the order of asking).
 RESOLVER_VERSION = "2"
@@ -93,6 +93,7 @@ class Resolver:
             self.by_dir[posixpath.dirname(path)].append(fid)
         self._py_modules = None
         self._go_module = None
+        self._java_modules: dict[str, list[int] | None] = {}
         # file -> its imports by the local name they bind (with their place in the file), and
         # the definitions its wildcard imports bind: name -> (place of that import, its file)
         self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
@@ -187,14 +188,18 @@ class Resolver:
         return None
 
     def _java_module(self, module: str) -> list[int] | None:
+        if module in self._java_modules:   # each answer scans every path: once per module
+            return self._java_modules[module]
         rel = module.replace(".", "/")
         found = [f for p, f in self.by_path.items() if p.endswith(rel + ".java")
                  and (p == rel + ".java" or p.endswith("/" + rel + ".java"))]
         if found:
-            return found[:1]
-        pkg = [f for d, fids in self.by_dir.items() if d == rel or d.endswith("/" + rel)
-               for f in fids if self.lang.get(f) == "java"]
-        return pkg or None
+            answer: list[int] | None = found[:1]
+        else:
+            answer = [f for d, fids in self.by_dir.items() if d == rel or d.endswith("/" + rel)
+                      for f in fids if self.lang.get(f) == "java"] or None
+        self._java_modules[module] = answer
+        return answer
 
     def _rust_module(self, here: str, module: str) -> list[int] | None:
         parts = [p for p in module.split("::") if p]
@@ -232,6 +237,7 @@ class Resolver:
     # -- imports -------------------------------------------------------------------------------
 
     def resolve_import(self, ref: RefRow) -> tuple[str, list[Target]]:
+        self._lookups = 0   # a new asker (LOOKUPS_PER_ASKER), whatever its module's files
         status, targets, _, _ = self._resolve_import(ref, [])
         return status, targets
 
@@ -270,7 +276,10 @@ class Resolver:
         file's order) that binds it and resolves, an import of that name or a wildcard import
         of a module defining it; None when none does."""
         found = self._bindings.get((file_id, name), _UNKNOWN)   # most are: no call below
-        return self._binding(file_id, name, [])[0] if found is _UNKNOWN else found
+        if found is _UNKNOWN:
+            self._lookups = 0   # a new asker (LOOKUPS_PER_ASKER)
+            found = self._binding(file_id, name, [])[0]
+        return found
 
     def external(self, file_id: int, name: str) -> str | None:
         """For a local name that imports bind but that none resolves here: "external" (a package
@@ -334,7 +343,7 @@ class Resolver:
         if depth_left <= 0:
             return None, _NO_CYCLE, _CUT    # a longer chain is not followed
         place = len(stack)
-        self._lookups = self._lookups + 1 if place else 1
+        self._lookups += 1
         self.lookups += 1
         if self._lookups > LOOKUPS_PER_ASKER:
             return None, _NO_CYCLE, _CUT    # this asker's work is bounded: cut here
