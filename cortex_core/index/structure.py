@@ -23,6 +23,7 @@ from cortex_core.git.git_reads import head_commit, path_blob, read_blob
 from cortex_core.lang.languages import language_for_path
 from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
+from cortex_core.store.store import get_meta, set_meta
 
 Progress = Callable[[int, int, str], None]
 RESOLVE_ALL_AT = 300     # this many changed files or more: resolve everything again
@@ -111,8 +112,8 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
     # Answers an earlier resolver gave are not what this one would give: all again, once. The
     # mark names the files it resolved, so that an earlier version's update since is seen too.
-    pending = pending or bool(current) and con.execute(
-        "select value from meta where key = 'resolver_version'").get != _resolver_mark(current)
+    pending = pending or bool(current) and get_meta(con, "resolver_version") != _resolver_mark(
+        current)
     ran = bool(changed or removed or pending)
     if ran:   # nothing read and nothing left over: nothing to resolve
         with con:   # a resolution that dies half-way is redone in full by the next run
@@ -340,7 +341,6 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
         with con:
             con.execute("delete from meta where key = 'structure_resolve_pending'")
-            _set_resolver_version(con)
         return con.execute("select count(*) from refs").get
     found: set[int] = set()
     for fid in changed:
@@ -386,8 +386,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
 def _set_resolver_version(con) -> None:
     files = {fid: (blob, wt, skipped) for fid, blob, wt, skipped in con.execute(
         "select file_id, blob, worktree, skip_reason is not null from struct_files")}
-    con.execute("insert or replace into meta(key, value) values ('resolver_version', ?)",
-                (_resolver_mark(files),))
+    set_meta(con, "resolver_version", _resolver_mark(files))
 
 
 def _resolver_mark(files: dict) -> str:

@@ -1289,17 +1289,13 @@ class SymbolParser:
         plan = _regions(old, segments, sorted(base[1]), source, lines)
         if plan is None:
             return None
-        parser = self._parsers.get(language)
-        if parser is None:
-            parser = self._parsers[language] = get_parser(language)
-        return _stitch(walker, parser, old, plan, source, lines)
+        return _stitch(walker, self._parser(language), old, plan, source, lines)
 
     def _remember_symbols(self, key: tuple[str, str], symbols: list[Symbol],
                           clean: _Segments | None = None) -> None:
-        """Keep a blob's symbols (with its line count and boundaries when its parse had no
-        error: see _regions); evict the
-        least recently used beyond the count of blobs or of symbols (the newest is kept
-        whatever its size)."""
+        """Keep a blob's symbols (with its boundaries when its parse had no error: see
+        _regions); evict the least recently used beyond the count of blobs or of symbols (the
+        newest is kept whatever its size)."""
         self._cache[key] = symbols
         self._cached_symbols += len(symbols)
         if clean is not None:
@@ -1343,6 +1339,12 @@ class SymbolParser:
         """How many blobs were parsed (full, incremental or by regions), i.e. cache misses."""
         return self._parses
 
+    def _parser(self, language: str) -> Parser:
+        parser = self._parsers.get(language)
+        if parser is None:
+            parser = self._parsers[language] = get_parser(language)
+        return parser
+
     def region_count(self) -> int:
         """How many of them were read by regions (only the definitions their hunks touch)."""
         return self._regions
@@ -1350,9 +1352,7 @@ class SymbolParser:
     def _parse(self, language: str, source: bytes,
                base: tuple[_Parsed, Tree, list[_Edit]] | None) -> tuple[Tree, _Reuse | None]:
         """The blob's tree, and what its walk may copy from the base blob's symbols."""
-        parser = self._parsers.get(language)
-        if parser is None:
-            parser = self._parsers[language] = get_parser(language)
+        parser = self._parser(language)
         if base is None:
             return parser.parse(source), None
         old, edited, edits = base
@@ -1510,24 +1510,24 @@ def _stitch(walker: _Walker, parser: Parser, old: list[Symbol], plan: _Plan, sou
         if byte_shift == row_shift == reindex == 0:
             out.extend(old[first:stop])   # unchanged, and immutable: shared
         else:
-            for s in old[first:stop]:
-                out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + row_shift,
-                                  s.end_line + row_shift,
-                                  s.parent + reindex if s.parent >= 0 else -1,
-                                  s.start_byte + byte_shift, s.end_byte + byte_shift, s.tag,
-                                  s.structural))
+            out.extend(_moved(s, row_shift, byte_shift, reindex) for s in old[first:stop])
         if region is None:
             continue
         start, end, row = region
         tree = parser.parse(source[start:end])
         if tree.root_node.has_error:
             return None
-        offset = len(out)
-        for s in walker.extract(tree.root_node).symbols:
-            out.append(Symbol(s.qualname, s.name, s.kind, s.start_line + row, s.end_line + row,
-                              s.parent + offset if s.parent >= 0 else -1, s.start_byte + start,
-                              s.end_byte + start, s.tag, s.structural))
+        offset = len(out)   # the region's own parent indices start here
+        out.extend(_moved(s, row, start, offset) for s in walker.extract(tree.root_node).symbols)
     return _identities(out)
+
+
+def _moved(s: Symbol, rows: int, offset: int, reindex: int) -> Symbol:
+    """`s` moved down `rows` lines and `offset` bytes, its parent's index by `reindex` (a
+    top-level symbol stays one)."""
+    return Symbol(s.qualname, s.name, s.kind, s.start_line + rows, s.end_line + rows,
+                  s.parent + reindex if s.parent >= 0 else -1, s.start_byte + offset,
+                  s.end_byte + offset, s.tag, s.structural)
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
