@@ -133,7 +133,8 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
         lines.append(f"  history rewritten: {s.marked_unreachable} commits no longer reachable,"
                      f" {s.reachable_again} reachable again")
     lines.append(f"  structure: {s.structure_files_read} files read"
-                 " (HEAD, and modified files from the working tree)")
+                 " (HEAD, and modified files from the working tree),"
+                 f" {s.structure_refs_resolved} references resolved")
     lines.append(f"  memory: {s.items_added} items added, {s.texts_embedded} texts embedded"
                  + (f", {s.areas} areas" if s.areas else ""))
     if s.model_replaced:

@@ -361,6 +361,78 @@ def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
                                           [{path: text} for path, text in steps])
 
 
+def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, cortex, tmp_path):
+    """Files added and removed change what a module names (resolve_refs reads again only the
+    imports naming such a file or its folder): Python relative, absolute (the candidate
+    closest to the importer), `from . import x`, a package's `__init__` and `from .. import x`
+    under a new one; JavaScript's index files and `./x.js` written for `./x.ts`; a Go
+    package's files and the module's root package; a Java class and a package import; Rust's
+    `mod.rs` and crate roots; a file at the root; and a re-export whose module became another
+    file under an import that names neither (`from pkg import foo` through pkg's `from util
+    import foo`, when a closer `util` appears)."""
+    layout = {
+        "a/b/thing.py": "def foo():\n    return 1\n",
+        "x/util.py": "from a.b.thing import foo\n",
+        "pkg/__init__.py": "from util import foo\n",
+        "app.py": "from pkg import foo\n\n\ndef run():\n    return foo()\n",
+        "rel/__init__.py": "",
+        "rel/user.py": "from . import helpers\nfrom .sub import thing\n\n\n"
+                       "def go():\n    return helpers.h() + thing()\n",
+        "rel/sub.py": "def thing():\n    return 2\n",
+        "web/app.js": "import {a} from './lib';\nimport {b} from './b.js';\n"
+                      "export function go() { a(); b(); }\n",
+        "web/lib.js": "export function a() {}\n",
+        "web/b.ts": "export function b() {}\n",
+        "go.mod": "module example.com/shop\n\ngo 1.22\n",
+        "cart/cart.go": "package cart\n\nfunc Add() {}\n",
+        "cmd/main.go": "package main\n\nimport \"example.com/shop/cart\"\n\n"
+                       "func main() { cart.Add(); cart.Remove() }\n",
+        "src/main/java/com/shop/Store.java": "package com.shop;\npublic class Store {}\n",
+        "src/main/java/com/shop/app/App.java":
+            "package com.shop.app;\nimport com.shop.Store;\nimport com.shop.*;\n"
+            "public class App { Store s; Cart c; }\n",
+        "crate/src/lib.rs": "pub mod db;\n\npub fn run() { db::save(); }\n",
+        "crate/src/db.rs": "pub fn save() {}\n",
+        "crate/src/util/x.rs": "use crate::db::save;\n\npub fn go() { save(); }\n",
+        "shop.go": "package shop\n\nfunc Open() {}\n",
+        "cmd/tool/tool.go": "package main\n\nimport \"example.com/shop\"\n\n"
+                            "func main() { shop.Open() }\n",
+        "ns/inner/mod.py": "from .. import inner\nfrom .. import sub\n",
+        "ns/sub.py": "",
+    }
+    steps = [
+        {"pkg/sub/util.py": "def other():\n    return 3\n"},        # a closer `util`
+        {"rel/helpers.py": "def h():\n    return 4\n"},            # `from . import helpers`
+        {"rel/sub.py": None, "rel/sub/__init__.py": "def thing():\n    return 5\n"},
+        {"web/lib.js": None, "web/lib/index.js": "export function a() {}\n"},
+        {"web/b.ts": None},
+        {"cart/remove.go": "package cart\n\nfunc Remove() {}\n"},
+        {"src/main/java/com/shop/Cart.java": "package com.shop;\npublic class Cart {}\n"},
+        {"crate/src/db.rs": None, "crate/src/db/mod.rs": "pub fn save() {}\n"},
+        {"crate/src/lib.rs": None, "crate/src/main.rs": "mod db;\n\nfn main() { db::save(); }\n"},
+        {"pkg/sub/util.py": None, "rel/helpers.py": None},
+        {"top.py": "from rel import user\n"},                       # at the root: every import
+        {"more.go": "package shop\n\nfunc Close() {}\n"},         # the module's own package
+        {"ns/__init__.py": ""},                                     # `from .. import x`
+        {"crate/src/util/lib.rs": "pub fn other() {}\n"},         # another crate root
+    ]
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
+
+
+def test_a_file_added_in_a_folder_reads_only_the_imports_that_may_name_it(indexed):
+    """The imports naming neither the new file nor its folder are not resolved again; a file
+    at the root may be any module's, so then every import is."""
+    imports = indexed.reader().execute("select count(*) from refs where kind = 'import'").get
+    indexed.repo.write("docs_tools/render.py", "def render():\n    return 1\n")
+    indexed.repo.commit("Add a renderer", days_ago=1)
+    summary = indexed.index()
+    assert summary.structure_files_read == 1 and imports > 0
+    assert summary.structure_refs_resolved < imports
+    indexed.repo.write("render.py", "def render():\n    return 1\n")
+    indexed.repo.commit("Add a renderer at the root", days_ago=0)
+    assert indexed.index().structure_refs_resolved >= imports
+
+
 def test_a_resolution_left_pending_is_done_once(py_project, indexed):
     """A run that died during resolution leaves `structure_resolve_pending`: the next run
     resolves everything and clears it, and the one after resolves only what changed."""
@@ -413,8 +485,8 @@ def test_answers_of_an_earlier_resolver_are_resolved_again_once(py_project, inde
 
 
 def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps):
-    """Index `layout`, then each step (path -> text) as one commit; after each update, the
-    statuses and edges must equal a full resolution of a copy of the store."""
+    """Index `layout`, then each step (path -> text, None: removed) as one commit; after each
+    update, the statuses and edges must equal a full resolution of a copy of the store."""
     import shutil
 
     from cortex_core.index.structure import resolve_refs
@@ -425,9 +497,12 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
     cortex.index(model="none")
     for n, step in enumerate(steps):
         for path, text in step.items():
-            repo.write(path, text)
+            if text is None:
+                repo.remove(path)
+            else:
+                repo.write(path, text)
         repo.commit(f"step {n}", days_ago=29 - n)
-        assert cortex.index().structure_files_read == len(step), n
+        assert cortex.index().structure_files_read == sum(t is not None for t in step.values()), n
         copy = tmp_path / f"full{n}.db"
         shutil.copy(cortex.db, copy)
         for ext in ("-wal", "-shm"):

@@ -99,6 +99,7 @@ class IndexSummary:
     model_replaced: str | None = None   # the model whose vectors were dropped for a new one
     areas: int | None = None            # clusters after this run (None: not recomputed)
     structure_files_read: int = 0       # files whose structure was read (again) this run
+    structure_refs_resolved: int = 0    # references resolved (again) this run
     recovery: Recovery | None = None    # a damaged store replaced by this rebuild (salvage.py)
     missing_objects: int = 0            # objects this run could not read (see object_source)
     missing_cause: str = ""             # what that means: a partial clone offline, or damage
@@ -642,6 +643,7 @@ class _Indexer:
         cause = self._record_missing()
         total = con.execute("select count(*) from commits where reachable = 1").get
         return IndexSummary(**memory, structure_files_read=structure.files_read,
+            structure_refs_resolved=structure.refs_resolved,
             missing_objects=len(self.missing), missing_cause=cause, objects_fetched=self.fetched,
             head=str(head.id), new_commits=new_commits, total_commits=total,
             marked_unreachable=len(gone), reachable_again=len(again),

@@ -12,12 +12,13 @@ were waiting for it (resolve_refs).
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import posixpath
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, read_blob
 from cortex_core.lang.languages import language_for_path
@@ -60,9 +61,12 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         "select file_id, blob, worktree, skip_reason is not null from struct_files")}
     removed = [fid for fid in current if fid not in wanted]
     changed = [fid for fid, w in wanted.items() if current.get(fid, ())[:2] != (w[1], w[2])]
-    # Whether the files that modules resolve to stay the same: then an import elsewhere can only
-    # resolve differently through a name the changed files define or bind (resolve_refs).
-    same_files = not removed
+    # The files that appeared, went or became (un)readable: a module may now be another file
+    # for the imports that name it (resolve_refs). Otherwise an import elsewhere can only resolve
+    # differently through a name the changed files define or bind.
+    moved_paths = [path for (path,) in con.execute(
+        "select path from files where id in (select value from json_each(?))",
+        (json.dumps(removed),))]
     names_touched: set[str] = set()
     imports_touched: set[str] = set()
     wildcards: set[tuple[int, str | None, int]] = set()   # (file, module, level) of `import *`
@@ -105,7 +109,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                         " is_test, error_nodes, skip_reason) values (?,?,?,?,?,?,?)",
                         (fid, blob, language, worktree, int(test_file), errors, reason))
             if fid not in current or current[fid][2] != (reason is not None):
-                same_files = False
+                moved_paths.append(path)
         if progress and (n % 200 == 0 or n == len(changed)):
             progress(n, len(changed), "files read for structure")
     resolved = 0
@@ -121,7 +125,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                         " ('structure_resolve_pending', '1')")
         resolved = resolve_refs(con, changed, names_touched, everything=bool(pending) or
                                 bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
-                                all_imports=not same_files, imported=imports_touched,
+                                moved_paths=moved_paths, imported=imports_touched,
                                 wildcards=wildcards)
     if ran or not current:   # every answer is this resolver's, for these files
         with con:
@@ -318,7 +322,7 @@ def _scopes(spans: list[tuple[int, int, str]], positions: list[int]) -> list[str
 
 
 def resolve_refs(con, changed: list[int], names: set[str], everything: bool = False,
-                 all_imports: bool = True, imported: frozenset[str] | set[str] = frozenset(),
+                 moved_paths: Sequence[str] = (), imported: frozenset[str] | set[str] = frozenset(),
                  wildcards: frozenset | set = frozenset()) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
@@ -326,16 +330,20 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     reference of such a name may now find another definition; structure._changes);
     `imported`: what their imports that changed bind or ask for, and `wildcards` the (file,
     module, level) of their `import *` that changed, which bind every name the module
-    defines. Every import is resolved again when files appeared, went or became
-    (un)readable (`all_imports`): a module may now be another file. Otherwise an import
-    elsewhere can resolve differently only through a name of those sets (a definition, or a
-    re-export), through one that an import of such a name binds under an alias (followed to
-    its end), or as a wildcard or default import; and another reference only through a
+    defines; `moved_paths`: the files that appeared, went or became (un)readable.
+
+    An import elsewhere can resolve differently only through a name of those sets (a
+    definition, or a re-export), through one that an import of such a name binds under an
+    alias (followed to its end), as a wildcard or default import, or, when files moved, as an
+    import whose module may now be another file (_module_keys: its words hold the name of a
+    moved file or of its folder) and, from there, as an import of what such an import that
+    now resolves differently binds. Another reference resolves differently only through a
     definition's name, as `module.name` of such a name, or through an import of its own file
     that now resolves differently (read after the imports, by the name or the qualifier it
     binds); a class base that now resolves differently resolves everything again. Resolving
-    every import again cost a one-commit update on scrapy half its structure step.
-    tests/test_structure.py checks the result against a full resolution."""
+    every import again cost a one-commit update on scrapy half its structure step, and one
+    that adds a file to sympy 0.6 s of its 0.9. tests/test_structure.py checks the result
+    against a full resolution."""
     resolver = Resolver(con)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
@@ -347,21 +355,27 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         found.update(r[0] for r in con.execute("select id from refs where file_id = ?", (fid,)))
     for name in names:
         found.update(r[0] for r in con.execute("select id from refs where name = ?", (name,)))
-    if all_imports:
-        found.update(r[0] for r in con.execute("select id from refs where kind = 'import'"))
-    else:
-        found.update(r[0] for r in con.execute(
-            "select id from refs where kind = 'import' and name in ('*', 'default')"))
-        starred = {n for fid, module, level in wildcards if fid in resolver.path
-                   for f in resolver.module_files(fid, module, level) or ()
-                   for n in _defined_names(resolver, f)}
-        for name in _aliases_closure(con, names | set(imported) | starred):
-            # Imports of the name, and `module.name` anywhere: the module's binding of it (a
-            # re-export) may now be another definition.
-            found.update(r[0] for r in con.execute(
-                "select id from refs where name = ? and (kind = 'import' or (qualifier is not"
-                " null and qualifier not in ('self', 'cls', 'this', 'super', '?')))", (name,)))
+    found.update(r[0] for r in con.execute(
+        "select id from refs where kind = 'import' and name in ('*', 'default')"))
+    if moved_paths:
+        found.update(_imports_of_modules(con, moved_paths))
+    starred = {n for fid, module, level in wildcards if fid in resolver.path
+               for f in resolver.module_files(fid, module, level) or ()
+               for n in _defined_names(resolver, f)}
+    found.update(_importers(con, names | set(imported) | starred))
     moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=set(changed))
+    # A module that is now another file: what the imports naming it bound may be another
+    # definition for the files importing that from theirs, and so on.
+    frontier = moved if moved_paths else []
+    while frontier:
+        if any(name == "*" for _, name, _, _ in frontier):
+            return resolve_refs(con, [], set(), everything=True)   # binds every name: rare
+        more = _importers(con, {local_name(name, alias, module) or "" for _, name, alias, module
+                                in frontier}) - found
+        found |= more
+        frontier, bases = _resolve(con, resolver, sorted(more), fresh=set(changed))
+        moved += frontier
+        bases_moved = bases_moved or bases
     # The references bound by an import that now resolves differently, in its own file.
     again: set[int] = set()
     for fid, name, alias, module in moved:
@@ -381,6 +395,52 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     with con:
         con.execute("delete from meta where key = 'structure_resolve_pending'")
     return len(found | again)
+
+
+def _importers(con, names: set[str]) -> set[int]:
+    """Imports of these names and of the aliases they are imported under (followed to their
+    end), and `module.name` anywhere: the module's binding of the name (a re-export) may now
+    be another definition."""
+    found: set[int] = set()
+    for name in _aliases_closure(con, names):
+        found.update(r[0] for r in con.execute(
+            "select id from refs where name = ? and (kind = 'import' or (qualifier is not"
+            " null and qualifier not in ('self', 'cls', 'this', 'super', '?')))", (name,)))
+    return found
+
+
+_WORDS = re.compile(r"\w+")
+# A crate's root: every `crate::` path of the folders below it may now start elsewhere.
+_ROOT_FILES = frozenset({"lib.rs", "main.rs"})
+
+
+def _module_keys(paths: Sequence[str]) -> set[str] | None:
+    """The words an import's module or name must hold to name one of these files or their
+    folders (None: any import may): the file's name without its extension, and its folder's
+    name (a Go or Java package, `__init__.py`, `index.js`, `mod.rs`). A file at the root, a Go
+    package or Java's default one, or a crate root: None."""
+    keys: set[str] = set()
+    for path in paths:
+        folder, name = posixpath.split(path)
+        if not folder or name in _ROOT_FILES:
+            return None
+        keys.update(_WORDS.findall(posixpath.splitext(name)[0]))
+        keys.update(_WORDS.findall(posixpath.basename(folder)))
+    return keys
+
+
+def _imports_of_modules(con, paths: Sequence[str]) -> set[int]:
+    """The imports whose module may now be another file: those naming a key of _module_keys,
+    and those whose module has no word of its own (`from . import x`, `'..'`), which name a
+    folder by where they are."""
+    keys = _module_keys(paths)
+    rows = con.execute("select id, module, name from refs where kind = 'import'")
+    if keys is None:
+        return {ref_id for ref_id, _, _ in rows}
+    # One search a row: \b is where _WORDS' words end.
+    named = re.compile(r"\b(?:{})\b".format("|".join(map(re.escape, sorted(keys)))))
+    return {ref_id for ref_id, module, name in rows
+            if not _WORDS.search(module or "") or named.search(f"{module} {name or ''}")}
 
 
 def _set_resolver_version(con) -> None:
