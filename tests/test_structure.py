@@ -419,6 +419,37 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 
 
+def test_a_new_module_path_in_go_mod_resolves_go_imports_again(repo, cortex, tmp_path):
+    """go.mod is no source file, yet its module path decides where Go imports point (the
+    module's root package is found only through it): changed, removed or back, every import
+    follows, as in a store indexed afresh."""
+    from conftest import Indexed
+
+    repo.write("go.mod", "module example.com/shop\n\ngo 1.22\n")
+    repo.write("shop.go", "package shop\n\nfunc Open() {}\n")
+    repo.write("cmd/main.go", "package main\n\nimport \"example.com/shop\"\n\n"
+               "func main() { shop.Open() }\n")
+    repo.commit("Layout", days_ago=4)
+    cortex.index(model="none")
+
+    def status(store) -> str:
+        return store.reader().execute("select status from refs where kind = 'import' and"
+                                      " module = 'example.com/shop'").get
+
+    assert status(cortex) == "resolved"
+    for n, text in enumerate(["module example.com/store\n", "module example.com/shop\n", None]):
+        if text is None:
+            repo.remove("go.mod")
+        else:
+            repo.write("go.mod", text)
+        repo.commit(f"go.mod {n}", days_ago=3 - n)
+        assert cortex.index().structure_refs_resolved > 0
+        fresh = Indexed(repo, tmp_path / f"fresh{n}.db")
+        fresh.index(model="none")
+        assert status(cortex) == status(fresh) == ("resolved" if n == 1 else "external"), n
+    assert cortex.reader().execute("select count(*) from meta where key = 'go_module'").get == 0
+
+
 def test_a_file_added_in_a_folder_reads_only_the_imports_that_may_name_it(indexed):
     """The imports naming neither the new file nor its folder are not resolved again; a file
     at the root may be any module's, so then every import is."""

@@ -79,7 +79,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             bases_changed = bases_changed or bool(shape[2])
             _forget(con, fid)
             con.execute("delete from struct_files where file_id = ?", (fid,))
-        _record_go_module(con, repo)
+        go_module_moved = _record_go_module(con, repo)
     for n, fid in enumerate(changed, 1):
         path, blob, worktree, language, data, reason = wanted[fid]
         with con:   # one file per transaction: an interrupted pass keeps what it finished
@@ -116,8 +116,9 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
     # Answers an earlier resolver gave are not what this one would give: all again, once. The
     # mark names the files it resolved, so that an earlier version's update since is seen too.
+    # A new module path in go.mod moves Go imports everywhere: all again too.
     pending = pending or bool(current) and get_meta(con, "resolver_version") != _resolver_mark(
-        current)
+        current) or go_module_moved
     ran = bool(changed or removed or pending)
     if ran:   # nothing read and nothing left over: nothing to resolve
         with con:   # a resolution that dies half-way is redone in full by the next run
@@ -197,16 +198,32 @@ def _modified_files(repo, settings):
         yield path, data, None
 
 
-def _record_go_module(con, repo) -> None:
-    """The module path of go.mod at the root, for resolving Go imports to directories."""
-    data = path_blob(repo, head_commit(repo), "go.mod")
-    if data is None:   # no go.mod, or unreadable
-        return
-    text = data.decode("utf-8", "replace")
-    match = re.search(r"^module\s+(\S+)", text, re.M)
-    if match:
-        con.execute("insert or replace into meta(key, value) values ('go_module', ?)",
-                    (match.group(1).strip('"'),))
+def _record_go_module(con, repo) -> bool:
+    """The module path of go.mod at the root, for resolving Go imports to directories; whether
+    it changed (then any Go import may now name another directory, or none). An unreadable
+    go.mod (a partial clone offline) keeps the last one read."""
+    import pygit2
+    head = head_commit(repo)
+    data = path_blob(repo, head, "go.mod")
+    module = None
+    if data is not None:
+        match = re.search(r"^module\s+(\S+)", data.decode("utf-8", "replace"), re.M)
+        module = match.group(1).strip('"') if match else None
+    else:
+        try:
+            if head is None or head.tree["go.mod"] is not None:
+                return False   # unborn, or there but unreadable
+        except KeyError:
+            pass               # gone: Go imports resolve by directory alone
+        except (ValueError, pygit2.GitError):
+            return False
+    if module == get_meta(con, "go_module"):
+        return False
+    if module is None:
+        con.execute("delete from meta where key = 'go_module'")
+    else:
+        set_meta(con, "go_module", module)
+    return True
 
 
 _Shape = tuple[frozenset, frozenset, frozenset]   # a file's definitions, imports, bases
