@@ -112,3 +112,10 @@ class Ambiguous(NotFound):
     def __init__(self, message: str, candidates: list[str]):
         super().__init__(message)
         self.candidates = candidates
+
+
+class WorkerError(Exception):
+    """Whatever an index worker raised, as plain text (index/read_pool.py): an exception of a C
+    extension (pygit2's NotFoundError) cannot always be pickled back, and the parent must still
+    say what failed. Here, not in read_pool: a short update starts no worker, and catching
+    this must not import multiprocessing (30 ms of `cortex index`)."""

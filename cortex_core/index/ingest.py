@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,7 +44,7 @@ from cortex_core.config import IndexSettings, Settings
 from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose_model,
                                            load_model, load_query_model, model_fingerprint)
 from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint, IndexerBusy,
-                                NotARepository, StoreError)
+                                NotARepository, StoreError, WorkerError)
 from cortex_core.git.git_reads import commit as find_commit, read_blob
 from cortex_core.git.loose_objects import LooseCheck, check_loose, hide, objects_dirs
 from cortex_core.lang.languages import language_for_path
@@ -57,7 +57,6 @@ from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_P
                                            CAUSE_TRUNCATED, ObjectSource, prefetch,
                                            promisor_remote)
 from cortex_core.index.process_memory import release_memory
-from cortex_core.index.read_pool import WorkerError, head_files_parallel, read_parallel
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from cortex_core.index.skip_rules import record_limits
 from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
@@ -238,7 +237,7 @@ def _git_and_store_errors(repo_root: Path, db_path: Path) -> Iterator[None]:
     except WorkerError as exc:
         raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
                           " was stored is kept", Hint("one_worker")) from None
-    except BrokenProcessPool:
+    except BrokenExecutor:   # a process pool's worker died (BrokenProcessPool)
         raise CortexError("a worker process died while indexing (out of memory?); what was "
                           "stored is kept", Hint("one_worker")) from None
 
@@ -798,6 +797,7 @@ class _Indexer:
     def _records(self, shas: list[str]):
         """(position, record) of every commit: read here, or by worker processes for long runs."""
         if self.jobs > 1 and len(shas) >= PARALLEL_MIN_COMMITS:
+            from cortex_core.index.read_pool import read_parallel   # multiprocessing: 30 ms
             return read_parallel(self.repo.workdir, self.settings, shas, self.jobs, self.online,
                                  roots=self.reader.roots, damaged=self.loose.damaged)
         return ((i, self.reader.read(self.repo.get(sha))) for i, sha in enumerate(shas))
@@ -976,6 +976,7 @@ class _Indexer:
             self._forget_head_file(file_id)
             con.execute("delete from head_files where file_id = ?", (file_id,))
         if self.jobs > 1 and len(changed) >= PARALLEL_MIN_FILES:
+            from cortex_core.index.read_pool import head_files_parallel
             results = head_files_parallel(self.repo.workdir, self.settings, changed, self.jobs,
                                           self.online, self.loose.damaged)
         else:

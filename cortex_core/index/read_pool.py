@@ -34,6 +34,7 @@ import pygit2
 from cortex_core.git.commit_reader import CommitReader, CommitRecord
 from cortex_core.git.loose_objects import hide
 from cortex_core.config import IndexSettings
+from cortex_core.errors import WorkerError
 from cortex_core.git.object_source import ObjectSource
 from cortex_core.index.process_memory import release_memory, resident_bytes, trim_heap
 from cortex_core.lang.symbols import CACHED_SYMBOLS, TREE_CACHE_BYTES, Symbol, SymbolParser
@@ -67,11 +68,6 @@ GUARDED_SHARE = 8
 # About what a fresh worker holds (40-50 MiB): a worker that dropped its caches and still holds
 # more gives the commit back (a fresh one has more room); one that holds no more reads it.
 FRESH_BYTES = 64 * 1024 * 1024
-
-
-class WorkerError(Exception):
-    """Whatever a worker raised, as plain text: an exception of a C extension (pygit2's
-    NotFoundError) cannot always be pickled back, and the parent must still say what failed."""
 
 
 def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
