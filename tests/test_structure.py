@@ -367,9 +367,11 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     closest to the importer), `from . import x`, a package's `__init__` and `from .. import x`
     under a new one; JavaScript's index files and `./x.js` written for `./x.ts`; a Go
     package's files and the module's root package; a Java class and a package import; Rust's
-    `mod.rs` and crate roots; a file at the root; and a re-export whose module became another
-    file under an import that names neither (`from pkg import foo` through pkg's `from util
-    import foo`, when a closer `util` appears)."""
+    `mod.rs`, crate roots and qualified paths (`store::put()`); a file at the root; a re-export
+    whose module became another file under an import that names neither (`from pkg import
+    foo` through pkg's `from util import foo`, when a closer `util` appears), also when pkg's
+    file changed in the same commit; `./lib/..`; and, with no file moved, `Helper.go()` when
+    the class a Java wildcard import bound there is renamed."""
     layout = {
         "a/b/thing.py": "def foo():\n    return 1\n",
         "x/util.py": "from a.b.thing import foo\n",
@@ -399,6 +401,16 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
                             "func main() { shop.Open() }\n",
         "ns/inner/mod.py": "from .. import inner\nfrom .. import sub\n",
         "ns/sub.py": "",
+        "web/p/q.js": "import {f} from './a/..';\nexport function g() { f(); }\n",
+        "web/p/a/x.js": "export function y() {}\n",
+        "crate2/src/lib.rs": "pub fn run() { store::put(); }\n",
+        "src/main/java/com/shop/Helper.java": "package com.shop;\n"
+                                              "public class Helper { static void make() {} }\n",
+        "src/main/java/com/shop/Runner.java": "package com.shop;\n"
+                                              "public class Runner { static void go() {} }\n",
+        "src/main/java/com/shop/app/Calls.java":
+            "package com.shop.app;\nimport com.ext.Helper;\nimport com.shop.*;\n"
+            "public class Calls { void f() { Helper.go(); } }\n",
     }
     steps = [
         {"pkg/sub/util.py": "def other():\n    return 3\n"},        # a closer `util`
@@ -415,6 +427,14 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
         {"more.go": "package shop\n\nfunc Close() {}\n"},         # the module's own package
         {"ns/__init__.py": ""},                                     # `from .. import x`
         {"crate/src/util/lib.rs": "pub fn other() {}\n"},         # another crate root
+        # A closer `util`, with pkg/__init__.py edited in the same commit (its import unchanged).
+        {"pkg/deep/util.py": "def other():\n    return 6\n",
+         "pkg/__init__.py": "from util import foo\n\n\ndef extra():\n    return 0\n"},
+        {"web/p/index.js": "export function other() {}\n"},       # './a/..' is web/p
+        {"crate2/src/store.rs": "pub fn other() {}\n"},           # `store::put()`: a module now
+        # The class a wildcard import bound under `Helper.go()` is renamed: no name `go` moved.
+        {"src/main/java/com/shop/Helper.java": "package com.shop;\n"
+                                               "public class Renamed { static void make() {} }\n"},
     ]
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 

@@ -352,9 +352,9 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     An import elsewhere can resolve differently only through a name of those sets (a
     definition, or a re-export), through one that an import of such a name binds under an
     alias (followed to its end), as a wildcard or default import, or, when files moved, as an
-    import whose module may now be another file (_module_keys: its words hold the name of a
-    moved file or of its folder) and, from there, as an import of what such an import that
-    now resolves differently binds. Another reference resolves differently only through a
+    import whose module may now be another file (_refs_naming_modules: its words hold the
+    name of a moved file or of its folder) and, from there, as an import of what such an
+    import that now resolves differently binds (or such an import of a changed file). Another reference resolves differently only through a
     definition's name, as `module.name` of such a name, or through an import of its own file
     that now resolves differently (read after the imports, by the name or the qualifier it
     binds); a class base that now resolves differently resolves everything again. Resolving
@@ -374,16 +374,25 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         found.update(r[0] for r in con.execute("select id from refs where name = ?", (name,)))
     found.update(r[0] for r in con.execute(
         "select id from refs where kind = 'import' and name in ('*', 'default')"))
+    naming: set[int] = set()
     if moved_paths:
-        found.update(_imports_of_modules(con, moved_paths))
+        naming = _refs_naming_modules(con, moved_paths)
+        found |= naming
+    if names:
+        found |= _qualified_through_wildcards(con, names)
     starred = {n for fid, module, level in wildcards if fid in resolver.path
                for f in resolver.module_files(fid, module, level) or ()
                for n in _defined_names(resolver, f)}
     found.update(_importers(con, names | set(imported) | starred))
     moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=set(changed))
     # A module that is now another file: what the imports naming it bound may be another
-    # definition for the files importing that from theirs, and so on.
-    frontier = moved if moved_paths else []
+    # definition for the files importing that from theirs, and so on. A changed file's import
+    # whose text stayed may name another file too, and _resolve cannot tell (its answers are
+    # new rows): those naming a moved file are followed as if they had moved.
+    frontier = moved + [row[1:] for row in con.execute(
+        "select id, file_id, name, alias, module from refs where kind = 'import' and file_id in"
+        " (select value from json_each(?))", (json.dumps(changed),)) if row[0] in naming] \
+        if moved_paths else []
     while frontier:
         if any(name == "*" for _, name, _, _ in frontier):
             return resolve_refs(con, [], set(), everything=True)   # binds every name: rare
@@ -426,16 +435,27 @@ def _importers(con, names: set[str]) -> set[int]:
     return found
 
 
+def _qualified_through_wildcards(con, names: set[str]) -> set[int]:
+    """`Name.member` in the files with a wildcard import, for a Name among the definitions that
+    appeared or went: the wildcard binds it by what its module defines (Java's `import p.*`,
+    Python's `from m import *`), and the wildcard's own answer (its module) stays the same."""
+    return {ref_id for ref_id, qualifier in con.execute(
+        "select id, qualifier from refs where qualifier is not null and file_id in"
+        " (select file_id from refs where kind = 'import' and name = '*')")
+        if _HEAD.split(qualifier, 1)[0] in names}
+
+
+_HEAD = re.compile(r"\.|::")
 _WORDS = re.compile(r"\w+")
 # A crate's root: every `crate::` path of the folders below it may now start elsewhere.
 _ROOT_FILES = frozenset({"lib.rs", "main.rs"})
 
 
 def _module_keys(paths: Sequence[str]) -> set[str] | None:
-    """The words an import's module or name must hold to name one of these files or their
-    folders (None: any import may): the file's name without its extension, and its folder's
-    name (a Go or Java package, `__init__.py`, `index.js`, `mod.rs`). A file at the root, a Go
-    package or Java's default one, or a crate root: None."""
+    """The words a module path must hold to name one of these files or their folders (None:
+    any may): the file's name without its extension, and its folder's name (a Go or Java
+    package, `__init__.py`, `index.js`, `mod.rs`). A file at the root (Go's module package,
+    Java's default one, a top-level module) or a crate root: None."""
     keys: set[str] = set()
     for path in paths:
         folder, name = posixpath.split(path)
@@ -446,18 +466,27 @@ def _module_keys(paths: Sequence[str]) -> set[str] | None:
     return keys
 
 
-def _imports_of_modules(con, paths: Sequence[str]) -> set[int]:
-    """The imports whose module may now be another file: those naming a key of _module_keys,
-    and those whose module has no word of its own (`from . import x`, `'..'`), which name a
-    folder by where they are."""
+def _refs_naming_modules(con, paths: Sequence[str]) -> set[int]:
+    """The references whose module may now be another file: imports, and Rust's qualified paths
+    (`db::save()`, looked up as modules), whose module holds a key of _module_keys or names a
+    folder only by where it is (`from . import x`, `'..'`, `'./lib/..'`)."""
     keys = _module_keys(paths)
-    rows = con.execute("select id, module, name from refs where kind = 'import'")
-    if keys is None:
+    rows = con.execute(
+        "select id, module, name from refs where kind = 'import' union all"
+        " select r.id, r.qualifier, null from struct_files s join refs r on r.file_id = s.file_id"
+        " where s.language = 'rust' and r.kind != 'import' and r.qualifier is not null")
+    if not keys:   # None, or names without a word (`-.ts`): any may
         return {ref_id for ref_id, _, _ in rows}
     # One search a row: \b is where _WORDS' words end.
     named = re.compile(r"\b(?:{})\b".format("|".join(map(re.escape, sorted(keys)))))
     return {ref_id for ref_id, module, name in rows
-            if not _WORDS.search(module or "") or named.search(f"{module} {name or ''}")}
+            if _by_place(module or "") or named.search(f"{module} {name or ''}")}
+
+
+def _by_place(module: str) -> bool:
+    """A module path that names a folder by where it is, not by a word: `.`, `..`, or one
+    ending in `/..` (`./lib/..` is the importer's own folder)."""
+    return not _WORDS.search(module) or module.rstrip("/").endswith(("/..", "/."))
 
 
 def _set_resolver_version(con) -> None:
