@@ -370,8 +370,9 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     `mod.rs`, crate roots and qualified paths (`store::put()`); a file at the root; a re-export
     whose module became another file under an import that names neither (`from pkg import
     foo` through pkg's `from util import foo`, when a closer `util` appears), also when pkg's
-    file changed in the same commit; `./lib/..`; and, with no file moved, `Helper.go()` when
-    the class a Java wildcard import bound there is renamed."""
+    file changed in the same commit; `./lib/..`; a call bound through an import whose own
+    answer stays; and, with no file moved, `Helper.go()` when the class a Java wildcard import
+    bound there is renamed."""
     layout = {
         "a/b/thing.py": "def foo():\n    return 1\n",
         "x/util.py": "from a.b.thing import foo\n",
@@ -408,6 +409,12 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
                                               "public class Helper { static void make() {} }\n",
         "src/main/java/com/shop/Runner.java": "package com.shop;\n"
                                               "public class Runner { static void go() {} }\n",
+        "src/main/java/org/shop/Store.java": "package org.shop;\npublic class Store {}\n",
+        "src/main/java/org/shop/Util.java": "package org.shop;\nimport org.shop.app.Cart;\n"
+                                            "public class Util { void f() { Cart.make(); } }\n",
+        "src/main/java/org/shop/app/Store.java": "package org.shop.app;\npublic class Store {}\n",
+        "src/main/java/org/shop/app/Util.java": "package org.shop.app;\nimport org.shop.Cart;\n"
+                                                "public class Util {}\n",
         "src/main/java/com/shop/app/Calls.java":
             "package com.shop.app;\nimport com.ext.Helper;\nimport com.shop.*;\n"
             "public class Calls { void f() { Helper.go(); } }\n",
@@ -435,6 +442,10 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
         # The class a wildcard import bound under `Helper.go()` is renamed: no name `go` moved.
         {"src/main/java/com/shop/Helper.java": "package com.shop;\n"
                                                "public class Renamed { static void make() {} }\n"},
+        # `Cart.make()` in org.shop: its import stops at org.shop.app, which lacks Cart ("module
+        # only"), but the binding goes on through app's `import org.shop.Cart` to org.shop's
+        # first file, which goes: the import's answer stays, the call's does not.
+        {"src/main/java/org/shop/Store.java": None},
     ]
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 

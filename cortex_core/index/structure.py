@@ -339,7 +339,8 @@ def _scopes(spans: list[tuple[int, int, str]], positions: list[int]) -> list[str
 
 
 def resolve_refs(con, changed: list[int], names: set[str], everything: bool = False,
-                 moved_paths: Sequence[str] = (), imported: frozenset[str] | set[str] = frozenset(),
+                 moved_paths: Sequence[str] = (),
+                 imported: frozenset[str] | set[str] = frozenset(),
                  wildcards: frozenset | set = frozenset()) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
@@ -354,13 +355,14 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     alias (followed to its end), as a wildcard or default import, or, when files moved, as an
     import whose module may now be another file (_refs_naming_modules: its words hold the
     name of a moved file or of its folder) and, from there, as an import of what such an
-    import that now resolves differently binds (or such an import of a changed file). Another reference resolves differently only through a
-    definition's name, as `module.name` of such a name, or through an import of its own file
+    import binds when it now resolves differently (or is a changed file's). Another reference
+    resolves differently only through a definition's name, as `module.name` of such a name,
+    as `Name.member` where a wildcard import bound Name, through an import of its own file
     that now resolves differently (read after the imports, by the name or the qualifier it
-    binds); a class base that now resolves differently resolves everything again. Resolving
-    every import again cost a one-commit update on scrapy half its structure step, and one
-    that adds a file to sympy 0.6 s of its 0.9. tests/test_structure.py checks the result
-    against a full resolution."""
+    binds, also when that import is downstream of one that does); a class base that now
+    resolves differently resolves everything again. Resolving every import again cost a one-commit
+    update on scrapy half its structure step, and one that adds a file to sympy 0.6 s of its
+    0.9. tests/test_structure.py checks the result against a full resolution."""
     resolver = Resolver(con)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
@@ -393,18 +395,27 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         "select id, file_id, name, alias, module from refs where kind = 'import' and file_id in"
         " (select value from json_each(?))", (json.dumps(changed),)) if row[0] in naming] \
         if moved_paths else []
+    downstream: set[int] = set()   # the imports of what they bind, moved or not
     while frontier:
         if any(name == "*" for _, name, _, _ in frontier):
             return resolve_refs(con, [], set(), everything=True)   # binds every name: rare
-        more = _importers(con, {local_name(name, alias, module) or "" for _, name, alias, module
-                                in frontier}) - found
+        reached = _importers(con, {local_name(name, alias, module) or ""
+                                   for _, name, alias, module in frontier})
+        downstream |= reached
+        more = reached - found
         found |= more
         frontier, bases = _resolve(con, resolver, sorted(more), fresh=set(changed))
         moved += frontier
         bases_moved = bases_moved or bases
-    # The references bound by an import that now resolves differently, in its own file.
+    # The references bound by an import that now resolves differently, in its own file; and by
+    # one downstream of such an import even if its own answer stayed: an import's answer stops
+    # at the module that lacks the name ("module only"), where the binding that `Name.member`
+    # reads follows the module's own imports on.
+    bound = moved + [row for row in con.execute(
+        "select file_id, name, alias, module from refs where kind = 'import' and id in"
+        " (select value from json_each(?))", (json.dumps(sorted(downstream)),))]
     again: set[int] = set()
-    for fid, name, alias, module in moved:
+    for fid, name, alias, module in bound:
         if name == "*":
             again.update(r[0] for r in con.execute(
                 "select id from refs where file_id = ? and kind != 'import'", (fid,)))
@@ -446,6 +457,8 @@ def _qualified_through_wildcards(con, names: set[str]) -> set[int]:
 
 
 _HEAD = re.compile(r"\.|::")
+
+
 _WORDS = re.compile(r"\w+")
 # A crate's root: every `crate::` path of the folders below it may now start elsewhere.
 _ROOT_FILES = frozenset({"lib.rs", "main.rs"})
