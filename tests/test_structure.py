@@ -371,8 +371,9 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     whose module became another file under an import that names neither (`from pkg import
     foo` through pkg's `from util import foo`, when a closer `util` appears), also when pkg's
     file changed in the same commit; `./lib/..`; a call bound through an import whose own
-    answer stays; and, with no file moved, `Helper.go()` when the class a Java wildcard import
-    bound there is renamed."""
+    answer stays; a folder's own module (`__init__.py`, `index.js`, `mod.rs`) appearing alone;
+    and, with no file moved, `Helper.go()` when the class a Java wildcard import bound there is
+    renamed."""
     layout = {
         "a/b/thing.py": "def foo():\n    return 1\n",
         "x/util.py": "from a.b.thing import foo\n",
@@ -405,6 +406,9 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
         "web/p/q.js": "import {f} from './a/..';\nexport function g() { f(); }\n",
         "web/p/a/x.js": "export function y() {}\n",
         "crate2/src/lib.rs": "pub fn run() { store::put(); }\n",
+        "crate2/src/api.rs": "use crate::widgets::w;\n\npub fn go() { w(); }\n",
+        "rel/user2.py": "from .pkg2 import thing\n",
+        "web/app2.js": "import {q} from './widgets';\nexport function h() { q(); }\n",
         "src/main/java/com/shop/Helper.java": "package com.shop;\n"
                                               "public class Helper { static void make() {} }\n",
         "src/main/java/com/shop/Runner.java": "package com.shop;\n"
@@ -446,6 +450,10 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
         # only"), but the binding goes on through app's `import org.shop.Cart` to org.shop's
         # first file, which goes: the import's answer stays, the call's does not.
         {"src/main/java/org/shop/Store.java": None},
+        # A folder's own module appears, alone: only the folder's name says it.
+        {"rel/pkg2/__init__.py": "def other():\n    return 7\n"},
+        {"web/widgets/index.js": "export function other() {}\n"},
+        {"crate2/src/widgets/mod.rs": "pub fn other() {}\n"},
     ]
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 
