@@ -458,6 +458,19 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 
 
+def test_many_moved_files_choose_their_imports_without_an_sql_limit(indexed):
+    """A thousand files moved give thousands of keys: past what one SQL expression may nest,
+    the imports are matched in Python, with the same answer."""
+    from cortex_core.index.structure import _refs_naming_modules
+    from cortex_core.store.store import open_writer
+    con = open_writer(indexed.db)
+    few = _refs_naming_modules(con, ["pkg/db.py"])
+    many = _refs_naming_modules(con, ["pkg/db.py"] + [f"gen/m{n}.py" for n in range(1000)])
+    assert few and many == few     # no import names gen/m*.py
+    assert _refs_naming_modules(con, ["setup.py"]) >= many          # the root: every import
+    con.close()
+
+
 def test_a_new_module_path_in_go_mod_resolves_go_imports_again(repo, cortex, tmp_path):
     """go.mod is no source file, yet its module path decides where Go imports point (the
     module's root package is found only through it): changed, removed or back, every import

@@ -354,15 +354,16 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     definition, or a re-export), through one that an import of such a name binds under an
     alias (followed to its end), as a wildcard or default import, or, when files moved, as an
     import whose module may now be another file (_refs_naming_modules: its words hold the
-    name of a moved file or of its folder) and, from there, as an import of what such an
-    import binds when it now resolves differently (or is a changed file's). Another reference
-    resolves differently only through a definition's name, as `module.name` of such a name,
-    as `Name.member` where a wildcard import bound Name, through an import of its own file
-    that now resolves differently (read after the imports, by the name or the qualifier it
-    binds, also when that import is downstream of one that does); a class base that now
-    resolves differently resolves everything again. Resolving every import again cost a one-commit
-    update on scrapy half its structure step, and one that adds a file to sympy 0.6 s of its
-    0.9. tests/test_structure.py checks the result against a full resolution."""
+    name of a moved file, or of its folder where that is the module) and, from there, as an
+    import of what such an import binds when it now resolves differently (or is a changed
+    file's). Another reference resolves differently only through a definition's name, as
+    `module.name` of such a name, as `Name.member` where a wildcard import bound Name,
+    through an import of its own file that now resolves differently (read after the imports,
+    by the name or the qualifier it binds, also when that import is downstream of one that
+    does); a class base that now resolves differently resolves everything again. Resolving
+    every import again cost a one-commit update on scrapy half its structure step, and one
+    that adds a file to sympy 0.6 s of its 0.9. tests/test_structure.py checks the result
+    against a full resolution."""
     resolver = Resolver(con)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
@@ -457,9 +458,9 @@ def _qualified_through_wildcards(con, names: set[str]) -> set[int]:
 
 
 _HEAD = re.compile(r"\.|::")
-
-
 _WORDS = re.compile(r"\w+")
+# SQLite's expressions nest at most 1,000 deep: more keys than this are matched in Python alone.
+_KEYS_IN_SQL = 200
 # A crate's root: every `crate::` path of the folders below it may now start elsewhere.
 _ROOT_FILES = frozenset({"lib.rs", "main.rs"})
 _PACKAGE_FILES = frozenset({".go", ".java"})   # a package is its folder's files
@@ -495,13 +496,16 @@ def _refs_naming_modules(con, paths: Sequence[str]) -> set[int]:
             " r.qualifier is not null")
     if not keys:   # None, or names without a word (`-.ts`): any may
         return {ref_id for (ref_id,) in con.execute(f"select id from ({imports}{rust})")}
-    # SQLite picks the rows holding a key or no ASCII word (a superset, read in C: sympy's
-    # 38,000 imports in 30 ms), Python the words among them.
-    holds = " or ".join(["instr(module, ?) or instr(name, ?)"] * len(keys))
-    by_place = ("module is null or module not glob '*[A-Za-z0-9_]*' or rtrim(module, '/') glob"
-                " '*/.' or rtrim(module, '/') glob '*/..'")
-    rows = con.execute(f"select id, module, name from ({imports}{rust}) where {by_place} or"
-                       f" {holds}", [k for k in sorted(keys) for _ in (0, 1)])
+    if len(keys) <= _KEYS_IN_SQL:
+        # SQLite picks the rows holding a key or no ASCII word (a superset, read in C: sympy's
+        # 38,000 imports in 30 ms), Python the words among them.
+        holds = " or ".join(["instr(module, ?) or instr(name, ?)"] * len(keys))
+        by_place = ("module is null or module not glob '*[A-Za-z0-9_]*' or rtrim(module, '/')"
+                    " glob '*/.' or rtrim(module, '/') glob '*/..'")
+        rows = con.execute(f"select id, module, name from ({imports}{rust}) where {by_place}"
+                           f" or {holds}", [k for k in sorted(keys) for _ in (0, 1)])
+    else:
+        rows = con.execute(f"{imports}{rust}")
     named = re.compile(r"\b(?:{})\b".format("|".join(map(re.escape, sorted(keys)))))
     place = _PLACE.search
     return {ref_id for ref_id, module, name in rows
