@@ -38,7 +38,7 @@ import apsw
 
 from cortex_core.query import coupling
 
-DEFAULT_SHARE = 0.5      # coupling.HALF_LIFE_SHARE: the rule the fit starts from
+DEFAULT_SHARE = coupling.HALF_LIFE_SHARE   # the product's rule, where the fit starts from
 SHARES = (0.125, 0.25, 0.5, 1.0, 2.0, 0.0)   # of the span; 0: no decay
 REPLAY_SPLIT = 0.8
 MIN_QUERIES = 100
@@ -46,8 +46,6 @@ MAX_QUERIES = 2_000
 MARGIN = 0.01            # in Recall@10 + MRR@10: one point
 TOP = 10
 MIN_ITEMS, MAX_ITEMS = 2, 10
-FLOOR_DAYS = 365.0       # coupling.HALF_LIFE_FLOOR_DAYS
-REFIT_GROWTH = 0.1
 _DAY = 86_400
 
 
@@ -68,16 +66,8 @@ class DecayFit:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
-    @classmethod
-    def from_json(cls, text: str | None) -> "DecayFit | None":
-        try:
-            raw = json.loads(text or "")
-            return cls(LevelFit(**raw["files"]), LevelFit(**raw["symbols"]), int(raw["commits"]))
-        except (ValueError, TypeError, KeyError):
-            return None   # absent, or written by another version: the default rule
 
-
-def fit(con, h, max_changeset: int) -> DecayFit:
+def fit(con, h) -> DecayFit:
     """Both levels' choices for the store `con` (`h`: coupling's history sets of it)."""
     position = h.file_canon.position
     order = sorted(h.commit_time, key=position.__getitem__)
@@ -165,7 +155,7 @@ def _weights(share: float, span_days: float, now: int, times: dict[int, int], pa
              ) -> dict[int, float]:
     if share == 0:
         return dict.fromkeys(past, 1.0)
-    scale = max(FLOOR_DAYS, round(share * span_days)) * _DAY
+    scale = days(share, span_days) * _DAY
     return {c: 0.5 ** (max(0, now - times[c]) / scale) for c in past}
 
 
@@ -181,7 +171,7 @@ def _key(share: float) -> str:
 
 def days(share: float, span_days: float) -> float:
     """The half-life in days a share gives on a history of this span (0: no decay)."""
-    return 0 if share == 0 else max(FLOOR_DAYS, round(share * span_days))
+    return 0 if share == 0 else max(coupling.HALF_LIFE_FLOOR_DAYS, round(share * span_days))
 
 
 def main(argv=None) -> int:
@@ -194,7 +184,7 @@ def main(argv=None) -> int:
     con = apsw.Connection(str(args.db), flags=apsw.SQLITE_OPEN_READONLY)
     started = time.perf_counter()
     h = coupling._history_sets(con, args.max_changeset)
-    found = fit(con, h, args.max_changeset)
+    found = fit(con, h)
     seconds = time.perf_counter() - started
     span = (h.now - h.start) / _DAY
     if args.json:

@@ -79,7 +79,10 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             bases_changed = bases_changed or bool(shape[2])
             _forget(con, fid)
             con.execute("delete from struct_files where file_id = ?", (fid,))
-        go_module_moved = _record_go_module(con, repo)
+        if _record_go_module(con, repo):   # Go imports everywhere may move: all again, and
+            # in this transaction, so that a run dying before it resolves leaves that to do
+            con.execute("insert or replace into meta(key, value) values"
+                        " ('structure_resolve_pending', '1')")
     for n, fid in enumerate(changed, 1):
         path, blob, worktree, language, data, reason = wanted[fid]
         with con:   # one file per transaction: an interrupted pass keeps what it finished
@@ -116,9 +119,8 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     pending = con.execute("select 1 from meta where key = 'structure_resolve_pending'").fetchone()
     # Answers an earlier resolver gave are not what this one would give: all again, once. The
     # mark names the files it resolved, so that an earlier version's update since is seen too.
-    # A new module path in go.mod moves Go imports everywhere: all again too.
     pending = pending or bool(current) and get_meta(con, "resolver_version") != _resolver_mark(
-        current) or go_module_moved
+        current)
     ran = bool(changed or removed or pending)
     if ran:   # nothing read and nothing left over: nothing to resolve
         with con:   # a resolution that dies half-way is redone in full by the next run
