@@ -231,10 +231,10 @@ _FORMATS: list[tuple[str, _OnFirstUse, Callable[[str], bool] | None]] = [
          _random_like),
     )]
 
-# Strings every match of a format holds. One pass of _HINT (and of _HINT_ANY_CASE, in any case,
-# for the kinds in _ANY_CASE) tells which formats can match at all: most texts hold none, and a
-# regex pass per format would double the time of redact(). tests/test_redact.py checks that every
-# match in the corpus holds a hint of its kind.
+# Strings every match of a format holds: a format runs only on a text that holds one of its
+# hints (in any case for the kinds in _ANY_CASE). Most texts hold none, and a regex pass per
+# format would double the time of redact(). tests/test_redact.py checks that every match in the
+# corpus holds a hint of its kind.
 _HINTS: dict[str, tuple[str, ...]] = {
     "private-key": ("-----BEGIN ",), "aws-access-key": ("AKIA", "ASIA"), "gcp-api-key": ("AIza",),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -251,27 +251,29 @@ _HINTS: dict[str, tuple[str, ...]] = {
 _ANY_CASE = frozenset(("azure-storage-key", "aws-secret-key", "bearer-token", "basic-auth"))
 
 
-def _hint_pattern(any_case: bool) -> re.Pattern[str]:
-    # A lookahead finds every hint, overlapping ones too: no hint hides another.
-    hints = {h for kind, hs in _HINTS.items() if (kind in _ANY_CASE) == any_case for h in hs}
-    return re.compile("(?=(" + "|".join(map(re.escape, sorted(hints))) + "))",
-                      re.IGNORECASE if any_case else 0)
-
-
-_HINT, _HINT_ANY_CASE = _hint_pattern(False), _hint_pattern(True)
-_KINDS_OF_HINT: dict[str, set[str]] = {}
+_KINDS_OF_HINT: dict[str, frozenset[str]] = {}
 for _kind, _hints in _HINTS.items():
     for _hint in _hints:
-        _KINDS_OF_HINT.setdefault(_hint, set()).add(_kind)
+        _KINDS_OF_HINT[_hint] = _KINDS_OF_HINT.get(_hint, frozenset()) | {_kind}
+# Each hint is looked for as a substring (`in` is many times faster than one regex trying every
+# hint at every position). In any case: in text.lower() when the text is ASCII; otherwise by the
+# regex engine, whose case folding also matches a Kelvin sign to "k" and a long s to "s" as
+# the formats' own (?i:…) patterns do, and str.lower() does not.
+_CASED_HINTS = tuple((h, kinds) for h, kinds in sorted(_KINDS_OF_HINT.items())
+                     if not kinds & _ANY_CASE)
+_ANY_CASE_HINTS = tuple((h.lower(), re.compile(re.escape(h), re.IGNORECASE), kinds)
+                        for h, kinds in sorted(_KINDS_OF_HINT.items()) if kinds & _ANY_CASE)
 
 
-def _hinted(text: str) -> set[str]:
-    """The kinds whose hints are in text: one pass of each hint pattern."""
+def _hinted(text: str, lower: str | None) -> set[str]:
+    """The kinds whose hints are in text; `lower` is text.lower() when text is ASCII, else None."""
     kinds: set[str] = set()
-    for hint in _HINT.findall(text):
-        kinds |= _KINDS_OF_HINT[hint]
-    for hint in _HINT_ANY_CASE.findall(text):
-        kinds |= _KINDS_OF_HINT[hint.lower()]
+    for hint, of_hint in _CASED_HINTS:
+        if hint in text:
+            kinds |= of_hint
+    for hint, pattern, of_hint in _ANY_CASE_HINTS:
+        if (hint in lower) if lower is not None else pattern.search(text):
+            kinds |= of_hint
     return kinds
 
 _KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
@@ -308,9 +310,45 @@ def _looks_secret(m: re.Match[str], value: str) -> bool:
     return _token_like(value) or _high_entropy(value)
 
 
+# Every keyword of _KEYWORD holds one of these, in any case. An assignment's match lies within
+# one line (no part of it can match a line break), so an ASCII text is searched only on the lines
+# that hold one: most changed lines hold none.
+_KEYWORD_STEMS = ("pass", "pwd", "secret", "token", "key", "cred")
+
+
+def _keyword_lines(text: str) -> list[tuple[int, int]] | None:
+    """(start, end) of each line of an ASCII text that holds a keyword stem, its line break
+    included, in order; None when text is not ASCII (search all of it)."""
+    if not text.isascii():
+        return None
+    lower = text.lower()
+    starts: set[int] = set()
+    for stem in _KEYWORD_STEMS:
+        at = lower.find(stem)
+        while at >= 0:
+            starts.add(lower.rfind("\n", 0, at) + 1)
+            at = lower.find(stem, at + len(stem))
+    spans = []
+    for start in sorted(starts):
+        end = lower.find("\n", start)
+        spans.append((start, len(text) if end < 0 else end + 1))
+    return spans
+
+
+def _assignment_matches(text: str):
+    spans = _keyword_lines(text)
+    if spans is None:
+        yield from _ASSIGNMENT.finditer(text)
+        return
+    for start, end in spans:
+        # Lookbehinds see before `start` as in a search of the whole text; `end` keeps the line
+        # break, so the lookaheads at the line's end see what they would see there.
+        yield from _ASSIGNMENT.finditer(text, start, end)
+
+
 def _assignments(text: str):
     """(start, end, kind) of each assigned secret value in text whose formats are masked."""
-    for m in _ASSIGNMENT.finditer(text):
+    for m in _assignment_matches(text):
         if m.group("qv") is not None:
             value, start, quoted = m.group("qv"), m.start("qv"), True
         else:
@@ -340,7 +378,7 @@ def _merge(found: list[tuple[int, int, int, str]]) -> list[Secret]:
 def find_secrets(text: str) -> list[Secret]:
     """The secret values in text, sorted by position, overlapping finds merged."""
     found: list[tuple[int, int, int, str]] = []  # start, priority, end, kind
-    hinted = _hinted(text)
+    hinted = _hinted(text, text.lower() if text.isascii() else None)
     for priority, (kind, pattern, check) in enumerate(_FORMATS):
         if kind not in hinted:
             continue
