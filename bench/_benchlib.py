@@ -9,6 +9,7 @@ Standard library only (plus the project, imported by the scripts themselves).
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import math
 import os
@@ -24,6 +25,26 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = BENCH_DIR.parent
 WORK_DIR = BENCH_DIR / ".work"  # gitignored: private clones and temporary databases
+
+
+def _code_under_test() -> Path:
+    """The folder of the cortex_core this process imports, which its child processes will run
+    too. `python -m X` and `python -c` put their working directory first on sys.path, ahead of
+    PYTHONPATH: a child started inside a checkout ran that checkout's code whatever PYTHONPATH
+    named (bench_versions.py, started from the project's folder, compared this tree with itself
+    until 2026-12-05). PYTHONSAFEPATH (Python 3.11) drops that entry, and PYTHONPATH names this
+    folder first. A caller that sets PYTHONPATH for a child (another version) still can."""
+    os.environ["PYTHONSAFEPATH"] = "1"
+    spec = importlib.util.find_spec("cortex_core")
+    if spec is None or spec.origin is None:
+        return PROJECT_DIR
+    code = Path(spec.origin).resolve().parent.parent
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(code)]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(code), *rest])
+    return code
+
+
+CODE_DIR = _code_under_test()
 
 
 @dataclass
@@ -334,17 +355,18 @@ def _cpu_model() -> str | None:
 
 
 def _cortex_code() -> dict:
-    """The project's commit and whether cortex_core/ has uncommitted edits (benchmarks measure
-    the working tree, which another engineer may be changing)."""
+    """The commit of the code under test (the folder of the cortex_core imported) and whether
+    its cortex_core/ has uncommitted edits (benchmarks measure the working tree, which another
+    engineer may be changing)."""
     try:
         import cortex_core
         version = cortex_core.__version__
     except Exception:  # noqa: BLE001 - a report field, never fatal
         version = None
-    out = {"version": version}
+    out = {"version": version, "folder": str(CODE_DIR)}
     try:
-        out["commit"] = git(PROJECT_DIR, "rev-parse", "HEAD")
-        dirty = run(["git", "-C", str(PROJECT_DIR), "status", "--porcelain", "--", "cortex_core"])
+        out["commit"] = git(CODE_DIR, "rev-parse", "HEAD")
+        dirty = run(["git", "-C", str(CODE_DIR), "status", "--porcelain", "--", "cortex_core"])
         out["cortex_core_uncommitted"] = [l[3:] for l in dirty.stdout.decode().splitlines()]
     except Exception:  # noqa: BLE001
         pass

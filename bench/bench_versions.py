@@ -48,8 +48,25 @@ def parse_args(argv=None):
     return args
 
 
+def child_env(folder: Path) -> dict:
+    # PYTHONSAFEPATH (set by _benchlib): the child's working directory is not put first on its
+    # sys.path, where a checkout would shadow the version PYTHONPATH names.
+    return dict(os.environ, PYTHONPATH=str(folder.resolve()), PYTHONSAFEPATH="1",
+                CORTEX_MODEL="none")
+
+
+def check_version(folder: Path) -> None:
+    """Exit unless a child given `folder` imports its cortex_core from there."""
+    out = subprocess.run([sys.executable, "-c", "import cortex_core; print(cortex_core.__file__)"],
+                         env=child_env(folder), capture_output=True, text=True)
+    imported = Path(out.stdout.strip() or "?").resolve()
+    if out.returncode != 0 or not imported.is_relative_to(folder.resolve()):
+        raise SystemExit(f"a child given {folder} imports {imported}: "
+                         f"{out.stderr.strip()[-300:]}")
+
+
 def start(folder: Path, repo: Path, db: Path, core: int | None, jobs: int):
-    env = dict(os.environ, PYTHONPATH=str(folder.resolve()), CORTEX_MODEL="none")
+    env = child_env(folder)
     cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(repo), "--db", str(db),
            "--rebuild", "--jobs", str(jobs), "--model", "none", "--quiet"]
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
@@ -73,6 +90,8 @@ def finish(proc, started: float, err_file) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    for folder in (args.a, args.b):
+        check_version(folder)
     cores = sorted(os.sched_getaffinity(0))
     pinned = len(cores) >= 2 and args.jobs == 1
     rounds = []
