@@ -161,7 +161,7 @@ async def measure(args, db: Path, targets: list[str], queries: list[str]) -> dic
     from mcp.client.stdio import StdioServerParameters
 
     from cortex_core.features.token_count import count_tokens
-    env = {k: v for k, v in os.environ.items() if k.startswith(("CORTEX_", "HOME", "PATH"))}
+    env = server_env()
     if args.model:
         env["CORTEX_MODEL"] = args.model
     params = StdioServerParameters(command=sys.executable,
@@ -237,13 +237,21 @@ def git_baseline(repo: Path, targets: list[str], runs: int, work: Path
     return out, missed
 
 
+def server_env() -> dict[str, str]:
+    """What the server may see of this environment: Cortex's settings, home, the path, and the
+    code under test (PYTHONPATH and PYTHONSAFEPATH, set by _benchlib)."""
+    return {k: v for k, v in os.environ.items()
+            if k.startswith("CORTEX_") or k in ("HOME", "PATH", "PYTHONPATH", "PYTHONSAFEPATH")}
+
+
 async def symbol_history_times(args, db: Path, targets: list[str]) -> dict[str, float]:
     """symbol_history per target (after one warm-up call each): the side of the ratio."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "cortex_core", "mcp", "--repo", str(args.repo),
-                                         "--db", str(db)], env={"CORTEX_MODEL": "none"})
+                                         "--db", str(db)],
+                                   env={**server_env(), "CORTEX_MODEL": "none"})
     out = {}
     async with Client(params, read_timeout_seconds=600) as client:
         for target in targets:
