@@ -57,8 +57,10 @@ def words_of(lines: Iterable[str]) -> list[str]:
     """Distinct words of changed lines, first seen first, redacted and bounded (see above)."""
     text = redact("".join(line if line.endswith("\n") else line + "\n" for line in lines))
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(text):
-        word = match.group().strip("_")
+    # Each spelling once, in the order first seen: stripping may join two ("_x_y", "x_y"), and
+    # the first of them comes first either way.
+    for word in dict.fromkeys(_WORD.findall(text)):
+        word = word.strip("_")
         if not 3 <= len(word) <= MAX_WORD_CHARS or word.lower() in NOISE or word in seen:
             continue
         if word.startswith("REDACTED"):
