@@ -327,7 +327,10 @@ def _keyword_lines(text: str) -> list[tuple[int, int]] | None:
         at = lower.find(stem)
         while at >= 0:
             starts.add(lower.rfind("\n", 0, at) + 1)
-            at = lower.find(stem, at + len(stem))
+            # On to the next line: a line of many stems is read once a stem, not once a stem
+            # found (one 3 MB line of "key" took 17.7 s that way, against 0.5 s before).
+            end = lower.find("\n", at)
+            at = lower.find(stem, end + 1) if end >= 0 else -1
     spans = []
     for start in sorted(starts):
         end = lower.find("\n", start)
