@@ -28,13 +28,14 @@ WORK_DIR = BENCH_DIR / ".work"  # gitignored: private clones and temporary datab
 
 
 def _code_under_test() -> Path:
-    """The folder of the cortex_core this process imports, which its child processes will run
-    too. `python -m X` and `python -c` put their working directory first on sys.path, ahead of
-    PYTHONPATH: a child started inside a checkout ran that checkout's code whatever PYTHONPATH
-    named (bench_versions.py, started from the project's folder, compared this tree with itself
-    until 2026-12-05). PYTHONSAFEPATH (Python 3.11) drops that entry, and PYTHONPATH names this
-    folder first. A caller that sets PYTHONPATH for a child (another version) still can."""
-    os.environ["PYTHONSAFEPATH"] = "1"
+    """The folder of the cortex_core this process imports, put first on PYTHONPATH for its
+    child processes. `python -m X` and `python -c` also put their working directory first on
+    sys.path, ahead of PYTHONPATH: a child started inside a checkout ran that checkout's code
+    whatever PYTHONPATH named (bench_versions.py, started from the project's folder, compared
+    this tree with itself until 2026-12-05). So children are started with `-P` (python_module),
+    which leaves the working directory out; not with PYTHONSAFEPATH in the environment, which
+    would also leave a bench script's own folder out of the sys.path of a script run as a child.
+    A caller that sets PYTHONPATH for a child (another version) still can."""
     spec = importlib.util.find_spec("cortex_core")
     if spec is None or spec.origin is None:
         return PROJECT_DIR
@@ -42,6 +43,12 @@ def _code_under_test() -> Path:
     rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(code)]
     os.environ["PYTHONPATH"] = os.pathsep.join([str(code), *rest])
     return code
+
+
+def python_module(name: str) -> list[str]:
+    """`python -P -m name`: the module as PYTHONPATH (or the install) has it, never the working
+    directory's copy."""
+    return [sys.executable, "-P", "-m", name]
 
 
 CODE_DIR = _code_under_test()
@@ -224,7 +231,7 @@ def cortex_command() -> list[str]:
     script = Path(sys.executable).parent / "cortex"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "cortex_cli.cli"]
+    return python_module("cortex_cli.cli")
 
 
 def work_dir(prefix: str, keep: bool) -> Path:

@@ -121,7 +121,7 @@ async def drive_server(args, clone: Path, db: Path, env: dict, log, report: dict
     from lsprotocol import types
     from pytest_lsp import ClientServerConfig, client_capabilities
 
-    command = [sys.executable, "-m", "cortex_ls"]
+    command = bl.python_module("cortex_ls")
     if args.server_log:
         command += ["-vv", "--log-file", str(args.server_log.resolve())]
     config = ClientServerConfig(server_command=command, server_env=env)

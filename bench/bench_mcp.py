@@ -165,7 +165,7 @@ async def measure(args, db: Path, targets: list[str], queries: list[str]) -> dic
     if args.model:
         env["CORTEX_MODEL"] = args.model
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "cortex_core", "mcp", "--repo", str(args.repo),
+                                   args=["-P", "-m", "cortex_core", "mcp", "--repo", str(args.repo),
                                          "--db", str(db)], env=env)
     report: dict = {"tools": {}, "budgets": {}, "failures": []}
     async with Client(params, read_timeout_seconds=600) as client:
@@ -239,9 +239,9 @@ def git_baseline(repo: Path, targets: list[str], runs: int, work: Path
 
 def server_env() -> dict[str, str]:
     """What the server may see of this environment: Cortex's settings, home, the path, and the
-    code under test (PYTHONPATH and PYTHONSAFEPATH, set by _benchlib)."""
+    code under test (PYTHONPATH, set by _benchlib; the server runs with -P)."""
     return {k: v for k, v in os.environ.items()
-            if k.startswith("CORTEX_") or k in ("HOME", "PATH", "PYTHONPATH", "PYTHONSAFEPATH")}
+            if k.startswith("CORTEX_") or k in ("HOME", "PATH", "PYTHONPATH")}
 
 
 async def symbol_history_times(args, db: Path, targets: list[str]) -> dict[str, float]:
@@ -249,7 +249,7 @@ async def symbol_history_times(args, db: Path, targets: list[str]) -> dict[str, 
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "cortex_core", "mcp", "--repo", str(args.repo),
+                                   args=["-P", "-m", "cortex_core", "mcp", "--repo", str(args.repo),
                                          "--db", str(db)],
                                    env={**server_env(), "CORTEX_MODEL": "none"})
     out = {}

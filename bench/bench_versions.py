@@ -49,15 +49,15 @@ def parse_args(argv=None):
 
 
 def child_env(folder: Path) -> dict:
-    # PYTHONSAFEPATH (set by _benchlib): the child's working directory is not put first on its
-    # sys.path, where a checkout would shadow the version PYTHONPATH names.
-    return dict(os.environ, PYTHONPATH=str(folder.resolve()), PYTHONSAFEPATH="1",
-                CORTEX_MODEL="none")
+    # The children run with -P: their working directory is not put first on sys.path, where a
+    # checkout would shadow the version PYTHONPATH names.
+    return dict(os.environ, PYTHONPATH=str(folder.resolve()), CORTEX_MODEL="none")
 
 
 def check_version(folder: Path) -> None:
     """Exit unless a child given `folder` imports its cortex_core from there."""
-    out = subprocess.run([sys.executable, "-c", "import cortex_core; print(cortex_core.__file__)"],
+    out = subprocess.run([sys.executable, "-P", "-c",
+                          "import cortex_core; print(cortex_core.__file__)"],
                          env=child_env(folder), capture_output=True, text=True)
     imported = Path(out.stdout.strip() or "?").resolve()
     if out.returncode != 0 or not imported.is_relative_to(folder.resolve()):
@@ -67,7 +67,7 @@ def check_version(folder: Path) -> None:
 
 def start(folder: Path, repo: Path, db: Path, core: int | None, jobs: int):
     env = child_env(folder)
-    cmd = [sys.executable, "-m", "cortex_core", "index", "--repo", str(repo), "--db", str(db),
+    cmd = [*bl.python_module("cortex_core"), "index", "--repo", str(repo), "--db", str(db),
            "--rebuild", "--jobs", str(jobs), "--model", "none", "--quiet"]
     pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
     # stderr to a file, not a pipe: a pipe left unread until the end could fill and stall it.

@@ -16,8 +16,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 @pytest.fixture(scope="module")
 def bench_versions():
-    # _benchlib sets PYTHONSAFEPATH and PYTHONPATH for its children when imported: keep them out
-    # of this process's other tests.
+    # _benchlib puts the code under test first on PYTHONPATH when imported: keep that out of
+    # this process's other tests.
     saved = dict(os.environ)
     sys.path.insert(0, str(BENCH))
     try:
@@ -40,7 +40,7 @@ def test_a_version_is_imported_from_its_folder_inside_a_checkout(bench_versions,
     monkeypatch.chdir(BENCH.parent)
     other = _version(tmp_path / "other")
     bench_versions.check_version(other)  # exits if the child imported the working directory's
-    out = subprocess.run([sys.executable, "-c", "import cortex_core; print(cortex_core.MARK)"],
+    out = subprocess.run([sys.executable, "-P", "-c", "import cortex_core; print(cortex_core.MARK)"],
                          env=bench_versions.child_env(other), capture_output=True, text=True)
     assert out.stdout.strip() == "other version", out.stderr
 
