@@ -15,6 +15,7 @@ from cortex_core.errors import CortexError, NotFound
 from cortex_core.memory.notes import (add_note, export_notes, import_notes, list_notes,
                                       supersede_note)
 from cortex_core.query.related_commits import related_commits
+from cortex_core.memory.tokens import path_words
 from cortex_core.memory.search import (MAX_BOOST, Focus, PriorWeights, SearchOptions, build_focus,
                                        search)
 from cortex_core.query.status import status
@@ -181,6 +182,49 @@ def test_code_aware_words_and_paths_match(repo, cortex):
     assert [h.title for h in hits_of(con, "get user by id")] == ["Speed up getUserById"]
     assert [h.title for h in hits_of(con, "getUserById")] == ["Speed up getUserById"]
     assert [h.title for h in hits_of(con, "retry policy")] == ["Speed up getUserById"]
+
+
+def test_a_big_commit_keeps_its_exact_title_match(repo, cortex):
+    """FTS5 divides a match by the length of its whole row: a commit's every path once buried an
+    exact title under commits sharing two words with the query (fastapi's docs setup, 643 files).
+    A few path words are kept; the words still find the file."""
+    repo.write("docs/en/index.md", "start\n")
+    repo.commit("Update docs index", days_ago=30)
+    repo.write("plugins.cfg", "x = 1\n")
+    repo.commit("Add plugins to the docs setup", days_ago=20)
+    for n in range(300):
+        repo.write(f"docs/lang{n}/docs/tutorial/page{n}.md", f"page {n}\n")
+    repo.commit("Update docs setup with latest configs and plugins", days_ago=10)
+    cortex.index(model="none")
+    con = cortex.reader()
+    hits = hits_of(con, "Update docs setup with latest configs and plugins", kinds=("commit",))
+    assert hits[0].title == "Update docs setup with latest configs and plugins"
+    assert hits[0].why.lexical_rank == 1
+    assert max(len(p.split()) for (p,) in con.execute("select paths from items_fts")) <= 8
+    assert [h.title for h in hits_of(con, "plugins cfg", kinds=("commit",))][0] == \
+        "Add plugins to the docs setup"
+
+
+def test_path_words_are_the_first_distinct_words_of_the_paths():
+    assert path_words(["src/http_client/Retry-Policy.py", "src/http_client/x.py"]) == \
+        "src http client retry policy py x"
+    assert path_words([f"d{n}/f{n}.py" for n in range(10)]) == "d0 f0 py d1 f1 d2 f2 d3"
+    assert path_words([]) == ""
+
+
+def test_a_store_of_schema_7_gets_its_path_words_cut(repo, cortex):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("One file", days_ago=2)
+    cortex.index(model="none")
+    con = open_writer(cortex.db)
+    long = " ".join(f"docs/l{n}/page{n}.md" for n in range(50))
+    with con:
+        con.execute("update items_fts set paths = ?", (long,))
+        con.execute("update meta set value = '7' where key = 'schema_version'")
+    con.close()
+    cortex.index(model="none")
+    rows = cortex.reader().execute("select paths from items_fts").fetchall()
+    assert rows and {p for (p,) in rows} == {path_words([long])}
 
 
 def test_filters_kind_since_and_path(indexed, topics):

@@ -383,6 +383,12 @@ MIGRATIONS: list[str] = [
     insert or replace into meta(key, value) select 'rebuild_history', '7'
         where exists (select 1 from commits);
     """,
+    # 8: items_fts.paths keeps the first few distinct words of an item's paths (memory/tokens.py,
+    # PATH_WORDS), not every path: a big commit's file list weighed on its message's BM25. The
+    # backfill rewrites the stored rows.
+    """
+    -- items_fts.paths: the first PATH_WORDS distinct words of the item's paths, lowercased.
+    """,
 ]
 
 
@@ -414,5 +420,21 @@ def _generations(con) -> None:
                     ((g, c) for c, g in generation.items()))
 
 
+def _bounded_path_words(con, chunk: int = 2000) -> None:
+    """Migration 8's backfill: each lexical row's paths cut to its first path words. In chunks
+    by rowid (an FTS5 table is not updated while a cursor reads it)."""
+    from cortex_core.memory.tokens import path_words
+    last = -1
+    while True:
+        rows = con.execute("select rowid, paths from items_fts where rowid > ? order by rowid"
+                           " limit ?", (last, chunk)).fetchall()
+        if not rows:
+            return
+        last = rows[-1][0]
+        con.executemany("update items_fts set paths = ? where rowid = ?",
+                        [(new, rowid) for rowid, paths in rows
+                         if paths and (new := path_words([paths])) != paths])
+
+
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations}
+BACKFILLS = {5: _generations, 8: _bounded_path_words}
