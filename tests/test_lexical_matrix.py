@@ -136,7 +136,8 @@ def test_search_with_the_postings_answers_as_without(store):
     for terms, options in itertools.product(
             queries()[::3], (SearchOptions(), SearchOptions(mode="lexical", top_k=50),
                              SearchOptions(kinds=("doc",)), SearchOptions(path="cache.py"),
-                             SearchOptions(per_source=1, top_k=3))):
+                             SearchOptions(per_source=1, top_k=3),
+                             SearchOptions(per_commit=3, top_k=5))):
         query = " ".join(terms)
         plain = search(con, query, options, now=2e9)
         fast = search(con, query, options, lexicon=matrix, now=2e9)

@@ -239,18 +239,22 @@ def test_filters_kind_since_and_path(indexed, topics):
         hits_of(con, "x", kinds=("tweet",))
 
 
-def test_at_most_two_segments_of_one_commit(indexed):
+def test_one_segment_of_a_commit_unless_asked_for_more(indexed):
     con = indexed.reader()
-    hits = hits_of(con, "fetch retry cache login session", load_embedder(con), top_k=20)
-    shas = [h.sha for h in hits if h.kind == "commit"]
-    assert max(shas.count(s) for s in set(shas)) == 2
+    query = "fetch retry cache login session"
+    for per_commit in (1, 2):
+        hits = hits_of(con, query, load_embedder(con), top_k=20, per_commit=per_commit)
+        shas = [h.sha for h in hits if h.kind == "commit"]
+        assert max(shas.count(s) for s in set(shas)) == per_commit
+    assert hits_of(con, query, load_embedder(con), top_k=20) == \
+        hits_of(con, query, load_embedder(con), top_k=20, per_commit=1)
 
 
 def test_priors_never_overturn_a_clearly_better_match(indexed):
     con = indexed.reader()
     embedder = load_embedder(con)
     for query in ("timeout", "cache eviction", "fix", "lookup memo", "retry fetch"):
-        hits = hits_of(con, query, embedder, top_k=20, per_source=99)
+        hits = hits_of(con, query, embedder, top_k=20, per_source=99, per_commit=99)
         for better, worse in zip(hits, hits[1:]):
             assert better.why.score >= worse.why.score
             assert better.why.boost <= MAX_BOOST + 1e-9
@@ -479,9 +483,10 @@ def test_a_commit_head_is_searched_by_its_whole_message(repo, cortex):
     repo.commit("Several changes\n\n- Add jitter to the backoff\n- Cap the pool at forty",
                 days_ago=3)
     cortex.index(model="none")
-    hits = hits_of(cortex.reader(), "jitter pool", kinds=("commit",))
+    hits = hits_of(cortex.reader(), "jitter pool", kinds=("commit",), per_commit=3)
     assert (hits[0].title, hits[0].segment) == ("Several changes", 0)
     assert hits[0].why.lexical_rank == 1 and hits[1].why.lexical_rank > 1
+    assert [h.segment for h in hits_of(cortex.reader(), "jitter pool", kinds=("commit",))] == [0]
 
 
 # -- what a server keeps, and what search reads first ---------------------------------------------

@@ -20,7 +20,8 @@
    file, files changed in the working tree, words of the branch name) and area (the cluster of the
    best hits). The sum is at most `MAX_BOOST`, so an item whose fused score is more than
    (1 + MAX_BOOST) times another's always stays ahead of it: priors reorder near-equals only.
-4. Diversity: at most `PER_SOURCE` segments of one commit, or sections of one document.
+4. Diversity: at most `PER_COMMIT` segments of one commit (one: a commit is one answer, whose
+   best segment stands for it), and `PER_SOURCE` sections of one document.
 
 Every hit carries its explanation: both ranks, the fused score and each prior.
 """
@@ -48,6 +49,10 @@ RRF_K_LEXICAL = 10
 RRF_K_VECTOR = 60
 FLATNESS_DEPTH = 10      # BM25 flatness: best score / score at this rank
 PER_SOURCE = 2
+# One segment of a commit in a list: its second one took the place of another commit. Chosen on
+# the tuning repositories (issue 18; hybrid Recall@10 / MRR@10 in points against two: requests
+# 0 / 0, scrapy +0.5 / +0.2, fastapi +0.4 / +0.3; docs/numbers.md, "Memory search").
+PER_COMMIT = 1
 KINDS = ("commit", "doc", "note")
 
 
@@ -112,7 +117,8 @@ class SearchOptions:
     focus: Focus = field(default_factory=Focus)
     weights: Weights = field(default_factory=Weights)
     prior_weights: PriorWeights = field(default_factory=PriorWeights)
-    per_source: int = PER_SOURCE
+    per_source: int = PER_SOURCE         # sections of one document
+    per_commit: int = PER_COMMIT         # segments of one commit
     clock: str = DEFAULT                 # what the recency prior counts back from
 
 
@@ -657,12 +663,14 @@ def _hit(m: dict, why: Explanation) -> Hit:
 
 
 def _diverse(ranked: Iterable[int], light: dict[int, dict], options: SearchOptions) -> list[int]:
-    """The best items, at most `per_source` from one commit or one document."""
+    """The best items, at most `per_commit` from one commit and `per_source` from one
+    document."""
     taken: dict[tuple, int] = {}
     out = []
     for item in ranked:
         source = light[item]["source"]
-        if taken.get(source, 0) >= options.per_source:
+        most = options.per_commit if source[0] == "commit" else options.per_source
+        if taken.get(source, 0) >= most:
             continue
         taken[source] = taken.get(source, 0) + 1
         out.append(item)
