@@ -11,6 +11,7 @@ the alternatives joined with OR so BM25 ranks partial matches instead of requiri
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)              # what unicode61 keeps together
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -35,7 +36,7 @@ MAX_QUERY_TERMS = 64   # a pasted page should not become a thousand-term OR
 PATH_WORDS = 8
 
 
-def path_words(paths, limit: int = PATH_WORDS) -> str:
+def path_words(paths: Iterable[str], limit: int = PATH_WORDS) -> str:
     """The first `limit` distinct words of the paths, split as unicode61 splits them, lowercased,
     space separated: `src/http/client.py` -> `src http client py`."""
     out: dict[str, None] = {}
