@@ -201,30 +201,69 @@ def test_a_big_commit_keeps_its_exact_title_match(repo, cortex):
     assert hits[0].title == "Update docs setup with latest configs and plugins"
     assert hits[0].why.lexical_rank == 1
     assert max(len(p.split()) for (p,) in con.execute("select paths from items_fts")) <= 8
+    assert max(len(p.split()) for (p,) in con.execute("select paths from items_code")) > 8
     assert [h.title for h in hits_of(con, "plugins cfg", kinds=("commit",))][0] == \
         "Add plugins to the docs setup"
 
 
-def test_path_words_are_the_first_distinct_words_of_the_paths():
-    assert path_words(["src/http_client/Retry-Policy.py", "src/http_client/x.py"]) == \
+def test_a_file_name_finds_a_commit_of_many_files(repo, cortex):
+    """The message's table keeps 8 path words; the code's keeps the rest of a commit's file
+    names, so a name past the first eight still finds it (a review found `proxies` returning
+    nothing for a commit of 21 files, and a deep path hiding its own file's name)."""
+    repo.write("src/client/base.py", "x = 0\n")
+    repo.commit("Start the client", days_ago=40)
+    for n in range(18):
+        repo.write(f"src/client/part{n:02d}.py", f"x = {n}\n")
+    for name in ("proxies.py", "timeouts.py", "zz_retry_policy.py"):
+        repo.write(f"src/client/{name}", "\n")
+    repo.commit("Split the client into modules", days_ago=30)
+    repo.write("src/main/resources/com/example/app/config/prod/ratelimits.yml", "limit: 1\n")
+    repo.commit("Configure production", days_ago=20)
+    repo.write("src/client/other.py", "y = 1\n")
+    repo.commit("Other change in py", days_ago=10)
+    cortex.index(model="none")
+    con = cortex.reader()
+    for query in ("proxies", "timeouts.py", "zz_retry_policy"):
+        assert [h.title for h in hits_of(con, query, kinds=("commit",))][:1] == \
+            ["Split the client into modules"], query
+    assert [h.title for h in hits_of(con, "ratelimits.yml", kinds=("commit",))][:1] == \
+        ["Configure production"]
+
+
+def test_path_words_are_the_first_distinct_words_of_the_sorted_paths():
+    assert path_words(["src/http_client/x.py", "src/http_client/Retry-Policy.py"]) == \
         "src http client retry policy py x"
     assert path_words([f"d{n}/f{n}.py" for n in range(10)]) == "d0 f0 py d1 f1 d2 f2 d3"
+    assert path_words(["b/y.py", "a/x.py"]) == path_words(["a/x.py", "b/y.py"])
+    assert path_words(["docs/re\u0301sume\u0301.md"]) == "docs r\u00e9sum\u00e9 md"
     assert path_words([]) == ""
 
 
-def test_a_store_of_schema_7_gets_its_path_words_cut(repo, cortex):
-    repo.write("a.py", "x = 1\n")
-    repo.commit("One file", days_ago=2)
+def test_a_store_of_schema_7_gets_its_path_words(repo, cortex):
+    """Migration 8 makes the code's table again with a paths column, and writes both tables'
+    path words from the items' files."""
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.write("notes/z.txt", "z\n")
+    repo.commit("Two files", days_ago=2)
     cortex.index(model="none")
     con = open_writer(cortex.db)
-    long = " ".join(f"docs/l{n}/page{n}.md" for n in range(50))
-    with con:
-        con.execute("update items_fts set paths = ?", (long,))
-        con.execute("update meta set value = '7' where key = 'schema_version'")
+    with con:   # the tables as schema 7 had them
+        con.execute("""
+            create virtual table items_code_7 using fts5(symbols, code,
+                tokenize = 'porter unicode61 remove_diacritics 2');
+            insert into items_code_7(rowid, symbols, code) select rowid, symbols, code
+                from items_code;
+            drop table items_code;
+            alter table items_code_7 rename to items_code;
+            update items_fts set paths = 'notes/z.txt a.py';
+            update meta set value = '7' where key = 'schema_version';
+        """)
     con.close()
     cortex.index(model="none")
-    rows = cortex.reader().execute("select paths from items_fts").fetchall()
-    assert rows and {p for (p,) in rows} == {path_words([long])}
+    con = cortex.reader()
+    assert {p for (p,) in con.execute("select paths from items_fts")} == {"a py notes z txt"}
+    assert {p for (p,) in con.execute("select paths from items_code")} == {"a py notes z txt"}
+    assert [h.title for h in hits_of(con, "z.txt")] == ["Two files"]
 
 
 def test_filters_kind_since_and_path(indexed, topics):

@@ -524,8 +524,10 @@ def _clear_derived(con) -> None:
     import re
     from cortex_core.store.schema import MIGRATIONS
     tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
+    # A migration may make a table under a passing name and rename it (items_code_8).
+    present = {name for (name,) in con.execute("select name from sqlite_master where type = 'table'")}
     for table in reversed(tables):
-        if table not in _KEPT_TABLES:
+        if table not in _KEPT_TABLES and table in present:
             con.execute(f"delete from {table}")
     con.execute("drop table if exists item_vectors")
     con.execute("drop table if exists query_vocab")

@@ -17,7 +17,7 @@ from cortex_core.memory.embeddings import (BATCH, Embedder, ModelUnavailable, lo
 from cortex_core.text.redact import redact, redact_pair
 from cortex_core.memory.segments import Section, commit_segments, doc_sections, is_doc_path
 from cortex_core.store.store import get_meta, set_meta
-from cortex_core.memory.tokens import expand, path_words
+from cortex_core.memory.tokens import CODE_PATH_WORDS, expand, path_words
 
 Progress = Callable[[int, int, str], None]
 MAX_QUALNAMES = 100     # symbols of one item in its code field (a mass rename names thousands)
@@ -68,9 +68,10 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
     con.execute("insert into items_fts(rowid, title, body, terms, paths) values (?,?,?,?,?)",
                 (item_id, title, searched, expand(title + "\n" + searched), path_words(paths)))
     names = " ".join(dict.fromkeys(qualnames))
-    if names or code_words:
-        con.execute("insert into items_code(rowid, symbols, code) values (?,?,?)",
-                    (item_id, _with_parts(names), _with_parts(redact(code_words))))
+    code_paths = path_words(paths, CODE_PATH_WORDS)
+    if names or code_words or code_paths:
+        con.execute("insert into items_code(rowid, symbols, code, paths) values (?,?,?,?)",
+                    (item_id, _with_parts(names), _with_parts(redact(code_words)), code_paths))
     return item_id
 
 

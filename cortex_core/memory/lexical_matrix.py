@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # The tables, with their columns in order (store/schema.py).
-TABLES = {"items_fts": ("title", "body", "terms", "paths"), "items_code": ("symbols", "code")}
+TABLES = {"items_fts": ("title", "body", "terms", "paths"),
+          "items_code": ("symbols", "code", "paths")}
 TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 _TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
 # Above this many postings (term-row pairs, all tables) nothing is kept: FTS5 answers.

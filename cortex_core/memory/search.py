@@ -2,12 +2,13 @@
 
 1. Candidates: the best `CANDIDATES` items by lexical score and by cosine distance in the vec0
    table, each list filtered the same way (kind, time, path, reachable commits). The lexical score
-   is the FTS5 BM25 of the message (items_fts: title, body, identifier parts, paths) plus
-   `Weights.code` times the BM25 of the code the item is about (items_code: the qualified names of
-   its symbols and the words of its commit's changed source lines, code_words.py): a changelog
-   entry names the function, option or error message that changed more often than the commit
-   message does. Two tables, not two columns of one: FTS5's BM25 normalises by the whole row's
-   length, and a long code field would sink the message's matches.
+   is the FTS5 BM25 of the message (items_fts: title, body, identifier parts, a few words of the
+   paths) plus `Weights.code` times the BM25 of the code the item is about (items_code: the
+   qualified names of its symbols, the words of its commit's changed source lines, code_words.py,
+   and the words of its paths): a changelog entry names the function, option or error message
+   that changed more often than the commit message does. Two tables, not two columns of one:
+   FTS5's BM25 normalises by the whole row's length, and a long code field or file list would
+   sink the message's matches.
 2. Fusion by reciprocal rank: w_lex/(K_lex + lexical rank) + w_vec/(K_vec + vector rank). Static
    embeddings are weaker than BM25 on commit text (an equal-weight fusion scores below BM25 alone),
    so the lexical list is sharp (a small K_lex keeps BM25's top ranks on top) and the vector weight
@@ -77,8 +78,10 @@ SIGNAL = {"revert": 1.0, "fix": 1.0, "security": 1.0, "note": 0.9, "perf": 0.7, 
 
 # bm25 column weights: title, body, terms (identifier parts), paths.
 BM25_WEIGHTS = (1.0, 1.0, 0.3, 0.1)
-# bm25 column weights of the code index (items_code): symbols, words of the changed lines.
-CODE_WEIGHTS = (0.5, 1.0)
+# bm25 column weights of the code index (items_code): symbols, words of the changed lines, words
+# of the paths (CODE_PATH_WEIGHT: the tuning repositories, docs/numbers.md).
+CODE_PATH_WEIGHT = 0.1
+CODE_WEIGHTS = (0.5, 1.0, CODE_PATH_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class Weights:
     vector: float = 1.0          # the vector weight when BM25 is flat
     flat_ratio: float = 2.0      # best/10th BM25 score at which the vector weight reaches 0
     code: float = 0.3            # the code index's BM25 in an item's lexical score
-    code_columns: tuple[float, float] = CODE_WEIGHTS
+    code_columns: tuple[float, float, float] = CODE_WEIGHTS
     text_columns: tuple[float, float, float, float] = BM25_WEIGHTS
 
 
@@ -137,7 +140,7 @@ class Explanation:
     boost: float         # the multiplier's excess over 1, at most MAX_BOOST
     score: float
     text_bm25: float | None = None     # the message's BM25 (items_fts)
-    code_bm25: float | None = None     # the code's BM25 (items_code): symbols, changed words
+    code_bm25: float | None = None     # the code's BM25 (items_code): symbols, words, paths
 
 
 @dataclass(frozen=True)

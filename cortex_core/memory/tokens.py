@@ -11,6 +11,7 @@ the alternatives joined with OR so BM25 ranks partial matches instead of requiri
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)              # what unicode61 keeps together
@@ -26,22 +27,26 @@ where which while who why will with would you your
 
 MAX_QUERY_TERMS = 64   # a pasted page should not become a thousand-term OR
 
-# Words of an item's paths that the lexical index keeps. FTS5's bm25 divides a match by the
-# length of the whole row, all columns, so a commit of 643 files (fastapi's docs setup, 4,346
-# path words) lost its exact title match to commits that share two words with the query. A few
-# path words still match the modules a query names. Chosen on the tuning repositories (issue
-# 18: requests, scrapy, fastapi; hybrid Recall@10 / MRR@10 against every path word): 8 words
-# +1.0 / -0.2, +1.2 / +0.9, +0.7 / +1.9 points; 4, 16 and 32 words, the first 10 paths and
-# none at all did worse on at least one of them (docs/numbers.md, "Memory search").
+# Words of an item's paths. The message's table (items_fts) keeps a few: FTS5's bm25 divides a
+# match by the length of the whole row, all columns, so a commit of 643 files (fastapi's docs
+# setup, 4,346 path words) lost its exact title match to commits that share two words with the
+# query. Chosen on the tuning repositories (issue 18: requests, scrapy, fastapi; hybrid
+# Recall@10 / MRR@10 against every path word): 8 words +1.0 / -0.2, +1.2 / +0.9, +0.7 / +1.9
+# points; 4, 16 and 32 words, the first 10 paths and none at all did worse on at least one of
+# them (docs/numbers.md, "Memory search"). The code's table (items_code) keeps up to
+# CODE_PATH_WORDS, so that a file's name finds the commits that changed it.
 PATH_WORDS = 8
+CODE_PATH_WORDS = 200
 
 
 def path_words(paths: Iterable[str], limit: int = PATH_WORDS) -> str:
-    """The first `limit` distinct words of the paths, split as unicode61 splits them, lowercased,
-    space separated: `src/http/client.py` -> `src http client py`."""
+    """The first `limit` distinct words of the paths, sorted (the order a store lists an item's
+    files in is not the same from one build to the next), composed (NFC: a name git stores
+    decomposed, `re\u0301sume\u0301`, is one word as unicode61 reads it), split as unicode61
+    splits them, lowercased, space separated: `src/http/client.py` -> `src http client py`."""
     out: dict[str, None] = {}
-    for path in paths:
-        for word in _WORD.findall(path):
+    for path in sorted(paths):
+        for word in _WORD.findall(unicodedata.normalize("NFC", path)):
             out.setdefault(word.lower(), None)
             if len(out) >= limit:
                 return " ".join(out)

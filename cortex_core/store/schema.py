@@ -385,9 +385,16 @@ MIGRATIONS: list[str] = [
     """,
     # 8: items_fts.paths keeps the first few distinct words of an item's paths (memory/tokens.py,
     # PATH_WORDS), not every path: a big commit's file list weighed on its message's BM25. The
-    # backfill rewrites the stored rows.
+    # code's table gets the words of the paths (up to CODE_PATH_WORDS), where a file's name still
+    # finds the commit. The backfill writes both from item_files.
     """
-    -- items_fts.paths: the first PATH_WORDS distinct words of the item's paths, lowercased.
+    -- items_code gains paths: FTS5 tables take no new column, so it is made again.
+    create virtual table items_code_8 using fts5(symbols, code, paths,
+        tokenize = 'porter unicode61 remove_diacritics 2');
+    insert into items_code_8(rowid, symbols, code, paths)
+        select rowid, symbols, code, '' from items_code;
+    drop table items_code;
+    alter table items_code_8 rename to items_code;
     """,
 ]
 
@@ -420,21 +427,33 @@ def _generations(con) -> None:
                     ((g, c) for c, g in generation.items()))
 
 
-def _bounded_path_words(con, chunk: int = 2000) -> None:
-    """Migration 8's backfill: each lexical row's paths cut to its first path words. In chunks
-    by rowid (an FTS5 table is not updated while a cursor reads it)."""
-    from cortex_core.memory.tokens import path_words
+def _path_words(con, chunk: int = 2000) -> None:
+    """Migration 8's backfill: each item's path words, from its files, in the message's table
+    (the first few) and in the code's (more), by chunks of items."""
+    from cortex_core.memory.tokens import CODE_PATH_WORDS, path_words
     last = -1
     while True:
-        rows = con.execute("select rowid, paths from items_fts where rowid > ? order by rowid"
-                           " limit ?", (last, chunk)).fetchall()
-        if not rows:
+        ids = [i for (i,) in con.execute("select id from items where id > ? order by id limit ?",
+                                         (last, chunk))]
+        if not ids:
             return
-        last = rows[-1][0]
+        last = ids[-1]
+        marks = ",".join("?" * len(ids))
+        paths: dict[int, list[str]] = {}
+        for item, path in con.execute(f"select f.item_id, files.path from item_files f join files"
+                                      f" on files.id = f.file_id where f.item_id in ({marks})",
+                                      ids):
+            paths.setdefault(item, []).append(path)
         con.executemany("update items_fts set paths = ? where rowid = ?",
-                        [(new, rowid) for rowid, paths in rows
-                         if paths and (new := path_words([paths])) != paths])
+                        [(path_words(p), item) for item, p in paths.items()])
+        coded = {i for (i,) in con.execute(f"select rowid from items_code where rowid in ({marks})",
+                                           ids)}
+        words = [(path_words(p, CODE_PATH_WORDS), item) for item, p in paths.items()]
+        con.executemany("update items_code set paths = ? where rowid = ?",
+                        [w for w in words if w[1] in coded])
+        con.executemany("insert into items_code(rowid, symbols, code, paths) values (?, '', '', ?)",
+                        [(item, text) for text, item in words if item not in coded and text])
 
 
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations, 8: _bounded_path_words}
+BACKFILLS = {5: _generations, 8: _path_words}
