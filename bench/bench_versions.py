@@ -76,9 +76,18 @@ def start(folder: Path, repo: Path, db: Path, core: int | None, jobs: int):
                             preexec_fn=pin), time.perf_counter(), err
 
 
-def finish(proc, started: float, err_file) -> dict:
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - started
+def finish_both(running: list) -> list[dict]:
+    """Reap the two children in the order they end, each timed when it ends (reaping A first
+    gave B the wall time of A when B ended first)."""
+    ended: dict[int, tuple] = {}
+    while len(ended) < len(running):
+        pid, status, usage = os.wait4(-1, 0)
+        ended[pid] = (status, usage, time.perf_counter())
+    return [finish(proc, started, err, *ended[proc.pid]) for proc, started, err in running]
+
+
+def finish(proc, started: float, err_file, status: int, usage, ended: float) -> dict:
+    seconds = ended - started
     err_file.seek(0)
     err = err_file.read().decode("utf-8", "replace")
     err_file.close()
@@ -101,7 +110,7 @@ def main(argv=None) -> int:
             running = [start(v, args.repo, Path(tmp) / f"{name}.db",
                              order[i] if pinned else None, args.jobs)
                        for i, (name, v) in enumerate((("a", args.a), ("b", args.b)))]
-            a, b = (finish(*started) for started in running)
+            a, b = finish_both(running)
             git = bl.run(["git", "-C", str(args.repo), "log", "-p", "--no-merges"],
                          capture=False)
             rounds.append({"a": a, "b": b, "git_cpu": git.user_seconds + git.system_seconds,
