@@ -230,6 +230,17 @@ def test_a_file_name_finds_a_commit_of_many_files(repo, cortex):
         ["Configure production"]
 
 
+def test_a_file_name_typed_decomposed_or_composed_finds_its_commit(repo, cortex):
+    repo.write("docs/re\u0301sume\u0301.md", "cv\n")      # as a Mac stores it: NFD
+    repo.commit("Add the cv", days_ago=3)
+    repo.write("other.md", "x\n")
+    repo.commit("Add another page", days_ago=2)
+    cortex.index(model="none")
+    con = cortex.reader()
+    for query in ("re\u0301sume\u0301", "r\u00e9sum\u00e9"):
+        assert [h.title for h in hits_of(con, query, kinds=("commit",))] == ["Add the cv"], query
+
+
 def test_path_words_are_the_first_distinct_words_of_the_sorted_paths():
     assert path_words(["src/http_client/x.py", "src/http_client/Retry-Policy.py"]) == \
         "src http client retry policy py x"
@@ -239,9 +250,11 @@ def test_path_words_are_the_first_distinct_words_of_the_sorted_paths():
     assert path_words([]) == ""
 
 
-def test_a_store_of_schema_7_gets_its_path_words(repo, cortex):
-    """Migration 8 makes the code's table again with a paths column, and writes both tables'
-    path words from the items' files."""
+@pytest.mark.parametrize("version", ["7", "8"])
+def test_a_store_of_schema_7_gets_its_path_words(repo, cortex, version):
+    """Migration 9 makes the code's table again with a paths column, and writes both tables'
+    path words from the items' files; a store of schema 8 (items_fts cut, the code's table of
+    two columns) gets the same."""
     repo.write("a.py", "def f():\n    return 1\n")
     repo.write("notes/z.txt", "z\n")
     repo.commit("Two files", days_ago=2)
@@ -256,8 +269,8 @@ def test_a_store_of_schema_7_gets_its_path_words(repo, cortex):
             drop table items_code;
             alter table items_code_7 rename to items_code;
             update items_fts set paths = 'notes/z.txt a.py';
-            update meta set value = '7' where key = 'schema_version';
         """)
+        con.execute("update meta set value = ? where key = 'schema_version'", (version,))
     con.close()
     cortex.index(model="none")
     con = cortex.reader()

@@ -524,7 +524,7 @@ def _clear_derived(con) -> None:
     import re
     from cortex_core.store.schema import MIGRATIONS
     tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
-    # A migration may make a table under a passing name and rename it (items_code_8).
+    # A migration may make a table under a passing name and rename it (items_code_9).
     present = {name for (name,) in con.execute("select name from sqlite_master where type = 'table'")}
     for table in reversed(tables):
         if table not in _KEPT_TABLES and table in present:

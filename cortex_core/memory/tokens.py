@@ -75,14 +75,19 @@ def expand(text: str) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The words of a query as the index sees them: lowercased, identifiers also split, stopwords
-    dropped (unless nothing else is left), duplicates removed, order kept."""
+    dropped (unless nothing else is left), duplicates removed, order kept. A query typed
+    decomposed (NFD: `re\u0301sume\u0301`) gives its composed words first, as path words are
+    stored, then its own, as a message may be."""
+    forms = [text] if unicodedata.is_normalized("NFC", text) else \
+        [unicodedata.normalize("NFC", text), text]
     words: list[str] = []
-    for match in _WORD.finditer(text):
-        word = match.group()
-        words.append(word.lower())
-        parts = split_identifier(word) if not word.islower() else []
-        if len(parts) > 1:
-            words.extend(parts)
+    for form in forms:
+        for match in _WORD.finditer(form):
+            word = match.group()
+            words.append(word.lower())
+            parts = split_identifier(word) if not word.islower() else []
+            if len(parts) > 1:
+                words.extend(parts)
     kept = [w for w in words if w not in STOPWORDS] or words
     unique = list(dict.fromkeys(kept))
     return unique[:MAX_QUERY_TERMS]

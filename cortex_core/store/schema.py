@@ -385,16 +385,22 @@ MIGRATIONS: list[str] = [
     """,
     # 8: items_fts.paths keeps the first few distinct words of an item's paths (memory/tokens.py,
     # PATH_WORDS), not every path: a big commit's file list weighed on its message's BM25. The
-    # code's table gets the words of the paths (up to CODE_PATH_WORDS), where a file's name still
-    # finds the commit. The backfill writes both from item_files.
+    # backfill rewrote the stored rows; migration 9 writes them again from the items' files, so
+    # 8 no longer has a backfill of its own (a store goes from 7 through 8 to 9 alike).
+    """
+    -- items_fts.paths: the first PATH_WORDS distinct words of the item's paths, lowercased.
+    """,
+    # 9: the code's table gets the words of the paths (up to CODE_PATH_WORDS), where a file's
+    # name still finds the commit once the message's table keeps only a few. The backfill writes
+    # both tables' path words from item_files (sorted, composed: memory/tokens.py).
     """
     -- items_code gains paths: FTS5 tables take no new column, so it is made again.
-    create virtual table items_code_8 using fts5(symbols, code, paths,
+    create virtual table items_code_9 using fts5(symbols, code, paths,
         tokenize = 'porter unicode61 remove_diacritics 2');
-    insert into items_code_8(rowid, symbols, code, paths)
+    insert into items_code_9(rowid, symbols, code, paths)
         select rowid, symbols, code, '' from items_code;
     drop table items_code;
-    alter table items_code_8 rename to items_code;
+    alter table items_code_9 rename to items_code;
     """,
 ]
 
@@ -428,7 +434,7 @@ def _generations(con) -> None:
 
 
 def _path_words(con, chunk: int = 2000) -> None:
-    """Migration 8's backfill: each item's path words, from its files, in the message's table
+    """Migration 9's backfill: each item's path words, from its files, in the message's table
     (the first few) and in the code's (more), by chunks of items."""
     from cortex_core.memory.tokens import CODE_PATH_WORDS, path_words
     last = -1
@@ -456,4 +462,4 @@ def _path_words(con, chunk: int = 2000) -> None:
 
 
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations, 8: _path_words}
+BACKFILLS = {5: _generations, 9: _path_words}
