@@ -4,8 +4,10 @@ that disappeared with symbols that appeared, by fingerprints computed from the b
 from __future__ import annotations
 
 import pygit2
+from hypothesis import given, strategies as st
 
 import cortex_core.lang.symbol_changes as symbol_changes
+from cortex_core.lang.change_kinds import token_similarity
 from cortex_core.lang.symbol_changes import FileSymbols, match_commit, own_lines
 from cortex_core.lang.symbols import Symbol, extract_symbols
 
@@ -90,3 +92,43 @@ def test_lines_are_credited_to_the_innermost_symbol():
         "Cart": 2, "Cart.total": 1, "Cart.count": 1, "load": 2}
     assert own_lines(found, [(10, 11)]) == {}
     assert own_lines(found, []) == {}
+
+
+def test_a_pair_of_unrelated_functions_is_compared_once_per_commit(monkeypatch):
+    # Step 5 (one scope, similarity 0.6) and step 6 (any callables, 0.8) both look at `load`
+    # gone and `report` born; the second asks a higher threshold of a pair known to be under
+    # the first (sympy's largest generated tests took difflib 5 s a pair).
+    compared: list[tuple[int, int, float]] = []
+    real = symbol_changes.token_similarity
+
+    def spy(a, b, at_least=0.0):
+        compared.append((len(a), len(b), at_least))
+        return real(a, b, at_least)
+
+    monkeypatch.setattr(symbol_changes, "token_similarity", spy)
+    load = CART[CART.index(b"def load("):]
+    report = (b"def report(rows, out):\n    for r in rows:\n        out.write(str(r) + '\\n')\n"
+              b"    out.flush()\n    return len(rows)\n")
+    changes = summary(match_commit([file_change(CART, CART.replace(load, report))]))
+    assert ("deleted", "load", None, 0, 4) in changes and ("added", "report", None, 5, 0) in changes
+    assert [t for *_, t in compared] == [symbol_changes.SIMILAR]
+
+
+TOKENS = st.lists(st.sampled_from(["a", "b", "(", ")", ",", "x"]), max_size=30)
+
+
+@given(TOKENS, TOKENS, st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.6, 0.8, 0.9, 1.0]),
+                                min_size=1, max_size=5))
+def test_a_remembered_similarity_answers_as_a_fresh_one(a, b, thresholds):
+    def side(name: str) -> symbol_changes._Side:
+        return symbol_changes._Side("a.py", Symbol(name, name, "function", 1, 1, -1, 0, 0), "",
+                                    0, b"", "python")
+
+    old, new = side("f"), side("g")
+    old._masked, new._masked = tuple(a), tuple(b)
+    for at_least in thresholds:
+        fresh = token_similarity(tuple(a), tuple(b), at_least)
+        remembered = symbol_changes._similarity(old, new, at_least)
+        assert (remembered >= at_least) == (fresh >= at_least)
+        if fresh >= at_least:
+            assert remembered == fresh

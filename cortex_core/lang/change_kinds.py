@@ -297,8 +297,12 @@ def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0
     against 4 s with it; the ratios of the oracles' cases did not move)."""
     if not a and not b:
         return 1.0
+    total = len(a) + len(b)
+    # difflib's real_quick_ratio, before the matcher indexes b (most pairs stop here).
+    if 2.0 * min(len(a), len(b)) / total < at_least:
+        return 0.0
     from difflib import SequenceMatcher   # not at import: a history query lexes nothing
     matcher = SequenceMatcher(None, a, b)
-    if matcher.real_quick_ratio() < at_least or matcher.quick_ratio() < at_least:
+    if matcher.quick_ratio() < at_least:
         return 0.0
     return matcher.ratio()

@@ -163,6 +163,8 @@ class _Side:
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
     _masked: tuple[str, ...] | None = None
+    # What the commit's steps learnt of this old side's similarity to new sides (_similarity).
+    _similar: dict[int, tuple[float, bool]] = field(default_factory=dict)
 
     @property
     def text(self) -> bytes:
@@ -452,13 +454,32 @@ def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None
     scored = []
     for o in olds:
         for n in news:
-            similarity = token_similarity(o.masked(), n.masked(), threshold)
+            similarity = _similarity(o, n, threshold)
             if similarity >= threshold:
                 scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
                                o, n))
     for negative, *_, o, n in sorted(scored, key=lambda t: t[:5]):
         if not o.paired and not n.paired:
             link(o, n, -negative)
+
+
+def _similarity(old: _Side, new: _Side, at_least: float) -> float:
+    """token_similarity of an old and a new candidate, remembered for the commit: steps 5 and 6
+    can ask of one pair twice, at two thresholds (sympy's largest generated tests took difflib
+    5 s a pair). A value under `at_least` is known only to be under it (the similarity stops
+    at the first bound that shows it), so a higher threshold is answered from it, a lower one
+    asks again."""
+    known = old._similar.get(id(new))
+    if known is not None:
+        value, exact = known
+        if exact:
+            return value
+        if at_least >= value:
+            return 0.0
+    value = token_similarity(old.masked(), new.masked(), at_least)
+    old._similar[id(new)] = (value, True) if value >= at_least or at_least <= 0.0 \
+        else (at_least, False)
+    return value
 
 
 def _kind(old: _Side, new: _Side) -> str:
