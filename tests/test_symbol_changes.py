@@ -7,7 +7,7 @@ import pygit2
 from hypothesis import given, strategies as st
 
 import cortex_core.lang.symbol_changes as symbol_changes
-from cortex_core.lang.change_kinds import token_similarity
+from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.symbol_changes import FileSymbols, match_commit, own_lines
 from cortex_core.lang.symbols import Symbol, extract_symbols
 

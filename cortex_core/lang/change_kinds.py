@@ -17,8 +17,8 @@ all that tells a reformatting from a change. The kinds, the first that applies:
   Ruby;
 - body: anything else.
 
-Also token_similarity: how alike two definitions are, on their code tokens with their own name
-masked, for pairing renames and moves with edits (symbol_changes).
+Also masked: a definition's code tokens with its own name masked, which similarity.py compares
+for pairing renames and moves with edits (symbol_changes).
 
 Cost: linear in the text (each pattern is a regular expression without nested quantifiers over
 the same characters); run only on the definitions a commit changed, renamed or moved.
@@ -287,22 +287,3 @@ def masked(text: bytes, language: str, name: str) -> tuple[str, ...]:
         else:
             out.append(t)
     return tuple(out)
-
-
-def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0.0) -> float:
-    """difflib's ratio of two token sequences (2 * matches / total), 0.0 as soon as a cheap upper
-    bound shows it is below `at_least`. With difflib's automatic junk (tokens making up over 1% of a
-    sequence of 200 or more: brackets, dots, `self`) left out of where matches start: without it,
-    code full of repeated tokens made the ratio quadratic (50 x 50 renamed long methods: 160 s,
-    against 4 s with it; the ratios of the oracles' cases did not move)."""
-    if not a and not b:
-        return 1.0
-    total = len(a) + len(b)
-    # difflib's real_quick_ratio, before the matcher indexes b (most pairs stop here).
-    if 2.0 * min(len(a), len(b)) / total < at_least:
-        return 0.0
-    from difflib import SequenceMatcher   # not at import: a history query lexes nothing
-    matcher = SequenceMatcher(None, a, b)
-    if matcher.quick_ratio() < at_least:
-        return 0.0
-    return matcher.ratio()

@@ -38,7 +38,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from cortex_core.lang.change_kinds import change_kind, masked, token_similarity
+from cortex_core.lang.change_kinds import change_kind, masked
+from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.lang.symbols import Symbol, body_hash
 
