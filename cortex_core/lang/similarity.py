@@ -10,6 +10,7 @@ threshold is difflib's, to the last digit.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import accumulate
 
 # Pairs of more tokens than this (len(a) * len(b)) are matched with a running bound (_matches);
 # below it difflib's ratio costs less than keeping the bound.
@@ -18,8 +19,8 @@ BOUNDED_PAIRS = 1_000_000
 
 def token_similarity(a: tuple[str, ...], b: tuple[str, ...], at_least: float = 0.0) -> float:
     """difflib's ratio of two token sequences (2 * matches / total), 0.0 as soon as a bound shows
-    it is below `at_least`. With difflib's automatic junk (tokens making up over 1% of a
-    sequence of 200 or more: brackets, dots, `self`) left out of where matches start: without it,
+    it is below `at_least`. With difflib's automatic junk (tokens making up over 1% of `b`, when
+    it has 200 or more: brackets, dots, `self`) left out of where matches start: without it,
     code full of repeated tokens made the ratio quadratic (50 x 50 renamed long methods: 160 s,
     against 4 s with it; the ratios of the oracles' cases did not move)."""
     if not a and not b:
@@ -47,68 +48,140 @@ def _matches(matcher, a: tuple[str, ...], b: tuple[str, ...], at_least: float) -
     (sympy's generated tests: 44k and 38k tokens, 0.84 alike by their counts, 0.08 by difflib)
     each longest match is a few tokens long and each search rescans almost all of both: 670
     searches, 5 s. Here the same searches (difflib's own find_longest_match, so the same blocks)
-    keep a bound: the tokens matched so far plus, for each range still to search, the least of
-    two bounds on what it can still match:
+    keep a bound, once they have taken more than BOUND_AFTER steps a token (near copies, done in
+    a few searches, never pay for it): the tokens matched so far plus, for each range still to
+    search, the least of two bounds on what it can still match:
     - how many tokens its two sides have in common by count, kept from its parent's counts less
       what the split took (or counted afresh for the smaller child);
-    - its longest common subsequence (difflib's blocks in it form one), computed for a large
-      range every LCS_EVERY splits, and otherwise its parent's less the block between them."""
+    - its longest common subsequence (difflib's blocks in it form one), its parent's less the
+      block between them, or computed afresh for the larger child (_Schedule says when)."""
     total = len(a) + len(b)
-    ca, cb = Counter(a), Counter(b)
-    common = sum(min(n, cb[t]) for t, n in ca.items())
-    lcs = common_subsequence_length(a, b)
-    bound = min(common, lcs)
-    stack = [(0, len(a), 0, len(b), ca, cb, common, lcs, bound, 0)]
-    matched, pending = 0, bound   # pending: the bounds of the ranges on the stack
+    schedule = _Schedule(matcher, a)
+    stack: list[_Range] = [_Range(0, len(a), 0, len(b), lcs=total)]
+    matched, pending = 0, 0   # pending: the bounds of the ranges on the stack, once counted
+    counted = False
     while stack:
-        if 2.0 * (matched + pending) / total < at_least:
+        if not counted and schedule.total > BOUND_AFTER * total:
+            counted = True
+            for r in stack:
+                pending += r.count(a, b)
+        if counted and 2.0 * (matched + pending) / total < at_least:
             return None
-        alo, ahi, blo, bhi, ca, cb, common, lcs, bound, splits = stack.pop()
-        pending -= bound
-        i, j, k = matcher.find_longest_match(alo, ahi, blo, bhi)
+        r = stack.pop()
+        pending -= r.bound
+        i, j, k = matcher.find_longest_match(r.alo, r.ahi, r.blo, r.bhi)
+        schedule.searched(r.alo, r.ahi)
         if not k:
             continue
         matched += k
-        children = [r for r in ((alo, i, blo, j), (i + k, ahi, j + k, bhi))
-                    if r[0] < r[1] and r[2] < r[3]]
+        children = [c for c in (_Range(r.alo, i, r.blo, j, lcs=r.lcs - k),
+                                _Range(i + k, r.ahi, j + k, r.bhi, lcs=r.lcs - k)) if c.size]
         if not children:
             continue
         # The larger child takes the parent's counts, less what lies outside it; the smaller,
         # if any, is counted afresh. Either child's common subsequence, with the block, is one
         # of the parent's: at most lcs - k.
-        children.sort(key=lambda r: r[1] - r[0] + r[3] - r[2])
+        children.sort(key=lambda c: c.ahi - c.alo + c.bhi - c.blo)
         *small, large = children
+        for c in small:
+            stack.append(c)
+            if counted:
+                pending += c.count(a, b)
+        if counted:
+            large.take_counts(r, a, b)
+            if large.bound and schedule.due(large):
+                large.lcs = min(large.lcs, schedule.compute(a[large.alo:large.ahi],
+                                                            b[large.blo:large.bhi]))
+                large.bound = min(large.common, large.lcs)
+            pending += large.bound
+        stack.append(large)
+    return matched
+
+
+# Steps of difflib's searches (see _Schedule) per token of the pair before the bound is kept.
+BOUND_AFTER = 4
+
+
+class _Range:
+    """A range of both sequences still to search, with what bounds its matches once counted."""
+
+    __slots__ = ("alo", "ahi", "blo", "bhi", "counts_a", "counts_b", "common", "lcs", "bound")
+
+    def __init__(self, alo: int, ahi: int, blo: int, bhi: int, lcs: int):
+        self.alo, self.ahi, self.blo, self.bhi = alo, ahi, blo, bhi
+        self.counts_a: Counter[str] = Counter()
+        self.counts_b: Counter[str] = Counter()
+        self.common = 0
+        self.lcs = lcs      # an upper bound on its longest common subsequence
+        self.bound = 0      # min(common, lcs) once counted, 0 before
+
+    @property
+    def size(self) -> int:
+        """Token pairs (0 when either side is empty: nothing to search)."""
+        return max(0, self.ahi - self.alo) * max(0, self.bhi - self.blo)
+
+    def count(self, a: tuple[str, ...], b: tuple[str, ...]) -> int:
+        """Counts its tokens afresh; returns its bound."""
+        self.counts_a, self.counts_b = Counter(a[self.alo:self.ahi]), Counter(b[self.blo:self.bhi])
+        self.common = sum(min(n, self.counts_b[t]) for t, n in self.counts_a.items())
+        self.bound = min(self.common, self.lcs)
+        return self.bound
+
+    def take_counts(self, parent: "_Range", a: tuple[str, ...], b: tuple[str, ...]) -> None:
+        """The parent's counts (the parent is done with them), less its tokens outside this."""
+        ca, cb, common = parent.counts_a, parent.counts_b, parent.common
         for seq, lo, hi, keep_lo, keep_hi, counts, other in (
-                (a, alo, ahi, large[0], large[1], ca, cb),
-                (b, blo, bhi, large[2], large[3], cb, ca)):
+                (a, parent.alo, parent.ahi, self.alo, self.ahi, ca, cb),
+                (b, parent.blo, parent.bhi, self.blo, self.bhi, cb, ca)):
             for t in (*seq[lo:keep_lo], *seq[keep_hi:hi]):
                 if counts[t] <= other[t]:
                     common -= 1
                 counts[t] -= 1
-        for lo_a, hi_a, lo_b, hi_b in small:
-            sa, sb = Counter(a[lo_a:hi_a]), Counter(b[lo_b:hi_b])
-            c = sum(min(n, sb[t]) for t, n in sa.items())
-            stack.append((lo_a, hi_a, lo_b, hi_b, sa, sb, c, lcs - k, min(c, lcs - k), 0))
-            pending += min(c, lcs - k)
-        lcs -= k
-        splits += 1
-        if splits % LCS_EVERY == 0 and \
-                (large[1] - large[0]) * (large[3] - large[2]) > BOUNDED_PAIRS:
-            lcs = min(lcs, common_subsequence_length(a[large[0]:large[1]], b[large[2]:large[3]]))
-        stack.append((*large, ca, cb, common, lcs, min(common, lcs), splits))
-        pending += min(common, lcs)
-    return matched
+        self.counts_a, self.counts_b, self.common = ca, cb, common
+        self.bound = min(common, self.lcs)
 
 
-# Splits of a large range between two computations of its longest common subsequence: on
-# sympy's worst pair one takes 0.13 s, as much as two of difflib's searches.
-LCS_EVERY = 16
+class _Schedule:
+    """When a range's longest common subsequence is worth computing. It costs about
+    len(a) * len(b) / LCS_PER_VISIT of difflib's steps (a step: one position of b looked at for
+    one position of a in a search), whatever the tokens; a search costs what its tokens' places
+    in b add up to: near nothing for tokens that occur once, most of the time for few tokens
+    in many places (sympy's worst pair). So one is computed once the searches since the last
+    have taken as many steps as it will, and the wait doubles each time one does not end the
+    pair: for a pair that reaches its threshold (where no bound can help) the subsequences cost
+    a few times the last one, beside searches that took at least as long."""
+
+    def __init__(self, matcher, a: tuple[str, ...]):
+        places = matcher.b2j   # difflib's index of b: token -> its positions (popular ones out)
+        self.steps = [0, *accumulate(len(places.get(t, ())) for t in a)]
+        self.total = 0      # steps searched
+        self.since = 0      # steps searched since the last subsequence
+        self.patience = 1   # doubles after each subsequence that did not end the pair
+
+    def searched(self, alo: int, ahi: int) -> None:
+        steps = self.steps[ahi] - self.steps[alo]
+        self.total += steps
+        self.since += steps
+
+    def due(self, r: _Range) -> bool:
+        return r.size > BOUNDED_PAIRS and self.since >= self.patience * r.size / LCS_PER_VISIT
+
+    def compute(self, a: tuple[str, ...], b: tuple[str, ...]) -> int:
+        self.since = 0
+        self.patience *= 2
+        return common_subsequence_length(a, b)
+
+
+# A bit-parallel subsequence step over 1,000 positions of b costs about what difflib pays for
+# one position it looks at in a search (both measured on sympy's worst pair: 0.13 s for 44k x
+# 38k tokens; 57 ms for a search of ~500k looks).
+LCS_PER_VISIT = 1000
 
 
 def common_subsequence_length(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     """The length of the longest common subsequence of `a` and `b`, bit-parallel (Allison and
     Dix 1986; Hyyrö 2004): one step per token of the longer, over the shorter's positions as the
-    bits of an int, so about len(a) * len(b) / 30 machine operations."""
+    bits of an int, each step a few operations on ints of len(b) bits."""
     if len(a) < len(b):
         a, b = b, a
     positions: dict[str, list[int]] = {}

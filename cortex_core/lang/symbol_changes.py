@@ -17,7 +17,7 @@ instead of ending one and starting another:
 4. within one scope (file and parent), the same simple name, unique on both sides: a signature
    change (`f(int)` -> `f(long)`) or a shifted ordinal;
 5. within one scope, the rest of a kind paired as a matching: every pair whose code tokens (own
-   name masked; change_kinds.token_similarity) have a similarity of at least SIMILAR, best first;
+   name masked; similarity.token_similarity) have a similarity of at least SIMILAR, best first;
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
    name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
@@ -165,7 +165,8 @@ class _Side:
     paired: bool = False
     _masked: tuple[str, ...] | None = None
     # What the commit's steps learnt of this old side's similarity to new sides (_similarity).
-    _similar: dict[int, tuple[float, bool]] = field(default_factory=dict)
+    _similar: dict[int, tuple[float, bool]] = field(default_factory=dict, compare=False,
+                                                     repr=False)
 
     @property
     def text(self) -> bytes:
