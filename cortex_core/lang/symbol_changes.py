@@ -39,8 +39,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from cortex_core.lang.change_kinds import change_kind, masked
-from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.qualnames import structural_name
+from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.symbols import Symbol, body_hash
 
 Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
