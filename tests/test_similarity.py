@@ -59,6 +59,25 @@ def test_a_bounded_similarity_is_difflibs_when_it_reaches_the_threshold(bounded_
     assert found is None and exact < at_least or found == difflib_matches(a, b)
 
 
+# Long enough (200 tokens and more) for difflib's "popular" tokens: none starts a match.
+LONG = st.lists(st.sampled_from(["a", "b", "c", "(", ")", ",", *(f"n{i}" for i in range(60))]),
+                min_size=200, max_size=400)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(LONG, LONG, THRESHOLDS, st.booleans())
+def test_the_same_holds_where_difflib_leaves_popular_tokens_out(bounded_always, a, b, at_least,
+                                                                 near_copy):
+    a = tuple(a)
+    b = a[:len(a) // 3] + tuple(b[:20]) + a[len(a) // 2:] if near_copy else tuple(b)
+    exact = SequenceMatcher(None, a, b).ratio()
+    got = token_similarity(a, b, at_least)
+    assert (got >= at_least) == (exact >= at_least)
+    if exact >= at_least:
+        assert got == exact
+
+
 def shuffled_twins(n: int, seed: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Two sequences of the same tokens in other orders, each token in a few places but under
     difflib's 1% (which would make it "popular", never the start of a match): alike by their
