@@ -92,7 +92,6 @@ def _matches(matcher, a: tuple[str, ...], b: tuple[str, ...], at_least: float) -
             if large.bound and schedule.due(large):
                 large.lcs = min(large.lcs, schedule.compute(a[large.alo:large.ahi],
                                                             b[large.blo:large.bhi]))
-                large.bound = min(large.common, large.lcs)
             pending += large.bound
         stack.append(large)
     return matched
@@ -105,15 +104,19 @@ BOUND_AFTER = 4
 class _Range:
     """A range of both sequences still to search, with what bounds its matches once counted."""
 
-    __slots__ = ("alo", "ahi", "blo", "bhi", "counts_a", "counts_b", "common", "lcs", "bound")
+    __slots__ = ("alo", "ahi", "blo", "bhi", "counts_a", "counts_b", "common", "lcs")
 
     def __init__(self, alo: int, ahi: int, blo: int, bhi: int, lcs: int):
         self.alo, self.ahi, self.blo, self.bhi = alo, ahi, blo, bhi
         self.counts_a: Counter[str] = Counter()
         self.counts_b: Counter[str] = Counter()
-        self.common = 0
+        self.common = 0     # tokens its two sides have in common by count; 0 until counted
         self.lcs = lcs      # an upper bound on its longest common subsequence
-        self.bound = 0      # min(common, lcs) once counted, 0 before
+
+    @property
+    def bound(self) -> int:
+        """What it can still match (0 until counted)."""
+        return min(self.common, self.lcs)
 
     @property
     def size(self) -> int:
@@ -124,7 +127,6 @@ class _Range:
         """Counts its tokens afresh; returns its bound."""
         self.counts_a, self.counts_b = Counter(a[self.alo:self.ahi]), Counter(b[self.blo:self.bhi])
         self.common = sum(min(n, self.counts_b[t]) for t, n in self.counts_a.items())
-        self.bound = min(self.common, self.lcs)
         return self.bound
 
     def take_counts(self, parent: "_Range", a: tuple[str, ...], b: tuple[str, ...]) -> None:
@@ -138,7 +140,6 @@ class _Range:
                     common -= 1
                 counts[t] -= 1
         self.counts_a, self.counts_b, self.common = ca, cb, common
-        self.bound = min(common, self.lcs)
 
 
 class _Schedule:
