@@ -2,7 +2,8 @@
 """A per-repository half-life for co-change, chosen by replaying the store's own past: an
 experiment of issue 14, measured and left off (docs/numbers.md, "What changes together").
 
-The product's rule is half the span of the history (coupling.HALF_LIFE_SHARE). The idea tried
+The product's rule was then half the span of the history in days, at least 365 (it is now half
+of the history's commits, on the clock of commits: docs/numbers.md). The idea tried
 here: each store replays its own recent past, as the time-split benchmark does
 (bench_cochange.py), and keeps the half-life that would have served it best:
 
@@ -38,7 +39,8 @@ import apsw
 
 from cortex_core.query import coupling
 
-DEFAULT_SHARE = coupling.HALF_LIFE_SHARE   # the product's rule, where the fit starts from
+DEFAULT_SHARE = 0.5   # the product's rule when this was tried, where the fit starts from
+FLOOR_DAYS = 365.0    # ... and its floor
 SHARES = (0.125, 0.25, 0.5, 1.0, 2.0, 0.0)   # of the span; 0: no decay
 REPLAY_SPLIT = 0.8
 MIN_QUERIES = 100
@@ -171,7 +173,7 @@ def _key(share: float) -> str:
 
 def days(share: float, span_days: float) -> float:
     """The half-life in days a share gives on a history of this span (0: no decay)."""
-    return 0 if share == 0 else max(coupling.HALF_LIFE_FLOOR_DAYS, round(share * span_days))
+    return 0 if share == 0 else max(FLOOR_DAYS, round(share * span_days))
 
 
 def main(argv=None) -> int:
@@ -186,7 +188,7 @@ def main(argv=None) -> int:
     h = coupling._history_sets(con, args.max_changeset)
     found = fit(con, h)
     seconds = time.perf_counter() - started
-    span = (h.now - h.start) / _DAY
+    span = (h.now - min(h.commit_time.values(), default=h.now)) / _DAY
     if args.json:
         print(found.to_json())
         return 0

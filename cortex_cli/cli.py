@@ -172,9 +172,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    "min_support)")
     p.add_argument("--half-life", type=_non_negative_float, metavar="DAYS",
                    help="a shared commit's weight halves every DAYS days, on the repository's "
-                   "own clock; 0: every commit counts alike (default: half the span of the "
-                   "history read, or [coupling] "
-                   "half_life_days)")
+                   "own clock; 0: every commit counts alike (default: [coupling] "
+                   "half_life_days, else it halves every half of the history's commits, "
+                   "counting the commits made after it)")
     p.add_argument("--explain", action="store_true",
                    help="print each partner's score components and the formula")
 

@@ -39,7 +39,8 @@ errors with a clear message rather than silently ignored.
     max_changeset = 30            # commits touching more files are ignored for co-change (code-maat)
     min_support = 1               # a pair must share at least this many commits (1: shown as weak)
     half_life_days = 1825.0       # a shared commit's weight halves every this many days (0: none;
-                                  unset: half the span of the repository's history)
+                                  unset: every half of the history's commits, on its clock of
+                                  commits)
 
     [memory]
     model = "minishlab/potion-base-8M"   # a model-hub id or a local folder; "none" turns vectors off
@@ -130,7 +131,7 @@ class CouplingSettings:
     # all read these (bench/bench_cochange.py measured them).
     max_changeset: int = 30
     min_support: int = 1
-    half_life_days: float | None = None   # None: HALF_LIFE_SHARE of the history's span (coupling.py)
+    half_life_days: float | None = None   # None: HALF_LIFE_SHARE of the history's commits (coupling.py)
 
     def options(self) -> dict:
         """The keywords of coupling's and blast's co-change queries."""

@@ -94,12 +94,15 @@ def test_cli_related_explain_half_life_and_json(repo, cortex):
     shown = run("a.py", "--explain")
     assert shown.returncode == 0, shown.stderr
     assert "c.py" in shown.stdout and "(1 shared commit: weak)" in shown.stdout
-    # The default half-life is half the span of the history read, at least a year.
-    assert "plain confidence" in shown.stdout and "0.5^(age / 365 days)" in shown.stdout
+    # The default half-life is half of the commits read, at least 100 commits.
+    assert "plain confidence" in shown.stdout
+    assert "0.5^(commits since it / 100)" in shown.stdout
+    default = json.loads(run("a.py", "--json").stdout)
+    assert default["half_life_commits"] == 100 and default["half_life_days"] is None
     assert "0.5^(age / 1825 days)" in run("a.py", "--explain", "--half-life", "1825").stdout
     flat = run("a.py", "--half-life", "0", "--json")
     data = json.loads(flat.stdout)
-    assert data["half_life_days"] == 0
+    assert data["half_life_days"] == 0 and data["half_life_commits"] is None
     assert [(f["path"], f["support"], f["confidence"]) for f in data["files"]] == [
         ("b.py", 2, 0.6667), ("c.py", 1, 0.3333)]
     bad = run("a.py", "--half-life", "-3")
@@ -325,10 +328,13 @@ def test_min_support_holds_for_the_structure_too(repo, cortex):
 
 def test_hidden_coupling_is_not_crowded_out_by_wide_recent_commits(repo, cortex):
     """Two old commits make a pattern; two recent wide commits bring 58 single-commit partners,
-    each heavier by recency. Blast's hidden coupling (patterns only) still finds the pattern."""
+    each heavier by recency (120 commits later: more than a half-life of 100 commits). Blast's
+    hidden coupling (patterns only) still finds the pattern."""
     from cortex_core.query.blast import blast
     _touch(repo, ["a.py", "p.py"], "pattern 1", 3000)
     _touch(repo, ["a.py", "p.py"], "pattern 2", 2990)
+    for n in range(120):
+        _touch(repo, ["other.py"], f"elsewhere {n}", 2000 - n)
     _touch(repo, ["a.py"] + [f"x{i}.py" for i in range(29)], "wide 1", 20)
     _touch(repo, ["a.py"] + [f"y{i}.py" for i in range(29)], "wide 2", 10)
     cortex.index()

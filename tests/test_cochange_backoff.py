@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from cortex_core.query.blast import fused_related
-from cortex_core.query.coupling import _history_sets, related
+from cortex_core.query.coupling import HalfLife, _history_sets, related
 from cortex_core.query.targets import TargetSpec
 
 
@@ -122,26 +122,43 @@ def test_a_folder_with_no_shared_commit_brings_its_busy_files(repo, cortex):
     assert fused_related(cortex.reader(), TargetSpec("pkg/a.py"), min_support=2).files == []
 
 
-def test_the_half_life_is_half_the_historys_span(repo, cortex):
+def test_the_half_life_is_half_of_the_historys_commits(repo, cortex):
+    """Age counts the commits after a shared commit: a quiet year ages nothing, a busy week
+    ages a lot; the half-life is half of the commits read."""
+    repo.write("a.py", "A = 1\n")
+    repo.write("b.py", "B = 1\n")
+    repo.commit("old pair", days_ago=3000)
+    for n in range(219):   # a busy month, years later, elsewhere
+        repo.write("busy.py", f"N = {n}\n")
+        repo.commit(f"busy {n}", days_ago=100 - n / 10)
+    repo.write("a.py", "A = 2\n")
+    repo.write("c.py", "C = 1\n")
+    repo.commit("new pair", days_ago=1)
+    cortex.index()
+    con = cortex.reader()
+    h = _history_sets(con, 30)
+    assert h.half_life(None) == HalfLife(commits=110)   # 221 commits read: half, rounded
+    assert h.half_life(0) == HalfLife(days=0) and h.half_life(90) == HalfLife(days=90)
+    found = related(con, TargetSpec("a.py"))
+    assert (found.half_life_commits, found.half_life_days) == (110, None)
+    weights = {p.path: p.weight for p in found.files}
+    assert weights["c.py"] == 1.0   # the newest commit: age 0
+    assert weights["b.py"] == round(0.5 ** (220 / 110), 4)   # 220 commits after it: 0.25
+    in_days = related(con, TargetSpec("a.py"), half_life_days=365)
+    assert (in_days.half_life_commits, in_days.half_life_days) == (None, 365)
+    assert {p.path: p.weight for p in in_days.files}["b.py"] == round(0.5 ** (2999 / 365), 4)
+
+
+def test_a_quiet_history_does_not_age_and_a_short_one_decays_gently(repo, cortex):
     repo.write("a.py", "A = 1\n")
     repo.write("b.py", "B = 1\n")
     repo.commit("old", days_ago=3000)
     repo.write("a.py", "A = 2\n")
-    repo.write("b.py", "B = 2\n")
-    repo.commit("new", days_ago=1000)
-    cortex.index()
-    con = cortex.reader()
-    h = _history_sets(con, 30)
-    assert h.half_life(None) == 1000 and h.half_life(0) == 0 and h.half_life(90) == 90
-    found = related(con, TargetSpec("a.py"))
-    assert found.half_life_days == 1000
-    assert found.files[0].weight == round(0.5 ** 2 + 1.0, 4)   # 2,000 days: two half-lives
-
-
-def test_a_young_history_decays_over_a_year_at_least(repo, cortex):
-    repo.write("a.py", "A = 1\n")
-    repo.commit("old", days_ago=30)
-    repo.write("a.py", "A = 2\n")
+    repo.write("c.py", "C = 1\n")
     repo.commit("new", days_ago=10)
     cortex.index()
-    assert related(cortex.reader(), TargetSpec("a.py")).half_life_days == 365
+    found = related(cortex.reader(), TargetSpec("a.py"))
+    assert found.half_life_commits == 100   # the floor: two commits are all recent
+    # Eight years apart, nothing between: one commit of age, not eight years of it.
+    assert [(p.path, p.weight) for p in found.files] == [
+        ("c.py", 1.0), ("b.py", round(0.5 ** (1 / 100), 4))]

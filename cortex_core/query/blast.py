@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 from cortex_core.clock import DEFAULT, clock as read_clock
 from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS,
-                                        MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT, evidence_of,
-                                        file_scores, folder_scores, name_twins, related)
+                                        MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT, decay_text,
+                                        evidence_of, file_scores, folder_scores, name_twins, related)
 from cortex_core.query.history import CommitRef
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.query.targets import Target, TargetSpec, resolve
@@ -390,16 +390,16 @@ class FusedRelated:
     target: Target
     files: list[FusedPartner]
     target_commits: int = 0   # commits (within the changeset bound) that changed the target
-    half_life_days: float | None = HALF_LIFE_DAYS
+    half_life_days: float | None = HALF_LIFE_DAYS   # None: half_life_commits
     structure_weight: float = STRUCTURE_WEIGHT
     symbols: list = field(default_factory=list)  # for a symbol: coupling.Partner
     folder_prior: float = FOLDER_PRIOR
     file_prior: float = FILE_PRIOR
+    half_life_commits: int | None = None   # the half-life on the repository's clock of commits
 
     @property
     def formula(self) -> str:
-        decay = (f"each shared commit weighted 0.5^(age / {self.half_life_days:g} days)"
-                 if self.half_life_days else "no decay")
+        decay = decay_text(self.half_life_days, self.half_life_commits)
         text = (f"score = c + {self.structure_weight:g} × s / (1 + n) + "
                 f"{self.folder_prior:g} × f; c = the shared commits' weight / the target's "
                 f"({decay}), n = the target's "
@@ -504,8 +504,9 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                           decay=decay, file_prior=file_prior,
                           structure=symbol_neighbours(con, target),
                           structure_weight=structure_weight).symbols
-    return FusedRelated(target, out, n, h.half_life(half_life_days), structure_weight, symbols,
-                        folder_prior, file_prior)
+    half_life = h.half_life(half_life_days)
+    return FusedRelated(target, out, n, half_life.days, structure_weight, symbols,
+                        folder_prior, file_prior, half_life.commits)
 
 
 def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:

@@ -7,12 +7,15 @@ coupling; code-maat's default is 30):
     support(X, Y)     = commits that change both
     confidence(X ⇒ Y) = support / commits that change X      (how often Y follows X)
     confidence(Y ⇒ X) = support / commits that change Y      (how much of Y's life is X's)
-    weight(X, Y)      = the shared commits, each counted 0.5^(age / half-life), its age taken
-                        on the repository's own clock (clock.repository_time: the indexed
-                        HEAD's date, not today: an old clone ranks as it did when it was
-                        current); the half-life is half the span of the history read
-                        (HALF_LIFE_SHARE), at least a year, unless one is given: a fixed one
-                        cannot suit both an 8-year and a 22-year history
+    weight(X, Y)      = the shared commits, each counted 0.5^(age / half-life), its age
+                        counted on the repository's own clock of commits: the commits read
+                        that are newer than it (an old clone ranks as it did when it was
+                        current, and a quiet year ages nothing); the half-life is half of the
+                        commits read (HALF_LIFE_SHARE), at least HALF_LIFE_FLOOR_COMMITS. A
+                        half-life in days (a setting) counts age in time instead, from the
+                        indexed HEAD's date (clock.repository_time). A fixed half-life cannot
+                        suit both an 8-year and a 22-year history, and commits measured better
+                        than the span in time (bench/bench_cochange.py; docs/numbers.md)
 
 Candidates are ranked by weight (with no half-life: by support, the order of association rules,
 Zimmermann et al. 2004), then by the newest shared commit, then by name. One shared commit is
@@ -49,6 +52,7 @@ from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import apsw
 
@@ -63,9 +67,10 @@ EVIDENCE = 5  # shared commits listed per partner
 _DEFAULTS = CouplingSettings()  # the one set of defaults (config.py)
 MAX_CHANGESET = _DEFAULTS.max_changeset
 MIN_SUPPORT = _DEFAULTS.min_support
-HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # None: HALF_LIFE_SHARE of the history's span
+HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # None: HALF_LIFE_SHARE of the history's commits
 HALF_LIFE_SHARE = 0.5
-HALF_LIFE_FLOOR_DAYS = 365.0  # a young repository's history is all recent: no steep decay
+# A short history is all recent: no steep decay (not measured: every history measured was longer).
+HALF_LIFE_FLOOR_COMMITS = 100
 # Back-off for candidates the target shares few or no commits with (see the module docstring):
 # a symbol from its file's co-change, a file from its folder's.
 FILE_PRIOR = 1.0
@@ -123,6 +128,22 @@ class Partner:
         return self.support < 2
 
 
+class HalfLife(NamedTuple):
+    """How a shared commit's weight decays: on the repository's clock of commits (`commits`, the
+    default), or in `days` when a setting asks; 0 days: not at all."""
+    days: float | None = None     # None: on the clock of commits
+    commits: int | None = None    # None: in days
+
+
+def decay_text(days: float | None, commits: int | None) -> str:
+    """How each shared commit is weighted, in words (the formula that `--explain` prints)."""
+    if commits:
+        return f"each shared commit weighted 0.5^(commits since it / {commits})"
+    if days:
+        return f"each shared commit weighted 0.5^(age / {days:g} days)"
+    return "no decay"
+
+
 @dataclass(frozen=True)
 class Related:
     target: Target
@@ -131,7 +152,8 @@ class Related:
     symbols: list[Partner]
     max_changeset: int
     min_support: int
-    half_life_days: float | None = HALF_LIFE_DAYS
+    half_life_days: float | None = HALF_LIFE_DAYS   # None: half_life_commits
+    half_life_commits: int | None = None           # the half-life on the clock of commits
 
 
 @dataclass(frozen=True)
@@ -166,7 +188,7 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
     if target.symbol_id is not None:
         symbols = _symbol_partners(con, h, me, mine, min_support, top_k, weights, decay,
                                    file_prior, structure or {}, structure_weight)
-    return Related(target, len(mine), files, symbols, max_changeset, min_support, half_life)
+    return Related(target, len(mine), files, symbols, max_changeset, min_support, *half_life)
 
 
 @dataclass(frozen=True)
@@ -208,7 +230,7 @@ class SetRelated:
     changed: list[str]        # the set's files the index knows
     unknown: list[str]        # the set's files without history (new, or not indexed)
     files: list[SetPartner]
-    half_life_days: float | None = HALF_LIFE_DAYS
+    half_life_days: float | None = HALF_LIFE_DAYS   # None: half_life_commits
     changed_symbols: list[str] = field(default_factory=list)   # the set's known symbols
     unknown_symbols: list[str] = field(default_factory=list)   # ... without history (new ones)
     symbols: list[SetPartner] = field(default_factory=list)
@@ -217,6 +239,7 @@ class SetRelated:
     base: str | None = None   # the commit the working tree was compared with
     aggregate: str = SET_AGGREGATE            # how the files were scored (related_to_set)
     symbol_aggregate: str = SET_SYMBOL_AGGREGATE   # how the symbols were
+    half_life_commits: int | None = None      # the half-life on the clock of commits
 
 
 def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
@@ -232,8 +255,8 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
     highest decayed confidence from any one changed symbol (`symbol_aggregate` "max": measured
     better for symbols; "share" is the files' way)."""
     h = _history_sets(con, max_changeset)
-    half_life_days = h.half_life(half_life_days)
-    weights = h.weights(half_life_days)
+    half_life = h.half_life(half_life_days)
+    weights = h.weights(half_life)
     paths_of = h.paths(con)
     by_path = {path: fid for fid, path in paths_of.items()}
     known, unknown, ids = [], [], set()
@@ -269,8 +292,9 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
                        evidence_of(con, h, commits), qualname, plain,
                        {text(g): n for g, n in each.items()}, last)
             for (path, qualname), score, plain, support, held, each, commits, last in found]
-    return SetRelated(known, unknown, out, half_life_days, known_symbols, unknown_symbols, syms,
-                      aggregate=aggregate, symbol_aggregate=symbol_aggregate)
+    return SetRelated(known, unknown, out, half_life.days, known_symbols, unknown_symbols, syms,
+                      aggregate=aggregate, symbol_aggregate=symbol_aggregate,
+                      half_life_commits=half_life.commits)
 
 
 def _symbol_ids(con, h: "_HistorySets", symbols: Sequence[tuple[str, str]]
@@ -525,32 +549,43 @@ class _HistorySets:
     def __post_init__(self):
         self.commits_of_file = _invert(self.files_by_commit)
         self.commits_of_symbol = _invert(self.symbols_by_commit)
-        self.start = min(self.commit_time.values(), default=0)
         self._weights: dict[tuple, dict[int, float]] = {}
         self._masses: dict = {}
         self._symbol_file: dict[int, int] = {}
 
-    def half_life(self, half_life_days: float | None) -> float:
-        """The half-life in days that `half_life_days` asks for: itself (0: no decay), or for
-        None HALF_LIFE_SHARE of the span of the history read, at least HALF_LIFE_FLOOR_DAYS."""
+    def half_life(self, half_life_days: float | None) -> HalfLife:
+        """The half-life that `half_life_days` asks for: itself in days (0: no decay), or for
+        None HALF_LIFE_SHARE of the commits read, at least HALF_LIFE_FLOOR_COMMITS."""
         if half_life_days is not None:
-            return half_life_days
-        return max(HALF_LIFE_FLOOR_DAYS, round(HALF_LIFE_SHARE * (self.now - self.start) / _DAY))
+            return HalfLife(days=half_life_days)
+        return HalfLife(commits=max(HALF_LIFE_FLOOR_COMMITS,
+                                    round(HALF_LIFE_SHARE * len(self.commit_time))))
 
-    def weights(self, half_life_days: float | None, size_exponent: float = 0.0):
+    def weights(self, half_life: HalfLife, size_exponent: float = 0.0):
         """commit id -> its weight under this half-life (1.0 for all without one)."""
-        decay = half_life_days is not None and half_life_days > 0
-        if not decay and not size_exponent:
+        days, commits = half_life
+        if not days and not commits and not size_exponent:
             return _unit
-        key = (half_life_days if decay else None, size_exponent)
+        key = (half_life, size_exponent)
         table = self._weights.get(key)
         if table is None:
-            scale = half_life_days * _DAY if decay else None
-            sizes = self.commit_size
-            table = self._weights[key] = {
-                cid: (0.5 ** (max(0, self.now - t) / scale) if decay else 1.0)
-                / max(1, sizes[cid] - 1) ** size_exponent for cid, t in self.commit_time.items()}
+            table = self._weights[key] = self._decayed(days, commits)
+            if size_exponent:
+                sizes = self.commit_size
+                for cid in table:
+                    table[cid] /= max(1, sizes[cid] - 1) ** size_exponent
         return table.__getitem__
+
+    def _decayed(self, days: float | None, commits: int | None) -> dict[int, float]:
+        times = self.commit_time
+        if commits:
+            # A commit's age: the commits read after it (by committer time, then id).
+            newest_first = sorted(times, key=lambda c: (times[c], c), reverse=True)
+            return {cid: 0.5 ** (age / commits) for age, cid in enumerate(newest_first)}
+        if days:
+            scale = days * _DAY
+            return {cid: 0.5 ** (max(0, self.now - t) / scale) for cid, t in times.items()}
+        return dict.fromkeys(times, 1.0)
 
     def masses(self, weights) -> tuple[dict[int, float], dict[int, float]]:
         """Each file's and each symbol's commits, weighted (kept per weighting)."""
