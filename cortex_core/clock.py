@@ -2,7 +2,8 @@
 
 Hotspot windows and scores, code lenses and the hover's hotspot flag, `cortex what`, the
 recency prior of search and context packs and blast's risk take their `now` from here, on one of
-two clocks (co-change's decay always on the first: its ranking does not depend on the clock):
+two clocks. Co-change's decay counts commits, not days (a half-life set in days counts on the
+first clock): its ranking does not depend on the clock.
 
 - "repository" (the default): the committer date of the indexed HEAD, the commit checked out
   when the index was last brought up to date. An old clone, an archived project or an older

@@ -1,5 +1,5 @@
 """Co-change's back-off and fusion (issue 14): a symbol ranked by its file's co-change and by
-the calls; a file by its folder's co-change; the half-life from the history's own span."""
+the calls; a file by its folder's co-change; the half-life on the history's clock of commits."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_a_folder_with_no_shared_commit_brings_its_busy_files(repo, cortex):
 
 
 def test_the_half_life_is_half_of_the_historys_commits(repo, cortex):
-    """Age counts the commits after a shared commit: a quiet year ages nothing, a busy week
+    """Age counts the commits after a shared commit: a quiet year ages nothing, a busy month
     ages a lot; the half-life is half of the commits read."""
     repo.write("a.py", "A = 1\n")
     repo.write("b.py", "B = 1\n")
@@ -147,6 +147,9 @@ def test_the_half_life_is_half_of_the_historys_commits(repo, cortex):
     in_days = related(con, TargetSpec("a.py"), half_life_days=365)
     assert (in_days.half_life_commits, in_days.half_life_days) == (None, 365)
     assert {p.path: p.weight for p in in_days.files}["b.py"] == round(0.5 ** (2999 / 365), 4)
+    for none in (0, -1, float("nan")):   # only a positive half-life decays (the API unchecked)
+        flat = related(con, TargetSpec("a.py"), half_life_days=none)
+        assert {p.path: p.weight for p in flat.files} == {"b.py": 1.0, "c.py": 1.0}, none
 
 
 def test_a_quiet_history_does_not_age_and_a_short_one_decays_gently(repo, cortex):

@@ -139,9 +139,14 @@ def decay_text(days: float | None, commits: int | None) -> str:
     """How each shared commit is weighted, in words (the formula that `--explain` prints)."""
     if commits:
         return f"each shared commit weighted 0.5^(commits since it / {commits})"
-    if days:
+    if _decays(days):
         return f"each shared commit weighted 0.5^(age / {days:g} days)"
     return "no decay"
+
+
+def _decays(days: float | None) -> bool:
+    # Only a positive half-life decays (0, negative, NaN: none), as the settings' checks say.
+    return days is not None and days > 0
 
 
 @dataclass(frozen=True)
@@ -536,7 +541,7 @@ class _HistorySets:
     symbols_by_commit: dict[int, set[int]]
     alive_files: set[int]
     alive_symbols: set[int]
-    commit_time: dict[int, int]        # eligible commit -> committer time
+    commit_time: dict[int, int]        # eligible commit -> committer time, newest first
     commit_size: dict[int, int]        # eligible commit -> files it changed
     commits_of_file: dict[int, set[int]] = None      # the inverse of files_by_commit
     commits_of_symbol: dict[int, set[int]] = None
@@ -564,7 +569,7 @@ class _HistorySets:
     def weights(self, half_life: HalfLife, size_exponent: float = 0.0):
         """commit id -> its weight under this half-life (1.0 for all without one)."""
         days, commits = half_life
-        if not days and not commits and not size_exponent:
+        if not _decays(days) and not commits and not size_exponent:
             return _unit
         key = (half_life, size_exponent)
         table = self._weights.get(key)
@@ -579,10 +584,9 @@ class _HistorySets:
     def _decayed(self, days: float | None, commits: int | None) -> dict[int, float]:
         times = self.commit_time
         if commits:
-            # A commit's age: the commits read after it (by committer time, then id).
-            newest_first = sorted(times, key=lambda c: (times[c], c), reverse=True)
-            return {cid: 0.5 ** (age / commits) for age, cid in enumerate(newest_first)}
-        if days:
+            # A commit's age: the commits read after it, in the history's order (NEWEST_FIRST).
+            return {cid: 0.5 ** (age / commits) for age, cid in enumerate(times)}
+        if _decays(days):
             scale = days * _DAY
             return {cid: 0.5 ** (max(0, self.now - t) / scale) for cid, t in times.items()}
         return dict.fromkeys(times, 1.0)
@@ -659,9 +663,9 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         return cached[1]
     commit_time, commit_size = {}, {}
     for cid, when, size in con.execute(
-            "select id, committer_time, files_changed from commits where reachable = 1"
-            " and is_merge = 0 and files_changed <= ?", (max_changeset,)):
-        commit_time[cid] = when
+            "select id, committer_time, files_changed from commits c where reachable = 1"
+            f" and is_merge = 0 and files_changed <= ? order by {NEWEST_FIRST}", (max_changeset,)):
+        commit_time[cid] = when   # newest first: the clock of commits (_HistorySets.weights)
         commit_size[cid] = size
     position = {cid: n for n, (cid,) in enumerate(con.execute(
         f"select c.id from commits c where c.reachable = 1 order by {OLDEST_FIRST}"))}
