@@ -270,7 +270,9 @@ def search(result, now: float, explain: bool) -> str:
                 + f"  vector #{w.vector_rank or '-'}"
                 + (f" (cos {w.vector_similarity:.2f}, weight {w.vector_weight:.2f})"
                    if w.vector_similarity is not None else "")
-                + f"  fused {w.fused:.4f} × (1 + {w.boost:.3f}) = {w.score:.4f}")
+                + f"  fused {w.fused:.4f} × (1 + {w.boost:.3f}) = {w.score:.4f}"
+                + (f"  (by @{terminal(w.named_author)}, named in the query: fused "
+                   f"× {w.author_factor:g})" if w.named_author else ""))
             lines.append(f"      priors: recency {w.recency:.2f}  signal {w.signal:.2f}"
                          f"  context {w.context:.2f}  area {w.area:.0f}"
                          + (f"  ({'; '.join(w.context_reasons)})" if w.context_reasons else ""))

@@ -170,7 +170,8 @@ def build_server(memory: Memory) -> MCPServer:
 
     @mcp.tool(annotations=READ)
     def search_memory(query: Annotated[str, Field(min_length=1, max_length=2000,
-                                                  description="words or a question")],
+                                                  description="words or a question; an @login "
+                                                              "lifts that author's commits")],
                       top_k: TopK = 8,
                       kind: Annotated[list[Literal["commit", "doc", "note"]] | None,
                                       Field(description="only these kinds")] = None,

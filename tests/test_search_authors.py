@@ -1,0 +1,79 @@
+"""Search: an author the query names (`@login`, as changelogs credit them) lifts their commits.
+
+Real repositories and stores; the command line through a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cortex_core.memory.authors import named_logins
+from cortex_core.memory.search import AUTHOR_WEIGHT, SearchOptions, search
+
+
+def test_logins_are_read_as_changelogs_write_them():
+    assert named_logins("Fix typos in docs. by @jianghuyiyuan.") == {
+        "jianghuyiyuan": "jianghuyiyuan"}
+    assert named_logins("by @Kludex and @tiangolo") == {"kludex": "Kludex", "tiangolo": "tiangolo"}
+    assert named_logins("Update People. by [@github-actions[bot]].") == {
+        "githubactions": "github-actions"}
+    # An e-mail address, a word, a trailing hyphen: nobody is named.
+    for text in ("mail user@example.com now", "bob@x.org", "a@b", "x @foo- y", "@-x", "@"):
+        assert named_logins(text) == {}, text
+
+
+def _three_authors(repo):
+    repo.write("docs/index.md", "one\n")
+    repo.commit("Fix typos in docs", author="Alice Liddell <alice@example.com>", days_ago=30)
+    repo.write("docs/index.md", "two\n")
+    repo.commit("Fix typos in docs", author="Bob Smith <12345+bobsmith@users.noreply.github.com>",
+                days_ago=20)
+    repo.write("docs/index.md", "three\n")
+    repo.commit("Fix typos in the docs index", author="Carol <carol@example.com>", days_ago=10)
+
+
+def test_a_named_author_lifts_their_commit(repo, cortex):
+    _three_authors(repo)
+    cortex.index(model="none")
+    con = cortex.reader()
+
+    def first(query):
+        hits = search(con, query, SearchOptions(kinds=("commit",))).hits
+        return hits[0].author, hits[0].why
+
+    plain = search(con, "Fix typos in docs", SearchOptions(kinds=("commit",))).hits
+    assert all(h.why.named_author is None and h.why.author_factor == 1.0 for h in plain)
+    # The name, the e-mail's local part behind GitHub's numeric prefix, any case.
+    author, why = first("Fix typos in docs. by @AliceLiddell.")
+    assert author == "Alice Liddell" and why.named_author == "AliceLiddell"
+    assert why.author_factor == 1.0 + AUTHOR_WEIGHT
+    author, why = first("Fix typos in docs by @bobsmith")
+    assert author == "Bob Smith" and why.named_author == "bobsmith"
+    author, why = first("Fix typos in docs by @alice")   # her e-mail's local part
+    assert author == "Alice Liddell" and why.named_author == "alice"
+    # Not a guess from a part of a name, and an address names no one.
+    assert first("Fix typos in docs by @liddell")[1].named_author is None
+    assert first("Fix typos in docs, alice@example.com")[1].named_author is None
+
+
+def test_a_named_author_does_not_beat_a_much_better_match(repo, cortex):
+    repo.write("a.py", "x = 1\n")
+    repo.commit("Refactor the parser", author="Dora <dora@example.com>", days_ago=30)
+    repo.write("b.py", "y = 1\n")
+    repo.commit("Fix crash when the config file is empty", author="Eve <eve@example.com>",
+                days_ago=20)
+    cortex.index(model="none")
+    hits = search(cortex.reader(), "Fix crash when the config file is empty by @dora",
+                  SearchOptions(kinds=("commit",))).hits
+    assert hits[0].author == "Eve"   # Dora's commit shares no word with the entry
+
+
+def test_cli_explain_says_the_author_was_named(repo, cortex):
+    _three_authors(repo)
+    cortex.index(model="none")
+    shown = subprocess.run(
+        [sys.executable, "-m", "cortex_cli.cli", "search", "Fix typos in docs by @bobsmith",
+         "--explain", "--repo", str(repo.path), "--db", str(cortex.db)],
+        capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert f"by @bobsmith, named in the query: fused × {1 + AUTHOR_WEIGHT:g}" in shown.stdout
