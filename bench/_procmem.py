@@ -74,6 +74,8 @@ class ChildSampler:
                     entry = self.processes[pid] = {"pid": pid, "ppid": ppid,
                                                    "cmdline": cmdline(pid)[:300],
                                                    "peak_rss_kib": 0, "samples": 0}
+                else:
+                    _exec_seen(entry, pid, 300)
                 entry["peak_rss_kib"] = max(entry["peak_rss_kib"], status.get("VmHWM", 0))
                 entry["samples"] += 1
                 pss = proc_pss(pid)
@@ -96,6 +98,14 @@ class ChildSampler:
                 "peak_tree_pss_kib": self.peak_tree_pss_kib,
                 "peak_tree_processes": self.peak_tree_processes, "samples": self.samples,
                 "interval_seconds": self.interval}
+
+
+def _exec_seen(entry: dict, pid: int, limit: int) -> None:
+    """Read a known process's command line again: one first seen between its fork and its exec
+    showed its parent's (the index run's main process, once, in a test), and it is cheap."""
+    now = cmdline(pid)[:limit]
+    if now:
+        entry["cmdline"] = now
 
 
 # -- memory of a process tree ------------------------------------------------------------------
@@ -135,6 +145,8 @@ class TreeMemory:
                         "pid": pid, "ppid": ppid, "cmdline": cmdline(pid)[:200],
                         "role": "main" if ppid == self.root else "worker",
                         "peak_rss_kib": 0, "peak_pss_kib": 0, "first_seen_s": self._now()}
+                else:
+                    _exec_seen(entry, pid, 200)
                 entry["peak_rss_kib"] = max(entry["peak_rss_kib"], status.get("VmHWM", 0))
                 entry["peak_pss_kib"] = max(entry["peak_pss_kib"], pss)
                 count += 1

@@ -17,8 +17,10 @@ def test_logins_are_read_as_changelogs_write_them():
     assert named_logins("by @Kludex and @tiangolo") == {"kludex": "Kludex", "tiangolo": "tiangolo"}
     assert named_logins("Update People. by [@github-actions[bot]].") == {
         "githubactions": "github-actions"}
-    # An e-mail address, a word, a trailing hyphen: nobody is named.
-    for text in ("mail user@example.com now", "bob@x.org", "a@b", "x @foo- y", "@-x", "@"):
+    assert named_logins("Thanks to @alice.") == {"alice": "alice"}   # a full stop may follow
+    # An e-mail address, a word, a trailing hyphen, a decorator or an attribute: nobody.
+    for text in ("mail user@example.com now", "bob@x.org", "a@b", "x @foo- y", "@-x", "@",
+                 "use @lru_cache(maxsize=2)", "@admin.register the model", "@dataclass(frozen)"):
         assert named_logins(text) == {}, text
 
 
@@ -77,3 +79,52 @@ def test_cli_explain_says_the_author_was_named(repo, cortex):
         capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert f"by @bobsmith, named in the query: fused × {1 + AUTHOR_WEIGHT:g}" in shown.stdout
+
+
+def test_bots_accents_plus_addresses_and_merges(repo, cortex):
+    """A bot is named without its [bot]; accents are not spelt in logins; only GitHub's numeric
+    prefix is dropped before a +; a merged pull request is its author's, not its merger's."""
+    for n, (author, subject) in enumerate([
+            ("dependabot[bot] <49699333+dependabot[bot]@users.noreply.github.com>",
+             "Bump mkdocs from 1.5 to 1.6"),
+            ("José García <jg@example.com>", "Fix parser crash on empty input"),
+            ("Alice <alice+github@gmail.com>", "Fix typos in the guide")]):
+        repo.write(f"f{n}.txt", f"{n}\n")
+        repo.commit(subject, author=author, days_ago=40 - n)
+    main = repo.git("rev-parse", "--abbrev-ref", "HEAD")
+    repo.git("checkout", "-q", "-b", "fix-config")
+    repo.write("config.py", "EMPTY = None\n")
+    repo.commit("Handle an empty config", author="Ken Doe <ken@example.com>", days_ago=20)
+    repo.git("checkout", "-q", main)
+    stamp = f"{repo.now - 10 * 86400} +0000"
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge pull request #5 from kendoe/fix-config\n\n"
+             "Fix crash when the config file is empty", "fix-config",
+             env={"GIT_AUTHOR_NAME": "Maintainer", "GIT_AUTHOR_EMAIL": "maint@example.com",
+                  "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    cortex.index(model="none")
+    con = cortex.reader()
+
+    def named(query):
+        return {h.title: h.why.named_author for h in search(
+            con, query, SearchOptions(kinds=("commit",), top_k=20)).hits if h.why.named_author}
+
+    assert named("Bump mkdocs from 1.5 to 1.6. PR by @dependabot[bot].") == {
+        "Bump mkdocs from 1.5 to 1.6": "dependabot"}
+    assert named("Fix parser crash on empty input by @josegarcia") == {
+        "Fix parser crash on empty input": "josegarcia"}
+    assert named("Fix typos in the guide by @alice") == {"Fix typos in the guide": "alice"}
+    assert named("Fix typos in the guide by @github") == {}   # alice+github: Alice's tag
+    merged = named("Fix crash when the config file is empty by @kendoe")
+    assert list(merged.values()) == ["kendoe"] * len(merged) and len(merged) >= 1
+    assert named("Fix crash when the config file is empty by @maint") == {}
+
+
+def test_a_name_longer_than_any_login_is_not_read(repo, cortex):
+    repo.write("a.txt", "a\n")
+    repo.commit("Fix parser crash", author="x" * 5000 + " <alice@example.com>", days_ago=5)
+    cortex.index(model="none")
+    hits = search(cortex.reader(), "Fix parser crash by @" + "x" * 39,
+                  SearchOptions(kinds=("commit",))).hits
+    assert hits and hits[0].why.named_author is None
+    hits = search(cortex.reader(), "Fix parser crash by @alice", SearchOptions()).hits
+    assert hits[0].why.named_author == "alice"   # the address still speaks

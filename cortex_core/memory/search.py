@@ -465,7 +465,9 @@ def _rank(con, scored: list[tuple[int, float]], parts: Parts, vector: list[int],
     if not fused:
         return []
     authors = authored_by(con, list(fused), logins)
-    if authors:   # not a prior: the query asked for these authors (module docstring, 4)
+    # Not a prior: the query asked for these authors (module docstring, 4); the area prior's
+    # cluster is then that of the lifted list's best hits.
+    if authors:
         fused = {item: score * (1.0 + AUTHOR_WEIGHT) if item in authors else score
                  for item, score in fused.items()}
     light = _light_metadata(con, list(fused))
