@@ -450,10 +450,7 @@ def set_related(result, explain: bool = False) -> str:
         lines.append("files: " + _set_formula(result.aggregate, "file"))
     else:
         lines.append(_set_formula(result.aggregate, "file"))
-    if result.half_life_commits:
-        lines.append(f"a commit's weight halves every {result.half_life_commits} commits after it")
-    elif result.half_life_days:
-        lines.append(f"a commit's weight halves every {result.half_life_days:g} days")
+    lines.append(result.decay)
     return "\n".join(lines)
 
 

@@ -200,6 +200,18 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     assert two["files"][0]["with_changed"] == ["a.py", "b.py"]
     assert two["files"][0]["score"] > two["files"][1]["score"]
 
+    # The decay line is the engine's one text, as the fused form's formula says it.
+    def text(*args):
+        done = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", *args,
+                               "--repo", str(repo.path), "--db", str(cortex.db)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    assert "each shared commit weighted 0.5^(commits since it / 100)" in text()
+    assert text("--half-life", "0").rstrip().endswith("no decay")
+    assert "0.5^(age / 30 days)" in text("--half-life", "30")
+    assert "0.5^(age / 30 days)" in text("a.py", "--half-life", "30", "--explain")
+
 
 def test_a_module_and_its_tests_are_name_twins(repo, cortex):
     from cortex_core.query.coupling import name_key

@@ -246,6 +246,11 @@ class SetRelated:
     symbol_aggregate: str = SET_SYMBOL_AGGREGATE   # how the symbols were
     half_life_commits: int | None = None      # the half-life on the clock of commits
 
+    @property
+    def decay(self) -> str:
+        """How each shared commit was weighted, in the words the fused ranking uses."""
+        return decay_text(self.half_life_days, self.half_life_commits)
+
 
 def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
                    max_changeset: int = MAX_CHANGESET, min_support: int = MIN_SUPPORT,
