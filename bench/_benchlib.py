@@ -1,9 +1,11 @@
 """Helpers shared by the benchmark scripts: running and timing processes, private clones,
-percentiles, the description of the machine and of the code under test, progress on stderr and
-the report (JSON or text) on stdout. What only the history benchmarks need (git's funcname
-lines, `git log -L` patches, agreement of commit sets) is in `_linelog.py`.
+percentiles, paired intervals and p-values, the description of the machine and of the code
+under test, progress on stderr and the report (JSON or text) on stdout. What only the history
+benchmarks need (git's funcname lines, `git log -L` patches, agreement of commit sets) is in
+`_linelog.py`.
 
-Standard library only (plus the project, imported by the scripts themselves).
+Standard library only (plus the project, imported by the scripts themselves, and numpy, one of
+its dependencies, for the intervals).
 """
 
 from __future__ import annotations
@@ -437,3 +439,67 @@ def mib(kib) -> str:
 def clip(text: str | None, width: int = 70) -> str:
     text = (text or "").strip()
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _group_sums(a: list[float], b: list[float], groups: list) -> tuple:
+    """Per group: the sum of the paired differences a − b, and the number of queries."""
+    import numpy as np
+    if not len(a) == len(b) == len(groups):
+        raise ValueError(f"paired scores and groups differ in length: {len(a)}, {len(b)}, "
+                         f"{len(groups)}")
+    ids = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    diff = np.zeros(len(ids))
+    size = np.zeros(len(ids))
+    for x, y, g in zip(a, b, groups):
+        diff[ids[g]] += x - y
+        size[ids[g]] += 1
+    return diff, size
+
+
+def paired_interval(a: list[float], b: list[float], groups: list, draws: int = 10_000,
+                    seed: int = 0) -> tuple[float, float] | None:
+    """The 95% interval of mean(a) − mean(b) over paired per-query scores, in points, by a
+    bootstrap that draws whole groups: the queries of one group (the test transaction they come
+    from) are drawn together, since they share their gold and are not independent; give each
+    query a group of its own when they are. Percentile interval, fixed seed. None under two
+    groups (a bootstrap of one group says nothing). Percentile intervals run narrow when only a
+    few groups differ: read them with `sign_flip_p`."""
+    import numpy as np
+    diff, size = _group_sums(a, b, groups)
+    if len(diff) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = []
+    for start in range(0, draws, 1000):   # in chunks: memory bounded whatever the groups
+        pick = rng.integers(0, len(diff), size=(min(1000, draws - start), len(diff)))
+        means.append(diff[pick].sum(axis=1) / size[pick].sum(axis=1) * 100)
+    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
+    return round(float(low), 2), round(float(high), 2)
+
+
+def sign_flip_p(a: list[float], b: list[float], groups: list, draws: int = 100_000,
+                seed: int = 0) -> float | None:
+    """Two-sided p-value of no difference between paired scores, by a sign-flip test over the
+    groups: with no difference, each group's summed difference a − b is as likely negated.
+    Exact (every sign pattern) up to 16 groups that differ, else from `draws` random patterns.
+    With one query per group and scores of 0 or 1 it is the exact McNemar test. None without
+    queries."""
+    import numpy as np
+    diff, _ = _group_sums(a, b, groups)
+    if not len(diff):
+        return None
+    differ = diff[diff != 0]
+    if not len(differ):
+        return 1.0
+    observed = abs(differ.sum()) - 1e-9   # ties with the observed sum count as extreme
+    k = len(differ)
+    if k <= 16:
+        patterns = (np.arange(2 ** k)[:, None] >> np.arange(k)) & 1
+        sums = np.abs((patterns * 2 - 1) @ differ)
+        return round(float((sums >= observed).mean()), 4)
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, draws, 2000):   # in chunks, as above
+        signs = rng.integers(0, 2, size=(min(2000, draws - start), k)) * 2 - 1
+        extreme += int((np.abs(signs @ differ) >= observed).sum())
+    return round((extreme + 1) / (draws + 1), 4)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import _benchlib as bl
+from _benchlib import paired_interval, sign_flip_p
 
 
 _CHANGELOG_NAMES = re.compile(
@@ -153,11 +154,14 @@ def methods_table(methods: dict) -> str:
     rows = []
     for name, m in methods.items():
         delta = "" if m is base else f"{(m['recall'] - base['recall']) * 100:+.1f}"
-        rows.append([name, f"{m['recall']:.3f}", delta, f"{m['mrr']:.3f}",
+        low_high = m.get("recall_interval")
+        interval = f"{low_high[0]:+.1f} to {low_high[1]:+.1f}" if low_high else ""
+        p = f"{m['recall_p']:.3f}" if m.get("recall_p") is not None else ""
+        rows.append([name, f"{m['recall']:.3f}", delta, interval, p, f"{m['mrr']:.3f}",
                      str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
                      f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
-    return bl.table(rows, ["method", "Recall@10", "pts vs rules", "MRR@10", "better", "worse",
-                           "p95 ms"])
+    return bl.table(rows, ["method", "Recall@10", "pts vs rules", "95% interval", "p",
+                           "MRR@10", "better", "worse", "p95 ms"])
 
 
 def halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:
@@ -171,9 +175,42 @@ def halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:
     return out
 
 
-def _versus(s: dict, base: dict) -> dict:
-    """Scores, and the queries answered better and worse than the baseline (Recall@10)."""
+def _versus(s: dict, base: dict, groups: list[int] | None = None) -> dict:
+    """Scores, the queries answered better and worse than the baseline (Recall@10), and with
+    `groups` (each query's test transaction) the differences' 95% intervals in points and
+    their p-values."""
     pairs = list(zip(s["per_query_recall"], base["per_query_recall"]))
-    return {"recall": s["recall"], "mrr": s["mrr"],
-            "better_than_baseline": sum(a > b for a, b in pairs),
-            "worse_than_baseline": sum(a < b for a, b in pairs)}
+    out = {"recall": s["recall"], "mrr": s["mrr"],
+           "better_than_baseline": sum(a > b for a, b in pairs),
+           "worse_than_baseline": sum(a < b for a, b in pairs)}
+    if groups is not None:
+        out.update(_paired(s, base, groups))
+    return out
+
+
+def _paired(s: dict, base: dict, groups: list[int]) -> dict:
+    """The 95% intervals of the differences from `base` in points, and their sign-flip
+    p-values, over the test transactions (`groups`)."""
+    out = {}
+    for measure, key in (("recall", "per_query_recall"), ("mrr", "per_query_rr")):
+        out[f"{measure}_interval"] = paired_interval(s[key], base[key], groups)
+        out[f"{measure}_p"] = sign_flip_p(s[key], base[key], groups)
+    return out
+
+
+def versus_alone(f: dict, a: dict, groups: list[int]) -> dict:
+    """The fused ranking's scores `f` against co-change alone's `a` (both from `scores`),
+    paired: differences in points, their 95% intervals and p-values (issue 14: the fusion must
+    never rank below co-change alone)."""
+    return {"recall_points": round((f["recall"] - a["recall"]) * 100, 2),
+            "mrr_points": round((f["mrr"] - a["mrr"]) * 100, 2), **_paired(f, a, groups)}
+
+
+def alone_line(v: dict) -> str:
+    def how(measure: str) -> str:
+        low_high = v[f"{measure}_interval"]
+        interval = f"{low_high[0]:+.1f} to {low_high[1]:+.1f}, " if low_high else ""
+        return f"{v[f'{measure}_points']:+.1f} points ({interval}p {v[f'{measure}_p']})"
+    return (f"\ncortex related − co-change alone: Recall@10 {how('recall')}, MRR@10 "
+            f"{how('mrr')}\n(95% intervals by a bootstrap over the test transactions; p: a "
+            "sign-flip test over them)")

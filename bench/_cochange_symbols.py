@@ -10,8 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import _benchlib as bl
-from _cochange_common import (AssociationRules, Transaction, accepted, build_index, methods_table,
-                              _versus, scores)
+from _cochange_common import (AssociationRules, Transaction, accepted, alone_line, build_index,
+                              methods_table, _versus, scores)
 
 
 # ---- symbol level (--level symbol) ------------------------------------------------------------
@@ -87,10 +87,11 @@ class SplitIdentity:
 
 def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: set[int],
                    low: int = 2, high: int = 10, as_cortex: bool = False,
-                   sets: list | None = None) -> tuple[list, int]:
+                   sets: list | None = None, groups: list | None = None) -> tuple[list, int]:
     """Test transactions: each non-merge commit after the split that changed `low` to `high`
     symbols; each of them that existed at the split is a query, gold = the others that did.
-    `sets`, when given, receives each transaction's symbols that existed at the split."""
+    `sets`, when given, receives each transaction's symbols that existed at the split;
+    `groups`, each query's transaction (its number)."""
     ids = dict(head_con.execute("select sha, id from commits where is_merge = 0"))
     wanted = [ids[s] for s in after_shas if s in ids]
     marks = ",".join("?" * len(wanted))
@@ -114,6 +115,8 @@ def symbol_queries(head_con, names: dict, after_shas: list[str], split_alive: se
             gold = {names[g][0] for g in alive - {q}}
             if gold:
                 queries.append((q, gold))
+                if groups is not None:
+                    groups.append(tests)
     return queries, tests
 
 
@@ -206,9 +209,10 @@ def print_symbol_report(report: dict, repo: Path) -> None:
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(report["query_kinds"].items()))
     name = repo.parent.name if repo.name in ("repo", ".git") else repo.name
     print(f"\n{name}, symbol level: split at {report['split'][:10]}, {report['queries']} "
-          f"queries ({kinds}) from {report['test_transactions']} test transactions; "
-          f"{report['history_ceiling']:.3f} of the gold shared a commit with its query before "
-          "the split (by name, without renames)")
+          f"queries ({kinds}) from {report['query_transactions']} of "
+          f"{report['test_transactions']} test transactions; {report['history_ceiling']:.3f} "
+          "of the gold shared a commit with its query before the split (by name, without "
+          "renames)")
     if report["unresolved_queries"]:
         print(f"{report['unresolved_queries']} queries cortex could not resolve to the same "
               "symbol (scored 0)")
@@ -218,3 +222,4 @@ def print_symbol_report(report: dict, repo: Path) -> None:
           "symbols; a name renamed away and used again)")
     print()
     print(methods_table(report["methods"]))
+    print(alone_line(report["cortex_vs_cochange_alone"]))

@@ -74,7 +74,8 @@ from pathlib import Path
 
 import _benchlib as bl
 from _cochange_common import (AssociationRules, accepted, halves, build_index, methods_table,
-                              split_commit, variants, _versus, is_changelog, log, scores)
+                              split_commit, variants, _versus, is_changelog, log, scores,
+                              alone_line, versus_alone)
 from _cochange_sets import set_report
 from _cochange_symbols import (cortex_answers, hidden_by_lineage, symbol_names, print_symbol_report,
                                _rules_on_cortex_data, _symbol_dbs, symbol_queries, symbol_training)
@@ -136,12 +137,14 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     training = log(clone, split)
     tests = [t for t in log(clone, f"{split}..{head}") if 2 <= len(t.files) <= 10]
     queries: list[tuple[str, set[str]]] = []
-    for t in tests:
+    groups: list[int] = []   # each query's test transaction, for the intervals
+    for number, t in enumerate(tests):
         files = {f for f in t.files if f in alive}
         for f in sorted(files):
             gold = files - {f}
             if gold:
                 queries.append((f, gold))
+                groups.append(number)
     print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
           f"{len(training)} training commits, {len(tests)} test transactions, "
           f"{len(queries)} queries", file=sys.stderr)
@@ -179,7 +182,8 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     golds = [g for _, g in queries]
     report = {"environment": env, "repo": str(repo), "split": split, "head": head,
               "first_parent_commits": len(line), "training_commits": len(training),
-              "test_transactions": len(tests), "queries": len(queries), "top": args.top,
+              "test_transactions": len(tests), "queries": len(queries),
+              "query_transactions": len(set(groups)), "top": args.top,
               "methods": {}}
     base = scores(base_answers, golds, args.top)
     report["methods"]["association rules"] = {
@@ -189,6 +193,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     # training commit with it (no ranking of co-change alone can recall more), averaged alike.
     reachable = [len(g & set(baseline.rank(q, 10**9))) / len(g) for q, g in queries]
     report["history_ceiling"] = sum(reachable) / max(1, len(reachable))
+    scored: dict[str, dict] = {}
     for name, fn, kwargs in methods:
         call_kwargs = {"max_changeset": args.max_changeset, **kwargs}
         call_kwargs = accepted(fn, call_kwargs)
@@ -203,10 +208,13 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
                 continue
             times.append(time.perf_counter() - t0)
             answers.append([p.path for p in found.files])
+        scored[name] = scores(answers, golds, args.top)
         report["methods"][name] = {
-            **_versus(scores(answers, golds, args.top), base), "kwargs": call_kwargs,
+            **_versus(scored[name], base, groups), "kwargs": call_kwargs,
             "p50_ms": bl.percentile(times, 50) * 1000 if times else None,
             "p95_ms": bl.percentile(times, 95) * 1000 if times else None}
+    report["cortex_vs_cochange_alone"] = versus_alone(scored["cortex related"],
+                                                     scored["co-change alone"], groups)
     # The hover's "usually changes with ..." line: strongest_symbol on sampled symbols alive at
     # the split, warm (the history is read once per connection, as in the language server).
     from cortex_core.query.coupling import strongest_symbol
@@ -233,10 +241,12 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
         bl.dump_json(report)
         return 0
     print("\n".join(bl.environment_lines(env)))
-    print(f"\n{repo.name}: split at {split[:10]}, {len(queries)} queries from {len(tests)} test "
-          f"transactions; {report['history_ceiling']:.3f} of the gold shared a commit with its "
-          "query before the split (the ceiling of any co-change ranking without renames)\n")
+    print(f"\n{repo.name}: split at {split[:10]}, {len(queries)} queries from "
+          f"{report['query_transactions']} of {len(tests)} test transactions; "
+          f"{report['history_ceiling']:.3f} of the gold shared a commit with its query before "
+          "the split (the ceiling of any co-change ranking without renames)\n")
     print(methods_table(report["methods"]))
+    print(alone_line(report["cortex_vs_cochange_alone"]))
     hover = report.get("hover_coupled_symbol_ms")
     if hover:
         print(f"\nhover's coupled-symbol line (strongest_symbol, warm, {hover['symbols']} "
@@ -259,8 +269,10 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     training = symbol_training(con, names)
     after = bl.git(clone, "rev-list", "--no-merges", f"{split}..{head}").split()
     transactions: list[set[int]] = []
+    groups: list[int] = []
     queries, tests = symbol_queries(head_con, names, after, split_alive,
-                                    as_cortex=args.substantive_gold, sets=transactions)
+                                    as_cortex=args.substantive_gold, sets=transactions,
+                                    groups=groups)
     head_con.close()
     print(f"split {split[:10]} ({args.split:.0%} of {len(line)} first-parent commits); "
           f"{len(training)} training commits with symbol changes, {tests} test transactions, "
@@ -291,7 +303,8 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
               "head": head, "first_parent_commits": len(line),
               "substantive_gold": args.substantive_gold, "training_commits": len(training),
               "test_transactions": tests,
-              "queries": len(queries), "query_kinds": dict(kinds), "top": args.top,
+              "queries": len(queries), "query_transactions": len(set(groups)),
+              "query_kinds": dict(kinds), "top": args.top,
               "methods": {"association rules": {
                   "recall": base["recall"], "mrr": base["mrr"],
                   "seconds_per_query": base_seconds / len(queries)}}}
@@ -301,13 +314,17 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
                ("co-change alone", {"file_prior": 0}, True)]
     for name, kwargs in variants(args.variant):
         methods += [(f"{name} (fused)", kwargs, False), (f"{name} (co-change)", kwargs, True)]
+    scored: dict[str, dict] = {}
     for name, kwargs, alone in methods:
         answers, times, unresolved = cortex_answers(con, queries, names, args, kwargs, alone)
-        report["methods"][name] = {**_versus(scores(answers, golds, args.top), base),
+        scored[name] = scores(answers, golds, args.top)
+        report["methods"][name] = {**_versus(scored[name], base, groups),
                                    "kwargs": kwargs, "unresolved": unresolved,
                                    "p50_ms": bl.percentile(times, 50) * 1000,
                                    "p95_ms": bl.percentile(times, 95) * 1000}
     report["unresolved_queries"] = report["methods"]["cortex related (symbols)"]["unresolved"]
+    report["cortex_vs_cochange_alone"] = versus_alone(scored["cortex related (symbols)"],
+                                                     scored["co-change alone"], groups)
     report["methods"].update(_rules_on_cortex_data(con, names, [q for q, _ in queries], golds,
                                                    alive_keys, args, base))
     report["gold_hidden_by_lineage"] = hidden_by_lineage(con, queries, names, split_alive,

@@ -97,7 +97,8 @@ def evaluate(con, queries: list[rg.GoldQuery], options_factory, *, embedder=None
 
     Returns {"queries", "answerable", "recall_at_k", "mrr_at_k", "recall_at_k_answerable",
     "mrr_at_k_answerable", "latency_s": {p50, p95, mean, max}, "modes_used", "errors",
-    "error_examples", ["per_query"]}. A query whose search raises counts as a miss (the
+    "error_examples", ["per_query"], "_ranks" (each query's rank of its first gold hit, or None,
+    which versus_baseline() reads and drops)}. A query whose search raises counts as a miss (the
     exception's text is kept in error_examples)."""
     from cortex_core.memory.search import search
 
@@ -127,6 +128,7 @@ def score_ranker(queries: list[rg.GoldQuery], run, *, k: int, indexed: set[str],
     modes: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     rows = []
+    ranks: list[int | None] = []   # each query's rank of its first gold hit, for the intervals
     for q in queries:
         is_answerable = bool(q.gold & indexed)
         answerable += is_answerable
@@ -149,6 +151,7 @@ def score_ranker(queries: list[rg.GoldQuery], run, *, k: int, indexed: set[str],
             if is_answerable:
                 hits_ans += 1
                 rr_ans += 1 / rank
+        ranks.append(rank)
         if per_query:
             rows.append({"source": q.source, "query": q.query, "gold": len(q.gold),
                          "answerable": is_answerable, "rank": rank, "seconds": elapsed})
@@ -170,7 +173,34 @@ def score_ranker(queries: list[rg.GoldQuery], run, *, k: int, indexed: set[str],
     }
     if per_query:
         out["per_query"] = rows
+    out["_ranks"] = ranks   # not printed: versus_baseline() reads it
     return out
+
+
+def versus_baseline(results: dict) -> None:
+    """Each ranker's differences from the baseline, paired query by query, in points, with
+    their 95% intervals (a bootstrap over the queries: each changelog entry is drawn alone) and
+    p-values (a sign-flip test: for Recall@k, the exact McNemar test); the per-query ranks are
+    then dropped from the report."""
+    base = results.get(BASELINE)
+    for r in results.values():
+        if "_ranks" not in r:
+            continue
+        if base is not None and r is not base:
+            hit = [float(x is not None) for x in r["_ranks"]]
+            rr = [1 / x if x else 0.0 for x in r["_ranks"]]
+            base_hit = [float(x is not None) for x in base["_ranks"]]
+            base_rr = [1 / x if x else 0.0 for x in base["_ranks"]]
+            each = list(range(len(hit)))
+            r["versus_baseline"] = {
+                "recall_points": round((r["recall_at_k"] - base["recall_at_k"]) * 100, 2),
+                "recall_interval": bl.paired_interval(hit, base_hit, each),
+                "recall_p": bl.sign_flip_p(hit, base_hit, each),
+                "mrr_points": round((r["mrr_at_k"] - base["mrr_at_k"]) * 100, 2),
+                "mrr_interval": bl.paired_interval(rr, base_rr, each),
+                "mrr_p": bl.sign_flip_p(rr, base_rr, each)}
+    for r in results.values():
+        r.pop("_ranks", None)
 
 
 def evaluate_baseline(repo: Path, queries: list[rg.GoldQuery], *, k: int = 10,
@@ -345,6 +375,7 @@ def main(argv=None) -> int:
                                  k=args.k, now=now, indexed=indexed, per_query=args.per_query)
         r = results[name]
         log(f"{name}: R@{args.k} {r['recall_at_k']:.3f}  MRR@{args.k} {r['mrr_at_k']:.3f}")
+    versus_baseline(results)
     report["results"] = results
     if "hybrid" in modes and args.misses:
         report["hybrid_misses"] = misses(con, queries, embedder, args.k, args.misses, args.seed)
@@ -359,6 +390,12 @@ def main(argv=None) -> int:
     else:
         print_report(report, args.k)
     return 0
+
+
+def _difference(v: dict, measure: str) -> str:
+    low_high = v[f"{measure}_interval"]
+    interval = f"{low_high[0]:+.1f} to {low_high[1]:+.1f}, " if low_high else ""
+    return f"{v[f'{measure}_points']:+.1f} points ({interval}p {v[f'{measure}_p']})"
 
 
 def _pct(x) -> str:
@@ -411,6 +448,11 @@ def print_report(report: dict, k: int) -> None:
           f"commit items only, top {k}:")
     print(bl.table(rows, ["ranker", f"R@{k}", f"MRR@{k}", f"R@{k} ans.", f"MRR@{k} ans.",
                           "p50", "p95", "note"]))
+    for name, r in report["results"].items():
+        v = r.get("versus_baseline")
+        if v:
+            print(f"  {name} − {BASELINE}: R@{k} {_difference(v, 'recall')}, MRR@{k} "
+                  f"{_difference(v, 'mrr')} (95% intervals, sign-flip p)")
     for name, r in report["results"].items():
         for msg, count in (r.get("error_examples") or {}).items():
             print(f"  {name} error x{count}: {msg}")

@@ -73,6 +73,13 @@ def test_symbol_level_maps_renames_back_and_scores_the_rules(repo):
     assert cortex["mrr"] == pytest.approx((1 + 1 + 1 / 3 + 1 / 3) / 4)
     assert (cortex["better_than_baseline"], cortex["worse_than_baseline"]) == (0, 0)  # recall
     assert report["unresolved_queries"] == 0
+    # Intervals draw whole test transactions: alone ties the rules on every query; the fused
+    # list loses 1/6 of a reciprocal rank on one query of the second transaction (of 2 + 2).
+    assert alone["recall_interval"] == alone["mrr_interval"] == [0.0, 0.0]
+    versus = report["cortex_vs_cochange_alone"]
+    assert versus["recall_points"] == 0.0 and versus["recall_interval"] == [0.0, 0.0]
+    assert versus["mrr_points"] == pytest.approx(-100 / 24, abs=0.01)
+    assert versus["mrr_interval"] == [pytest.approx(-100 / 12, abs=0.01), 0.0]
 
 
 def test_a_head_index_that_does_not_continue_the_split_index_is_refused(repo, cortex, tmp_path):
@@ -106,6 +113,10 @@ def test_set_mode_halves_each_transaction_and_scores_both_aggregations(repo):
     for name in ("association rules", "rules + cortex's history", "cortex related (set)"):
         method = report["methods"][name]
         assert method["recall"] == 1.0 and method["mrr"] == pytest.approx(0.75), name
+    # The same answers as the rules, set by set: no difference, and nothing to tell.
+    same = report["methods"]["cortex related (set)"]
+    assert same["recall_interval"] == same["mrr_interval"] == [0.0, 0.0]
+    assert same["recall_p"] == same["mrr_p"] == 1.0
     # One file: no transaction has two, so no set query at file level; said, not a crash.
     out = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "no set queries" in out.stderr
@@ -119,3 +130,31 @@ def test_a_history_without_later_multi_file_commits_says_so(repo):
     assert out.returncode == 1
     assert out.stderr.strip().splitlines()[-1] == (
         "no queries: no later commit changed 2 to 10 files that existed at the split")
+
+
+def test_file_level_queries_are_grouped_by_their_commit(repo):
+    for day in range(6):
+        repo.write("a.py", f"A = {day}\n")
+        repo.write("b.py", f"B = {day}\n")
+        if day % 2:
+            repo.write("c.py", f"C = {day}\n")
+        repo.commit(f"a and b {day}", days_ago=100 - day)
+    # After the split (--split 0.5 of 10 first-parent commits: the sixth, the last "a and b"):
+    # three test commits; the last one's other file did not exist at the split: no query.
+    for day, files in enumerate([["a.py", "b.py"], ["a.py", "c.py"], ["a.py", "new.py"]]):
+        for f in files:
+            repo.write(f, f"X = {day + 10}\n")
+        repo.commit(f"test {day}", days_ago=50 - day)
+    repo.write("d.py", "D = 1\n")
+    repo.commit("d", days_ago=10)
+    out = subprocess.run([sys.executable, str(BENCH), str(repo.path), "--split", "0.5",
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["test_transactions"] == 3 and report["queries"] == 4
+    assert report["query_transactions"] == 2
+    for name in ("cortex related", "co-change alone"):
+        method = report["methods"][name]
+        assert 0.0 <= method["recall_p"] <= 1.0 and len(method["recall_interval"]) == 2, name
+    assert set(report["cortex_vs_cochange_alone"]) == {
+        "recall_points", "recall_interval", "recall_p", "mrr_points", "mrr_interval", "mrr_p"}
