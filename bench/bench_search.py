@@ -340,11 +340,20 @@ def main(argv=None) -> int:
     env = bl.environment(repo)
     report: dict = {"benchmark": "search", "environment": env, "config": bl.config(args)}
     log("extracting gold queries ...")
-    queries, gold_info = load_queries(repo, args.changelog, min_words=args.min_words,
-                                      max_refs=args.max_refs or None,
-                                      expand_merges=args.expand_merges, limit=args.limit,
-                                      seed=args.seed)
+    try:
+        queries, gold_info = load_queries(repo, args.changelog, min_words=args.min_words,
+                                          max_refs=args.max_refs or None,
+                                          expand_merges=args.expand_merges, limit=args.limit,
+                                          seed=args.seed)
+    except FileNotFoundError as exc:   # no changelog found, or --changelog names none
+        print(exc, file=sys.stderr)
+        return 2
     report["gold"] = gold_info
+    if not queries:
+        dropped = ", ".join(f"{k} {v}" for k, v in sorted(gold_info["dropped"].items()))
+        print(f"no queries: no entry of {gold_info['changelog']} cites a commit of this history "
+              f"(dropped: {dropped or 'none'})", file=sys.stderr)
+        return 1
     con = open_reader(db)
     start = time.perf_counter()
     embedder = load_embedder(con)
