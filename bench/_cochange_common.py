@@ -154,14 +154,19 @@ def methods_table(methods: dict) -> str:
     rows = []
     for name, m in methods.items():
         delta = "" if m is base else f"{(m['recall'] - base['recall']) * 100:+.1f}"
-        low_high = m.get("recall_interval")
-        interval = f"{low_high[0]:+.1f} to {low_high[1]:+.1f}" if low_high else ""
-        p = f"{m['recall_p']:.3f}" if m.get("recall_p") is not None else ""
-        rows.append([name, f"{m['recall']:.3f}", delta, interval, p, f"{m['mrr']:.3f}",
+        rows.append([name, f"{m['recall']:.3f}", delta, *_interval_cells(m, "recall"),
+                     f"{m['mrr']:.3f}", *_interval_cells(m, "mrr"),
                      str(m.get("better_than_baseline", "")), str(m.get("worse_than_baseline", "")),
                      f"{m['p95_ms']:.1f}" if m.get("p95_ms") is not None else ""])
     return bl.table(rows, ["method", "Recall@10", "pts vs rules", "95% interval", "p",
-                           "MRR@10", "better", "worse", "p95 ms"])
+                           "MRR@10", "95% interval", "p", "better", "worse", "p95 ms"])
+
+
+def _interval_cells(m: dict, measure: str) -> list[str]:
+    """A method's 95% interval of its difference from the rules, in points, and its p-value."""
+    low_high, p = m.get(f"{measure}_interval"), m.get(f"{measure}_p")
+    return [f"{low_high[0]:+.1f} to {low_high[1]:+.1f}" if low_high else "",
+            f"{p:.3f}" if p is not None else ""]
 
 
 def halves(transactions: list[list[str]]) -> list[tuple[list[str], set[str]]]:

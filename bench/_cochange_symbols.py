@@ -166,7 +166,8 @@ def cortex_answers(con, queries, names: dict, args, kwargs: dict, alone: bool = 
     return answers, times, unresolved
 
 
-def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base) -> dict:
+def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base,
+                          groups: list[int] | None = None) -> dict:
     """The rules again, given what cortex reads instead of the plain stored changes: its change
     filter (no reformatting, no move without edits), its lineage (each symbol under its latest
     identity, coupling's own map), and both. Says which of cortex's data choices moves the score,
@@ -184,7 +185,7 @@ def _rules_on_cortex_data(con, names: dict, qids, golds, alive_keys, args, base)
         keys = [names[h.symbol_canon.latest(q, h.alive_symbols) if lineage else q][0]
                 for q in qids]
         found = scores([rules.rank(k, args.top) for k in keys], golds, args.top)
-        out[label] = _versus(found, base)
+        out[label] = _versus(found, base, groups)
     return out
 
 

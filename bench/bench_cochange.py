@@ -326,7 +326,7 @@ def _run_symbols(args, repo: Path, env: dict, work: Path) -> int:
     report["cortex_vs_cochange_alone"] = versus_alone(scored["cortex related (symbols)"],
                                                      scored["co-change alone"], groups)
     report["methods"].update(_rules_on_cortex_data(con, names, [q for q, _ in queries], golds,
-                                                   alive_keys, args, base))
+                                                   alive_keys, args, base, groups))
     report["gold_hidden_by_lineage"] = hidden_by_lineage(con, queries, names, split_alive,
                                                           args.max_changeset)
     con.close()
