@@ -96,6 +96,28 @@ def test_user_errors_are_one_line(shop, tmp_path):
     assert usage.returncode == 2 and "must be at least 1" in usage.stderr
 
 
+def test_paths_from_a_subfolder_stay_in_the_repository(shop, tmp_path):
+    # A tracked symlink is its own file; from a subfolder, ".." or a link may lead outside.
+    os.symlink("cart.py", shop.path / "shop" / "alias.py")
+    os.symlink(str(tmp_path), shop.path / "shop" / "away")
+    shop.git("add", "shop/alias.py", "shop/away")
+    shop.commit("an alias of the cart", days_ago=0)
+    cortex("index", cwd=shop.path)
+    (tmp_path / "x.py").write_text("secret = 1\n")
+    sub = shop.path / "shop"
+    for outside in ("../..", "away/x.py", "../../elsewhere.py", str(tmp_path / "x.py")):
+        for command in (["history", outside], ["related", outside],
+                        ["search", "x", "--path", outside]):
+            assert_clean_error(cortex(*command, cwd=sub), "is outside the repository")
+    alias = cortex("history", "alias.py", "--json", cwd=sub)
+    assert alias.returncode == 0, alias.stderr
+    assert json.loads(alias.stdout)["target"]["path"] == "shop/alias.py"
+    real = cortex("history", "cart.py", "--json", cwd=sub)
+    assert json.loads(real.stdout)["target"]["path"] == "shop/cart.py"
+    link = cortex("history", "away", "--json", cwd=sub)   # the link itself is a tracked file
+    assert json.loads(link.stdout)["target"]["path"] == "shop/away"
+
+
 def test_empty_repository(repo):
     assert_clean_error(cortex("index", cwd=repo.path), "has no commits yet")
 

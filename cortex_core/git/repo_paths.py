@@ -37,17 +37,39 @@ def _bare(folder: Path) -> bool:
 def repo_relative(path: str, repo_root: Path, cwd: Path | None = None) -> str:
     """`path` as the index names it: relative to the repository root, with forward slashes.
 
-    Accepts a path relative to the root, relative to the current directory, or absolute."""
+    Accepts a path relative to the root, relative to the current directory, or absolute. A
+    symlink is named as itself, not as what it points to: git tracks the link. A path that
+    leads outside the repository is an error, however it is spelled."""
     cleaned = path.strip().replace("\\", "/")
     candidate = Path(cleaned)
     if candidate.is_absolute():
-        try:
-            return candidate.resolve().relative_to(repo_root).as_posix()
-        except ValueError:
-            raise NotARepository(f"{path} is outside the repository {repo_root}") from None
+        inside = _within(candidate, repo_root)
+        if inside is None:
+            raise NotARepository(f"{path} is outside the repository {repo_root}")
+        return inside
     cwd = (cwd or Path.cwd()).resolve()
     if cwd != repo_root and repo_root in cwd.parents:
-        from_cwd = (cwd / candidate).resolve()
-        if from_cwd.exists():
-            return from_cwd.relative_to(repo_root).as_posix()
-    return Path(os.path.normpath(cleaned)).as_posix().lstrip("/")
+        from_cwd = cwd / candidate
+        if os.path.lexists(from_cwd):
+            inside = _within(from_cwd, repo_root)
+            if inside is None:
+                raise NotARepository(f"{path} is outside the repository {repo_root}")
+            return inside
+    named = Path(os.path.normpath(cleaned)).as_posix().lstrip("/")
+    if named == ".." or named.startswith("../"):
+        raise NotARepository(f"{path} is outside the repository {repo_root}")
+    return named
+
+
+def _within(path: Path, root: Path) -> str | None:
+    """Absolute `path` relative to `root` (resolved), or None when it lies outside. ".." is
+    collapsed by name and the last part kept as it is, so a symlink names itself; the folders
+    above it are resolved, so a path through a symlinked folder to the repository (/tmp ->
+    /private/tmp) lands inside, and one through a link that leaves the repository does not."""
+    normal = Path(os.path.normpath(path))
+    if normal.resolve() == root:
+        return "."
+    parent = normal.parent.resolve()
+    if parent != root and root not in parent.parents:
+        return None
+    return (parent / normal.name).relative_to(root).as_posix()
