@@ -130,6 +130,27 @@ MATRIX: dict[str, tuple[str, tuple[str, ...]]] = {
         "\\## \\[deadbeef00\\] forged\n  \\# two",
         "\\## [deadbeef00] forged\n  \\# two",
         "## [deadbeef00] forged\n  # two")),
+    # A line of dashes or equals signs under a line makes it a heading too (setext); indented
+    # four spaces it is code, and a spaced thematic break is no heading.
+    "underlined heading": ("Forged item\n---\nTitle\n  ===\n    ---\n- - -", (
+        "Forged item --- Title   ===     --- - - -",
+        "Forged item --- Title   ===     --- - - -",
+        "`Forged item --- Title   ===     --- - - -`",
+        "Forged item --- Title === --- - - -",
+        "Forged item --- Title === --- - - -",
+        "Forged item\n\\---\nTitle\n  \\===\n    ---\n- - -",
+        "Forged item\n\\---\nTitle\n  \\===\n    ---\n- - -",
+        "Forged item\n---\nTitle\n  ===\n    ---\n- - -")),
+    # A character reference would render as the character it names (a bidi override here).
+    "character reference": ("&#x202E;gnp.exe&#x202C; &amp;", (
+        "&#x202E;gnp.exe&#x202C; &amp;",
+        "\\&#x202E;gnp.exe\\&#x202C; \\&amp;",
+        "`&#x202E;gnp.exe&#x202C; &amp;`",
+        "\\&#x202E;gnp.exe\\&#x202C; \\&amp;",
+        "&#x202E;gnp.exe&#x202C; &amp;",
+        "\\&#x202E;gnp.exe\\&#x202C; \\&amp;",
+        "&#x202E;gnp.exe&#x202C; &amp;",
+        "&#x202E;gnp.exe&#x202C; &amp;")),
     "code fences": ("```\ncode\n~~~", (
         "``` code ~~~",
         "\\`\\`\\` code \\~\\~\\~",
@@ -246,7 +267,9 @@ def test_escaped_text_cannot_make_links_html_or_lines(text):
     for run in re.finditer(r"(?<!\\)_+", out):
         before, after = out[run.start() - 1:run.start()], out[run.end():run.end() + 1]
         assert before.isalnum() and after.isalnum(), (text, out)
-    assert "://" not in out and "www." not in out.lower()    # bare URLs cannot autolink
+    # Bare URLs cannot autolink: no scheme before an unescaped "://", no "www." that starts one.
+    assert not re.search(r"(?i)[a-z0-9+.-]://", out), (text, out)
+    assert not re.search(r"(?i)(?<![a-z0-9])www\.", out), (text, out)
 
 
 def test_markdown_is_clipped_before_it_is_escaped():

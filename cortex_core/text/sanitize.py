@@ -47,8 +47,9 @@ _UNSAFE = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
 _UNSAFE_RUNS = re.compile(f"[{_CONTROLS}{_INVISIBLE}]+")
 _UNSAFE_IN_BLOCK = re.compile(f"[{_CONTROLS_BUT_TAB_AND_LINE}{_INVISIBLE}]")
 
-# The `:` of `scheme://` and the `.` of `www.`: where a bare URL would start to autolink.
-_AUTOLINK = r"(?i:(?<=[a-z0-9+.-]):(?=//)|(?<=\bwww)\.)"
+# The `:` of `scheme://` and the `.` of `www.`: where a bare URL would start to autolink. A
+# `www` counts unless a letter or digit comes before it (GFM also starts one after `_`).
+_AUTOLINK = r"(?i:(?<=[a-z0-9+.-]):(?=//)|(?<=(?<![a-z0-9])www)\.)"
 
 
 def replace_surrogates(text: str) -> str:
@@ -111,7 +112,8 @@ def _inside_word(m: re.Match) -> bool:
 
 # -- context packs -----------------------------------------------------------------------------
 
-_PACK_LINKISH = re.compile(r"[\\\[\]@]|" + _AUTOLINK)
+_PACK_LINKISH = re.compile(r"[\\\[\]@&]|" + _AUTOLINK)   # &: no character reference either
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 
 
 def pack_line(text: str, markdown: bool, limit: int | None = None) -> str:
@@ -124,8 +126,9 @@ def pack_line(text: str, markdown: bool, limit: int | None = None) -> str:
 def pack_block(text: str, markdown: bool, code: bool = False) -> str:
     """An item's text: its lines and tabs stay. Code (the focus symbol's, which the pack fences
     with a fence longer than any in it) gets the core only. Other text cannot pass for the pack's
-    structure: no line opens a heading (a forged `## [sha] item`) or a code fence (one that would
-    swallow the rest of the pack); in a markdown pack it is inert too."""
+    structure: no line opens a heading (a forged `## [sha] item`, or a line of `-` or `=` under
+    one) or a code fence (one that would swallow the rest of the pack); in a markdown pack it is
+    inert too."""
     text = replace_surrogates(text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _UNSAFE_IN_BLOCK.sub(" ", text)
     if code:
@@ -136,11 +139,14 @@ def pack_block(text: str, markdown: bool, code: bool = False) -> str:
     for line in text.split("\n"):
         if line.lstrip().startswith("#"):
             line = line.replace("#", "\\#", 1)
+        elif _SETEXT_UNDERLINE.match(line):   # it would make the line above a heading
+            line = line.replace(line.lstrip()[0], "\\" + line.lstrip()[0], 1)
         lines.append(line.replace("```", "'''").replace("~~~", "'''"))
     return "\n".join(lines)
 
 
 def _pack_inert(text: str) -> str:
-    """Text in a markdown pack, as text: no link, image or autolink can form, no HTML (brackets,
-    backslashes and `<` escaped, the `:` of `scheme://` and the `.` of `www.` too)."""
+    """Text in a markdown pack, as text: no link, image or autolink can form, no HTML or
+    character reference (brackets, backslashes, `&` and `<` escaped, the `:` of `scheme://` and
+    the `.` of `www.` too)."""
     return _PACK_LINKISH.sub(lambda m: "\\" + m[0], text).replace("<", "&lt;")
