@@ -118,6 +118,23 @@ def test_paths_from_a_subfolder_stay_in_the_repository(shop, tmp_path):
     assert json.loads(link.stdout)["target"]["path"] == "shop/away"
 
 
+def test_another_programs_database_is_left_alone(shop, tmp_path):
+    import sqlite3
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as con:
+        con.execute("create table files(path text)")
+        con.execute("insert into files values ('keep me')")
+    con.close()
+    before = foreign.read_bytes()
+    for command in ("status", "index", "history"):
+        args = [command, "--db", str(foreign)] + (["shop/cart.py"] if command == "history" else [])
+        assert_clean_error(cortex(*args, cwd=shop.path),
+                           f"{foreign} is not a Cortex index: it is another database (tables "
+                           "files)")
+    assert foreign.read_bytes() == before   # no table, no journal mode, nothing written
+    assert not Path(f"{foreign}-wal").exists()
+
+
 def test_empty_repository(repo):
     assert_clean_error(cortex("index", cwd=repo.path), "has no commits yet")
 

@@ -149,7 +149,23 @@ def _has_table(con: apsw.Connection, name: str) -> bool:
                        (name,)).fetchone() is not None
 
 
+def _check_ours(con: apsw.Connection, path: Path) -> None:
+    """A database without Cortex's schema version that holds tables is someone else's (the first
+    migration writes the version with the tables, in one transaction): never migrated into (that
+    wrote Cortex's tables beside the others) nor reported as an index to upgrade."""
+    if schema_version(con):
+        return
+    others = [name for name, in con.execute(
+        "select name from sqlite_master where type in ('table', 'view')"
+        " and name not like 'sqlite\\_%' escape '\\' order by name limit 4")]
+    if others:
+        shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+        raise StoreError(f"{path} is not a Cortex index: it is another database (tables "
+                         f"{shown}); give Cortex a file of its own with --db")
+
+
 def _check_not_newer(con: apsw.Connection, path: Path) -> int:
+    _check_ours(con, path)
     version = schema_version(con)
     if version > SCHEMA_VERSION:
         raise NewerSchema(f"{path} was written by a newer Cortex (schema {version}, this one "
@@ -208,6 +224,11 @@ def open_writer(path: Path) -> apsw.Connection:
     """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
     _prepare_folder(path)
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    try:
+        _check_ours(con, path)   # before the journal mode: another program's file stays as it was
+    except StoreError:
+        con.close()
+        raise
     _ = con.execute("pragma journal_mode=wal").get
     con.execute("pragma synchronous=normal")
     con.execute("pragma foreign_keys=on")
