@@ -128,3 +128,38 @@ def test_a_name_longer_than_any_login_is_not_read(repo, cortex):
     assert hits and hits[0].why.named_author is None
     hits = search(cortex.reader(), "Fix parser crash by @alice", SearchOptions()).hits
     assert hits[0].why.named_author == "alice"   # the address still speaks
+
+
+def test_a_named_login_is_who_not_a_word_to_match(repo, cortex):
+    """`@tomchristie reload`: the login lifts Tom's commits (his merged pull requests too); it is
+    no search word, or his merges, whose subjects hold it, would outrank his commits about
+    reload on that word alone."""
+    repo.write("base.txt", "0\n")
+    repo.commit("Start", author="Ann <ann@example.com>", days_ago=90)
+    main = repo.git("rev-parse", "--abbrev-ref", "HEAD")
+    for n, branch in enumerate(["broadcast", "websockets", "interface"]):
+        repo.git("checkout", "-q", "-b", branch)
+        repo.write(f"{branch}.py", f"{n}\n")
+        repo.commit(f"Add {branch}", author="Tom Christie <tom@example.com>", days_ago=60 - n)
+        repo.git("checkout", "-q", main)
+        stamp = f"{repo.now - (50 - n) * 86400} +0000"
+        repo.git("merge", "-q", "--no-ff", "-m",
+                 f"Merge pull request #{n + 4} from tomchristie/{branch}", branch,
+                 env={"GIT_AUTHOR_NAME": "Tom Christie", "GIT_AUTHOR_EMAIL": "tom@example.com",
+                      "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    repo.write("reload.py", "RELOAD = 1\n")
+    repo.commit("Simplify the reloader", author="Tom Christie <tom@example.com>", days_ago=30)
+    repo.write("reload.py", "RELOAD = 2\n")
+    repo.commit("Reload on changes to templates", author="Ann <ann@example.com>", days_ago=20)
+    cortex.index(model="none")
+    con = cortex.reader()
+    hits = search(con, "@tomchristie reload", SearchOptions(kinds=("commit",), top_k=5)).hits
+    assert [h.title for h in hits[:2]] == ["Simplify the reloader",
+                                           "Reload on changes to templates"]
+    assert hits[0].why.named_author == "tomchristie"
+    # A login that names no author here stays a word (a decorator, say): it still matches.
+    word = search(con, "@reloader", SearchOptions(kinds=("commit",), top_k=3)).hits
+    assert word and word[0].title == "Simplify the reloader"
+    # A query of a login alone still finds that login's text.
+    alone = search(con, "@tomchristie", SearchOptions(kinds=("commit",), top_k=3)).hits
+    assert alone and all("tomchristie" in h.title for h in alone)

@@ -40,6 +40,40 @@ def named_logins(query: str) -> dict[str, str]:
     return out
 
 
+def known_logins(con, logins: dict[str, str]) -> dict[str, str]:
+    """The logins of `logins` that some commit's author (or a merged pull request) matches."""
+    if not logins:
+        return {}
+    found: dict[str, str] = {}
+    for name, email in con.execute(
+            "select distinct substr(author_name, 1, ?), substr(author_email, 1, ?) from commits",
+            (_LONGEST + 1, 2 * _LONGEST + 1)):
+        login = _login(logins, name or "", email or "", None)
+        if login is not None:
+            found[key(login)] = login
+    for k, login in logins.items():
+        if k not in found and con.execute(
+                "select 1 from commits where is_merge = 1 and subject like ? escape '\\'"
+                " limit 1", (f"Merge pull request #% from {_like(login)}/%",)).fetchone():
+            found[k] = login
+    return found
+
+
+def without_logins(query: str, logins: dict[str, str]) -> str:
+    """`query` less its mentions of `logins`: they name who, not what, so they are no words to
+    match (a login also in subjects, "Merge pull request #15 from tomchristie/…", ranked those
+    above the commits about the query's words). The query as it is when nothing else is left."""
+    if not logins:
+        return query
+    text = unicodedata.normalize("NFC", query)
+    rest = _MENTION.sub(lambda m: " " if key(m.group(1)) in logins else m[0], text)
+    return rest if rest.strip(" \t\n.,;:!?()") else query
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def authored_by(con, items: list[int], logins: dict[str, str]) -> dict[int, str]:
     """item id -> the login its commit's author matches, for the commit items among `items`."""
     out: dict[int, str] = {}

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
 from cortex_core.errors import CortexError, Hint
 from cortex_core.text.redact import redact
-from cortex_core.memory.authors import authored_by, named_logins
+from cortex_core.memory.authors import authored_by, known_logins, named_logins, without_logins
 from cortex_core.memory.tokens import fts_query, query_terms
 
 CANDIDATES = 200
@@ -230,9 +230,11 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
                               "none usable (its status says why)", Hint("model"))
         mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
     filters = _Filters(options, con if cache else None)
-    scored, parts = _lexical(con, query, filters, options.weights, lexicon) \
+    logins = named_logins(query)
+    words = without_logins(query, known_logins(con, logins))   # who is no word to match
+    scored, parts = _lexical(con, words, filters, options.weights, lexicon) \
         if mode != "vector" else ([], {})
-    vector, sims = _vector(con, query, embedder, filters, vectors) if mode != "lexical" \
+    vector, sims = _vector(con, words, embedder, filters, vectors) if mode != "lexical" \
         else ([], {})
     if not scored and not vector and not query_terms(query) and mode != "vector":
         raise CortexError("the query has no words to search for")
@@ -243,7 +245,7 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
         vector = [item for item in vector if item in known]
     if focus is not None:
         options = replace(options, focus=focus())
-    hits = _rank(con, scored, parts, vector, sims, w_vec, options, now, named_logins(query))
+    hits = _rank(con, scored, parts, vector, sims, w_vec, options, now, logins)
     return SearchResult(query, mode, hits, embedder is not None, note,
                         len(set(lexical) | set(vector)), used)
 
