@@ -435,6 +435,11 @@ def set_related(result, explain: bool = False) -> str:
         lines.append(_some("  (symbols not read:", result.skipped) + ")")
     if result.truncated:
         lines.append("  (a large change: only its first files and symbols were read)")
+    if result.unindexed_commits:
+        n = result.unindexed_commits
+        lines.append(f"  (HEAD is {n} commit{'s' if n != 1 else ''} past the index: "
+                     f"{'their' if n != 1 else 'its'} changes count as yours until `cortex "
+                     "index` reads them)")
     if result.changed_symbols:
         lines.append("\nsymbols:")
         lines.extend(_set_rows(result.symbols, explain))

@@ -211,6 +211,12 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     assert text("--half-life", "0").rstrip().endswith("no decay")
     assert "0.5^(age / 30 days)" in text("--half-life", "30")
     assert "0.5^(age / 30 days)" in text("a.py", "--half-life", "30", "--explain")
+    assert "past the index" not in text() and two["unindexed_commits"] == 0
+    # Committed but not indexed: still counted as changes, and said so.
+    repo.commit("a and b, committed", days_ago=1)
+    assert "(HEAD is 1 commit past the index: its changes count as yours until `cortex index` " \
+           "reads them)" in text()
+    assert json.loads(run().stdout)["unindexed_commits"] == 1
 
 
 def test_a_module_and_its_tests_are_name_twins(repo, cortex):

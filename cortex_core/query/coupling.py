@@ -242,6 +242,7 @@ class SetRelated:
     skipped: list[str] = field(default_factory=list)   # changed files whose symbols were not read, with the reason
     truncated: bool = False   # the working tree's diff was cut to its bounds
     base: str | None = None   # the commit the working tree was compared with
+    unindexed_commits: int = 0   # commits of HEAD past `base` (the index's): counted as changes
     aggregate: str = SET_AGGREGATE            # how the files were scored (related_to_set)
     symbol_aggregate: str = SET_SYMBOL_AGGREGATE   # how the symbols were
     half_life_commits: int | None = None      # the half-life on the clock of commits

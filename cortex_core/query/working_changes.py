@@ -47,6 +47,9 @@ class WorkingChanges:
     new_symbols: list[tuple[str, str]] = field(default_factory=list)  # not at base
     skipped: list[str] = field(default_factory=list)   # "path (reason)": no symbols read
     truncated: bool = False
+    # Commits HEAD has that the index has not read yet: their changes count as the working
+    # tree's until `cortex index` reads them.
+    unindexed_commits: int = 0
 
 
 def _behind(repo, base, head) -> bool:
@@ -82,9 +85,11 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
         # The index is of another line (HEAD checked out back or elsewhere): what is yours is
         # what differs from HEAD, not the commits between the two.
         base = head
+    unindexed = 0
     if base is not None and head is not None and base.id != head.id:
         # Committed since the index was built: not in its history either.
         try:
+            unindexed = repo.ahead_behind(head.id, base.id)[0]
             diff = repo.diff(base.tree, head.tree)
             paths += [d.new_file.path if d.status_char() != "D" else d.old_file.path
                       for d in diff.deltas]
@@ -123,7 +128,7 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     if len(changed) > MAX_SYMBOLS or len(new) > MAX_SYMBOLS:
         changed, new, truncated = changed[:MAX_SYMBOLS], new[:MAX_SYMBOLS], True
     return WorkingChanges(str(base.id) if base is not None else None, paths, changed, new,
-                          skipped, truncated)
+                          skipped, truncated, unindexed)
 
 
 def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | None = None,
@@ -136,7 +141,8 @@ def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | N
     found = related_to_set(con, changes.files, symbols=changes.symbols, **options)
     return replace(found, unknown_symbols=list(found.unknown_symbols) + [
         f"{p}::{q}" for p, q in changes.new_symbols], skipped=changes.skipped,
-        truncated=changes.truncated, base=changes.base)
+        truncated=changes.truncated, base=changes.base,
+        unindexed_commits=changes.unindexed_commits)
 
 
 def _file_symbols(repo, base, root: Path, path: str, settings: IndexSettings,
