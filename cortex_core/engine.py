@@ -57,6 +57,8 @@ def typed_errors() -> Iterator[None]:
         raise DamagedStore(f"the index is damaged ({exc})", Hint("rebuild")) from None
     except (apsw.FullError, apsw.IOError) as exc:   # a full disk, a size limit, a failing disk
         raise StoreIOError(f"cannot read or write the index ({exc})", Hint("free_space")) from None
+    except apsw.ReadOnlyError as exc:   # a read-only file or mount: reads work, writes do not
+        raise StoreError(f"the index cannot be written: {exc}") from None
     except apsw.Error as exc:
         raise StoreError(f"the index could not be read: {exc}") from None
 

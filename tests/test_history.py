@@ -196,6 +196,29 @@ def test_unknown_symbol_suggests_close_matches(repo, cortex):
         history(con, TargetSpec("src/s.py", "Session"))
 
 
+def test_a_suggested_name_with_a_line_break_stays_on_one_line(repo, cortex):
+    repo.write("new\nline.txt", "x\n")
+    repo.commit("a name with a line break")
+    cortex.index()
+    with pytest.raises(NotFound) as raised:
+        history(cortex.reader(), TargetSpec("new line.txt"))
+    assert "\n" not in str(raised.value)
+    assert str(raised.value).endswith("did you mean: 'new\\nline.txt'")
+
+
+def test_a_read_only_store_says_it_cannot_be_written(repo, cortex):
+    import apsw
+    from cortex_core.engine import typed_errors
+    from cortex_core.errors import StoreError
+    repo.write("a.py", "x = 1\n")
+    repo.commit("a")
+    cortex.index()
+    con = apsw.Connection(str(cortex.db), flags=apsw.SQLITE_OPEN_READONLY)
+    with pytest.raises(StoreError, match="the index cannot be written: .*readonly"):
+        with typed_errors():
+            con.execute("insert into meta(key, value) values ('x', 'y')")
+
+
 def test_typescript_class_method_history(repo, cortex):
     repo.write("src/api.ts", "export class Client {\n  get(url: string): string {\n    return url;\n  }\n}\n")
     repo.commit("client")

@@ -113,8 +113,14 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     base = path.rsplit("/", 1)[-1]
     close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
         difflib.get_close_matches(path, paths, n=5, cutoff=0.6)
-    hint = f"; did you mean: {', '.join(close)}" if close else ""
+    hint = f"; did you mean: {', '.join(_shown(p) for p in close)}" if close else ""
     raise NotFound(f"no file {path!r} in the index{hint}")
+
+
+def _shown(name: str) -> str:
+    """A suggested name in a one-line message: quoted, escapes and all, when it holds a line
+    break or another character that does not print."""
+    return name if name.isprintable() else repr(name)
 
 
 def _pick(rows: list, name: str, path: str):
@@ -162,7 +168,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         "select f.path from symbols s join files f on f.id = s.file_id"
         " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
     hints = [f"{path}::{q}" for q in close] + [f"{p}::{name}" for p in elsewhere]
-    hint = f"; did you mean: {', '.join(hints)}" if hints else ""
+    hint = f"; did you mean: {', '.join(_shown(h) for h in hints)}" if hints else ""
     level = file_level_reason(con, file_id)
     if level is not None:  # the reason, rather than guesses among symbols it never had
         hint = f": the file is recorded at file level only, {level}"
