@@ -397,3 +397,10 @@ def test_partners_sharing_the_focus_commits_are_all_in_the_pack(tmp_path):
     sections = [(i.section, i.title) for i in result.items]
     assert ("changes-with", "b.py") in sections and ("changes-with", "c.py") in sections
     assert len([s for s in sections if s[0] == "history"]) == 3
+
+
+@pytest.mark.parametrize("budget, words", [(1, "a budget of 1 token is below"),
+                                           (2, "a budget of 2 tokens is below")])
+def test_a_budget_below_the_header_says_how_far(budget, words):
+    with pytest.raises(CortexError, match=words + r" the \d+ the pack's header needs"):
+        pack("a subject", [], budget)

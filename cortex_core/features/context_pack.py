@@ -75,8 +75,8 @@ def pack(subject: str, candidates: list[PackItem], budget: int, fmt: str = "mark
     subject = pack_line(redact(subject), markdown, MAX_SUBJECT)
     header = count(_render(subject, budget, [], fmt))
     if header > budget:
-        raise CortexError(f"a budget of {budget} tokens is below the {header} the pack's header "
-                          "needs", Hint("budget"))
+        raise CortexError(f"a budget of {budget} token{'s' if budget != 1 else ''} is below the "
+                          f"{header} the pack's header needs", Hint("budget"))
     # The citation is repository text too (a path can hold a newline and a forged `## [sha]`).
     costed = [replace(c, title=pack_line(redact(c.title), markdown),
                       citation=pack_line(redact(c.citation), markdown),
