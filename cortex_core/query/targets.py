@@ -119,8 +119,9 @@ def _file_id(con: apsw.Connection, path: str) -> int:
 
 def _shown(name: str) -> str:
     """A suggested name in a one-line message: quoted, escapes and all, when it holds a line
-    break or another character that does not print."""
-    return name if name.isprintable() else repr(name)
+    break or another character a terminal would not show."""
+    from cortex_core.text.sanitize import terminal
+    return name if terminal(name) == name else repr(name)
 
 
 def _pick(rows: list, name: str, path: str):

@@ -161,7 +161,7 @@ def _check_ours(con: apsw.Connection, path: Path) -> None:
     if others:
         shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
         raise StoreError(f"{path} is not a Cortex index: it is another database (tables "
-                         f"{shown}); give Cortex a file of its own with --db")
+                         f"{shown}); Cortex needs a file of its own")
 
 
 def _check_not_newer(con: apsw.Connection, path: Path) -> int:
