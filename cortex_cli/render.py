@@ -444,11 +444,11 @@ def set_related(result, explain: bool = False) -> str:
         lines.append("\nsymbols:")
         lines.extend(_set_rows(result.symbols, explain))
         if not result.symbols:
-            lines.append("  nothing: no history links the changed symbols to others")
+            lines.append("  " + result.nothing("symbols"))
         lines.append("\nfiles:")
     lines.extend(_set_rows(result.files, explain))
     if not result.files:
-        lines.append("  nothing: no history links the changed files to others")
+        lines.append("  " + result.nothing("files"))
     lines.append("")
     if result.changed_symbols:
         lines.append("symbols: " + _set_formula(result.symbol_aggregate, "symbol"))

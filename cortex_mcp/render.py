@@ -149,9 +149,9 @@ def set_related(result) -> list[str]:
         return out
     if result.changed_symbols:
         lines.append("Symbols:")
-        lines += rows(result.symbols) or ["- no history links the changed symbols to others"]
+        lines += rows(result.symbols) or ["- " + result.nothing("symbols")]
         lines.append("Files:")
-    lines += rows(result.files) or ["- no history links the changed files to others"]
+    lines += rows(result.files) or ["- " + result.nothing("files")]
     return lines
 
 

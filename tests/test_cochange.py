@@ -217,6 +217,10 @@ def test_related_without_target_reads_the_working_tree(repo, cortex):
     assert "(HEAD is 1 commit past the index: its changes count as yours until `cortex index` " \
            "reads them)" in text()
     assert json.loads(run().stdout)["unindexed_commits"] == 1
+    # An empty answer says why: the threshold, not the history.
+    assert "nothing: no other file shares 100 or more commits with the changed files" in text(
+        "--min-support", "100")
+    assert "no history links" not in text("--min-support", "100")
 
 
 def test_a_module_and_its_tests_are_name_twins(repo, cortex):

@@ -243,6 +243,14 @@ class SetRelated:
     truncated: bool = False   # the working tree's diff was cut to its bounds
     base: str | None = None   # the commit the working tree was compared with
     unindexed_commits: int = 0   # commits of HEAD past `base` (the index's): counted as changes
+    min_support: int = MIN_SUPPORT   # shared commits a partner needed
+
+    def nothing(self, what: str) -> str:
+        """Why no partner is listed, for `what` ("files" or "symbols")."""
+        if self.min_support > 1:
+            return (f"nothing: no other {what[:-1]} shares {self.min_support} or more commits "
+                    f"with the changed {what}")
+        return f"nothing: no history links the changed {what} to others"
     aggregate: str = SET_AGGREGATE            # how the files were scored (related_to_set)
     symbol_aggregate: str = SET_SYMBOL_AGGREGATE   # how the symbols were
     half_life_commits: int | None = None      # the half-life on the clock of commits
@@ -305,7 +313,7 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
             for (path, qualname), score, plain, support, held, each, commits, last in found]
     return SetRelated(known, unknown, out, half_life.days, known_symbols, unknown_symbols, syms,
                       aggregate=aggregate, symbol_aggregate=symbol_aggregate,
-                      half_life_commits=half_life.commits)
+                      half_life_commits=half_life.commits, min_support=min_support)
 
 
 def _symbol_ids(con, h: "_HistorySets", symbols: Sequence[tuple[str, str]]
