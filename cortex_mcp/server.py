@@ -236,6 +236,8 @@ def build_server(memory: Memory) -> MCPServer:
         `changed` if given, else the working tree's uncommitted changes (files and the symbols
         their diff touches)."""
         with memory.reading(repo) as (engine, snap):
+            if target is not None and changed:   # one question at a time, none silently dropped
+                raise CortexError("give a `target` or the `changed` files and symbols, not both")
             if target is None:
                 found = snap.changes_related(tuple(spec_of(c, engine) for c in changed or ()),
                                              top_k=top_k)

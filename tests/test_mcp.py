@@ -174,6 +174,8 @@ async def test_blast_radius_related_and_hotspots(indexed: ScriptedRepo):
         files = {f["path"]: f for f in result.structured_content["files"]}
         assert files["pkg/use.py"]["support"] == 4           # added, then tuned three times
         assert "`pkg/use.py` score" in md and "changed together in 4 commits" in md
+        both = await error(client, "related", target="pkg/core.py", changed=["pkg/use.py"])
+        assert "give a `target` or the `changed` files and symbols, not both" in both
 
         result = await ok(client, "hotspots", top_k=2)
         md = text(result)
