@@ -494,6 +494,8 @@ def fused_related(result, explain: bool = False) -> str:
     n = result.target_commits
     lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
              f"{n} commit{'s' if n != 1 else ''} of the target)"]
+    if result.note:
+        lines.append(f"  ({terminal(result.note)})")
     if is_changelog(result.target.path):
         lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
     if result.target.qualname:

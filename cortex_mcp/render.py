@@ -88,6 +88,8 @@ def blast(result) -> list[str]:
 def related(fused) -> list[str]:
     lines = [f"**What changes with {markdown_code(fused.target.label)}** "
              f"({plural(fused.target_commits, 'commit')} of its own)"]
+    if fused.note:
+        lines.append(f"_{markdown(fused.note)}_")
     if fused.symbols:
         lines.append("Symbols that change with it:")
         for p in fused.symbols:

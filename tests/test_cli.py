@@ -135,6 +135,15 @@ def test_another_programs_database_is_left_alone(shop, tmp_path):
     assert not Path(f"{foreign}-wal").exists()
 
 
+def test_related_at_a_line_outside_any_symbol_says_it_answers_for_the_file(shop):
+    cortex("index", cwd=shop.path)
+    text = cortex("related", "shop/cart.py:999", cwd=shop.path)
+    assert text.returncode == 0, text.stderr
+    assert "(no symbol encloses line 999 at HEAD; showing the file's partners)" in text.stdout
+    inside = json.loads(cortex("related", "shop/cart.py:3", "--json", cwd=shop.path).stdout)
+    assert inside["note"] is None and inside["target"]["qualname"] == "Cart.total"
+
+
 def test_empty_repository(repo):
     assert_clean_error(cortex("index", cwd=repo.path), "has no commits yet")
 

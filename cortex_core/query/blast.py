@@ -396,6 +396,7 @@ class FusedRelated:
     folder_prior: float = FOLDER_PRIOR
     file_prior: float = FILE_PRIOR
     half_life_commits: int | None = None   # the half-life on the repository's clock of commits
+    note: str | None = None   # why the answer is the file's when a line was asked for
 
     @property
     def formula(self) -> str:
@@ -505,8 +506,10 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                           structure=symbol_neighbours(con, target),
                           structure_weight=structure_weight).symbols
     half_life = h.half_life(half_life_days)
+    note = (f"no symbol encloses line {spec.line} at HEAD; showing the file's partners"
+            if spec.line is not None and target.symbol_id is None else None)
     return FusedRelated(target, out, n, half_life.days, structure_weight, symbols,
-                        folder_prior, file_prior, half_life.commits)
+                        folder_prior, file_prior, half_life.commits, note)
 
 
 def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:
