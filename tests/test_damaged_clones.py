@@ -493,3 +493,23 @@ def test_merges_of_a_partial_clone_online_and_offline(tmp_path):
     # Blame cannot cross what was recorded without hunks; it says so instead of guessing.
     for subject, reason in line_origins(offline, "a.py", 6):
         assert subject is None and reason.endswith("was not recorded (missing object)")
+
+
+# -- submodules --------------------------------------------------------------------------------
+
+def test_a_submodule_is_no_missing_object(repo, cortex, tmp_path):
+    """A submodule entry names a commit of another repository: recorded as a submodule, never
+    counted as an object missing from this one (which would ask for a rebuild)."""
+    other = ScriptedRepo(tmp_path / "other")
+    other.write("lib.py", "def f():\n    return 1\n")
+    other.commit("lib")
+    repo.write("app.py", "def main():\n    return 0\n")
+    repo.commit("app", days_ago=5)
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other.path), "lib")
+    repo.commit("add the library as a submodule", days_ago=4)
+    summary = cortex.index()
+    assert summary.missing_objects == 0 and not summary.missing_cause
+    con = cortex.reader()
+    reason = con.execute("select fc.skip_reason from file_changes fc join files f"
+                         " on f.id = fc.file_id where f.path = 'lib'").fetchone()
+    assert reason == ("submodule",)

@@ -246,8 +246,11 @@ class CommitReader:
             reason = "submodule"
         else:
             reason = skip_by_path(path, self.settings)
-        old_blob = self.blob(delta.old_file.id) if status != "A" else None
-        new_blob = self.blob(delta.new_file.id) if status != "D" else None
+        # A submodule entry's id names a commit of another repository: no blob to read here (the
+        # read would count it missing).
+        gitlink = reason == "submodule"
+        old_blob = self.blob(delta.old_file.id) if status != "A" and not gitlink else None
+        new_blob = self.blob(delta.new_file.id) if status != "D" and not gitlink else None
         if reason is None and ((status != "A" and old_blob is None) or
                                (status != "D" and new_blob is None)):
             reason = "missing object"  # a shallow or damaged repository
