@@ -52,6 +52,29 @@ def test_force_push_marks_unreachable_and_never_duplicates(repo, cortex):
     assert subjects(cortex.reader(), "a.py", "f") == ["to be rewritten", "base"]
 
 
+def test_a_head_moved_during_a_run_is_read_by_the_next(repo, cortex):
+    """HEAD committed to while the commits are read: the run records the HEAD it walked, and the
+    next run reads the new commit (recording HEAD at the end marked it read, unread)."""
+    for n in range(3):
+        repo.write("a.py", f"def f():\n    return {n}\n")
+        repo.commit(f"f {n}", days_ago=10 - n)
+    walked = repo.head()
+    moved = []
+
+    def progress(done, total, phase="commits"):
+        if phase == "commits" and not moved:
+            repo.write("a.py", "def f():\n    return 99\n")
+            moved.append(repo.commit("f during the run", days_ago=1))
+    first = cortex.index(progress=progress, jobs=1)
+    assert moved and first.head == walked
+    with open_reader(cortex.db) as con:
+        assert con.execute("select value from meta where key = 'head'").get == walked
+    second = cortex.index()
+    assert second.head == moved[0] and second.new_commits == 1
+    entries = history(cortex.reader(), TargetSpec("a.py", "f")).entries
+    assert entries[0].commit.subject == "f during the run"
+
+
 def test_detached_head(repo, cortex):
     repo.write("a.py", "def f():\n    return 1\n")
     first = repo.commit("one")

@@ -621,7 +621,9 @@ class _Indexer:
             self._reread_merges()
         versions = VersionGraph(con)
         versions.update()
-        head = self.repo.head.peel(pygit2.Commit)
+        # The HEAD this run walked from, not HEAD now: moved meanwhile (a reset, a commit), it
+        # would be recorded as indexed without its commits; the next run reads them.
+        head = self.repo.get(tips[0]).peel(pygit2.Commit)
         with con:
             self._snapshot_head(head)
             versions.write_head(str(head.id))
