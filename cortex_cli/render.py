@@ -53,6 +53,8 @@ def history(result: History, now: float) -> str:
         if e.members:
             shown = ", ".join(terminal(m) for m in e.members[:3])
             extra += f"  (via {shown}{', …' if len(e.members) > 3 else ''})"
+        if e.skipped:
+            extra += f"  (symbols not read: {e.skipped})"
         lines.append(f"  {_commit_line(e.commit, now)}  {_lines(e.added, e.deleted):>10}  "
                      f"{e.change}{extra}")
     if not result.entries:

@@ -329,3 +329,23 @@ def test_a_property_setter_has_a_history_of_its_own(repo, cortex):
         ("setter casts", "body"), ("property", "added")]
     assert [(s, c) for s, c, *_ in changes(cortex.reader(), "p.py", "P.x")] == [
         ("property", "added")]
+
+
+def test_a_change_over_a_limit_is_named_in_file_and_symbol_history(repo, cortex):
+    from cortex_core.config import IndexSettings, Settings
+    body = "".join(f"    x{i} = {i}\n" for i in range(8))
+    repo.write("m.py", f"def f():\n{body}    return 0\n")
+    repo.commit("add f", days_ago=3)
+    repo.write("m.py", "def f():\n" + body.replace(" = ", " = -") + "    return 1\n")
+    big = repo.commit("rewrite f", days_ago=2)
+    cortex.index(Settings(index=IndexSettings(max_diff_lines=5)))
+    con = cortex.reader()
+    entries = history(con, TargetSpec("m.py")).entries
+    assert entries[0].commit.sha == big
+    assert entries[0].skipped.startswith("diff too large (over 5 changed lines; raise [index] "
+                                         "max_diff_lines")
+    assert entries[1].skipped is None
+    own = history(con, TargetSpec("m.py", "f"))
+    assert [e.change for e in own.entries] == ["added"]   # the rewrite is not in it ...
+    assert own.note.startswith(f"1 commit of its file was not read for symbols, the newest "
+                               f"{big[:10]}: diff too large")   # ... and that is said

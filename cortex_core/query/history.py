@@ -102,6 +102,9 @@ class HistoryEntry:
     # Where the lineage crosses a pairing made by similarity (a rename or move with edits): how
     # alike the two versions were, below 1.0. None for exact pairings and other changes.
     confidence: float | None = None
+    # A file's change whose symbols were not read, why (a limit with the setting that raises
+    # it): "diff too large (over 20,000 changed lines; raise [index] max_diff_lines ...)".
+    skipped: str | None = None
 
     @property
     def substantive(self) -> bool:
@@ -139,8 +142,16 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
         entries = file_history(con, target.file_id)
     else:
         entries = symbol_history(con, target.symbol_id)
+        born = entries[-1].commit.time if entries else None
         if substantive:
             entries = [e for e in entries if e.substantive]
+        # Commits of its file, since its first change, that no symbol history can show.
+        cut = [e for e in file_history(con, target.file_id)
+               if e.skipped and (born is None or e.commit.time >= born)]
+        if cut:
+            n = len(cut)
+            note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
+                    f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
     from cortex_core.store.store import history_from
     return History(target, entries[:limit] if limit else entries, note, len(entries),
                    history_from(con))
@@ -148,17 +159,28 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
 
 def file_history(con: apsw.Connection, file_id: int,
                  redact_subjects: bool = True) -> list[HistoryEntry]:
+    said: dict[str, str | None] = {}   # skip reason -> as users read it, when a limit gave it
+
+    def skipped(reason: str | None) -> str | None:
+        if reason is None:
+            return None
+        if reason not in said:   # the settings' module only then: `history` starts light
+            from cortex_core.index.skip_rules import LIMITED_BY, explain, indexed_limits
+            said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
+        return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
     for fid, limit in _lineage(con, file_id, _FILE_LINKS):
         for row in con.execute(
-                f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path"
+                f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
                 f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}",
                 (fid, *limit)):
+            # A limit that cut this change out of symbol history is said where it happened.
             entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
                                                  FILE_STATUS.get(row[8], row[8]),
-                                                 row[9], row[10], row[11])))
+                                                 row[9], row[10], row[11],
+                                                 skipped=skipped(row[12]))))
     return _newest_first(entries)
 
 
