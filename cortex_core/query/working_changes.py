@@ -90,6 +90,9 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
         # Committed since the index was built: not in its history either.
         try:
             unindexed = repo.ahead_behind(head.id, base.id)[0]
+        except (pygit2.GitError, KeyError, ValueError):   # a shallow or partial clone's edge
+            unindexed = 0
+        try:
             diff = repo.diff(base.tree, head.tree)
             paths += [d.new_file.path if d.status_char() != "D" else d.old_file.path
                       for d in diff.deltas]
