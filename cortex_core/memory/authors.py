@@ -12,7 +12,9 @@ search.py multiplies a matching commit's score (AUTHOR_WEIGHT there).
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+import weakref
 
 # A GitHub login: letters, digits and inner hyphens, at most 39 characters, not inside a word or
 # an e-mail address (user@example.com names no one); a bot's "[bot]" suffix is left out. Not a
@@ -44,19 +46,38 @@ def known_logins(con, logins: dict[str, str]) -> dict[str, str]:
     """The logins of `logins` that some commit's author (or a merged pull request) matches."""
     if not logins:
         return {}
-    found: dict[str, str] = {}
+    keys = _author_keys(con)
+    return {k: login for k, login in logins.items() if k in keys}
+
+
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # con -> (stamp, keys)
+_KEYS_LOCK = threading.Lock()
+
+
+def _author_keys(con) -> frozenset[str]:
+    """Every key a login can match in this store: its authors' names and e-mail local parts, and
+    the logins its merged pull requests name. Read in one pass when the store changed
+    (store_stamp), else the connection's last answer: a server asks on every search."""
+    from cortex_core.store.store import store_stamp
+    stamp = store_stamp(con)
+    with _KEYS_LOCK:
+        kept = _KEYS.get(con)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    keys: set[str] = set()
     for name, email in con.execute(
             "select distinct substr(author_name, 1, ?), substr(author_email, 1, ?) from commits",
             (_LONGEST + 1, 2 * _LONGEST + 1)):
-        login = _login(logins, name or "", email or "", None)
-        if login is not None:
-            found[key(login)] = login
-    for k, login in logins.items():
-        if k not in found and con.execute(
-                "select 1 from commits where is_merge = 1 and subject like ? escape '\\'"
-                " limit 1", (f"Merge pull request #% from {_like(login)}/%",)).fetchone():
-            found[k] = login
-    return found
+        keys.update(_keys_of(name or "", email or ""))
+    for (subject,) in con.execute("select substr(subject, 1, 200) from commits"
+                                  " where is_merge = 1 and subject like 'Merge pull request #%'"):
+        merged = _MERGED_FROM.match(subject)
+        if merged:
+            keys.add(key(merged.group(1)))
+    value = frozenset(keys)
+    with _KEYS_LOCK:
+        _KEYS[con] = (stamp, value)
+    return value
 
 
 def without_logins(query: str, logins: dict[str, str]) -> str:
@@ -68,10 +89,6 @@ def without_logins(query: str, logins: dict[str, str]) -> str:
     text = unicodedata.normalize("NFC", query)
     rest = _MENTION.sub(lambda m: " " if key(m.group(1)) in logins else m[0], text)
     return rest if rest.strip(" \t\n.,;:!?()") else query
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def authored_by(con, items: list[int], logins: dict[str, str]) -> dict[int, str]:
@@ -99,13 +116,19 @@ def _login(logins: dict[str, str], name: str, email: str, merge_subject: str | N
         merged = _MERGED_FROM.match(merge_subject)
         if merged:   # the pull request's author, not whoever merged it
             return logins.get(key(merged.group(1)))
+    for k in _keys_of(name, email):
+        login = logins.get(k)
+        if login is not None:
+            return login
+    return None
+
+
+def _keys_of(name: str, email: str):
+    """The keys an author answers to: the name's, then the e-mail local part's."""
     local = email.rpartition("@")[0] if "@" in email else email
     number, plus, rest = local.partition("+")
     local = rest if plus and number.isdigit() else number   # GitHub's 123+login@users.noreply…
     for text in (name, local):
         text = text.removesuffix(_BOT)
         if text and len(text) <= _LONGEST:
-            login = logins.get(key(text))
-            if login is not None:
-                return login
-    return None
+            yield key(text)
