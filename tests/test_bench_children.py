@@ -3,29 +3,18 @@ must not shadow the version a comparison names (bench_versions.py once timed one
 
 from __future__ import annotations
 
-import importlib
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from bench_modules import BENCH, import_bench
 
 
 @pytest.fixture(scope="module")
 def bench_versions():
-    # _benchlib puts the code under test first on PYTHONPATH when imported: keep that out of
-    # this process's other tests.
-    saved = dict(os.environ)
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("bench_versions")
-    finally:
-        sys.path.remove(str(BENCH))
-        os.environ.clear()
-        os.environ.update(saved)
+    return import_bench("bench_versions")[0]
 
 
 def _version(folder: Path) -> Path:

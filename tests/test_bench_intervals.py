@@ -3,28 +3,14 @@ differences from its baseline, on scores whose intervals are known exactly."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from bench_modules import import_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    # _benchlib puts the code under test first on PYTHONPATH when imported: keep that out of
-    # this process's other tests.
-    saved = dict(os.environ)
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module("_benchlib"), importlib.import_module("bench_search")
-    finally:
-        sys.path.remove(str(BENCH))
-        os.environ.clear()
-        os.environ.update(saved)
+    return import_bench("_benchlib", "bench_search")
 
 
 def test_paired_interval_draws_whole_groups(bench):
