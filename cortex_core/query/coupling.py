@@ -244,13 +244,6 @@ class SetRelated:
     base: str | None = None   # the commit the working tree was compared with
     unindexed_commits: int = 0   # commits of HEAD past `base` (the index's): counted as changes
     min_support: int = MIN_SUPPORT   # shared commits a partner needed
-
-    def nothing(self, what: str) -> str:
-        """Why no partner is listed, for `what` ("files" or "symbols")."""
-        if self.min_support > 1:
-            return (f"nothing: no other {what[:-1]} shares {self.min_support} or more commits "
-                    f"with the changed {what}")
-        return f"nothing: no history links the changed {what} to others"
     aggregate: str = SET_AGGREGATE            # how the files were scored (related_to_set)
     symbol_aggregate: str = SET_SYMBOL_AGGREGATE   # how the symbols were
     half_life_commits: int | None = None      # the half-life on the clock of commits
@@ -259,6 +252,13 @@ class SetRelated:
     def decay(self) -> str:
         """How each shared commit was weighted, in the words the fused ranking uses."""
         return decay_text(self.half_life_days, self.half_life_commits)
+
+    def nothing(self, what: str) -> str:
+        """Why no partner is listed, for `what` ("files" or "symbols")."""
+        if self.min_support > 1:
+            return (f"nothing: no other {what[:-1]} shares {self.min_support} or more commits "
+                    f"with the changed {what}")
+        return f"nothing: no history links the changed {what} to others"
 
 
 def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
