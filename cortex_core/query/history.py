@@ -146,7 +146,7 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
         if substantive:
             entries = [e for e in entries if e.substantive]
         # Commits of its file, since its first change, that no symbol history can show.
-        cut = [e for e in file_history(con, target.file_id)
+        cut = [e for e in file_history(con, target.file_id, only_skipped=True)
                if e.skipped and (born is None or e.commit.time >= born)]
         if cut:
             n = len(cut)
@@ -157,8 +157,10 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
                    history_from(con))
 
 
-def file_history(con: apsw.Connection, file_id: int,
-                 redact_subjects: bool = True) -> list[HistoryEntry]:
+def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,
+                 only_skipped: bool = False) -> list[HistoryEntry]:
+    """`only_skipped`: the changes whose symbols were not read, alone (a few rows, where a busy
+    file's whole history takes milliseconds)."""
     said: dict[str, str | None] = {}   # skip reason -> as users read it, when a limit gave it
 
     def skipped(reason: str | None) -> str | None:
@@ -174,7 +176,8 @@ def file_history(con: apsw.Connection, file_id: int,
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
-                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}",
+                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}"
+                + (" and fc.skip_reason is not null" if only_skipped else ""),
                 (fid, *limit)):
             # A limit that cut this change out of symbol history is said where it happened.
             entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
