@@ -420,6 +420,7 @@ WORDS = {
     "wait": "{message} (use --wait SECONDS to wait longer)",
     "model": "{message}; see `cortex status`",
     "one_worker": "{message}; run again, or with --jobs 1",
+    "continue": "{message}; run `cortex index` to continue it",
 }
 
 

@@ -59,13 +59,17 @@ def history(result: History, now: float) -> str:
                      f"{e.change}{extra}")
     if not result.entries:
         lines.append("  no commits changed it (at symbol level) in the indexed history")
-    if result.history_from is not None:
-        lines.append(_partial_history(result.history_from))
+    if result.history_from is not None or result.history_until is not None:
+        lines.append(_partial_history(result.history_from, result.history_until))
     return "\n".join(lines)
 
 
-def _partial_history(history_from: int) -> str:
-    """An index holding only the recent window its first run read first."""
+def _partial_history(history_from: int | None, history_until: int | None) -> str:
+    """An index holding only the recent window its first run read first, or the older part of
+    the history its first run read before it stopped (or while it runs)."""
+    if history_until is not None:
+        return (f"note: {reach(history_from, history_until)}: the first index run has not "
+                "reached HEAD (`cortex index` continues it, or is doing so)")
     return (f"note: {reach(history_from)}; the older commits are not indexed yet (`cortex index` "
             "indexes them, or is doing so)")
 
@@ -180,7 +184,8 @@ def status(s: Status, root: Path, now: float) -> str:
         f"commits: {s.commits}{span} by {s.authors} author{'s' if s.authors != 1 else ''};"
         f" {s.merges} merge{'s' if s.merges != 1 else ''}"
         + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
-        *([_partial_history(s.history_from)] if s.history_from is not None else []),
+        *([_partial_history(s.history_from, s.history_until)]
+          if s.history_from is not None or s.history_until is not None else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

@@ -53,11 +53,21 @@ def _utc_day(when: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(min(max(when, _FIRST_DAY), _LAST_DAY)))
 
 
-def reach(history_from: int) -> str:
-    """How far back an index holding a recent window reaches, as every front end says it
-    ("history from 2023-04 on"); each adds what is being done about the rest."""
-    month = time.strftime("%Y-%m", time.gmtime(min(max(history_from, _FIRST_DAY), _LAST_DAY)))
-    return f"history from {month} on"
+def _month(when: int) -> str:
+    return time.strftime("%Y-%m", time.gmtime(min(max(when, _FIRST_DAY), _LAST_DAY)))
+
+
+def reach(history_from: int | None, history_until: int | None = None) -> str:
+    """How far an index that does not hold the whole history reaches, as every front end says
+    it: back to the start of the recent window a first run reads first ("history from 2023-04
+    on"), forward to the newest commit of a first run that has not reached HEAD ("history up
+    to 2012-12 only"), or both ("history from 2023-04 to 2023-05 only"). Each front end adds
+    what is being done about the rest."""
+    if history_until is None:
+        return f"history from {_month(history_from or 0)} on"
+    if history_from is None:
+        return f"history up to {_month(history_until)} only"
+    return f"history from {_month(history_from)} to {_month(history_until)} only"
 
 
 def on_clock(clock) -> str:

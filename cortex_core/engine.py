@@ -725,6 +725,13 @@ class Snapshot:
         from cortex_core.store.store import history_from
         return history_from(self.con)
 
+    def history_until(self) -> int | None:
+        """How far forward the index's history reaches while its first run has not reached
+        HEAD (stopped, or still running): the date of its newest commit; None once a run
+        has completed."""
+        from cortex_core.store.store import history_until
+        return history_until(self.con)
+
     def dependents(self, target) -> int | None:
         from cortex_core.query.blast import dependents_of
         return dependents_of(self.con, target)

@@ -34,6 +34,7 @@ ACTIONS = {
     "wait": "wait longer for the other indexer, or run again when it is done",
     "model": "index with an embedding model (semantic search is off in this index)",
     "one_worker": "index again, in one process (a worker process failed)",
+    "continue": "index again: the index's first run stopped before HEAD, and a run continues it",
 }
 
 

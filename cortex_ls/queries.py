@@ -78,11 +78,15 @@ def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str,
 def hover(snap: Snapshot, loc: Located, settings: Settings) -> str | None:
     repo = loc.repo
     note = None if loc.parsed else "symbols from the index: this file is not parsed live"
-    if snap.find(loc.path) is None:         # a file the index does not know: nothing to say
-        return None
+    if snap.find(loc.path) is None:         # a file the index does not know: nothing to say,
+        until = snap.history_until()        # unless the index has not reached HEAD yet
+        if until is None:
+            return None
+        return (f"**{markdown_code(loc.path)}**: not in the indexed history yet\n\n"
+                f"*{render.index_note(repo.partial, snap.history_from(), until)}*")
     if loc.qualname is not None and snap.file_level_only(loc.path) is None:
         if snap.find(loc.path, loc.qualname) is None:
-            state = render.index_note(repo.partial, snap.history_from())
+            state = render.index_note(repo.partial, snap.history_from(), snap.history_until())
             return (f"**{markdown_code(loc.qualname)}**: no commits yet (new since the indexed "
                     "HEAD)" + (f"\n\n*{state}*" if state else ""))
         card = snap.symbol_card(loc.path, loc.qualname, limit=settings.history_length,
@@ -91,7 +95,8 @@ def hover(snap: Snapshot, loc: Located, settings: Settings) -> str | None:
                             note=note)
     origin = snap.line_origin(loc.path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
-                             partial=repo.partial, history_from=snap.history_from())
+                             partial=repo.partial, history_from=snap.history_from(),
+                             history_until=snap.history_until())
 
 
 def _links(repo: Repo, settings: Settings) -> str | None:
@@ -143,7 +148,8 @@ def lens_title(snap: Snapshot, repo: Repo, path: str, qualname: str, settings: S
 
 def payload(result, repo: Repo, snap: Snapshot | None = None) -> dict:
     """A core result as JSON, commit ids linked to their web pages, with the index's state and
-    how far back its history reaches (`historyFrom`, while a recent window is all it holds)."""
+    how far its history reaches (`historyFrom`, while a recent window is all it holds;
+    `historyUntil`, while a first run has not reached HEAD)."""
     out = plain(result)
     if not isinstance(out, dict):
         out = {"items": out}
@@ -152,6 +158,7 @@ def payload(result, repo: Repo, snap: Snapshot | None = None) -> dict:
     out["indexState"] = repo.state()
     out["partial"] = repo.partial
     out["historyFrom"] = snap.history_from() if snap is not None else None
+    out["historyUntil"] = snap.history_until() if snap is not None else None
     out["repository"] = str(repo.root)
     return out
 
@@ -224,7 +231,7 @@ def status(snap: Snapshot | None, repo: Repo) -> dict:
     location = repo.engine.location
     reason = location.reason if repo.located else None
     out = payload(snap.status(), repo, snap) if snap is not None else {
-        "indexState": repo.state(), "partial": True, "historyFrom": None,
+        "indexState": repo.state(), "partial": True, "historyFrom": None, "historyUntil": None,
         "repository": str(repo.root)}
     out["indexing"] = {"running": repo.index.running, "percentage": repo.index.percentage,
                        "message": repo.index.message, "error": repo.index.error}

@@ -40,10 +40,16 @@ def _days(days: float) -> str:
     return f"{days:g}d"
 
 
-def index_note(partial: bool, history_from: int | None) -> str | None:
-    """How far an answer can be trusted while the index is incomplete: how far back its history
-    reaches (a recent window indexed first, the older commits to come), or that it is still
-    being built; None for a complete index."""
+def index_note(partial: bool, history_from: int | None,
+               history_until: int | None = None) -> str | None:
+    """How far an answer can be trusted while the index is incomplete: how far its history
+    reaches (a recent window indexed first, the older commits to come; or the older part a
+    first run read before it stopped, the newer commits to come), or that it is still being
+    built; None for a complete index."""
+    if history_until is not None:
+        return reach(history_from, history_until) + (
+            "; indexing newer commits" if partial else
+            "; newer commits not indexed yet (Cortex: Reindex)")
     if history_from is not None:
         return reach(history_from) + ("; indexing older commits" if partial else
                                       "; older commits not indexed yet (Cortex: Reindex)")
@@ -101,7 +107,7 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     footer = []
     if note:
         footer.append(markdown(note))
-    state = index_note(partial, card.history_from)
+    state = index_note(partial, card.history_from, card.history_until)
     if state:
         footer.append(state)
     if footer:
@@ -110,7 +116,8 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
 
 
 def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
-               now: float | None = None, history_from: int | None = None) -> str:
+               now: float | None = None, history_from: int | None = None,
+               history_until: int | None = None) -> str:
     """The hover for a line outside any symbol: who last changed it."""
     now = time.time() if now is None else now
     if origin is None:
@@ -121,7 +128,7 @@ def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
         c = origin.commit
         text = (f"**line {line}** last changed {relative_time(c.time, now)} by "
                 f"{markdown(c.author, 40)} in {_sha(c, web_base)}: {markdown(c.subject, 120)}")
-    state = index_note(partial, history_from)
+    state = index_note(partial, history_from, history_until)
     if state:
         text += f"\n\n*{state}*"
     return text

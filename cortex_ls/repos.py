@@ -43,6 +43,7 @@ WORDS = {
     "wait": "{message}; run the command Cortex: Reindex later",
     "model": "{message}; the `cortex/status` request says why",
     "one_worker": "{message}; run `cortex index --jobs 1` in a terminal",
+    "continue": "{message}: run the command Cortex: Reindex",
 }
 
 

@@ -106,11 +106,16 @@ class Memory:
         head = current.commit if current is not None else None   # None: unborn or unreadable
         run = self.indexers.running(engine)
         since = snap.history_from()   # set while only a recent window is indexed
+        until = snap.history_until()  # set while a first run has not reached HEAD
         state = {"repository": str(engine.root), "indexed_head": indexed, "head": head,
                  "up_to_date": bool(head) and indexed == head, "indexing": run is not None,
-                 "history_from": since}
+                 "history_from": since, "history_until": until}
         notes = []
-        if since is not None:
+        if until is not None:
+            notes.append(reach(since, until) + (
+                "; newer commits are being indexed" if run is not None
+                else "; the first index run stopped before HEAD: call `sync` to continue it"))
+        elif since is not None:
             notes.append(reach(since) + ("; older commits are being indexed" if run is not None
                                          else "; call `sync` to index the older commits"))
         elif run is not None:
@@ -140,6 +145,7 @@ WORDS = {
     "wait": "{message}; call `sync` again later",
     "model": "{message}; the `status` tool says why",
     "one_worker": "{message}; call `sync` again, or run `cortex index --jobs 1` in a terminal",
+    "continue": "{message}; call `sync` to continue it",
 }
 
 

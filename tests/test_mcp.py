@@ -246,6 +246,28 @@ async def test_status_says_whether_the_index_is_up_to_date(indexed: ScriptedRepo
         assert "call `sync` for the newest commits" in md
 
 
+async def test_a_stopped_first_run_is_said_in_every_answer(project: ScriptedRepo, monkeypatch):
+    import cortex_core.index.ingest as ingest
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)   # every commit its own transaction
+
+    def stop(done, total, phase="commits"):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):   # the batch in flight is rolled back: two stay
+        index(project, progress=stop)
+    monkeypatch.undo()
+    async with server("--repo", str(project.path)) as client:
+        result = await ok(client, "symbol_history", target="pkg/core.py::compute")
+        assert "only; the first index run stopped before HEAD: call `sync` to continue it" \
+            in text(result)
+        assert "has no commits yet" not in text(result)
+        until = result.structured_content["index"]["history_until"]
+        assert until == int(project.now - 28 * 86400)
+        missing = await error(client, "symbol_history", target="pkg/nowhere.py")
+        assert missing.endswith("call `sync` to continue it")
+
+
 # -- bad input -----------------------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, re
 from cortex_core.query.hotspots import hotspot_score, window_changes
 from cortex_core.memory.notes import Note, live_notes_for
 from cortex_core.query.targets import Target, TargetSpec, resolve
-from cortex_core.store.store import history_from
+from cortex_core.store.store import history_from, history_until
 
 @dataclass(frozen=True)
 class HeatSettings:
@@ -74,6 +74,9 @@ class SymbolCard:
     # Set while the index holds a recent window only: the date its history starts from
     # (status.history_from); `changes` and `authors` count from there.
     history_from: int | None = None
+    # Set while the index's first run has not reached HEAD: the date of its newest commit
+    # (store.history_until); `changes` and `authors` count up to there.
+    history_until: int | None = None
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -110,7 +113,7 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
                       reformatted, waypoints,
                       strongest_symbol(con, target) if target.alive else None, used,
-                      history_from(con))
+                      history_from(con), history_until(con))
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,

@@ -121,6 +121,9 @@ class History:
     # Set while the index holds a recent window only: the date its history starts from, so
     # that older commits are not there yet (status.history_from).
     history_from: int | None = None
+    # Set while the index's first run has not reached HEAD: the date of the newest commit it
+    # holds, so that newer commits are not there yet (store.history_until).
+    history_until: int | None = None
 
 
 FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -152,9 +155,9 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             n = len(cut)
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
-    from cortex_core.store.store import history_from
+    from cortex_core.store.store import history_from, history_until
     return History(target, entries[:limit] if limit else entries, note, len(entries),
-                   history_from(con))
+                   history_from(con), history_until(con))
 
 
 def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,

@@ -10,7 +10,7 @@ from pathlib import Path
 import apsw
 
 from cortex_core.index.skip_rules import indexed_limits, limit_hint
-from cortex_core.store.store import SCHEMA_VERSION, get_meta, history_from
+from cortex_core.store.store import SCHEMA_VERSION, get_meta, history_from, history_until
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Status:
     # Set while the index holds a recent window only (older commits not indexed yet): the date
     # its history starts from (see `history_from`).
     history_from: int | None = None
+    # Set while the first run has not reached HEAD (stopped, or still running): the date of
+    # the newest commit indexed (see store.history_until).
+    history_until: int | None = None
 
 
 
@@ -124,6 +127,7 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         db_path=str(db_path), db_bytes=size, schema_version=SCHEMA_VERSION,
         head=get_meta(con, "head"), indexed_at=int(indexed_at) if indexed_at else None,
         all_branches=get_meta(con, "all_branches") == "1", history_from=history_from(con),
+        history_until=history_until(con),
         commits=one("select count(*) from commits where reachable = 1"),
         unreachable_commits=one("select count(*) from commits where reachable = 0"),
         merges=one("select count(*) from commits where reachable = 1 and is_merge = 1"),

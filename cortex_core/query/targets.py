@@ -7,8 +7,12 @@ from dataclasses import dataclass
 
 import apsw
 
-from cortex_core.errors import Ambiguous, CortexError, NotFound
+from cortex_core.errors import Ambiguous, CortexError, Hint, NotFound
 from cortex_core.lang.qualnames import structural_name
+
+TYPE_CHECKING = False   # typing itself costs `cortex history` its start (bench/bench_start.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
@@ -114,7 +118,19 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
         difflib.get_close_matches(path, paths, n=5, cutoff=0.6)
     hint = f"; did you mean: {', '.join(_shown(p) for p in close)}" if close else ""
-    raise NotFound(f"no file {path!r} in the index{hint}")
+    _not_found(con, f"no file {path!r} in the index{hint}")
+
+
+def _not_found(con: apsw.Connection, message: str) -> NoReturn:
+    """Raise NotFound; while the index's first run has not reached HEAD, saying so, since what
+    is missing may be what it has not read yet."""
+    from cortex_core.store.store import history_until
+    until = history_until(con)
+    if until is None:
+        raise NotFound(message)
+    from cortex_core.dates import reach
+    raise NotFound(f"{message} ({reach(None, until)}: the first index run has not reached "
+                   "HEAD)", Hint("continue"))
 
 
 def _shown(name: str) -> str:
@@ -173,7 +189,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
     level = file_level_reason(con, file_id)
     if level is not None:  # the reason, rather than guesses among symbols it never had
         hint = f": the file is recorded at file level only, {level}"
-    raise NotFound(f"no symbol {name!r} in {path}{hint}")
+    _not_found(con, f"no symbol {name!r} in {path}{hint}")
 
 
 def file_level_reason(con: apsw.Connection, file_id: int) -> str | None:

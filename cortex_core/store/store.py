@@ -358,6 +358,17 @@ def history_from(con) -> int | None:
         return None
 
 
+def history_until(con) -> int | None:
+    """How far forward the index's history reaches when its first run stopped before HEAD (no
+    meta `head` yet, commits written: a run writes oldest first and records HEAD at its end):
+    the author time of the newest commit written. None once a run has completed; the commits
+    made since then are what `head` is behind by, which each answer states its own way.
+    Every answer built from such an index carries it ("history up to 2012-12 only")."""
+    if get_meta(con, "head") is not None:
+        return None
+    return con.execute("select max(author_time) from commits where reachable = 1").fetchone()[0]
+
+
 def loose_check_state(con) -> tuple[int, list[str]]:
     """When the last index run checked the repository's loose objects (ns since the epoch; 0:
     never) and the ids it found damaged (git/loose_objects.py)."""

@@ -1,0 +1,120 @@
+"""A first index run stopped before HEAD (Ctrl-C, a kill, a crash) leaves a store holding the
+older part of the history, which it answers from. Every answer then says how far that reaches, in
+the engine's results, the command line, the language server's words and the MCP server, until a
+run reaches HEAD. Real repositories, real stores, the real command line and MCP server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cortex_core.features.symbol_info import HeatSettings
+from cortex_core.dates import reach
+from cortex_core.engine import Engine
+from cortex_core.errors import NotFound
+from cortex_core.query.history import history
+from cortex_core.query.status import status
+from cortex_core.query.targets import TargetSpec
+from cortex_cli import render as cli_render
+from cortex_ls import render as ls_render
+from scripted_repo import DAY, ScriptedRepo
+
+
+class Stop(Exception):
+    """Raised from a progress callback: the run stops there, as a killed one does."""
+
+
+def build(repo: ScriptedRepo) -> None:
+    repo.write("pkg/core.py", "def compute(x):\n    return x\n")
+    repo.commit("add compute", days_ago=400)
+    for i in range(1, 4):
+        repo.write("pkg/core.py", f"def compute(x):\n    return x + {i}\n")
+        repo.commit(f"compute: step {i}", days_ago=400 - 30 * i)
+    repo.write("pkg/late.py", "def late():\n    return 1\n")
+    repo.commit("add late", days_ago=5)
+
+
+def stop_first_run(cortex, monkeypatch) -> int:
+    """Index until the third commit is read, then stop; the batch in flight is rolled back, so
+    the store holds the two oldest commits. Returns the author time of the newest of them."""
+    import cortex_core.index.ingest as ingest
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)   # every commit its own transaction
+
+    def stop(done, total, phase="commits"):
+        if done == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        cortex.index(progress=stop)
+    monkeypatch.undo()
+    return int(cortex.repo.now - 370 * DAY)
+
+
+@pytest.fixture
+def stopped(repo, cortex, monkeypatch):
+    build(repo)
+    return stop_first_run(cortex, monkeypatch)
+
+
+def month(when: int) -> str:
+    return time.strftime("%Y-%m", time.gmtime(when))
+
+
+def test_every_answer_says_how_far_the_stopped_run_reached(repo, cortex, stopped):
+    con = cortex.reader()
+    found = history(con, TargetSpec("pkg/core.py", "compute"))
+    assert [e.commit.subject for e in found.entries] == ["compute: step 1", "add compute"]
+    assert found.history_until == stopped and found.history_from is None
+    assert status(con, cortex.db).history_until == stopped
+    with Engine.open(repo.path, db=cortex.db) as engine, engine.snapshot() as snap:
+        card = snap.symbol_card("pkg/core.py", "compute", limit=5, heat=HeatSettings())
+        assert card.history_until == stopped and card.changes == 2
+        assert snap.history_until() == stopped
+
+    # A file the run has not reached: the miss says why it may be missing, with the fix.
+    with pytest.raises(NotFound) as miss:
+        history(con, TargetSpec("pkg/late.py"))
+    assert f"history up to {month(stopped)} only" in miss.value.message
+    assert miss.value.hint is not None and miss.value.hint.action == "continue"
+
+    text = cli_render.history(found, now=time.time())
+    assert text.endswith(f"note: history up to {month(stopped)} only: the first index run has "
+                         "not reached HEAD (`cortex index` continues it, or is doing so)")
+    assert ls_render.index_note(False, None, stopped) == (
+        f"history up to {month(stopped)} only; newer commits not indexed yet (Cortex: Reindex)")
+    assert ls_render.index_note(True, None, stopped).endswith("; indexing newer commits")
+
+
+def test_a_run_that_reaches_head_ends_the_note(repo, cortex, stopped):
+    cortex.index()
+    con = cortex.reader()
+    found = history(con, TargetSpec("pkg/core.py", "compute"))
+    assert len(found.entries) == 4 and found.history_until is None
+    assert status(con, cortex.db).history_until is None
+    assert "not reached HEAD" not in cli_render.history(found, now=time.time())
+    assert history(con, TargetSpec("pkg/late.py")).history_until is None
+
+
+def test_the_command_line_says_it_and_how_to_continue(repo, cortex, stopped):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args, "--repo",
+                               str(repo.path), "--db", str(cortex.db)],
+                              capture_output=True, text=True, timeout=120)
+
+    shown = cli("history", "pkg/core.py::compute")
+    assert shown.returncode == 0, shown.stderr
+    assert f"history up to {month(stopped)} only" in shown.stdout
+    missing = cli("history", "pkg/late.py")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().endswith("run `cortex index` to continue it")
+    listed = cli("status")
+    assert f"note: history up to {month(stopped)} only" in listed.stdout
+
+
+def test_reach_names_both_ends():
+    assert reach(0, 40 * DAY) == "history from 1970-01 to 1970-02 only"
+    assert reach(None, 40 * DAY) == "history up to 1970-02 only"
+    assert reach(40 * DAY) == "history from 1970-02 on"
