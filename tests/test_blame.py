@@ -475,6 +475,7 @@ def test_a_store_indexed_before_merge_versions_is_upgraded(repo, cortex):
         alter table commits drop column generation; alter table commits drop column versioned;
         delete from meta where key = 'versions_head';
         alter table commits drop column code_words; drop table items_code;
+        alter table commits drop column order_time;
         update meta set value = '4' where key = 'schema_version';
     """)
     con.close()

@@ -601,6 +601,39 @@ def _answers(db) -> dict:
     return out
 
 
+def test_a_commit_dated_before_its_parent_is_listed_above_it(repo, cortex):
+    """A wrong clock (a commit dated a year before its parent) does not turn history upside
+    down: a commit is never listed below its parent, as in `git log`; commits whose clocks
+    agree keep their committer-time order. A store of schema 9 gets the same order from the
+    migration's backfill."""
+    import apsw
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("add f", days_ago=100)
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("f: two, from a clock a year behind", days_ago=465)
+    repo.write("b.py", "x = 1\n")
+    repo.commit("unrelated", days_ago=200)
+    repo.write("a.py", "def f():\n    return 3\n")
+    repo.commit("f: three", days_ago=50)
+    expected = ["f: three", "f: two, from a clock a year behind", "add f"]
+    cortex.index()
+    assert subjects(cortex.reader(), "a.py", "f") == expected
+    assert subjects(cortex.reader(), "a.py") == expected
+    con = apsw.Connection(str(cortex.db))
+    before = con.execute("select sha, order_time, committer_time from commits order by sha"
+                         ).fetchall()
+    # The skewed commit and its descendants are raised to their parent's time, no further.
+    assert sum(t != c for _, t, c in before) == 2
+    con.execute("alter table commits drop column order_time;"
+                " update meta set value = '9' where key = 'schema_version';")
+    con.close()
+    cortex.index()
+    after = cortex.reader().execute("select sha, order_time, committer_time from commits"
+                                    " order by sha").fetchall()
+    assert after == before
+    assert subjects(cortex.reader(), "a.py", "f") == expected
+
+
 def test_history_order_is_the_same_however_the_store_was_indexed(repo, tmp_path, monkeypatch):
     """One run, several incremental runs, runs stopped and resumed (worker processes reading
     out of order, so that commits were stored before their parents): the same answers."""

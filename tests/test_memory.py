@@ -269,6 +269,7 @@ def test_a_store_of_schema_7_gets_its_path_words(repo, cortex, version):
             drop table items_code;
             alter table items_code_7 rename to items_code;
             update items_fts set paths = 'notes/z.txt a.py';
+            alter table commits drop column order_time;
         """)
         con.execute("update meta set value = ? where key = 'schema_version'", (version,))
     con.close()

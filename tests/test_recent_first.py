@@ -75,8 +75,9 @@ def stop_at(prefix: str, after: int = 0):
 
 
 QUERIES = {
-    "commits": "select sha, parents, seq, generation, author_time, subject, kind, is_merge,"
-               " files_changed, lines_added, lines_deleted, reachable, code_words from commits",
+    "commits": "select sha, parents, seq, generation, order_time, author_time, subject, kind,"
+               " is_merge, files_changed, lines_added, lines_deleted, reachable, code_words"
+               " from commits",
     "files": "select path, language from files",
     "file_changes": "select c.sha, f.path, o.path, fc.status, fc.added, fc.deleted, fc.skip_reason"
                     " from file_changes fc join commits c on c.id = fc.commit_id"

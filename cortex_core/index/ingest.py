@@ -604,19 +604,19 @@ class _Indexer:
         # The walk's commit objects and what libgit2 cached while walking take ~1.6 KB a commit
         # (sympy: 100 MB): only ids and parents are kept while the commits are read. An update
         # keeps libgit2's caches: the next steps read the same objects again.
-        todo = [(str(c.id), [str(p) for p in c.parent_ids]) for c in new]
+        todo = [(str(c.id), [str(p) for p in c.parent_ids], c.commit_time) for c in new]
         walked = new = dropped = []
         known = {}
         new_commits = len(todo)
         long_run = new_commits >= PARALLEL_MIN_COMMITS
         if long_run:
             release_memory(self.repo)
-        # The parents are needed for the generations only: not kept while commits are read.
-        generations = self._generations(todo)
-        shas = [sha for sha, _ in todo]
+        # The parents are needed for the order only: not kept while commits are read.
+        orders = self._orders(todo)
+        shas = [sha for sha, _, _ in todo]
         todo = []
-        self._ingest(shas, generations)
-        del shas, generations
+        self._ingest(shas, orders)
+        del shas, orders
         if get_meta(con, "reread_merges"):
             self._reread_merges()
         versions = VersionGraph(con)
@@ -777,9 +777,9 @@ class _Indexer:
         commit = self._commit(sha)
         return commit.commit_time if commit is not None else 0
 
-    def _ingest(self, shas: list[str], generations: list[int]) -> None:
-        """Read and store the commits `shas` (parents before children; `generations` beside
-        them), in transactions of about BATCH_SECONDS each."""
+    def _ingest(self, shas: list[str], orders: list[tuple[int, int]]) -> None:
+        """Read and store the commits `shas` (parents before children; each one's
+        generation and order time beside them, _orders), in transactions of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
         total = len(shas)
         if self.progress:
@@ -789,7 +789,7 @@ class _Indexer:
         while done < total:
             with self.con:
                 for position, record in records:
-                    self._write(record, seq0 + position, generations[position])
+                    self._write(record, seq0 + position, *orders[position])
                     self.missing.update(record.missing)
                     done += 1
                     if self.progress:
@@ -806,31 +806,33 @@ class _Indexer:
                                  roots=self.reader.roots, damaged=self.loose.damaged)
         return ((i, self.reader.read(self.repo.get(sha))) for i, sha in enumerate(shas))
 
-    def _generations(self, commits: list[tuple[str, list[str]]]) -> list[int]:
-        """The generation of each of `commits` (parents first): from the list itself, not from
-        the order records are written in, which worker processes do not keep."""
-        known: dict[str, int] = {}
+    def _orders(self, commits: list[tuple[str, list[str], int]]) -> list[tuple[int, int]]:
+        """The generation and order time (schema.py, migration 10) of each of `commits` (sha,
+        parents, committer time; parents first): from the list itself, not from the order
+        records are written in, which worker processes do not keep."""
+        known: dict[str, tuple[int, int]] = {}
         out = []
-        for sha, parents in commits:
-            generation = 0
+        for sha, parents, committed in commits:
+            generation, when = 0, committed
             for parent in parents:
                 if parent not in known:   # stored by an earlier run, or missing (shallow): 0
                     known[parent] = self.con.execute(
-                        "select generation from commits where sha = ?", (parent,)).get or 0
-                generation = max(generation, known[parent])
-            known[sha] = generation + 1
-            out.append(generation + 1)
+                        "select generation, order_time from commits where sha = ?",
+                        (parent,)).fetchone() or (0, 0)
+                generation, when = max(generation, known[parent][0]), max(when, known[parent][1])
+            known[sha] = generation + 1, when
+            out.append(known[sha])
         return out
 
-    def _write(self, record: CommitRecord, seq: int, generation: int) -> None:
+    def _write(self, record: CommitRecord, seq: int, generation: int, order_time: int) -> None:
         added = sum(f.added or 0 for f in record.files)
         deleted = sum(f.deleted or 0 for f in record.files)
         commit_id = self.con.execute(
-            "insert into commits(sha, seq, generation, parents, author_name, author_email,"
-            " author_time, author_offset, committer_time, subject, body, kind, is_merge,"
-            " files_changed, lines_added, lines_deleted, code_words)"
-            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
-            (record.sha, seq, generation, " ".join(record.parents), record.author_name,
+            "insert into commits(sha, seq, generation, order_time, parents, author_name,"
+            " author_email, author_time, author_offset, committer_time, subject, body, kind,"
+            " is_merge, files_changed, lines_added, lines_deleted, code_words)"
+            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            (record.sha, seq, generation, order_time, " ".join(record.parents), record.author_name,
              record.author_email, record.author_time, record.author_offset,
              record.committer_time, record.subject, record.body, record.kind,
              int(record.is_merge), len(record.files), added, deleted,

@@ -259,7 +259,7 @@ def _first_change_after(con, path: str, qualname: str | None, anchor_commit: str
                         recorded_at: int) -> CommitRef | None:
     # "After" in history's order (history.ORDER_KEY), which does not depend on how the store
     # was indexed.
-    anchor = con.execute("select committer_time, generation, sha from commits where sha = ?",
+    anchor = con.execute("select order_time, generation, sha from commits where sha = ?",
                          (anchor_commit,)).fetchone() if anchor_commit else None
     after, values = (AFTER, tuple(anchor)) if anchor is not None \
         else ("c.author_time > ?", (recorded_at,))

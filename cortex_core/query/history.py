@@ -28,15 +28,17 @@ NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commi
 # The order of history, the same however the store was indexed (one run, resumed, incremental):
 # newest first by committer time, which is what git log orders by and which follows topology far
 # better than author time (a rebase or a cherry-pick keeps the author's date, gives a new
-# committer date); commits of equal time children first (higher generation); then by sha.
+# committer date), raised where a clock was wrong to its parents' (order_time, schema.py
+# migration 10: never below a parent, as git's corrected commit date); commits of equal time
+# children first (higher generation); then by sha.
 # ORDER_KEY is time and generation in one integer (generations below 2^24), the eighth column of
 # COMMIT_COLUMNS; NEWEST_FIRST the same order for SQL, OLDEST_FIRST its reverse; BEFORE and AFTER
-# compare with a commit's (committer_time, generation, sha).
-ORDER_KEY = "c.committer_time * 16777216 + min(c.generation, 16777215)"
-NEWEST_FIRST = "c.committer_time desc, c.generation desc, c.sha desc"
-OLDEST_FIRST = "c.committer_time, c.generation, c.sha"
-BEFORE = "(c.committer_time, c.generation, c.sha) < (?, ?, ?)"
-AFTER = "(c.committer_time, c.generation, c.sha) > (?, ?, ?)"
+# compare with a commit's (order_time, generation, sha).
+ORDER_KEY = "c.order_time * 16777216 + min(c.generation, 16777215)"
+NEWEST_FIRST = "c.order_time desc, c.generation desc, c.sha desc"
+OLDEST_FIRST = "c.order_time, c.generation, c.sha"
+BEFORE = "(c.order_time, c.generation, c.sha) < (?, ?, ?)"
+AFTER = "(c.order_time, c.generation, c.sha) > (?, ?, ?)"
 COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.author_email,"
                   f" c.subject, c.kind, {ORDER_KEY}")
 
@@ -248,16 +250,16 @@ def _container_change(own: str | None, member_kinds: set[str]) -> str:
 # Lineage links: (predecessor id, the link's commit as a limit), for an id and a limit.
 # "Before the link" is before it in history's order (BEFORE): what history shows below the
 # rename is the old identity's, whatever order the commits were indexed in.
-_FILE_LINKS = ("select fc.old_file_id, c.committer_time, c.generation, c.sha from file_changes fc"
+_FILE_LINKS = ("select fc.old_file_id, c.order_time, c.generation, c.sha from file_changes fc"
                " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R'"
                f" and {BEFORE} and c.reachable = 1 and fc.old_file_id is not null"
                f" order by {NEWEST_FIRST}")
-_SYMBOL_LINKS = ("select sc.from_symbol_id, c.committer_time, c.generation, c.sha"
+_SYMBOL_LINKS = ("select sc.from_symbol_id, c.order_time, c.generation, c.sha"
                  " from symbol_changes sc join commits c on c.id = sc.commit_id"
                  f" where sc.symbol_id = ? and {BEFORE} and c.reachable = 1"
                  f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
 
-Limit = tuple[int, int, str]   # (committer time, generation, sha) of a commit, see BEFORE
+Limit = tuple[int, int, str]   # (order time, generation, sha) of a commit, see BEFORE
 
 
 def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, Limit]]:

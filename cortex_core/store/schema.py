@@ -402,35 +402,68 @@ MIGRATIONS: list[str] = [
     drop table items_code;
     alter table items_code_9 rename to items_code;
     """,
+    # 10: history's order with skewed clocks: a commit dated before its parent (a wrong clock,
+    # an imported history) was listed below it. order_time is git's corrected commit date
+    # without its +1: the committer time, raised to the largest order_time among the parents.
+    # With clocks that agree it is the committer time itself, so nothing else moves; ties go to
+    # the higher generation, the child. The backfill computes it over the parent links.
+    """
+    alter table commits add column order_time integer not null default 0;
+    """,
 ]
 
 
-def _generations(con) -> None:
-    """Migration 5's backfill: every stored commit's generation. Depth-first over the parent
-    links rather than in seq order: a run resumed after a kill may have stored a child before its
-    parent. A parent missing from the store (a shallow clone) counts as generation 0."""
+def _parents_first(con) -> tuple[list[int], dict[int, list[int]]]:
+    """Every stored commit's id, parents before children, and each one's stored parents.
+    Depth-first over the parent links rather than in seq order: a run resumed after a kill may
+    have stored a child before its parent. A parent missing from the store (a shallow clone) is
+    left out."""
     ids: dict[str, int] = {}
-    parents: dict[int, list[str]] = {}
+    shas: dict[int, list[str]] = {}
     for commit_id, sha, parent_shas in con.execute("select id, sha, parents from commits"):
         ids[sha] = commit_id
-        parents[commit_id] = parent_shas.split()
-    generation: dict[int, int] = {}
+        shas[commit_id] = parent_shas.split()
+    parents = {c: [ids[p] for p in ps if p in ids] for c, ps in shas.items()}
+    done: set[int] = set()
+    order: list[int] = []
     for start in parents:
         stack = [start]
         while stack:
             top = stack[-1]
-            if top in generation:
+            if top in done:
                 stack.pop()
                 continue
-            known = [ids[p] for p in parents[top] if p in ids]
-            waiting = [p for p in known if p not in generation]
+            waiting = [p for p in parents[top] if p not in done]
             if waiting:
                 stack.extend(waiting)
                 continue
-            generation[top] = 1 + max((generation[p] for p in known), default=0)
+            done.add(top)
+            order.append(top)
             stack.pop()
+    return order, parents
+
+
+def _generations(con) -> None:
+    """Migration 5's backfill: every stored commit's generation (a missing parent counts as
+    generation 0)."""
+    order, parents = _parents_first(con)
+    generation: dict[int, int] = {}
+    for c in order:
+        generation[c] = 1 + max((generation[p] for p in parents[c]), default=0)
     con.executemany("update commits set generation = ? where id = ?",
                     ((g, c) for c, g in generation.items()))
+
+
+def _order_times(con) -> None:
+    """Migration 10's backfill: every stored commit's order_time (a missing parent adds
+    nothing)."""
+    order, parents = _parents_first(con)
+    own = dict(con.execute("select id, committer_time from commits"))
+    when: dict[int, int] = {}
+    for c in order:
+        when[c] = max([own[c], *(when[p] for p in parents[c])])
+    con.executemany("update commits set order_time = ? where id = ?",
+                    ((t, c) for c, t in when.items()))
 
 
 def _path_words(con, chunk: int = 2000) -> None:
@@ -462,4 +495,4 @@ def _path_words(con, chunk: int = 2000) -> None:
 
 
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations, 9: _path_words}
+BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times}
