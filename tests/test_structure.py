@@ -154,6 +154,22 @@ def test_modified_files_in_the_working_tree_are_read_from_disk(py_project, index
     assert ("pkg/api.py", "draft") not in labels(callers(con, TargetSpec("pkg/db.py", "save")).items)
 
 
+def test_a_sparse_checkout_keeps_the_structure_of_the_files_it_leaves_out(py_project, cortex):
+    """Files a sparse checkout leaves out of the working tree are HEAD's, not deleted ones
+    (libgit2's status calls them deleted): their callers and importers stay, from HEAD."""
+    py_project.git("sparse-checkout", "set", "pkg")
+    assert not (py_project.path / "tests").exists()
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert ("tests/test_api.py", "test_handler") in labels(
+        callers(con, TargetSpec("pkg/api.py", "handler")).items)
+    # A file deleted for real in the same working tree still counts as deleted.
+    (py_project.path / "pkg" / "api.py").unlink()
+    cortex.index(model="none")
+    assert ("pkg/api.py", "handler") not in labels(
+        callers(cortex.reader(), TargetSpec("pkg/db.py", "save")).items)
+
+
 def test_cycles_terminate_and_broken_files_degrade(repo, cortex):
     repo.write("a.py", "from b import g\n\n\ndef f():\n    return g()\n\n\nclass A(B):\n"
                        "    def m(self):\n        return self.missing()\n")

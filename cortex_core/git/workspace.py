@@ -50,6 +50,24 @@ GRACE = 0.05
 NOTHING = Workspace(None, (), (), ())
 
 
+def skip_worktree_paths(repo_root: Path | str, timeout: float = STATUS_TIMEOUT) -> frozenset[str]:
+    """Tracked paths git leaves out of the working tree on purpose: its skip-worktree entries
+    (a sparse checkout's, or `git update-index --skip-worktree`). libgit2's status, which does
+    not read that flag, calls them deleted; git's own answer is the user's. Empty on any git
+    error or timeout (then they count as deleted, as before)."""
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
+    try:
+        out = subprocess.run(("git", "--no-optional-locks", "ls-files", "-t", "-z"),
+                             cwd=repo_root, env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    # Each entry is a tag, a space and the path ("S" marks skip-worktree), NUL-terminated.
+    return frozenset(os.fsdecode(entry[2:]) for entry in out.split(b"\0")
+                     if entry[:2] == b"S ")
+
+
 def read_workspace(repo_root: Path) -> Workspace:
     """Branch and changed files from `git status` (ignored files excluded). Empty on any git error
     or timeout: the working copy only ever adds context, it is never required."""

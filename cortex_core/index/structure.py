@@ -173,10 +173,16 @@ def _modified_files(repo, settings):
     except pygit2.GitError:
         return
     workdir = repo.workdir
+    # A sparse checkout's files left out of the working tree are not deleted: read from HEAD.
+    sparse: frozenset[str] = frozenset()
+    if any(flags & FileStatus.WT_DELETED for flags in status.values()):
+        from cortex_core.git.workspace import skip_worktree_paths
+        sparse = skip_worktree_paths(workdir)
     for raw, flags in status.items():
         path = os.fsencode(raw).decode("utf-8", "replace")
         if flags & FileStatus.WT_DELETED:
-            yield path, None, None
+            if raw not in sparse:
+                yield path, None, None
             continue
         if not flags & (FileStatus.WT_MODIFIED | FileStatus.INDEX_MODIFIED
                         | FileStatus.WT_TYPECHANGE | FileStatus.INDEX_TYPECHANGE):
