@@ -143,6 +143,51 @@ def test_binary_lockfile_vendored_generated_are_file_level(repo, cortex):
     assert con.execute("select count(*) from hunks").get == 1
 
 
+def changes_of(con, path, symbol):
+    return [(e.commit.subject, e.change)
+            for e in history(con, TargetSpec(path, symbol)).entries]
+
+
+@pytest.mark.parametrize("unreadable", ["binary", "too large"])
+def test_a_file_readable_again_has_its_definitions_read(repo, cortex, unreadable):
+    """A file that turns back from binary, or from over max_file_bytes, is read again: its
+    definitions against the last version that was read (what changed meanwhile is the change
+    of the commit that made it readable), what is new born there. Its diff is still not
+    recorded: there is no text to diff against."""
+    settings = Settings(index=IndexSettings(max_file_bytes=200))
+    repo.write("a.py", "def b():\n    return 1\n")
+    repo.commit("text")
+    repo.write("a.py", "def b():\n    return 1\n\0\n" if unreadable == "binary"
+               else "def b():\n    return 1\n" + "# padding\n" * 30)
+    repo.commit("unreadable")
+    repo.write("b.py", "x = 1\n")
+    repo.commit("elsewhere")
+    repo.write("a.py", "def b():\n    return 2\n\n\ndef d():\n    return 5\n")
+    repo.commit("readable again")
+    repo.write("a.py", "def b():\n    return 2\n\n\ndef d():\n    return 6\n")
+    repo.commit("edit d")
+    cortex.index(settings)
+    con = cortex.reader()
+    assert changes_of(con, "a.py", "b") == [("readable again", "body"), ("text", "added")]
+    assert changes_of(con, "a.py", "d") == [("edit d", "body"), ("readable again", "added")]
+    file_changes = dict(con.execute(
+        "select c.subject, fc.skip_reason from file_changes fc join commits c"
+        " on c.id = fc.commit_id join files f on f.id = fc.file_id where f.path = 'a.py'"))
+    assert file_changes == {"text": None, "unreadable": unreadable,
+                            "readable again": unreadable, "edit d": None}
+
+
+def test_a_file_first_read_late_has_its_definitions_born_there(repo, cortex):
+    """No version of the file was read before (it was binary from its start): every definition
+    of the first version read is born in its commit."""
+    repo.write("a.py", "\0binary\n")
+    repo.commit("binary")
+    repo.write("a.py", "def b():\n    return 1\n")
+    repo.commit("text at last")
+    cortex.index()
+    assert changes_of(cortex.reader(), "a.py", "b") == [("text at last", "added")]
+
+
 def test_huge_diffs_are_bounded(repo, cortex):
     repo.write("big.py", "".join(f"def f{i}():\n    return {i}\n" for i in range(400)))
     repo.write("small.py", "def s():\n    return 1\n")

@@ -25,6 +25,11 @@ from cortex_core.text.sanitize import replace_surrogates
 GITLINK_MODE = 0o160000  # a submodule entry: its id names a commit of another repository
 # Reasons that forbid computing a patch: no line counts, nothing but the file-level record.
 UNREADABLE = frozenset({"binary", "too large", "commit too large", "submodule", "missing object"})
+# Reasons a file's old version was not read that its new version may not share: then its
+# definitions are read against the last version that was (_readable_again), back at most
+# READABLE_SEARCH first-parent commits.
+READABLE_AGAIN = frozenset({"binary", "too large"})
+READABLE_SEARCH = 1000
 # Content of the blobs a reader keeps (CommitReader._remember): with 4 MB, 90% of the reads that
 # a cache of any size would spare on requests' history.
 BLOB_CACHE_BYTES = 4_000_000
@@ -168,7 +173,8 @@ class CommitReader:
         parsed: list[FileSymbols] = []
         parses_before = self.parser.parse_count()
         for count, delta in enumerate(diff.deltas, 1):
-            file_record, symbols = self._read_file(delta, count > self.settings.max_commit_files)
+            file_record, symbols = self._read_file(delta, count > self.settings.max_commit_files,
+                                                   commit)
             record.files.append(file_record)
             if symbols is not None:
                 parsed.append(symbols)
@@ -235,7 +241,8 @@ class CommitReader:
                 return str(tree_id)
         return str(commit.tree_id)
 
-    def _read_file(self, delta, over_limit: bool) -> tuple[FileRecord, FileSymbols | None]:
+    def _read_file(self, delta, over_limit: bool, commit: pygit2.Commit | None = None
+                   ) -> tuple[FileRecord, FileSymbols | None]:
         status = delta.status_char()
         old_path = text(delta.old_file.raw_path)
         new_path = text(delta.new_file.raw_path)
@@ -246,6 +253,7 @@ class CommitReader:
             reason = "submodule"
         else:
             reason = skip_by_path(path, self.settings)
+        by_path = reason
         # A submodule entry's id names a commit of another repository: no blob to read here (the
         # read would count it missing).
         gitlink = reason == "submodule"
@@ -259,6 +267,9 @@ class CommitReader:
         old_data = new_data = b""
         if reason not in UNREADABLE:
             old_data, new_data, reason = self._content(reason, old_blob, new_blob)
+        if reason in READABLE_AGAIN and by_path is None and status in "MRT" \
+                and commit is not None and self._unreadable(new_blob) is None:
+            return self._readable_again(delta, path, reason, commit)
 
         record = FileRecord(path, old_path if status in ("R", "C") else None, status, None, None,
                             reason)
@@ -277,8 +288,69 @@ class CommitReader:
         record.hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
         if language_for_path(path) is not None:   # source code: documents have no identifiers
             record.words = words_of(changed_lines(patch))
-        return record, self._file_symbols(record, old_path, new_path, old_blob, new_blob,
-                                          old_data, new_data)
+        return record, self._file_symbols(record, record.hunks, old_path, new_path, old_blob,
+                                          new_blob, old_data, new_data)
+
+    def _unreadable(self, blob) -> str | None:
+        """Why a blob's content is not read ("too large", "binary"), None when it is read."""
+        if blob is None:
+            return "missing object"
+        if blob.size > self.settings.max_file_bytes:
+            return "too large"
+        return "binary" if blob.is_binary else None
+
+    def _readable_again(self, delta, path: str, reason: str, commit: pygit2.Commit
+                        ) -> tuple[FileRecord, FileSymbols | None]:
+        """A file whose old version was not read (binary, too large) and whose new one is. Its
+        diff is not recorded (there is no text to diff against: blame stops here, as before),
+        but its definitions are read against the last version of the file that was read, found
+        by going back along first parents (at most READABLE_SEARCH commits): a definition that
+        differs from that version changed in this commit, one it did not have is born here.
+        Found nowhere, every definition is born here. Without this, a file that turned back to
+        text had its definitions' births and changes lost."""
+        status = delta.status_char()
+        old_path = text(delta.old_file.raw_path)
+        record = FileRecord(path, old_path if status in ("R", "C") else None, status, None, None,
+                            reason)
+        new_blob = self.blob(delta.new_file.id)
+        new_data = blob_bytes(new_blob)
+        if skip_by_content(new_data, self.settings) is not None:
+            return record, None
+        base = self._last_read_version(commit, old_path)
+        patch = pygit2.Patch.create_from(base, new_blob, context_lines=0, interhunk_lines=0)
+        _, added, deleted = patch.line_stats
+        if base is not None and added + deleted > self.settings.max_diff_lines:
+            return record, None
+        hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+        return record, self._file_symbols(record, hunks, old_path, path, base, new_blob,
+                                          blob_bytes(base) if base is not None else b"", new_data)
+
+    def _last_read_version(self, commit: pygit2.Commit, path: str) -> pygit2.Blob | None:
+        """The newest blob of `path` before `commit`, along first parents, whose content is read
+        (not binary, not too large); None when there is none within READABLE_SEARCH commits or
+        a commit or tree on the way cannot be read."""
+        seen: set = set()
+        current = commit
+        for _ in range(READABLE_SEARCH):
+            parent_ids = [] if str(current.id) in self.roots else current.parent_ids
+            if not parent_ids:
+                return None
+            current = self._get(parent_ids[0])
+            if not isinstance(current, pygit2.Commit):
+                return None
+            try:
+                entry = current.tree[path]
+            except (KeyError, ValueError, pygit2.GitError):
+                return None   # the path did not exist: nothing of it was read before
+            if entry.id in seen:
+                continue
+            seen.add(entry.id)
+            blob = self._get(entry.id)
+            if not isinstance(blob, pygit2.Blob):
+                return None
+            if self._unreadable(blob) is None:
+                return blob
+        return None
 
     def _content(self, reason: str | None, old_blob, new_blob) -> tuple[bytes, bytes, str | None]:
         """(old bytes, new bytes, reason). A file is judged by its new content (its old one when
@@ -297,18 +369,18 @@ class CommitReader:
         judged = datas[1] if new_blob is not None else datas[0]
         return datas[0], datas[1], reason or skip_by_content(judged, self.settings)
 
-    def _file_symbols(self, record: FileRecord, old_path: str, new_path: str, old_blob,
-                      new_blob, old_data: bytes, new_data: bytes) -> FileSymbols | None:
+    def _file_symbols(self, record: FileRecord, hunks: list, old_path: str, new_path: str,
+                      old_blob, new_blob, old_data: bytes, new_data: bytes) -> FileSymbols | None:
         old_lang = language_for_path(old_path) if old_blob is not None else None
         new_lang = language_for_path(new_path) if new_blob is not None else None
         if old_lang is None and new_lang is None:
             return None
         old_syms = self.parser.symbols(old_lang, str(old_blob.id), old_data) if old_lang else []
-        base = (str(old_blob.id), record.hunks) if old_lang and old_lang == new_lang else None
+        base = (str(old_blob.id), hunks) if old_lang and old_lang == new_lang else None
         new_syms = (self.parser.symbols(new_lang, str(new_blob.id), new_data, base)
                     if new_lang else [])
         return FileSymbols(old_path=record.old_path or record.path, new_path=record.path,
-                           old=old_syms, new=new_syms, hunks=record.hunks,
+                           old=old_syms, new=new_syms, hunks=hunks,
                            old_source=old_data if old_lang else b"",
                            new_source=new_data if new_lang else b"",
                            old_language=old_lang or "", new_language=new_lang or "")
