@@ -4,6 +4,8 @@ signature changes continue one lineage, and each change says what kind it was.""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from cortex_core.lang.change_kinds import change_kind, tokens
@@ -269,6 +271,79 @@ def test_a_change_the_merge_dropped_is_on_no_history(repo, cortex):
     assert shown == ["main: three", "f"]
     assert [s for s, _ in subjects(con, "f.py")] == shown
     assert [s for s, _ in subjects(con, "f.py", "f")] == shown
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_change_dropped_after_an_index_run_is_on_no_history_either(repo, cortex, renamed):
+    """The same once HEAD's version of the file has not moved: the index is run, then a branch
+    changes f (at its older name too, when renamed) and is merged with `-s ours`; the next,
+    incremental run leaves the side commit out, as a clean build does."""
+    repo.write("old.py" if renamed else "f.py", "def f():\n    return 1\n")
+    repo.commit("f", days_ago=3)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("old.py" if renamed else "f.py", "def f():\n    return 2\n")
+    repo.commit("side: two", days_ago=2)
+    repo.git("checkout", "-q", "main")
+    if renamed:
+        repo.move("old.py", "f.py")
+        repo.commit("rename", days_ago=2)
+    cortex.index()
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    cortex.index()
+    paths = ("f.py", "old.py") if renamed else ("f.py",)
+    shown = repo.git("log", "--format=%s", "--", *paths).split("\n")
+    assert shown == (["rename", "f"] if renamed else ["f"])
+    con = cortex.reader()
+    assert [s for s, _ in subjects(con, "f.py")] == shown
+    assert [s for s, _ in subjects(con, "f.py", "f")] == shown   # the rename moved f
+
+
+def conflicted_merge(repo) -> None:
+    """Both sides change f; the merge's resolution is neither side's. g changes on one side only,
+    h on both sides in different lines: put together, not written by the merge."""
+    def text(f, g, h1, h2):
+        return (f"def f():\n    return {f}\n\n\ndef g():\n    return {g}\n\n\n"
+                f"def h():\n    a = {h1}\n    b = 0\n    c = 0\n    d = {h2}\n")
+    repo.write("m.py", text(1, 0, 0, 0))
+    repo.commit("root", days_ago=4)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("m.py", text(2, 0, 7, 0))
+    repo.commit("side: f is 2, h's a", days_ago=3)
+    repo.git("checkout", "-q", "main")
+    repo.write("m.py", text(3, 5, 0, 9))
+    repo.commit("main: f is 3, g, h's d", days_ago=2)
+    with pytest.raises(subprocess.CalledProcessError):   # a conflict, resolved by hand below
+        repo.git("merge", "-q", "side", "-m", "merge side")
+    repo.write("m.py", text("2 + 3", 5, 7, 9))
+    repo.git("add", "m.py")
+    repo.commit("merge side: f resolved", days_ago=1)
+
+
+def test_code_written_in_a_merge_is_the_merges_change(repo, cortex):
+    """As git blame credits a merge with the lines that are in none of its parents (a conflict's
+    resolution), the definitions holding them have a change in the merge; those made of its
+    parents' lines only do not."""
+    conflicted_merge(repo)
+    blamed = repo.git("blame", "-s", "-l", "m.py").split("\n")
+    assert blamed[1].startswith(repo.head())   # git blame: f's resolved line is the merge's
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "m.py", "f")[0] == ("merge side: f resolved", "body")
+    assert subjects(con, "m.py", "g")[0] == ("main: f is 3, g, h's d", "body")
+    assert "merge side: f resolved" not in [s for s, _ in subjects(con, "m.py", "h")]
+
+
+def test_a_store_indexed_before_merges_had_changes_gets_them(repo, cortex):
+    conflicted_merge(repo)
+    cortex.index()
+    import apsw
+    con = apsw.Connection(str(cortex.db))
+    con.execute("delete from symbol_changes where commit_id in"
+                " (select id from commits where is_merge = 1);"
+                " update meta set value = '10' where key = 'schema_version';")
+    con.close()
+    cortex.index()
+    assert subjects(cortex.reader(), "m.py", "f")[0] == ("merge side: f resolved", "body")
 
 
 def test_an_annotation_left_by_a_deleted_method_changes_the_next_one(repo, cortex):

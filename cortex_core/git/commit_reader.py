@@ -14,7 +14,7 @@ from cortex_core.git.git_reads import blob_bytes
 from cortex_core.config import IndexSettings
 from cortex_core.lang.languages import language_for_path
 from cortex_core.memory.code_words import changed_lines, merge_words, words_of
-from cortex_core.git.merge_reader import MergeFile, find_renames, read_merge
+from cortex_core.git.merge_reader import MergeFile, find_renames, merge_symbols, read_merge
 from cortex_core.index.messages import classify, split_message
 from cortex_core.git.object_source import ObjectSource
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
@@ -162,8 +162,10 @@ class CommitReader:
                               classify(subject, len(parents) > 1))
         if record.is_merge:
             # No file changes: a merge's changes are the merged commits'. Line blame still needs
-            # to know which parent each file came from (merge_reader).
+            # to know which parent each file came from (merge_reader), and the definitions it
+            # wrote itself (a conflict's resolution) are its own symbol changes.
             record.merge_files = read_merge(self, commit)
+            record.symbols = merge_symbols(self, commit, record.merge_files)
             record.merge_words = self._merge_words(commit)
             return record
         diff = diff if diff is not None else self._diff(commit)

@@ -32,6 +32,7 @@ from cortex_core.index.skip_rules import skip_by_path
 
 if TYPE_CHECKING:
     from cortex_core.git.commit_reader import CommitReader
+    from cortex_core.lang.symbol_changes import SymbolChange
 
 GITLINK_MODE = 0o160000
 
@@ -93,6 +94,49 @@ def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
                               changed_against_all > reader.settings.max_commit_files)
         out.append(entry)
     return out
+
+
+def merge_symbols(reader: CommitReader, commit: pygit2.Commit,
+                  files: list[MergeFile]) -> list[SymbolChange]:
+    """The definitions a merge wrote itself (symbol_changes.merge_changes): in the files it
+    changed against every parent, the lines in none of the parents' versions. A file with an
+    edge whose diff was not recorded (binary, too large...) is left out: its lines' origin is
+    not known."""
+    from cortex_core.lang.languages import language_for_path
+    from cortex_core.lang.symbol_changes import hunk_ranges, intersect_ranges, merge_changes
+    out: list[SymbolChange] = []
+    for entry in files:
+        language = language_for_path(entry.path)
+        if entry.via is not None or not entry.edges or language is None or \
+                any(edge.skip_reason is not None for edge in entry.edges):
+            continue
+        own = intersect_ranges([hunk_ranges(edge.hunks)[1] for edge in entry.edges])
+        if not own:
+            continue   # every line is some parent's: both sides' work, put together
+        new = _blob_at(reader, commit, entry.path)
+        parents = [blob for edge in entry.edges if (blob := _blob_at(
+            reader, reader._get(commit.parent_ids[edge.parent]), edge.old_path)) is not None]
+        if new is None or len(parents) < len(entry.edges):
+            continue
+        new_data = blob_bytes(new)
+        versions = []
+        for blob in parents:
+            data = blob_bytes(blob)
+            versions.append((reader.parser.symbols(language, str(blob.id), data), data))
+        out += merge_changes(entry.path, reader.parser.symbols(language, str(new.id), new_data),
+                             new_data, language, versions, own)
+    return out
+
+
+def _blob_at(reader: CommitReader, commit, path: str) -> pygit2.Blob | None:
+    """The blob of `path` in `commit`, None when either cannot be read."""
+    if not isinstance(commit, pygit2.Commit):
+        return None
+    try:
+        oid = commit.tree[path].id
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return reader.blob(oid)
 
 
 def find_renames(diff: pygit2.Diff) -> None:

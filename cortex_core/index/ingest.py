@@ -851,6 +851,10 @@ class _Indexer:
                     " new_lines) values (?,?,?,?,?,?)", ((commit_id, file_id, *h) for h in f.hunks))
             self.file_changes += 1
             self.skipped += f.skip_reason is not None
+        self._write_symbols(commit_id, record)
+        self.parses += record.parses
+
+    def _write_symbols(self, commit_id: int, record: CommitRecord) -> None:
         rows = []
         for change in record.symbols:
             symbol_id = self._symbol_id(self._file_id(change.path), change.symbol)
@@ -863,7 +867,6 @@ class _Indexer:
             "insert or replace into symbol_changes(symbol_id, commit_id, change, added, deleted,"
             " from_symbol_id, confidence) values (?,?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
-        self.parses += record.parses
 
     def _write_merge_files(self, commit_id: int, record: CommitRecord) -> None:
         """What a merge did to each file, for line blame (see merge_reader)."""
@@ -887,8 +890,9 @@ class _Indexer:
                     ((commit_id, file_id, edge.parent, *h) for h in edge.hunks))
 
     def _reread_merges(self) -> None:
-        """Merges stored before the store had merge_files (schema 5): read them again, once.
-        In one transaction, so that a stopped run leaves the flag for the next one."""
+        """Merges stored before the store had merge_files (schema 5), or symbol changes of
+        their own (schema 11): read them again, once. In one transaction, so that a stopped run
+        leaves the flag for the next one."""
         con = self.con
         ids = dict(con.execute("select sha, id from commits where is_merge = 1"))
         merges = [sha for sha in ids if self._commit(sha) is not None]
@@ -896,8 +900,11 @@ class _Indexer:
             con.execute("delete from merge_hunks")
             con.execute("delete from merge_edges")
             con.execute("delete from merge_files")
+            con.execute("delete from symbol_changes where commit_id in"
+                        " (select id from commits where is_merge = 1)")
             for _, record in self._records(merges):
                 self._write_merge_files(ids[record.sha], record)
+                self._write_symbols(ids[record.sha], record)
             con.execute("delete from meta where key = 'reread_merges'")
 
     def _commit(self, sha: str) -> pygit2.Commit | None:

@@ -16,7 +16,8 @@ and created anew, is on git's history: its walk goes on through commits without 
 Only content changes (status M) are pruned: the graph follows content, git follows paths, and a
 rename or a creation whose path HEAD still has is on git's history even where the merge kept the
 other parent's content (`-X theirs` after a rename on a branch). Recomputed, after every run,
-only for the files whose version at HEAD moved.
+only for the files whose version at HEAD moved, or whose lineage the run's commits changed (a
+branch merged with `-s ours` leaves HEAD's version where it was, and its changes are pruned).
 
 Cost: one query per path in a file's lineage, then a walk in memory over its versions.
 """
@@ -37,7 +38,10 @@ def update_pruned(con: apsw.Connection) -> int:
     known = dict(con.execute("select file_id, version from pruned_heads"))
     now = {f: f"{c}:{v}" for f, c, v in con.execute(
         "select file_id, commit_id, version_file_id from head_versions")}
-    moved = [f for f, version in now.items() if known.get(f) != version]
+    moved = {f for f, version in now.items() if known.get(f) != version}
+    last = int(get_meta(con, "pruned_commit") or 0)
+    if known and last:   # a first computation recomputes every file anyway
+        moved |= _touched(con, last, now.keys())
     for file_id in moved:
         _recompute(con, file_id, *map(int, now[file_id].split(":")))
     gone = [f for f in known if f not in now]
@@ -45,7 +49,30 @@ def update_pruned(con: apsw.Connection) -> int:
     con.executemany("insert or replace into pruned_heads(file_id, version) values (?, ?)",
                     ((f, now[f]) for f in moved))
     set_meta(con, "pruned_head", head)
+    set_meta(con, "pruned_commit", str(con.execute("select coalesce(max(id), 0) from commits").get))
     return len(moved)
+
+
+def _touched(con: apsw.Connection, last: int, at_head) -> set[int]:
+    """The files of HEAD whose lineage has content changes in the commits stored after the
+    commit id `last` (ids grow as commits are stored): the changed paths themselves, and the
+    later names of a changed path renamed since."""
+    changed = {f for (f,) in con.execute(
+        "select distinct file_id from file_changes where commit_id > ? and status = 'M'",
+        (last,))}
+    out = {f for f in changed if f in at_head}
+    # A path still at HEAD was not renamed away: only the others are followed (rarely any).
+    frontier = {f for f in changed if f not in at_head}
+    seen = set(frontier)
+    while frontier:
+        out |= {f for f in frontier if f in at_head}
+        marks = ",".join("?" * len(frontier))
+        renamed = {f for (f,) in con.execute(
+            f"select distinct file_id from file_changes where old_file_id in ({marks})"
+            " and status in ('R', 'C')", tuple(frontier))}
+        frontier = renamed - seen
+        seen |= frontier
+    return out
 
 
 def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_id: int) -> None:

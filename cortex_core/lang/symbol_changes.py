@@ -300,6 +300,50 @@ def _parts_kind(old: list[bytes], new: list[bytes], language: str) -> str:
     return max(kinds, key=_STRONGEST.__getitem__)
 
 
+def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str,
+                  parents: list[tuple[list[Symbol], bytes]],
+                  own: list[tuple[int, int]]) -> list[SymbolChange]:
+    """What a merge wrote itself in one file: the definitions holding lines that are in no
+    parent's version (`own`: sorted, disjoint, inclusive ranges of the merge's lines), as git
+    blame credits such lines to the merge (a conflict's resolution, an evil merge). A definition
+    that no parent has is added; otherwise its kind of change is against the first parent that
+    has it (`parents`, in order: each one's symbols and text). The lines it removed are in no
+    version of the merge, so none are counted."""
+    changes = []
+    for qualname, count in own_lines(new, own, new_source).items():
+        sym = _first_by_qualname(new)[qualname]
+        texts = _texts(new, new_source, qualname)
+        before = next(((symbols, source) for symbols, source in parents
+                       if any(s.qualname == qualname for s in symbols)), None)
+        if before is None:
+            changes.append(SymbolChange(path, sym, "added", count, 0))
+            continue
+        old_texts = _texts(before[0], before[1], qualname)
+        if old_texts != texts:
+            changes.append(SymbolChange(path, sym, _parts_kind(old_texts, texts, language),
+                                        count, 0))
+    return changes
+
+
+def intersect_ranges(sets: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """The lines in every one of `sets` (each sorted, disjoint, inclusive ranges)."""
+    if not sets:
+        return []
+    out = sets[0]
+    for other in sets[1:]:
+        merged, i, j = [], 0, 0
+        while i < len(out) and j < len(other):
+            lo, hi = max(out[i][0], other[j][0]), min(out[i][1], other[j][1])
+            if lo <= hi:
+                merged.append((lo, hi))
+            if out[i][1] < other[j][1]:
+                i += 1
+            else:
+                j += 1
+        out = merged
+    return out
+
+
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
     """Parts of one identity (an implementation and its overload stubs): keep the first."""
     out: dict[str, Symbol] = {}

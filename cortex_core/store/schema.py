@@ -410,6 +410,13 @@ MIGRATIONS: list[str] = [
     """
     alter table commits add column order_time integer not null default 0;
     """,
+    # 11: a merge's own symbol changes: the definitions holding lines that are in none of its
+    # parents' versions (a conflict's resolution), as git blame credits them to the merge.
+    """
+    -- Merges indexed before this migration have none: the indexer reads them again.
+    insert or replace into meta(key, value) select 'reread_merges', '11'
+        where exists (select 1 from commits where is_merge = 1);
+    """,
 ]
 
 
