@@ -30,12 +30,15 @@ def since(text: str, now: float | None = None) -> int:
 
 
 def relative_time(then: float, now: float) -> str:
-    seconds = max(0, now - then)
+    """"3 days ago"; a date after `now` (a clock that was wrong) "in 3 days", not "just now"."""
+    seconds = now - then
+    ahead = seconds < 0
     for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("week", 7 * 86400),
                        ("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+        if abs(seconds) >= size:
+            n = int(abs(seconds) // size)
+            amount = f"{n} {unit}{'s' if n > 1 else ''}"
+            return f"in {amount}" if ahead else f"{amount} ago"
     return "just now"
 
 

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from cortex_core.features.symbol_info import HeatSettings
-from cortex_core.dates import reach
 from cortex_core.engine import Engine
 from cortex_core.errors import NotFound
 from cortex_core.query.history import history
@@ -113,8 +112,3 @@ def test_the_command_line_says_it_and_how_to_continue(repo, cortex, stopped):
     listed = cli("status")
     assert f"note: history up to {month(stopped)} only" in listed.stdout
 
-
-def test_reach_names_both_ends():
-    assert reach(0, 40 * DAY) == "history from 1970-01 to 1970-02 only"
-    assert reach(None, 40 * DAY) == "history up to 1970-02 only"
-    assert reach(40 * DAY) == "history from 1970-02 on"
