@@ -370,8 +370,8 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    if value > 2**31:
-        raise argparse.ArgumentTypeError(f"must be at most {2**31}: {text}")
+    if value > 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"must be at most {2**31 - 1:,}: {text}")
     return value
 
 

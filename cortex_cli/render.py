@@ -46,6 +46,8 @@ def history(result: History, now: float) -> str:
         extra = ""
         if t.qualname and e.name and e.name != t.qualname:
             extra = f"  [as {terminal(e.path)}::{terminal(e.name)}]"
+        elif t.qualname and e.path != t.path:   # moved with its file, or to another file
+            extra = f"  [in {terminal(e.path)}]"
         if e.confidence is not None:  # the lineage crosses a pairing by similarity here
             extra += f"  (paired by similarity {e.confidence:.2f})"
         elif not t.qualname and e.path != t.path:

@@ -225,7 +225,7 @@ _SECTIONS = ("index", "hotspots", "coupling", "memory", "search", "packs", "clus
 _ZERO_MEANS_OFF = {("coupling", "half_life_days")}
 _ZERO_MEANS_DERIVED = {("index", "worker_memory_mb")}   # whole numbers whose 0 is the default
 _CHOICES = {("time", "clock"): ("repository", "wall")}
-_MAX_INT = 2**31   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
+_MAX_INT = 2**31 - 1   # SQLite binds 64-bit integers; the CLI's bound, for every count and size
 
 
 def _apply(path: Path | str, section: str, current, values: dict):
@@ -267,6 +267,6 @@ def _apply(path: Path | str, section: str, current, values: dict):
             if isinstance(value, bool) or not isinstance(value, int) \
                     or not low <= value <= _MAX_INT:
                 raise CortexError(f"{path}: {section}.{key} must be a whole number from {low} to "
-                                  f"{_MAX_INT}")
+                                  f"{_MAX_INT:,}")
         changes[key] = value
     return replace(current, **changes)

@@ -89,6 +89,10 @@ def test_user_errors_are_one_line(shop, tmp_path):
                            f"{bare} is a bare repository; Cortex indexes a working copy")
     assert_clean_error(cortex("status", "--repo", str(tmp_path / "missing"), cwd=outside),
                        "does not exist")
+    # A working copy's own git folder names the working copy.
+    for where in (shop.path / ".git", shop.path / ".git" / "refs"):
+        named = cortex("status", "--repo", str(where), cwd=outside)
+        assert named.returncode == 0 and "commits: " in named.stdout, named.stderr
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"garbage" * 200)
     assert_clean_error(cortex("status", "--db", str(bad), cwd=shop.path), "not a readable")
@@ -249,3 +253,16 @@ def test_search_without_a_model_says_so(shop):
     bad = cortex("search", "x", "--since", "last week", cwd=shop.path)
     assert bad.returncode == 2 and "not a date" in bad.stderr
     assert "semantic search off: turned off" in cortex("status", cwd=shop.path).stdout
+
+
+def test_a_symbol_history_names_the_file_of_its_older_commits(repo):
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("add f", days_ago=3)
+    repo.move("a.py", "b.py")
+    repo.commit("move", days_ago=2)
+    repo.write("b.py", "def f():\n    return 2\n")
+    repo.commit("edit", days_ago=1)
+    cortex("index", "--model", "none", cwd=repo.path)
+    lines = cortex("history", "b.py::f", cwd=repo.path).stdout.splitlines()
+    assert lines[1].endswith("body") and lines[2].endswith("moved")
+    assert lines[3].endswith("added  [in a.py]")

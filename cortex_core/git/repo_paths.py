@@ -21,6 +21,8 @@ def find_repo_root(start: str | os.PathLike | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
             return folder
+        if folder.name == ".git" and _bare(folder):   # a working copy's own git folder
+            return folder.parent
         if _bare(folder):
             raise NotARepository(f"{folder} is a bare repository; Cortex indexes a working copy "
                                  f"(make one with: git clone {folder} DIR)")
