@@ -34,7 +34,9 @@ def history(result: History, now: float) -> str:
     t = result.target
     head = f"{terminal(t.label)}"
     if t.qualname:
-        where = f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line else "gone at HEAD"
+        where = (f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line
+                 else "HEAD not indexed yet" if result.history_until is not None
+                 else "gone at HEAD")
         head += f"  ({t.kind}, {where})"
     count = f"{result.total} commit{'s' if result.total != 1 else ''}"
     if len(result.entries) < result.total:

@@ -298,6 +298,26 @@ def test_a_change_dropped_after_an_index_run_is_on_no_history_either(repo, corte
     assert [s for s, _ in subjects(con, "f.py", "f")] == shown   # the rename moved f
 
 
+def test_a_store_left_unpruned_by_an_older_version_is_pruned_on_upgrade(repo, cortex):
+    """Before schema 11 the change above stayed on the histories of an incrementally indexed
+    store; migration 12 recomputes the pruning of every file."""
+    import apsw
+    repo.write("f.py", "def f():\n    return 1\n")
+    repo.commit("f", days_ago=3)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("f.py", "def f():\n    return 2\n")
+    repo.commit("side: two", days_ago=2)
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    cortex.index()
+    con = apsw.Connection(str(cortex.db))   # as the older version left it
+    con.execute("delete from pruned_changes; update meta set value = '11'"
+                " where key = 'schema_version';")
+    con.close()
+    cortex.index()
+    assert [s for s, _ in subjects(cortex.reader(), "f.py", "f")] == ["f"]
+
+
 def conflicted_merge(repo) -> None:
     """Both sides change f; the merge's resolution is neither side's. g changes on one side only,
     h on both sides in different lines: put together, not written by the merge."""
@@ -331,6 +351,9 @@ def test_code_written_in_a_merge_is_the_merges_change(repo, cortex):
     assert subjects(con, "m.py", "f")[0] == ("merge side: f resolved", "body")
     assert subjects(con, "m.py", "g")[0] == ("main: f is 3, g, h's d", "body")
     assert "merge side: f resolved" not in [s for s, _ in subjects(con, "m.py", "h")]
+    # The file's history lists the merge too, with the lines it wrote, as `git log` lists it.
+    assert subjects(con, "m.py")[0] == ("merge side: f resolved", "merged")
+    assert history(con, TargetSpec("m.py")).entries[0].added == 1
 
 
 def test_a_store_indexed_before_merges_had_changes_gets_them(repo, cortex):

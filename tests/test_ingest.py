@@ -9,6 +9,7 @@ import pytest
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import EmptyRepository, IndexerBusy, NotARepository, StoreError
 from cortex_core.query.history import history
+from cortex_core.query.status import status
 from cortex_core.store.store import open_reader, writer_lock
 from cortex_core.query.targets import TargetSpec
 
@@ -159,7 +160,7 @@ def test_a_file_readable_again_has_its_definitions_read(repo, cortex, unreadable
     repo.commit("text")
     repo.write("a.py", "def b():\n    return 1\n\0\n" if unreadable == "binary"
                else "def b():\n    return 1\n" + "# padding\n" * 30)
-    repo.commit("unreadable")
+    cut = repo.commit("unreadable")
     repo.write("b.py", "x = 1\n")
     repo.commit("elsewhere")
     repo.write("a.py", "def b():\n    return 2\n\n\ndef d():\n    return 5\n")
@@ -174,7 +175,32 @@ def test_a_file_readable_again_has_its_definitions_read(repo, cortex, unreadable
         "select c.subject, fc.skip_reason from file_changes fc join commits c"
         " on c.id = fc.commit_id join files f on f.id = fc.file_id where f.path = 'a.py'"))
     assert file_changes == {"text": None, "unreadable": unreadable,
-                            "readable again": unreadable, "edit d": None}
+                            "readable again": f"was {unreadable}", "edit d": None}
+    # Its diff is not recorded, its definitions are: the note of changes "not read for symbols"
+    # names only the one a limit cut, and the status does not list it as file level only.
+    note = history(con, TargetSpec("a.py", "b")).note
+    assert note is None if unreadable == "binary" else f"the newest {cut[:10]}: too large" in note
+    assert all(not s.reason.startswith("was ") for s in status(con, cortex.db).skipped)
+
+
+def test_a_file_renamed_while_unreadable_keeps_its_definitions(repo, cortex):
+    """Renamed while binary, then text again: read against its last text under the old name,
+    its definitions moved with it (in the commit that made it readable: the rename's own commit
+    read nothing)."""
+    repo.write("r.py", "def h():\n    return 1\n\n\ndef k():\n    return 1\n")
+    repo.commit("text")
+    repo.write("r.py", "def h():\n    return 1\n\0\ndef k():\n    return 1\n")
+    repo.commit("binary")
+    repo.move("r.py", "r2.py")
+    repo.commit("renamed while binary")
+    repo.write("r2.py", "def h():\n    return 1\n\n\ndef k():\n    return 5\n")
+    repo.commit("text again")
+    cortex.index()
+    con = cortex.reader()
+    assert changes_of(con, "r2.py", "k") == [("text again", "moved"), ("text", "added")]
+    assert changes_of(con, "r2.py", "h") == [("text again", "moved"), ("text", "added")]
+    edited = history(con, TargetSpec("r2.py", "k")).entries[0]
+    assert (edited.added, edited.deleted) == (1, 1)
 
 
 def test_a_file_first_read_late_has_its_definitions_born_there(repo, cortex):

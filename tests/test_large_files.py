@@ -93,11 +93,13 @@ def test_limit_reasons_in_the_engine_results(repo: ScriptedRepo, cortex, tmp_pat
                  model="none")
     con = cortex.reader()
     (skip,) = status(con, cortex.db).skipped
-    assert (skip.reason, skip.files_at_head, skip.changes_in_history) == ("too large", 0, 2)  # added, and the edit from it
+    # Added too large; the edit from it reads the file again ("was too large"), not its diff.
+    assert (skip.reason, skip.files_at_head, skip.changes_in_history) == ("too large", 0, 1)
     assert skip.explanation.startswith("over 10 kB; raise [index] max_file_bytes")
     origin = last_change_of_line(con, "gen.txt", 2)
     assert origin.commit is None
-    assert origin.reason.endswith("was not recorded (too large): over 10 kB; raise [index] "
+    assert origin.reason.endswith("was not recorded (its previous version was too large): "
+                                  "over 10 kB; raise [index] "
                                   "max_file_bytes in .cortex/config.toml, then rebuild "
                                   "the index")
     # An index built before the limits were recorded names the setting without a number.

@@ -80,6 +80,7 @@ def test_every_answer_says_how_far_the_stopped_run_reached(repo, cortex, stopped
     assert miss.value.hint is not None and miss.value.hint.action == "continue"
 
     text = cli_render.history(found, now=time.time())
+    assert text.startswith("pkg/core.py::compute  (function, HEAD not indexed yet)")
     assert text.endswith(f"note: history up to {month(stopped)} only: the first index run has "
                          "not reached HEAD (`cortex index` continues it, or is doing so)")
     assert ls_render.index_note(False, None, stopped) == (

@@ -17,7 +17,7 @@ from cortex_core.memory.code_words import changed_lines, merge_words, words_of
 from cortex_core.git.merge_reader import MergeFile, find_renames, merge_symbols, read_merge
 from cortex_core.index.messages import classify, split_message
 from cortex_core.git.object_source import ObjectSource
-from cortex_core.index.skip_rules import skip_by_content, skip_by_path
+from cortex_core.index.skip_rules import WAS, skip_by_content, skip_by_path
 from cortex_core.lang.symbol_changes import FileSymbols, SymbolChange, match_commit
 from cortex_core.lang.symbols import Symbol, SymbolParser
 from cortex_core.text.sanitize import replace_surrogates
@@ -304,55 +304,78 @@ class CommitReader:
     def _readable_again(self, delta, path: str, reason: str, commit: pygit2.Commit
                         ) -> tuple[FileRecord, FileSymbols | None]:
         """A file whose old version was not read (binary, too large) and whose new one is. Its
-        diff is not recorded (there is no text to diff against: blame stops here, as before),
-        but its definitions are read against the last version of the file that was read, found
-        by going back along first parents (at most READABLE_SEARCH commits): a definition that
-        differs from that version changed in this commit, one it did not have is born here.
-        Found nowhere, every definition is born here. Without this, a file that turned back to
-        text had its definitions' births and changes lost."""
+        diff is not recorded (there is no text to diff against: blame stops here, as before,
+        with the reason "was binary" or "was too large"), but its definitions are read against
+        the last version of the file that was read, found back along first parents and renames
+        (at most READABLE_SEARCH commits): a definition that differs from that version changed
+        in this commit, one it did not have is born here. Found nowhere, every definition is
+        born here. Without this, a file that turned back to text had its definitions' births
+        and changes lost."""
         status = delta.status_char()
         old_path = text(delta.old_file.raw_path)
         record = FileRecord(path, old_path if status in ("R", "C") else None, status, None, None,
-                            reason)
+                            WAS + reason)
         new_blob = self.blob(delta.new_file.id)
         new_data = blob_bytes(new_blob)
         if skip_by_content(new_data, self.settings) is not None:
             return record, None
-        base = self._last_read_version(commit, old_path)
+        base, base_path = self._last_read_version(commit, old_path)
         patch = pygit2.Patch.create_from(base, new_blob, context_lines=0, interhunk_lines=0)
         _, added, deleted = patch.line_stats
         if base is not None and added + deleted > self.settings.max_diff_lines:
             return record, None
         hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
-        return record, self._file_symbols(record, hunks, old_path, path, base, new_blob,
-                                          blob_bytes(base) if base is not None else b"", new_data)
+        found = self._file_symbols(record, hunks, base_path, path, base, new_blob,
+                                   blob_bytes(base) if base is not None else b"", new_data)
+        if found is not None and base is not None:
+            found.old_path = base_path   # renamed meanwhile: its definitions moved with it
+        return record, found
 
-    def _last_read_version(self, commit: pygit2.Commit, path: str) -> pygit2.Blob | None:
-        """The newest blob of `path` before `commit`, along first parents, whose content is read
-        (not binary, not too large); None when there is none within READABLE_SEARCH commits or
-        a commit or tree on the way cannot be read."""
+    def _last_read_version(self, commit: pygit2.Commit, path: str
+                           ) -> tuple[pygit2.Blob | None, str]:
+        """The newest blob of `path` before `commit`, along first parents and renames, whose
+        content is read (not binary, not too large), and its path then; None when there is none
+        within READABLE_SEARCH commits or a commit or tree on the way cannot be read."""
         seen: set = set()
         current = commit
         for _ in range(READABLE_SEARCH):
             parent_ids = [] if str(current.id) in self.roots else current.parent_ids
             if not parent_ids:
-                return None
-            current = self._get(parent_ids[0])
+                return None, path
+            child, current = current, self._get(parent_ids[0])
             if not isinstance(current, pygit2.Commit):
-                return None
+                return None, path
             try:
                 entry = current.tree[path]
             except (KeyError, ValueError, pygit2.GitError):
-                return None   # the path did not exist: nothing of it was read before
+                # Not there: renamed while it could not be read, or created in `child`.
+                renamed = self._renamed_from(current, child, path)
+                if renamed is None:
+                    return None, path
+                path = renamed
+                try:
+                    entry = current.tree[path]
+                except (KeyError, ValueError, pygit2.GitError):
+                    return None, path
             if entry.id in seen:
                 continue
             seen.add(entry.id)
             blob = self._get(entry.id)
             if not isinstance(blob, pygit2.Blob):
-                return None
+                return None, path
             if self._unreadable(blob) is None:
-                return blob
-        return None
+                return blob, path
+        return None, path
+
+    def _renamed_from(self, parent: pygit2.Commit, child: pygit2.Commit, path: str) -> str | None:
+        """The path in `parent` that `child` renamed to `path`, None when it made it anew."""
+        try:
+            diff = self.repo.diff(parent.tree, child.tree)
+        except pygit2.GitError:
+            return None
+        find_renames(diff)
+        return next((text(d.old_file.raw_path) for d in diff.deltas
+                     if d.status_char() == "R" and text(d.new_file.raw_path) == path), None)
 
     def _content(self, reason: str | None, old_blob, new_blob) -> tuple[bytes, bytes, str | None]:
         """(old bytes, new bytes, reason). A file is judged by its new content (its old one when

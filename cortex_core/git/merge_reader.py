@@ -103,14 +103,15 @@ def merge_symbols(reader: CommitReader, commit: pygit2.Commit,
     edge whose diff was not recorded (binary, too large...) is left out: its lines' origin is
     not known."""
     from cortex_core.lang.languages import language_for_path
-    from cortex_core.lang.symbol_changes import hunk_ranges, intersect_ranges, merge_changes
+    from cortex_core.lang.line_ranges import added_ranges, intersect_ranges
+    from cortex_core.lang.symbol_changes import merge_changes
     out: list[SymbolChange] = []
     for entry in files:
         language = language_for_path(entry.path)
         if entry.via is not None or not entry.edges or language is None or \
                 any(edge.skip_reason is not None for edge in entry.edges):
             continue
-        own = intersect_ranges([hunk_ranges(edge.hunks)[1] for edge in entry.edges])
+        own = intersect_ranges([added_ranges(edge.hunks) for edge in entry.edges])
         if not own:
             continue   # every line is some parent's: both sides' work, put together
         new = _blob_at(reader, commit, entry.path)

@@ -20,6 +20,11 @@ from typing import Any
 from cortex_core.config import IndexSettings
 from cortex_core.store.store import get_meta, set_meta
 
+# The reason of a file change whose old version was not read and whose new one was ("was
+# binary", "was too large": commit_reader, readable again): its diff is not recorded, its
+# definitions are.
+WAS = "was "
+
 # Reasons that an [index] setting bounds, and that setting.
 LIMITED_BY = {"too large": "max_file_bytes", "diff too large": "max_diff_lines",
               "commit too large": "max_commit_files"}

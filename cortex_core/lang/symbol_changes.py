@@ -39,6 +39,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from cortex_core.lang.change_kinds import change_kind, masked
+
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.symbols import Symbol, body_hash
@@ -323,25 +324,6 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
             changes.append(SymbolChange(path, sym, _parts_kind(old_texts, texts, language),
                                         count, 0))
     return changes
-
-
-def intersect_ranges(sets: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
-    """The lines in every one of `sets` (each sorted, disjoint, inclusive ranges)."""
-    if not sets:
-        return []
-    out = sets[0]
-    for other in sets[1:]:
-        merged, i, j = [], 0, 0
-        while i < len(out) and j < len(other):
-            lo, hi = max(out[i][0], other[j][0]), min(out[i][1], other[j][1])
-            if lo <= hi:
-                merged.append((lo, hi))
-            if out[i][1] < other[j][1]:
-                i += 1
-            else:
-                j += 1
-        out = merged
-    return out
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:

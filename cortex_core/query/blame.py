@@ -36,7 +36,7 @@ from pygit2.enums import DiffOption
 
 from cortex_core.errors import CortexError, NotFound
 from cortex_core.query.history import COMMIT_COLUMNS, CommitRef, commit_ref
-from cortex_core.index.skip_rules import indexed_limits, limit_hint
+from cortex_core.index.skip_rules import WAS, indexed_limits, limit_hint
 from cortex_core.query.targets import _file_id
 
 # A diff of two buffers is C (libgit2's Myers), but its worst case is quadratic-ish in the edit
@@ -92,9 +92,12 @@ def last_change_of_line(con: apsw.Connection, path: str, line: int) -> LineOrigi
             return _created(con, commit_id, file_id, first, path, line, current)
         for edge in edges:
             if edge.skip_reason is not None:
-                hint = limit_hint(edge.skip_reason, indexed_limits(con))
+                reason = edge.skip_reason
+                hint = limit_hint(reason.removeprefix(WAS), indexed_limits(con))
+                if reason.startswith(WAS):   # readable again: its old version was not read
+                    reason = f"its previous version {reason}"
                 return LineOrigin(None, _path(con, file_id), current, "the file's diff in "
-                                  f"{_sha(con, commit_id)} was not recorded ({edge.skip_reason})"
+                                  f"{_sha(con, commit_id)} was not recorded ({reason})"
                                   + (f": {hint}" if hint else ""))
             hunks = _merge_hunks(con, file_id, commit_id, edge.parent) if edge.merge \
                 else edge.hunks

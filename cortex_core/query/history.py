@@ -189,7 +189,37 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
                                                  FILE_STATUS.get(row[8], row[8]),
                                                  row[9], row[10], row[11],
                                                  skipped=skipped(row[12]))))
+        if not only_skipped:
+            entries += _merges_with_own_lines(con, fid, limit, redact_subjects)
     return _newest_first(entries)
+
+
+def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit,
+                           redact_subjects: bool) -> list[tuple[int, HistoryEntry]]:
+    """The merges that wrote lines of the file themselves (in none of their parents' versions:
+    a conflict's resolution), which git blame credits to them, as entries "merged" with those
+    lines as added; the lines a merge removed are in none of its versions, so none counted."""
+    from cortex_core.lang.line_ranges import added_ranges, intersect_ranges
+    out = []
+    for row in con.execute(
+            f"select {COMMIT_COLUMNS}, f.path, m.commit_id from merge_files m join commits c"
+            " on c.id = m.commit_id join files f on f.id = m.file_id where m.file_id = ?"
+            f" and m.via is null and m.status != 'D' and c.reachable = 1 and {BEFORE}",
+            (file_id, *limit)):
+        commit_id = row[9]
+        edges = con.execute("select parent, skip_reason from merge_edges where commit_id = ?"
+                            " and file_id = ?", (commit_id, file_id)).fetchall()
+        if not edges or any(skip is not None for _, skip in edges):
+            continue   # no diff against some parent: which lines are its own is not known
+        own = intersect_ranges([added_ranges(con.execute(
+            "select old_start, old_lines, new_start, new_lines from merge_hunks where file_id = ?"
+            " and commit_id = ? and parent = ?", (file_id, commit_id, parent)).fetchall())
+            for parent, _ in edges])
+        lines = sum(hi - lo + 1 for lo, hi in own)
+        if lines:
+            out.append((row[7], HistoryEntry(commit_ref(row, redact_subjects), "merged", lines,
+                                             0, row[8])))
+    return out
 
 
 def symbol_history(con: apsw.Connection, symbol_id: int,

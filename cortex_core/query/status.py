@@ -9,7 +9,7 @@ from pathlib import Path
 
 import apsw
 
-from cortex_core.index.skip_rules import indexed_limits, limit_hint
+from cortex_core.index.skip_rules import WAS, indexed_limits, limit_hint
 from cortex_core.store.store import SCHEMA_VERSION, get_meta, history_from, history_until
 
 
@@ -115,9 +115,11 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         " group by f.language order by 2 desc").fetchall()
     head_skips = dict(con.execute(
         "select skip_reason, count(*) from head_files where skip_reason is not null group by 1"))
-    history_skips = dict(con.execute(
+    history_skips = dict((reason, n) for reason, n in con.execute(
         "select fc.skip_reason, count(*) from file_changes fc join commits c on c.id = fc.commit_id"
-        " where fc.skip_reason is not null and c.reachable = 1 group by 1"))
+        " where fc.skip_reason is not null and c.reachable = 1 group by 1")
+        # "was binary": a file readable again, whose definitions were read (skip_rules.WAS)
+        if not reason.startswith(WAS))
     limits = indexed_limits(con)
     skipped = [SkipCount(r, head_skips.get(r, 0), history_skips.get(r, 0),
                          limit_hint(r, limits))

@@ -417,6 +417,13 @@ MIGRATIONS: list[str] = [
     insert or replace into meta(key, value) select 'reread_merges', '11'
         where exists (select 1 from commits where is_merge = 1);
     """,
+    # 12: the changes a merge dropped, recomputed for every file: before 11 a branch merged with
+    # `-s ours` after an index run was left unpruned (HEAD's version of its files did not move),
+    # and a store's later runs only look at the commits they add (simplified.py).
+    """
+    delete from pruned_heads;
+    delete from meta where key = 'pruned_head';
+    """,
 ]
 
 
