@@ -253,15 +253,20 @@ def test_a_body_moved_into_a_new_method_takes_its_history_along(repo, cortex):
     assert entry.change == "renamed"  # an exact copy of the old code: no confidence shown
 
 
-def test_a_change_the_merge_dropped_is_on_no_history(repo, cortex):
-    """A side branch changes f; the merge keeps main's file (`-s ours`): as in `git log -- FILE`,
-    the side commit is in neither the file's nor the function's history."""
+def side_changes_f(repo) -> None:
+    """f.py with f on main; a branch `side` changes f; main checked out again."""
     repo.write("f.py", "def f():\n    return 1\n")
     repo.commit("f", days_ago=3)
     repo.git("checkout", "-q", "-b", "side")
     repo.write("f.py", "def f():\n    return 2\n")
     repo.commit("side: two", days_ago=2)
     repo.git("checkout", "-q", "main")
+
+
+def test_a_change_the_merge_dropped_is_on_no_history(repo, cortex):
+    """A side branch changes f; the merge keeps main's file (`-s ours`): as in `git log -- FILE`,
+    the side commit is in neither the file's nor the function's history."""
+    side_changes_f(repo)
     repo.write("f.py", "def f():\n    return 3\n")
     repo.commit("main: three", days_ago=2)
     repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
@@ -302,12 +307,7 @@ def test_a_store_left_unpruned_by_an_older_version_is_pruned_on_upgrade(repo, co
     """Before schema 11 the change above stayed on the histories of an incrementally indexed
     store; migration 12 recomputes the pruning of every file."""
     import apsw
-    repo.write("f.py", "def f():\n    return 1\n")
-    repo.commit("f", days_ago=3)
-    repo.git("checkout", "-q", "-b", "side")
-    repo.write("f.py", "def f():\n    return 2\n")
-    repo.commit("side: two", days_ago=2)
-    repo.git("checkout", "-q", "main")
+    side_changes_f(repo)
     repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
     cortex.index()
     con = apsw.Connection(str(cortex.db))   # as the older version left it
