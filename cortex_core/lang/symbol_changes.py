@@ -39,7 +39,6 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from cortex_core.lang.change_kinds import change_kind, masked
-
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.symbols import Symbol, body_hash
@@ -311,8 +310,9 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
     has it (`parents`, in order: each one's symbols and text). The lines it removed are in no
     version of the merge, so none are counted."""
     changes = []
+    first = _first_by_qualname(new)
     for qualname, count in own_lines(new, own, new_source).items():
-        sym = _first_by_qualname(new)[qualname]
+        sym = first[qualname]
         texts = _texts(new, new_source, qualname)
         before = next(((symbols, source) for symbols, source in parents
                        if any(s.qualname == qualname for s in symbols)), None)

@@ -200,21 +200,31 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit,
     a conflict's resolution), which git blame credits to them, as entries "merged" with those
     lines as added; the lines a merge removed are in none of its versions, so none counted."""
     from cortex_core.lang.line_ranges import added_ranges, intersect_ranges
+    rows = con.execute(
+        f"select {COMMIT_COLUMNS}, f.path, m.commit_id from merge_files m join commits c"
+        " on c.id = m.commit_id join files f on f.id = m.file_id where m.file_id = ?"
+        f" and m.via is null and m.status != 'D' and c.reachable = 1 and {BEFORE}",
+        (file_id, *limit)).fetchall()
+    if not rows:
+        return []
+    # The file's merge diffs, read at once: a changelog's conflicts are many merges.
+    edges: dict[int, dict[int, bool]] = {}   # merge -> parent -> diff recorded
+    for commit_id, parent, skip in con.execute(
+            "select commit_id, parent, skip_reason from merge_edges where file_id = ?",
+            (file_id,)):
+        edges.setdefault(commit_id, {})[parent] = skip is None
+    hunks: dict[tuple[int, int], list[tuple]] = {}
+    for commit_id, parent, *hunk in con.execute(
+            "select commit_id, parent, old_start, old_lines, new_start, new_lines"
+            " from merge_hunks where file_id = ?", (file_id,)):
+        hunks.setdefault((commit_id, parent), []).append(hunk)
     out = []
-    for row in con.execute(
-            f"select {COMMIT_COLUMNS}, f.path, m.commit_id from merge_files m join commits c"
-            " on c.id = m.commit_id join files f on f.id = m.file_id where m.file_id = ?"
-            f" and m.via is null and m.status != 'D' and c.reachable = 1 and {BEFORE}",
-            (file_id, *limit)):
-        commit_id = row[9]
-        edges = con.execute("select parent, skip_reason from merge_edges where commit_id = ?"
-                            " and file_id = ?", (commit_id, file_id)).fetchall()
-        if not edges or any(skip is not None for _, skip in edges):
+    for row in rows:
+        recorded = edges.get(row[9], {})
+        if not recorded or not all(recorded.values()):
             continue   # no diff against some parent: which lines are its own is not known
-        own = intersect_ranges([added_ranges(con.execute(
-            "select old_start, old_lines, new_start, new_lines from merge_hunks where file_id = ?"
-            " and commit_id = ? and parent = ?", (file_id, commit_id, parent)).fetchall())
-            for parent, _ in edges])
+        own = intersect_ranges([added_ranges(hunks.get((row[9], parent), []))
+                                for parent in recorded])
         lines = sum(hi - lo + 1 for lo, hi in own)
         if lines:
             out.append((row[7], HistoryEntry(commit_ref(row, redact_subjects), "merged", lines,
