@@ -778,8 +778,8 @@ class _Indexer:
         return commit.commit_time if commit is not None else 0
 
     def _ingest(self, shas: list[str], orders: list[tuple[int, int]]) -> None:
-        """Read and store the commits `shas` (parents before children; each one's
-        generation and order time beside them, _orders), in transactions of about BATCH_SECONDS each."""
+        """Read and store the commits `shas` (parents before children; each one's generation
+        and order time beside them, _orders), in transactions of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
         total = len(shas)
         if self.progress:
