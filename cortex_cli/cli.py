@@ -481,18 +481,32 @@ def _now() -> float:
 
 class Command(NamedTuple):
     """A command that is one engine operation (cortex_core/operations.py): its request, built
-    from the arguments, and the text it prints without --json."""
+    from the arguments, and the text it prints without --json; `tells_reach` when its result
+    says itself how far the index's history reaches (otherwise a note on stderr says it)."""
     request: Callable[[Any, Engine], Any]
     text: Callable[[Any, Any, Engine], str]
+    tells_reach: bool = False
 
 
 def run_operation(command: Command, args) -> int:
-    with _engine(args) as engine:
+    with _engine(args) as engine, engine.snapshot() as snap:   # the note reads what the answer did
         result = engine.run(command.request(args, engine))
         if args.json:
-            return _emit_json(result)
-        print(command.text(result, args, engine))
+            _emit_json(result)
+        else:
+            print(command.text(result, args, engine))
+        if not command.tells_reach:
+            _note_reach(snap)
     return 0
+
+
+def _note_reach(snap) -> None:
+    """On stderr, how far the index's history reaches when it does not hold all of it (a first
+    run stopped or still running, or only its recent window read): the answer above comes from
+    that part. Its stdout stays the answer alone (--json included)."""
+    since, until = snap.history_from(), snap.history_until()
+    if since is not None or until is not None:
+        print(f"cortex: {_render().partial_history(since, until)}", file=sys.stderr)
 
 
 def _render():
@@ -557,12 +571,13 @@ def _areas(args, engine: Engine):
 
 
 HISTORY = Command(_history,
-                  lambda r, a, e: _render().history(r, _now()))
+                  lambda r, a, e: _render().history(r, _now()), tells_reach=True)
 HOTSPOTS = Command(_hotspots,
                    lambda r, a, e: _render().hotspots(r, _now(), a.explain))
 BLAST = Command(_blast, lambda r, a, e: _render().blast(r))
 NEIGHBOURS = Command(_neighbours, lambda r, a, e: _render().neighbours(r, a.command))
-STATUS = Command(_status, lambda r, a, e: _render().status(r, e.root, _now()))
+STATUS = Command(_status, lambda r, a, e: _render().status(r, e.root, _now()),
+                 tells_reach=True)
 SEARCH = Command(_search,
                  lambda r, a, e: _render().search(r, _now(), a.explain))
 WHAT = Command(_what, lambda r, a, e: _render().what(r, _now()))
@@ -642,26 +657,34 @@ def cmd_related(args) -> int:
     """`related TARGET` is the related operation; without a target, changes_related."""
     from cortex_core.api import ChangesRelatedRequest, RelatedRequest
     from cortex_cli import render
-    with _engine(args) as engine:
+    with _engine(args) as engine, engine.snapshot() as snap:
         chosen = {"top_k": args.top_k, "min_support": args.min_support,
                   "half_life_days": args.half_life}
         if args.target is None:
             found = engine.run(ChangesRelatedRequest(**chosen))
             if not (found.changed or found.unknown):
                 raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
-            return _emit_json(found) if args.json else _print(render.set_related(found,
-                                                                                 args.explain))
-        result = engine.run(RelatedRequest(engine.target(args.target), **chosen))
-    return _emit_json(result) if args.json else _print(render.fused_related(result,
-                                                                            args.explain))
+            if args.json:
+                _emit_json(found)
+            else:
+                _print(render.set_related(found, args.explain))
+        else:
+            result = engine.run(RelatedRequest(engine.target(args.target), **chosen))
+            if args.json:
+                _emit_json(result)
+            else:
+                _print(render.fused_related(result, args.explain))
+        _note_reach(snap)
+    return 0
 
 
 def cmd_context(args) -> int:
     from cortex_core.api import ContextPackRequest
-    with _engine(args) as engine:
+    with _engine(args) as engine, engine.snapshot() as snap:
         pack = engine.run(ContextPackRequest(
             query=args.query, at=args.at, budget=args.budget, fmt=args.format,
             encoding=args.encoding, clock=args.clock, cwd=Path.cwd()))
+        _note_reach(snap)
     if pack.note:
         print(f"cortex: note: {pack.note}", file=sys.stderr)
     if args.json:  # the pack with its accounting

@@ -64,11 +64,11 @@ def history(result: History, now: float) -> str:
     if not result.entries:
         lines.append("  no commits changed it (at symbol level) in the indexed history")
     if result.history_from is not None or result.history_until is not None:
-        lines.append(_partial_history(result.history_from, result.history_until))
+        lines.append(partial_history(result.history_from, result.history_until))
     return "\n".join(lines)
 
 
-def _partial_history(history_from: int | None, history_until: int | None) -> str:
+def partial_history(history_from: int | None, history_until: int | None) -> str:
     """An index holding only the recent window its first run read first, or the older part of
     the history its first run read before it stopped (or while it runs)."""
     if history_until is not None:
@@ -188,7 +188,7 @@ def status(s: Status, root: Path, now: float) -> str:
         f"commits: {s.commits}{span} by {s.authors} author{'s' if s.authors != 1 else ''};"
         f" {s.merges} merge{'s' if s.merges != 1 else ''}"
         + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
-        *([_partial_history(s.history_from, s.history_until)]
+        *([partial_history(s.history_from, s.history_until)]
           if s.history_from is not None or s.history_until is not None else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",

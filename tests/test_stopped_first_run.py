@@ -5,6 +5,7 @@ run reaches HEAD. Real repositories, real stores, the real command line and MCP 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -113,3 +114,26 @@ def test_the_command_line_says_it_and_how_to_continue(repo, cortex, stopped):
     listed = cli("status")
     assert f"note: history up to {month(stopped)} only" in listed.stdout
 
+    # The commands whose results do not carry the reach say it on stderr, --json included, so
+    # that their answers from the older part are not taken for the whole history's.
+    note = f"cortex: note: history up to {month(stopped)} only: the first index run has not"
+    for args in (("hotspots",), ("blast", "pkg/core.py::compute"),
+                 ("related", "pkg/core.py"), ("search", "compute"), ("what",),
+                 ("context", "pkg/core.py::compute", "--budget", "400")):
+        for json_flag in ((), ("--json",)):
+            answered = cli(*args, *json_flag)
+            assert answered.returncode == 0, (args, answered.stderr)
+            assert note in answered.stderr, (args, json_flag, answered.stderr)
+            assert "not reached HEAD" not in answered.stdout, args
+            if json_flag:
+                json.loads(answered.stdout)
+
+
+def test_the_command_line_drops_the_note_once_a_run_reaches_head(repo, cortex, stopped):
+    cortex.index()
+    for args in (("hotspots",), ("related", "pkg/core.py"), ("search", "compute")):
+        answered = subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args, "--repo",
+                                   str(repo.path), "--db", str(cortex.db)],
+                                  capture_output=True, text=True, timeout=120)
+        assert answered.returncode == 0, answered.stderr
+        assert "history up to" not in answered.stderr, args
