@@ -7,10 +7,12 @@ busy moment of a shared machine falls on all of them alike), with the venv's int
 `cortex` script:
 
 - the baseline: `python -c pass` (the interpreter's own start, site included);
-- two floors, to tell what is Cortex's own from what no Python command line avoids: `python -c
-  "import re"` (the console script pip writes for `cortex` imports `re` before Cortex runs), and
-  the standard modules and APSW a history query cannot do without (re, json, argparse, pathlib,
-  typing, dataclasses, apsw);
+- three floors, to tell what is Cortex's own from what a Python command line pays anyway:
+  `python -c "import re"` (the console script pip writes for `cortex` imports `re` before
+  Cortex runs); the least any answer from the store costs in Python, APSW imported, the store
+  opened read-only and one commit read by its key (no argument parsing, no results, nothing
+  printed); and the standard modules and APSW that today's history query imports (re, json,
+  argparse, pathlib, typing, dataclasses, apsw);
 - `cortex --version` (the CLI's parser and nothing else);
 - `cortex history FILE:LINE` on the most changed symbol of REPO (`cortex hotspots`' first);
 - `cortex search WORDS --mode lexical`;
@@ -41,6 +43,10 @@ from _benchlib import (cortex_command, dump_json, environment, environment_lines
 # json for the store's meta), its paths (pathlib), its typed results (dataclasses, typing), and
 # `re`, which the console script and most of these import anyway.
 FLOOR = "import re, json, argparse, pathlib, typing, dataclasses, apsw"
+# The least a Python process answering from the store does: APSW, the store opened, one row.
+STORE_FLOOR = ("import apsw; apsw.Connection({db!r}, flags=apsw.SQLITE_OPEN_READONLY).execute("
+               "'select sha, subject from commits where id = (select max(id) from commits)')"
+               ".fetchall()")
 
 
 def importtime_modules(cmd: list[str], cwd: Path, env: dict) -> int:
@@ -88,6 +94,8 @@ def main() -> int:
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "python -c 'import re'": [sys.executable, "-c", "import re"],
+            "python: apsw, the store opened, one commit read": [
+                sys.executable, "-c", STORE_FLOOR.format(db=str(db))],
             "python -c 'import <what history needs>'": [sys.executable, "-c", FLOOR],
             "cortex --version": [*cortex, "--version"],
             f"cortex history {target}": [*cortex, "history", target, "--db", str(db)],
