@@ -57,6 +57,8 @@ _AZURE = base64.b64encode(_RNG.randbytes(64)).decode()
 _RSA_BODY = rand(64)
 _RSA = f"-----BEGIN RSA PRIVATE KEY-----\n{_RSA_BODY}\n{rand(40)}\n-----END RSA PRIVATE KEY-----"
 _LETTERS = rand(40, string.ascii_letters)
+_CURL_PASSWORD = "hunter2-" + rand(8)
+_MYSQL_PASSWORD = "s3cret" + rand(8)
 _WEBHOOK = f"T{rand(8, string.ascii_uppercase)}/B{rand(8, string.ascii_uppercase)}/{rand(24)}"
 
 EXAMPLES: list[Example] = [
@@ -103,6 +105,10 @@ EXAMPLES: list[Example] = [
     _example("bearer-token", rand(32), None, None),
     _example("basic-auth", _BASIC, f'AUTH = "Authorization: Basic {_BASIC}"'),
     _example("password", "hunter2-" + rand(8), None, None),
+    _example("cli-password", _CURL_PASSWORD,
+             f"curl -fsS -u deploy:{_CURL_PASSWORD} https://ci.example.com/api/jobs"),
+    _example("cli-password", _MYSQL_PASSWORD,
+             f"mysqldump -h db.internal -u root -p{_MYSQL_PASSWORD} app > app.sql"),
     _example("generic-api-key", rand(32), None, None),
     # High entropy, no digit: found by the entropy check on a secret-looking name.
     _example("generic-api-key", _LETTERS, f'SERVICE_KEY = "{_LETTERS}"'),

@@ -102,6 +102,16 @@ def test_each_kind_loses_its_value_and_keeps_its_context(kind, text, value, kept
     ("X-Api-Key: abc123def456ghi", "abc123def456ghi", "generic-api-key"),
     ("GET /v1/items?apikey=abc123def456&page=2", "abc123def456", "generic-api-key"),
     ("SECRET_KEY = 'django-insecure-0123abcd'", "django-insecure-0123abcd", "generic-api-key"),
+    # A strong keyword before "key" with a separator is strong: a digit is enough, as for
+    # client_secret (found by a review: these needed high entropy, as a bare …key does).
+    ('secret_key = "hunter2hunter2"', "hunter2hunter2", "generic-api-key"),
+    ("API_KEY=hunter2hunter2", "hunter2hunter2", "generic-api-key"),
+    ('myApiKey: "hunter2hunter2"', "hunter2hunter2", "generic-api-key"),
+    ('db.private-key = "abc123def456"', "abc123def456", "generic-api-key"),
+    ("export PGPASSWORD=hunter2x", "hunter2x", "password"),           # PostgreSQL's variable
+    ("curl -u admin:hunter2hunter2 https://example.com", "hunter2hunter2", "cli-password"),
+    ("curl --user 'ci:hunter2x' -X POST", "hunter2x", "cli-password"),
+    ("mysql -u root -phunter2x app", "hunter2x", "cli-password"),
 ])
 def test_assignment_syntaxes(text, value, kind):
     start = text.index(value)
@@ -137,6 +147,10 @@ def test_assignment_syntaxes(text, value, kind):
     "PWD=/home/alice/src",
     "git@github.com:acme/app.git and http://localhost:8080/health",
     "mail alice@example.com",
+    "mysqldump -u root -p app > app.sql",            # -p alone: mysql asks for it
+    "curl -u $USER:$TOKEN https://example.com",
+    "curl -u admin:<password> https://example.com",
+    'xapi_key = "hunter2hunter2"',                    # no edge before "api": a weak …key
 ])
 def test_ordinary_text_is_left_alone(text):
     assert find_secrets(text) == []

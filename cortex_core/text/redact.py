@@ -43,6 +43,9 @@ Kinds recognised by their context:
     url-credentials  the password of scheme://user:password@host (a token alone as the user,
                      https://ghp_…@github.com, is caught by its format)
     bearer-token     what follows "Bearer ";  basic-auth: what follows "Basic "
+    cli-password     the password of `curl -u user:password` (or --user), of `mysql -pPASSWORD`
+                     (mysqldump, mysqladmin, …), on the command's line; a value that reads as a
+                     name or a placeholder stays, as an unquoted assigned value does
     password         a value assigned to …password, …passwd, …pass, …passphrase, …pwd
     generic-api-key  a value assigned to …secret, …token, …api_key/apikey, …secret_key,
                      …access_key, …private_key, …auth_key, …signing_key, …encryption_key; and a
@@ -69,8 +72,9 @@ Values kept, because they are not secrets:
     entropy threshold; …key/…credentials values below it (cache_key = "v1:users", a sha, a UUID);
     bearer/basic values that look like words: a lexer's token = "(" or "Bearer tokens" is prose.
 Known false negatives: unquoted all-letter passwords (PASSWORD=hunter), unquoted values with
-spaces, values starting with $, multi-line YAML values, XML elements, `-pVALUE`, prose ("the
-password is x"), keys with no edge before the keyword (DBPASSWORD, DBPassword), a bare AWS
+spaces, values starting with $, multi-line YAML values, XML elements, `-pVALUE` of commands
+other than mysql's, prose ("the password is x"), keys with no edge before the keyword
+(DBPASSWORD, DBPassword; PGPASSWORD is known), a bare AWS
 secret or any high-entropy string with no key name, an unquoted token with no digit (read as a
 name), a short one with no digit and low entropy, hex secrets under a bare …key name, a Stripe
 publishable key (on purpose), an Azure AD client secret with no key name, and the part of a
@@ -125,6 +129,12 @@ def _literal(value: str, quoted: bool = True, after: str = "") -> bool:
             t in value for t in _TEMPLATES):
         return False
     return quoted or not (after in ("(", "[") or _REFERENCE.fullmatch(value))
+
+
+def _command_literal(value: str) -> bool:
+    """A password given on a command line, unless it reads as a placeholder: as an unquoted
+    value is (`curl --user user:passwd`, `-u "name:some_password"` in docs and tests)."""
+    return _literal(value, quoted=False)
 
 
 def _token_like(value: str) -> bool:
@@ -229,6 +239,18 @@ _FORMATS: list[tuple[str, _OnFirstUse, Callable[[str], bool] | None]] = [
         ("basic-auth",
          r"(?<![\w\]])(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=\[])",
          _random_like),
+        # A password on a command line: curl's -u/--user user:password, and mysql's -pPASSWORD
+        # (glued: "-p NAME" is a prompt for it, then a database's name), on the command's line.
+        # The first -u (-p) after the command is its option: a match never skips one (so a
+        # value masked already is not passed over for a later command's).
+        ("cli-password", (
+            r"(?<![\w\]])curl(?![\w-])(?:(?![ \t]-(?:u|-user)[ \t=])[^\n]){0,200}"
+            r"[ \t]-(?:u|-user)(?:[ \t]+|=)[\"']?"
+            r"[^\s:\"'\[\]]+:(?P<v>[^\s\"'\[\]]+)"), _command_literal),
+        ("cli-password", (
+            r"(?<![\w\]])mysql(?:dump|admin|import|check|sh)?(?![\w-])"
+            r"(?:(?![ \t]-p)[^\n]){0,200}[ \t]-p"
+            r"(?P<v>[^\s\"'\[\]\-][^\s\"'\[\]]*)"), _command_literal),
     )]
 
 # Strings every match of a format holds: a format runs only on a text that holds one of its
@@ -247,6 +269,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "digitalocean-token": ("_v1_",), "doppler-token": ("dp.",), "databricks-token": ("dapi",),
     "azure-storage-key": ("accountkey",), "jwt": ("eyJ",), "aws-secret-key": ("secret",),
     "url-credentials": ("://",), "bearer-token": ("bearer",), "basic-auth": ("basic",),
+    "cli-password": ("curl", "mysql"),
 }
 _ANY_CASE = frozenset(("azure-storage-key", "aws-secret-key", "bearer-token", "basic-auth"))
 
@@ -276,7 +299,7 @@ def _hinted(text: str, lower: str | None) -> set[str]:
             kinds |= of_hint
     return kinds
 
-_KEYWORD = (r"(?i:(?P<pw>pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
+_KEYWORD = (r"(?i:(?P<pw>(?:pg)?pass(?:word|wd|phrase)?|pwd)|secret(?:[_.\-]?key)?|token"
             r"|(?:api|access|private|auth|signing|encryption)[_.\-]?key"
             r"|(?P<weak>key|credentials?|creds))")
 # Key: an optional prefix ending at "_ . -" or a camelCase edge, then a keyword that ends the name.
@@ -298,6 +321,11 @@ _ASSIGNMENT = re.compile(
 
 
 _PUBLIC = re.compile(r"(?i)pub(?:lic|lishable)?[_.\-]?$")
+# A name that ends as "secret_", "api.", "access-" or "private" (camelCase: "myApi") before "key":
+# _KEYWORD's lazy prefix takes "secret_" and leaves the weak "key" (a regex tries the prefix
+# before the shorter reading), so the strong keywords with a separator are told here.
+_STRONG_BEFORE_KEY = re.compile(r"(?:^|(?<=[_.\-])|(?<=[a-z0-9])(?=[A-Z]))"
+                                r"(?i:secret|api|access|private|auth|signing|encryption)[_.\-]?$")
 
 
 def _looks_secret(m: re.Match[str], value: str) -> bool:
@@ -305,7 +333,7 @@ def _looks_secret(m: re.Match[str], value: str) -> bool:
     a bare …key or …credentials must be high-entropy, and a public key is no secret."""
     if m.group("pw"):
         return True
-    if m.group("weak"):
+    if m.group("weak") and not _STRONG_BEFORE_KEY.search(m.group("name") or ""):
         return not _PUBLIC.search(m.group("name") or "") and _high_entropy(value)
     return _token_like(value) or _high_entropy(value)
 
