@@ -135,3 +135,46 @@ def test_one_targets_score_is_the_listed_score(repo, busy_history):
             "select id from symbols where file_id = ? and qualname = ?", (file_id, h.qualname)
         ).get if h.qualname else None
         assert hotspot_score(busy_history, file_id, symbol_id, now=repo.now) == pytest.approx(h.score)
+
+
+def test_hotspots_count_a_renamed_file_and_a_moved_symbol_over_their_lineage(repo, cortex):
+    """A repository that moves its sources (`requests/` to `src/requests/`) keeps its hotspots:
+    the changes before the move count, by their own authors, as the histories list them (a
+    review found models.py at 18 changes over "all history" after such a move, against 669)."""
+    from cortex_core.features.symbol_info import HeatSettings, file_heat
+    from cortex_core.query.history import history
+    from cortex_core.query.hotspots import hotspot_score
+    body = "def send(x):\n    return x{}\n"
+    repo.write("pkg/core.py", body.format(""))
+    repo.commit("add send", author="Ann <ann@example.com>", days_ago=300)
+    for i, who in enumerate(("Bob <bob@example.com>", "Cy <cy@example.com>"), 1):
+        repo.write("pkg/core.py", body.format(f" + {i}"))
+        repo.commit(f"send: step {i}", author=who, days_ago=200 - 10 * i)
+    repo.move("pkg/core.py", "src/pkg/core.py")
+    repo.commit("move to src", author="Dee <dee@example.com>", days_ago=100)
+    repo.write("src/pkg/core.py", body.format(" * 2"))
+    repo.commit("send: double", author="Dee <dee@example.com>", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    found = hotspots(con, now=repo.now, top_k=5)
+    by_path = {h.path: h for h in found.files}
+    assert list(by_path) == ["src/pkg/core.py"]
+    whole = by_path["src/pkg/core.py"]
+    assert (whole.changes, whole.authors) == (5, 4)   # add, two steps, the move, the double
+    assert whole.changes == len(history(con, TargetSpec("src/pkg/core.py")).entries)
+    [send] = found.symbols
+    # Its substantive changes: added, two steps, the move (a file move stays), the double.
+    assert (send.path, send.qualname, send.changes, send.authors) == ("src/pkg/core.py",
+                                                                      "send", 5, 4)
+    assert send.changes == len(history(con, TargetSpec("src/pkg/core.py", "send"),
+                                       substantive=True).entries)
+    assert send.score == pytest.approx(score([300, 190, 180, 100, 10], 4, 2 + 2 + 2 + 0 + 2))
+    file_id = con.execute("select id from files where path = 'src/pkg/core.py'").get
+    symbol_id = con.execute("select id from symbols where file_id = ? and qualname = 'send'",
+                            (file_id,)).get
+    assert hotspot_score(con, file_id, symbol_id, now=repo.now) == pytest.approx(send.score)
+    assert hotspot_score(con, file_id, None, now=repo.now) == pytest.approx(whole.score)
+    # The code lens's window counts the same lineage: within 250 days, the steps, the move and
+    # the double.
+    [heat] = file_heat(con, "src/pkg/core.py", HeatSettings(window_days=250), now=repo.now)
+    assert (heat.qualname, heat.changes, heat.authors) == ("send", 4, 3)
