@@ -185,7 +185,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "partners the structure does not show (hidden coupling); a summary with "
                 "a documented risk level.")
     p.add_argument("target", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE")
-    p.add_argument("--depth", type=_positive_int, default=2, metavar="N",
+    p.add_argument("--depth", type=_depth, default=2, metavar="N",
                    help="how many edges away (default: 2, at most 10)")
     p.add_argument("--min-confidence", type=_unit_float, default=0.25, metavar="C",
                    help="leave out chains less likely than C (default: 0.25; resolution by a "
@@ -372,6 +372,14 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
     if value > 2**31 - 1:
         raise argparse.ArgumentTypeError(f"must be at most {2**31 - 1:,}: {text}")
+    return value
+
+
+def _depth(text: str) -> int:
+    """blast's --depth: the engine goes no further than 10 edges, so more is refused, not cut."""
+    value = _positive_int(text)
+    if value > 10:
+        raise argparse.ArgumentTypeError(f"must be at most 10: {text}")
     return value
 
 

@@ -98,6 +98,9 @@ def test_user_errors_are_one_line(shop, tmp_path):
     assert_clean_error(cortex("status", "--db", str(bad), cwd=shop.path), "not a readable")
     usage = cortex("hotspots", "--top-k", "0", cwd=shop.path)
     assert usage.returncode == 2 and "must be at least 1" in usage.stderr
+    # blast goes 10 edges at most: more is refused, not quietly cut to 10.
+    deep = cortex("blast", "shop/cart.py", "--depth", "11", cwd=shop.path)
+    assert deep.returncode == 2 and "must be at most 10" in deep.stderr
 
 
 def test_paths_from_a_subfolder_stay_in_the_repository(shop, tmp_path):

@@ -319,6 +319,22 @@ def test_hostile_working_trees_and_long_chains(repo, cortex, tmp_path):
     assert callers(con, TargetSpec("m40.py", "x")).items is not None
 
 
+def test_a_file_renamed_away_names_its_successor(repo, cortex):
+    """A path that history knows but HEAD does not (requests/ moved to src/requests/) has no
+    structure: blast says where the file went, not only that it may be unsupported."""
+    repo.write("old/core.py", "def y():\n    return 1\n")
+    repo.write("use.py", "from old.core import y\n\n\ndef c():\n    return y()\n")
+    repo.commit("start", days_ago=3)
+    repo.move("old/core.py", "new/core.py")
+    repo.write("use.py", "from new.core import y\n\n\ndef c():\n    return y()\n")
+    repo.commit("move", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert blast(con, TargetSpec("old/core.py")).note == (
+        "old/core.py is not at HEAD (renamed to new/core.py, which has its structure)")
+    assert blast(con, TargetSpec("new/core.py")).note is None
+
+
 def test_callers_of_a_file_leave_out_its_own_calls(indexed):
     con = indexed.reader()
     found = callers(con, TargetSpec("pkg/db.py"))

@@ -303,8 +303,18 @@ def _structure_note(con, target: Target) -> str | None:
         return f"{target.label} is gone at HEAD"
     row = con.execute("select skip_reason from struct_files where file_id = ?",
                       (target.file_id,)).fetchone()
+    if row is None and not con.execute("select 1 from head_files where file_id = ?",
+                                       (target.file_id,)).fetchone():
+        renamed = con.execute(
+            "select f.path from file_changes fc join commits c on c.id = fc.commit_id"
+            " join files f on f.id = fc.file_id where fc.old_file_id = ? and fc.status = 'R'"
+            " and c.reachable = 1 order by c.order_time desc, c.generation desc limit 1",
+            (target.file_id,)).fetchone()
+        # Its structure is its successor's: blast that one (history follows the rename).
+        return f"{target.path} is not at HEAD" + (
+            f" (renamed to {renamed[0]}, which has its structure)" if renamed else "")
     if row is None:
-        return "structure not read for this file (language not supported, or not at HEAD)"
+        return "structure not read for this file (language not supported)"
     if row[0]:
         return f"structure skipped for this file: {row[0]}"
     return None
