@@ -510,11 +510,13 @@ def run_operation(command: Command, args) -> int:
 
 def _note_reach(snap) -> None:
     """On stderr, how far the index's history reaches when it does not hold all of it (a first
-    run stopped or still running, or only its recent window read): the answer above comes from
-    that part. Its stdout stays the answer alone (--json included)."""
-    since, until = snap.history_from(), snap.history_until()
+    run stopped or still running, only its recent window read, or a shallow clone): the answer
+    above comes from that part. Its stdout stays the answer alone (--json included)."""
+    since, until, shallow = snap.history_from(), snap.history_until(), snap.shallow_from()
     if since is not None or until is not None:
         print(f"cortex: {_render().partial_history(since, until)}", file=sys.stderr)
+    if shallow is not None:
+        print(f"cortex: {_render().shallow_note(shallow)}", file=sys.stderr)
 
 
 def _render():

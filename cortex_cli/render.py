@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex_core.dates import date, on_clock, reach, relative_time, window
+from cortex_core.dates import date, on_clock, reach, relative_time, shallow_reach, window
 from cortex_core.text.sanitize import terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
@@ -65,7 +65,14 @@ def history(result: History, now: float) -> str:
         lines.append("  no commits changed it (at symbol level) in the indexed history")
     if result.history_from is not None or result.history_until is not None:
         lines.append(partial_history(result.history_from, result.history_until))
+    if result.shallow_from is not None:
+        lines.append(shallow_note(result.shallow_from))
     return "\n".join(lines)
+
+
+def shallow_note(shallow_from: int) -> str:
+    return (f"note: {shallow_reach(shallow_from)} (`git fetch --unshallow`, then `cortex index`,"
+            " for the rest)")
 
 
 def partial_history(history_from: int | None, history_until: int | None) -> str:
@@ -190,6 +197,7 @@ def status(s: Status, root: Path, now: float) -> str:
         + (f"; {s.unreachable_commits} no longer reachable" if s.unreachable_commits else ""),
         *([partial_history(s.history_from, s.history_until)]
           if s.history_from is not None or s.history_until is not None else []),
+        *([shallow_note(s.shallow_from)] if s.shallow_from is not None else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

@@ -73,6 +73,13 @@ def reach(history_from: int | None, history_until: int | None = None) -> str:
     return f"history from {_month(history_from)} to {_month(history_until)} only"
 
 
+def shallow_reach(shallow_from: int) -> str:
+    """What a shallow clone's history is, as every front end says it; each adds how to get the
+    rest (git fetch --unshallow, then an index run)."""
+    return (f"a shallow clone: history from {_month(shallow_from)} on, and what its oldest "
+            "commits show as added may be older")
+
+
 def on_clock(clock) -> str:
     """Which clock (clock.py) windows and recency count back from, and its date (UTC)."""
     if clock.kind == "repository":

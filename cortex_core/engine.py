@@ -725,6 +725,11 @@ class Snapshot:
         from cortex_core.store.store import history_from
         return history_from(self.con)
 
+    def shallow_from(self) -> int | None:
+        """The date of a shallow clone's oldest commit (store.shallow_from); None when full."""
+        from cortex_core.store.store import shallow_from
+        return shallow_from(self.con)
+
     def history_until(self) -> int | None:
         """How far forward the index's history reaches while its first run has not reached
         HEAD (stopped, or still running): the date of its newest commit; None once a run

@@ -96,7 +96,8 @@ def hover(snap: Snapshot, loc: Located, settings: Settings) -> str | None:
     origin = snap.line_origin(loc.path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
                              partial=repo.partial, history_from=snap.history_from(),
-                             history_until=snap.history_until())
+                             history_until=snap.history_until(),
+                             shallow_from=snap.shallow_from())
 
 
 def _links(repo: Repo, settings: Settings) -> str | None:
@@ -159,6 +160,7 @@ def payload(result, repo: Repo, snap: Snapshot | None = None) -> dict:
     out["partial"] = repo.partial
     out["historyFrom"] = snap.history_from() if snap is not None else None
     out["historyUntil"] = snap.history_until() if snap is not None else None
+    out["shallowFrom"] = snap.shallow_from() if snap is not None else None
     out["repository"] = str(repo.root)
     return out
 

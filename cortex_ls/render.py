@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from cortex_core.api import commit_url
-from cortex_core.dates import reach, relative_time, window
+from cortex_core.dates import reach, relative_time, shallow_reach, window
 from cortex_core.text.sanitize import markdown, markdown_code
 
 
@@ -41,11 +41,14 @@ def _days(days: float) -> str:
 
 
 def index_note(partial: bool, history_from: int | None,
-               history_until: int | None = None) -> str | None:
+               history_until: int | None = None, shallow_from: int | None = None) -> str | None:
     """How far an answer can be trusted while the index is incomplete: how far its history
     reaches (a recent window indexed first, the older commits to come; or the older part a
-    first run read before it stopped, the newer commits to come), or that it is still being
-    built; None for a complete index."""
+    first run read before it stopped, the newer commits to come; or a shallow clone's), or
+    that it is still being built; None for a complete index of a full clone."""
+    if shallow_from is not None and history_from is None and history_until is None:
+        return (shallow_reach(shallow_from)
+                + " (git fetch --unshallow, then Cortex: Reindex, for the rest)")
     if history_until is not None:
         return reach(history_from, history_until) + (
             "; indexing newer commits" if partial else
@@ -107,7 +110,7 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
     footer = []
     if note:
         footer.append(markdown(note))
-    state = index_note(partial, card.history_from, card.history_until)
+    state = index_note(partial, card.history_from, card.history_until, card.shallow_from)
     if state:
         footer.append(state)
     if footer:
@@ -117,7 +120,7 @@ def hover(card, *, web_base: str | None, partial: bool, now: float | None = None
 
 def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
                now: float | None = None, history_from: int | None = None,
-               history_until: int | None = None) -> str:
+               history_until: int | None = None, shallow_from: int | None = None) -> str:
     """The hover for a line outside any symbol: who last changed it."""
     now = time.time() if now is None else now
     if origin is None:
@@ -128,7 +131,7 @@ def line_hover(line: int, origin, *, web_base: str | None, partial: bool,
         c = origin.commit
         text = (f"**line {line}** last changed {relative_time(c.time, now)} by "
                 f"{markdown(c.author, 40)} in {_sha(c, web_base)}: {markdown(c.subject, 120)}")
-    state = index_note(partial, history_from, history_until)
+    state = index_note(partial, history_from, history_until, shallow_from)
     if state:
         text += f"\n\n*{state}*"
     return text

@@ -31,7 +31,7 @@ from pydantic import Field
 from cortex_core import __version__
 from cortex_core.api import CortexError
 from cortex_core.engine import Engine, Snapshot
-from cortex_core.dates import reach
+from cortex_core.dates import reach, shallow_reach
 from cortex_core.plain import plain
 from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates, terminal
 
@@ -107,10 +107,14 @@ class Memory:
         run = self.indexers.running(engine)
         since = snap.history_from()   # set while only a recent window is indexed
         until = snap.history_until()  # set while a first run has not reached HEAD
+        shallow = snap.shallow_from()  # set for a shallow clone
         state = {"repository": str(engine.root), "indexed_head": indexed, "head": head,
                  "up_to_date": bool(head) and indexed == head, "indexing": run is not None,
-                 "history_from": since, "history_until": until}
+                 "history_from": since, "history_until": until, "shallow_from": shallow}
         notes = []
+        if shallow is not None:
+            notes.append(shallow_reach(shallow) + " (`git fetch --unshallow`, then `sync`, for "
+                         "the rest)")
         if until is not None:
             notes.append(reach(since, until) + (
                 "; newer commits are being indexed" if run is not None

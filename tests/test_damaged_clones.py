@@ -259,6 +259,33 @@ def test_a_shallow_clone_starts_at_its_oldest_commit_with_nothing_missing(served
     assert status(clone)["missing"] is None
 
 
+def test_a_shallow_clone_says_where_its_history_starts(served, tmp_path):
+    """Its oldest commit is read as a root, so what it shows as added there may be older: every
+    answer says the clone is shallow and from when (a review saw the boundary commit shown as
+    the one that added every function of a file written 13 years earlier)."""
+    from cortex_core.dates import shallow_reach
+    from cortex_ls.render import index_note
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))
+    index(clone, 1)
+    oldest = int(git(clone, "log", "-1", "--format=%at", "HEAD~4"))
+    said = shallow_reach(oldest)
+    assert said.startswith("a shallow clone: history from ")
+    shown = cortex("history", "app.py::step", cwd=clone)
+    assert f"note: {said} (`git fetch --unshallow`" in shown.stdout
+    assert json.loads(cortex("history", "app.py::step", "--json", cwd=clone).stdout)[
+        "shallow_from"] == oldest
+    assert status(clone)["shallow_from"] == oldest
+    assert said in cortex("status", cwd=clone).stdout
+    assert f"cortex: note: {said}" in cortex("hotspots", cwd=clone).stderr
+    assert index_note(False, None, None, oldest).startswith(said)
+    # Deepened to the root, it is a full clone again: no note.
+    git(clone, "fetch", "-q", "--unshallow")
+    index(clone, 1)
+    assert status(clone)["shallow_from"] is None
+    assert "shallow" not in cortex("history", "app.py::step", cwd=clone).stdout
+
+
 def test_a_shallow_clone_deepened_later_gets_its_older_history(served, tmp_path):
     clone = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))

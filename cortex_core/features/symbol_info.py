@@ -23,7 +23,7 @@ from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, re
 from cortex_core.query.hotspots import hotspot_score, window_changes
 from cortex_core.memory.notes import Note, live_notes_for
 from cortex_core.query.targets import Target, TargetSpec, resolve
-from cortex_core.store.store import history_from, history_until
+from cortex_core.store.store import history_from, history_until, shallow_from
 
 @dataclass(frozen=True)
 class HeatSettings:
@@ -77,6 +77,8 @@ class SymbolCard:
     # Set while the index's first run has not reached HEAD: the date of its newest commit
     # (store.history_until); `changes` and `authors` count up to there.
     history_until: int | None = None
+    # Set for a shallow clone: the date of its oldest commit (store.shallow_from).
+    shallow_from: int | None = None
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
@@ -113,7 +115,7 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
                       reformatted, waypoints,
                       strongest_symbol(con, target) if target.alive else None, used,
-                      history_from(con), history_until(con))
+                      history_from(con), history_until(con), shallow_from(con))
 
 
 def file_heat(con, path: str, heat: HeatSettings = HeatSettings(), *, now: float | None = None,

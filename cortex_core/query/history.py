@@ -126,6 +126,8 @@ class History:
     # Set while the index's first run has not reached HEAD: the date of the newest commit it
     # holds, so that newer commits are not there yet (store.history_until).
     history_until: int | None = None
+    # Set for a shallow clone: the date of its oldest commit, read as a root (store.shallow_from).
+    shallow_from: int | None = None
 
 
 FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -157,9 +159,9 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             n = len(cut)
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
-    from cortex_core.store.store import history_from, history_until
+    from cortex_core.store.store import history_from, history_until, shallow_from
     return History(target, entries[:limit] if limit else entries, note, len(entries),
-                   history_from(con), history_until(con))
+                   history_from(con), history_until(con), shallow_from(con))
 
 
 def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,

@@ -10,7 +10,8 @@ from pathlib import Path
 import apsw
 
 from cortex_core.index.skip_rules import WAS, indexed_limits, limit_hint
-from cortex_core.store.store import SCHEMA_VERSION, get_meta, history_from, history_until
+from cortex_core.store.store import (SCHEMA_VERSION, get_meta, history_from, history_until,
+                                     shallow_from)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Status:
     # Set while the first run has not reached HEAD (stopped, or still running): the date of
     # the newest commit indexed (see store.history_until).
     history_until: int | None = None
+    # Set for a shallow clone: the date of its oldest commit (see store.shallow_from).
+    shallow_from: int | None = None
 
 
 
@@ -129,7 +132,7 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         db_path=str(db_path), db_bytes=size, schema_version=SCHEMA_VERSION,
         head=get_meta(con, "head"), indexed_at=int(indexed_at) if indexed_at else None,
         all_branches=get_meta(con, "all_branches") == "1", history_from=history_from(con),
-        history_until=history_until(con),
+        history_until=history_until(con), shallow_from=shallow_from(con),
         commits=one("select count(*) from commits where reachable = 1"),
         unreachable_commits=one("select count(*) from commits where reachable = 0"),
         merges=one("select count(*) from commits where reachable = 1 and is_merge = 1"),

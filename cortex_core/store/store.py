@@ -358,6 +358,23 @@ def history_from(con) -> int | None:
         return None
 
 
+def shallow_from(con) -> int | None:
+    """The author time of a shallow clone's oldest boundary commit (git's `shallow` file, as the
+    last completed run recorded it in meta `shallow`): the clone's history goes no further back,
+    and what it shows as added in a boundary commit may be older, the commit being read as a
+    root. None for a full clone. Every history answer carries it (dates.shallow_reach)."""
+    try:
+        shas = json.loads(get_meta(con, "shallow") or "[]")
+    except ValueError:
+        return None
+    if not isinstance(shas, list) or not shas:
+        return None
+    shas = [s for s in shas[:500] if isinstance(s, str)]
+    return con.execute(f"select min(author_time) from commits where sha in"
+                       f" ({', '.join('?' * len(shas))}) and reachable = 1", shas).fetchone()[0] \
+        if shas else None
+
+
 def history_until(con) -> int | None:
     """How far forward the index's history reaches when its first run stopped before HEAD (no
     meta `head` yet, commits written: a run writes oldest first and records HEAD at its end):
