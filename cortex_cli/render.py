@@ -405,8 +405,11 @@ def blast(result) -> str:
     for d in result.dependents[:50]:
         via = " ← ".join(f"{_where(link.src_path, link.src_qualname)}:{link.line} {link.kind}"
                          for link in d.chain[1:])
+        through = ", ".join(terminal(link.dst_qualname or "") for link in d.chain
+                            if link.kind == "dispatch")
         lines.append(f"  {d.depth}  {d.relation:<9} {d.confidence:4.2f}  {_where(d.path, d.qualname)}"
-                     f":{d.chain[0].line}" + (f"  (via {via})" if via else ""))
+                     f":{d.chain[0].line}" + (f"  (via {via})" if via else "")
+                     + (f"  (calls {through}, overridden)" if through else ""))
     if len(result.dependents) > 50:
         lines.append(f"  … {len(result.dependents) - 50} more (--json lists them all)")
     if not result.dependents:

@@ -69,8 +69,11 @@ def blast(result) -> list[str]:
         lines.append(f"_{markdown(result.note)}_")
     for d in result.dependents[:25]:
         line = d.chain[0].line if d.chain else None
+        through = ", ".join(markdown_code(link.dst_qualname or "") for link in d.chain
+                            if link.kind == "dispatch")
         lines.append(f"- {d.relation} {_where(d.path, d.qualname)}"
                      + (f" at line {line}" if line else "")
+                     + (f", calling {through}, overridden" if through else "")
                      + f" (depth {d.depth}, confidence {d.confidence:.2f})")
     if len(result.dependents) > 25:
         lines.append(f"- … {len(result.dependents) - 25} more (in the structured content)")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cortex_core.query.blast import blast, callees, callers, fused_related
+from cortex_core.query.blast import blast, callees, callers, direct_dependents, fused_related
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import NotFound
 from cortex_core.query.status import status
@@ -291,6 +291,63 @@ def test_go_packages_java_packages_and_rust_modules(repo, cortex):
     store = blast(con, TargetSpec("src/main/java/com/shop/Store.java", "Store"), depth=1)
     assert ("src/main/java/com/shop/app/App.java", "App") in labels(store.dependents)
     assert ("src/lib.rs", "run") in labels(callers(con, TargetSpec("src/db.rs", "save")).items)
+
+
+BASE = """\
+class Base:
+    def run(self):
+        return self.hook()
+
+    def hook(self):
+        ...
+
+
+class Loud(Base):
+    def hook(self):
+        return "LOUD"
+
+
+class Quiet(Base):
+    def hook(self):
+        return "quiet"
+
+
+class Plain(Base):
+    def other(self):
+        return self.hook()
+"""
+
+
+def test_a_method_is_called_through_the_method_it_overrides(repo, cortex):
+    """`self.hook()` in a base class (a mixin's stub, an abstract method, a template method)
+    runs a subclass's override: a review found requests' Session.send without the call that
+    SessionRedirectMixin.resolve_redirects makes through the mixin's stub, and the pair listed
+    as "hidden coupling, no structural link"."""
+    repo.write("shapes.py", BASE)
+    repo.write("src/main/java/com/shop/Job.java",
+               "package com.shop;\n\npublic abstract class Job {\n"
+               "  public void run() { step(); }\n  abstract void step();\n}\n")
+    repo.write("src/main/java/com/shop/Copy.java",
+               "package com.shop;\n\npublic class Copy extends Job {\n  void step() {}\n}\n")
+    repo.commit("Template methods", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    loud = callers(con, TargetSpec("shapes.py", "Loud.hook"))
+    # Base.run's call runs Loud.hook or Quiet.hook: shared between the two overrides. Plain's
+    # call runs Base.hook (Plain does not override it), never Loud's.
+    assert [(n.qualname, n.line, n.confidence) for n in loud.items] == [("Base.run", 3, 0.45)]
+    found = blast(con, TargetSpec("shapes.py", "Loud.hook"), depth=1)
+    [dep] = found.dependents
+    assert (dep.qualname, dep.relation, dep.chain[0].kind, dep.chain[0].dst_qualname) == (
+        "Base.run", "caller", "dispatch", "Base.hook")
+    assert direct_dependents(con, con.execute("select id from files where path = 'shapes.py'"
+                                              ).get, "Loud.hook") == 1
+    # The base's own method keeps its direct callers only.
+    assert labels(callers(con, TargetSpec("shapes.py", "Base.hook")).items) == {
+        ("shapes.py", "Base.run"), ("shapes.py", "Plain.other")}
+    # Java: an unqualified call of an abstract method.
+    step = callers(con, TargetSpec("src/main/java/com/shop/Copy.java", "Copy.step"))
+    assert labels(step.items) == {("src/main/java/com/shop/Job.java", "Job.run")}
 
 
 @pytest.mark.timeout(60, method="thread")

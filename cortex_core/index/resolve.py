@@ -32,8 +32,9 @@ MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this de
 # depth (sympy's references need at most 7 lookups; 56,000 for all 423,000 of them).
 LOOKUPS_PER_ASKER = 1_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
-# gave is resolved again in full once (2: answers that do not depend on the order of asking).
-RESOLVER_VERSION = "2"
+# gave is resolved again in full once (2: answers that do not depend on the order of asking;
+# 3: a Java method's unqualified call of another method of its class).
+RESOLVER_VERSION = "3"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))
@@ -413,6 +414,12 @@ class Resolver:
         outside = self.external(ref.file_id, ref.name)
         if outside:
             return outside, []
+        if self.lang.get(ref.file_id) == "java":
+            # An unqualified call in a method is a call of a method of its class, or of one it
+            # inherits (this.run(), with `this` left out): Java has no functions outside classes.
+            found = self._in_class(ref, include_own=True)
+            if found:
+                return "resolved", found
         own = self.defs.get(ref.file_id, {})
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]

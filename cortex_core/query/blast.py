@@ -54,7 +54,8 @@ RISK_FORMULA = ("risk = (1 + ln(1 + D)) × (1 + H); D = dependents (confidence-w
 
 @dataclass(frozen=True)
 class Link:
-    kind: str                 # call, import, inherits, ref
+    kind: str                 # call, import, inherits, ref; dispatch: a call of a method it
+    #                           overrides, made by the class it overrides it from (_dispatched)
     src_path: str
     src_qualname: str | None  # None: module level
     line: int
@@ -139,9 +140,73 @@ def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
         where = ("e.dst_file_id = ? and (e.dst_qualname = ? or (e.dst_qualname >= ? and"
                  " e.dst_qualname < ?))")
         params = (file_id, qualname, qualname + ".", qualname + "/")
-    return con.execute(
+    rows = con.execute(
         "select r.file_id, r.scope, r.kind, r.line, e.confidence, e.dst_qualname from edges e"
         f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
+    if not whole_file and qualname is not None and "." in qualname:
+        direct = {(row[0], row[1], row[3]) for row in rows}
+        rows += [row for row in _dispatched(con, file_id, qualname)
+                 if (row[0], row[1], row[3]) not in direct]
+    return rows
+
+
+# How far up its classes a method's overridden definitions are looked for.
+OVERRIDE_LEVELS = 3
+# Methods a class's own call never reaches in a subclass: constructors (and Java's, named as
+# their class), called on a class, not on the object.
+_NOT_DISPATCHED = frozenset(("__init__", "__new__", "__init_subclass__", "constructor"))
+# Receivers of a call that dispatches on the object's class: `self.m()`, `this.m()`, `cls.m()`,
+# and an unqualified call (a Java or TypeScript method calling another of its class).
+_SELF_RECEIVERS = "(r.qualifier is null or r.qualifier in ('self', 'this', 'cls'))"
+
+
+def _dispatched(con, file_id: int, qualname: str) -> list[tuple]:
+    """Calls that reach a method through one it overrides: a base class (or mixin, or abstract
+    class) calling `self.m()` on its own `m` runs the subclass's `m` when the object is one.
+    Only calls made inside the base class itself count (a sibling subclass's call runs its own
+    class's `m`, never this one); each at the call's confidence times the base edge's, shared
+    among the base's direct subclasses that define `m` (which of them runs depends on the
+    object). Their kind is "dispatch"; the row's last column is the overridden method, so a
+    chain shows the way."""
+    cls, _, method = qualname.rpartition(".")
+    if method in _NOT_DISPATCHED or method == cls.rpartition(".")[2]:   # constructors
+        return []
+    out: list[tuple] = []
+    seen = {(file_id, cls)}
+    frontier = [(file_id, cls, 1.0)]
+    for _ in range(OVERRIDE_LEVELS):
+        bases = []
+        for fid, name, conf in frontier:
+            bases += [(b_file, b_name, conf * c) for b_file, b_name, c in con.execute(
+                "select e.dst_file_id, e.dst_qualname, e.confidence from refs r"
+                " join edges e on e.ref_id = r.id where r.file_id = ? and r.scope = ?"
+                " and r.kind = 'inherits' and e.dst_qualname is not null", (fid, name))]
+        frontier = []
+        for b_file, b_name, conf in bases:
+            if (b_file, b_name) in seen:
+                continue
+            seen.add((b_file, b_name))
+            frontier.append((b_file, b_name, conf))
+            calls = con.execute(
+                "select r.file_id, r.scope, r.line, e.confidence, e.dst_qualname"
+                " from edges e join refs r on r.id = e.ref_id"
+                " where e.dst_file_id = ? and e.dst_qualname = ? and r.kind = 'call'"
+                f" and {_SELF_RECEIVERS} and r.file_id = ?"
+                " and (r.scope = ? or (r.scope >= ? and r.scope < ?))",
+                (b_file, f"{b_name}.{method}", b_file, b_name, b_name + ".",
+                 b_name + "/")).fetchall()
+            if not calls:
+                continue
+            sharers = con.execute(
+                "select count(distinct r.file_id || ':' || r.scope) from edges e"
+                " join refs r on r.id = e.ref_id where e.dst_file_id = ? and e.dst_qualname = ?"
+                " and r.kind = 'inherits' and exists (select 1 from defs d"
+                " where d.file_id = r.file_id and d.qualname = r.scope || '.' || ?)",
+                (b_file, b_name, method)).fetchone()[0]
+            share = conf / max(1, sharers)
+            out += [(src, scope, "dispatch", line, confidence * share, dst)
+                    for src, scope, line, confidence, dst in calls]
+    return out
 
 
 def _outgoing(con, file_id: int, qualname: str | None):
@@ -184,7 +249,8 @@ def _inside(scope: str | None, qualname: str | None) -> bool:
 def _relation(kind: str, is_test: bool) -> str:
     if is_test:
         return "test"
-    return {"call": "caller", "import": "importer", "inherits": "subclass"}.get(kind, "reference")
+    return {"call": "caller", "dispatch": "caller", "import": "importer",
+            "inherits": "subclass"}.get(kind, "reference")
 
 
 # -- queries -----------------------------------------------------------------------------------
