@@ -328,6 +328,51 @@ def test_a_store_left_unpruned_by_an_older_version_is_pruned_on_upgrade(repo, co
     assert [s for s, _ in subjects(cortex.reader(), "f.py", "f")] == ["f"]
 
 
+def test_what_a_merge_dropped_does_not_depend_on_the_order_commits_were_stored(repo, cortex):
+    """A path deleted and created anew: its older life is on `git log -- FILE` and stays on its
+    history. A first run stopped and resumed stores side branches' older commits after newer
+    ones; the pruning compared by storage order and dropped the older life's changes (a review:
+    werkzeug's tests lost up to 24 commits that `git log -- PATH` lists, 380 pruned changes
+    against a fresh store's 240). Here the older life's edit is stored last, as after a resume,
+    and an upgraded store computes its pruning again (migration 13)."""
+    import apsw
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("first life", days_ago=9)
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("first life's edit", days_ago=8)
+    repo.remove("a.py")
+    repo.commit("gone", days_ago=7)
+    repo.write("a.py", "def f():\n    return 3\n")
+    repo.commit("second life", days_ago=6)
+    repo.write("a.py", "def f():\n    return 4\n")
+    repo.commit("second life's edit", days_ago=5)
+    cortex.index()
+
+    def listed() -> list[str]:
+        return [e.commit.subject for e in history(cortex.reader(), TargetSpec("a.py")).entries]
+    assert listed() == ["second life's edit", "second life", "gone", "first life's edit",
+                        "first life"]
+    everything = listed()
+    con = apsw.Connection(str(cortex.db))   # stored as a resumed run stores it
+    con.execute("update commits set seq = (select max(seq) + 1 from commits)"
+                " where subject = 'first life''s edit';"
+                " delete from pruned_heads; delete from meta where key = 'pruned_head';")
+    con.close()
+    cortex.index()   # computes the pruning of every file again
+    assert listed() == everything
+    assert cortex.reader().execute("select count(*) from pruned_changes").get == 0
+    # A store that an older version pruned that way is pruned again on upgrade.
+    con = apsw.Connection(str(cortex.db))
+    con.execute("insert into pruned_changes(commit_id, file_id, head_file_id)"
+                " select fc.commit_id, fc.file_id, fc.file_id from file_changes fc"
+                " join commits c on c.id = fc.commit_id where c.subject = 'first life''s edit';"
+                " update meta set value = '12' where key = 'schema_version';")
+    assert con.execute("select count(*) from pruned_changes").fetchone()[0] == 1
+    con.close()
+    cortex.index()
+    assert listed() == everything
+
+
 def conflicted_merge(repo) -> None:
     """Both sides change f; the merge's resolution is neither side's. g changes on one side only,
     h on both sides in different lines: put together, not written by the merge."""

@@ -424,6 +424,13 @@ MIGRATIONS: list[str] = [
     delete from pruned_heads;
     delete from meta where key = 'pruned_head';
     """,
+    # 13: the same again: a first index run stopped and resumed stored side branches' older
+    # commits after newer ones, and the pruning counted "older" in that order, dropping changes
+    # that `git log -- FILE` lists (simplified.py now counts in history's order).
+    """
+    delete from pruned_heads;
+    delete from meta where key = 'pruned_head';
+    """,
 ]
 
 
