@@ -112,6 +112,17 @@ def test_each_kind_loses_its_value_and_keeps_its_context(kind, text, value, kept
     ("curl -u admin:hunter2hunter2 https://example.com", "hunter2hunter2", "cli-password"),
     ("curl --user 'ci:hunter2x' -X POST", "hunter2x", "cli-password"),
     ("mysql -u root -phunter2x app", "hunter2x", "cli-password"),
+    # Found by a review of the first form (a regex over 200 characters of the line):
+    ("curl -u 'admin:s3 cret1' https://x", "s3 cret1", "cli-password"),   # whole, not half
+    ("curl -X POST \\\n  -u admin:s3cret1 https://x", "s3cret1", "cli-password"),
+    ("curl -uadmin:s3cret1 https://x", "s3cret1", "cli-password"),
+    ("curl -sSu admin:s3cret1 https://x", "s3cret1", "cli-password"),
+    ("curl -o out.json -u :s3cret1 https://x", "s3cret1", "cli-password"),
+    ("/usr/bin/curl --user=ci:s3cret1 https://x", "s3cret1", "cli-password"),
+    ("mysql -u root -p'S3cret1' app", "S3cret1", "cli-password"),
+    ('mysqldump -p"S3cret1" app > app.sql', "S3cret1", "cli-password"),
+    ("curl -H 'X-Trace: " + "a" * 300 + "' -u admin:s3cret1 https://x", "s3cret1",
+     "cli-password"),
 ])
 def test_assignment_syntaxes(text, value, kind):
     start = text.index(value)
@@ -150,6 +161,10 @@ def test_assignment_syntaxes(text, value, kind):
     "mysqldump -u root -p app > app.sql",            # -p alone: mysql asks for it
     "curl -u $USER:$TOKEN https://example.com",
     "curl -u admin:<password> https://example.com",
+    "curl -u admin https://example.com",                   # no password: curl asks for it
+    "curl -fsSL https://x/get.tgz | tar xz && docker run -u 1000:1000 img",   # another command
+    "docker run -d mysql:8 -p3306:3306",                   # mysql is an image here
+    "sudo -u postgres:pg12 psql",
     'xapi_key = "hunter2hunter2"',                    # no edge before "api": a weak …key
 ])
 def test_ordinary_text_is_left_alone(text):
@@ -483,3 +498,22 @@ def test_redact_is_linear_on_hostile_corpus_lines():
             seconds = time.perf_counter() - start
             assert seconds < _BOUND, f"{kind}, {name}: {seconds:.2f} s"
             assert redact(once) == once, f"{kind}, {name}"
+
+
+def test_a_command_line_password_after_a_masked_token_is_found_in_one_pass():
+    """A review found the first form (a regex reading 200 characters after `curl`) missing the
+    password behind a long header, then finding it on a second pass once the header's token was
+    masked: redact was not idempotent. The words are now read on the text as masked."""
+    text = f"curl -H 'Authorization: Bearer {JWT}' -H 'X-Trace: {'a' * 200}' -u admin:s3cret1 x"
+    once = redact(text)
+    assert "s3cret1" not in once and JWT not in once
+    assert redact(once) == once
+
+
+@pytest.mark.timeout(60, method="thread")
+@pytest.mark.parametrize("line", ["curl " * 200_000, "mysql " * 200_000, "curl " + "-sS " * 250_000,
+                                  "curl " + "'a " * 300_000, "mysql " + "-p " * 300_000])
+def test_command_lines_are_read_in_linear_time(line):
+    start = time.perf_counter()
+    assert redact(line) == line
+    assert time.perf_counter() - start < 4 * _BOUND

@@ -43,9 +43,11 @@ Kinds recognised by their context:
     url-credentials  the password of scheme://user:password@host (a token alone as the user,
                      https://ghp_…@github.com, is caught by its format)
     bearer-token     what follows "Bearer ";  basic-auth: what follows "Basic "
-    cli-password     the password of `curl -u user:password` (or --user), of `mysql -pPASSWORD`
-                     (mysqldump, mysqladmin, …), on the command's line; a value that reads as a
-                     name or a placeholder stays, as an unquoted assigned value does
+    cli-password     the password of `curl -u user:password` (--user, -su, -uUSER:PW, quoted or
+                     not), of `mysql -pPASSWORD` (mysqldump, mysqladmin, …; -p'PW'): read as
+                     shell words up to the command's end (a line break, | ; & and the like; a
+                     backslash continues the line); a value that reads as a name or a
+                     placeholder stays, as an unquoted assigned value does
     password         a value assigned to …password, …passwd, …pass, …passphrase, …pwd
     generic-api-key  a value assigned to …secret, …token, …api_key/apikey, …secret_key,
                      …access_key, …private_key, …auth_key, …signing_key, …encryption_key; and a
@@ -239,18 +241,6 @@ _FORMATS: list[tuple[str, _OnFirstUse, Callable[[str], bool] | None]] = [
         ("basic-auth",
          r"(?<![\w\]])(?i:basic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=\[])",
          _random_like),
-        # A password on a command line: curl's -u/--user user:password, and mysql's -pPASSWORD
-        # (glued: "-p NAME" is a prompt for it, then a database's name), on the command's line.
-        # The first -u (-p) after the command is its option: a match never skips one (so a
-        # value masked already is not passed over for a later command's).
-        ("cli-password", (
-            r"(?<![\w\]])curl(?![\w-])(?:(?![ \t]-(?:u|-user)[ \t=])[^\n]){0,200}"
-            r"[ \t]-(?:u|-user)(?:[ \t]+|=)[\"']?"
-            r"[^\s:\"'\[\]]+:(?P<v>[^\s\"'\[\]]+)"), _command_literal),
-        ("cli-password", (
-            r"(?<![\w\]])mysql(?:dump|admin|import|check|sh)?(?![\w-])"
-            r"(?:(?![ \t]-p)[^\n]){0,200}[ \t]-p"
-            r"(?P<v>[^\s\"'\[\]\-][^\s\"'\[\]]*)"), _command_literal),
     )]
 
 # Strings every match of a format holds: a format runs only on a text that holds one of its
@@ -269,7 +259,6 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "digitalocean-token": ("_v1_",), "doppler-token": ("dp.",), "databricks-token": ("dapi",),
     "azure-storage-key": ("accountkey",), "jwt": ("eyJ",), "aws-secret-key": ("secret",),
     "url-credentials": ("://",), "bearer-token": ("bearer",), "basic-auth": ("basic",),
-    "cli-password": ("curl", "mysql"),
 }
 _ANY_CASE = frozenset(("azure-storage-key", "aws-secret-key", "bearer-token", "basic-auth"))
 
@@ -406,6 +395,96 @@ def _merge(found: list[tuple[int, int, int, str]]) -> list[Secret]:
     return secrets
 
 
+# -- passwords on command lines ----------------------------------------------------------------
+
+# A command whose password can be an option's value: curl's -u/--user USER:PASSWORD and mysql's
+# -pPASSWORD (mysqldump, mysqladmin, ...), as a word of a shell line (a path before it allowed).
+_COMMAND = re.compile(r"(?<![\w\].\-])(curl|mysql(?:dump|admin|import|check|sh)?)(?=[ \t]|\\\r?\n)")
+# The pieces of the shell words after it: blanks (a backslash line continuation is one), the end
+# of the command (a line break, | ; & ` ( ), or a quote never closed: the command was quoted in
+# code, `run('curl … -u a:b')`, and ends with that string), quoted text, and runs of anything
+# else; a lone backslash is a piece of its own, so every step moves on.
+_PIECE = re.compile(
+    r"(?P<blank>(?:[ \t]|\\\r?\n)+)"
+    r"|'(?P<sq>[^'\n]*)'"
+    r"|\"(?P<dq>(?:[^\"\\\n]|\\.)*)\""
+    r"|(?P<end>\r?\n|[|;&`()'\"])"
+    r"|(?P<bare>(?:[^\s'\"|;&`()\\]|\\[^\r\n])+|\\)")
+# curl's one-letter options that take no value: in a cluster such as -sSu the letters before "u".
+_CURL_SWITCHES = frozenset("sSfLvkiIqgGjJlnNOpRZ0123456aBM#")
+
+
+def _words(text: str, start: int, stop: int):
+    """The shell words of text[start:stop] up to the command's end: for each, its text (quotes
+    removed) and, for each of its characters, the position in text it came from."""
+    at = start
+    word: list[str] = []
+    where: list[int] = []
+    while at < stop:
+        m = _PIECE.match(text, at, stop)
+        if m is None:
+            break
+        at = m.end()
+        kind = m.lastgroup
+        if kind in ("blank", "end"):
+            if word:
+                yield "".join(word), where
+                word, where = [], []
+            if kind == "end":
+                return
+            continue
+        content = m.group(kind)
+        first = m.start(kind)
+        word.append(content)
+        where.extend(range(first, first + len(content)))
+    if word:
+        yield "".join(word), where
+
+
+def _option_value(command: str, words) -> tuple[str, list[int]] | None:
+    """The value (text, positions) of the first -u/--user (curl) or glued -pVALUE (mysql)."""
+    words = iter(words)
+    for word, where in words:
+        if command == "curl":
+            if word in ("-u", "--user"):
+                return next(words, None)
+            if word.startswith("--user="):
+                return word[7:], where[7:]
+            if word[:1] == "-" and word[1:2] != "-":
+                for j in range(1, len(word)):
+                    if word[j] == "u":
+                        return (word[j + 1:], where[j + 1:]) if j + 1 < len(word) \
+                            else next(words, None)
+                    if word[j] not in _CURL_SWITCHES:
+                        break   # an option with a value: the rest of the word is that value
+        elif word.startswith("-p") and len(word) > 2:
+            return word[2:], where[2:]
+    return None
+
+
+def _command_passwords(text: str):
+    """(start, end, "cli-password") of each password given on a curl or mysql command line:
+    the value after the first ":" of curl's -u/--user, the glued value of mysql's -p. Each
+    command's words are read up to its end or the next command, so the work is linear."""
+    if "curl" not in text and "mysql" not in text:
+        return
+    commands = list(_COMMAND.finditer(text))
+    for i, m in enumerate(commands):
+        stop = commands[i + 1].start() if i + 1 < len(commands) else len(text)
+        found = _option_value(m.group(1) if m.group(1) == "curl" else "mysql",
+                              _words(text, m.end(), stop))
+        if found is None:
+            continue
+        value, where = found
+        if m.group(1) == "curl":
+            user, colon, _ = value.partition(":")
+            if not colon:
+                continue   # no password: curl asks for it
+            value, where = value[len(user) + 1:], where[len(user) + 1:]
+        if value and not _MARKER.match(value) and _command_literal(value):
+            yield where[0], where[-1] + 1, "cli-password"
+
+
 def find_secrets(text: str) -> list[Secret]:
     """The secret values in text, sorted by position, overlapping finds merged."""
     found: list[tuple[int, int, int, str]] = []  # start, priority, end, kind
@@ -437,8 +516,9 @@ def find_secrets(text: str) -> list[Secret]:
             return end if is_end else start
         return position + end - masked_end
 
+    masked = _replace(text, formats)
     found.extend((original(start, False), len(_FORMATS), original(end, True), kind)
-                 for start, end, kind in _assignments(_replace(text, formats)))
+                 for start, end, kind in (*_assignments(masked), *_command_passwords(masked)))
     return _merge(found)
 
 
