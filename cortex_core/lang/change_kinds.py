@@ -6,8 +6,8 @@ all that tells a reformatting from a change. The kinds, the first that applies:
 
 - reformatted: the same code tokens and the same comments: whitespace, line breaks, a trailing
   comma before a closing bracket (a comma that no supported grammar gives a meaning), or a
-  string's quotes in Python and JavaScript (`'x'` is `"x"` when x holds no quote; `u"x"` is
-  `"x"`) changed. A
+  Python string's quotes or prefix case (`'x'` is `"x"` when x holds no quote; `u"x"` is `"x"`,
+  `R"x"` is `r"x"`) changed. A
   comment is compared without its whitespace (`//x` is `// x`), except a doc comment (`/** … */`),
   which is compared as its text, the way Javadoc reads it (doc_text): without each line's
   indentation and leading `*`, but with the spaces within and after its words;
@@ -164,37 +164,38 @@ def _lex(text: str, language: str) -> Tokens:
         if "," in code:  # a comma right before a closing bracket is a trailing one
             code = [t for t, after in zip(code, code[1:] + [""])
                     if t != "," or after not in _CLOSE]
-    if "'" in text and language in _SAME_QUOTES:
-        code = [_double_quoted(t) if t[-1:] == "'" else t for t in code]
-        notes = [_double_quoted(n) if n[-1:] == "'" else n for n in notes]   # docstrings
+    if language == "python":
+        code = [_same_quotes(t) if t[-1:] in _QUOTES else t for t in code]
+        notes = [_same_quotes(n) if n[-1:] in _QUOTES else n for n in notes]   # docstrings
     return Tokens(tuple(code), tuple(notes), _header(code, language, text))
 
 
-# Languages where a string in single quotes is the same literal in double quotes: Python (with
-# its prefixes, of which `u` means nothing since Python 3) and JavaScript. Formatters switch them
-# (black, prettier), and such a commit changes no code: read as a body change, black's first run
-# over a project was a substantive change of every function holding a string.
-_SAME_QUOTES = frozenset(("python", "javascript", "typescript", "tsx"))
+# Python strings as the same literal whatever quotes and prefix case a formatter chose (black
+# writes "x" for 'x', drops u, which means nothing since Python 3, and lowercases prefixes):
+# read as a body change, black's first run over a project was a substantive change of every
+# function holding a string. Python only: other lexers here do not know regular expressions or
+# JSX text, where a quote is no string (a review found /'x'/ and <p>'Enter'</p> called
+# reformatted when they became /"x"/ and <p>"Enter"</p>).
 _TRIPLE_SINGLE = "'" * 3
 
 
-def _double_quoted(token: str) -> str:
-    """A string literal in single quotes as the same literal in double quotes, when its text holds
-    neither kind of quote (nothing to escape differently); a Python prefix lowercased, `u` left
-    out. Anything else as it is."""
+def _same_quotes(token: str) -> str:
+    """A Python string literal with its prefix lowercased and sorted, `u` left out, and in double
+    quotes when in single ones and its text holds neither kind of quote (nothing to escape
+    differently); anything else as it is."""
     body = token.lstrip("rRbBuUfF")
-    prefix = token[:len(token) - len(body)]
+    prefix = "".join(sorted(token[:len(token) - len(body)].lower().replace("u", "")))
     if body.startswith(_TRIPLE_SINGLE):
-        if len(body) < 6 or not body.endswith(_TRIPLE_SINGLE):
-            return token
-        inner, quote = body[3:-3], '"' * 3
-    else:
-        if len(body) < 2 or body[0] != "'":
-            return token
-        inner, quote = body[1:-1], '"'
-    if "'" in inner or '"' in inner:
-        return token
-    return prefix.lower().replace("u", "") + quote + inner + quote
+        if len(body) < 6 or not body.endswith(_TRIPLE_SINGLE) or _quoted(body[3:-3]):
+            return prefix + body
+        return prefix + '"""' + body[3:-3] + '"""'
+    if body[:1] == "'" and len(body) >= 2 and body[-1] == "'" and not _quoted(body[1:-1]):
+        return prefix + '"' + body[1:-1] + '"'
+    return prefix + body if body[:1] in _QUOTES else token
+
+
+def _quoted(text: str) -> bool:
+    return "'" in text or '"' in text
 
 
 def _note(comment: str) -> str:
