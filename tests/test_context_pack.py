@@ -130,10 +130,12 @@ def test_a_pack_fills_its_budget_when_there_is_enough_to_say(plentiful, encoding
                             encoding=encoding)
         real = count(result.text)
         assert result.used == real and 0.95 * budget <= real <= budget, (budget, real)
-        # the estimate (the counter of earlier versions) over-counts, so it leaves room unused
+        # the estimate (the counter of earlier versions) over-counts, so it leaves room unused:
+        # less than the real counter fills (not a fixed share: the shas cited differ from run
+        # to run, and a hex sha's tokens with them; once 380 of 400 against a bound of 0.95)
         old = build_pack(con, repo.path, at="engine.py::schedule", budget=budget, fmt=fmt,
                          encoding="estimate")
-        assert count(old.text) < 0.95 * budget
+        assert count(old.text) < real
 
 
 def test_without_bpe_openai_packs_are_estimated_and_say_so(plentiful):

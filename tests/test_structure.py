@@ -382,13 +382,16 @@ def test_a_file_renamed_away_names_its_successor(repo, cortex):
     repo.write("old/core.py", "def y():\n    return 1\n")
     repo.write("use.py", "from old.core import y\n\n\ndef c():\n    return y()\n")
     repo.commit("start", days_ago=3)
-    repo.move("old/core.py", "new/core.py")
+    repo.move("old/core.py", "mid/core.py")
+    repo.commit("move", days_ago=2)
+    repo.move("mid/core.py", "new/core.py")
     repo.write("use.py", "from new.core import y\n\n\ndef c():\n    return y()\n")
-    repo.commit("move", days_ago=1)
+    repo.commit("move again", days_ago=1)
     cortex.index(model="none")
     con = cortex.reader()
-    assert blast(con, TargetSpec("old/core.py")).note == (
-        "old/core.py is not at HEAD (renamed to new/core.py, which has its structure)")
+    for gone in ("old/core.py", "mid/core.py"):   # through every rename to the path at HEAD
+        assert blast(con, TargetSpec(gone)).note == (
+            f"{gone} is not at HEAD (renamed to new/core.py, which has its structure)")
     assert blast(con, TargetSpec("new/core.py")).note is None
 
 

@@ -369,20 +369,39 @@ def _structure_note(con, target: Target) -> str | None:
         return f"{target.label} is gone at HEAD"
     row = con.execute("select skip_reason from struct_files where file_id = ?",
                       (target.file_id,)).fetchone()
-    if row is None and not con.execute("select 1 from head_files where file_id = ?",
-                                       (target.file_id,)).fetchone():
-        renamed = con.execute(
-            "select f.path from file_changes fc join commits c on c.id = fc.commit_id"
-            " join files f on f.id = fc.file_id where fc.old_file_id = ? and fc.status = 'R'"
-            " and c.reachable = 1 order by c.order_time desc, c.generation desc limit 1",
-            (target.file_id,)).fetchone()
+    if row is None and not _at_head(con, target.file_id):
+        successor = _renamed_to(con, target.file_id)
         # Its structure is its successor's: blast that one (history follows the rename).
         return f"{target.path} is not at HEAD" + (
-            f" (renamed to {renamed[0]}, which has its structure)" if renamed else "")
+            f" (renamed to {successor}, which has its structure)" if successor else "")
     if row is None:
         return "structure not read for this file (language not supported)"
     if row[0]:
         return f"structure skipped for this file: {row[0]}"
+    return None
+
+
+def _at_head(con, file_id: int) -> bool:
+    return con.execute("select 1 from head_files where file_id = ?", (file_id,)).fetchone() \
+        is not None
+
+
+def _renamed_to(con, file_id: int, steps: int = 50) -> str | None:
+    """The path at HEAD that a file was renamed to, through every later rename (werkzeug's
+    wrappers.py -> wrappers/__init__.py -> src/werkzeug/wrappers/__init__.py); None when the
+    chain ends elsewhere (deleted) or is longer than `steps`."""
+    seen = {file_id}
+    for _ in range(steps):
+        row = con.execute(
+            "select fc.file_id from file_changes fc join commits c on c.id = fc.commit_id"
+            " where fc.old_file_id = ? and fc.status = 'R' and c.reachable = 1"
+            " order by c.order_time desc, c.generation desc limit 1", (file_id,)).fetchone()
+        if row is None or row[0] in seen:
+            return None
+        file_id = row[0]
+        seen.add(file_id)
+        if _at_head(con, file_id):
+            return con.execute("select path from files where id = ?", (file_id,)).get
     return None
 
 

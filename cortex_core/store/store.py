@@ -359,20 +359,19 @@ def history_from(con) -> int | None:
 
 
 def shallow_from(con) -> int | None:
-    """The author time of a shallow clone's oldest boundary commit (git's `shallow` file, as the
-    last completed run recorded it in meta `shallow`): the clone's history goes no further back,
-    and what it shows as added in a boundary commit may be older, the commit being read as a
-    root. None for a full clone. Every history answer carries it (dates.shallow_reach)."""
+    """For a shallow clone (git's `shallow` file, as the last completed run recorded it in meta
+    `shallow`), the author time of the oldest commit the store holds, as status counts from it:
+    the clone's history goes no further back, and what it shows as added in a boundary commit
+    may be older, the commit being read as a root. (Not the boundary's own date: a side branch
+    merged later can hold older commits.) None for a full clone. Every history answer carries
+    it (dates.shallow_reach)."""
     try:
         shas = json.loads(get_meta(con, "shallow") or "[]")
     except ValueError:
         return None
     if not isinstance(shas, list) or not shas:
         return None
-    shas = [s for s in shas[:500] if isinstance(s, str)]
-    return con.execute(f"select min(author_time) from commits where sha in"
-                       f" ({', '.join('?' * len(shas))}) and reachable = 1", shas).fetchone()[0] \
-        if shas else None
+    return con.execute("select min(author_time) from commits where reachable = 1").fetchone()[0]
 
 
 def history_until(con) -> int | None:
