@@ -123,6 +123,13 @@ def test_each_kind_loses_its_value_and_keeps_its_context(kind, text, value, kept
     ('mysqldump -p"S3cret1" app > app.sql', "S3cret1", "cli-password"),
     ("curl -H 'X-Trace: " + "a" * 300 + "' -u admin:s3cret1 https://x", "s3cret1",
      "cli-password"),
+    # A second review: a command word among the command's own words is one of them.
+    ("curl -X POST http://localhost:9200/_security/user/mysql -u elastic:S3cret99 -d @x",
+     "S3cret99", "cli-password"),
+    ("curl -d 'sql=select 1 from mysql ' -u admin:S3cret99", "S3cret99", "cli-password"),
+    ('curl -A "curl 8" -u admin:S3cret99', "S3cret99", "cli-password"),
+    ("curl -x http://proxy:8080 -U proxyuser:Pr0xyPW1 https://x", "Pr0xyPW1", "cli-password"),
+    ("curl -u admin:'s3cr3t'PW1 https://x", "'s3cr3t'PW1", "cli-password"),   # the pair goes
 ])
 def test_assignment_syntaxes(text, value, kind):
     start = text.index(value)
@@ -498,6 +505,19 @@ def test_redact_is_linear_on_hostile_corpus_lines():
             seconds = time.perf_counter() - start
             assert seconds < _BOUND, f"{kind}, {name}: {seconds:.2f} s"
             assert redact(once) == once, f"{kind}, {name}"
+
+
+def test_a_token_given_as_curls_user_keeps_its_colon_and_stays_masked_once():
+    """`curl -u sk_test_…:` (Stripe's documented form): the token is masked first, and the
+    marker's own colon was read as the user's, so one pass ate the ":" and a second pass nested
+    a marker in a marker (a review)."""
+    token = "sk_" + "test_" + "4eC39HqLyjWDarjtT1zdp7dc"
+    text = f"curl https://api.stripe.com/v1/charges -u {token}: -d amount=2000"
+    once = redact(text)
+    assert once == "curl https://api.stripe.com/v1/charges -u [REDACTED:stripe-key]: -d amount=2000"
+    assert redact(once) == once
+    github = f"curl -u {GITHUB}:x-oauth-basic https://api.github.com/user"
+    assert redact(github) == "curl -u [REDACTED:github-token]:x-oauth-basic https://api.github.com/user"
 
 
 def test_a_command_line_password_after_a_masked_token_is_found_in_one_pass():

@@ -44,7 +44,8 @@ Kinds recognised by their context:
                      https://ghp_…@github.com, is caught by its format)
     bearer-token     what follows "Bearer ";  basic-auth: what follows "Basic "
     cli-password     the password of `curl -u user:password` (--user, -su, -uUSER:PW, quoted or
-                     not), of `mysql -pPASSWORD` (mysqldump, mysqladmin, …; -p'PW'): read as
+                     not; a proxy's -U/--proxy-user too), of `mysql -pPASSWORD` (mysqldump,
+                     mysqladmin, …; -p'PW'): read as
                      shell words up to the command's end (a line break, | ; & and the like; a
                      backslash continues the line); a value that reads as a name or a
                      placeholder stays, as an unquoted assigned value does
@@ -118,7 +119,8 @@ _URL_CHARS = r"[^\s/?#@\[\]\"'<>]"  # no "[" either: a marker is never a passwor
 _TEMPLATES = ("${", "{{")
 _MARKER = re.compile(r"\[REDACTED:[a-z\-]+\]")
 _DUMMIES = frozenset(("none", "null", "nil", "true", "false", "undefined", "changeme", "changeit",
-                     "password", "secret", "example", "dummy", "placeholder", "redacted"))
+                     "password", "secret", "example", "dummy", "placeholder", "redacted",
+                     "x-oauth-basic"))   # GitHub's documented password for a token as the user
 _PLACEHOLDER = re.compile(r"<[^<>]*>|\{[^{}]*\}|\$\w*|%\(?\w*\)?[sd]|\**|[xX*.#_\-]{3,}")
 # Unquoted values that name something: identifiers, dotted names, paths; and small numbers, which
 # in prose are lengths ("password: 8 characters"), not PINs.
@@ -414,17 +416,18 @@ _PIECE = re.compile(
 _CURL_SWITCHES = frozenset("sSfLvkiIqgGjJlnNOpRZ0123456aBM#")
 
 
-def _words(text: str, start: int, stop: int):
-    """The shell words of text[start:stop] up to the command's end: for each, its text (quotes
-    removed) and, for each of its characters, the position in text it came from."""
+def _words(text: str, start: int, reached: list[int]):
+    """The shell words of text from `start` up to the command's end: for each, its text (quotes
+    removed) and, for each of its characters, the position in text it came from. `reached[0]`
+    follows how far the text was read."""
     at = start
     word: list[str] = []
     where: list[int] = []
-    while at < stop:
-        m = _PIECE.match(text, at, stop)
+    while at < len(text):
+        m = _PIECE.match(text, at)
         if m is None:
             break
-        at = m.end()
+        at = reached[0] = m.end()
         kind = m.lastgroup
         if kind in ("blank", "end"):
             if word:
@@ -441,48 +444,77 @@ def _words(text: str, start: int, stop: int):
         yield "".join(word), where
 
 
-def _option_value(command: str, words) -> tuple[str, list[int]] | None:
-    """The value (text, positions) of the first -u/--user (curl) or glued -pVALUE (mysql)."""
+_CURL_CREDENTIALS = ("-u", "--user", "-U", "--proxy-user")
+
+
+def _option_values(command: str, words):
+    """The values (text, positions) of curl's -u/--user and -U/--proxy-user (user:password), or
+    of mysql's first glued -pVALUE."""
     words = iter(words)
     for word, where in words:
         if command == "curl":
-            if word in ("-u", "--user"):
-                return next(words, None)
-            if word.startswith("--user="):
-                return word[7:], where[7:]
-            if word[:1] == "-" and word[1:2] != "-":
+            if word in _CURL_CREDENTIALS:
+                found = next(words, None)
+                if found is not None:
+                    yield found
+                continue
+            name, equals, _ = word.partition("=")
+            if equals and name in ("--user", "--proxy-user"):
+                yield word[len(name) + 1:], where[len(name) + 1:]
+            elif word[:1] == "-" and word[1:2] != "-":
                 for j in range(1, len(word)):
-                    if word[j] == "u":
-                        return (word[j + 1:], where[j + 1:]) if j + 1 < len(word) \
-                            else next(words, None)
+                    if word[j] in "uU":
+                        if j + 1 < len(word):
+                            yield word[j + 1:], where[j + 1:]
+                        else:
+                            found = next(words, None)
+                            if found is not None:
+                                yield found
+                        break
                     if word[j] not in _CURL_SWITCHES:
                         break   # an option with a value: the rest of the word is that value
         elif word.startswith("-p") and len(word) > 2:
-            return word[2:], where[2:]
-    return None
+            yield word[2:], where[2:]
+            return
+
+
+def _colon(value: str) -> int:
+    """Where user:password splits: the first ":" outside a marker (a token given as the user
+    was masked already, `-u sk_test_…:` being `-u [REDACTED:stripe-key]:`); -1 if none."""
+    at = 0
+    for marker in _MARKER.finditer(value):
+        found = value.find(":", at, marker.start())
+        if found >= 0:
+            return found
+        at = marker.end()
+    return value.find(":", at)
 
 
 def _command_passwords(text: str):
     """(start, end, "cli-password") of each password given on a curl or mysql command line:
-    the value after the first ":" of curl's -u/--user, the glued value of mysql's -p. Each
-    command's words are read up to its end or the next command, so the work is linear."""
+    the value after the first ":" of curl's -u/--user or -U/--proxy-user, the glued value of
+    mysql's -p. A command's words are read to its end; a command word among them (a URL's
+    /mysql, a quoted "curl 8") is one of its words, not another command: so each character is
+    read once."""
     if "curl" not in text and "mysql" not in text:
         return
-    commands = list(_COMMAND.finditer(text))
-    for i, m in enumerate(commands):
-        stop = commands[i + 1].start() if i + 1 < len(commands) else len(text)
-        found = _option_value(m.group(1) if m.group(1) == "curl" else "mysql",
-                              _words(text, m.end(), stop))
-        if found is None:
+    reached = [0]
+    for m in _COMMAND.finditer(text):
+        if m.start() < reached[0]:
             continue
-        value, where = found
-        if m.group(1) == "curl":
-            user, colon, _ = value.partition(":")
-            if not colon:
-                continue   # no password: curl asks for it
-            value, where = value[len(user) + 1:], where[len(user) + 1:]
-        if value and not _MARKER.match(value) and _command_literal(value):
-            yield where[0], where[-1] + 1, "cli-password"
+        command = "curl" if m.group(1) == "curl" else "mysql"
+        for value, where in _option_values(command, _words(text, m.end(), reached)):
+            if command == "curl":
+                colon = _colon(value)
+                if colon < 0:
+                    continue   # no password: curl asks for it
+                value, where = value[colon + 1:], where[colon + 1:]
+            if value and not _MARKER.search(value) and _command_literal(value):
+                start, end = where[0], where[-1] + 1
+                if any(c in "'\"" for c in text[start:end]):   # pieces in quotes: the pair goes
+                    start -= text[start - 1:start] in ("'", '"')
+                    end += text[end:end + 1] in ("'", '"')
+                yield start, end, "cli-password"
 
 
 def find_secrets(text: str) -> list[Secret]:
