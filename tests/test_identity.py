@@ -379,6 +379,26 @@ def test_what_a_merge_dropped_does_not_depend_on_the_order_commits_were_stored(r
     assert listed() == everything
 
 
+def test_a_chmod_merged_from_a_branch_stays_on_the_history(repo, cortex):
+    """Both parents of the merge hold the same content, one with the executable bit: git follows
+    the mode too and lists the chmod; the version graph follows content only, and the chmod was
+    pruned (a review: werkzeug's "Remove executable bit" gone from 8 files' histories)."""
+    import os
+    repo.write("tool.py", "def f():\n    return 1\n")
+    repo.commit("add tool", days_ago=3)
+    repo.git("checkout", "-q", "-b", "chmod")
+    os.chmod(repo.path / "tool.py", 0o755)
+    repo.git("add", "tool.py")
+    repo.commit("make tool executable", days_ago=2)
+    repo.git("checkout", "-q", "main")
+    repo.write("other.txt", "x\n")
+    repo.commit("unrelated", days_ago=2)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge chmod", "chmod")
+    cortex.index()
+    listed = [e.commit.subject for e in history(cortex.reader(), TargetSpec("tool.py")).entries]
+    assert listed == ["make tool executable", "add tool"]
+
+
 def conflicted_merge(repo) -> None:
     """Both sides change f; the merge's resolution is neither side's. g changes on one side only,
     h on both sides in different lines: put together, not written by the merge."""

@@ -91,10 +91,13 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
                  for c, _ in reached)
     con.execute("delete from pruned_changes where head_file_id = ?", (file_id,))
     for path in paths:
+        # A change of the file's mode alone (its lines the same: a chmod) is no version in the
+        # graph, which follows content; git follows the mode too, and lists a chmod whose merge
+        # kept it. Never pruned: listed, at worst, where git would not (a merge that dropped it).
         rows = [(c, path, file_id) for c, order in con.execute(
             f"select fc.commit_id, {_ORDER} from file_changes fc"
-            " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'M'",
-            (path,))
+            " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'M'"
+            " and not (fc.added = 0 and fc.deleted = 0)", (path,))
             if order > oldest and (c, path) not in reached]
         con.executemany("insert or ignore into pruned_changes(commit_id, file_id, head_file_id)"
                         " values (?, ?, ?)", rows)

@@ -426,7 +426,8 @@ MIGRATIONS: list[str] = [
     """,
     # 13: the same again: a first index run stopped and resumed stored side branches' older
     # commits after newer ones, and the pruning counted "older" in that order, dropping changes
-    # that `git log -- FILE` lists (simplified.py now counts in history's order).
+    # that `git log -- FILE` lists (simplified.py now counts in history's order); and a change
+    # of a file's mode alone, merged from a branch, was pruned (it is no version of content).
     """
     delete from pruned_heads;
     delete from meta where key = 'pruned_head';
