@@ -151,6 +151,31 @@ def test_without_a_model_search_is_lexical_and_says_so(topics, cortex):
         search(con, "timeout", SearchOptions(mode="vector"), embedder=None)
 
 
+def test_a_search_says_when_the_newest_commits_have_no_text_yet(repo, cortex):
+    """A run killed after its commits, before its memory step, left searches saying "nothing
+    matched" as if the whole history had been searched (found by a review)."""
+    import apsw
+    from cortex_core.index.memory import delete_items
+    repo.write("a.py", "def fetch():\n    return 1\n")
+    repo.commit("Fix timeout in fetch", days_ago=2)
+    repo.write("a.py", "def fetch():\n    return 2\n")
+    repo.commit("Retry the upload on a reset connection", days_ago=1)
+    cortex.index(model="none")
+    assert search(cortex.reader(), "upload", SearchOptions()).note == (
+        "semantic search off: no embedding model; lexical ranking only")
+    con = apsw.Connection(str(cortex.db))   # as a run stopped before its memory step leaves it
+    with con:
+        delete_items(con, "commit_id = (select max(id) from commits)", ())
+    con.close()
+    found = search(cortex.reader(), "upload", SearchOptions())
+    assert found.hits == []
+    assert found.note.endswith("; 1 of the newest commits has no searchable text yet (an index "
+                               "run stopped before its memory step; the next one adds it)")
+    cortex.index(model="none")
+    found = search(cortex.reader(), "upload", SearchOptions())
+    assert found.hits and "searchable" not in found.note
+
+
 def test_model_none_turns_vectors_off(indexed):
     summary = indexed.index(model="none")
     assert summary.semantic == "off: model = none"

@@ -246,8 +246,23 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     if focus is not None:
         options = replace(options, focus=focus())
     hits = _rank(con, scored, parts, vector, sims, w_vec, options, now, logins)
+    behind = unsearched_commits(con)
+    if behind:
+        said = (f"{behind} of the newest commits {'have' if behind != 1 else 'has'} no "
+                "searchable text yet (an index run stopped before its memory step; the next "
+                "one adds it)")
+        note = f"{note}; {said}" if note else said
     return SearchResult(query, mode, hits, embedder is not None, note,
                         len(set(lexical) | set(vector)), used)
+
+
+def unsearched_commits(con) -> int:
+    """How many commits were stored after the newest one with searchable text (memory items):
+    an index run stopped between its commits and its memory step leaves them so, and a search
+    must not read as "nothing matched" in the whole history. Every commit gets a segment, so
+    those after the newest one with a segment are the ones missing (two indexed lookups)."""
+    newest = con.execute("select coalesce(max(commit_id), 0) from items").get
+    return con.execute("select count(*) from commits where id > ?", (newest,)).get
 
 
 def _check(options: SearchOptions) -> None:
