@@ -46,9 +46,6 @@ def index_note(partial: bool, history_from: int | None,
     reaches (a recent window indexed first, the older commits to come; or the older part a
     first run read before it stopped, the newer commits to come; or a shallow clone's), or
     that it is still being built; None for a complete index of a full clone."""
-    if shallow_from is not None and history_from is None and history_until is None:
-        return (shallow_reach(shallow_from)
-                + " (git fetch --unshallow, then Cortex: Reindex, for the rest)")
     if history_until is not None:
         return reach(history_from, history_until) + (
             "; indexing newer commits" if partial else
@@ -56,6 +53,10 @@ def index_note(partial: bool, history_from: int | None,
     if history_from is not None:
         return reach(history_from) + ("; indexing older commits" if partial else
                                       "; older commits not indexed yet (Cortex: Reindex)")
+    if shallow_from is not None:
+        return (shallow_reach(shallow_from)
+                + " (git fetch --unshallow, then Cortex: Reindex, for the rest)"
+                + ("; index still building" if partial else ""))
     if partial:
         return "index still building: recent history may be missing"
     return None
