@@ -200,25 +200,9 @@ class Engine:
         the root, from a path relative to `cwd` (default: the current directory), to the root,
         or absolute."""
         from cortex_core.git.repo_paths import repo_relative
-        from cortex_core.query.targets import TargetSpec, other_readings, parse_target
+        from cortex_core.query.targets import TargetSpec, parse_target
         spec = parse_target(text)
-        found = TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
-        if ("::" in text or "\\" in text) and not self._indexed(found.path):
-            # A file whose name holds a separator: `a::b.py`, or `back\\slash.py` (a backslash is
-            # a name's character outside Windows, where repo_relative reads it as a folder's).
-            for other in other_readings(text):
-                if self._indexed(other.path.lstrip("/")):
-                    return TargetSpec(other.path.lstrip("/"), other.symbol, other.line)
-        return found
-
-    def _indexed(self, path: str) -> bool:
-        """Whether the index knows a file at `path` (True when there is no index to ask: the
-        usual reading stands, and its answer says what is missing)."""
-        from cortex_core.query.targets import indexed_file
-        try:
-            return indexed_file(self.reader(), path)
-        except CortexError:
-            return True
+        return TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
 
     def relative(self, path: str, cwd: Path | None = None) -> str:
         """A path as the index names it (see `target`)."""

@@ -259,25 +259,3 @@ def test_a_vector_search_without_vectors_says_why(indexed: ScriptedRepo):
             engine.run(api.SearchRequest("compute", mode="vector"))
         assert caught.value.hint == api.Hint("model")
         assert "lexical search only" not in caught.value.message
-
-
-def test_a_file_whose_name_holds_a_separator_is_addressable(repo: ScriptedRepo):
-    """`a::b.py` read as PATH::SYMBOL and `back\\slash.py` read as a folder's path could not be
-    asked about (left open by a review); a reading whose path the index knows is taken."""
-    repo.write("a::b.py", "def f():\n    return 1\n")
-    repo.write("back\\slash.py", "def g():\n    return 1\n")
-    repo.commit("odd names", days_ago=1)
-    with Engine.open(repo.path, for_writing=True) as engine:
-        engine.run(api.IndexRequest(model="none"))
-    with Engine.open(repo.path) as engine:
-        cases = {"a::b.py": ("a::b.py", None), "a::b.py::f": ("a::b.py", "f"),
-                 "back\\slash.py": ("back\\slash.py", None),
-                 "back\\slash.py::g": ("back\\slash.py", "g"),
-                 "pkg/core.py::compute": ("pkg/core.py", "compute")}
-        for text, (path, symbol) in cases.items():
-            spec = engine.target(text)
-            assert (spec.path, spec.symbol) == (path, symbol), text
-            found = engine.run(api.HistoryRequest(spec))
-            assert found.entries[-1].commit.subject in ("odd names", "add the core"), text
-        with pytest.raises(api.NotFound, match="no symbol 'nope' in a::b.py"):
-            engine.run(api.HistoryRequest(engine.target("a::b.py::nope")))

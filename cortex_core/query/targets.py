@@ -75,26 +75,6 @@ def parse_target(text: str) -> TargetSpec:
     return TargetSpec(text)
 
 
-def indexed_file(con: apsw.Connection, path: str) -> bool:
-    """Whether the index knows a file at `path` (now or in its history)."""
-    return con.execute("select 1 from files where path = ?", (path,)).fetchone() is not None
-
-
-def other_readings(text: str) -> list[TargetSpec]:
-    """Readings of a target that parse_target does not give, for a file whose name holds its
-    separators (`a::b.py`, `back\\slash.py` on a system where a backslash is a name's
-    character): the whole text as a path, then the text split at each `::` (PATH::SYMBOL),
-    backslashes kept. The caller keeps the first whose path the index knows."""
-    text = text.strip()
-    out = [TargetSpec(text)]
-    at = text.find("::")
-    while at >= 0:
-        if text[:at] and text[at + 2:].strip():
-            out.append(TargetSpec(text[:at], parse_target("_::" + text[at + 2:]).symbol))
-        at = text.find("::", at + 2)
-    return out
-
-
 def resolve(con: apsw.Connection, spec: TargetSpec) -> Target:
     file_id = _file_id(con, spec.path)
     if spec.symbol is not None:
