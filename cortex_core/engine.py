@@ -591,7 +591,12 @@ class Snapshot:
                             lexicon=self.engine.lexicon(self.con) if mode != "vector" else None,
                             focus=focus if pending is not None else None,
                             cache=self.engine.keep_vectors)
-        return replace(result, note=why) if why else result
+        if why:   # the store's own reason, in place of search's generic one; other notes stay
+            from cortex_core.memory.search import NO_MODEL
+            note = result.note or NO_MODEL
+            result = replace(result, note=note.replace(NO_MODEL, why) if NO_MODEL in note
+                             else f"{why}; {note}")
+        return result
 
     def _since(self, since: str | int | None, clock: str) -> int | None:
         """A date or a number of days back (text, counted on `clock`), or epoch seconds."""

@@ -170,7 +170,15 @@ def test_a_search_says_when_the_newest_commits_have_no_text_yet(repo, cortex):
     found = search(cortex.reader(), "upload", SearchOptions())
     assert found.hits == []
     assert found.note.endswith("; 1 of the newest commits has no searchable text yet (an index "
-                               "run stopped before its memory step; the next one adds it)")
+                               "run stopped before its memory step, or is still running; the "
+                               "next one adds it)")
+    # The engine's search (the CLI's and MCP's) says why vectors are off and keeps the rest (a
+    # review found the note replaced by the reason alone).
+    from cortex_core.api import SearchRequest
+    from cortex_core.engine import Engine
+    with Engine.open(repo.path, db=cortex.db) as engine:
+        said = engine.run(SearchRequest("upload")).note
+    assert said.startswith("semantic search off") and said.endswith("the next one adds it)")
     cortex.index(model="none")
     found = search(cortex.reader(), "upload", SearchOptions())
     assert found.hits and "searchable" not in found.note

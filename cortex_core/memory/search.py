@@ -209,6 +209,10 @@ def with_workspace(con, focus: Focus, workspace=None) -> Focus:
                    branch_terms=tuple(workspace.branch_terms))
 
 
+# The note of a search without vectors; a front end that knows why says that instead.
+NO_MODEL = "semantic search off: no embedding model; lexical ranking only"
+
+
 def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedder=None,
            vectors=None, lexicon=None, focus: Callable[[], Focus] | None = None,
            now: float | None = None, cache: bool = False) -> SearchResult:
@@ -228,7 +232,7 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
         if mode == "vector":
             raise CortexError("vector search needs an embedding model, and this index has "
                               "none usable (its status says why)", Hint("model"))
-        mode, note = "lexical", "semantic search off: no embedding model; lexical ranking only"
+        mode, note = "lexical", NO_MODEL
     filters = _Filters(options, con if cache else None)
     logins = named_logins(query)
     words = without_logins(query, known_logins(con, logins))   # who is no word to match
@@ -249,8 +253,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     behind = unsearched_commits(con)
     if behind:
         said = (f"{behind} of the newest commits {'have' if behind != 1 else 'has'} no "
-                "searchable text yet (an index run stopped before its memory step; the next "
-                "one adds it)")
+                "searchable text yet (an index run stopped before its memory step, or is still "
+                "running; the next one adds it)")
         note = f"{note}; {said}" if note else said
     return SearchResult(query, mode, hits, embedder is not None, note,
                         len(set(lexical) | set(vector)), used)
