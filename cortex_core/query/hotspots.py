@@ -124,8 +124,6 @@ def window_changes(con: apsw.Connection, path: str, since: float, *, qualname: s
            where n >= :min order by n desc, s.qualname""", params).fetchall()
 
 
-# A commit's place in history's order: ORDER_KEY, with its sha for ties (as history.BEFORE).
-_KEY = ORDER_KEY
 _RECENCY = "pow(0.5, max(0.0, :now - t) / :hl)"
 # A change a merge dropped (simplified.py) is on no history, so it is no change here either.
 _ON_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
@@ -151,7 +149,7 @@ def _lineage(base: str, links: str) -> str:
 def _symbol_totals(base: str) -> str:
     """CTEs ending in `totals(live, n, r, a, l, last)`: each symbol's substantive changes along
     its lineage (a commit once, its lines summed), with recency, authors and churn."""
-    links = (f"select sc.symbol_id as anc, sc.from_symbol_id as prev, {_KEY} as key, c.sha"
+    links = (f"select sc.symbol_id as anc, sc.from_symbol_id as prev, {ORDER_KEY} as key, c.sha"
              " from symbol_changes sc join commits c on c.id = sc.commit_id"
              " where sc.from_symbol_id is not null and c.reachable = 1")
     return f"""{_lineage(base, links)},
@@ -160,7 +158,7 @@ def _symbol_totals(base: str) -> str:
             from lineage g join symbol_changes sc on sc.symbol_id = g.anc
             join commits c on c.id = sc.commit_id join symbols s on s.id = g.anc
             where c.reachable = 1 and c.author_time >= :since and {_SUBSTANTIVE}
-                  and ({_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="s")}
+                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="s")}
             group by g.live, c.id),
         {_TOTALS}"""
 
@@ -168,7 +166,7 @@ def _symbol_totals(base: str) -> str:
 def _file_totals(base: str) -> str:
     """CTEs ending in `totals(live, n, r, a, l, last)`: each file's changes along its renames
     (changes recorded at file level only left out)."""
-    links = (f"select fc.file_id as anc, fc.old_file_id as prev, {_KEY} as key, c.sha"
+    links = (f"select fc.file_id as anc, fc.old_file_id as prev, {ORDER_KEY} as key, c.sha"
              " from file_changes fc join commits c on c.id = fc.commit_id"
              " where fc.status = 'R' and fc.old_file_id is not null and c.reachable = 1")
     return f"""{_lineage(base, links)},
@@ -178,7 +176,7 @@ def _file_totals(base: str) -> str:
             from lineage g join file_changes fc on fc.file_id = g.anc
             join commits c on c.id = fc.commit_id
             where c.reachable = 1 and c.author_time >= :since and fc.skip_reason is null
-                  and ({_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="fc")}
+                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="fc")}
             group by g.live, c.id),
         {_TOTALS}"""
 
