@@ -105,7 +105,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = command("index", parents=[common], help="index new commits (incremental)",
                 description="Index the commits not indexed yet, down to functions. "
                 "Safe to interrupt: the next run continues.")
-    p.add_argument("--rebuild", action="store_true", help="empty the index (its notes are kept) and rebuild it from scratch")
+    p.add_argument("--rebuild", action="store_true", help="empty the index and rebuild it from scratch (its notes, model and branches are kept)")
     branches = p.add_mutually_exclusive_group()
     branches.add_argument("--all-branches", dest="all_branches", action="store_true", default=None,
                           help="index every local branch, not only HEAD (remembered)")

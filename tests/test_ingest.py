@@ -100,6 +100,9 @@ def test_all_branches_option_is_remembered(repo, cortex):
     repo.commit("more on side")
     repo.git("checkout", "-q", "main")
     assert cortex.index().total_commits == 3  # still all branches
+    assert cortex.index(rebuild=True).total_commits == 3  # a rebuild keeps the choice
+    assert cortex.index(rebuild=True, all_branches=False).total_commits == 1
+    assert cortex.index().total_commits == 1
 
 
 def test_empty_repository_is_a_clear_error(repo, cortex):

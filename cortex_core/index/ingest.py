@@ -519,8 +519,9 @@ _KEPT_TABLES = ("meta", "notes")
 def _clear_derived(con) -> None:
     """Delete every row the indexer derives (children before parents); drop the vector table
     (its width belongs to a model, and prepare_vectors makes it again); keep only the schema
-    version and the user's choice of model in meta (a rebuild must not fall back to the default
-    model, which may not be on this machine)."""
+    version and the user's choices in meta: the model (a rebuild must not fall back to the
+    default model, which may not be on this machine) and the branches (`all_branches`, which
+    the command line says it remembers)."""
     import re
     from cortex_core.store.schema import MIGRATIONS
     tables = re.findall(r"create (?:virtual )?table (\w+)", " ".join(MIGRATIONS))
@@ -531,7 +532,8 @@ def _clear_derived(con) -> None:
             con.execute(f"delete from {table}")
     con.execute("drop table if exists item_vectors")
     con.execute("drop table if exists query_vocab")
-    con.execute("delete from meta where key not in ('schema_version', 'model_choice')")
+    con.execute("delete from meta where key not in ('schema_version', 'model_choice',"
+                " 'all_branches')")
     set_store_id(con)   # other contents from here on
 
 
