@@ -514,8 +514,10 @@ def _set_rows(partners, explain: bool) -> list[str]:
 def fused_related(result, explain: bool = False) -> str:
     from cortex_core.api import is_changelog
     n = result.target_commits
+    # Not the history's count: side branches' changes a merge dropped are in (see FusedRelated).
     lines = [f"what changes with {terminal(result.target.label)} (co-change and structure fused; "
-             f"{n} commit{'s' if n != 1 else ''} of the target)"]
+             f"{n} commit{'s' if n != 1 else ''} of the target, side branches' included, none of "
+             f"over {result.max_changeset} files)"]
     if result.note:
         lines.append(f"  ({terminal(result.note)})")
     if is_changelog(result.target.path):

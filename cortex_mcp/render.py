@@ -90,7 +90,8 @@ def blast(result) -> list[str]:
 
 def related(fused) -> list[str]:
     lines = [f"**What changes with {markdown_code(fused.target.label)}** "
-             f"({plural(fused.target_commits, 'commit')} of its own)"]
+             f"({plural(fused.target_commits, 'commit')} of its own, side branches' included,"
+             f" none of over {fused.max_changeset} files)"]
     if fused.note:
         lines.append(f"_{markdown(fused.note)}_")
     if fused.symbols:

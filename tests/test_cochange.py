@@ -415,3 +415,27 @@ def test_the_folder_back_off_keeps_the_targets_own_folder(repo, cortex):
     scores = folder_scores(con, _history_sets(con, 30), resolve(con, TargetSpec("zz/target.py")))
     assert abs(scores["zz/sibling.py"] - 2 / 3) < 1e-9   # 2 of the folder's 3 commits
     assert len(scores) == 10   # the own folder and the nine that change with it most
+
+
+def test_related_counts_side_branches_that_history_leaves_out(repo, cortex):
+    """A side branch changes a.py with b.py; its merge keeps main's a.py (`-s ours`). `history`
+    leaves the side commit out as `git log -- a.py` does; co-change counts it, as association
+    rules over every non-merge commit do, and the header says what it counts."""
+    _touch(repo, ["a.py"], "base", 5)
+    _touch(repo, ["b.py"], "b", 5)
+    repo.git("checkout", "-q", "-b", "side")
+    _touch(repo, ["a.py", "b.py"], "side: a and b", 4)
+    repo.git("checkout", "-q", "main")
+    _touch(repo, ["a.py"], "main: a", 3)
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    cortex.index()
+    from cortex_core.query.history import history
+    assert history(cortex.reader(), TargetSpec("a.py")).total == 2
+    fused = fused_related(cortex.reader(), TargetSpec("a.py"))
+    assert fused.target_commits == 3
+    assert [(f.path, f.support) for f in fused.files] == [("b.py", 1)]
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "a.py",
+                          "--repo", str(repo.path), "--db", str(cortex.db)],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert ("3 commits of the target, side branches' included, none of over 30 files"
+            in out.splitlines()[0])

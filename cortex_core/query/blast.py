@@ -492,6 +492,10 @@ class FusedRelated:
     file_prior: float = FILE_PRIOR
     half_life_commits: int | None = None   # the half-life on the repository's clock of commits
     note: str | None = None   # why the answer is the file's when a line was asked for
+    # The bound on a commit's files for it to count (target_commits counts every non-merge
+    # commit under it that changed the target, side branches' included, so the count can
+    # differ from the target's history, which leaves out what a merge dropped).
+    max_changeset: int = MAX_CHANGESET
 
     @property
     def formula(self) -> str:
@@ -604,7 +608,7 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
     note = (f"no symbol encloses line {spec.line} at HEAD; showing the file's partners"
             if spec.line is not None and target.symbol_id is None else None)
     return FusedRelated(target, out, n, half_life.days, structure_weight, symbols,
-                        folder_prior, file_prior, half_life.commits, note)
+                        folder_prior, file_prior, half_life.commits, note, max_changeset)
 
 
 def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:
