@@ -439,3 +439,23 @@ def test_related_counts_side_branches_that_history_leaves_out(repo, cortex):
                          capture_output=True, text=True, timeout=120).stdout
     assert ("3 commits of the target, side branches' included, none of over 30 files"
             in out.splitlines()[0])
+
+
+def test_hidden_coupling_leaves_out_callees_bases_and_containers(repo, cortex):
+    """A review found blast listing as "no structural link" the functions a method calls, its
+    class's base class and its own class: only dependents (callers) were left out."""
+    from cortex_core.query.blast import blast
+    for n, days in enumerate((9, 8, 7)):
+        repo.write("m.py", f"class Base:\n    x = {n}\n\n\nclass Shop(Base):\n    y = {n}\n\n"
+                           f"    def send(self):\n        return helper() + {n}\n\n\n"
+                           f"def helper():\n    return {n}\n\n\ndef unrelated():\n    return {n}\n")
+        repo.commit(f"all {n}", days_ago=days)
+    cortex.index()
+    con = cortex.reader()
+    assert [p.qualname for p in related(con, TargetSpec("m.py", "Shop.send")).symbols
+            if not p.weak] == ["Base", "Shop", "helper", "unrelated"]
+    hidden = blast(con, TargetSpec("m.py", "Shop.send")).hidden
+    assert [h.qualname for h in hidden if h.qualname] == ["Base", "unrelated"]
+    # The class's members count as the class: its method calls helper.
+    hidden = blast(con, TargetSpec("m.py", "Shop")).hidden
+    assert [h.qualname for h in hidden if h.qualname] == ["unrelated"]

@@ -314,9 +314,13 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     two shared commits: a risk needs a pattern, and one shared commit (often the one that
     created both) is only a hint, which `related` shows as such."""
     structural = {d.path for d in dependents} | {target.path}
-    structural |= {con.execute("select path from files where id = ?", (f,)).get
-                   for f, *_ in _outgoing(con, target.file_id, target.qualname)}
-    linked = {(d.path, d.qualname) for d in dependents}
+    names = _Names(con)
+    outgoing = _outgoing(con, target.file_id, target.qualname)
+    structural |= {names.path(f) for f, *_ in outgoing}
+    # Symbols linked either way: its dependents, and what it (its members included) refers to:
+    # the functions it calls, the classes it extends or names.
+    linked = {(d.path, _structural(d.qualname)) for d in dependents}
+    linked |= {(names.path(f), _structural(q)) for f, q, *_ in outgoing if q}
     # Patterns only, asked of the ranking itself: cut to a top first, recent single commits
     # (one wide commit brings dozens) would crowd out older patterns; and enough of them that
     # the partners the structure explains leave `top` for the rest.
@@ -325,7 +329,8 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     out: list = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.
     for p in found.symbols:
-        if (p.path, p.qualname) not in linked and not p.weak and len(out) < top:
+        if ((p.path, _structural(p.qualname)) not in linked and not p.weak and len(out) < top
+                and not _contains(p.path, p.qualname, target)):
             out.append(Hidden(p.path, p.qualname, p.support, round(p.confidence, 4), p.evidence))
     files = 0
     for p in found.files:
@@ -335,6 +340,14 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
         if files == top:
             break
     return out
+
+
+def _contains(path: str, qualname: str | None, target: Target) -> bool:
+    """Whether one of the two symbols holds the other (a class and its method): a link too."""
+    if path != target.path or not qualname or not target.qualname:
+        return False
+    a, b = _structural(qualname) or "", _structural(target.qualname) or ""
+    return a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days: float,
