@@ -153,6 +153,42 @@ def test_deletion_and_recreation_share_one_identity(repo, cortex):
     ]
 
 
+def test_a_name_renamed_away_and_used_again_is_a_new_life(repo, cortex):
+    """A function renamed and its name used again later, and a path renamed away and created
+    anew, are two lives each: the old life's commits are its successor's (as co-change counts
+    them), not the new one's too. A function whose code moved into a new one in a commit that
+    kept it as a wrapper lives on (both histories go on, by design)."""
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("f one")
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("f two")
+    repo.write("a.py", "def g():\n    return 2\n")
+    repo.commit("rename f to g")
+    repo.write("a.py", "def g():\n    return 2\n\n\ndef f():\n    return 'new'\n")
+    repo.commit("a new f")
+    repo.write("s.py", "def old(x):\n    a = x\n    b = a + 1\n    c = b * 2\n    return c\n")
+    repo.commit("old")
+    repo.write("s.py", "def split(x):\n    a = x\n    b = a + 1\n    c = b * 2\n    return c\n"
+                       "\n\ndef old(x):\n    return split(x) + 0\n")
+    repo.commit("split old, keeping its name for a wrapper")
+    repo.move("a.py", "b.py")
+    repo.commit("a to b")
+    repo.write("a.py", "def h():\n    return 0\n")
+    repo.commit("a new a.py")
+    cortex.index()
+    con = cortex.reader()
+    assert [c[0] for c in changes(con, "b.py", "f")] == ["a to b", "a new f"]
+    assert [c[0] for c in changes(con, "b.py", "g")] == ["a to b", "rename f to g", "f two",
+                                                         "f one"]
+    assert [c[0] for c in changes(con, "s.py", "split")] == [
+        "split old, keeping its name for a wrapper", "old"]
+    assert [c[0] for c in changes(con, "s.py", "old")] == [
+        "split old, keeping its name for a wrapper", "old"]
+    assert [c[0] for c in changes(con, "a.py")] == ["a new a.py"]
+    assert [c[0] for c in changes(con, "b.py")] == ["a to b", "a new f", "rename f to g",
+                                                    "f two", "f one"]
+
+
 def test_merge_commits_contribute_no_changes(repo, cortex):
     repo.write("x.py", "def f():\n    return 1\n\n\ndef g():\n    return 1\n")
     repo.commit("base", days_ago=9)

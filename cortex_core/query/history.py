@@ -25,6 +25,7 @@ from cortex_core.text.redact import redact
 from cortex_core.query.targets import Target, TargetSpec, file_level_reason, resolve
 
 NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
+NO_FLOOR = (-1, 0, "")        # a lineage floor (see _lineage) below every commit
 # The order of history, the same however the store was indexed (one run, resumed, incremental):
 # newest first by committer time, which is what git log orders by and which follows topology far
 # better than author time (a rebase or a cherry-pick keeps the author's date, gives a new
@@ -32,13 +33,14 @@ NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commi
 # migration 10: never below a parent, as git's corrected commit date); commits of equal time
 # children first (higher generation); then by sha.
 # ORDER_KEY is time and generation in one integer (generations below 2^24), the eighth column of
-# COMMIT_COLUMNS; NEWEST_FIRST the same order for SQL, OLDEST_FIRST its reverse; BEFORE and AFTER
-# compare with a commit's (order_time, generation, sha).
+# COMMIT_COLUMNS; NEWEST_FIRST the same order for SQL, OLDEST_FIRST its reverse; BEFORE, AFTER
+# and SINCE (at or after) compare with a commit's (order_time, generation, sha).
 ORDER_KEY = "c.order_time * 16777216 + min(c.generation, 16777215)"
 NEWEST_FIRST = "c.order_time desc, c.generation desc, c.sha desc"
 OLDEST_FIRST = "c.order_time, c.generation, c.sha"
 BEFORE = "(c.order_time, c.generation, c.sha) < (?, ?, ?)"
 AFTER = "(c.order_time, c.generation, c.sha) > (?, ?, ?)"
+SINCE = "(c.order_time, c.generation, c.sha) >= (?, ?, ?)"
 COMMIT_COLUMNS = ("c.sha, c.author_time, c.author_offset, c.author_name, c.author_email,"
                   f" c.subject, c.kind, {ORDER_KEY}")
 
@@ -178,25 +180,26 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
             said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
         return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
-    for fid, limit in _lineage(con, file_id, _FILE_LINKS):
+    for fid, limit, floor in _lineage(con, file_id, _FILE_LINKS, _FILE_BIRTHS, _FILE_AWAY):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
-                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY}"
+                f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {SINCE}"
+                f" and {_ON_GITS_HISTORY}"
                 + (" and fc.skip_reason is not null" if only_skipped else ""),
-                (fid, *limit)):
+                (fid, *limit, *floor)):
             # A limit that cut this change out of symbol history is said where it happened.
             entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
                                                  FILE_STATUS.get(row[8], row[8]),
                                                  row[9], row[10], row[11],
                                                  skipped=skipped(row[12]))))
         if not only_skipped:
-            entries += _merges_with_own_lines(con, fid, limit, redact_subjects)
+            entries += _merges_with_own_lines(con, fid, limit, floor, redact_subjects)
     return _newest_first(entries)
 
 
-def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit,
+def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
                            redact_subjects: bool) -> list[tuple[int, HistoryEntry]]:
     """The merges that wrote lines of the file themselves (in none of their parents' versions:
     a conflict's resolution), which git blame credits to them, as entries "merged" with those
@@ -205,8 +208,8 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit,
     rows = con.execute(
         f"select {COMMIT_COLUMNS}, f.path, m.commit_id from merge_files m join commits c"
         " on c.id = m.commit_id join files f on f.id = m.file_id where m.file_id = ?"
-        f" and m.via is null and m.status != 'D' and c.reachable = 1 and {BEFORE}",
-        (file_id, *limit)).fetchall()
+        f" and m.via is null and m.status != 'D' and c.reachable = 1 and {BEFORE} and {SINCE}",
+        (file_id, *limit, *floor)).fetchall()
     if not rows:
         return []
     # The file's merge diffs, read at once: a changelog's conflicts are many merges.
@@ -237,7 +240,8 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
-    for sid, limit in _lineage(con, symbol_id, _SYMBOL_LINKS):
+    for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_BIRTHS,
+                                      _SYMBOL_AWAY):
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
                                         (sid,)).fetchone()
         for row in con.execute(
@@ -245,8 +249,9 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
-                f" and c.reachable = 1 and {BEFORE} and {_ON_GITS_HISTORY.replace('fc.', 's.')}",
-                (file_id, qualname, len(qualname) + 1, qualname + ".", *limit)):
+                f" and c.reachable = 1 and {BEFORE} and {SINCE}"
+                f" and {_ON_GITS_HISTORY.replace('fc.', 's.')}",
+                (file_id, qualname, len(qualname) + 1, qualname + ".", *limit, *floor)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
                                                  "name": qualname})
@@ -289,36 +294,84 @@ def _container_change(own: str | None, member_kinds: set[str]) -> str:
     return "body"
 
 
-# Lineage links: (predecessor id, the link's commit as a limit), for an id and a limit.
+# Lineage links: (predecessor id, the link's commit as a limit), for an id, a limit and a floor.
 # "Before the link" is before it in history's order (BEFORE): what history shows below the
 # rename is the old identity's, whatever order the commits were indexed in.
-_FILE_LINKS = ("select fc.old_file_id, c.order_time, c.generation, c.sha from file_changes fc"
+_COMMIT_KEY = "c.order_time, c.generation, c.sha"
+_FILE_LINKS = (f"select fc.old_file_id, {_COMMIT_KEY} from file_changes fc"
                " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'R'"
-               f" and {BEFORE} and c.reachable = 1 and fc.old_file_id is not null"
+               f" and {BEFORE} and {SINCE} and c.reachable = 1 and fc.old_file_id is not null"
                f" order by {NEWEST_FIRST}")
-_SYMBOL_LINKS = ("select sc.from_symbol_id, c.order_time, c.generation, c.sha"
+_SYMBOL_LINKS = (f"select sc.from_symbol_id, {_COMMIT_KEY}"
                  " from symbol_changes sc join commits c on c.id = sc.commit_id"
-                 f" where sc.symbol_id = ? and {BEFORE} and c.reachable = 1"
+                 f" where sc.symbol_id = ? and {BEFORE} and {SINCE} and c.reachable = 1"
                  f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
+# Where an identity was renamed or moved away to another identity, newest first, below a limit;
+# and its own changes below a limit (key, then whether it holds code after that change).
+_FILE_AWAY = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
+              " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
+              f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
+_FILE_BIRTHS = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
+                " where fc.file_id = ? and (fc.status in ('A', 'C') or (fc.status = 'R'"
+                f" and fc.old_file_id != fc.file_id)) and c.reachable = 1 and {BEFORE}"
+                f" order by {NEWEST_FIRST}")
+_SYMBOL_AWAY = (f"select {_COMMIT_KEY} from symbol_changes sc"
+                " join commits c on c.id = sc.commit_id where sc.from_symbol_id = ?"
+                f" and sc.symbol_id != sc.from_symbol_id and c.reachable = 1 and {BEFORE}"
+                f" order by {NEWEST_FIRST}")
+# A symbol's births: added, or renamed or moved into. A method whose code moved into a new one
+# in a commit that kept it (a wrapper now) lives on: no birth (symbol_changes.py, commands.md).
+_SYMBOL_BIRTHS = (f"select {_COMMIT_KEY} from symbol_changes sc"
+                  " join commits c on c.id = sc.commit_id where sc.symbol_id = ?"
+                  " and (sc.change = 'added' or sc.from_symbol_id != sc.symbol_id)"
+                  f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
 
 Limit = tuple[int, int, str]   # (order time, generation, sha) of a commit, see BEFORE
 
 
-def _lineage(con: apsw.Connection, start: int, links_sql: str) -> list[tuple[int, Limit]]:
-    """(identity, limit) for the target and every identity it was renamed or moved from; each
-    predecessor contributes only the commits before the link. Terminates on cycles
-    (a -> b -> a) because every step back lowers the limit."""
-    out: dict[int, Limit] = {}
+def _lineage(con: apsw.Connection, start: int, links_sql: str, births_sql: str,
+             away_sql: str) -> list[tuple[int, Limit, Limit]]:
+    """(identity, limit, floor) for the target and every identity it was renamed or moved from;
+    each predecessor contributes only the commits before the link, and from its floor on (see
+    _floor). Terminates on cycles (a -> b -> a) because every step back lowers the limit."""
+    out: list[tuple[int, Limit, Limit]] = []
     stack: list[tuple[int, Limit]] = [(start, NO_LIMIT)]
     while stack:
         ident, limit = stack.pop()
-        if ident in out and out[ident] >= limit:
+        floor = _floor(con, ident, limit, births_sql, away_sql)
+        if any(i == ident and lim >= limit and low <= floor for i, lim, low in out):
             continue
-        out[ident] = limit
-        for previous, *link in con.execute(links_sql, (ident, *limit)).fetchall():
+        out.append((ident, limit, floor))
+        for previous, *link in con.execute(links_sql, (ident, *limit, *floor)).fetchall():
             if previous != ident:
                 stack.append((previous, tuple(link)))
-    return list(out.items())
+    return out
+
+
+def _floor(con: apsw.Connection, ident: int, limit: Limit, births_sql: str,
+           away_sql: str) -> Limit:
+    """The first commit of the identity's current life below `limit` (inclusive), or NO_FLOOR.
+
+    A name renamed away and used again later (`a.py` became `b.py`, then a new `a.py`; `f`
+    renamed to `g` and a new `f` written) is two lives: the older one's commits belong to its
+    successor, as in co-change (coupling.Lineage). The current life starts at the first birth at
+    or after the newest rename away that one follows. A rename away that no birth follows (a
+    side branch's rename that its merge dropped) cuts nothing. Most identities have one birth:
+    they cost one indexed read; most symbols were never renamed away: one too."""
+    if away_sql is _SYMBOL_AWAY:   # indexed by the old id: most symbols have none
+        aways = con.execute(away_sql, (ident, *limit)).fetchall()
+        if not aways:
+            return NO_FLOOR
+    births = [tuple(b) for b in con.execute(births_sql, (ident, *limit)).fetchall()]
+    if len(births) < 2:
+        return NO_FLOOR
+    if away_sql is not _SYMBOL_AWAY:   # no index by the old path: read only for a second birth
+        aways = con.execute(away_sql, (ident, *limit)).fetchall()
+    for away in aways:
+        after = [b for b in births if b >= tuple(away)]
+        if after:
+            return min(after)
+    return NO_FLOOR
 
 
 def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]:
