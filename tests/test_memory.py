@@ -730,3 +730,16 @@ def test_a_tie_across_a_batch_of_contexts_is_broken_as_before_when_scores_are_ne
     for batch in range(1, 7):
         monkeypatch.setattr(memory_search, "CONTEXT_BATCH", batch)
         assert search(con, "fix parser", options).hits == every, batch
+
+
+def test_hits_found_by_meaning_alone_say_so(indexed):
+    """Vectors find neighbours of any word, one the history never used included: a review found
+    a made-up word answered with three confident-looking hits and no note."""
+    con = indexed.reader()
+    embedder = load_embedder(con)
+    guessed = search(con, "latency", SearchOptions(), embedder=embedder)
+    assert guessed.hits and "timeout" in guessed.hits[0].title.lower()
+    assert "no word of the query is in the index" in (guessed.note or "")
+    found = search(con, "timeout", SearchOptions(), embedder=embedder)
+    assert found.hits and "no word of the query" not in (found.note or "")
+    assert search(con, "latency", SearchOptions(mode="lexical"), embedder=embedder).hits == []

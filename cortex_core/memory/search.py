@@ -250,6 +250,12 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     if focus is not None:
         options = replace(options, focus=focus())
     hits = _rank(con, scored, parts, vector, sims, w_vec, options, now, logins)
+    if mode == "hybrid" and hits and not scored:
+        # Vectors always find neighbours, even of a word the history never used (a typo, another
+        # language): said, so that a reader or an agent weighs them as guesses.
+        said = (f"no word of the query is in the index: {'these hits are' if len(hits) != 1 else 'this hit is'}"
+                " the embedding model's nearest by meaning alone")
+        note = f"{note}; {said}" if note else said
     behind = unsearched_commits(con)
     if behind:
         said = (f"{behind} of the newest commits {'have' if behind != 1 else 'has'} no "
