@@ -743,3 +743,28 @@ def test_hits_found_by_meaning_alone_say_so(indexed):
     found = search(con, "timeout", SearchOptions(), embedder=embedder)
     assert found.hits and "no word of the query" not in (found.note or "")
     assert search(con, "latency", SearchOptions(mode="lexical"), embedder=embedder).hits == []
+
+
+def test_path_filter_and_focus_follow_renames(repo, cortex):
+    """A review found `--path src/app/client.py` and `--at` its function blind to the commits
+    made before the file moved there (requests' move into src/): history follows the move."""
+    from cortex_core.memory.search import build_focus
+    repo.write("app/client.py", "def fetch(url):\n    return get(url)\n")
+    repo.commit("Add fetch", days_ago=30)
+    repo.write("app/client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix timeout in fetch", days_ago=20)
+    repo.move("app/client.py", "src/app/client.py")
+    repo.commit("Move the package under src", days_ago=10)
+    repo.write("src/app/other.py", "def other():\n    return timeout()\n")
+    repo.commit("Add other with a timeout too", days_ago=5)
+    cortex.index(model="none")
+    con = cortex.reader()
+    for path in ("src/app/client.py", "src/app", "src"):
+        titles = [h.title for h in hits_of(con, "timeout fetch", path=path, kinds=("commit",))]
+        assert "Fix timeout in fetch" in titles, path
+    assert "Fix timeout in fetch" not in [
+        h.title for h in hits_of(con, "timeout", path="src/app/other.py", kinds=("commit",))]
+    focus = build_focus(con, "src/app/client.py::fetch")
+    hits = search(con, "timeout", SearchOptions(kinds=("commit",), focus=focus)).hits
+    about = {h.title: h.why.context for h in hits if h.why}
+    assert about["Fix timeout in fetch"] == 1.0 and about["Add other with a timeout too"] < 1.0

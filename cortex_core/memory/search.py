@@ -32,6 +32,7 @@ Every hit carries its explanation: both ranks, the fused score and each prior.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import weakref
@@ -189,10 +190,12 @@ def build_focus(con, at: str | None = None, workspace=None) -> Focus:
     file_ids: set[int] = set()
     symbol_ids: set[int] = set()
     if at:
+        from cortex_core.query.history import earlier_identities
         target = resolve(con, parse_target(at))
-        file_ids.add(target.file_id)
+        # Its earlier paths and names too: commits from before a rename are about it as well.
+        file_ids |= earlier_identities(con, file_id=target.file_id)
         if target.symbol_id is not None:
-            symbol_ids.add(target.symbol_id)
+            symbol_ids |= earlier_identities(con, symbol_id=target.symbol_id)
     return with_workspace(con, Focus(frozenset(file_ids), frozenset(symbol_ids)), workspace)
 
 
@@ -233,7 +236,7 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
             raise CortexError("vector search needs an embedding model, and this index has "
                               "none usable (its status says why)", Hint("model"))
         mode, note = "lexical", NO_MODEL
-    filters = _Filters(options, con if cache else None)
+    filters = _Filters(options, con, cache)
     logins = named_logins(query)
     words = without_logins(query, known_logins(con, logins))   # who is no word to match
     scored, parts = _lexical(con, words, filters, options.weights, lexicon) \
@@ -288,6 +291,20 @@ def _check(options: SearchOptions) -> None:
 # -- candidates --------------------------------------------------------------------------------
 
 
+def _earlier_paths(con, prefix: str) -> set[int]:
+    """The ids of the earlier paths (before renames and moves) of the files at HEAD under
+    `prefix` (a file or a folder): `--path src/app.py` finds the commits made to it as app.py."""
+    from cortex_core.query.history import earlier_identities
+    out: set[int] = set()
+    for (file_id,) in con.execute(
+            "select h.file_id from head_files h join files f on f.id = h.file_id"
+            " where (f.path = ? or substr(f.path, 1, ?) = ?) and exists (select 1 from"
+            " file_changes fc where fc.file_id = h.file_id and fc.status = 'R')",
+            (prefix, len(prefix) + 1, prefix + "/")):
+        out |= earlier_identities(con, file_id=file_id) - {file_id}
+    return out
+
+
 class _Filters:
     """The same filters for both candidate lists, as SQL on `items i`: `joins` after it in the
     FROM clause, `sql` in the WHERE clause. Joins rather than EXISTS subqueries: on scrapy the
@@ -301,9 +318,10 @@ class _Filters:
                " (f_n.id is not null and f_n.superseded_by is null))")
     dated = "i.note_id is not null and f_n.valid_until is not null"
 
-    def __init__(self, options: SearchOptions, cached=None):
-        """`cached`: a server's read connection, on which `keep` may reuse which items pass
-        the default filters (_passing)."""
+    def __init__(self, options: SearchOptions, con, cache: bool = False):
+        """`cache`: `con` is a server's read connection, on which `keep` may reuse which items
+        pass the default filters (_passing)."""
+        cached = con if cache else None
         clauses = ["(i.commit_id is null or f_c.reachable = 1)",
                    # a note expired since the last index or note command never shows
                    "(i.note_id is null or (f_n.id is not null and f_n.superseded_by is null"
@@ -318,8 +336,10 @@ class _Filters:
         prefix = (options.path or "").strip("/")
         if prefix not in ("", "."):
             clauses.append("exists (select 1 from item_files x join files fl on fl.id = x.file_id"
-                           " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?))")
-            params.extend([prefix, len(prefix) + 1, prefix + "/"])
+                           " where x.item_id = i.id and (fl.path = ? or substr(fl.path, 1, ?) = ?"
+                           " or x.file_id in (select value from json_each(?))))")
+            params.extend([prefix, len(prefix) + 1, prefix + "/",
+                           json.dumps(sorted(_earlier_paths(con, prefix)))])
         self.sql = " and ".join(clauses)
         self.params = tuple(params)
         # The user's own filters may keep few of the best matches; the two above keep nearly all.

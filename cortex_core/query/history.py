@@ -348,6 +348,18 @@ def _lineage(con: apsw.Connection, start: int, links_sql: str, births_sql: str,
     return out
 
 
+def earlier_identities(con: apsw.Connection, file_id: int | None = None,
+                       symbol_id: int | None = None) -> set[int]:
+    """The ids a file (or a symbol) had along its lineage, its own included: its paths before
+    renames and moves, as history follows them."""
+    if symbol_id is not None:
+        return {i for i, _, _ in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_BIRTHS,
+                                          _SYMBOL_AWAY)}
+    if file_id is None:
+        return set()
+    return {i for i, _, _ in _lineage(con, file_id, _FILE_LINKS, _FILE_BIRTHS, _FILE_AWAY)}
+
+
 def _floor(con: apsw.Connection, ident: int, limit: Limit, births_sql: str,
            away_sql: str) -> Limit:
     """The first commit of the identity's current life below `limit` (inclusive), or NO_FLOOR.
