@@ -264,6 +264,11 @@ def test_a_pack_about_a_symbol_holds_its_code_history_notes_and_docs(repo, corte
     assert f"[{sha[:10]}] Fix timeout in fetch" in text and "It could hang forever." in text
     assert f"[note #{note.id}]" in text and "[README.md:1]" in text
     assert text.index("[client.py:1]") < text.index(f"[note #{note.id}]") < text.index(sha[:10])
+    assert "line" not in result.note
+    # A line no symbol encloses (past the file's end here) gets the file's pack, and says so.
+    past = build_pack(cortex.reader(), repo.path, at="client.py:99", budget=4000)
+    assert past.note.endswith("no symbol encloses line 99 at HEAD; the pack is about the file")
+    assert "focus" not in {i.section for i in past.items} and "Fix timeout" in past.text
 
 
 # -- secrets ----------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class ContextPack:
     left_out: int          # candidates that did not fit
     text: str              # the rendered pack
     tokenizer: str = DEFAULT_ENCODING   # what counted: o200k, cl100k or estimate
-    note: str = ""         # why the tokens are estimated when an encoding was asked for
+    note: str = ""         # why the tokens are estimated, or that a line asked for gets the file
 
 
 # -- packing -----------------------------------------------------------------------------------
@@ -294,7 +294,12 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
                               section="docs", weight=0.45, clock=clock)
     if working_tree:
         candidates += _changes_with_working_tree(con, repo_root, settings)
-    return pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
+    result = pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
+    if at and spec.line is not None and target is not None and target.symbol_id is None:
+        # As history says it: a line past a function (or past the file's end) gets the file.
+        said = f"no symbol encloses line {spec.line} at HEAD; the pack is about the file"
+        result = replace(result, note=f"{result.note}; {said}" if result.note else said)
+    return result
 
 
 def target_candidates(con, repo_root: Path, spec, target, embedder=None,
