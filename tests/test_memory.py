@@ -637,7 +637,7 @@ def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed, to
     columns = SearchOptions().weights.text_columns
     for options in (SearchOptions(), SearchOptions(kinds=("doc",)),
                     SearchOptions(path="cache.py")):
-        filters = _Filters(options)
+        filters = _Filters(options, con)
         every = _bm25(con, "items_fts", columns, expression, filters, candidates=3,
                       overfetch=10_000)
         assert every, options

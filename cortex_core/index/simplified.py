@@ -11,15 +11,22 @@ The file version graph (versions.py) already has that shape: a merge that kept a
 version of a file is no version of its own, it points at that parent's. So the changes on the
 simplified history of FILE at the indexed HEAD are the versions reachable from HEAD's version of
 FILE in that graph (renames followed through prev_file_id); the others of the same paths, newer
-than the oldest version reached, are pruned (an older life of the path, before it was deleted
-and created anew, is on git's history: its walk goes on through commits without the file).
-Only content changes (status M) are pruned: the graph follows content, git follows paths, and a
-rename or a creation whose path HEAD still has is on git's history even where the merge kept the
-other parent's content (`-X theirs` after a rename on a branch). Recomputed, after every run,
+than the oldest version reached, are pruned. An older life of a path (before the life reached was
+created) is on git's history where git's walk, going on through commits without the file, gets
+to it: that walk is made here for the paths that have one (_Graph.walk: at a merge, the first
+parent whose version the merge kept, absence included; every parent when it cannot be told), and
+the older life's changes it does not list are pruned, whatever their status.
+Newer than the oldest version reached, the content changes (status M) are pruned; the graph
+follows content, git follows paths, and a rename or a creation whose path HEAD still has can be
+on git's history even where the merge kept the other parent's content (`-X theirs` after a rename
+on a branch): such a change of HEAD's path that the graph did not reach (the same file added on
+two branches) is decided by git's walk from HEAD. Recomputed, after every run,
 only for the files whose version at HEAD moved, or whose lineage the run's commits changed (a
 branch merged with `-s ours` leaves HEAD's version where it was, and its changes are pruned).
 
-Cost: one query per path in a file's lineage, then a walk in memory over its versions.
+Cost: one query per path in a file's lineage, then a walk in memory over its versions; for the
+few paths with an older life or such a creation, the commits' parents (read once per run) and a
+walk over the commits, mostly along first parents.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from cortex_core.store.store import get_meta, set_meta
 
 # A commit's place in history's order (history.ORDER_KEY, not imported: indexing needs no query).
 _ORDER = "c.order_time * 16777216 + min(c.generation, 16777215)"
+_NO_END = 1 << 80   # above every _ORDER
 
 
 def update_pruned(con: apsw.Connection) -> int:
@@ -45,8 +53,10 @@ def update_pruned(con: apsw.Connection) -> int:
     last = int(get_meta(con, "pruned_commit") or 0)
     if known and last:   # a first computation recomputes every file anyway
         moved |= _touched(con, last, now.keys())
+    graph = _Graph(con.execute("select id from commits where sha = ?", (head,)).get)
     for file_id in moved:
-        _recompute(con, file_id, *map(int, now[file_id].split(":")))
+        commit_id, version_file_id = map(int, now[file_id].split(":"))
+        _recompute(con, file_id, commit_id, version_file_id, graph)
     gone = [f for f in known if f not in now]
     con.executemany("delete from pruned_heads where file_id = ?", ((f,) for f in gone))
     con.executemany("insert or replace into pruned_heads(file_id, version) values (?, ?)",
@@ -57,12 +67,11 @@ def update_pruned(con: apsw.Connection) -> int:
 
 
 def _touched(con: apsw.Connection, last: int, at_head) -> set[int]:
-    """The files of HEAD whose lineage has content changes in the commits stored after the
-    commit id `last` (ids grow as commits are stored): the changed paths themselves, and the
-    later names of a changed path renamed since."""
+    """The files of HEAD whose lineage has changes in the commits stored after the commit id
+    `last` (ids grow as commits are stored): the changed paths themselves, and the later names
+    of a changed path renamed since."""
     changed = {f for (f,) in con.execute(
-        "select distinct file_id from file_changes where commit_id > ? and status = 'M'",
-        (last,))}
+        "select distinct file_id from file_changes where commit_id > ?", (last,))}
     out = {f for f in changed if f in at_head}
     # A path still at HEAD was not renamed away: only the others are followed (rarely any).
     frontier = {f for f in changed if f not in at_head}
@@ -78,8 +87,9 @@ def _touched(con: apsw.Connection, last: int, at_head) -> set[int]:
     return out
 
 
-def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_id: int) -> None:
-    reached, paths = _reachable(con, commit_id, version_file_id)
+def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_id: int,
+               graph: _Graph) -> None:
+    reached, paths, renamed_at = _reachable(con, commit_id, version_file_id)
     paths.add(file_id)
     # The walk stops where the file was created; an earlier life of the same path (deleted, then
     # created anew) is on `git log -- FILE`, which walks on through commits without the file:
@@ -90,7 +100,15 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
     oldest = min(con.execute(f"select {_ORDER} from commits c where id = ?", (c,)).get
                  for c, _ in reached)
     con.execute("delete from pruned_changes where head_file_id = ?", (file_id,))
+    # An earlier path of the file is its lineage only until the commit that renamed it into the
+    # next: its changes after that are another file's (the path used again: a new life), never
+    # this one's to prune (scrapy's tests/test_spidermiddleware.py lost 45 of its 59 changes to
+    # the lineage of the file its first life had been renamed to).
+    until = {path: max(con.execute(f"select {_ORDER} from commits c where id = ?", (c,)).get
+                       for c in commits) for path, commits in renamed_at.items()}
     for path in paths:
+        if path != file_id and path not in until:
+            continue
         # A change of the file's mode alone (its lines the same: a chmod) is no version in the
         # graph, which follows content; git follows the mode too, and lists a chmod whose merge
         # kept it. Never pruned: listed, at worst, where git would not (a merge that dropped it).
@@ -98,14 +116,93 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
             f"select fc.commit_id, {_ORDER} from file_changes fc"
             " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'M'"
             " and not (fc.added = 0 and fc.deleted = 0)", (path,))
-            if order > oldest and (c, path) not in reached]
+            if oldest < order < (until[path] if path != file_id else _NO_END)
+            and (c, path) not in reached]
+        # Older than the walk reached: an earlier life of the path. On git's history only if
+        # git's walk reaches it through the commits without the file (walked here, below).
+        older = [c for c, order in con.execute(
+            f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
+            " on c.id = fc.commit_id where fc.file_id = ? and not (fc.status = 'M'"
+            " and fc.added = 0 and fc.deleted = 0)", (path,))
+            if order < oldest and (c, path) not in reached]
+        if older:
+            starts = _births(con, path, reached)
+            if starts:
+                listed = graph.walk(con, path, starts)
+                rows += [(c, path, file_id) for c in older if c not in listed]
+        if path == file_id and graph.head is not None:
+            # Newer, a creation or deletion the content's walk did not reach (the same file
+            # added on two branches, a cherry-picked addition): git's walk from HEAD decides.
+            other = [c for c, order in con.execute(
+                f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
+                " on c.id = fc.commit_id where fc.file_id = ? and fc.status != 'M'", (path,))
+                if order > oldest and (c, path) not in reached]
+            if other:
+                listed = graph.walk(con, path, [graph.head])
+                rows += [(c, path, file_id) for c in other if c not in listed]
         con.executemany("insert or ignore into pruned_changes(commit_id, file_id, head_file_id)"
                         " values (?, ?, ?)", rows)
 
 
-def _reachable(con: apsw.Connection, commit_id: int,
-               file_id: int) -> tuple[set[tuple[int, int]], set[int]]:
-    """The versions (commit, path) reachable from one, and the paths they are at."""
+def _births(con: apsw.Connection, path: int, reached: set[tuple[int, int]]) -> list[int]:
+    """The commits where the versions reached were created at `path` (added, copied, or renamed
+    into it, by a commit or a merge): where git's walk goes on through commits without it."""
+    made = {c for (c,) in con.execute(
+        "select commit_id from file_changes where file_id = ? and status in ('A', 'C', 'R')"
+        " union select commit_id from merge_files where file_id = ? and status in ('A', 'R')",
+        (path, path))}
+    return sorted(c for c, p in reached if p == path and c in made)
+
+
+class _Graph:
+    """The commits' parents, read once per update and only when a file needs them: git's
+    history simplification walked for one path (`git log -- PATH`, no renames followed)."""
+
+    def __init__(self, head: int | None = None) -> None:
+        self.head = head   # the indexed HEAD's id
+        self.parents: dict[int, list[int | None]] | None = None
+
+    def walk(self, con: apsw.Connection, path: int, starts: list[int]) -> set[int]:
+        """The non-merge commits git's walk for `path` lists, from `starts` back: at a merge it
+        follows the first parent whose version of the path the merge kept (absent counts), or
+        every parent when the merge changed it against all of them or this cannot be told."""
+        if self.parents is None:
+            ids = {sha: cid for cid, sha in con.execute("select id, sha from commits")}
+            self.parents = {cid: [ids.get(p) for p in parents.split()] for cid, parents
+                            in con.execute("select id, parents from commits")}
+        changed = {c for (c,) in con.execute(
+            "select commit_id from file_changes where file_id = ? union"
+            " select commit_id from file_changes where old_file_id = ?", (path, path))}
+        kept = {c: (via, via_file) for c, via, via_file in con.execute(
+            "select commit_id, via, via_file_id from merge_files where file_id = ?", (path,))}
+        unknown = {c for (c,) in con.execute(
+            "select commit_id from merge_files where old_file_id = ?", (path,))}
+        listed: set[int] = set()
+        seen: set[int] = set()
+        stack = list(starts)
+        while stack:
+            c = stack.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            parents = self.parents.get(c, [])
+            if len(parents) < 2:
+                if c in changed:
+                    listed.add(c)
+                follow = parents
+            elif c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
+                follow = parents
+            else:
+                via = kept[c][0] if c in kept else 0
+                follow = parents[via:via + 1]
+            stack.extend(p for p in follow if p is not None)
+        return listed
+
+
+def _reachable(con: apsw.Connection, commit_id: int, file_id: int
+               ) -> tuple[set[tuple[int, int]], set[int], dict[int, set[int]]]:
+    """The versions (commit, path) reachable from one, the paths they are at, and for each
+    earlier path the commits of the versions made from it at another path (its renames)."""
     edges: dict[int, dict[int, list[tuple[int, int]]]] = {}
 
     def edges_of(path: int) -> dict[int, list[tuple[int, int]]]:
@@ -121,11 +218,15 @@ def _reachable(con: apsw.Connection, commit_id: int,
         return found
 
     reached: set[tuple[int, int]] = set()
+    renamed_at: dict[int, set[int]] = {}
     stack = [(commit_id, file_id)]
     while stack:
         node = stack.pop()
         if node in reached:
             continue
         reached.add(node)
-        stack.extend(edges_of(node[1]).get(node[0], ()))
-    return reached, {path for _, path in reached}
+        for prev in edges_of(node[1]).get(node[0], ()):
+            if prev[1] != node[1]:
+                renamed_at.setdefault(prev[1], set()).add(node[0])
+            stack.append(prev)
+    return reached, {path for _, path in reached}, renamed_at

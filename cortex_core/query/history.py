@@ -345,6 +345,18 @@ def _lineage(con: apsw.Connection, start: int, links_sql: str, births_sql: str,
         for previous, *link in con.execute(links_sql, (ident, *limit, *floor)).fetchall():
             if previous != ident:
                 stack.append((previous, tuple(link)))
+    return _disjoint(out)
+
+
+def _disjoint(segments: list[tuple[int, Limit, Limit]]) -> list[tuple[int, Limit, Limit]]:
+    """The same identity's overlapping segments (reached along two paths of renames) as one:
+    each commit once."""
+    out: list[tuple[int, Limit, Limit]] = []
+    for ident, limit, floor in sorted(segments, key=lambda s: (s[0], s[2], s[1])):
+        if out and out[-1][0] == ident and floor <= out[-1][1]:
+            out[-1] = (ident, max(limit, out[-1][1]), out[-1][2])
+        else:
+            out.append((ident, limit, floor))
     return out
 
 

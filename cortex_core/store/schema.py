@@ -432,6 +432,15 @@ MIGRATIONS: list[str] = [
     delete from pruned_heads;
     delete from meta where key = 'pruned_head';
     """,
+    # 14: and again: an earlier life of a path (before the life HEAD has was created) stayed on
+    # histories even where `git log -- FILE` never reaches it (a side branch's life that its
+    # merge dropped); simplified.py now walks git's simplification through that stretch. And a
+    # path renamed away and used again lost the new life's changes to the pruning of the file
+    # its old life became (an earlier path now counts only until its rename).
+    """
+    delete from pruned_heads;
+    delete from meta where key = 'pruned_head';
+    """,
 ]
 
 
