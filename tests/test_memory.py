@@ -645,7 +645,7 @@ def test_lexical_candidates_do_not_depend_on_how_many_are_read_first(indexed, to
             assert _bm25(con, "items_fts", columns, expression, filters, candidates=3,
                          overfetch=overfetch) == every, (options, overfetch)
     assert not set(best[1:3]) & set(_bm25(con, "items_fts", columns, expression,
-                                          _Filters(SearchOptions()), overfetch=10_000))
+                                          _Filters(SearchOptions(), con), overfetch=10_000))
 
 
 def test_kept_vectors_break_ties_by_rowid_and_skip_what_they_cannot_hold(indexed):
