@@ -459,3 +459,28 @@ def test_hidden_coupling_leaves_out_callees_bases_and_containers(repo, cortex):
     # The class's members count as the class: its method calls helper.
     hidden = blast(con, TargetSpec("m.py", "Shop")).hidden
     assert [h.qualname for h in hidden if h.qualname] == ["unrelated"]
+
+
+def test_the_hover_never_names_the_targets_own_members_or_holder(repo, cortex):
+    """A review found requests' Session hover saying it usually changes with Session.__init__,
+    its own method: members and the class holding a method are left out of that one line."""
+    from cortex_core.query.coupling import strongest_symbol
+    from cortex_core.query.targets import resolve
+    for n, days in enumerate((9, 8, 7)):
+        init = min(n, 1)   # __init__ changes in two of the three commits only
+        repo.write("m.py", f"class Shop:\n    limit = {n}\n\n    def __init__(self):\n"
+                           f"        self.n = {init}\n\n    def run(self):\n"
+                           f"        def step():\n            return {n}\n"
+                           f"        return step() + {n}\n\n\ndef audit():\n    return {n}\n")
+        repo.commit(f"all {n}", days_ago=days)
+    cortex.index()
+    con = cortex.reader()
+
+    def coupled(qualname: str) -> str | None:
+        found = strongest_symbol(con, resolve(con, TargetSpec("m.py", qualname)))
+        return found.qualname if found else None
+    assert "Shop.run" in [p.qualname for p in related(   # related still lists its members
+        con, TargetSpec("m.py", "Shop")).symbols if not p.weak]
+    assert coupled("Shop") == "audit"                     # not Shop.run, nor Shop.__init__
+    assert coupled("Shop.run") == "audit"                 # not Shop, nor its nested step
+    assert coupled("Shop.__init__") not in ("Shop", None)   # a sibling may be named

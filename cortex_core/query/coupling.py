@@ -426,7 +426,10 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     me, mine, _, _, _ = _side(h, target)
     support, weight = _tally(mine, h.symbols_by_commit, me, h.alive_symbols, weights)
     floor = max(1, min_support)
-    eligible = {g: w for g, w in weight.items() if support[g] >= floor}
+    # Its own members and the class holding it say nothing worth a line: "Session usually
+    # changes with Session.__init__", "iter_content with its nested generate" (a review).
+    kin = _kin(con, target)
+    eligible = {g: w for g, w in weight.items() if support[g] >= floor and g not in kin}
     if not eligible:
         return None
     top = max(eligible.values())   # rank_key rounds weights: its ties are within 1e-9
@@ -440,6 +443,17 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
         return None
     path, qualname = _symbol_label(con, ident)
     return CoupledSymbol(path, qualname, support[ident], len(mine))
+
+
+def _kin(con: apsw.Connection, target: Target) -> set[int]:
+    """The ids of the symbols of the target's file that hold it or that it holds."""
+    qualname = target.qualname or ""
+    parts = qualname.split(".")
+    holders = [".".join(parts[:n]) for n in range(1, len(parts))]
+    marks = ",".join("?" * len(holders)) or "null"
+    return {i for (i,) in con.execute(
+        "select id from symbols where file_id = ? and ((qualname > ? and qualname < ?)"
+        f" or qualname in ({marks}))", (target.file_id, qualname + ".", qualname + "/", *holders))}
 
 
 def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MAX_CHANGESET,
