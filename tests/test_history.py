@@ -189,6 +189,33 @@ def test_a_name_renamed_away_and_used_again_is_a_new_life(repo, cortex):
                                                     "f two", "f one"]
 
 
+def test_a_name_deleted_then_taken_by_a_rename_starts_a_new_life(repo, cortex):
+    """requests' tests/test_requests.py was deleted in 2012, and in 2016 test_requests.py was
+    moved there: its history listed the dead file's commits too (`git log --follow` does not).
+    A name deleted and created anew keeps one history, as `git log -- PATH` shows it."""
+    repo.write("c.py", "def f():\n    return 1\n")
+    repo.commit("dead c", days_ago=9)
+    repo.write("c.py", "def f():\n    return 2\n")
+    repo.commit("dead c's edit", days_ago=8)
+    repo.remove("c.py")
+    repo.commit("remove c", days_ago=7)
+    repo.write("d.py", "def h():\n    return 1\n")
+    repo.commit("d", days_ago=6)
+    repo.move("d.py", "c.py")
+    repo.commit("d becomes c", days_ago=5)
+    repo.write("e.py", "def k():\n    return 1\n")
+    repo.commit("e", days_ago=4)
+    repo.remove("e.py")
+    repo.commit("remove e", days_ago=3)
+    repo.write("e.py", "def k():\n    return 2\n")
+    repo.commit("e again", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert [c[0] for c in changes(con, "c.py")] == ["d becomes c", "d"]
+    assert [c[0] for c in changes(con, "c.py", "h")] == ["d becomes c", "d"]
+    assert [c[0] for c in changes(con, "e.py")] == ["e again", "remove e", "e"]
+
+
 def test_merge_commits_contribute_no_changes(repo, cortex):
     repo.write("x.py", "def f():\n    return 1\n\n\ndef g():\n    return 1\n")
     repo.commit("base", days_ago=9)

@@ -180,7 +180,7 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
             said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
         return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
-    for fid, limit, floor in _lineage(con, file_id, _FILE_LINKS, _FILE_BIRTHS, _FILE_AWAY):
+    for fid, limit, floor in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
@@ -240,7 +240,7 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
-    for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_BIRTHS,
+    for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
                                       _SYMBOL_AWAY):
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
                                         (sid,)).fetchone()
@@ -311,25 +311,30 @@ _SYMBOL_LINKS = (f"select sc.from_symbol_id, {_COMMIT_KEY}"
 _FILE_AWAY = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
               " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
               f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
-_FILE_BIRTHS = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
-                " where fc.file_id = ? and (fc.status in ('A', 'C') or (fc.status = 'R'"
-                f" and fc.old_file_id != fc.file_id)) and c.reachable = 1 and {BEFORE}"
-                f" order by {NEWEST_FIRST}")
+# Its own starts and ends, below a limit: (key..., 'rename' when renamed or moved into it,
+# 'birth' when created, 'end' when deleted).
+_FILE_LIFE = (f"select {_COMMIT_KEY}, case when fc.status = 'D' then 'end' when fc.status = 'R'"
+              " and fc.old_file_id != fc.file_id then 'rename' else 'birth' end"
+              " from file_changes fc join commits c on c.id = fc.commit_id where fc.file_id = ?"
+              " and fc.status in ('A', 'C', 'R', 'D') and c.reachable = 1"
+              f" and {BEFORE} order by {NEWEST_FIRST}")
 _SYMBOL_AWAY = (f"select {_COMMIT_KEY} from symbol_changes sc"
                 " join commits c on c.id = sc.commit_id where sc.from_symbol_id = ?"
                 f" and sc.symbol_id != sc.from_symbol_id and c.reachable = 1 and {BEFORE}"
                 f" order by {NEWEST_FIRST}")
-# A symbol's births: added, or renamed or moved into. A method whose code moved into a new one
-# in a commit that kept it (a wrapper now) lives on: no birth (symbol_changes.py, commands.md).
-_SYMBOL_BIRTHS = (f"select {_COMMIT_KEY} from symbol_changes sc"
-                  " join commits c on c.id = sc.commit_id where sc.symbol_id = ?"
-                  " and (sc.change = 'added' or sc.from_symbol_id != sc.symbol_id)"
-                  f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
+# A method whose code moved into a new one in a commit that kept it (a wrapper now) lives on:
+# neither an end nor a birth (symbol_changes.py, commands.md).
+_SYMBOL_LIFE = (f"select {_COMMIT_KEY}, case when sc.change = 'deleted' then 'end'"
+                " when sc.from_symbol_id != sc.symbol_id then 'rename' else 'birth' end"
+                " from symbol_changes sc join commits c on c.id = sc.commit_id"
+                " where sc.symbol_id = ? and (sc.change in ('added', 'deleted')"
+                " or sc.from_symbol_id != sc.symbol_id) and c.reachable = 1"
+                f" and {BEFORE} order by {NEWEST_FIRST}")
 
 Limit = tuple[int, int, str]   # (order time, generation, sha) of a commit, see BEFORE
 
 
-def _lineage(con: apsw.Connection, start: int, links_sql: str, births_sql: str,
+def _lineage(con: apsw.Connection, start: int, links_sql: str, life_sql: str,
              away_sql: str) -> list[tuple[int, Limit, Limit]]:
     """(identity, limit, floor) for the target and every identity it was renamed or moved from;
     each predecessor contributes only the commits before the link, and from its floor on (see
@@ -338,7 +343,7 @@ def _lineage(con: apsw.Connection, start: int, links_sql: str, births_sql: str,
     stack: list[tuple[int, Limit]] = [(start, NO_LIMIT)]
     while stack:
         ident, limit = stack.pop()
-        floor = _floor(con, ident, limit, births_sql, away_sql)
+        floor = _floor(con, ident, limit, life_sql, away_sql)
         if any(i == ident and lim >= limit and low <= floor for i, lim, low in out):
             continue
         out.append((ident, limit, floor))
@@ -365,34 +370,37 @@ def earlier_identities(con: apsw.Connection, file_id: int | None = None,
     """The ids a file (or a symbol) had along its lineage, its own included: its paths before
     renames and moves, as history follows them."""
     if symbol_id is not None:
-        return {i for i, _, _ in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_BIRTHS,
+        return {i for i, _, _ in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
                                           _SYMBOL_AWAY)}
     if file_id is None:
         return set()
-    return {i for i, _, _ in _lineage(con, file_id, _FILE_LINKS, _FILE_BIRTHS, _FILE_AWAY)}
+    return {i for i, _, _ in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY)}
 
 
-def _floor(con: apsw.Connection, ident: int, limit: Limit, births_sql: str,
+def _floor(con: apsw.Connection, ident: int, limit: Limit, life_sql: str,
            away_sql: str) -> Limit:
     """The first commit of the identity's current life below `limit` (inclusive), or NO_FLOOR.
 
     A name renamed away and used again later (`a.py` became `b.py`, then a new `a.py`; `f`
     renamed to `g` and a new `f` written) is two lives: the older one's commits belong to its
-    successor, as in co-change (coupling.Lineage). The current life starts at the first birth at
-    or after the newest rename away that one follows. A rename away that no birth follows (a
-    side branch's rename that its merge dropped) cuts nothing. Most identities have one birth:
-    they cost one indexed read; most symbols were never renamed away: one too."""
-    if away_sql is _SYMBOL_AWAY:   # indexed by the old id: most symbols have none
-        aways = con.execute(away_sql, (ident, *limit)).fetchall()
-        if not aways:
-            return NO_FLOOR
-    births = [tuple(b) for b in con.execute(births_sql, (ident, *limit)).fetchall()]
+    successor, as in co-change (coupling.Lineage). So is a name deleted and then taken by a
+    rename or a move (requests' `tests/test_requests.py`, deleted in 2012, then the name of the
+    `test_requests.py` moved there in 2016): the new life has its own ancestry, and the dead one
+    is nobody's (`git log --follow` does not list it either). A name deleted and created anew
+    keeps one history, as `git log -- PATH` shows it. The current life starts at the first birth
+    at or after the newest end that one follows. A rename away that no birth follows (a side
+    branch's rename that its merge dropped) cuts nothing. Most identities have one birth: they
+    cost one indexed read; most symbols were never renamed away nor deleted: one too."""
+    life = [(tuple(row[:3]), row[3]) for row in con.execute(life_sql, (ident, *limit))]
+    births = [(key, kind) for key, kind in life if kind != "end"]
     if len(births) < 2:
         return NO_FLOOR
-    if away_sql is not _SYMBOL_AWAY:   # no index by the old path: read only for a second birth
-        aways = con.execute(away_sql, (ident, *limit)).fetchall()
-    for away in aways:
-        after = [b for b in births if b >= tuple(away)]
+    # Aways: no index by the old path for files, so read only for a second birth.
+    ends = [(tuple(away), "away") for away in con.execute(away_sql, (ident, *limit))]
+    ends += [(key, "end") for key, kind in life if kind == "end"]
+    for end, kind in sorted(ends, reverse=True):
+        after = [key for key, born in births
+                 if key >= end and (kind == "away" or born == "rename")]
         if after:
             return min(after)
     return NO_FLOOR
