@@ -92,20 +92,21 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
     reached, paths, renamed_at = _reachable(con, commit_id, version_file_id)
     paths.add(file_id)
     # The walk stops where the file was created; an earlier life of the same path (deleted, then
-    # created anew) is on `git log -- FILE`, which walks on through commits without the file:
-    # only changes newer than the oldest version reached can have been pruned at a merge. Newer
+    # created anew) is on `git log -- FILE` where git's walk through the commits without the file
+    # reaches it (decided below by that walk); changes newer than the oldest version reached
+    # were pruned at a merge when the graph does not reach them. Newer
     # in history's order (never below a parent), not in the order commits were stored: a first
     # run stopped and resumed stores side branches' older commits after newer ones, and counting
     # by that order pruned an older life's changes (werkzeug: 380 pruned changes against 240).
     oldest = min(con.execute(f"select {_ORDER} from commits c where id = ?", (c,)).get
                  for c, _ in reached)
     con.execute("delete from pruned_changes where head_file_id = ?", (file_id,))
-    # An earlier path of the file is its lineage only until the commit that renamed it into the
-    # next: its changes after that are another file's (the path used again: a new life), never
-    # this one's to prune (scrapy's tests/test_spidermiddleware.py lost 45 of its 59 changes to
-    # the lineage of the file its first life had been renamed to).
-    until = {path: max(con.execute(f"select {_ORDER} from commits c where id = ?", (c,)).get
-                       for c in commits) for path, commits in renamed_at.items()}
+    # An earlier path of the file is its lineage until the path is used again: from a birth of
+    # it after the commit that renamed it into the next, its changes are another file's (a new
+    # life), never this one's to prune (scrapy's tests/test_spidermiddleware.py lost 45 of its
+    # 59 changes to the lineage of the file its first life had been renamed to). Not until the
+    # rename itself: a side branch may still change the old path after it.
+    until = {path: _reborn(con, path, commits) for path, commits in renamed_at.items()}
     for path in paths:
         if path != file_id and path not in until:
             continue
@@ -142,6 +143,17 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
                 rows += [(c, path, file_id) for c in other if c not in listed]
         con.executemany("insert or ignore into pruned_changes(commit_id, file_id, head_file_id)"
                         " values (?, ?, ?)", rows)
+
+
+def _reborn(con: apsw.Connection, path: int, renames: set[int]) -> int:
+    """The order of the first birth of `path` after the newest of the commits that renamed it
+    away (`renames`), or _NO_END."""
+    renamed = max(con.execute(f"select {_ORDER} from commits c where id = ?", (c,)).get
+                  for c in renames)
+    return min((order for (order,) in con.execute(
+        f"select {_ORDER} from file_changes fc join commits c on c.id = fc.commit_id"
+        " where fc.file_id = ? and (fc.status in ('A', 'C') or (fc.status = 'R'"
+        " and fc.old_file_id != fc.file_id))", (path,)) if order > renamed), default=_NO_END)
 
 
 def _births(con: apsw.Connection, path: int, reached: set[tuple[int, int]]) -> list[int]:

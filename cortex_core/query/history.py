@@ -306,17 +306,18 @@ _SYMBOL_LINKS = (f"select sc.from_symbol_id, {_COMMIT_KEY}"
                  " from symbol_changes sc join commits c on c.id = sc.commit_id"
                  f" where sc.symbol_id = ? and {BEFORE} and {SINCE} and c.reachable = 1"
                  f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
-# Where an identity was renamed or moved away to another identity, newest first, below a limit;
-# and its own changes below a limit (key, then whether it holds code after that change).
+# Where an identity was renamed or moved away to another identity, newest first, below a limit.
 _FILE_AWAY = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
               " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
               f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
 # Its own starts and ends, below a limit: (key..., 'rename' when renamed or moved into it,
-# 'birth' when created, 'end' when deleted).
+# 'birth' when created, 'end' when deleted). A copy starts nothing: copied back from the file it
+# was renamed to (requests' __version__.py, renamed to __about__.py and copied back the same
+# day), its content's past is the older life.
 _FILE_LIFE = (f"select {_COMMIT_KEY}, case when fc.status = 'D' then 'end' when fc.status = 'R'"
               " and fc.old_file_id != fc.file_id then 'rename' else 'birth' end"
               " from file_changes fc join commits c on c.id = fc.commit_id where fc.file_id = ?"
-              " and fc.status in ('A', 'C', 'R', 'D') and c.reachable = 1"
+              " and fc.status in ('A', 'R', 'D') and c.reachable = 1"
               f" and {BEFORE} order by {NEWEST_FIRST}")
 _SYMBOL_AWAY = (f"select {_COMMIT_KEY} from symbol_changes sc"
                 " join commits c on c.id = sc.commit_id where sc.from_symbol_id = ?"
@@ -390,7 +391,7 @@ def _floor(con: apsw.Connection, ident: int, limit: Limit, life_sql: str,
     keeps one history, as `git log -- PATH` shows it. The current life starts at the first birth
     at or after the newest end that one follows. A rename away that no birth follows (a side
     branch's rename that its merge dropped) cuts nothing. Most identities have one birth: they
-    cost one indexed read; most symbols were never renamed away nor deleted: one too."""
+    cost one indexed read."""
     life = [(tuple(row[:3]), row[3]) for row in con.execute(life_sql, (ident, *limit))]
     births = [(key, kind) for key, kind in life if kind != "end"]
     if len(births) < 2:
