@@ -412,3 +412,40 @@ def test_a_change_over_a_limit_is_named_in_file_and_symbol_history(repo, cortex)
     assert [e.change for e in own.entries] == ["added"]   # the rewrite is not in it ...
     assert own.note.startswith(f"1 commit of its file was not read for symbols, the newest "
                                f"{big[:10]}: diff too large")   # ... and that is said
+
+
+def test_a_rename_that_heads_nowhere_ends_no_life(repo, cortex):
+    """A review's cases: a side branch renames a.py to b.py and its merge drops the rename
+    (`-s ours`); main then edits, deletes and re-creates a.py. The rename leads to no file at
+    HEAD, so it ends no life: a.py keeps one history, as `git log -- a.py` shows it. And a
+    function kept as a wrapper when its code moved into a new one, later deleted and re-added,
+    keeps one history too."""
+    body = "def {n}(x):\n    a = x + {v}\n    b = a * 2\n    c = b - 3\n    return c\n"
+    repo.write("a.py", body.format(n="f", v=1))
+    repo.commit("create a", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.move("a.py", "b.py")
+    repo.commit("side: a to b", days_ago=8)
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    repo.write("a.py", body.format(n="f", v=2))
+    repo.commit("edit a", days_ago=7)
+    repo.remove("a.py")
+    repo.commit("delete a", days_ago=6)
+    repo.write("a.py", body.format(n="f", v=3))
+    repo.commit("a again", days_ago=5)
+    repo.write("w.py", body.format(n="f", v=1))
+    repo.commit("w", days_ago=4)
+    repo.write("w.py", body.format(n="g", v=1) + "\n\ndef f(x):\n    return g(x)\n")
+    repo.commit("f's body into g, f a wrapper", days_ago=3)
+    repo.write("w.py", body.format(n="g", v=1))
+    repo.commit("drop f", days_ago=2)
+    repo.write("w.py", body.format(n="g", v=1) + "\n\ndef f(x):\n    return 0\n")
+    repo.commit("f again", days_ago=1)
+    cortex.index()
+    con = cortex.reader()
+    shown = repo.git("log", "--no-merges", "--format=%s", "--", "a.py").split("\n")
+    assert [c[0] for c in changes(con, "a.py")] == shown == [
+        "a again", "delete a", "edit a", "create a"]
+    assert [c[0] for c in changes(con, "w.py", "f")] == [
+        "f again", "drop f", "f's body into g, f a wrapper", "w"]

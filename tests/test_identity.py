@@ -619,3 +619,30 @@ def test_a_path_used_again_keeps_its_changes_from_the_lineage_it_left(repo, cort
     assert listed("a.py") == ["new a's edit 4", "new a's edit 3", "new a's edit 2", "new a"]
     assert listed("b.py") == ["a to b", "old a's edit", "old a"]
     assert cortex.reader().execute("select count(*) from pruned_changes").get == 0
+
+
+def test_a_reused_paths_older_life_stays_with_the_file_it_became(repo, cortex):
+    """A review: a side branch creates a.py, edits it and renames it to c.py, and is merged;
+    main then writes a new a.py. The new a.py's pruning took the side's a.py commits for an
+    older life git's walk does not reach, and hid them from c.py's history too."""
+    repo.write("base.py", "x = 1\n")
+    repo.commit("base", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("a.py", "def g():\n    return 10\n")
+    repo.commit("side a create", days_ago=8)
+    repo.write("a.py", "def g():\n    return 11\n")
+    repo.commit("side a edit", days_ago=7)
+    repo.move("a.py", "c.py")
+    repo.commit("side a to c", days_ago=6)
+    repo.git("checkout", "-q", "main")
+    repo.write("base.py", "x = 2\n")
+    repo.commit("main work", days_ago=5)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    repo.write("a.py", "def h():\n    return 1\n")
+    repo.commit("main new a", days_ago=3)
+    cortex.index()
+
+    def listed(path: str) -> list[str]:
+        return [e.commit.subject for e in history(cortex.reader(), TargetSpec(path)).entries]
+    assert listed("c.py") == ["side a to c", "side a edit", "side a create"]
+    assert listed("a.py") == ["main new a"]

@@ -121,28 +121,44 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
             and (c, path) not in reached]
         # Older than the walk reached: an earlier life of the path. On git's history only if
         # git's walk reaches it through the commits without the file (walked here, below).
-        older = [c for c, order in con.execute(
+        # Not before a rename of the path into a file that HEAD has: those changes are that
+        # file's past (a side branch's a.py renamed to c.py, then a new a.py), and pruned
+        # here they would leave its history too.
+        handed = _renamed_away(con, path, oldest)
+        older = {c: order for c, order in con.execute(
             f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
             " on c.id = fc.commit_id where fc.file_id = ? and not (fc.status = 'M'"
             " and fc.added = 0 and fc.deleted = 0)", (path,))
-            if order < oldest and (c, path) not in reached]
+            if handed < order < oldest and (c, path) not in reached}
         if older:
             starts = _births(con, path, reached)
             if starts:
-                listed = graph.walk(con, path, starts)
+                listed = graph.walk(con, path, starts, min(older.values()))
                 rows += [(c, path, file_id) for c in older if c not in listed]
         if path == file_id and graph.head is not None:
             # Newer, a creation or deletion the content's walk did not reach (the same file
             # added on two branches, a cherry-picked addition): git's walk from HEAD decides.
-            other = [c for c, order in con.execute(
+            other = {c: order for c, order in con.execute(
                 f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
                 " on c.id = fc.commit_id where fc.file_id = ? and fc.status != 'M'", (path,))
-                if order > oldest and (c, path) not in reached]
+                if order > oldest and (c, path) not in reached}
             if other:
-                listed = graph.walk(con, path, [graph.head])
+                listed = graph.walk(con, path, [graph.head], min(other.values()))
                 rows += [(c, path, file_id) for c in other if c not in listed]
         con.executemany("insert or ignore into pruned_changes(commit_id, file_id, head_file_id)"
                         " values (?, ?, ?)", rows)
+
+
+def _renamed_away(con: apsw.Connection, path: int, below: int) -> int:
+    """The order of the newest commit below `below` that renamed `path` into a file HEAD has
+    (through that file's own renames), or -1."""
+    return max((order for (order,) in con.execute(
+        f"select {_ORDER} from file_changes fc join commits c on c.id = fc.commit_id"
+        " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
+        " and exists (with recursive later(id, n) as (select fc.file_id, 0 union"
+        " select r.file_id, later.n + 1 from later join file_changes r on r.old_file_id ="
+        " later.id and r.status = 'R' where later.n < 50) select 1 from later"
+        " join head_files h on h.file_id = later.id)", (path,)) if order < below), default=-1)
 
 
 def _reborn(con: apsw.Connection, path: int, renames: set[int]) -> int:
@@ -173,41 +189,54 @@ class _Graph:
     def __init__(self, head: int | None = None) -> None:
         self.head = head   # the indexed HEAD's id
         self.parents: dict[int, list[int | None]] | None = None
+        self.order: dict[int, int] = {}
 
-    def walk(self, con: apsw.Connection, path: int, starts: list[int]) -> set[int]:
+    def walk(self, con: apsw.Connection, path: int, starts: list[int],
+             lowest: int = -1) -> set[int]:
         """The non-merge commits git's walk for `path` lists, from `starts` back: at a merge it
         follows the first parent whose version of the path the merge kept (absent counts), or
-        every parent when the merge changed it against all of them or this cannot be told."""
+        every parent when the merge changed it against all of them or this cannot be told.
+        Stops below the order `lowest`: a parent is never above its child in history's order,
+        so nothing asked about lies below it (a walk down the whole history per path made the
+        pruning of a history whose files were each deleted and re-created grow as its square)."""
         if self.parents is None:
             ids = {sha: cid for cid, sha in con.execute("select id, sha from commits")}
-            self.parents = {cid: [ids.get(p) for p in parents.split()] for cid, parents
-                            in con.execute("select id, parents from commits")}
+            self.parents, self.order = {}, {}
+            for cid, parents, order in con.execute(
+                    f"select c.id, c.parents, {_ORDER} from commits c"):
+                self.parents[cid] = [ids.get(p) for p in parents.split()]
+                self.order[cid] = order
         changed = {c for (c,) in con.execute(
-            "select commit_id from file_changes where file_id = ? union"
-            " select commit_id from file_changes where old_file_id = ?", (path, path))}
+            "select commit_id from file_changes where file_id = ? union select commit_id"
+            " from file_changes where old_file_id = ? and status = 'R'", (path, path))}
         kept = {c: (via, via_file) for c, via, via_file in con.execute(
             "select commit_id, via, via_file_id from merge_files where file_id = ?", (path,))}
         unknown = {c for (c,) in con.execute(
             "select commit_id from merge_files where old_file_id = ?", (path,))}
         listed: set[int] = set()
         seen: set[int] = set()
+        parents_of, order = self.parents, self.order
         stack = list(starts)
         while stack:
-            c = stack.pop()
-            if c in seen:
-                continue
-            seen.add(c)
-            parents = self.parents.get(c, [])
-            if len(parents) < 2:
-                if c in changed:
-                    listed.add(c)
-                follow = parents
-            elif c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
-                follow = parents
-            else:
-                via = kept[c][0] if c in kept else 0
-                follow = parents[via:via + 1]
-            stack.extend(p for p in follow if p is not None)
+            c: int | None = stack.pop()
+            # Down a line of single parents without the stack: most of a walk.
+            while c is not None and c not in seen:
+                seen.add(c)
+                parents = parents_of.get(c) or []
+                if len(parents) < 2:
+                    if c in changed:
+                        listed.add(c)
+                    c = parents[0] if parents else None
+                    if c is not None and order.get(c, -1) < lowest:
+                        c = None
+                    continue
+                if c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
+                    follow = parents
+                else:
+                    via = kept[c][0] if c in kept else 0
+                    follow = parents[via:via + 1]
+                stack.extend(p for p in follow if p is not None and order.get(p, -1) >= lowest)
+                c = None
         return listed
 
 

@@ -306,10 +306,16 @@ _SYMBOL_LINKS = (f"select sc.from_symbol_id, {_COMMIT_KEY}"
                  " from symbol_changes sc join commits c on c.id = sc.commit_id"
                  f" where sc.symbol_id = ? and {BEFORE} and {SINCE} and c.reachable = 1"
                  f" and sc.from_symbol_id is not null order by {NEWEST_FIRST}")
-# Where an identity was renamed or moved away to another identity, newest first, below a limit.
+# Where an identity was renamed or moved away to another identity, newest first, below a limit:
+# only to one that lives on at HEAD (through its own renames, if any). A side branch's rename
+# that its merge dropped, or a branch never merged, leads nowhere: it ends no life.
 _FILE_AWAY = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
               " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
-              f" and c.reachable = 1 and {BEFORE} order by {NEWEST_FIRST}")
+              f" and c.reachable = 1 and {BEFORE} and exists (with recursive"
+              " later(id, n) as (select fc.file_id, 0 union select r.file_id, later.n + 1"
+              " from later join file_changes r on r.old_file_id = later.id and r.status = 'R'"
+              " where later.n < 50) select 1 from later join head_files h"
+              f" on h.file_id = later.id) order by {NEWEST_FIRST}")
 # Its own starts and ends, below a limit: (key..., 'rename' when renamed or moved into it,
 # 'birth' when created, 'end' when deleted). A copy starts nothing: copied back from the file it
 # was renamed to (requests' __version__.py, renamed to __about__.py and copied back the same
@@ -319,10 +325,18 @@ _FILE_LIFE = (f"select {_COMMIT_KEY}, case when fc.status = 'D' then 'end' when 
               " from file_changes fc join commits c on c.id = fc.commit_id where fc.file_id = ?"
               " and fc.status in ('A', 'R', 'D') and c.reachable = 1"
               f" and {BEFORE} order by {NEWEST_FIRST}")
+# A symbol's: to one that lives on at HEAD, and not where the old one kept code of its own in
+# that commit (a wrapper: its code moved into a new method, it lives on).
 _SYMBOL_AWAY = (f"select {_COMMIT_KEY} from symbol_changes sc"
                 " join commits c on c.id = sc.commit_id where sc.from_symbol_id = ?"
                 f" and sc.symbol_id != sc.from_symbol_id and c.reachable = 1 and {BEFORE}"
-                f" order by {NEWEST_FIRST}")
+                " and not exists (select 1 from symbol_changes o where o.symbol_id ="
+                " sc.from_symbol_id and o.commit_id = sc.commit_id and o.change not in"
+                " ('renamed', 'moved', 'deleted')) and exists (with recursive"
+                " later(id, n) as (select sc.symbol_id, 0 union select r.symbol_id, later.n + 1"
+                " from later join symbol_changes r on r.from_symbol_id = later.id"
+                " where later.n < 50) select 1 from later join symbols s on s.id = later.id"
+                f" where s.alive = 1) order by {NEWEST_FIRST}")
 # A method whose code moved into a new one in a commit that kept it (a wrapper now) lives on:
 # neither an end nor a birth (symbol_changes.py, commands.md).
 _SYMBOL_LIFE = (f"select {_COMMIT_KEY}, case when sc.change = 'deleted' then 'end'"
@@ -369,13 +383,23 @@ def _disjoint(segments: list[tuple[int, Limit, Limit]]) -> list[tuple[int, Limit
 def earlier_identities(con: apsw.Connection, file_id: int | None = None,
                        symbol_id: int | None = None) -> set[int]:
     """The ids a file (or a symbol) had along its lineage, its own included: its paths before
-    renames and moves, as history follows them."""
+    renames and moves, as history follows them. Not an earlier path that HEAD has again as
+    another file (a path renamed away and used again): a filter by id cannot tell its two lives
+    apart, and the other file's commits are not this one's."""
     if symbol_id is not None:
-        return {i for i, _, _ in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
-                                          _SYMBOL_AWAY)}
+        found = {i for i, _, _ in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
+                                           _SYMBOL_AWAY)}
+        alive = {i for (i,) in con.execute(
+            f"select id from symbols where alive = 1 and id in ({','.join('?' * len(found))})",
+            tuple(found))}
+        return found - (alive - {symbol_id})
     if file_id is None:
         return set()
-    return {i for i, _, _ in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY)}
+    found = {i for i, _, _ in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY)}
+    at_head = {i for (i,) in con.execute(
+        f"select file_id from head_files where file_id in ({','.join('?' * len(found))})",
+        tuple(found))}
+    return found - (at_head - {file_id})
 
 
 def _floor(con: apsw.Connection, ident: int, limit: Limit, life_sql: str,

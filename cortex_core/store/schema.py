@@ -436,10 +436,17 @@ MIGRATIONS: list[str] = [
     # histories even where `git log -- FILE` never reaches it (a side branch's life that its
     # merge dropped); simplified.py now walks git's simplification through that stretch. And a
     # path renamed away and used again lost the new life's changes to the pruning of the file
-    # its old life became (an earlier path now counts only until its rename).
+    # its old life became (an earlier path now counts only until it is used again). Where a path was
+    # renamed away to is asked by history's lineage (history._FILE_AWAY) and by that walk, and
+    # where a path was born and deleted by the lineage (history._FILE_LIFE): indexes of a few
+    # rows each.
     """
     delete from pruned_heads;
     delete from meta where key = 'pruned_head';
+    create index if not exists file_changes_renamed_from on file_changes(old_file_id)
+        where status = 'R';
+    create index if not exists file_changes_life on file_changes(file_id)
+        where status in ('A', 'R', 'D');
     """,
 ]
 
