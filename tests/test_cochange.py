@@ -484,3 +484,21 @@ def test_the_hover_never_names_the_targets_own_members_or_holder(repo, cortex):
     assert coupled("Shop") == "audit"                     # not Shop.run, nor Shop.__init__
     assert coupled("Shop.run") == "audit"                 # not Shop, nor its nested step
     assert coupled("Shop.__init__") not in ("Shop", None)   # a sibling may be named
+
+
+def test_hidden_coupling_leaves_out_the_targets_other_overloads(repo, cortex):
+    """A review: blast on a Java overload listed its sibling overload as hidden coupling, which
+    the structure counts as the same node; likewise a Python property and its setter."""
+    from cortex_core.query.blast import blast
+    for n, days in enumerate((9, 8, 7)):
+        repo.write("m.py", f"class Box:\n    @property\n    def size(self):\n"
+                           f"        return self._s + {n}\n\n    @size.setter\n"
+                           f"    def size(self, v):\n        self._s = v - {n}\n\n\n"
+                           f"def other():\n    return {n}\n")
+        repo.commit(f"all {n}", days_ago=days)
+    cortex.index()
+    con = cortex.reader()
+    assert "Box.size[setter]" in [p.qualname for p in related(
+        con, TargetSpec("m.py", "Box.size")).symbols if not p.weak]
+    assert [h.qualname for h in blast(con, TargetSpec("m.py", "Box.size")).hidden
+            if h.qualname] == ["other"]

@@ -343,11 +343,12 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
 
 
 def _contains(path: str, qualname: str | None, target: Target) -> bool:
-    """Whether one of the two symbols holds the other (a class and its method): a link too."""
+    """Whether one of the two symbols holds the other (a class and its method), or both are
+    overloads of one name (one node to the structure): a link too."""
     if path != target.path or not qualname or not target.qualname:
         return False
     a, b = _structural(qualname) or "", _structural(target.qualname) or ""
-    return a.startswith(b + ".") or b.startswith(a + ".")
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
 def _summary(con, spec: TargetSpec, dependents: list[Dependent], half_life_days: float,
