@@ -245,6 +245,20 @@ def work_dir(prefix: str, keep: bool) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=WORK_DIR))
 
 
+def index_store(repo: Path, db: Path | None, work: Path | None) -> tuple[Path, dict]:
+    """The store to measure and what the report says of it: `db` when given (resolved), else
+    REPO indexed with `--model none` into `work`/cortex.db, timed."""
+    if db is not None:
+        db = db.resolve()
+        return db, {"db": str(db), "seconds": None}
+    assert work is not None, "no store given and no folder to index one into"
+    db = work / "cortex.db"
+    progress(f"indexing {repo} into {db} ...")
+    r = run([*cortex_command(), "index", "--repo", str(repo), "--db", str(db), "--model", "none",
+             "--quiet"])
+    return db, {"db": str(db), "seconds": r.seconds}
+
+
 def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 

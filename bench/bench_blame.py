@@ -192,14 +192,7 @@ def main(argv=None) -> int:
     try:
         if args.db is None:
             work = bl.work_dir("blame-", args.keep)
-            db = work / "cortex.db"
-            log(f"indexing {repo} into {db} ...")
-            r = bl.run([*bl.cortex_command(), "index", "--repo", str(repo), "--db", str(db),
-                        "--model", "none", "--quiet"])
-            report["index"] = {"db": str(db), "seconds": r.seconds}
-        else:
-            db = args.db.resolve()
-            report["index"] = {"db": str(db), "seconds": None}
+        db, report["index"] = bl.index_store(repo, args.db, work)
         from cortex_core.query.blame import last_change_of_line
         from cortex_core.errors import CortexError
         from cortex_core.store.store import get_meta, open_reader

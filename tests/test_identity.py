@@ -38,6 +38,11 @@ def subjects(con, path, symbol=None, line=None, substantive=False):
     return [(e.commit.subject, e.change) for e in found.entries]
 
 
+def titles(cortex, path):
+    """The subjects of a file's history, newest first, read on a fresh connection."""
+    return [subject for subject, _ in subjects(cortex.reader(), path)]
+
+
 def test_java_overloads_have_histories_of_their_own(repo, cortex):
     repo.write("Visitor.java", VISITOR)
     repo.commit("visitor")
@@ -583,17 +588,14 @@ def test_an_earlier_life_on_a_dropped_side_branch_is_on_no_history(repo, cortex)
     cortex.index()
     shown = repo.git("log", "--no-merges", "--format=%s", "--", "a.py").split("\n")
     assert shown == ["main life's edit", "main life"]
-
-    def listed() -> list[str]:
-        return [e.commit.subject for e in history(cortex.reader(), TargetSpec("a.py")).entries]
-    assert listed() == shown
+    assert titles(cortex, "a.py") == shown
     # A store pruned by an older version is pruned again on upgrade (migration 14).
     con = apsw.Connection(str(cortex.db))
     con.execute("delete from pruned_changes; update meta set value = '13'"
                 " where key = 'schema_version';")
     con.close()
     cortex.index()
-    assert listed() == shown
+    assert titles(cortex, "a.py") == shown
 
 
 def test_a_path_used_again_keeps_its_changes_from_the_lineage_it_left(repo, cortex):
@@ -614,10 +616,8 @@ def test_a_path_used_again_keeps_its_changes_from_the_lineage_it_left(repo, cort
         repo.commit(f"new a's edit {n}", days_ago=6 - n)
     cortex.index()
 
-    def listed(path: str) -> list[str]:
-        return [e.commit.subject for e in history(cortex.reader(), TargetSpec(path)).entries]
-    assert listed("a.py") == ["new a's edit 4", "new a's edit 3", "new a's edit 2", "new a"]
-    assert listed("b.py") == ["a to b", "old a's edit", "old a"]
+    assert titles(cortex, "a.py") == ["new a's edit 4", "new a's edit 3", "new a's edit 2", "new a"]
+    assert titles(cortex, "b.py") == ["a to b", "old a's edit", "old a"]
     assert cortex.reader().execute("select count(*) from pruned_changes").get == 0
 
 
@@ -642,7 +642,5 @@ def test_a_reused_paths_older_life_stays_with_the_file_it_became(repo, cortex):
     repo.commit("main new a", days_ago=3)
     cortex.index()
 
-    def listed(path: str) -> list[str]:
-        return [e.commit.subject for e in history(cortex.reader(), TargetSpec(path)).entries]
-    assert listed("c.py") == ["side a to c", "side a edit", "side a create"]
-    assert listed("a.py") == ["main new a"]
+    assert titles(cortex, "c.py") == ["side a to c", "side a edit", "side a create"]
+    assert titles(cortex, "a.py") == ["main new a"]

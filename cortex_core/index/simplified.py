@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import apsw
 
+from cortex_core.store.schema import RENAMED_INTO_HEAD
 from cortex_core.store.store import get_meta, set_meta
 
 # A commit's place in history's order (history.ORDER_KEY, not imported: indexing needs no query).
@@ -155,10 +156,7 @@ def _renamed_away(con: apsw.Connection, path: int, below: int) -> int:
     return max((order for (order,) in con.execute(
         f"select {_ORDER} from file_changes fc join commits c on c.id = fc.commit_id"
         " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
-        " and exists (with recursive later(id, n) as (select fc.file_id, 0 union"
-        " select r.file_id, later.n + 1 from later join file_changes r on r.old_file_id ="
-        " later.id and r.status = 'R' where later.n < 50) select 1 from later"
-        " join head_files h on h.file_id = later.id)", (path,)) if order < below), default=-1)
+        f" and {RENAMED_INTO_HEAD}", (path,)) if order < below), default=-1)
 
 
 def _reborn(con: apsw.Connection, path: int, renames: set[int]) -> int:

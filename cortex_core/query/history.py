@@ -23,6 +23,7 @@ from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
 from cortex_core.index.messages import WHY_CHARS, why
 from cortex_core.text.redact import redact
 from cortex_core.query.targets import Target, TargetSpec, file_level_reason, resolve
+from cortex_core.store.schema import RENAMED_INTO_HEAD
 
 NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
 NO_FLOOR = (-1, 0, "")        # a lineage floor (see _lineage) below every commit
@@ -311,11 +312,8 @@ _SYMBOL_LINKS = (f"select sc.from_symbol_id, {_COMMIT_KEY}"
 # that its merge dropped, or a branch never merged, leads nowhere: it ends no life.
 _FILE_AWAY = (f"select {_COMMIT_KEY} from file_changes fc join commits c on c.id = fc.commit_id"
               " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
-              f" and c.reachable = 1 and {BEFORE} and exists (with recursive"
-              " later(id, n) as (select fc.file_id, 0 union select r.file_id, later.n + 1"
-              " from later join file_changes r on r.old_file_id = later.id and r.status = 'R'"
-              " where later.n < 50) select 1 from later join head_files h"
-              f" on h.file_id = later.id) order by {NEWEST_FIRST}")
+              f" and c.reachable = 1 and {BEFORE} and {RENAMED_INTO_HEAD}"
+              f" order by {NEWEST_FIRST}")
 # Its own starts and ends, below a limit: (key..., 'rename' when renamed or moved into it,
 # 'birth' when created, 'end' when deleted). A copy starts nothing: copied back from the file it
 # was renamed to (requests' __version__.py, renamed to __about__.py and copied back the same

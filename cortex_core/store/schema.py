@@ -451,6 +451,15 @@ MIGRATIONS: list[str] = [
 ]
 
 
+# An SQL condition on a file_changes row `fc` that renamed a path away: the new path is a file
+# HEAD has, or becomes one through its own later renames (at most 50). A side branch's rename that
+# its merge dropped, or a branch never merged, leads to none (history._FILE_AWAY, simplified.py).
+RENAMED_INTO_HEAD = ("exists (with recursive later(id, n) as (select fc.file_id, 0 union"
+                     " select r.file_id, later.n + 1 from later join file_changes r"
+                     " on r.old_file_id = later.id and r.status = 'R' where later.n < 50)"
+                     " select 1 from later join head_files h on h.file_id = later.id)")
+
+
 def _parents_first(con) -> tuple[list[int], dict[int, list[int]]]:
     """Every stored commit's id, parents before children, and each one's stored parents.
     Depth-first over the parent links rather than in seq order: a run resumed after a kill may
