@@ -621,6 +621,72 @@ def test_a_path_used_again_keeps_its_changes_from_the_lineage_it_left(repo, cort
     assert cortex.reader().execute("select count(*) from pruned_changes").get == 0
 
 
+def test_a_merge_that_kept_a_branchs_deletion_drops_the_other_sides_edits(repo, cortex):
+    """A branch deletes a.py while main edits it; the merge deletes it (the branch's side), and
+    a.py is written anew later. `git log -- a.py` follows, at that merge, the parent that had no
+    a.py either, and never lists main's edit; the walk followed both parents, since the store
+    did not say which parent the deletion came from (a fuzzer's case)."""
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("first life", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.remove("a.py")
+    repo.commit("side deletes a", days_ago=8)
+    repo.git("checkout", "-q", "main")
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("main edits a", days_ago=7)
+    try:
+        repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    except subprocess.CalledProcessError:   # modify/delete: the deletion wins
+        repo.remove("a.py")
+        repo.git("commit", "-q", "--no-edit")
+    repo.write("a.py", "def g():\n    return 3\n")
+    repo.commit("second life", days_ago=5)
+    cortex.index()
+    shown = repo.git("log", "--no-merges", "--format=%s", "--", "a.py").split("\n")
+    assert shown == ["second life", "side deletes a", "first life"]
+    assert titles(cortex, "a.py") == shown
+
+
+def test_one_files_pruning_hides_nothing_from_another(repo, cortex):
+    """b.py is edited, moved away to d.py and back; meanwhile a.py passes through the name b.py
+    (renamed to it and back). a.py's pruning counted b.py's edit as a change of its own lineage
+    its versions do not reach, and with one row per change and no owner, the row hid the edit
+    from b.py's history too, which `git log --follow b.py` lists (a fuzzer's case; which file
+    pruned first also decided what an incremental run kept)."""
+    import apsw
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.write("b.py", "def g():\n    return 1\n")
+    repo.commit("a and b", days_ago=9)
+    repo.write("b.py", "def g():\n    return 2\n")
+    repo.commit("b's edit", days_ago=8)
+    repo.move("b.py", "d.py")
+    repo.commit("b to d", days_ago=7)
+    repo.move("a.py", "b.py")
+    repo.commit("a to b", days_ago=6)
+    repo.move("b.py", "a.py")
+    repo.commit("b back to a", days_ago=5)
+    repo.move("d.py", "b.py")
+    repo.commit("d back to b", days_ago=4)
+    cortex.index()
+    follow = repo.git("log", "--follow", "--format=%s", "--", "b.py").split("\n")
+    assert follow == ["d back to b", "b to d", "b's edit", "a and b"]
+    assert titles(cortex, "b.py") == follow
+    assert titles(cortex, "a.py") == ["b back to a", "a to b", "a and b"]
+    assert subjects(cortex.reader(), "b.py", "g") == [
+        ("d back to b", "moved"), ("b to d", "moved"), ("b's edit", "body"), ("a and b", "added")]
+    # Hotspots count what history lists (they had lost the edit too).
+    from cortex_core.query.hotspots import hotspots
+    found = hotspots(cortex.reader(), top_k=20)
+    assert {(h.path, h.qualname): h.changes for h in found.symbols}[("b.py", "g")] == 4
+    # A store of schema 14 is pruned again, each file on its own.
+    con = apsw.Connection(str(cortex.db))
+    con.execute("delete from pruned_heads; update meta set value = '14'"
+                " where key = 'schema_version';")
+    con.close()
+    cortex.index()
+    assert titles(cortex, "b.py") == follow
+
+
 def test_a_reused_paths_older_life_stays_with_the_file_it_became(repo, cortex):
     """A review: a side branch creates a.py, edits it and renames it to c.py, and is merged;
     main then writes a new a.py. The new a.py's pruning took the side's a.py commits for an

@@ -629,7 +629,7 @@ class _Indexer:
         with con:
             self._snapshot_head(head)
             versions.write_head(str(head.id))
-            update_pruned(con)
+            update_pruned(con, flipped=again + gone)
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
             set_meta(con, "head", str(head.id))

@@ -5,7 +5,9 @@ its other parent had it — never reached HEAD: `git log -- FILE` leaves such co
 default history simplification follows, at a merge, only a parent whose version of the file the
 merge kept), `git blame` never names them, and neither do CodeShovel's method histories. Those
 are the changes recorded here, in `pruned_changes`, so that file and symbol histories leave them
-out too.
+out too. Each HEAD file has its own rows: the same change of a path can be dropped on the way to
+one HEAD file and kept on the way to another (the path's older life renamed to one, its name used
+again by the other), and which of them a run happened to compute first must not decide.
 
 The file version graph (versions.py) already has that shape: a merge that kept a parent's
 version of a file is no version of its own, it points at that parent's. So the changes on the
@@ -14,7 +16,8 @@ FILE in that graph (renames followed through prev_file_id); the others of the sa
 than the oldest version reached, are pruned. An older life of a path (before the life reached was
 created) is on git's history where git's walk, going on through commits without the file, gets
 to it: that walk is made here for the paths that have one (_Graph.walk: at a merge, the first
-parent whose version the merge kept, absence included; every parent when it cannot be told), and
+parent whose version the merge kept, absence included, told from the stored changes for a merge
+that deleted the path; every parent when it cannot be told), and
 the older life's changes it does not list are pruned, whatever their status.
 Newer than the oldest version reached, the content changes (status M) are pruned; the graph
 follows content, git follows paths, and a rename or a creation whose path HEAD still has can be
@@ -41,9 +44,10 @@ _ORDER = "c.order_time * 16777216 + min(c.generation, 16777215)"
 _NO_END = 1 << 80   # above every _ORDER
 
 
-def update_pruned(con: apsw.Connection) -> int:
+def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = ()) -> int:
     """Brings pruned_changes up to date with head_versions; returns how many files were
-    recomputed. Call in the transaction that wrote head_versions."""
+    recomputed. Call in the transaction that wrote head_versions. `flipped`: the ids of stored
+    commits whose reachability this run changed (their files' pruning is recomputed too)."""
     head = get_meta(con, "versions_head")
     if head is None or get_meta(con, "pruned_head") == head:
         return 0
@@ -53,12 +57,15 @@ def update_pruned(con: apsw.Connection) -> int:
     moved = {f for f, version in now.items() if known.get(f) != version}
     last = int(get_meta(con, "pruned_commit") or 0)
     if known and last:   # a first computation recomputes every file anyway
-        moved |= _touched(con, last, now.keys())
+        moved |= _touched(con, last, flipped, now.keys())
+        moved |= _handed(con, set(now) ^ set(known), now.keys())
     graph = _Graph(con.execute("select id from commits where sha = ?", (head,)).get)
     for file_id in moved:
         commit_id, version_file_id = map(int, now[file_id].split(":"))
         _recompute(con, file_id, commit_id, version_file_id, graph)
     gone = [f for f in known if f not in now]
+    # A file HEAD no longer has takes its rows along: they were its history's, no one else's.
+    con.executemany("delete from pruned_changes where head_file_id = ?", ((f,) for f in gone))
     con.executemany("delete from pruned_heads where file_id = ?", ((f,) for f in gone))
     con.executemany("insert or replace into pruned_heads(file_id, version) values (?, ?)",
                     ((f, now[f]) for f in moved))
@@ -67,25 +74,48 @@ def update_pruned(con: apsw.Connection) -> int:
     return len(moved)
 
 
-def _touched(con: apsw.Connection, last: int, at_head) -> set[int]:
+def _touched(con: apsw.Connection, last: int, flipped, at_head) -> set[int]:
     """The files of HEAD whose lineage has changes in the commits stored after the commit id
-    `last` (ids grow as commits are stored): the changed paths themselves, and the later names
-    of a changed path renamed since."""
+    `last` (ids grow as commits are stored) or in `flipped`: the changed paths themselves, and
+    every file a changed path was ever renamed or copied into, through later renames."""
     changed = {f for (f,) in con.execute(
         "select distinct file_id from file_changes where commit_id > ?", (last,))}
-    out = {f for f in changed if f in at_head}
-    # A path still at HEAD was not renamed away: only the others are followed (rarely any).
-    frontier = {f for f in changed if f not in at_head}
-    seen = set(frontier)
+    flipped = list(flipped)
+    for at in range(0, len(flipped), 500):
+        step = flipped[at:at + 500]
+        changed |= {f for (f,) in con.execute(
+            f"select file_id from file_changes where commit_id in ({','.join('?' * len(step))})",
+            step)}
+    # Followed even when HEAD has the path: it may be a name used again, whose older life was
+    # renamed into another file (a side branch's change merged now is that file's too).
+    return _closure(con, changed, "select file_id from file_changes where old_file_id in ({})"
+                                  " and status in ('R', 'C')") & set(at_head)
+
+
+def _handed(con: apsw.Connection, came_or_went: set[int], at_head) -> set[int]:
+    """The files of HEAD whose pruning depends on whether the files HEAD gained or lost are at
+    HEAD: a path's changes before its rename into a file HEAD has are that file's past, not
+    its own (_renamed_away), so every file whose lineage holds a path renamed, through later
+    renames, into one of them: the path itself and the files it was renamed into."""
+    sources = _closure(con, came_or_went, "select old_file_id from file_changes"
+                                          " where file_id in ({}) and status = 'R'")
+    if sources == came_or_went:
+        return set()   # nothing was ever renamed into them: the common case
+    return _closure(con, sources, "select file_id from file_changes where old_file_id in ({})"
+                                  " and status = 'R'") & set(at_head)
+
+
+def _closure(con: apsw.Connection, start: set[int], step_sql: str) -> set[int]:
+    """`start` and every file id `step_sql` (a query of one column over the ids in its `{}`)
+    leads to from them, step after step; asked 500 ids at a time."""
+    found, frontier = set(start), list(start)
     while frontier:
-        out |= {f for f in frontier if f in at_head}
-        marks = ",".join("?" * len(frontier))
-        renamed = {f for (f,) in con.execute(
-            f"select distinct file_id from file_changes where old_file_id in ({marks})"
-            " and status in ('R', 'C')", tuple(frontier))}
-        frontier = renamed - seen
-        seen |= frontier
-    return out
+        step, frontier = frontier[:500], frontier[500:]
+        for (f,) in con.execute(step_sql.format(",".join("?" * len(step))), step):
+            if f is not None and f not in found:
+                found.add(f)
+                frontier.append(f)
+    return found
 
 
 def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_id: int,
@@ -147,7 +177,7 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
                 listed = graph.walk(con, path, [graph.head], min(other.values()))
                 rows += [(c, path, file_id) for c in other if c not in listed]
         con.executemany("insert or ignore into pruned_changes(commit_id, file_id, head_file_id)"
-                        " values (?, ?, ?)", rows)
+                        " values (?, ?, ?)", rows)   # ignore: a change met twice in one walk
 
 
 def _renamed_away(con: apsw.Connection, path: int, below: int) -> int:
@@ -188,6 +218,7 @@ class _Graph:
         self.head = head   # the indexed HEAD's id
         self.parents: dict[int, list[int | None]] | None = None
         self.order: dict[int, int] = {}
+        self.removed: dict[int, dict[int, bool]] = {}   # path -> commit -> removed it
 
     def walk(self, con: apsw.Connection, path: int, starts: list[int],
              lowest: int = -1) -> set[int]:
@@ -208,7 +239,10 @@ class _Graph:
             "select commit_id from file_changes where file_id = ? union select commit_id"
             " from file_changes where old_file_id = ? and status = 'R'", (path, path))}
         kept = {c: (via, via_file) for c, via, via_file in con.execute(
-            "select commit_id, via, via_file_id from merge_files where file_id = ?", (path,))}
+            "select commit_id, via, via_file_id from merge_files where file_id = ?"
+            " and status != 'D'", (path,))}
+        deleted = {c for (c,) in con.execute(
+            "select commit_id from merge_files where file_id = ? and status = 'D'", (path,))}
         unknown = {c for (c,) in con.execute(
             "select commit_id from merge_files where old_file_id = ?", (path,))}
         listed: set[int] = set()
@@ -228,7 +262,11 @@ class _Graph:
                     if c is not None and order.get(c, -1) < lowest:
                         c = None
                     continue
-                if c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
+                if c in deleted and c not in unknown:
+                    # Without the path, like the first parent that has none: git follows that one.
+                    follow = next(([p] for p in parents[1:] if p is not None
+                                   and self.absent(con, path, p)), parents)
+                elif c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
                     follow = parents
                 else:
                     via = kept[c][0] if c in kept else 0
@@ -236,6 +274,34 @@ class _Graph:
                 stack.extend(p for p in follow if p is not None and order.get(p, -1) >= lowest)
                 c = None
         return listed
+
+    def absent(self, con: apsw.Connection, path: int, commit: int) -> bool:
+        """Whether the commit's tree has no file at `path`, from the stored changes: the nearest
+        change of the path down first parents removed it (deleted, renamed away), or there is
+        none. A merge lists every file it holds otherwise than its first parent, so one without
+        a row for the path has the first parent's. False when this cannot be told (a parent
+        not in the store: a shallow clone's edge)."""
+        removed = self.removed.get(path)
+        if removed is None:
+            removed = self.removed[path] = {}
+            for table in ("file_changes", "merge_files"):
+                for made, status, old in con.execute(
+                        f"select commit_id, status, old_file_id from {table} where file_id = ?"
+                        " or (old_file_id = ? and status = 'R')", (path, path)):
+                    # Renamed away and made again in one commit: there.
+                    removed[made] = status == "D" or (old == path and status == "R" and
+                                                      removed.get(made, True))
+        parents_of = self.parents
+        assert parents_of is not None   # read by walk()
+        c: int | None = commit
+        while c is not None and c in parents_of:
+            if c in removed:
+                return removed[c]
+            parents = parents_of[c]
+            if not parents:
+                return True   # a root: the path was never made
+            c = parents[0]
+        return False
 
 
 def _reachable(con: apsw.Connection, commit_id: int, file_id: int

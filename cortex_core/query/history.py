@@ -181,13 +181,14 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
             said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
         return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
+    heads = _pruning_heads(con, file_id)
     for fid, limit, floor in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
                 f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {SINCE}"
-                f" and {_ON_GITS_HISTORY}"
+                f" and {_on_gits_history('fc', heads)}"
                 + (" and fc.skip_reason is not null" if only_skipped else ""),
                 (fid, *limit, *floor)):
             # A limit that cut this change out of symbol history is said where it happened.
@@ -241,17 +242,22 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
+    row = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
+                      " where s.id = ? and s.alive = 1", (symbol_id,)).fetchone()
     for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
                                       _SYMBOL_AWAY):
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
                                         (sid,)).fetchone()
+        # Under its HEAD file's path, that file's pruning; moved from another file, whichever
+        # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
+        heads = (file_id,) if row is not None and file_id == row[0] else None
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
                 f" and c.reachable = 1 and {BEFORE} and {SINCE}"
-                f" and {_ON_GITS_HISTORY.replace('fc.', 's.')}",
+                f" and {_on_gits_history('s', heads)}",
                 (file_id, qualname, len(qualname) + 1, qualname + ".", *limit, *floor)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
@@ -276,9 +282,21 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
     return _newest_first(entries)
 
 
-# A change a merge dropped (simplified.py) is on no history, as in `git log -- FILE`.
-_ON_GITS_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
-                    " and p.file_id = fc.file_id)")
+def _pruning_heads(con: apsw.Connection, file_id: int) -> tuple[int] | None:
+    """Whose pruning a file's history takes: its own when HEAD has it; None (any HEAD file's)
+    for a file HEAD no longer has, whose history no walk was made for."""
+    found = con.execute("select 1 from head_files where file_id = ?", (file_id,)).fetchone()
+    return None if found is None else (file_id,)
+
+
+def _on_gits_history(table: str, heads: tuple | None) -> str:
+    """A change a merge dropped (simplified.py) is on no history, as in `git log -- FILE`:
+    dropped on the way to one of `heads` (HEAD files' ids, or SQL of one), or to any HEAD file
+    when None. Another HEAD file's pruning is not this one's: a path's older life, renamed to
+    one file, may have lost at a merge a change that the name's next life, another file, kept."""
+    on_head = "" if heads is None else f" and p.head_file_id in ({', '.join(map(str, heads))})"
+    return ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
+            f" and p.file_id = {table}.file_id{on_head})")
 
 
 def _container_change(own: str | None, member_kinds: set[str]) -> str:

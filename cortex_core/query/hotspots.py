@@ -125,9 +125,11 @@ def window_changes(con: apsw.Connection, path: str, since: float, *, qualname: s
 
 
 _RECENCY = "pow(0.5, max(0.0, :now - t) / :hl)"
-# A change a merge dropped (simplified.py) is on no history, so it is no change here either.
+# A change a merge dropped (simplified.py) is on no history, so it is no change here either:
+# dropped on the way to the HEAD file counted ({head}; any HEAD file's for a symbol's change in
+# another file, moved from it), as history.py asks.
 _ON_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
-               " and p.file_id = {file}.file_id)")
+               " and p.file_id = {file}.file_id and ({head}))")
 
 
 def _lineage(base: str, links: str) -> str:
@@ -157,8 +159,11 @@ def _symbol_totals(base: str) -> str:
             select g.live, c.author_time, c.author_email, sum(sc.added + sc.deleted)
             from lineage g join symbol_changes sc on sc.symbol_id = g.anc
             join commits c on c.id = sc.commit_id join symbols s on s.id = g.anc
+            join symbols live on live.id = g.live
             where c.reachable = 1 and c.author_time >= :since and {_SUBSTANTIVE}
-                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="s")}
+                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha)
+                  and {_ON_HISTORY.format(
+                      file="s", head="p.head_file_id = live.file_id or s.file_id != live.file_id")}
             group by g.live, c.id),
         {_TOTALS}"""
 
@@ -176,7 +181,8 @@ def _file_totals(base: str) -> str:
             from lineage g join file_changes fc on fc.file_id = g.anc
             join commits c on c.id = fc.commit_id
             where c.reachable = 1 and c.author_time >= :since and fc.skip_reason is null
-                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha) and {_ON_HISTORY.format(file="fc")}
+                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha)
+                  and {_ON_HISTORY.format(file="fc", head="p.head_file_id = g.live")}
             group by g.live, c.id),
         {_TOTALS}"""
 

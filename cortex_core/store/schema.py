@@ -448,6 +448,27 @@ MIGRATIONS: list[str] = [
     create index if not exists file_changes_life on file_changes(file_id)
         where status in ('A', 'R', 'D');
     """,
+    # 15: a dropped change is dropped from one HEAD file's history, not from every history: two
+    # HEAD files can share a path's changes (an older life renamed to one, the name used again by
+    # the other) and only one of them may have lost it at a merge. Keyed by (commit, path) alone,
+    # the first file to prune a change owned its row: one file's pruning hid the change from the
+    # other's history, and which file came first depended on the order of index runs (an
+    # incremental run and a rebuild disagreed). Now each HEAD file has its own rows; they are
+    # recomputed from the store, so none are copied. The walk also tells now, at a merge that
+    # deleted a path, which other parent had none (git follows that one alone).
+    """
+    drop table if exists pruned_changes;
+    create table pruned_changes(
+        head_file_id integer not null references files(id),
+        commit_id integer not null references commits(id),
+        file_id integer not null references files(id),
+        primary key (head_file_id, commit_id, file_id)
+    ) without rowid;
+    -- A history of a file that HEAD no longer has asks for any HEAD file's pruning.
+    create index if not exists pruned_changes_change on pruned_changes(commit_id, file_id);
+    delete from pruned_heads;
+    delete from meta where key = 'pruned_head';
+    """,
 ]
 
 
