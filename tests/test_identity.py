@@ -647,6 +647,66 @@ def test_a_merge_that_kept_a_branchs_deletion_drops_the_other_sides_edits(repo, 
     assert titles(cortex, "a.py") == shown
 
 
+def test_a_symbols_history_takes_its_own_files_pruning(repo, cortex):
+    """A review: main renames a.py to c.py while a side branch edits f3 in a.py; the merge keeps
+    both (the side's a.py, main's c.py), and f3 is renamed to g3 later. The side's edit reached
+    a.py and was dropped on the way to c.py; g3's history must list it and the rename, as
+    `git log -L` does (a variable shadowed made every symbol history but its first identity's
+    take any file's pruning)."""
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(1, 5))
+    repo.write("a.py", body)
+    repo.commit("A", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.git("checkout", "-q", "main")
+    repo.move("a.py", "c.py")
+    repo.commit("R", days_ago=8)
+    repo.git("checkout", "-q", "side")
+    repo.write("a.py", body.replace("return x + 3", "return x * 33"))
+    repo.commit("C", days_ago=7)
+    repo.git("checkout", "-q", "main")
+    try:
+        repo.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    except subprocess.CalledProcessError:
+        pass
+    repo.git("checkout", "side", "--", "a.py")
+    repo.git("checkout", "main", "--", "c.py")
+    repo.commit("M", days_ago=6)
+    repo.write("a.py", (repo.path / "a.py").read_text().replace("def f3(", "def g3("))
+    repo.commit("N", days_ago=5)
+    cortex.index()
+    listed = [s for s, _ in subjects(cortex.reader(), "a.py", "g3")]
+    assert {"N", "C", "A"} <= set(listed), listed
+    assert titles(cortex, "a.py")[:2] == ["N", "C"]
+
+
+def test_a_merge_that_renamed_a_path_away_is_without_it(repo, cortex):
+    """A review: a side branch renames a.py to b.py while main edits a.py; the merge's own diff
+    renames a.py away (main's edit carried into b.py); b.py is deleted, a new a.py written.
+    At that merge `git log -- a.py` follows the side, which had no a.py either, and never
+    lists main's edit; the walk followed both parents."""
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    repo.write("a.py", body)
+    repo.commit("A1", days_ago=9)
+    repo.write("a.py", body + "# m1\n")
+    repo.commit("m1", days_ago=8)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.move("a.py", "b.py")
+    repo.commit("side rename a->b", days_ago=7)
+    repo.git("checkout", "-q", "main")
+    repo.write("a.py", body + "# m1\n# m2\n")
+    repo.commit("m2", days_ago=6)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    repo.remove("b.py")
+    repo.commit("delete b", days_ago=4)
+    repo.write("a.py", "def g():\n    return 1\n")
+    repo.commit("A2", days_ago=3)
+    cortex.index()
+    shown = repo.git("log", "--no-merges", "--format=%s", "--", "a.py").split("\n")
+    assert shown == ["A2", "side rename a->b", "m1", "A1"]
+    # The rename is b.py's change (its lineage's), not a.py's: the rest as git lists it.
+    assert titles(cortex, "a.py") == ["A2", "m1", "A1"]
+
+
 def test_one_files_pruning_hides_nothing_from_another(repo, cortex):
     """b.py is edited, moved away to d.py and back; meanwhile a.py passes through the name b.py
     (renamed to it and back). a.py's pruning counted b.py's edit as a change of its own lineage
@@ -685,6 +745,62 @@ def test_one_files_pruning_hides_nothing_from_another(repo, cortex):
     con.close()
     cortex.index()
     assert titles(cortex, "b.py") == follow
+
+
+def test_upgraded_stores_keep_their_pruning_until_the_run_recomputes_it(repo, cortex):
+    """A review: migration 15 emptied the pruning, and only the end of the run that migrated
+    filled it again; a reader meanwhile (or after a stopped run) listed what merges dropped."""
+    from cortex_core.store.store import open_writer
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("A", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("side edit, dropped", days_ago=8)
+    repo.git("checkout", "-q", "main")
+    repo.write("x.txt", "x\n")
+    repo.commit("other", days_ago=7)
+    repo.git("merge", "-q", "-s", "ours", "-m", "merge side", "side")
+    cortex.index()
+    assert titles(cortex, "a.py") == ["A"]
+    con = open_writer(cortex.db)
+    # A row of a file HEAD no longer had, which versions before 15 left behind.
+    con.execute("insert into pruned_changes(head_file_id, commit_id, file_id) select f.id,"
+                " c.id, f.id from files f, commits c where f.path = 'x.txt' and c.subject = 'A';"
+                " update meta set value = '14' where key = 'schema_version'")
+    con.close()
+    open_writer(cortex.db).close()   # migrates, as a run starts by doing
+    assert titles(cortex, "a.py") == ["A"]
+    repo.remove("x.txt")
+    repo.commit("x gone", days_ago=5)
+    cortex.index()
+    assert titles(cortex, "a.py") == ["A"]
+    assert cortex.reader().execute("select count(*) from pruned_changes p join files f"
+                                   " on f.id = p.head_file_id where f.path = 'x.txt'").get == 0
+
+
+def test_all_branches_runs_agree_with_a_rebuild_when_head_stays(repo, cortex, tmp_path):
+    """A review: with --all-branches, a commit on another branch while HEAD stays put never
+    reached the pruning (it stopped at an unmoved HEAD), so a side branch's a.py, which git's
+    walk from HEAD never reaches, stayed on a.py's history until a rebuild."""
+    from conftest import Indexed
+    repo.write("base.py", "x = 1\n")
+    repo.commit("base", days_ago=10)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.git("checkout", "-q", "main")
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("A", days_ago=9)
+    repo.write("a.py", "def f():\n    return 2\n")
+    repo.commit("m1", days_ago=8)
+    cortex.index(all_branches=True)
+    repo.git("checkout", "-q", "side")
+    repo.write("a.py", "def g():\n    return 3\n")
+    repo.commit("side creates a", days_ago=7)
+    repo.git("checkout", "-q", "main")
+    cortex.index(all_branches=True)
+    once = Indexed(repo, tmp_path / "once" / "cortex.db")
+    once.index(all_branches=True)
+    assert titles(once, "a.py") == ["m1", "A"]
+    assert titles(cortex, "a.py") == ["m1", "A"]
 
 
 def test_a_reused_paths_older_life_stays_with_the_file_it_became(repo, cortex):

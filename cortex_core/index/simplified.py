@@ -49,13 +49,16 @@ def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = ()) -> int:
     recomputed. Call in the transaction that wrote head_versions. `flipped`: the ids of stored
     commits whose reachability this run changed (their files' pruning is recomputed too)."""
     head = get_meta(con, "versions_head")
-    if head is None or get_meta(con, "pruned_head") == head:
+    last = int(get_meta(con, "pruned_commit") or 0)
+    newest = con.execute("select coalesce(max(id), 0) from commits").get
+    # HEAD where it was can still need work: commits of other branches (--all-branches) or
+    # whose reachability flipped can move what HEAD's files' walks list.
+    if head is None or (get_meta(con, "pruned_head") == head and newest == last and not flipped):
         return 0
     known = dict(con.execute("select file_id, version from pruned_heads"))
     now = {f: f"{c}:{v}" for f, c, v in con.execute(
         "select file_id, commit_id, version_file_id from head_versions")}
     moved = {f for f, version in now.items() if known.get(f) != version}
-    last = int(get_meta(con, "pruned_commit") or 0)
     if known and last:   # a first computation recomputes every file anyway
         moved |= _touched(con, last, flipped, now.keys())
         moved |= _handed(con, set(now) ^ set(known), now.keys())
@@ -66,11 +69,14 @@ def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = ()) -> int:
     gone = [f for f in known if f not in now]
     # A file HEAD no longer has takes its rows along: they were its history's, no one else's.
     con.executemany("delete from pruned_changes where head_file_id = ?", ((f,) for f in gone))
+    if not known:   # computed afresh (a first run, a migration): rows an older version left
+        con.execute("delete from pruned_changes where head_file_id not in"
+                    " (select file_id from head_versions)")
     con.executemany("delete from pruned_heads where file_id = ?", ((f,) for f in gone))
     con.executemany("insert or replace into pruned_heads(file_id, version) values (?, ?)",
                     ((f, now[f]) for f in moved))
     set_meta(con, "pruned_head", head)
-    set_meta(con, "pruned_commit", str(con.execute("select coalesce(max(id), 0) from commits").get))
+    set_meta(con, "pruned_commit", str(newest))
     return len(moved)
 
 
@@ -219,6 +225,7 @@ class _Graph:
         self.parents: dict[int, list[int | None]] | None = None
         self.order: dict[int, int] = {}
         self.removed: dict[int, dict[int, bool]] = {}   # path -> commit -> removed it
+        self.absent_at: dict[int, dict[int, bool]] = {}   # path -> commit -> absent there
 
     def walk(self, con: apsw.Connection, path: int, starts: list[int],
              lowest: int = -1) -> set[int]:
@@ -262,8 +269,9 @@ class _Graph:
                     if c is not None and order.get(c, -1) < lowest:
                         c = None
                     continue
-                if c in deleted and c not in unknown:
-                    # Without the path, like the first parent that has none: git follows that one.
+                if c in deleted or (c in unknown and c not in kept):
+                    # Without the path (deleted, or renamed away by the merge's own diff), like
+                    # the first other parent that has none: git follows that one.
                     follow = next(([p] for p in parents[1:] if p is not None
                                    and self.absent(con, path, p)), parents)
                 elif c in unknown or (c in kept and (kept[c][0] is None or kept[c][1] != path)):
@@ -293,15 +301,28 @@ class _Graph:
                                                       removed.get(made, True))
         parents_of = self.parents
         assert parents_of is not None   # read by walk()
+        known = self.absent_at.setdefault(path, {})
+        chain: list[int] = []
         c: int | None = commit
+        answer = False   # a parent not stored: cannot be told
         while c is not None and c in parents_of:
+            if c in known:
+                answer = known[c]
+                break
+            chain.append(c)
             if c in removed:
-                return removed[c]
+                answer = removed[c]
+                break
             parents = parents_of[c]
             if not parents:
-                return True   # a root: the path was never made
+                answer = True   # a root: the path was never made
+                break
             c = parents[0]
-        return False
+        # Every commit walked has the same answer: the next merge's walk stops where this one
+        # went (a branch merging main again and again made the walks grow as their square).
+        for walked in chain:
+            known[walked] = answer
+        return answer
 
 
 def _reachable(con: apsw.Connection, commit_id: int, file_id: int

@@ -242,15 +242,15 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
-    row = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
-                      " where s.id = ? and s.alive = 1", (symbol_id,)).fetchone()
+    home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
+                       " where s.id = ? and s.alive = 1", (symbol_id,)).get
     for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
                                       _SYMBOL_AWAY):
         file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
                                         (sid,)).fetchone()
         # Under its HEAD file's path, that file's pruning; moved from another file, whichever
         # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
-        heads = (file_id,) if row is not None and file_id == row[0] else None
+        heads = (file_id,) if file_id == home else None
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"

@@ -457,13 +457,19 @@ MIGRATIONS: list[str] = [
     # recomputed from the store, so none are copied. The walk also tells now, at a merge that
     # deleted a path, which other parent had none (git follows that one alone).
     """
-    drop table if exists pruned_changes;
-    create table pruned_changes(
+    drop table if exists pruned_changes_15;
+    create table pruned_changes_15(
         head_file_id integer not null references files(id),
         commit_id integer not null references commits(id),
         file_id integer not null references files(id),
         primary key (head_file_id, commit_id, file_id)
     ) without rowid;
+    -- The rows kept as they were until the run recomputes them: readers during a long run
+    -- (or after a stopped one) still see what merges dropped.
+    insert or ignore into pruned_changes_15(head_file_id, commit_id, file_id)
+        select head_file_id, commit_id, file_id from pruned_changes;
+    drop table pruned_changes;
+    alter table pruned_changes_15 rename to pruned_changes;
     -- A history of a file that HEAD no longer has asks for any HEAD file's pruning.
     create index if not exists pruned_changes_change on pruned_changes(commit_id, file_id);
     delete from pruned_heads;
