@@ -745,6 +745,16 @@ def test_hits_found_by_meaning_alone_say_so(indexed):
     assert search(con, "latency", SearchOptions(mode="lexical"), embedder=embedder).hits == []
 
 
+def test_a_query_of_common_words_only_says_so(indexed):
+    """"the of and" still matches (nothing else is left to match), but half the history holds
+    those words: the result says its hits match common words alone, and only then."""
+    con = indexed.reader()
+    common = search(con, "the of and", SearchOptions(mode="lexical"))
+    assert common.hits and "every word of the query is a common one (the, of, and)" in common.note
+    found = search(con, "the timeout", SearchOptions(mode="lexical"))
+    assert found.hits and "common one" not in (found.note or "")
+
+
 def test_path_filter_and_focus_follow_renames(repo, cortex):
     """A review found `--path src/app/client.py` and `--at` its function blind to the commits
     made before the file moved there (requests' move into src/): history follows the move."""

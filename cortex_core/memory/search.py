@@ -43,7 +43,7 @@ from cortex_core.clock import DEFAULT, Clock, clock as read_clock
 from cortex_core.errors import CortexError, Hint
 from cortex_core.text.redact import redact
 from cortex_core.memory.authors import authored_by, known_logins, named_logins, without_logins
-from cortex_core.memory.tokens import fts_query, query_terms
+from cortex_core.memory.tokens import fts_query, only_common_words, query_terms
 
 CANDIDATES = 200
 OVERFETCH = 2 * CANDIDATES  # lexical matches read before the filters (_bm25)
@@ -258,6 +258,12 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
         # language): said, so that a reader or an agent weighs them as guesses.
         said = (f"no word of the query is in the index: {'these hits are' if len(hits) != 1 else 'this hit is'}"
                 " the embedding model's nearest by meaning alone")
+        note = f"{note}; {said}" if note else said
+    common = only_common_words(words) if scored else []
+    if common:
+        # "the of and" matches half the history: said, so that nobody reads the list as an answer.
+        said = (f"every word of the query is a common one ({', '.join(common[:5])}): "
+                "the lexical hits match those alone")
         note = f"{note}; {said}" if note else said
     behind = unsearched_commits(con)
     if behind:

@@ -93,6 +93,13 @@ def query_terms(text: str) -> list[str]:
     return unique[:MAX_QUERY_TERMS]
 
 
+def only_common_words(text: str) -> list[str]:
+    """The query's words when every one is a stopword (then matched all the same, for want of
+    others: query_terms), else []."""
+    terms = query_terms(text)
+    return terms if terms and all(t in STOPWORDS for t in terms) else []
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression for free text, or None when the text has no words."""
     terms = query_terms(text)
