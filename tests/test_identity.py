@@ -619,6 +619,17 @@ def test_a_path_used_again_keeps_its_changes_from_the_lineage_it_left(repo, cort
     assert titles(cortex, "a.py") == ["new a's edit 4", "new a's edit 3", "new a's edit 2", "new a"]
     assert titles(cortex, "b.py") == ["a to b", "old a's edit", "old a"]
     assert cortex.reader().execute("select count(*) from pruned_changes").get == 0
+    # Hotspots count what history lists: the old a.py's changes are b.py's, not the new a.py's,
+    # for the whole repository's list and for one file's lens alike.
+    from cortex_core.query.hotspots import hotspot_score, hotspots, window_changes
+    con = cortex.reader()
+    assert {h.path: h.changes for h in hotspots(con, top_k=20).files} == {"a.py": 4, "b.py": 3}
+    assert {(h.path, h.qualname): h.changes for h in hotspots(con, top_k=20).symbols} == {
+        ("a.py", "g"): 4, ("b.py", "f"): 3}
+    assert [row[3] for row in window_changes(con, "a.py", 0)] == [4]
+    a_id = con.execute("select id from files where path = 'a.py'").get
+    assert hotspot_score(con, a_id, None) == next(
+        h.score for h in hotspots(con, top_k=20).files if h.path == "a.py")
 
 
 def test_a_merge_that_kept_a_branchs_deletion_drops_the_other_sides_edits(repo, cortex):
@@ -738,6 +749,8 @@ def test_one_files_pruning_hides_nothing_from_another(repo, cortex):
     from cortex_core.query.hotspots import hotspots
     found = hotspots(cortex.reader(), top_k=20)
     assert {(h.path, h.qualname): h.changes for h in found.symbols}[("b.py", "g")] == 4
+    # ... and b.py's own: not a.py's rename through the name b.py, an earlier life's.
+    assert {h.path: h.changes for h in found.files}["b.py"] == len(follow) == 4
     # A store of schema 14 is pruned again, each file on its own.
     con = apsw.Connection(str(cortex.db))
     con.execute("delete from pruned_heads; update meta set value = '14'"

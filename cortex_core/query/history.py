@@ -447,6 +447,46 @@ def _floor(con: apsw.Connection, ident: int, limit: Limit, life_sql: str,
     return NO_FLOOR
 
 
+def born_twice(con: apsw.Connection, level: str, among: set[int] | None = None) -> set[int]:
+    """The files (level "file") or symbols whose history may start after an earlier life of
+    their name (_floor): born at least twice (created, or renamed or moved into), and either
+    renamed away at some point or deleted before a rename into them; of `among` alone, when
+    given (a few: indexed reads). One grouped read."""
+    only = "" if among is None else f" in ({','.join(map(str, sorted(among)))})"
+    if level == "file":
+        sql = ("select fc.file_id from file_changes fc join commits c on c.id = fc.commit_id"
+               f" where c.reachable = 1{' and fc.file_id' + only if only else ''}"
+               " group by fc.file_id"
+               " having sum(fc.status = 'A' or (fc.status = 'R' and fc.old_file_id != fc.file_id))"
+               " >= 2 and ((sum(fc.status = 'R' and fc.old_file_id != fc.file_id) > 0"
+               " and sum(fc.status = 'D') > 0) or exists (select 1 from file_changes o"
+               " where o.old_file_id = fc.file_id and o.status = 'R'"
+               " and o.file_id != fc.file_id))")
+    else:
+        sql = ("select sc.symbol_id from symbol_changes sc join commits c on c.id = sc.commit_id"
+               f" where c.reachable = 1{' and sc.symbol_id' + only if only else ''}"
+               " group by sc.symbol_id"
+               " having sum(sc.change = 'added' or (sc.from_symbol_id is not null"
+               " and sc.from_symbol_id != sc.symbol_id)) >= 2"
+               " and ((sum(sc.from_symbol_id is not null and sc.from_symbol_id != sc.symbol_id)"
+               " > 0 and sum(sc.change = 'deleted') > 0) or exists (select 1 from"
+               " symbol_changes o where o.from_symbol_id = sc.symbol_id"
+               " and o.symbol_id != sc.symbol_id))")
+    return {ident for (ident,) in con.execute(sql)}
+
+
+def floor_at(con: apsw.Connection, level: str, ident: int, limit_key: int, limit_sha: str
+             ) -> tuple[int, str] | None:
+    """Where the life of `ident` that holds its changes below a limit starts (_floor), both as
+    (ORDER_KEY, sha) (a limit of 1 << 62: none); None when it has no earlier life there."""
+    limit = NO_LIMIT if limit_key >= 1 << 62 else (limit_key >> 24, limit_key & 16777215,
+                                                    limit_sha)
+    life, away = (_FILE_LIFE, _FILE_AWAY) if level == "file" else (_SYMBOL_LIFE, _SYMBOL_AWAY)
+    floor = _floor(con, ident, limit, life, away)
+    return None if floor == NO_FLOOR else (floor[0] * 16777216 + min(floor[1], 16777215),
+                                           floor[2])
+
+
 def _newest_first(entries: list[tuple[int, HistoryEntry]]) -> list[HistoryEntry]:
     """Entries keyed by ORDER_KEY in history's order (see ORDER_KEY); ties by sha."""
     entries.sort(key=lambda pair: (pair[0], pair[1].commit.sha), reverse=True)

@@ -25,13 +25,14 @@ The changes are those its history lists: not those a merge dropped (`merge -s ou
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import apsw
 
 from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
-from cortex_core.query.history import ORDER_KEY
+from cortex_core.query.history import ORDER_KEY, born_twice, floor_at
 
 FORMULA = "score = R × (1 + ln A) × (1 + log10(1 + L)); R = Σ 0.5^(age_days / half_life)"
 
@@ -76,19 +77,22 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
     params = {"now": now, "hl": half_life_days * 86400.0, "since": since, "k": top_k,
               "prefix": prefix, "plen": len(prefix)}
     in_prefix = "(:plen = 0 or f.path = :prefix or substr(f.path, 1, :plen + 1) = :prefix || '/')"
+    totals, asked = _totals(con, "symbol", f"select s.id from symbols s join files f"
+                            f" on f.id = s.file_id where s.alive = 1 and {in_prefix}", params)
     symbols = con.execute(
-        f"""{_symbol_totals(f"select s.id from symbols s join files f on f.id = s.file_id"
-                            f" where s.alive = 1 and {in_prefix}")}
+        f"""{totals}
             select f.path, s.qualname, s.kind, (select min(start_line) from symbol_spans
                    where symbol_id = s.id), {_SCORE} as score, n, r, a, l, last
             from totals join symbols s on s.id = live join files f on f.id = s.file_id
-            order by score desc, n desc, f.path, s.qualname limit :k""", params).fetchall()
+            order by score desc, n desc, f.path, s.qualname limit :k""", asked).fetchall()
+    totals, asked = _totals(con, "file", f"select h.file_id as id from head_files h join files f"
+                            f" on f.id = h.file_id where h.skip_reason is null and {in_prefix}",
+                            params)
     files = con.execute(
-        f"""{_file_totals(f"select h.file_id as id from head_files h join files f on f.id = h.file_id"
-                          f" where h.skip_reason is null and {in_prefix}")}
+        f"""{totals}
             select f.path, null, 'file', null, {_SCORE} as score, n, r, a, l, last
             from totals join files f on f.id = live
-            order by score desc, n desc, f.path limit :k""", params).fetchall()
+            order by score desc, n desc, f.path limit :k""", asked).fetchall()
     return Hotspots([Hotspot(*row) for row in symbols], [Hotspot(*row) for row in files],
                     half_life_days, since_days, clock=used)
 
@@ -101,9 +105,9 @@ def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
     now = read_clock(con, clock, now).now
     params = {"now": now, "hl": half_life_days * 86400.0, "since": -(1 << 62),
               "id": symbol_id or file_id}
-    totals = (_symbol_totals("select :id as id") if symbol_id is not None
-              else _file_totals("select :id as id"))
-    row = con.execute(f"{totals} select {_SCORE}, n from totals", params).fetchone()
+    totals, asked = _totals(con, "symbol" if symbol_id is not None else "file",
+                            "select :id as id", params)
+    row = con.execute(f"{totals} select {_SCORE}, n from totals", asked).fetchone()
     return float(row[0]) if row and row[1] else 0.0
 
 
@@ -114,14 +118,15 @@ def window_changes(con: apsw.Connection, path: str, since: float, *, qualname: s
     lineage only (as hotspots credit them), most changed first; indexed queries for the file."""
     params = {"path": path, "since": since, "q": qualname, "min": min_changes, "now": since,
               "hl": 1.0}
+    totals, asked = _totals(con, "symbol", "select s.id from files f join symbols s"
+                            " on s.file_id = f.id where f.path = :path and s.alive = 1"
+                            " and (:q is null or s.qualname = :q)", params)
     return con.execute(
-        f"""{_symbol_totals("select s.id from files f join symbols s on s.file_id = f.id"
-                            " where f.path = :path and s.alive = 1"
-                            " and (:q is null or s.qualname = :q)")}
+        f"""{totals}
            select s.qualname, s.kind, (select min(start_line) from symbol_spans
                   where symbol_id = s.id), n, a
            from totals join symbols s on s.id = live
-           where n >= :min order by n desc, s.qualname""", params).fetchall()
+           where n >= :min order by n desc, s.qualname""", asked).fetchall()
 
 
 _RECENCY = "pow(0.5, max(0.0, :now - t) / :hl)"
@@ -132,58 +137,125 @@ _ON_HISTORY = ("not exists (select 1 from pruned_changes p where p.commit_id = c
                " and p.file_id = {file}.file_id and ({head}))")
 
 
-def _lineage(base: str, links: str) -> str:
-    """CTEs `lineage(live, anc, lim, lsha)`: each identity of `base` (a query of one column,
-    `id`), and every identity it was renamed or moved from, with the link's commit (key, sha) as
-    the limit below which that one's changes are its own; `links(anc, key, sha)` reads one step back (the same
-    recursion as history._lineage: each step lowers the limit, so it ends on cycles). An
-    identity reached by two paths keeps the higher limit."""
-    return f"""with recursive steps(live, anc, lim, lsha) as (
-                   select b.id, b.id, {1 << 62}, '' from ({base}) as b
+def _totals(con: apsw.Connection, level: str, base: str, params: dict) -> tuple[str, dict]:
+    """CTEs ending in `totals(live, n, r, a, l, last)` for the identities of `base` (a query of
+    one column, `id`; level "symbol" or "file"), and the parameters they take. Where a
+    lineage's identity had an earlier life (history._floor: a name renamed away and used again,
+    or deleted and then taken by a rename), its changes before its own life are left out, as
+    history leaves them out. Those are asked of history only for identities born twice, after
+    one walk of the lineages: floors only cut links, so the walk with them reaches a subset of
+    the segments reached without."""
+    plain = _symbol_totals(base) if level == "symbol" else _file_totals(base)
+    segments = con.execute(f"{plain} select distinct anc, lim, lsha from steps",
+                           params).fetchall()
+    ids = {anc for anc, _, _ in segments}
+    # A file's lens asks of a few identities (indexed reads); the whole repository, of all.
+    twice = born_twice(con, level, ids if len(ids) <= 500 else None)
+    floors = []
+    for anc, lim, lsha in segments if twice else ():
+        floor = floor_at(con, level, anc, lim, lsha) if anc in twice else None
+        if floor is not None:
+            floors.append([anc, lim, lsha, *floor])
+    if not floors:
+        return plain, params
+    floored = (_symbol_totals(base, floored=True) if level == "symbol"
+               else _file_totals(base, floored=True))
+    return floored, {**params, "floors": json.dumps(floors)}
+
+
+def _lineage(base: str, links: str, floored: bool = False) -> str:
+    """CTEs `steps(live, anc, lim, lsha, fk, fs)` and `lineage` (the same columns): each
+    identity of `base`, and every identity it was renamed or moved from, with the link's commit
+    (key, sha) as the limit below which that one's changes are its own; `links(anc, key, sha)`
+    reads one step back (the same recursion as history._lineage: each step lowers the limit, so
+    it ends on cycles). `lineage` keeps, of an identity reached along several paths, the
+    highest limit. `floored`: (fk, fs), where a segment's own life starts, read from `:floors`
+    (JSON of [anc, lim, lsha, fk, fs], _totals): changes and links below it are an earlier
+    life's; such an identity keeps a segment per path, and one's floor does not cut another."""
+    if not floored:
+        return f"""with recursive steps(live, anc, lim, lsha, fk, fs) as (
+                   select b.id, b.id, {1 << 62}, '', -1, '' from ({base}) as b
                    union
-                   select steps.live, link.prev, link.key, link.sha
+                   select steps.live, link.prev, link.key, link.sha, -1, ''
                    from steps join ({links}) as link on link.anc = steps.anc
                    where link.prev != steps.anc and (link.key, link.sha) < (steps.lim, steps.lsha)),
-               lineage(live, anc, lim, lsha) as (
-                   select live, anc, max(lim), lsha from steps group by live, anc)"""
+               lineage(live, anc, lim, lsha, fk, fs) as (
+                   select live, anc, max(lim), lsha, -1, '' from steps group by live, anc)"""
+    return f"""with recursive floors(anc, lim, lsha, fk, fs) as materialized (
+                   select json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+                          json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+                          json_extract(value, '$[4]') from json_each(:floors)),
+               steps(live, anc, lim, lsha, fk, fs) as (
+                   select b.id, b.id, {1 << 62}, '', coalesce(f.fk, -1), coalesce(f.fs, '')
+                   from ({base}) as b left join floors f
+                        on f.anc = b.id and f.lim = {1 << 62} and f.lsha = ''
+                   union
+                   select steps.live, link.prev, link.key, link.sha, coalesce(f.fk, -1),
+                          coalesce(f.fs, '')
+                   from steps join ({links}) as link on link.anc = steps.anc
+                   left join floors f on f.anc = link.prev and f.lim = link.key
+                        and f.lsha = link.sha
+                   where link.prev != steps.anc and (link.key, link.sha) < (steps.lim, steps.lsha)
+                         and (link.key, link.sha) >= (steps.fk, steps.fs)),
+               floored(live, anc) as materialized (
+                   select distinct live, anc from steps where fk != -1),
+               lineage(live, anc, lim, lsha, fk, fs) as (
+                   select live, anc, max(lim), lsha, -1, '' from steps
+                   where (live, anc) not in floored group by live, anc
+                   union all
+                   select live, anc, lim, lsha, fk, fs from steps where (live, anc) in floored)"""
 
 
-def _symbol_totals(base: str) -> str:
+# A change of a lineage's identity `g.anc` is the live one's when it lies in that segment: below
+# the link, from the floor.
+_IN_SEGMENT = f"({ORDER_KEY}, c.sha) < (g.lim, g.lsha) and ({ORDER_KEY}, c.sha) >= (g.fk, g.fs)"
+
+
+def _changes(select: str, joins: str, where: str, floored: bool) -> str:
+    """The CTE `changes(live, t, email, lines)`: a commit once per live identity, its lines
+    summed. Floored segments of one identity may overlap (reached along two paths): a change is
+    taken once."""
+    if not floored:
+        return f"""changes(live, t, email, lines) as (
+            select g.live, c.author_time, c.author_email, sum({select})
+            from lineage g {joins} where {where} group by g.live, c.id)"""
+    return f"""changes(live, t, email, lines) as (
+            select live, t, email, sum(lines) from (
+                select distinct g.live, c.id as cid, g.anc, c.author_time as t,
+                       c.author_email as email, {select} as lines
+                from lineage g {joins} where {where})
+            group by live, cid)"""
+
+
+def _symbol_totals(base: str, floored: bool = False) -> str:
     """CTEs ending in `totals(live, n, r, a, l, last)`: each symbol's substantive changes along
     its lineage (a commit once, its lines summed), with recency, authors and churn."""
     links = (f"select sc.symbol_id as anc, sc.from_symbol_id as prev, {ORDER_KEY} as key, c.sha"
              " from symbol_changes sc join commits c on c.id = sc.commit_id"
              " where sc.from_symbol_id is not null and c.reachable = 1")
-    return f"""{_lineage(base, links)},
-        changes(live, t, email, lines) as (
-            select g.live, c.author_time, c.author_email, sum(sc.added + sc.deleted)
-            from lineage g join symbol_changes sc on sc.symbol_id = g.anc
-            join commits c on c.id = sc.commit_id join symbols s on s.id = g.anc
-            join symbols live on live.id = g.live
-            where c.reachable = 1 and c.author_time >= :since and {_SUBSTANTIVE}
-                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha)
-                  and {_ON_HISTORY.format(
-                      file="s", head="p.head_file_id = live.file_id or s.file_id != live.file_id")}
-            group by g.live, c.id),
+    joins = ("join symbol_changes sc on sc.symbol_id = g.anc join commits c on c.id ="
+             " sc.commit_id join symbols s on s.id = g.anc join symbols live on live.id = g.live")
+    pruned = _ON_HISTORY.format(file="s", head="p.head_file_id = live.file_id"
+                                           " or s.file_id != live.file_id")
+    where = (f"c.reachable = 1 and c.author_time >= :since and {_SUBSTANTIVE} and {_IN_SEGMENT}"
+             f" and {pruned}")
+    return f"""{_lineage(base, links, floored)},
+        {_changes("sc.added + sc.deleted", joins, where, floored)},
         {_TOTALS}"""
 
 
-def _file_totals(base: str) -> str:
+def _file_totals(base: str, floored: bool = False) -> str:
     """CTEs ending in `totals(live, n, r, a, l, last)`: each file's changes along its renames
     (changes recorded at file level only left out)."""
     links = (f"select fc.file_id as anc, fc.old_file_id as prev, {ORDER_KEY} as key, c.sha"
              " from file_changes fc join commits c on c.id = fc.commit_id"
              " where fc.status = 'R' and fc.old_file_id is not null and c.reachable = 1")
-    return f"""{_lineage(base, links)},
-        changes(live, t, email, lines) as (
-            select g.live, c.author_time, c.author_email,
-                   sum(coalesce(fc.added, 0) + coalesce(fc.deleted, 0))
-            from lineage g join file_changes fc on fc.file_id = g.anc
-            join commits c on c.id = fc.commit_id
-            where c.reachable = 1 and c.author_time >= :since and fc.skip_reason is null
-                  and ({ORDER_KEY}, c.sha) < (g.lim, g.lsha)
-                  and {_ON_HISTORY.format(file="fc", head="p.head_file_id = g.live")}
-            group by g.live, c.id),
+    joins = "join file_changes fc on fc.file_id = g.anc join commits c on c.id = fc.commit_id"
+    where = (f"c.reachable = 1 and c.author_time >= :since and fc.skip_reason is null"
+             f" and {_IN_SEGMENT}"
+             f" and {_ON_HISTORY.format(file='fc', head='p.head_file_id = g.live')}")
+    return f"""{_lineage(base, links, floored)},
+        {_changes("coalesce(fc.added, 0) + coalesce(fc.deleted, 0)", joins, where, floored)},
         {_TOTALS}"""
 
 
