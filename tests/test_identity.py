@@ -43,6 +43,21 @@ def titles(cortex, path):
     return [subject for subject, _ in subjects(cortex.reader(), path)]
 
 
+def test_a_rust_doc_comment_is_its_items(repo, cortex):
+    """An audit of sharkdp/fd: a commit changing only a function's `///` lines was on no
+    history, and `FILE:LINE` on such a line answered for the whole file."""
+    repo.write("lib.rs", "/// Adds one.\npub fn inc(x: i32) -> i32 {\n    x + 1\n}\n\n"
+                         "fn other() {}\n")
+    repo.commit("inc", days_ago=3)
+    repo.write("lib.rs", "/// Adds one to `x`.\npub fn inc(x: i32) -> i32 {\n    x + 1\n}\n\n"
+                         "fn other() {}\n")
+    repo.commit("document inc", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "lib.rs", "inc") == [("document inc", "docs"), ("inc", "added")]
+    assert subjects(con, "lib.rs", line=1) == subjects(con, "lib.rs", "inc")
+
+
 def test_java_overloads_have_histories_of_their_own(repo, cortex):
     repo.write("Visitor.java", VISITOR)
     repo.commit("visitor")

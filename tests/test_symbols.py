@@ -329,7 +329,7 @@ macro_rules! square {
 type Grid = Vec<Point>;
 '''
     assert rows("rust", source) == [
-        ("Point", "struct", 4, 7),  # from its attribute, not its doc comment
+        ("Point", "struct", 3, 7),  # from its doc comment, its attribute included
         ("Shape", "enum", 9, 11),
         ("Area", "trait", 13, 18),
         ("Area.area", "method", 14, 14),
@@ -697,6 +697,12 @@ def test_end_line_is_the_last_line_with_text():
     assert rows("python", "def f():\n    return 1\n\n\n") == [("f", "function", 1, 2)]
     assert rows("c", "#define SQ(x) ((x) * (x))\nint y;\n") == [("SQ", "macro", 1, 1)]
     assert rows("rust", "#[inline]\n// why\n#[must_use]\nfn f() {}\n") == [("f", "function", 1, 4)]
+    # Rust's outer doc comments are the item's, as Javadoc is the method's; plain comments,
+    # `////` and the enclosing item's `//!` are not (an audit: fd's doc-only commits were on no
+    # function's history, and a line of a doc comment resolved to the whole file).
+    assert rows("rust", "//! crate\n// plain\n/// Does f.\n#[inline]\nfn f() {}\n"
+                        "//// banner\nfn g() {}\n/** Block. */\nfn h() {}\n") == [
+        ("f", "function", 3, 5), ("g", "function", 7, 7), ("h", "function", 8, 9)]
 
 
 def test_a_wrapper_lends_its_range_to_a_single_definition_only():

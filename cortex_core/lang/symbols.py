@@ -55,9 +55,9 @@ code uses to name it, kept in `structural_name`) with the tags of it and of its 
 - Any other same-named functions or methods in one scope: the second is "f[2]", the third
   "f[3]". Other kinds stay merged: a reopened namespace, a Rust struct and its impls, TypeScript
   interface merging, a class defined in both branches of an `if` are one symbol each.
-Java definitions take their Javadoc (`/** ... */` right before them) into their range, as
-decorators and attributes are elsewhere: CodeShovel and reviewers count a doc change as a change
-of the method.
+Java definitions take their Javadoc (`/** ... */` right before them) into their range, and Rust
+items their outer doc comments (`///`, `/** */`), as decorators and attributes are elsewhere:
+CodeShovel and reviewers count a doc change as a change of the method.
 
 body_hash(symbol, source): blake2b (8 bytes, hex) of the definition's text (decorators included,
 Symbol.start_byte to end_byte) with every whole-identifier occurrence of its own simple name
@@ -458,6 +458,16 @@ def _javadoc(node: Node) -> bool:
     return (node.text or b"").startswith(b"/**")
 
 
+def _rust_outer(node: Node) -> bool:
+    """An attribute, or an outer doc comment (`///`, `/** */`): the item's after it, as rustdoc
+    reads them (`////` and `/***` are plain comments; `//!` documents the enclosing item)."""
+    if node.type == "attribute_item":
+        return True
+    text = node.text or b""
+    return (text.startswith(b"///") and not text.startswith(b"////")) or \
+        (text.startswith(b"/**") and not text.startswith(b"/***") and text != b"/**/")
+
+
 def _py_lambda(node: Node, outer: Node | None) -> _Name | None:
     """`f = lambda x: ...`: a function named by its variable."""
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -607,7 +617,8 @@ _SPECS: dict[str, _Spec] = {
             "macro_definition": _Def("macro"),
         },
         containers=frozenset({"source_file", "declaration_list", "block", "ERROR"}),
-        leading=frozenset({"attribute_item"}),
+        leading=frozenset({"attribute_item", "line_comment", "block_comment"}),
+        lead_filter=_rust_outer,
     ),
     "java": _Spec(
         defs={
