@@ -134,6 +134,9 @@ def test_plugin_end_to_end(nvim: str, tmp_path: Path, project: ScriptedRepo):  #
     # :CortexSearch
     assert res["search"]["title"] == "Cortex search: engine compute values"
     assert any("add the core" in it["text"] for it in res["search"]["items"])
+    # A search's caveat is shown with its hits (it was shown only when there were none).
+    assert res["common"]["items"]
+    assert "every word of the query is a common one (the, of, and)" in res["common"]["message"]
 
     # :CortexContext: the pack in the register, the token count reported
     ctx = res["context"]

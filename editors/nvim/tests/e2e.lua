@@ -106,6 +106,8 @@ local function run()
   results.history = qf_after("CortexHistory", "Cortex history")
   results.blast = qf_after("CortexBlast", "Cortex blast radius")
   results.search = qf_after("CortexSearch engine compute values", "Cortex search")
+  results.common = qf_after("CortexSearch the of and", "Cortex search")
+  results.common.message = results.messages[#results.messages]
 
   vim.fn.setreg('"', "")
   vim.cmd("CortexContext 500")

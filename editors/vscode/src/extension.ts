@@ -22,7 +22,9 @@ import {
   IndexStatus,
   oneLine,
   resolveUnder,
+  nothingFound,
   searchItems,
+  searchTitle,
   serverSettings,
   ServerCommand,
   statusView,
@@ -317,10 +319,10 @@ async function searchMemory(): Promise<void> {
   const result: any = await running().sendRequest("cortex/search", params);
   const items = searchItems(result);
   if (items.length === 0) {
-    void vscode.window.showInformationMessage(`Cortex: nothing found for "${oneLine(query, 80)}"`);
+    void vscode.window.showInformationMessage(nothingFound(query, result?.note));
     return;
   }
-  const picked = await vscode.window.showQuickPick(items, { title: `Cortex: ${items.length} hits for "${oneLine(query, 80)}"`, matchOnDetail: true });
+  const picked = await vscode.window.showQuickPick(items, { title: searchTitle(query, items.length, result?.note), matchOnDetail: true });
   if (!picked) return;
   const t = hitTarget(picked.data);
   if (t.kind === "commit") {

@@ -278,6 +278,18 @@ export interface SearchHit {
   url?: string;
 }
 
+/** The hit list's title, with the search's note when it has one: a reader must see that the
+ * hits are the vectors' guesses, or match common words only. */
+export function searchTitle(query: string, count: number, note?: string | null): string {
+  const head = `Cortex: ${count} hits for "${oneLine(query, 80)}"`;
+  return note ? `${head} — ${oneLine(note, 160)}` : head;
+}
+
+/** What an empty search says, with its note when it has one. */
+export function nothingFound(query: string, note?: string | null): string {
+  return `Cortex: nothing found for "${oneLine(query, 80)}"` + (note ? ` (${oneLine(note, 160)})` : "");
+}
+
 export function searchItems(result: { hits?: SearchHit[] } | undefined, nowMs: number = Date.now()): Pick<SearchHit>[] {
   const hits = Array.isArray(result?.hits) ? result!.hits : [];
   return hits.filter(Boolean).map((h) => {

@@ -13,7 +13,9 @@ import {
   relativeTime,
   resolveUnder,
   safeCommitUrl,
+  nothingFound,
   searchItems,
+  searchTitle,
   serverSettings,
   statusView,
 } from "../src/logic";
@@ -103,6 +105,15 @@ test("search items and where a hit leads", () => {
   assert.deepEqual(hitTarget(items[0].data), { kind: "commit", sha: "abc1234def", url: undefined });
   assert.deepEqual(hitTarget(items[1].data), { kind: "file", path: "pkg/core.py", line: 4 });
   assert.deepEqual(hitTarget({ title: "x" }), { kind: "none" });
+});
+
+test("a search's note is shown with its hits, and when there are none", () => {
+  assert.equal(searchTitle("timeout", 3), 'Cortex: 3 hits for "timeout"');
+  assert.equal(searchTitle("latency", 2, "no word of the query is in the index: these hits are\nguesses"),
+    'Cortex: 2 hits for "latency" — no word of the query is in the index: these hits are guesses');
+  assert.equal(nothingFound("zzz"), 'Cortex: nothing found for "zzz"');
+  assert.equal(nothingFound("zzz", "every word of the query is a common one (the)"),
+    'Cortex: nothing found for "zzz" (every word of the query is a common one (the))');
 });
 
 test("export message", () => {

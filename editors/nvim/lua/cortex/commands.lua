@@ -198,7 +198,13 @@ function M.search(opts)
     M.last.search = result
     local items = M.search_items(result, client)
     util.set_qf("Cortex search: " .. util.oneline(query), items)
-    if #items == 0 then util.notify("nothing found" .. (util.is_nil(result.note) and "" or (" (" .. util.oneline(result.note) .. ")"))) end
+    local note = util.is_nil(result.note) and "" or util.oneline(result.note)
+    if #items == 0 then
+      util.notify("nothing found" .. (note == "" and "" or (" (" .. note .. ")")))
+    elseif note ~= "" then
+      -- The hits' caveat (the vectors' guesses, common words only) must be seen with them.
+      util.notify(string.format("%d hits: %s", #items, note))
+    end
   end, bufnr)
 end
 
