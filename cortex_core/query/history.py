@@ -181,14 +181,14 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
             said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
         return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
-    heads = _pruning_heads(con, file_id)
+    head = _pruning_head(con, file_id)
     for fid, limit, floor in _lineage(con, file_id, _FILE_LINKS, _FILE_LIFE, _FILE_AWAY):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, fc.status, fc.added, fc.deleted, f.path, fc.skip_reason"
                 " from file_changes fc join commits c on c.id = fc.commit_id"
                 " join files f on f.id = fc.file_id"
                 f" where fc.file_id = ? and c.reachable = 1 and {BEFORE} and {SINCE}"
-                f" and {_on_gits_history('fc', heads)}"
+                f" and {_on_gits_history('fc', head)}"
                 + (" and fc.skip_reason is not null" if only_skipped else ""),
                 (fid, *limit, *floor)):
             # A limit that cut this change out of symbol history is said where it happened.
@@ -250,14 +250,14 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                                         (sid,)).fetchone()
         # Under its HEAD file's path, that file's pruning; moved from another file, whichever
         # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
-        heads = (file_id,) if file_id == home else None
+        head = file_id if file_id == home else None
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
                 f" and c.reachable = 1 and {BEFORE} and {SINCE}"
-                f" and {_on_gits_history('s', heads)}",
+                f" and {_on_gits_history('s', head)}",
                 (file_id, qualname, len(qualname) + 1, qualname + ".", *limit, *floor)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
@@ -282,19 +282,18 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
     return _newest_first(entries)
 
 
-def _pruning_heads(con: apsw.Connection, file_id: int) -> tuple[int] | None:
+def _pruning_head(con: apsw.Connection, file_id: int) -> int | None:
     """Whose pruning a file's history takes: its own when HEAD has it; None (any HEAD file's)
     for a file HEAD no longer has, whose history no walk was made for."""
     found = con.execute("select 1 from head_files where file_id = ?", (file_id,)).fetchone()
-    return None if found is None else (file_id,)
+    return None if found is None else file_id
 
 
-def _on_gits_history(table: str, heads: tuple | None) -> str:
+def _on_gits_history(table: str, head: int | None) -> str:
     """A change a merge dropped (simplified.py) is on no history, as in `git log -- FILE`:
-    dropped on the way to one of `heads` (HEAD files' ids, or SQL of one), or to any HEAD file
-    when None. Another HEAD file's pruning is not this one's: a path's older life, renamed to
+    dropped on the way to the HEAD file `head`, or to any HEAD file when None. Another HEAD file's pruning is not this one's: a path's older life, renamed to
     one file, may have lost at a merge a change that the name's next life, another file, kept."""
-    on_head = "" if heads is None else f" and p.head_file_id in ({', '.join(map(str, heads))})"
+    on_head = "" if head is None else f" and p.head_file_id = {int(head)}"
     return ("not exists (select 1 from pruned_changes p where p.commit_id = c.id"
             f" and p.file_id = {table}.file_id{on_head})")
 
