@@ -29,7 +29,8 @@ Scores over all queries: Recall@10 (share of a query's gold in the top 10, avera
 queries) and MRR@10 (1 / rank of the first gold file in the top 10, 0 if none), with the number
 of queries each method answers better than the baseline and worse. Latency of `related`: p50 and
 p95 per query (warm connection); of the hover's "usually changes with" line
-(`coupling.strongest_symbol`): p50 and p95 over up to 300 functions and methods, warm.
+(`coupling.strongest_symbol`, then `counted_in_histories`): p50 and p95 over up to 300 functions
+and methods, warm.
 
 With --level symbol (issue 14, item 2), the same protocol for symbols (PATH::SYMBOL), every kind
 cortex records (functions, methods, classes, Go types...): a change's lines are credited to the
@@ -216,9 +217,15 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     report["cortex_vs_cochange_alone"] = versus_alone(scored["cortex related"],
                                                      scored["co-change alone"], groups)
     # The hover's "usually changes with ..." line: strongest_symbol on sampled symbols alive at
-    # the split, warm (the history is read once per connection, as in the language server).
-    from cortex_core.query.coupling import strongest_symbol
+    # the split, then its counts over the two histories, warm (the history is read once per
+    # connection, as in the language server). The target's own history is the hover's anyway.
+    from cortex_core.query.coupling import counted_in_histories, strongest_symbol
+    from cortex_core.query.history import symbol_history
     from cortex_core.query.targets import resolve
+
+    def coupled_line(target, commits):
+        found = strongest_symbol(con, target)
+        return found and counted_in_histories(con, found, commits)
     symbols = con.execute("select f.path, s.qualname from symbols s join files f on"
                           " f.id = s.file_id where s.alive = 1 and s.kind in ('function', 'method')"
                           " order by s.id limit 300").fetchall()
@@ -228,9 +235,11 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
             target = resolve(con, TargetSpec(path, qualname))
         except CortexError:
             continue   # an ambiguous short name: the hover resolves by line instead
-        strongest_symbol(con, target)
+        commits = {e.commit.sha for e in symbol_history(con, target.symbol_id, False)
+                   if e.substantive}
+        coupled_line(target, commits)
         t0 = time.perf_counter()
-        strongest_symbol(con, target)
+        coupled_line(target, commits)
         hover_times.append(time.perf_counter() - t0)
     if hover_times:
         report["hover_coupled_symbol_ms"] = {"symbols": len(hover_times),
@@ -249,7 +258,7 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
     print(alone_line(report["cortex_vs_cochange_alone"]))
     hover = report.get("hover_coupled_symbol_ms")
     if hover:
-        print(f"\nhover's coupled-symbol line (strongest_symbol, warm, {hover['symbols']} "
+        print(f"\nhover's coupled-symbol line (strongest_symbol and its counts, warm, {hover['symbols']} "
               f"symbols): p50 {hover['p50']:.2f} ms, p95 {hover['p95']:.2f} ms")
     return 0
 

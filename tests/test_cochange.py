@@ -461,6 +461,46 @@ def test_hidden_coupling_leaves_out_callees_bases_and_containers(repo, cortex):
     assert [h.qualname for h in hidden if h.qualname] == ["unrelated"]
 
 
+def test_the_hovers_coupled_counts_agree_with_its_count_of_changes(repo, cortex):
+    """requests' Request.__init__ said "97 changes" and "(6 of 14 commits)": co-change gave the
+    commits before a rename to the renamed-away name (deleted since), history keeps them. The
+    line now counts over the two histories the hover shows."""
+    from cortex_core.features.symbol_info import symbol_card
+    from cortex_core.query.coupling import strongest_symbol
+    from cortex_core.query.history import symbol_history
+    from cortex_core.query.targets import resolve
+    from cortex_ls.render import hover
+
+    def write(n: int, old: str | None, load: str | None) -> None:
+        repo.write("m.py", (f"def old_load():\n    {old}\n\n\n" if old else "")
+                   + (f"def load():\n    {load}\n\n\n" if load else "")
+                   + f"def save():\n    return {n}\n")
+    for n in range(4):
+        write(n, None, f"return {n} + 0")
+        repo.commit(f"load and save {n}", days_ago=20 - n)
+    write(4, "return 3 + 0", None)
+    repo.commit("load renamed old_load", days_ago=12)
+    write(5, "return 3 + 0", "return [x for x in range(9)]")
+    repo.commit("a new load", days_ago=11)
+    write(5, None, "return [x for x in range(9)]")
+    repo.commit("old_load is gone", days_ago=10)
+    for n in range(6, 8):
+        write(n, None, f"return [x for x in range({n})]")
+        repo.commit(f"load and save {n}", days_ago=9 - n)
+    cortex.index()
+    con = cortex.reader()
+    load = resolve(con, TargetSpec("m.py", "load"))
+    mine = {e.commit.sha for e in symbol_history(con, load.symbol_id) if e.substantive}
+    save = resolve(con, TargetSpec("m.py", "save"))
+    theirs = {e.commit.sha for e in symbol_history(con, save.symbol_id) if e.substantive}
+    assert len(mine) == 8   # its whole lineage: history follows no rename into a dead name
+    assert strongest_symbol(con, load).of < 8   # co-change counts from the rename only
+    card = symbol_card(con, repo.path, "m.py", "load")
+    assert (card.changes, card.coupled.qualname) == (8, "save")
+    assert (card.coupled.shared, card.coupled.of) == (len(mine & theirs), card.changes)
+    assert f"({len(mine & theirs)} of 8 commits)" in hover(card, web_base=None, partial=False)
+
+
 def test_the_hover_never_names_the_targets_own_members_or_holder(repo, cortex):
     """A review found requests' Session hover saying it usually changes with Session.__init__,
     its own method: members and the class holding a method are left out of that one line."""

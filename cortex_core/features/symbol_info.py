@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cortex_core.query.blast import dependents_of
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
-from cortex_core.query.coupling import CoupledSymbol, strongest_symbol
+from cortex_core.query.coupling import CoupledSymbol, counted_in_histories, strongest_symbol
 from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
                                        symbol_history)
 from cortex_core.query.hotspots import hotspot_score, window_changes
@@ -110,11 +110,13 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     score = hotspot_score(con, target.file_id, target.symbol_id,
                           half_life_days=heat.half_life_days, now=now) if target.alive else 0.0
     last = (shown[0] if shown else redacted(entries[0].commit)) if entries else None
+    coupled = strongest_symbol(con, target) if target.alive else None
+    if coupled is not None:
+        coupled = counted_in_histories(con, coupled, {e.commit.sha for e in entries})
     return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,
-                      reformatted, waypoints,
-                      strongest_symbol(con, target) if target.alive else None, used,
+                      reformatted, waypoints, coupled, used,
                       history_from(con), history_until(con), shallow_from(con))
 
 

@@ -60,7 +60,7 @@ from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
 from cortex_core.clock import repository_time
 from cortex_core.config import CouplingSettings
 from cortex_core.query.history import (COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef,
-                                       commit_ref)
+                                       commit_ref, symbol_history)
 from cortex_core.query.targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
@@ -202,7 +202,8 @@ class CoupledSymbol:
     path: str
     qualname: str
     shared: int    # commits that changed both
-    of: int        # commits that changed the target (within the changeset bound)
+    of: int        # commits that changed the target
+    symbol_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -442,7 +443,25 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     if support[ident] / len(mine) < min_confidence:
         return None
     path, qualname = _symbol_label(con, ident)
-    return CoupledSymbol(path, qualname, support[ident], len(mine))
+    return CoupledSymbol(path, qualname, support[ident], len(mine), ident)
+
+
+def counted_in_histories(con: apsw.Connection, coupled: CoupledSymbol, commits: set[str], *,
+                         min_support: int = 2, min_confidence: float = 0.25
+                         ) -> CoupledSymbol | None:
+    """`coupled` counted over the histories a hover shows: `commits` (the shas of the target's
+    history, the hover's "N changes") and those of the partner's, so that "(k of N commits)"
+    agrees with "N changes". Co-change reads each name's lineage from its last rename and only
+    commits of at most MAX_CHANGESET files, which can count far fewer (requests'
+    `Request.__init__`: 14 commits to history's 97, the rest spent as `OldRequest`, deleted
+    since). None when the shown counts no longer make a pattern (`min_support`,
+    `min_confidence`)."""
+    theirs = {e.commit.sha for e in symbol_history(con, coupled.symbol_id, redact_subjects=False)
+              if e.substantive}
+    shared = len(commits & theirs)
+    if not commits or shared < min_support or shared / len(commits) < min_confidence:
+        return None
+    return CoupledSymbol(coupled.path, coupled.qualname, shared, len(commits), coupled.symbol_id)
 
 
 def _kin(con: apsw.Connection, target: Target) -> set[int]:
