@@ -33,7 +33,7 @@ KINDS = {
     "outside-git-range": ("cortex", "no", "own decorators and lines after a nested def changed"),
     "cortex-unlinked-requalify": ("cortex", "gap", "same definition under another qualified name in the parent, not linked"),
     "git-range-diverted": ("cortex", "no", "git's range left the function at a later commit"),
-    "own-decorator": ("cortex", "no", "only the function's decorators changed (outside git's range)"),
+    "own-decorator": ("cortex", "no", "only the function's decorators or doc comment changed (outside git's range)"),
     "git-range-cut-short": ("cortex", "no", "only lines after a nested def/class changed"),
     "git-stopped-early": ("cortex", "no", "older than git's oldest commit: git's range ended"),
     "git-simplified-away": ("cortex", "no", "side branch dropped by git's history simplification"),

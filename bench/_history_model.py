@@ -113,8 +113,16 @@ class Side:
 
 def def_line(lines: list[str], sym, lang: Lang) -> int:
     """The def/class line of a definition: its first funcname line, after its decorators (Go:
-    its first line; a Go struct's field named func... is a funcname line too)."""
+    its first line after its doc comment, which cortex counts as the definition's own; not its
+    first funcname line: a Go struct's field named func... is one too)."""
     if lang.decorator is None:
+        in_block = False
+        for i in range(sym.start_line, sym.end_line + 1):
+            text = lines[i - 1].strip() if i <= len(lines) else ""
+            if in_block or text.startswith("/*"):
+                in_block = "*/" not in text[2 if not in_block else 0:]
+            elif not text.startswith("//"):
+                return i
         return sym.start_line
     return next((i for i in range(sym.start_line, sym.end_line + 1)
                  if lang.funcname.match(lines[i - 1])), sym.start_line)

@@ -43,10 +43,10 @@ next function (git-trailing-comment, the Go analogue of Python's trailing decora
 var/const/type declarations in between (git-trailing-code); a func literal starting a line inside
 the body, a local `type ... struct` or a raw-string line starting with "func" ends it
 (git-range-cut-short). Going back, git follows the range as for Python.
-The function's own doc comment is outside both ranges (cortex's Go symbols start at `func`: no
-doc comment, unlike Java's Javadoc). There are no decorators: own-decorator, outside-git-range
-and git-trailing-decorator do not occur; every other check applies as it is, with tree-sitter's
-Go grammar and `//`, `/*` as comments.
+The function's own doc comment is outside git's range and inside cortex's (as godoc reads it,
+like Java's Javadoc): a commit changing only that comment is own-decorator. There are no
+decorators: outside-git-range and git-trailing-decorator do not occur; every other check applies
+as it is, with tree-sitter's Go grammar and `//`, `/*` as comments.
 
 Moves between files: for each rename/move link of a sampled function's lineage whose path
 changes, git's own rename detection on that commit (`git diff -M --name-status` against the first
@@ -145,8 +145,8 @@ hand on examples:
                                            the function is there: the diff re-added the def line
                                            (function moved or restructured) and git went on with
                                            other lines, so it never reaches this commit
-  own-decorator           cortex     no    only the function's own decorators changed: git's range
-                                           starts at the def line
+  own-decorator           cortex     no    only the function's own decorators (Go: its doc comment)
+                                           changed: git's range starts at the def line
   git-range-cut-short     cortex     no    only lines after the first nested def/class changed (or
                                            after a docstring line starting with "def "/"class "):
                                            git's range ends before them

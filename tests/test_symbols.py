@@ -231,6 +231,39 @@ class Counter extends React.Component<{}, { n: number }> {
     ]
 
 
+def test_a_go_doc_comment_is_the_one_right_above():
+    """godoc's rule: the comments right above a declaration, no blank line between, each
+    starting its line. cobra's doc-only commits (0f056af) were on no function's history."""
+    source = b"""package p
+
+// Copyright header
+
+// Find finds.
+// It says so twice.
+func Find() {}
+
+var x = 1 // about x
+func G() {}
+
+// Detached
+
+func H() {}
+
+// Repo holds.
+type Repo struct {
+	// Name is its own field's.
+	Name string
+}
+
+// Save saves.
+/* and blocks count */
+func (r *Repo) Save() error { return nil }
+"""
+    found = {s.qualname: (s.start_line, s.end_line) for s in extract_symbols("go", source)}
+    assert found == {"Find": (5, 7), "G": (10, 10), "H": (14, 14), "Repo": (16, 20),
+                     "Repo.Save": (22, 24)}
+
+
 def test_go():
     source = '''\
 package store
@@ -271,7 +304,7 @@ func run() {
 }
 '''
     assert rows("go", source) == [
-        ("Repo", "struct", 6, 8),
+        ("Repo", "struct", 5, 8),   # its doc comment is its own, as godoc reads it
         ("Saver", "interface", 11, 13),
         ("ID", "type", 14, 14),
         ("Handler", "type", 15, 15),

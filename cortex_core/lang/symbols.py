@@ -468,6 +468,22 @@ def _rust_outer(node: Node) -> bool:
         (text.startswith(b"/**") and not text.startswith(b"/***") and text != b"/**/")
 
 
+def _go_doc(node: Node) -> bool:
+    """A comment of the doc comment right above a Go declaration, as godoc reads it: comments
+    starting their lines, each on the line after the one before, the last on the line before
+    the declaration (a blank line between them makes a plain comment)."""
+    prev = node.prev_sibling
+    if prev is not None and prev.end_point[0] >= node.start_point[0]:
+        return False  # after code on its line: `x := 1 // note`
+    while True:
+        nxt = node.next_sibling
+        if nxt is None or nxt.start_point[0] != node.end_point[0] + 1:
+            return False
+        if nxt.type != "comment":
+            return True
+        node = nxt
+
+
 def _py_lambda(node: Node, outer: Node | None) -> _Name | None:
     """`f = lambda x: ...`: a function named by its variable."""
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -602,6 +618,8 @@ _SPECS: dict[str, _Spec] = {
         },
         containers=frozenset({"source_file", "block", "statement_list", "ERROR"}),
         wrappers=frozenset({"type_declaration"}),
+        leading=frozenset({"comment"}),
+        lead_filter=_go_doc,
     ),
     "rust": _Spec(
         defs={
@@ -858,7 +876,8 @@ class _Walker:
         # A wrapper lends its range only when it holds a single definition.
         if kind_id in self.wrappers and len(children) == 1:
             child, _, _, child_lead = children[0]
-            children[0] = (child, parent, outer or node, child_lead)
+            # ...and its leading siblings (a Go `type` declaration's doc comment).
+            children[0] = (child, parent, outer or node, child_lead or lead)
         return children
 
     def _add(self, found: _Extraction, namespaces: set[str], rule: _Def, read: _Name, node: Node,
