@@ -7,6 +7,7 @@ import pygit2
 from hypothesis import given, strategies as st
 
 import cortex_core.lang.symbol_changes as symbol_changes
+from cortex_core.lang.change_kinds import masked
 from cortex_core.lang.similarity import token_similarity
 from cortex_core.lang.symbol_changes import FileSymbols, match_commit, own_lines
 from cortex_core.lang.symbols import Symbol, extract_symbols
@@ -112,6 +113,190 @@ def test_a_pair_of_unrelated_functions_is_compared_once_per_commit(monkeypatch):
     changes = summary(match_commit([file_change(CART, CART.replace(load, report))]))
     assert ("deleted", "load", None, 0, 4) in changes and ("added", "report", None, 5, 0) in changes
     assert [t for *_, t in compared] == [symbol_changes.SIMILAR]
+
+
+# fd's main -> run (bce9527): the body renamed and edited, a new main of a few lines
+# taking its old name.
+MAIN = b"""\
+def main(argv):
+    options = parse(argv)
+    paths = [p for p in options.paths if p.exists()]
+    if not paths:
+        print("nothing to search")
+        return 1
+    found = 0
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if options.pattern in line:
+                print(path, line)
+                found += 1
+    return 0 if found else 1
+"""
+
+MAIN_AND_RUN = b"""\
+def main(argv):
+    try:
+        sys.exit(run(argv))
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def run(argv):
+    options = parse(argv)
+    paths = [p for p in options.paths if p.exists()]
+    if not paths:
+        raise UsageError("nothing to search")
+    found = 0
+    for path in sorted(paths, key=str):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if options.pattern in line:
+                print(f"{path}:{number}: {line}")
+                found += 1
+    return 0 if found else 1
+"""
+ONE_COMMAND = b"""\
+def execute_command(cmd, out):
+    child = spawn(cmd)
+    output = child.wait_with_output()
+    out.write(output.stdout)
+    if output.status != 0:
+        report(cmd, output.status)
+        return False
+    return True
+"""
+
+EACH_COMMAND = b"""\
+def execute_commands(cmds, out, quiet):
+    failed = []
+    for cmd in cmds:
+        child = spawn(cmd, stdin=None, quiet=quiet)
+        output = child.wait_with_output(timeout=None)
+        if not quiet and output.stdout:
+            out.write(output.stdout.decode())
+        if output.status != 0:
+            failed.append((cmd, output.status))
+    for cmd, status in failed:
+        report(cmd, status)
+    return not failed
+"""
+
+
+def masked_similarity(old: bytes, old_name: str, new: bytes, new_name: str) -> float:
+    def code(source: bytes, name: str):
+        s = next(s for s in extract_symbols("python", source) if s.qualname == name)
+        return masked(source[s.start_byte:s.end_byte], "python", s.name)
+    return token_similarity(code(old, old_name), code(new, new_name))
+
+
+def test_a_function_renamed_behind_a_new_wrapper_of_its_old_name_is_followed():
+    # Under the 0.9 of an extraction, but a near copy, and the new main kept little of the old.
+    assert symbol_changes.RENAMED_MOVED_SIMILAR <= masked_similarity(
+        MAIN, "main", MAIN_AND_RUN, "run") < symbol_changes.EXTRACT_SIMILAR
+    assert masked_similarity(MAIN, "main", MAIN_AND_RUN, "main") <= symbol_changes.WRAPPER_KEPT
+    changes = summary(match_commit([file_change(MAIN, MAIN_AND_RUN)]))
+    assert [c[:3] for c in changes] == [("body", "main", None), ("renamed", "run", "main")]
+
+
+def test_a_near_copy_is_no_extraction_when_the_old_function_kept_much_of_its_code():
+    # asciinema's play -> _play: 0.874 of the code, but play kept 0.438 of it: two functions.
+    half = MAIN_AND_RUN.replace(b"        sys.exit(run(argv))\n",
+                                b"        options = parse(argv)\n        if not options.paths:\n"
+                                b"            return 1\n        sys.exit(run(argv))\n")
+    kept = masked_similarity(MAIN, "main", half, "main")
+    assert symbol_changes.WRAPPER_KEPT < kept
+    assert masked_similarity(MAIN, "main", half, "run") < max(symbol_changes.EXTRACT_SIMILAR,
+                                                              kept + symbol_changes.EXTRACT_MARGIN)
+    changes = summary(match_commit([file_change(MAIN, half)]))
+    assert [c[:3] for c in changes] == [("added", "run", None), ("body", "main", None)]
+
+
+# werkzeug 9bca0b8eab: a one-line method grew, and a new one-line method elsewhere looks like
+# its old self.
+SHORT_STR = b"""\
+class Rule:
+    def __str__(self) -> str:
+        return self.rule
+"""
+LONGER_STR = b"""\
+class Rule:
+    def __str__(self) -> str:
+        out = self.rule
+        if self.map.subdomain_matching and self.subdomain:
+            out = f"{self.subdomain} {out}"
+        elif self.map.host_matching and self.host:
+            out = f"{self.host} {out}"
+        if self.websocket:
+            out = f"{out} (websocket)"
+        return out
+
+
+class DuplicateRuleError:
+    def __str__(self) -> str:
+        return str(self.existing)
+"""
+
+
+def test_a_function_that_grew_is_no_wrapper():
+    kept = masked_similarity(SHORT_STR, "Rule.__str__", LONGER_STR, "Rule.__str__")
+    assert kept <= symbol_changes.WRAPPER_KEPT   # it kept little of its code, but it grew
+    assert symbol_changes.RENAMED_MOVED_SIMILAR <= masked_similarity(
+        SHORT_STR, "Rule.__str__", LONGER_STR, "DuplicateRuleError.__str__") < \
+        symbol_changes.EXTRACT_SIMILAR
+    changes = summary(match_commit([file_change(SHORT_STR, LONGER_STR)]))
+    assert ("added", "DuplicateRuleError.__str__", None) in [c[:3] for c in changes]
+
+
+def test_a_name_made_plural_needs_less_of_the_code():
+    # fd's execute_command -> execute_commands (9fb0c5d): the body wrapped in a loop.
+    similarity = masked_similarity(ONE_COMMAND, "execute_command", EACH_COMMAND,
+                                   "execute_commands")
+    assert symbol_changes.MOVED_SIMILAR <= similarity < symbol_changes.SIMILAR
+    changes = summary(match_commit([file_change(ONE_COMMAND, EACH_COMMAND)]))
+    assert [c[:3] for c in changes] == [("renamed", "execute_command", None),
+                                        ("renamed", "execute_commands", "execute_command")]
+    # Another name holding the old one, the same code: a deletion and an addition, as before.
+    other = EACH_COMMAND.replace(b"def execute_commands(", b"def retry_execute_command(")
+    changes = summary(match_commit([file_change(ONE_COMMAND, other)]))
+    assert [c[:3] for c in changes] == [("added", "retry_execute_command", None),
+                                        ("deleted", "execute_command", None)]
+
+
+# mockito 59889347d4: a test's assertions moved into a class nested in the test.
+ONE_TEST = b"""\
+def test_warns():
+    result = run(["--strict", "a.txt"])
+    assert result.code == 1
+    assert "unused" in result.err
+"""
+TEST_WITH_A_CHECK = b"""\
+def test_warns():
+    def check():
+        result = run(["--strict", "a.txt"])
+        assert result.code == 1
+        assert "unused" in result.err
+    for flags in (["--strict"], ["--strict", "--quiet"], ["-s"]):
+        for name in ("a.txt", "b.txt", "c d.txt"):
+            path = tmp / name
+            path.write_text("x = 1\\n")
+            check()
+            assert path.read_text() == "x = 1\\n"
+            assert not (tmp / (name + ".bak")).exists()
+"""
+
+
+def test_code_moved_into_a_definition_nested_in_its_function_is_no_extraction():
+    assert masked_similarity(ONE_TEST, "test_warns", TEST_WITH_A_CHECK, "test_warns.check") >= \
+        symbol_changes.EXTRACT_SIMILAR
+    changes = summary(match_commit([file_change(ONE_TEST, TEST_WITH_A_CHECK)]))
+    assert [c[:3] for c in changes] == [("added", "test_warns.check", None),
+                                        ("body", "test_warns", None)]
+    # Nor is it when twin files change alike (mockito's two mock makers, 779b019b66): each
+    # nested definition was taken for the other file's extraction.
+    twins = match_commit([file_change(ONE_TEST, TEST_WITH_A_CHECK, "a.py", "a.py"),
+                          file_change(ONE_TEST, TEST_WITH_A_CHECK, "b.py", "b.py")])
+    assert sorted((c.path, c.change, c.symbol.qualname, c.from_symbol) for c in twins) == [
+        ("a.py", "added", "test_warns.check", None), ("a.py", "body", "test_warns", None),
+        ("b.py", "added", "test_warns.check", None), ("b.py", "body", "test_warns", None)]
 
 
 TOKENS = st.lists(st.sampled_from(["a", "b", "(", ")", ",", "x"]), max_size=30)

@@ -21,11 +21,14 @@ instead of ending one and starting another:
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
    name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
-7. a file rename carries every symbol whose identity survives;
-8. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
+7. within one scope, what is left of one name made plural or private (_near_names), at
+   MOVED_SIMILAR;
+8. a file rename carries every symbol whose identity survives (before all of these);
+9. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
    edited in the same commit, which itself kept at least EXTRACT_MARGIN less of it (the body
-   moved into a new method, the old one now a wrapper), continues that callable's lineage, which
-   goes on as well; constructors neither give nor take.
+   moved into a new method, the old one now a wrapper), or RENAMED_MOVED_SIMILAR when the edited
+   one kept at most WRAPPER_KEPT and half its size, continues that callable's lineage, which goes
+   on as well; constructors neither give nor take, nor do definitions nested in a callable.
 
 The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
 with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
@@ -163,6 +166,7 @@ class _Side:
     language: str
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
+    nested: bool = False  # inside a function or method (a nested def, a lambda, an anonymous class)
     _masked: tuple[str, ...] | None = None
     # What the commit's steps learnt of this old side's similarity to new sides (_similarity).
     _similar: dict[int, tuple[float, bool]] = field(default_factory=dict, compare=False,
@@ -207,7 +211,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
             before = old_by_name.get(qualname)
             if before is None:
                 born.append(_Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
-                                  f.new_language, f.new_path))
+                                  f.new_language, f.new_path, nested=_in_a_callable(f.new, sym)))
             elif moved_file:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
@@ -247,6 +251,14 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
     return changes
+
+
+def _in_a_callable(symbols: list[Symbol], sym: Symbol) -> bool:
+    while sym.parent >= 0:
+        sym = symbols[sym.parent]
+        if sym.kind in _CALLABLE:
+            return True
+    return False
 
 
 def _at_an_edge(old: Symbol, new: Symbol, hunks: list[Hunk]) -> bool:
@@ -335,7 +347,7 @@ def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
 
 
 SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
-MOVED_SIMILAR = 0.5           # step 6: the same name in another scope or file, with edits
+MOVED_SIMILAR = 0.5           # steps 6, 7: the same name elsewhere, or made plural or private
 RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
 MAX_CANDIDATES = 2_500        # a matching compares at most this many pairs (gone x born)
 
@@ -417,6 +429,13 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
     if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
         _match(olds, news, RENAMED_MOVED_SIMILAR, link)
+    # 7. Within a scope again, what is left: one name made plural or private (execute_command
+    # -> execute_commands, its body wrapped in a loop: 0.539), at the threshold of the same
+    # name in another scope. Last, so that no near copy elsewhere loses its pair to it.
+    for olds, news in groups.values():
+        olds, news = [o for o in olds if not o.paired], [n for n in news if not n.paired]
+        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
+            _match(olds, news, MOVED_SIMILAR, link, _near_names)
     return pairs
 
 
@@ -428,6 +447,13 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
 # reflectionAppend(Object, Object) (0.619; 0.292 kept).
 EXTRACT_SIMILAR = 0.9
 EXTRACT_MARGIN = 0.15
+# Or a near copy (RENAMED_MOVED_SIMILAR) of the old code when the edited one became a wrapper:
+# kept at most WRAPPER_KEPT of it and shrank to half its tokens or less. A function renamed
+# while a new, small one took its old name (fd's main -> run, 0.878 of the code, the new main
+# keeping under 0.2; cobra's GenMarkdownTree -> GenMarkdownTreeCustom, 0.846, 0.272 kept).
+# play -> _play kept 0.438: not a wrapper; nor is werkzeug's one-line Rule.__str__, which grew
+# (the new DuplicateRuleError.__str__, also one line, held 0.828 of it).
+WRAPPER_KEPT = 0.3
 
 
 def _extracted(edited: list[tuple[_Side, _Side]],
@@ -436,27 +462,33 @@ def _extracted(edited: list[tuple[_Side, _Side]],
     kept less of it: the body moved into a new method and the old one became a wrapper
     (`isNumber` -> `isCreatable`, an overload gaining a parameter). The new one continues the
     old one's lineage; the old one keeps its own."""
+    # Code moved into a definition nested in a function is that function's business (mockito's
+    # test whose assertions went into an anonymous class inside it; two twin methods, each
+    # wrapping its code in one, were taken for each other's extractions): not an extraction.
     news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE
-            and not _constructor(s)]
+            and not _constructor(s) and not s.nested]
     edited = [(b, a) for b, a in edited if not _constructor(b)]
     if not edited or not news or len(edited) * len(news) > MAX_CANDIDATES:
         return []
     scored = []
     for before, after in edited:
         size = len(before.masked())
-        # A ratio of at least EXTRACT_SIMILAR needs lengths that close: a cheap filter first.
+        # A ratio of at least `least` needs lengths that close: a cheap filter first.
+        least = min(EXTRACT_SIMILAR, RENAMED_MOVED_SIMILAR)
         close = [n for n in news  # difflib's ratio is at most 2 min / (sum) of the lengths
-                 if 2 * min(size, len(n.masked())) >= EXTRACT_SIMILAR * (size + len(n.masked()))]
+                 if 2 * min(size, len(n.masked())) >= least * (size + len(n.masked()))]
         if not close:
             continue
         kept = None  # how much of its code the edited callable kept: only asked when needed
         for n in close:
-            similarity = token_similarity(before.masked(), n.masked(), EXTRACT_SIMILAR)
-            if similarity < EXTRACT_SIMILAR:
+            similarity = token_similarity(before.masked(), n.masked(), least)
+            if similarity < least:
                 continue
             if kept is None:
                 kept = token_similarity(before.masked(), after.masked())
-            if similarity >= kept + EXTRACT_MARGIN:
+            wrapper = kept <= WRAPPER_KEPT and 2 * len(after.masked()) <= size
+            if similarity >= (least if wrapper else EXTRACT_SIMILAR) and \
+                    similarity >= kept + EXTRACT_MARGIN:
                 scored.append((-similarity, before.path, before.symbol.qualname, n.path,
                                n.symbol.qualname, before, n))
     out = []
@@ -477,11 +509,15 @@ def _constructor(side: _Side) -> bool:
         structural_name(side.parent).rpartition(".")[2] == side.symbol.name
 
 
-def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None:
-    """Pairs the most similar candidates first (a greedy matching), each at most once."""
+def _match(olds: list[_Side], news: list[_Side], threshold: float, link,
+           allowed=None) -> None:
+    """Pairs the most similar candidates first (a greedy matching), each at most once; only
+    pairs that `allowed(old, new)` admits, when given."""
     scored = []
     for o in olds:
         for n in news:
+            if allowed is not None and not allowed(o, n):
+                continue
             similarity = _similarity(o, n, threshold)
             if similarity >= threshold:
                 scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
@@ -489,6 +525,20 @@ def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None
     for negative, *_, o, n in sorted(scored, key=lambda t: t[:5]):
         if not o.paired and not n.paired:
             link(o, n, -negative)
+
+
+NEAR_NAME = 4  # the shorter name's least length, leading underscores left out
+NEAR_TAIL = 2  # what one name may add to the other's end: a plural, a digit
+
+
+def _near_names(old: _Side, new: _Side) -> bool:
+    """Whether two simple names are one name, made private or public, plural or singular
+    (`execute_command` and `execute_commands`, `_load` and `load`). Wider rules paired noise:
+    requests' one-line `_lower_keys` with the new `_clear_lower_keys` (0.571)."""
+    a, b = old.symbol.name.lstrip("_"), new.symbol.name.lstrip("_")
+    short, long = sorted((a, b), key=len)
+    return len(short) >= NEAR_NAME and long.startswith(short) and \
+        len(long) - len(short) <= NEAR_TAIL
 
 
 def _similarity(old: _Side, new: _Side, at_least: float) -> float:
