@@ -236,6 +236,19 @@ class DuplicateRuleError:
 """
 
 
+def test_a_helper_nested_beside_the_edited_one_may_take_its_code():
+    """scrapy's _onsuccess -> _onsuccess_per_item (28bb53fa22): two helpers of one function."""
+    def nested(text: bytes) -> bytes:
+        return b"".join(b"    " + line if line.strip() else line
+                        for line in text.splitlines(keepends=True))
+    old = b"def crawl(argv):\n" + nested(MAIN) + b"    return main(argv)\n"
+    body = MAIN.replace(b"def main(argv):", b"def main_each(argv):")
+    new = (b"def crawl(argv):\n" + nested(b"def main(argv):\n    return [main_each(a) for a in argv]\n\n"
+           + body) + b"    return main(argv)\n")
+    changes = summary(match_commit([file_change(old, new)]))
+    assert ("renamed", "crawl.main_each", "crawl.main") in [c[:3] for c in changes]
+
+
 def test_a_function_that_grew_is_no_wrapper():
     kept = masked_similarity(SHORT_STR, "Rule.__str__", LONGER_STR, "Rule.__str__")
     assert kept <= symbol_changes.WRAPPER_KEPT   # it kept little of its code, but it grew

@@ -28,7 +28,8 @@ instead of ending one and starting another:
    edited in the same commit, which itself kept at least EXTRACT_MARGIN less of it (the body
    moved into a new method, the old one now a wrapper), or RENAMED_MOVED_SIMILAR when the edited
    one kept at most WRAPPER_KEPT and half its size, continues that callable's lineage, which goes
-   on as well; constructors neither give nor take, nor do definitions nested in a callable.
+   on as well; constructors neither give nor take, nor do definitions nested in a callable that
+   existed before the commit, unless it also holds the edited one (_Side.host).
 
 The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
 with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
@@ -166,7 +167,9 @@ class _Side:
     language: str
     scope: str = ""  # the file it belongs to after the commit (a renamed file's new path)
     paired: bool = False
-    nested: bool = False  # inside a function or method (a nested def, a lambda, an anonymous class)
+    # The function or method it is nested in (a nested def, a lambda, an anonymous class's
+    # method), when that one existed before the commit; else "".
+    host: str = ""
     _masked: tuple[str, ...] | None = None
     # What the commit's steps learnt of this old side's similarity to new sides (_similarity).
     _similar: dict[int, tuple[float, bool]] = field(default_factory=dict, compare=False,
@@ -210,8 +213,10 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
             a, d = plus.get(qualname, 0), minus.get(qualname, 0)
             before = old_by_name.get(qualname)
             if before is None:
+                host = _host(f.new, sym)
                 born.append(_Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
-                                  f.new_language, f.new_path, nested=_in_a_callable(f.new, sym)))
+                                  f.new_language, f.new_path,
+                                  host=host if host in old_by_name else ""))
             elif moved_file:
                 changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
                                             f.old_path, before))
@@ -230,7 +235,7 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                             _Side(f.old_path, before, old_parents[qualname], d, f.old_source,
                                   f.old_language, f.new_path),
                             _Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
-                                  f.new_language, f.new_path)))
+                                  f.new_language, f.new_path, host=_host(f.new, sym))))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
                 gone.append(_Side(f.old_path, sym, old_parents[qualname],
@@ -253,12 +258,13 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     return changes
 
 
-def _in_a_callable(symbols: list[Symbol], sym: Symbol) -> bool:
+def _host(symbols: list[Symbol], sym: Symbol) -> str:
+    """The qualified name of the innermost function or method holding `sym`, else ""."""
     while sym.parent >= 0:
         sym = symbols[sym.parent]
         if sym.kind in _CALLABLE:
-            return True
-    return False
+            return sym.qualname
+    return ""
 
 
 def _at_an_edge(old: Symbol, new: Symbol, hunks: list[Hunk]) -> bool:
@@ -462,11 +468,8 @@ def _extracted(edited: list[tuple[_Side, _Side]],
     kept less of it: the body moved into a new method and the old one became a wrapper
     (`isNumber` -> `isCreatable`, an overload gaining a parameter). The new one continues the
     old one's lineage; the old one keeps its own."""
-    # Code moved into a definition nested in a function is that function's business (mockito's
-    # test whose assertions went into an anonymous class inside it; two twin methods, each
-    # wrapping its code in one, were taken for each other's extractions): not an extraction.
     news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE
-            and not _constructor(s) and not s.nested]
+            and not _constructor(s)]
     edited = [(b, a) for b, a in edited if not _constructor(b)]
     if not edited or not news or len(edited) * len(news) > MAX_CANDIDATES:
         return []
@@ -475,8 +478,14 @@ def _extracted(edited: list[tuple[_Side, _Side]],
         size = len(before.masked())
         # A ratio of at least `least` needs lengths that close: a cheap filter first.
         least = min(EXTRACT_SIMILAR, RENAMED_MOVED_SIMILAR)
+        # Code moved into a definition nested in a function that was already there is that
+        # function's business (mockito's test whose assertions went into an anonymous class
+        # inside it; twin methods of two files, each wrapping its code so, were taken for each
+        # other's extractions), unless the edited one is nested there too (scrapy's _onsuccess
+        # -> _onsuccess_per_item, two helpers of one function).
         close = [n for n in news  # difflib's ratio is at most 2 min / (sum) of the lengths
-                 if 2 * min(size, len(n.masked())) >= least * (size + len(n.masked()))]
+                 if 2 * min(size, len(n.masked())) >= least * (size + len(n.masked()))
+                 and (not n.host or (n.path, n.host) == (after.path, after.host))]
         if not close:
             continue
         kept = None  # how much of its code the edited callable kept: only asked when needed
