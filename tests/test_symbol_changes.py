@@ -249,6 +249,69 @@ def test_a_helper_nested_beside_the_edited_one_may_take_its_code():
     assert ("renamed", "crawl.main_each", "crawl.main") in [c[:3] for c in changes]
 
 
+def test_names_made_private_plural_or_unexported_need_less_of_the_code():
+    # Each body edited as fd's execute_command was (0.5 to 0.6 alike); 60 in one commit, past
+    # what a scope's matching compares (a review: 51 paired none), and Go's unexported form.
+    old = b"".join(ONE_COMMAND.replace(b"execute_command", f"execute_{n}_command".encode())
+                   + b"\n\n" for n in range(60))
+    new = b"".join(EACH_COMMAND.replace(b"execute_commands", f"_execute_{n}_command".encode())
+                   + b"\n\n" for n in range(60))
+    assert 60 * 60 > symbol_changes.MAX_CANDIDATES
+    pairs = {(c.from_symbol.name, c.symbol.name) for c in match_commit([file_change(old, new)])
+             if c.from_symbol is not None}
+    assert pairs == {(f"execute_{n}_command", f"_execute_{n}_command") for n in range(60)}
+    for old_name, new_name in (("run_entry", "run_entries"), ("RunCommand", "runCommand")):
+        renamed = EACH_COMMAND.replace(b"def execute_commands(", f"def {new_name}(".encode())
+        original = ONE_COMMAND.replace(b"def execute_command(", f"def {old_name}(".encode())
+        changes = summary(match_commit([file_change(original, renamed)]))
+        assert ("renamed", new_name, old_name) in [c[:3] for c in changes]
+
+
+# A review: `load` became a wrapper of a new `_load`, its old code verbatim, while an unrelated
+# `_loads` was deleted; the near names took `_load` first (0.55).
+STORE = b"""\
+class Store:
+    def load(self, key):
+        path = self.root / key
+        if not path.exists():
+            raise KeyError(key)
+        data = path.read_bytes()
+        if self.compress:
+            data = zlib.decompress(data)
+        return pickle.loads(data)
+
+    def _loads(self, data):
+        if not data:
+            raise ValueError(data)
+        if self.compress:
+            data = zlib.decompress(data)
+        self.hits += 1
+        log.debug('loaded %d bytes', len(data))
+        return json.loads(data, object_hook=self.hook)
+"""
+STORE_WRAPPED = b"""\
+class Store:
+    def load(self, key):
+        return self._load(key)
+
+    def _load(self, key):
+        path = self.root / key
+        if not path.exists():
+            raise KeyError(key)
+        data = path.read_bytes()
+        if self.compress:
+            data = zlib.decompress(data)
+        return pickle.loads(data)
+"""
+
+
+def test_an_extraction_keeps_its_copy_from_a_near_name():
+    changes = summary(match_commit([file_change(STORE, STORE_WRAPPED)]))
+    assert [c[:3] for c in changes] == [("body", "Store.load", None),
+                                        ("deleted", "Store._loads", None),
+                                        ("renamed", "Store._load", "Store.load")]
+
+
 def test_a_function_that_grew_is_no_wrapper():
     kept = masked_similarity(SHORT_STR, "Rule.__str__", LONGER_STR, "Rule.__str__")
     assert kept <= symbol_changes.WRAPPER_KEPT   # it kept little of its code, but it grew

@@ -21,15 +21,15 @@ instead of ending one and starting another:
 6. across scopes and files (a move with edits, a function turned into a method): the same simple
    name, as a matching with similarity at least MOVED_SIMILAR; then any callables with
    similarity at least RENAMED_MOVED_SIMILAR, best first, when there are few enough candidates;
-7. within one scope, what is left of one name made plural or private (_near_names), at
-   MOVED_SIMILAR;
-8. a file rename carries every symbol whose identity survives (before all of these);
-9. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
+7. extraction: a new callable holding at least EXTRACT_SIMILAR of the old code of a callable
    edited in the same commit, which itself kept at least EXTRACT_MARGIN less of it (the body
    moved into a new method, the old one now a wrapper), or RENAMED_MOVED_SIMILAR when the edited
    one kept at most WRAPPER_KEPT and half its size, continues that callable's lineage, which goes
    on as well; constructors neither give nor take, nor do definitions nested in a callable that
-   existed before the commit, unless it also holds the edited one (_Side.host).
+   existed before the commit, unless it also holds the edited one (_Side.host);
+8. within one scope, what is left of one name made plural, private or unexported (_near_pairs),
+   at MOVED_SIMILAR.
+A file rename carries every symbol whose identity survives, before all of these.
 
 The kind of a pairing: "moved" (another file), "renamed" (another simple name, or another scope
 with edits), "signature" (same scope and name, another parameter list), "rescoped" (its scope or
@@ -40,6 +40,7 @@ Each pairing carries a confidence: 1.0 for 1-3 and for 4 with unchanged code, el
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cortex_core.lang.change_kinds import change_kind, masked
@@ -242,12 +243,14 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                                   minus.get(qualname, 0), f.old_source, f.old_language,
                                   f.new_path))
 
-    for old, new, kind, confidence in _pair(gone, born):
+    extracted: list[tuple[_Side, _Side, str, float]] = []
+    for old, new, kind, confidence in _pair(gone, born,
+                                            lambda: extracted.extend(_extracted(edited, born))):
         changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, old.lines,
                                     old.path, old.symbol, confidence))
         # The old identity's history ends with the same event (not with a deletion).
         changes.append(SymbolChange(old.path, old.symbol, kind, 0, old.lines))
-    for donor, new, kind, confidence in _extracted(edited, born):
+    for donor, new, kind, confidence in extracted:
         # The donor's history goes on too: it is not ended here.
         changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, 0, donor.path,
                                     donor.symbol, confidence))
@@ -353,16 +356,20 @@ def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
 
 
 SIMILAR = 0.6                 # step 5: renamed with edits, within a scope
-MOVED_SIMILAR = 0.5           # steps 6, 7: the same name elsewhere, or made plural or private
+MOVED_SIMILAR = 0.5           # steps 6, 8: the same name elsewhere, or made plural or private
 RENAMED_MOVED_SIMILAR = 0.8   # step 6: another name and another scope: only near copies
 MAX_CANDIDATES = 2_500        # a matching compares at most this many pairs (gone x born)
 
 
-def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str, float]]:
+def _pair(gone: list[_Side], born: list[_Side],
+          extract: Callable[[], None]) -> list[tuple[_Side, _Side, str, float]]:
+    """Steps 1 to 8 (the module's docstring); `extract` is step 7, run before step 8 so that
+    a near copy that an extraction takes is not first paired with a near name."""
     pairs: list[tuple[_Side, _Side, str, float]] = []
     if not gone or not born:
         # Nothing to pair (a file added or deleted whole): spare the fingerprints of every
         # definition, 3 s for a 10 MB file's 100k (bench/bench_large_files.py).
+        extract()
         return pairs
     gone_at = {(s.path, s.symbol.qualname): s for s in gone}
     born_at = {(s.path, s.symbol.qualname): s for s in born}
@@ -435,13 +442,16 @@ def _pair(gone: list[_Side], born: list[_Side]) -> list[tuple[_Side, _Side, str,
     news = [s for s in born if not s.paired and s.symbol.kind in _CALLABLE]
     if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
         _match(olds, news, RENAMED_MOVED_SIMILAR, link)
-    # 7. Within a scope again, what is left: one name made plural or private (execute_command
+    extract()   # 7.
+    # 8. Within a scope again, what is left: one name made plural or private (execute_command
     # -> execute_commands, its body wrapped in a loop: 0.539), at the threshold of the same
-    # name in another scope. Last, so that no near copy elsewhere loses its pair to it.
+    # name in another scope. Last, so that no near copy elsewhere (nor an extraction's) loses
+    # its pair to it. Only pairs of near names are compared: a sweep making a hundred functions
+    # private is a hundred comparisons, not ten thousand.
     for olds, news in groups.values():
-        olds, news = [o for o in olds if not o.paired], [n for n in news if not n.paired]
-        if olds and news and len(olds) * len(news) <= MAX_CANDIDATES:
-            _match(olds, news, MOVED_SIMILAR, link, _near_names)
+        near = _near_pairs([o for o in olds if not o.paired], [n for n in news if not n.paired])
+        if len(near) <= MAX_CANDIDATES:
+            _match_pairs(near, MOVED_SIMILAR, link)
     return pairs
 
 
@@ -476,8 +486,11 @@ def _extracted(edited: list[tuple[_Side, _Side]],
     scored = []
     for before, after in edited:
         size = len(before.masked())
+        # Only one that shrank to half its size or less can be a wrapper (asked first: it is
+        # free, and a lower threshold compares more candidates).
+        shrank = 2 * len(after.masked()) <= size
         # A ratio of at least `least` needs lengths that close: a cheap filter first.
-        least = min(EXTRACT_SIMILAR, RENAMED_MOVED_SIMILAR)
+        least = RENAMED_MOVED_SIMILAR if shrank else EXTRACT_SIMILAR
         # Code moved into a definition nested in a function that was already there is that
         # function's business (mockito's test whose assertions went into an anonymous class
         # inside it; twin methods of two files, each wrapping its code so, were taken for each
@@ -495,8 +508,8 @@ def _extracted(edited: list[tuple[_Side, _Side]],
                 continue
             if kept is None:
                 kept = token_similarity(before.masked(), after.masked())
-            wrapper = kept <= WRAPPER_KEPT and 2 * len(after.masked()) <= size
-            if similarity >= (least if wrapper else EXTRACT_SIMILAR) and \
+            wrapper = shrank and kept <= WRAPPER_KEPT
+            if similarity >= (RENAMED_MOVED_SIMILAR if wrapper else EXTRACT_SIMILAR) and \
                     similarity >= kept + EXTRACT_MARGIN:
                 scored.append((-similarity, before.path, before.symbol.qualname, n.path,
                                n.symbol.qualname, before, n))
@@ -518,19 +531,18 @@ def _constructor(side: _Side) -> bool:
         structural_name(side.parent).rpartition(".")[2] == side.symbol.name
 
 
-def _match(olds: list[_Side], news: list[_Side], threshold: float, link,
-           allowed=None) -> None:
-    """Pairs the most similar candidates first (a greedy matching), each at most once; only
-    pairs that `allowed(old, new)` admits, when given."""
+def _match(olds: list[_Side], news: list[_Side], threshold: float, link) -> None:
+    """Pairs the most similar candidates first (a greedy matching), each at most once."""
+    _match_pairs([(o, n) for o in olds for n in news], threshold, link)
+
+
+def _match_pairs(candidates: list[tuple[_Side, _Side]], threshold: float, link) -> None:
     scored = []
-    for o in olds:
-        for n in news:
-            if allowed is not None and not allowed(o, n):
-                continue
-            similarity = _similarity(o, n, threshold)
-            if similarity >= threshold:
-                scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
-                               o, n))
+    for o, n in candidates:
+        similarity = _similarity(o, n, threshold)
+        if similarity >= threshold:
+            scored.append((-similarity, o.path, o.symbol.qualname, n.path, n.symbol.qualname,
+                           o, n))
     for negative, *_, o, n in sorted(scored, key=lambda t: t[:5]):
         if not o.paired and not n.paired:
             link(o, n, -negative)
@@ -540,14 +552,45 @@ NEAR_NAME = 4  # the shorter name's least length, leading underscores left out
 NEAR_TAIL = 2  # what one name may add to the other's end: a plural, a digit
 
 
-def _near_names(old: _Side, new: _Side) -> bool:
-    """Whether two simple names are one name, made private or public, plural or singular
-    (`execute_command` and `execute_commands`, `_load` and `load`). Wider rules paired noise:
-    requests' one-line `_lower_keys` with the new `_clear_lower_keys` (0.571)."""
-    a, b = old.symbol.name.lstrip("_"), new.symbol.name.lstrip("_")
+def _stem(name: str) -> str:
+    """A name without leading underscores and with its first letter lowered: private or public
+    in Python, unexported or exported in Go."""
+    name = name.lstrip("_")
+    return name[:1].lower() + name[1:]
+
+
+def _near(a: str, b: str) -> bool:
+    """Whether two stems are one name, made plural or singular or given a digit: one is the
+    other with at most NEAR_TAIL more letters at its end, or `entry` and `entries`."""
     short, long = sorted((a, b), key=len)
-    return len(short) >= NEAR_NAME and long.startswith(short) and \
-        len(long) - len(short) <= NEAR_TAIL
+    if len(short) < NEAR_NAME:
+        return False
+    return long.startswith(short) and len(long) - len(short) <= NEAR_TAIL or \
+        short.endswith("y") and long == short[:-1] + "ies"
+
+
+def _near_pairs(olds: list[_Side], news: list[_Side]) -> list[tuple[_Side, _Side]]:
+    """The pairs whose simple names are one name, made private or public, plural or singular
+    (_stem, _near): `execute_command` and `execute_commands`, `_load` and `load`, Go's
+    `RunCommand` and `runCommand`, `run_entry` and `run_entries`. Wider rules paired noise:
+    requests' one-line `_lower_keys` with the new `_clear_lower_keys` (0.571). Found through
+    each name's stem less up to three letters, not by trying every pair."""
+    def keys(stem: str) -> set[str]:
+        return {stem[:len(stem) - k] for k in range(NEAR_TAIL + 2) if len(stem) - k > 0}
+
+    by_key: dict[str, list[tuple[str, _Side]]] = {}
+    for n in news:
+        stem = _stem(n.symbol.name)
+        for key in keys(stem):
+            by_key.setdefault(key, []).append((stem, n))
+    pairs: dict[tuple[int, int], tuple[_Side, _Side]] = {}
+    for o in olds:
+        stem = _stem(o.symbol.name)
+        for key in keys(stem):
+            for theirs, n in by_key.get(key, ()):
+                if _near(stem, theirs):
+                    pairs.setdefault((id(o), id(n)), (o, n))
+    return list(pairs.values())
 
 
 def _similarity(old: _Side, new: _Side, at_least: float) -> float:
