@@ -753,6 +753,9 @@ def test_a_query_of_common_words_only_says_so(indexed):
     assert common.hits and "every word of the query is a common one (the, of, and)" in common.note
     found = search(con, "the timeout", SearchOptions(mode="lexical"))
     assert found.hits and "common one" not in (found.note or "")
+    # A contraction's tail is no word: "it's the" is common words only, not a search for "s".
+    assert "every word of the query is a common one (it, the)" in (search(
+        con, "it's the", SearchOptions(mode="lexical")).note or "")
 
 
 def test_path_filter_and_focus_follow_renames(repo, cortex):

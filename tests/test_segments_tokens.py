@@ -117,6 +117,15 @@ def test_queries_are_quoted_words_without_stopwords():
     assert fts_query("?!") is None
 
 
+def test_the_tails_of_contractions_are_no_words():
+    # "what's this" searched for "s" alone (what and this are stopwords).
+    assert query_terms("what's this") == ["what", "this"]
+    assert query_terms("don\u2019t retry the user's session") == [
+        "don", "retry", "user", "session"]
+    # Not after an apostrophe that follows a letter: a quoted word, a module named re.
+    assert query_terms("'s' key, import re, re-raise") == ["s", "key", "import", "re", "raise"]
+
+
 # -- words of changed lines ----------------------------------------------------------------------
 
 def test_code_words_keep_names_and_literal_words_without_keywords():

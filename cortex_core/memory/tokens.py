@@ -27,6 +27,11 @@ where which while who why will with would you your
 
 MAX_QUERY_TERMS = 64   # a pasted page should not become a thousand-term OR
 
+# The tails of English contractions: "what's" is "what" and "s" to unicode61, and a query of
+# "what's this" searched for "s" alone, matching any message with a possessive.
+_TAILS = frozenset({"s", "t", "d", "m", "ll", "re", "ve"})
+_APOSTROPHES = frozenset("'\u2019")
+
 # Words of an item's paths. The message's table (items_fts) keeps a few: FTS5's bm25 divides a
 # match by the length of the whole row, all columns, so a commit of 643 files (fastapi's docs
 # setup, 4,346 path words) lost its exact title match to commits that share two words with the
@@ -75,7 +80,8 @@ def expand(text: str) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The words of a query as the index sees them: lowercased, identifiers also split, stopwords
-    dropped (unless nothing else is left), duplicates removed, order kept. A query typed
+    and the tails of contractions (the "s" of "what's") dropped (stopwords unless nothing else
+    is left), duplicates removed, order kept. A query typed
     decomposed (NFD: `re\u0301sume\u0301`) gives its composed words first, as path words are
     stored, then its own, as a message may be."""
     forms = [text] if unicodedata.is_normalized("NFC", text) else \
@@ -84,6 +90,10 @@ def query_terms(text: str) -> list[str]:
     for form in forms:
         for match in _WORD.finditer(form):
             word = match.group()
+            at = match.start()
+            if word.lower() in _TAILS and at >= 2 and form[at - 1] in _APOSTROPHES \
+                    and form[at - 2].isalnum():
+                continue
             words.append(word.lower())
             parts = split_identifier(word) if not word.islower() else []
             if len(parts) > 1:
