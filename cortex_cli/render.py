@@ -161,6 +161,8 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
     if s.items_without_vector and s.semantic.startswith("off"):
         lines.append(f"  {s.items_without_vector} items have no vector: lexical search only")
     lines.append(f"  store: {_db_label(db, root)} ({size})")
+    if s.earlier_reader is not None:
+        lines.append(f"note: {s.earlier_reader.note}")
     return "\n".join(lines)
 
 
@@ -198,6 +200,7 @@ def status(s: Status, root: Path, now: float) -> str:
         *([partial_history(s.history_from, s.history_until)]
           if s.history_from is not None or s.history_until is not None else []),
         *([shallow_note(s.shallow_from)] if s.shallow_from is not None else []),
+        *([f"note: {s.earlier_reader.note}"] if s.earlier_reader is not None else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

@@ -212,6 +212,9 @@ def status(s, head: str | None, run) -> list[str]:
                                                  for lang in s.languages[:8]))
     if s.missing is not None:   # a partial clone offline, a damaged repository
         lines.append("- " + missing_objects(s.missing.objects, s.missing.cause))  # our text
+    if s.earlier_reader is not None:   # our text
+        lines.append("- " + s.earlier_reader.note.replace("`cortex index --rebuild`",
+                                                          "`cortex index --rebuild` (shell)"))
     m = s.memory
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "

@@ -58,6 +58,8 @@ from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_P
                                            promisor_remote)
 from cortex_core.index.process_memory import release_memory
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
+from cortex_core.index.reader_version import EarlierReader, earlier_reader
+from cortex_core.index.reader_version import record as record_reader
 from cortex_core.index.skip_rules import record_limits
 from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
                                      record_loose_check, remove_database, set_meta,
@@ -108,6 +110,8 @@ class IndexSummary:
     window_commits: int = 0
     window_seconds: float | None = None
     history_from: int | None = None
+    # An earlier version of Cortex read the store's oldest commits (reader_version).
+    earlier_reader: EarlierReader | None = None
 
 
 @dataclass(frozen=True)
@@ -594,6 +598,7 @@ class _Indexer:
         with con:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
+            record_reader(con, empty=not con.execute("select exists(select 1 from commits)").get)
             set_meta(con, "all_branches", "1" if all_branches else "0")
             if self.window is not None:   # before any commit of it: a stopped run is known
                 set_meta(con, "window", self.window.meta())   # to hold a window
@@ -654,7 +659,8 @@ class _Indexer:
             marked_unreachable=len(gone), reachable_again=len(again),
             file_changes=self.file_changes, symbol_changes=self.symbol_changes,
             skipped_file_changes=self.skipped, blobs_parsed=self.parses,
-            seconds=time.monotonic() - started, rebuilt=rebuilt)
+            seconds=time.monotonic() - started, rebuilt=rebuilt,
+            earlier_reader=earlier_reader(con))
 
     def _known(self, commits: list[pygit2.Commit] | None) -> dict[str, tuple[int, bool]]:
         """sha -> (id, reachable) of the stored commits among `commits` (None: all of them).

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apsw
 
+from cortex_core.index.reader_version import EarlierReader, earlier_reader
 from cortex_core.index.skip_rules import WAS, indexed_limits, limit_hint
 from cortex_core.store.store import (SCHEMA_VERSION, get_meta, history_from, history_until,
                                      shallow_from)
@@ -63,7 +64,8 @@ class Status:
     history_until: int | None = None
     # Set for a shallow clone: the date of its oldest commit (see store.shallow_from).
     shallow_from: int | None = None
-
+    # Set when an earlier version of Cortex read the store's oldest commits (reader_version).
+    earlier_reader: EarlierReader | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         file_changes=one("select count(*) from file_changes"),
         languages=[LanguageCount(*row) for row in langs],
         skipped=skipped, memory=_memory(con), structure=_structure(con),
-        store_reason=store_reason,
+        store_reason=store_reason, earlier_reader=earlier_reader(con),
         missing=_missing(con, head_skips.get("missing object", 0),
                          history_skips.get("missing object", 0)))
 
