@@ -162,7 +162,7 @@ def index_summary(s: IndexSummary, db: Path, root: Path) -> str:
         lines.append(f"  {s.items_without_vector} items have no vector: lexical search only")
     lines.append(f"  store: {_db_label(db, root)} ({size})")
     if s.earlier_reader is not None:
-        lines.append(f"note: {s.earlier_reader.note}")
+        lines.append(f"note: {earlier_reader(s.earlier_reader)}")
     return "\n".join(lines)
 
 
@@ -172,6 +172,13 @@ def _recovery(r) -> list[str]:
             f"  {r.notes_saved} note{'s' if r.notes_saved != 1 else ''} saved from it"
             + (f" ({lost} unreadable)" if lost else "")
             + ("" if r.method == "sql" else ", read page by page")]
+
+
+def earlier_reader(r, rebuild: str = "`cortex index --rebuild`") -> str:
+    """What a store read by an earlier reader (reader_version.EarlierReader) means, and its fix."""
+    return (f"history read by an earlier version of Cortex (reader {r.version}, now "
+            f"{r.current}): since then, {'; '.join(r.since)}; its older commits keep the earlier "
+            f"reading until {rebuild}")
 
 
 def missing_objects(count: int, cause: str) -> str:
@@ -200,7 +207,8 @@ def status(s: Status, root: Path, now: float) -> str:
         *([partial_history(s.history_from, s.history_until)]
           if s.history_from is not None or s.history_until is not None else []),
         *([shallow_note(s.shallow_from)] if s.shallow_from is not None else []),
-        *([f"note: {s.earlier_reader.note}"] if s.earlier_reader is not None else []),
+        *([f"note: {earlier_reader(s.earlier_reader)}"] if s.earlier_reader is not None
+          else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

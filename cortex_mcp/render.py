@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cortex_core.text.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
-from cortex_cli.render import missing_objects
+from cortex_cli.render import earlier_reader, missing_objects
 
 
 def plural(count: int, word: str) -> str:
@@ -213,8 +213,7 @@ def status(s, head: str | None, run) -> list[str]:
     if s.missing is not None:   # a partial clone offline, a damaged repository
         lines.append("- " + missing_objects(s.missing.objects, s.missing.cause))  # our text
     if s.earlier_reader is not None:   # our text
-        lines.append("- " + s.earlier_reader.note.replace("`cortex index --rebuild`",
-                                                          "`cortex index --rebuild` (shell)"))
+        lines.append("- " + earlier_reader(s.earlier_reader, "`sync` with `rebuild=true`"))
     m = s.memory
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "

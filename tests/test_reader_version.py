@@ -43,11 +43,14 @@ def test_a_store_says_which_reader_read_it_until_it_is_rebuilt(repo, cortex):
     con = cortex.reader()
     found = status(con, cortex.db).earlier_reader
     assert found is not None and found.current == READER_VERSION
-    assert "Go declarations take the doc comment" in found.note
-    assert "`cortex index --rebuild`" in found.note
+    assert "Go declarations take the doc comment" in found.since[-1]
     con.close()
     shown = cli(repo, cortex.db, "status")
     assert "note: history read by an earlier version of Cortex (reader 1" in shown.stdout
+    assert "until `cortex index --rebuild`" in shown.stdout
+    from cortex_mcp.render import status as mcp_status
+    assert any("until `sync` with `rebuild=true`" in line
+               for line in mcp_status(status(cortex.reader(), cortex.db), None, None))
     assert json.loads(cli(repo, cortex.db, "status", "--json").stdout)[
         "earlier_reader"]["version"] == 1
 

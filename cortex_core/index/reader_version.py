@@ -5,7 +5,8 @@ An incremental run reads only new commits: a store built by an earlier Cortex ke
 reading of every commit it had, and mixes the two from then on, which nothing else would tell a
 user. Each store records the version of the reader that read its oldest commits (meta
 `history_reader`, set by the run that starts an empty store, never raised by later runs); a
-store from before the record counts as version 1. `cortex index --rebuild` reads it all again.
+store from before the record counts as version 1. A rebuild reads it all again; the front ends
+say how (cortex_cli.render.earlier_reader).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ class EarlierReader:
     version: int
     current: int
     since: list[str]   # what the current reader does differently (CHANGES), oldest first
-    note: str          # said to the user: what differs, and how to read it again
 
 
 def record(con: apsw.Connection, empty: bool) -> None:
@@ -56,8 +56,6 @@ def earlier_reader(con: apsw.Connection) -> EarlierReader | None:
             version = 1
     if version >= READER_VERSION:
         return None
-    since = [CHANGES[v] for v in range(version + 1, READER_VERSION + 1) if v in CHANGES]
-    return EarlierReader(version, READER_VERSION, since,
-                         f"history read by an earlier version of Cortex (reader {version}, now "
-                         f"{READER_VERSION}): since then, {'; '.join(since)}; its older commits "
-                         "keep the earlier reading until `cortex index --rebuild`")
+    return EarlierReader(version, READER_VERSION,
+                         [CHANGES[v] for v in range(version + 1, READER_VERSION + 1)
+                          if v in CHANGES])
