@@ -235,8 +235,8 @@ def _run(args, repo: Path, env: dict, work: Path) -> int:
             target = resolve(con, TargetSpec(path, qualname))
         except CortexError:
             continue   # an ambiguous short name: the hover resolves by line instead
-        commits = {e.commit.sha for e in symbol_history(con, target.symbol_id, False)
-                   if e.substantive}
+        commits = {e.commit.sha: (e.path, e.name or "")
+                   for e in symbol_history(con, target.symbol_id, False) if e.substantive}
         coupled_line(target, commits)
         t0 = time.perf_counter()
         coupled_line(target, commits)

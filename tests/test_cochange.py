@@ -501,6 +501,42 @@ def test_the_hovers_coupled_counts_agree_with_its_count_of_changes(repo, cortex)
     assert f"({len(mine & theirs)} of 8 commits)" in hover(card, web_base=None, partial=False)
 
 
+def test_a_function_split_in_two_changes_with_its_half_only_after_the_split(repo, cortex):
+    """A review: requests' get_environ_proxies said "(13 of 14 commits)" with the
+    should_bypass_proxies split out of it, 8 of them its own changes from before the split,
+    which both histories hold. Those are one function's changes, not changes together."""
+    from cortex_core.features.symbol_info import symbol_card
+    from cortex_core.query.history import symbol_history, symbol_history_commits
+    body = "".join(f"    if key == {i}:\n        return table[{i}] + offset\n" for i in range(12))
+
+    def write(n: int, split: bool) -> None:
+        code = body.replace("offset", f"offset * {n}")
+        repo.write("m.py", ("def load(key, table, offset):\n    return parse(key, table, offset)\n"
+                            f"\n\ndef parse(key, table, offset):\n{code}    return {n}\n")
+                   if split else f"def load(key, table, offset):\n{code}    return {n}\n")
+    for n in range(3):
+        write(n, False)
+        repo.commit(f"load {n}", days_ago=20 - n)
+    write(3, True)
+    repo.commit("split parse out of load", days_ago=10)
+    for n in range(4, 6):
+        write(n, True)
+        repo.write("m.py", repo.path.joinpath("m.py").read_text().replace(
+            "return parse(key, table, offset)", f"return parse(key, table, offset) or {n}"))
+        repo.commit(f"load and parse {n}", days_ago=10 - n)
+    cortex.index()
+    con = cortex.reader()
+    card = symbol_card(con, repo.path, "m.py", "load")
+    parse = [e.commit.subject for e in symbol_history(con, card.coupled.symbol_id)]
+    assert parse[-3:] == ["load 2", "load 1", "load 0"]   # it continues load's history
+    assert (card.changes, card.coupled.qualname) == (6, "parse")
+    assert (card.coupled.shared, card.coupled.of) == (3, 6)   # the split and the two after it
+    # The partner's commits are read grouped: the same set as its history's entries.
+    for (ident,) in con.execute("select id from symbols"):
+        assert symbol_history_commits(con, ident) == {
+            e.commit.sha: (e.path, e.name) for e in symbol_history(con, ident) if e.substantive}
+
+
 def test_the_hover_never_names_the_targets_own_members_or_holder(repo, cortex):
     """A review found requests' Session hover saying it usually changes with Session.__init__,
     its own method: members and the class holding a method are left out of that one line."""

@@ -112,7 +112,8 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     last = (shown[0] if shown else redacted(entries[0].commit)) if entries else None
     coupled = strongest_symbol(con, target) if target.alive else None
     if coupled is not None:
-        coupled = counted_in_histories(con, coupled, {e.commit.sha for e in entries})
+        coupled = counted_in_histories(con, coupled, {e.commit.sha: (e.path, e.name or "")
+                                                      for e in entries})
     return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,

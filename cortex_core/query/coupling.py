@@ -60,7 +60,7 @@ from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
 from cortex_core.clock import repository_time
 from cortex_core.config import CouplingSettings
 from cortex_core.query.history import (COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef,
-                                       commit_ref, symbol_history)
+                                       commit_ref, symbol_history_commits)
 from cortex_core.query.targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
@@ -446,19 +446,20 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     return CoupledSymbol(path, qualname, support[ident], len(mine), ident)
 
 
-def counted_in_histories(con: apsw.Connection, coupled: CoupledSymbol, commits: set[str], *,
-                         min_support: int = 2, min_confidence: float = 0.25
-                         ) -> CoupledSymbol | None:
-    """`coupled` counted over the histories a hover shows: `commits` (the shas of the target's
-    history, the hover's "N changes") and those of the partner's, so that "(k of N commits)"
-    agrees with "N changes". Co-change reads each name's lineage from its last rename and only
-    commits of at most MAX_CHANGESET files, which can count far fewer (requests'
-    `Request.__init__`: 14 commits to history's 97, the rest spent as `OldRequest`, deleted
-    since). None when the shown counts no longer make a pattern (`min_support`,
-    `min_confidence`)."""
-    theirs = {e.commit.sha for e in symbol_history(con, coupled.symbol_id, redact_subjects=False)
-              if e.substantive}
-    shared = len(commits & theirs)
+def counted_in_histories(con: apsw.Connection, coupled: CoupledSymbol,
+                         commits: dict[str, tuple[str, str]], *, min_support: int = 2,
+                         min_confidence: float = 0.25) -> CoupledSymbol | None:
+    """`coupled` counted over the histories a hover shows: `commits` (the target's history, the
+    hover's "N changes": sha -> the path and name it had then) and the partner's, so that "(k
+    of N commits)" agrees with "N changes". Co-change reads each name's lineage from its last
+    rename on and only commits of at most MAX_CHANGESET files, which can count far fewer
+    (requests' `Request.__init__`: 14 commits to history's 97, the rest spent as `OldRequest`,
+    deleted since). A commit where both histories are one symbol (a function split in two:
+    both halves' histories hold its older commits) is no change together. None when the shown
+    counts make no pattern (`min_support`, `min_confidence`)."""
+    theirs = symbol_history_commits(con, coupled.symbol_id)
+    shared = sum(1 for sha, where in commits.items()
+                 if sha in theirs and theirs[sha] != where)
     if not commits or shared < min_support or shared / len(commits) < min_confidence:
         return None
     return CoupledSymbol(coupled.path, coupled.qualname, shared, len(commits), coupled.symbol_id)

@@ -242,23 +242,13 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
-    home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
-                       " where s.id = ? and s.alive = 1", (symbol_id,)).get
-    for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
-                                      _SYMBOL_AWAY):
-        file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
-                                        (sid,)).fetchone()
-        # Under its HEAD file's path, that file's pruning; moved from another file, whichever
-        # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
-        head = file_id if file_id == home else None
+    for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
-                " where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
-                f" and c.reachable = 1 and {BEFORE} and {SINCE}"
-                f" and {_on_gits_history('s', head)}",
-                (file_id, qualname, len(qualname) + 1, qualname + ".", *limit, *floor)):
+                f" {_SEGMENT} and {_on_gits_history('s', head)}",
+                _segment_params(file_id, qualname, limit, floor)):
             slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
                                                  "deleted": 0, "members": [], "kinds": set(),
                                                  "name": qualname})
@@ -280,6 +270,55 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                                              row[11], slot["name"], tuple(sorted(slot["members"])),
                                              confidence)))
     return _newest_first(entries)
+
+
+def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tuple[str, str]]:
+    """The substantive commits of symbol_history (its entries whose `substantive` holds), each
+    with the path and the name its entry shows; read grouped by commit, several times faster
+    than building the entries (a class of 378 changes: 1 ms against 6). A commit that several
+    segments of the lineage hold is one entry, merged as symbol_history merges it: the name of
+    the first, the own change of the last that has one, every member's kind."""
+    slots: dict[str, list] = {}   # sha -> [name, path, own change, own path, member kinds]
+    for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
+        for sha, path, own, kinds in con.execute(
+                "select c.sha, f.path, max(case when s.qualname = ? then sc.change end),"
+                " group_concat(distinct case when s.qualname != ? then sc.change end)"
+                " from symbols s join symbol_changes sc on sc.symbol_id = s.id"
+                " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
+                f" {_SEGMENT} and {_on_gits_history('s', head)} group by c.sha",
+                (qualname, qualname, *_segment_params(file_id, qualname, limit, floor))):
+            slot = slots.setdefault(sha, [qualname, path, None, None, set()])
+            if own is not None:
+                slot[2], slot[3] = own, path
+            if kinds:
+                slot[4].update(kinds.split(","))
+    return {sha: (own_path or path, name)
+            for sha, (name, path, own, own_path, kinds) in slots.items()
+            if _container_change(own, kinds) not in NOT_SUBSTANTIVE}
+
+
+# One segment of a symbol's lineage (_symbol_segments): its changes and its members', under the
+# name it had then, within the segment's limit and floor.
+_SEGMENT = ("where s.file_id = ? and (s.qualname = ? or substr(s.qualname, 1, ?) = ?)"
+            f" and c.reachable = 1 and {BEFORE} and {SINCE}")
+
+
+def _segment_params(file_id: int, qualname: str, limit: Limit, floor: Limit) -> tuple:
+    return (file_id, qualname, len(qualname) + 1, qualname + ".", *limit, *floor)
+
+
+def _symbol_segments(con: apsw.Connection, symbol_id: int):
+    """(file id, qualified name, pruning head, limit, floor) of each identity of the symbol's
+    lineage, newest first."""
+    home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
+                       " where s.id = ? and s.alive = 1", (symbol_id,)).get
+    for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
+                                      _SYMBOL_AWAY):
+        file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
+                                        (sid,)).fetchone()
+        # Under its HEAD file's path, that file's pruning; moved from another file, whichever
+        # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
+        yield file_id, qualname, (file_id if file_id == home else None), limit, floor
 
 
 def _pruning_head(con: apsw.Connection, file_id: int) -> int | None:
