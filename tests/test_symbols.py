@@ -262,6 +262,14 @@ func (r *Repo) Save() error { return nil }
     found = {s.qualname: (s.start_line, s.end_line) for s in extract_symbols("go", source)}
     assert found == {"Find": (5, 7), "G": (10, 10), "H": (14, 14), "Repo": (16, 20),
                      "Repo.Save": (22, 24)}
+    # A group of one type lends it its range, from its own doc comment if it has one; the
+    # comment inside it does not cut off the `type (` line (a review).
+    group = b"package p\n\n// Group doc.\ntype (\n\t// Foo doc.\n\tFoo struct{ n int }\n)\n"
+    assert [(s.qualname, s.start_line, s.end_line) for s in extract_symbols("go", group)] == [
+        ("Foo", 3, 7)]
+    bare = group.replace(b"// Group doc.\n", b"")
+    assert [(s.qualname, s.start_line, s.end_line) for s in extract_symbols("go", bare)] == [
+        ("Foo", 3, 6)]
 
 
 def test_go():

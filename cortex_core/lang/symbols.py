@@ -875,9 +875,11 @@ class _Walker:
         children = self.children(node, parent)
         # A wrapper lends its range only when it holds a single definition.
         if kind_id in self.wrappers and len(children) == 1:
-            child, _, _, child_lead = children[0]
-            # ...and its leading siblings (a Go `type` declaration's doc comment).
-            children[0] = (child, parent, outer or node, child_lead or lead)
+            child = children[0][0]
+            # ...and its leading siblings (a Go `type` declaration's doc comment); what leads
+            # the child inside it (a decorator, a comment in a Go `type ( ... )` group) starts
+            # no earlier than the wrapper itself.
+            children[0] = (child, parent, outer or node, lead)
         return children
 
     def _add(self, found: _Extraction, namespaces: set[str], rule: _Def, read: _Name, node: Node,
