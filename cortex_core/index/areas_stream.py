@@ -80,7 +80,7 @@ def lexical_vectors(texts: list[str], df: dict | None = None):
     """Hashed TF-IDF vectors (sublinear tf; idf per hash slot, from `df` = {"n": items, "slots":
     [document frequency per slot]} or from these texts), unit length; and the df used."""
     import numpy as np
-    docs = [Counter(_slot(t) for t in query_terms(text)) for text in texts]
+    docs = [Counter(_slot(t) for t in query_terms(text, keep_tails=True)) for text in texts]
     if df is None:
         slots = [0] * LEXICAL_DIM
         for doc in docs:
@@ -106,7 +106,7 @@ def document_frequencies(con, block: int = BLOCK):
     for rows in item_blocks(con, block):
         block_keys = []
         for _, _, text in rows:
-            doc = Counter(_slot(t) for t in query_terms(text))
+            doc = Counter(_slot(t) for t in query_terms(text, keep_tails=True))
             for slot in doc:
                 slots[slot] += 1
             # CPython's hash is never -1: that stays the mark of an all-zero vector.
@@ -157,7 +157,7 @@ _HASHLIKE = re.compile(r"^(?=(?:[a-z]*\d){2})[0-9a-z]{7,}$")   # two digits or m
 def label_terms(text: str) -> list[str]:
     """Words that can label an area: no hashes, revision ids, numbers or redaction markers."""
     text = _REDACTED.sub(" ", text)
-    return [t for t in query_terms(text) if len(t) > 2 and not _HASHLIKE.match(t)
+    return [t for t in query_terms(text, keep_tails=True) if len(t) > 2 and not _HASHLIKE.match(t)
             and not t.isdigit()]
 
 

@@ -78,10 +78,11 @@ def expand(text: str) -> str:
     return " ".join(out)
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, keep_tails: bool = False) -> list[str]:
     """The words of a query as the index sees them: lowercased, identifiers also split, stopwords
-    and the tails of contractions (the "s" of "what's") dropped (stopwords unless nothing else
-    is left), duplicates removed, order kept. A query typed
+    and the tails of contractions (the "s" of "what's"; kept with `keep_tails`, as the areas
+    count them) dropped (stopwords unless nothing else is left), duplicates removed, order
+    kept. A query typed
     decomposed (NFD: `re\u0301sume\u0301`) gives its composed words first, as path words are
     stored, then its own, as a message may be."""
     forms = [text] if unicodedata.is_normalized("NFC", text) else \
@@ -91,8 +92,8 @@ def query_terms(text: str) -> list[str]:
         for match in _WORD.finditer(form):
             word = match.group()
             at = match.start()
-            if word.lower() in _TAILS and at >= 2 and form[at - 1] in _APOSTROPHES \
-                    and form[at - 2].isalnum():
+            if not keep_tails and word.lower() in _TAILS and at >= 2 \
+                    and form[at - 1] in _APOSTROPHES and form[at - 2].isalpha():
                 continue
             words.append(word.lower())
             parts = split_identifier(word) if not word.islower() else []
