@@ -79,11 +79,10 @@ def expand(text: str) -> str:
 
 
 def query_terms(text: str, keep_tails: bool = False) -> list[str]:
-    """The words of a query as the index sees them: lowercased, identifiers also split, stopwords
-    and the tails of contractions (the "s" of "what's"; kept with `keep_tails`, as the areas
-    count them) dropped (stopwords unless nothing else is left), duplicates removed, order
-    kept. A query typed
-    decomposed (NFD: `re\u0301sume\u0301`) gives its composed words first, as path words are
+    """The words of a query as the index sees them: lowercased, identifiers also split, the
+    tails of contractions dropped (the "s" of "what's"; kept with `keep_tails`, as the areas
+    count them), stopwords dropped unless nothing else is left, duplicates removed, order kept.
+    A query typed decomposed (NFD: `re\u0301sume\u0301`) gives its composed words first, as path words are
     stored, then its own, as a message may be."""
     forms = [text] if unicodedata.is_normalized("NFC", text) else \
         [unicodedata.normalize("NFC", text), text]

@@ -275,9 +275,9 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
 def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tuple[str, str]]:
     """The substantive commits of symbol_history (its entries whose `substantive` holds), each
     with the path and the name its entry shows; read grouped by commit, several times faster
-    than building the entries (a class of 378 changes: 1 ms against 6). A commit that several
-    segments of the lineage hold is one entry, merged as symbol_history merges it: the name of
-    the first, the own change of the last that has one, every member's kind."""
+    than building the entries (requests' `Request`, 378 changes: 1.5 ms against 7). A commit
+    that several segments of the lineage hold is one entry, merged as symbol_history merges it:
+    the name of the first, the own change of the last that has one, every member's kind."""
     slots: dict[str, list] = {}   # sha -> [name, path, own change, own path, member kinds]
     for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
         for sha, path, own, kinds in con.execute(
