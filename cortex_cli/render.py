@@ -175,10 +175,15 @@ def _recovery(r) -> list[str]:
 
 
 def earlier_reader(r, rebuild: str = "`cortex index --rebuild`") -> str:
-    """What a store read by an earlier reader (reader_version.EarlierReader) means, and its fix."""
+    """What a store read by another reader (reader_version.EarlierReader) means, and its fix."""
+    if r.version > r.current:
+        return (f"history partly read by a later version of Cortex (reader {r.version}; this one "
+                f"is {r.current}): its answers mix the two readings until {rebuild} by one "
+                "version reads it all alike")
     return (f"history read by an earlier version of Cortex (reader {r.version}, now "
-            f"{r.current}): since then, {'; '.join(r.since)}; its older commits keep the earlier "
-            f"reading until {rebuild}")
+            f"{r.current}): since then, {'; '.join(r.since)}; what it read (the older commits, "
+            f"and the ranges of files not changed since) keeps the earlier reading until "
+            f"{rebuild}")
 
 
 def missing_objects(count: int, cause: str) -> str:

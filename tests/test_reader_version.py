@@ -1,5 +1,6 @@
-"""A store read by an earlier version of Cortex's reader says so, until it is rebuilt: an
-incremental run reads only the new commits, so the older ones keep the earlier reading."""
+"""A store read by another version of Cortex's reader says so, until it is rebuilt: an
+incremental run reads only the new commits, so the older ones (and the ranges of files not
+changed since) keep the earlier reading; an older Cortex extending a store mixes readings too."""
 
 from __future__ import annotations
 
@@ -18,41 +19,42 @@ def cli(repo, db, *args: str) -> subprocess.CompletedProcess:
                            "--db", str(db)], capture_output=True, text=True, timeout=300)
 
 
-def forget_the_reader(db) -> None:
-    """What a store built before the record looks like."""
+def read_by(db, reader: int | None, where: str = "1") -> None:
+    """As if another version of the reader had read these commits (NULL: before the record)."""
     con = apsw.Connection(str(db))
-    con.execute("delete from meta where key = 'history_reader'")
+    con.execute(f"update commits set reader = ? where {where}", (reader,))
     con.close()
+
+
+def go_commits(repo, count: int) -> None:
+    for n in range(count):
+        repo.write("a.go", f"package p\n\n// F does {n}.\nfunc F() {{}}\n")
+        repo.commit(f"c{n}", days_ago=10 - n)
 
 
 def test_a_store_says_which_reader_read_it_until_it_is_rebuilt(repo, cortex):
-    repo.write("a.go", "package p\n\n// F does.\nfunc F() {}\n")
-    repo.commit("one", days_ago=2)
+    go_commits(repo, 2)
     cortex.index()
     con = cortex.reader()
     assert earlier_reader(con) is None and status(con, cortex.db).earlier_reader is None
-    assert con.execute("select value from meta where key = 'history_reader'").get == \
-        str(READER_VERSION)
+    assert con.execute("select distinct reader from commits").fetchall() == [(READER_VERSION,)]
     con.close()
 
-    forget_the_reader(cortex.db)
-    repo.write("a.go", "package p\n\n// F does it.\nfunc F() {}\n")
-    repo.commit("two", days_ago=1)
+    read_by(cortex.db, None)   # what a store built before the record looks like
+    go_commits(repo, 3)
     summary = cortex.index()   # an incremental run: the older commits keep their reading
     assert summary.earlier_reader is not None and summary.earlier_reader.version == 1
-    con = cortex.reader()
-    found = status(con, cortex.db).earlier_reader
+    found = status(cortex.reader(), cortex.db).earlier_reader
     assert found is not None and found.current == READER_VERSION
-    assert "Go declarations take the doc comment" in found.since[-1]
-    con.close()
+    assert "Go declarations take the doc comment" in found.since[0]
     shown = cli(repo, cortex.db, "status")
     assert "note: history read by an earlier version of Cortex (reader 1" in shown.stdout
     assert "until `cortex index --rebuild`" in shown.stdout
+    assert json.loads(cli(repo, cortex.db, "status", "--json").stdout)[
+        "earlier_reader"]["version"] == 1
     from cortex_mcp.render import status as mcp_status
     assert any("until `sync` with `rebuild=true`" in line
                for line in mcp_status(status(cortex.reader(), cortex.db), None, None))
-    assert json.loads(cli(repo, cortex.db, "status", "--json").stdout)[
-        "earlier_reader"]["version"] == 1
 
     rebuilt = cli(repo, cortex.db, "index", "--rebuild", "--model", "none")
     assert rebuilt.returncode == 0, rebuilt.stderr
@@ -60,10 +62,38 @@ def test_a_store_says_which_reader_read_it_until_it_is_rebuilt(repo, cortex):
     assert "earlier version" not in cli(repo, cortex.db, "status").stdout
 
 
+def test_an_older_cortex_extending_a_store_is_seen_and_a_newer_one_too(repo, cortex):
+    """A review: the first form recorded only who read the oldest commits, so a store an older
+    Cortex extended (the same schema, no record) said nothing."""
+    go_commits(repo, 3)
+    cortex.index()
+    newest = "id = (select max(id) from commits)"
+    read_by(cortex.db, None, newest)
+    assert earlier_reader(cortex.reader()).version == 1
+    read_by(cortex.db, READER_VERSION + 1, newest)
+    later = earlier_reader(cortex.reader())
+    assert (later.version, later.since) == (READER_VERSION + 1, [])
+    assert "history partly read by a later version of Cortex" in cli(
+        repo, cortex.db, "status").stdout
+
+
+def test_commits_no_longer_reachable_say_nothing(repo, cortex):
+    """A review: after a rewrite that left none of the earlier reader's commits reachable, the
+    first form still said some were."""
+    go_commits(repo, 2)
+    cortex.index()
+    read_by(cortex.db, None)
+    repo.git("checkout", "-q", "--orphan", "fresh")
+    repo.write("a.go", "package p\n\nfunc G() {}\n")
+    repo.commit("start again", days_ago=1)
+    repo.git("branch", "-D", "main")
+    cortex.index()
+    con = cortex.reader()
+    assert con.execute("select count(*) from commits where reachable = 0").get == 2
+    assert earlier_reader(con) is None
+
+
 def test_a_first_run_stopped_before_its_end_is_still_this_readers(repo, cortex, monkeypatch):
-    """The record is made before any commit is written: a first run stopped half-way and the
-    run that completes it are one reading (recorded at its end, the second run would have found
-    commits and no record: an earlier reader's store)."""
     from test_ingest import interrupt_index_at
     for i in range(6):
         repo.write("a.py", f"def f():\n    return {i}\n")
@@ -72,3 +102,26 @@ def test_a_first_run_stopped_before_its_end_is_still_this_readers(repo, cortex, 
     assert cortex.reader().execute("select count(*) from commits").get == 2
     cortex.index()
     assert earlier_reader(cortex.reader()) is None
+
+
+def test_an_upgraded_store_keeps_what_it_knew_of_its_reader(repo, cortex):
+    """Migration 16: a store of schema 15 read by this session's first form (the reader of its
+    oldest commits in its meta) gives that version to its commits; one without says nothing
+    of them (version 1)."""
+    from cortex_core.store.store import open_writer
+    go_commits(repo, 2)
+    for recorded, expected in (("2", 2), (None, 1)):
+        cortex.index()
+        con = open_writer(cortex.db)
+        con.execute("alter table commits drop column reader;"
+                    " update meta set value = '15' where key = 'schema_version'")
+        if recorded is not None:
+            con.execute("insert or replace into meta(key, value) values ('history_reader', ?)",
+                        (recorded,))
+        con.close()
+        open_writer(cortex.db).close()   # migrates, as a run starts by doing
+        con = cortex.reader()
+        assert earlier_reader(con).version == expected
+        assert con.execute("select count(*) from meta where key = 'history_reader'").get == 0
+        con.close()
+        assert cli(repo, cortex.db, "index", "--rebuild", "--model", "none").returncode == 0

@@ -58,8 +58,7 @@ from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_P
                                            promisor_remote)
 from cortex_core.index.process_memory import release_memory
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
-from cortex_core.index.reader_version import EarlierReader, earlier_reader
-from cortex_core.index.reader_version import record as record_reader
+from cortex_core.index.reader_version import READER_VERSION, EarlierReader, earlier_reader
 from cortex_core.index.skip_rules import record_limits
 from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
                                      record_loose_check, remove_database, set_meta,
@@ -598,7 +597,6 @@ class _Indexer:
         with con:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
-            record_reader(con, empty=not con.execute("select exists(select 1 from commits)").get)
             set_meta(con, "all_branches", "1" if all_branches else "0")
             if self.window is not None:   # before any commit of it: a stopped run is known
                 set_meta(con, "window", self.window.meta())   # to hold a window
@@ -838,13 +836,13 @@ class _Indexer:
         commit_id = self.con.execute(
             "insert into commits(sha, seq, generation, order_time, parents, author_name,"
             " author_email, author_time, author_offset, committer_time, subject, body, kind,"
-            " is_merge, files_changed, lines_added, lines_deleted, code_words)"
-            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+            " is_merge, files_changed, lines_added, lines_deleted, code_words, reader)"
+            " values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
             (record.sha, seq, generation, order_time, " ".join(record.parents), record.author_name,
              record.author_email, record.author_time, record.author_offset,
              record.committer_time, record.subject, record.body, record.kind,
              int(record.is_merge), len(record.files), added, deleted,
-             " ".join(record.code_words))).get
+             " ".join(record.code_words), READER_VERSION)).get
         self._write_merge_files(commit_id, record)
         for f in record.files:
             file_id = self._file_id(f.path)

@@ -475,6 +475,15 @@ MIGRATIONS: list[str] = [
     delete from pruned_heads;
     delete from meta where key = 'pruned_head';
     """,
+    # 16: which version of the reader (index/reader_version.py) read each commit: an incremental
+    # run reads only new commits, so a store read by several versions mixes their readings, and
+    # only a record per commit tells which (a run by an older Cortex extending a newer store, a
+    # rewrite that leaves no commit of the older reading reachable). NULL: read before the
+    # record (version 1). The column is added by its backfill (_reader_column), which a store
+    # that already has it skips.
+    """
+    select 1;
+    """,
 ]
 
 
@@ -569,4 +578,14 @@ def _path_words(con, chunk: int = 2000) -> None:
 
 
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times}
+def _reader_column(con) -> None:
+    """Migration 16: commits.reader, given the version a store of this session's first form
+    recorded for its oldest commits in its meta (history_reader), else left NULL."""
+    if "reader" not in {row[1] for row in con.execute("pragma table_info(commits)")}:
+        con.execute("alter table commits add column reader integer")
+    con.execute("update commits set reader = (select cast(value as integer) from meta"
+                " where key = 'history_reader' and value glob '[0-9]*') where reader is null;"
+                " delete from meta where key = 'history_reader'")
+
+
+BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times, 16: _reader_column}
