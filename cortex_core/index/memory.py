@@ -105,9 +105,13 @@ def delete_items(con, where: str, params: tuple) -> int:
 
 def add_commit_items(con, progress: Progress | None = None) -> int:
     """Segments for every commit that has none yet. Returns the number of items added."""
+    # In history's order (seq), not the commits' ids: those follow the order worker processes
+    # delivered them in, and the items' order is the areas' (a seeded clustering of them in id
+    # order): two runs of one history gave 2,424 of requests' 7,658 items other areas.
     pending = con.execute(
         "select id, subject, body, kind, author_time, code_words from commits c"
-        " where not exists (select 1 from items i where i.commit_id = c.id)").fetchall()
+        " where not exists (select 1 from items i where i.commit_id = c.id)"
+        " order by seq").fetchall()
     added = 0
     for done, (commit_id, subject, body, kind, when, code_words) in enumerate(pending, 1):
         if progress and done % 500 == 0:
