@@ -309,7 +309,7 @@ def _segment_params(file_id: int, qualname: str, limit: Limit, floor: Limit) -> 
 
 def _symbol_segments(con: apsw.Connection, symbol_id: int):
     """(file id, qualified name, pruning head, limit, floor) of each identity of the symbol's
-    lineage, newest first."""
+    lineage, in _lineage's order (by identity id: mostly oldest first)."""
     home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
                        " where s.id = ? and s.alive = 1", (symbol_id,)).get
     for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
