@@ -68,6 +68,7 @@ class Repo:
     notice: str | None = None     # a line for the user, shown once (the store's location)
     folders: set = field(default_factory=set)   # the workspace folders inside it
     config_told: str | None = None      # the problem the user was last told of
+    reader_told: bool = False           # told that an earlier reader read the store
     located: bool = False               # where the store is was decided (relocate)
 
     @property

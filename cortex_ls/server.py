@@ -16,6 +16,7 @@ import stat
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -25,6 +26,7 @@ from pygls.uris import to_fs_path
 from cortex_core import __version__
 from cortex_core.api import CortexError, NotFound, TargetSpec, parse_target
 from cortex_core.text.sanitize import replace_surrogates
+from cortex_cli.render import earlier_reader
 
 from cortex_ls import queries
 from cortex_ls.documents import Buffer, encoding_name
@@ -219,6 +221,7 @@ class CortexServer(LanguageServer):
         self.notify_status(repo)
         if outcome.ok:
             self._relocate(repo)
+            self._tell_reader(repo, (outcome.summary or {}).get("earlier_reader"))
             repo.engine.preload_lexicon()   # searches find the new postings ready
             self.protocol.notify("cortex/indexUpdated", {
                 "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
@@ -238,6 +241,20 @@ class CortexServer(LanguageServer):
         if notice:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
                                                              message=notice))
+
+    def _tell_reader(self, repo: Repo, reader: dict | None) -> None:
+        """Once per repository and server: another version of Cortex's reader read some of the
+        store (reader_version), so its answers mix two readings until it is rebuilt."""
+        if not reader or repo.reader_told:
+            return
+        repo.reader_told = True
+        try:
+            note = earlier_reader(SimpleNamespace(**reader),
+                                  "`cortex index --rebuild` there (notes are kept)")
+        except (TypeError, ValueError):
+            return
+        self.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning, message=_clip(f"Cortex ({repo.root.name}): {note}")))
 
     def notify_status(self, repo: Repo) -> None:
         s = repo.index

@@ -644,3 +644,24 @@ async def test_request_storm_with_configuration_spam(lsp: Session, project: Scri
     status = plain(await lsp.request("cortex/status", {}))
     assert status["settings"]["model"] == "model-230"
     assert not popups(lsp)
+
+
+async def test_a_store_an_earlier_reader_read_is_told_once(lsp: Session, project: ScriptedRepo):
+    """A store whose commits an earlier version of Cortex read (no reader recorded) keeps that
+    reading until it is rebuilt: the server says so once, after its first index run."""
+    store = project.path / ".cortex" / "cortex.db"
+    built = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "index", "--repo",
+                            str(project.path), "--model", "none", "-q"],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    con = apsw.Connection(str(store))
+    con.execute("update commits set reader = null")   # as an earlier Cortex left it
+    con.close()
+    project.write("pkg/more.py", "def more():\n    return 1\n")
+    project.commit("more", days_ago=1)
+    await lsp.start(project.path)
+    told = [m for m in popups(lsp) if "earlier version of Cortex" in m]
+    assert len(told) == 1 and "reader 1" in told[0] and "cortex index --rebuild" in told[0]
+    await lsp.command("cortex.reindex")
+    await lsp.indexed(2)
+    assert len([m for m in popups(lsp) if "earlier version of Cortex" in m]) == 1
