@@ -577,7 +577,6 @@ def _path_words(con, chunk: int = 2000) -> None:
                         [(item, text) for text, item in words if item not in coded and text])
 
 
-# Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
 def _reader_column(con) -> None:
     """Migration 16: commits.reader, given the version a store of this session's first form
     recorded for its oldest commits in its meta (history_reader), else left NULL."""
@@ -588,4 +587,5 @@ def _reader_column(con) -> None:
                 " delete from meta where key = 'history_reader'")
 
 
+# Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
 BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times, 16: _reader_column}
