@@ -139,6 +139,9 @@ class CouplingSettings:
                 "half_life_days": self.half_life_days}
 
 
+COUPLING_DEFAULTS = CouplingSettings()
+
+
 @dataclass(frozen=True)
 class MemorySettings:
     model: str = ""     # empty: CORTEX_MODEL, the index's model, or minishlab/potion-base-8M

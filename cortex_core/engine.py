@@ -540,7 +540,7 @@ class Snapshot:
         return blast(self.con, target, depth=depth,
                      half_life_days=half_life_days or settings.hotspots.half_life_days,
                      min_confidence=MIN_CONFIDENCE if min_confidence is None else min_confidence,
-                     clock=clock or settings.time.clock)
+                     clock=clock or settings.time.clock, coupling=settings.coupling)
 
     def callers(self, target: TargetSpec):
         from cortex_core.query.blast import callers
@@ -717,7 +717,8 @@ class Snapshot:
 
     def symbol_card(self, path: str, qualname: str | None, limit: int, heat):
         from cortex_core.features.symbol_info import symbol_card
-        return symbol_card(self.con, self.root, path, qualname, limit=limit, heat=heat)
+        return symbol_card(self.con, self.root, path, qualname, limit=limit, heat=heat,
+                           coupling=self._settings().coupling)
 
     def file_heat(self, path: str, heat, *, now: float | None = None,
                   qualname: str | None = None, only_hot: bool = False):

@@ -182,3 +182,46 @@ def test_a_byte_order_mark_is_not_a_toml_error(tmp_path: Path):
     (tmp_path / ".cortex").mkdir()
     (tmp_path / ".cortex" / "config.toml").write_bytes(b"\xef\xbb\xbf[search]\nhalf_life_days = 9\n")
     assert repository_settings(tmp_path).search.half_life_days == 9
+
+
+def _paired(tmp_path: Path) -> ScriptedRepo:
+    """load and save change together in three commits of three files, load alone in a fourth."""
+    repo = ScriptedRepo(tmp_path / "paired")
+    for n in (1, 2, 3):
+        repo.write("m.py", f"def load():\n    return {n}\n\n\ndef save():\n    return {n}\n")
+        repo.write("x.py", f"X = {n}\n")
+        repo.write("y.py", f"Y = {n}\n")
+        repo.commit(f"load and save {n}", days_ago=10 - n)
+    repo.write("m.py", "def load():\n    return 4\n\n\ndef save():\n    return 3\n")
+    repo.commit("load alone", days_ago=5)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model="none")
+    return repo
+
+
+@pytest.mark.parametrize("setting", ["min_support = 4", "max_changeset = 2"])
+async def test_the_hover_and_blast_read_the_coupling_settings_related_reads(
+        lsp: Session, tmp_path: Path, setting: str):
+    """`[coupling]` reaches blast's hidden coupling and the hover's "usually changes with" as it
+    reaches `cortex related`: asking for 4 shared commits, or leaving out commits of 3 files,
+    takes `save` out of all three (it shares 3 such commits with `load`)."""
+    repo = _paired(tmp_path)
+
+    def partners() -> tuple[set, set]:
+        related = cli(repo, "related", "m.py::load")
+        blast = cli(repo, "blast", "m.py::load")
+        return ({(p["path"], p.get("qualname"), p["support"])
+                 for p in related["symbols"] + related["files"] if p["support"]},
+                {(h["path"], h["qualname"], h["support"]) for h in blast["hidden"]})
+
+    shared = {("m.py", "save", 3), ("x.py", None, 3), ("y.py", None, 3)}
+    assert partners() == (shared, shared)
+    (repo.path / ".cortex" / "config.toml").write_text(f"[coupling]\n{setting}\n")
+    assert partners() == (set(), set())
+    await lsp.start(repo.path)
+    uri = lsp.open(repo.path / "m.py")
+    text = await lsp.hover(uri, 0, 5)
+    assert text is not None and text.startswith("**`load`**") and "4 changes" in text
+    assert "changes with" not in text
+    (repo.path / ".cortex" / "config.toml").write_text("")
+    text = await lsp.hover(uri, 0, 5)
+    assert "usually changes with `save` (3 of 4 commits)" in text

@@ -44,17 +44,18 @@ def briefing(con, repo_root: Path, at: str, purpose: str, *, budget: int = 2000,
     spec = spec_fix(spec) if spec_fix else spec
     target = resolve(con, spec)
     weights = PURPOSES[purpose]
-    candidates = [status_item(con, repo_root, target, heat, now)]
+    candidates = [status_item(con, repo_root, target, heat, now, settings)]
     candidates += target_candidates(con, repo_root, spec, target, embedder, heat.clock, settings)
     candidates = [replace(c, utility=c.utility * weights.get(c.section, 0.5)) for c in candidates]
     return pack(SUBJECTS[purpose].format(target.label), candidates, budget, encoding=encoding)
 
 
 def status_item(con, repo_root: Path, target, heat: HeatSettings,
-                now: float | None = None) -> PackItem:
+                now: float | None = None, settings: Settings | None = None) -> PackItem:
     """One line of facts: how often and by how many it changed, whether it is a hotspot now,
     how many places depend on it directly."""
-    card = symbol_card(con, repo_root, target.path, target.qualname, limit=1, heat=heat, now=now)
+    card = symbol_card(con, repo_root, target.path, target.qualname, limit=1, heat=heat, now=now,
+                       coupling=(settings or Settings()).coupling)
     facts = [f"{card.changes} commit{'s' if card.changes != 1 else ''} changed it, "
              f"by {card.authors} author{'s' if card.authors != 1 else ''}"]
     if card.last_change is not None:

@@ -309,7 +309,7 @@ def target_candidates(con, repo_root: Path, spec, target, embedder=None,
     settings = settings or Settings()
     return (_focus(con, repo_root, target) + _notes(con, repo_root, target) + _history(con, spec)
             + _changes_with(con, spec, settings)
-            + _blast(con, spec, clock, settings.hotspots.half_life_days)
+            + _blast(con, spec, clock, settings)
             + _related(con, target, embedder))
 
 
@@ -421,10 +421,11 @@ def _changes_with_working_tree(con, repo_root: Path, settings: Settings) -> list
     return out
 
 
-def _blast(con, spec, clock: str, half_life_days: float) -> list[PackItem]:
+def _blast(con, spec, clock: str, settings: Settings) -> list[PackItem]:
     from cortex_core.query.blast import blast
     try:
-        found = blast(con, spec, depth=2, clock=clock, half_life_days=half_life_days)
+        found = blast(con, spec, depth=2, clock=clock,
+                      half_life_days=settings.hotspots.half_life_days, coupling=settings.coupling)
     except CortexError:
         return []
     if not found.dependents:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cortex_core.query.blast import dependents_of
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.config import COUPLING_DEFAULTS, CouplingSettings
 from cortex_core.query.coupling import CoupledSymbol, counted_in_histories, strongest_symbol
 from cortex_core.query.history import (CommitRef, HistoryEntry, file_history, reasons, redacted,
                                        symbol_history)
@@ -82,8 +83,10 @@ class SymbolCard:
 
 
 def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit: int = 5,
-                heat: HeatSettings = HeatSettings(), now: float | None = None) -> SymbolCard:
-    """The card of `path::qualname` (or of the file when qualname is None).
+                heat: HeatSettings = HeatSettings(), now: float | None = None,
+                coupling: CouplingSettings = COUPLING_DEFAULTS) -> SymbolCard:
+    """The card of `path::qualname` (or of the file when qualname is None); `coupling`: the
+    repository's co-change settings, as `related` reads them, for its "usually changes with".
 
     Raises targets' NotFound when the file or symbol is not in the index."""
     used = read_clock(con, heat.clock, now)
@@ -110,10 +113,11 @@ def symbol_card(con, repo_root: Path, path: str, qualname: str | None, *, limit:
     score = hotspot_score(con, target.file_id, target.symbol_id,
                           half_life_days=heat.half_life_days, now=now) if target.alive else 0.0
     last = (shown[0] if shown else redacted(entries[0].commit)) if entries else None
-    coupled = strongest_symbol(con, target) if target.alive else None
+    coupled = strongest_symbol(con, target, settings=coupling) if target.alive else None
     if coupled is not None:
         coupled = counted_in_histories(con, coupled, {e.commit.sha: (e.path, e.name or "")
-                                                      for e in entries})
+                                                      for e in entries},
+                                       min_support=max(2, coupling.min_support))
     return SymbolCard(target, len(entries), _authors(entries), last, recent, round(score, 3),
                       dependents_of(con, target), history,
                       live_notes_for(con, repo_root, path, target.qualname), heat.window_days,

@@ -32,6 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from cortex_core.clock import DEFAULT, clock as read_clock
+from cortex_core.config import COUPLING_DEFAULTS, CouplingSettings
 from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS,
                                         MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT, decay_text,
                                         evidence_of, file_scores, folder_scores, name_twins, related)
@@ -261,7 +262,11 @@ MIN_CONFIDENCE = 0.25   # a chain less likely than this (a guess by method name)
 
 def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
           half_life_days: float = 90.0, now: float | None = None,
-          min_confidence: float = MIN_CONFIDENCE, clock: str = DEFAULT) -> Blast:
+          min_confidence: float = MIN_CONFIDENCE, clock: str = DEFAULT,
+          coupling: CouplingSettings = COUPLING_DEFAULTS) -> Blast:
+    """Who depends on the target (callers, importers, subclasses, tests: `depth` steps back),
+    its hidden coupling (co-change under `coupling`, the repository's settings as `related`
+    reads them) and a summary (hotspot recency under `half_life_days`)."""
     target = resolve(con, spec)
     depth = max(1, min(depth, MAX_DEPTH))
     names = _Names(con)
@@ -302,14 +307,14 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
             break
     dependents = sorted(best.values(), key=lambda d: (d.depth, -d.confidence, d.path,
                                                       d.qualname or ""))
-    hidden = _hidden(con, spec, target, dependents, top_hidden)
+    hidden = _hidden(con, spec, target, dependents, top_hidden, coupling)
     return Blast(target, depth, dependents, hidden,
                  _summary(con, spec, dependents, half_life_days, read_clock(con, clock, now).now),
                  note)
 
 
 def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
-            top: int) -> list[Hidden]:
+            top: int, coupling: CouplingSettings) -> list[Hidden]:
     """Co-change partners the structure does not connect (in either direction), with at least
     two shared commits: a risk needs a pattern, and one shared commit (often the one that
     created both) is only a hint, which `related` shows as such."""
@@ -324,7 +329,9 @@ def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
     # Patterns only, asked of the ranking itself: cut to a top first, recent single commits
     # (one wide commit brings dozens) would crowd out older patterns; and enough of them that
     # the partners the structure explains leave `top` for the rest.
-    found = related(con, TargetSpec(target.path, target.qualname), min_support=2,
+    found = related(con, TargetSpec(target.path, target.qualname),
+                    min_support=max(2, coupling.min_support),
+                    max_changeset=coupling.max_changeset, half_life_days=coupling.half_life_days,
                     top_k=top + max(len(structural), len(linked)), file_prior=0)
     out: list = []
     # For a symbol: the symbols that change with it first, those no dependent edge explains.

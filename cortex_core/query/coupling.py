@@ -58,13 +58,13 @@ import apsw
 
 from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
 from cortex_core.clock import repository_time
-from cortex_core.config import CouplingSettings
+from cortex_core.config import COUPLING_DEFAULTS, CouplingSettings
 from cortex_core.query.history import (COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef,
                                        commit_ref, symbol_history_commits)
 from cortex_core.query.targets import Target, TargetSpec, resolve
 
 EVIDENCE = 5  # shared commits listed per partner
-_DEFAULTS = CouplingSettings()  # the one set of defaults (config.py)
+_DEFAULTS = COUPLING_DEFAULTS  # the one set of defaults (config.py)
 MAX_CHANGESET = _DEFAULTS.max_changeset
 MIN_SUPPORT = _DEFAULTS.min_support
 HALF_LIFE_DAYS = _DEFAULTS.half_life_days  # None: HALF_LIFE_SHARE of the history's commits
@@ -417,16 +417,19 @@ def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
 
 
 def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int = 2,
-                     min_confidence: float = 0.25) -> CoupledSymbol | None:
-    """The symbol that changes with a symbol most, by the `related` ranking: a pattern of at
-    least `min_support` shared commits making `min_confidence` of the target's, else None."""
+                     min_confidence: float = 0.25,
+                     settings: CouplingSettings = _DEFAULTS) -> CoupledSymbol | None:
+    """The symbol that changes with a symbol most, by the `related` ranking under `settings`
+    (the repository's `[coupling]`, as `related` reads them): a pattern of at least
+    `min_support` shared commits (or the settings' `min_support`, if higher) making
+    `min_confidence` of the target's, else None."""
     if target.symbol_id is None:
         return None
-    h = _history_sets(con, MAX_CHANGESET)
-    weights = h.weights(h.half_life(HALF_LIFE_DAYS), SIZE_EXPONENT)
+    h = _history_sets(con, settings.max_changeset)
+    weights = h.weights(h.half_life(settings.half_life_days), SIZE_EXPONENT)
     me, mine, _, _, _ = _side(h, target)
     support, weight = _tally(mine, h.symbols_by_commit, me, h.alive_symbols, weights)
-    floor = max(1, min_support)
+    floor = max(1, min_support, settings.min_support)
     # Its own members and the class holding it say nothing worth a line: "Session usually
     # changes with Session.__init__", "iter_content with its nested generate" (a review).
     kin = _kin(con, target)
