@@ -165,3 +165,31 @@ def test_a_quiet_history_does_not_age_and_a_short_one_decays_gently(repo, cortex
     # Eight years apart, nothing between: one commit of age, not eight years of it.
     assert [(p.path, p.weight) for p in found.files] == [
         ("c.py", 1.0), ("b.py", round(0.5 ** (1 / 100), 4))]
+
+
+def test_the_back_off_cuts_ties_among_files_by_name_not_by_id(repo, cortex):
+    """32 files tie as m.py's partners (one shared commit of 33 files: `max_changeset` 40) for
+    the back-off's 30 places. Ids
+    follow the order in which an index run met the files (two runs of one history can differ:
+    its workers deliver commits in any order); the cut must not: the first 30 by name."""
+    from cortex_core.query.coupling import PRIOR_FILES
+    assert PRIOR_FILES == 30
+    late = [f"z{n:02}" for n in range(16)]
+    early = [f"a{n:02}" for n in range(16)]
+    for names in (late, early):   # the z files first: lower ids than the a files
+        for name in names:
+            repo.write(f"{name}.py", _module(**{f"f_{name}": 0}))
+        repo.commit(f"add {names[0]}…", days_ago=40 if names is late else 35)
+    repo.write("m.py", _module(load=0))
+    repo.commit("m", days_ago=30)
+    for name in late + early:
+        repo.write(f"{name}.py", _module(**{f"f_{name}": 1}))
+    repo.write("m.py", _module(load=1))
+    repo.commit("all together", days_ago=20)
+    cortex.index()
+    con = cortex.reader()
+    ids = dict(con.execute("select path, id from files"))
+    assert ids["z15.py"] < ids["a00.py"]
+    found = related(con, TargetSpec("m.py", "load"), top_k=100, max_changeset=40)
+    backed = {p.path for p in found.symbols if p.prior > 0}
+    assert backed == {f"{name}.py" for name in sorted(early + late)[:30]}

@@ -781,3 +781,20 @@ def test_path_filter_and_focus_follow_renames(repo, cortex):
     hits = search(con, "timeout", SearchOptions(kinds=("commit",), focus=focus)).hits
     about = {h.title: h.why.context for h in hits if h.why}
     assert about["Fix timeout in fetch"] == 1.0 and about["Add other with a timeout too"] < 1.0
+
+
+def test_similar_commits_with_one_message_are_ranked_by_sha(repo, cortex, tiny_model):
+    """Equal messages embed alike: their tie goes by sha, whatever ids the index run gave the
+    commits (they follow the order its workers delivered them in)."""
+    for n in range(6):   # one file, one message: six items of one text
+        repo.write("notes.txt", f"{n}\n")
+        repo.commit("Fix timeout in fetch", days_ago=60 - n)
+    repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix the timeout of fetch", days_ago=10)
+    cortex.index(model=tiny_model)
+    con = cortex.reader()
+    seed = con.execute("select sha from commits where subject = 'Fix the timeout of fetch'").get
+    similar = related_commits(con, seed[:10], embedder=load_embedder(con)).similar
+    tied = [r.commit.sha for r in similar if r.commit.subject == "Fix timeout in fetch"]
+    assert len(tied) == 6 and len({r.similarity for r in similar if r.commit.sha in tied}) == 1
+    assert tied == sorted(tied)

@@ -86,7 +86,8 @@ def _about(con, ids: dict[str, int], top_k: int, now: float) -> list[WhatCommit]
         row, _ = item
         age_days = max(0.0, (now - row[1]) / 86400)
         return (0.5 + SIGNAL.get(row[6], 0.3)) * 0.5 ** (age_days / 180)
-    best = sorted(by_commit.values(), key=weight, reverse=True)[:top_k]
+    # Ties by sha: the rows come in the order of the store's ids, which an index run's workers set.
+    best = sorted(by_commit.values(), key=lambda item: (-weight(item), item[0][0]))[:top_k]
     return [_commit(row, tuple(sorted(files))) for row, files in best]
 
 

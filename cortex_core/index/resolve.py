@@ -152,7 +152,8 @@ class Resolver:
         if not found:
             return None
         if len(found) > 1:   # the candidate closest to the importing file
-            found = sorted(found, key=lambda f: -_common_prefix(self.path[f], here))[:1]
+            found = sorted(found, key=lambda f: (-_common_prefix(self.path[f], here),
+                                                 self.path[f]))[:1]
         return found
 
     def _js_module(self, here: str, module: str) -> list[int] | None:

@@ -952,8 +952,11 @@ def _file_prior(con, h: _HistorySets, me: int, weights) -> dict[int, float]:
         for f in h.files_by_commit[commit_id]:
             together[f] += weights(commit_id)
     own_mass = file_mass.get(own, 0.0) or 1.0
+    # Ties at the cut by name: the sums' order (and the ids') follows the order in which the
+    # index run's workers delivered commits, so two runs of one history would pick other files.
+    paths = h.paths(con)
     chosen = sorted((f for f in together if f != own and f in symbols_in),
-                    key=lambda f: -together[f])[:PRIOR_FILES]
+                    key=lambda f: (-round(together[f], 9), paths.get(f, "")))[:PRIOR_FILES]
     out = {}
     for f in [own, *chosen]:
         share = 1.0 if f == own else together[f] / own_mass

@@ -549,4 +549,4 @@ def explained_commits(con, min_body: int, kinds: tuple[str, ...], limit: int) ->
     return con.execute(
         f"select {COMMIT_COLUMNS}, c.body from commits c where c.reachable = 1 and c.is_merge = 0"
         f" and length(c.body) >= ? and c.kind in ({','.join('?' * len(kinds))})"
-        " order by c.author_time desc limit ?", (min_body, *kinds, limit)).fetchall()
+        " order by c.author_time desc, c.sha limit ?", (min_body, *kinds, limit)).fetchall()

@@ -99,13 +99,17 @@ def _similar(con, seed_items: list[int], exclude: set[int], top_k: int) -> list[
     best: dict[int, float] = {}
     # One pass over the items for all the neighbours: items.vector_id has no index, and a lookup
     # per neighbour (up to 5,000) scanned the table each time, two seconds on 6k commits.
-    for vid, cid in con.execute(
-            "select i.vector_id, i.commit_id from items i join commits c on c.id = i.commit_id"
-            " where c.reachable = 1 and i.vector_id in (select value from json_each(?))",
-            (json.dumps(sorted(nearest)),)):
+    sha: dict[int, str] = {}
+    for vid, cid, commit_sha in con.execute(
+            "select i.vector_id, i.commit_id, c.sha from items i join commits c on c.id ="
+            " i.commit_id where c.reachable = 1 and i.vector_id in (select value from"
+            " json_each(?))", (json.dumps(sorted(nearest)),)):
         if cid not in exclude:
             best[cid] = max(best.get(cid, -1.0), nearest[vid])
-    ranked = sorted(best.items(), key=lambda kv: -kv[1])[:top_k]
+            sha[cid] = commit_sha
+    # Equal messages embed alike: their ties go by sha, not by ids (which follow the order an
+    # index run's workers delivered commits in).
+    ranked = sorted(best.items(), key=lambda kv: (-round(kv[1], 9), sha[kv[0]]))[:top_k]
     return [RelatedCommit(_ref(con, cid), "similar message", round(sim, 4), None)
             for cid, sim in ranked]
 
@@ -116,7 +120,7 @@ def _same_area(con, seed_items: list[int], exclude: set[int], top_k: int) -> lis
         return []
     row = con.execute(
         f"select i.cluster, count(*) n from items i where i.id in ({','.join('?' * len(seed_items))})"
-        " and i.cluster >= 0 group by i.cluster order by n desc limit 1", seed_items
+        " and i.cluster >= 0 group by i.cluster order by n desc, i.cluster limit 1", seed_items
     ).fetchone()
     if row is None:
         return []
@@ -125,7 +129,8 @@ def _same_area(con, seed_items: list[int], exclude: set[int], top_k: int) -> lis
     out = []
     for (cid,) in con.execute(
             "select distinct i.commit_id from items i join commits c on c.id = i.commit_id"
-            " where i.cluster = ? and c.reachable = 1 order by c.author_time desc", (cluster,)):
+            " where i.cluster = ? and c.reachable = 1 order by c.author_time desc, c.sha",
+            (cluster,)):
         if cid in exclude:
             continue
         out.append(RelatedCommit(_ref(con, cid), "same area", None, label))
