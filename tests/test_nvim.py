@@ -131,6 +131,20 @@ def test_plugin_end_to_end(nvim: str, tmp_path: Path, project: ScriptedRepo):  #
     run_line = line_of(src.read_text(), "return compute(3)") + 1
     assert any(it["file"].endswith("core.py") and it["lnum"] == run_line for it in blast["items"])
 
+    # :CortexRelated: compute's callers and its file's functions at their lines, then files
+    rel = res["related"]
+    assert rel["title"] == "Cortex related: what changes with pkg/core.py::compute"
+    by_text = {it["text"].split(" · ")[0]: it for it in rel["items"]}
+    assert by_text["pkg/core.py::Engine.run"]["lnum"] == line_of(src.read_text(), "def run") + 1
+    assert "1 shared commit (weak) · caller — last together: add the core" in \
+        by_text["pkg/core.py::Engine.run"]["text"]
+    assert by_text["pkg/use.py"]["lnum"] == 1
+    # :CortexRelatedChanges: an unsaved edit of compute; pkg/use.py usually comes along
+    changes = res["related_changes"]
+    assert changes["title"] == "Cortex related: what usually changes with your 1 changed file"
+    assert any(it["text"].startswith("pkg/use.py · 1 shared commit (weak) · with pkg/core.py —")
+               for it in changes["items"]), changes
+
     # :CortexSearch
     assert res["search"]["title"] == "Cortex search: engine compute values"
     assert any("add the core" in it["text"] for it in res["search"]["items"])

@@ -137,7 +137,9 @@ def _drive(workspace: ScriptedRepo, tmp_path: Path, python: str, mode: str) -> t
               f"Cortex output: {''.join(p.read_text(errors='replace') for p in (d / 'data' / 'logs').glob('*/exthost*/*/Cortex.log'))[-4000:]}")
     print(f"vscode e2e: {elapsed:.1f} s; steps (ms): {res.get('steps')}")
     print(json.dumps({k: res.get(k) for k in ("lens", "hover", "notification", "historyPick",
-                                              "blastPick", "diffTab", "noteMessage", "searchPick",
+                                              "blastPick", "relatedPick", "relatedChangesTitle",
+                                              "relatedChangesPick", "diffTab", "noteMessage",
+                                              "searchPick",
                                               "reindexMessage", "failure", "statusBar")}, indent=1))
     return res, detail
 
@@ -168,6 +170,15 @@ def test_hover_lens_and_commands_in_code_server(workspace: ScriptedRepo, tmp_pat
     assert res["diffEditor"] >= 1, detail
     # Show Blast Radius lists the caller in use.py
     assert any("use.py::main" in r for r in res["blastPick"]), detail
+    # What changes with compute: its callers and its file's other functions (the one commit
+    # they share: the first), then the file that depends on it (a row: label, description, detail)
+    assert any(r.startswith("use.py::main1 shared commit (weak) · caller last together: add the core")
+               for r in res["relatedPick"]), detail
+    assert any(r.startswith("use.py1 shared commit (weak) · dependent") for r in res["relatedPick"]), detail
+    # An unsaved edit of core.py: what usually comes along with the working tree's changes
+    assert "your 1 changed file" in (res["relatedChangesTitle"] or ""), detail
+    assert any(r.startswith("use.py1 shared commit (weak) with core.py — last together")
+               for r in res["relatedChangesPick"]), detail
     # Add Note, Search Memory, Reindex
     assert res["noteMessage"].startswith("Cortex: note #") and "compute" in res["noteMessage"], detail
     assert any("tune compute to" in r for r in res["searchPick"]), detail

@@ -120,6 +120,7 @@ class Partner:
     prior: float = 0.0         # its file's co-change with the target's file × its share of it
     structure: float = 0.0     # a call in either direction: the edge's confidence
     relation: str | None = None  # "same file", "caller", "callee": what the prior or structure saw
+    line: int | None = None    # a symbol's first line at HEAD (an editor opens it there)
 
     @property
     def weak(self) -> bool:
@@ -219,6 +220,7 @@ class SetPartner:
     plain: float = 0.0        # the score without decay
     shared_with: dict[str, int] | None = None   # changed item -> commits shared with it
     last_shared: int = 0      # committer time of the newest shared commit
+    line: int | None = None   # a symbol partner's first line at HEAD
 
     @property
     def weak(self) -> bool:
@@ -294,7 +296,7 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
     out = [SetPartner(path, score, support, [paths_of[f] for f in sorted(
                           held, key=lambda f: paths_of[f])], evidence_of(con, h, commits),
                       None, plain, {paths_of[f]: n for f, n in each.items()}, last)
-           for (path, _), score, plain, support, held, each, commits, last in files]
+           for (path, _), score, plain, support, held, each, commits, last, _ in files]
     known_symbols, unknown_symbols, sids, raw = _symbol_ids(con, h, symbols)
     labels: dict[int, tuple[str, str]] = {}
 
@@ -310,8 +312,9 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
                           h.alive_symbols, min_support, top_k, weights, label, symbol_aggregate)
     syms = [SetPartner(path, score, support, sorted(text(g) for g in held),
                        evidence_of(con, h, commits), qualname, plain,
-                       {text(g): n for g, n in each.items()}, last)
-            for (path, qualname), score, plain, support, held, each, commits, last in found]
+                       {text(g): n for g, n in each.items()}, last, _symbol_line(con, ident))
+            for (path, qualname), score, plain, support, held, each, commits, last, ident
+            in found]
     return SetRelated(known, unknown, out, half_life.days, known_symbols, unknown_symbols, syms,
                       aggregate=aggregate, symbol_aggregate=symbol_aggregate,
                       half_life_commits=half_life.commits, min_support=min_support)
@@ -346,7 +349,7 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
     alike. Ranked by that score, then the newest shared commit, then the label. Rows: (label,
     score, plain score (the same without decay),
     support, the set's identities it came with, commits shared with each, the shared commits,
-    the newest shared commit's time)."""
+    the newest shared commit's time, its id)."""
     if not ids:
         return []
     score: dict[int, float] = defaultdict(float)
@@ -386,7 +389,7 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
         for c in shared[g]:
             each.update(by_commit[c] & ids)
         rows.append((label(g), round(score[g], 4), round(plain[g], 4), len(shared[g]),
-                     set(each), dict(each), shared[g], last[g]))
+                     set(each), dict(each), shared[g], last[g], g))
     return rows
 
 
@@ -933,7 +936,7 @@ def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support:
             support / len(h.commits_of_symbol[g]) if support else 0.0,
             evidence_of(con, h, f.commits) if f else [], round(f.weight, 4) if f else 0.0,
             round(c, 4), f.last_shared if f else 0, round(score, 4), round(p, 4), round(st, 4),
-            relation.get(g)))
+            relation.get(g), _symbol_line(con, g)))
     return out
 
 
@@ -972,6 +975,12 @@ def _file_prior(con, h: _HistorySets, me: int, weights) -> dict[int, float]:
 
 def _file_label(con, file_id: int) -> tuple[str, None]:
     return con.execute("select path from files where id = ?", (file_id,)).get, None
+
+
+def _symbol_line(con, symbol_id: int) -> int | None:
+    """Where a live symbol starts at HEAD (its first span: overloads have several)."""
+    return con.execute("select min(start_line) from symbol_spans where symbol_id = ?",
+                       (symbol_id,)).get
 
 
 def _symbol_label(con, symbol_id: int) -> tuple[str, str]:

@@ -105,6 +105,12 @@ local function run()
   vim.api.nvim_win_set_cursor(0, { line + 1, 5 })
   results.history = qf_after("CortexHistory", "Cortex history")
   results.blast = qf_after("CortexBlast", "Cortex blast radius")
+  results.related = qf_after("CortexRelated", "Cortex related")
+  -- an unsaved edit of the function: what usually changes with the working tree's changes
+  local before = vim.api.nvim_buf_get_lines(bufnr, line + 1, line + 2, false)
+  vim.api.nvim_buf_set_lines(bufnr, line + 1, line + 2, false, { before[1] .. "  # edited" })
+  results.related_changes = qf_after("CortexRelatedChanges", "Cortex related")
+  vim.api.nvim_buf_set_lines(bufnr, line + 1, line + 2, false, before)
   results.search = qf_after("CortexSearch engine compute values", "Cortex search")
   results.common = qf_after("CortexSearch the of and", "Cortex search")
   results.common.message = results.messages[#results.messages]

@@ -133,6 +133,24 @@ async function main() {
     out.blastPick = await quickPickRows(page, "::");
     mark("blastRadius");
 
+    // what changes with the function: its callers and its file's other functions, then files
+    await page.mouse.click(box2.x + 5, box2.y + box2.height / 2);
+    await palette(page, "Cortex: Show What Changes With This");
+    out.relatedPick = await quickPickRows(page, "::");
+    mark("related");
+
+    // an unsaved edit of the function: what usually changes with the working tree's changes
+    await page.mouse.click(box2.x + 5, box2.y + box2.height / 2);
+    await page.keyboard.press("End");
+    await page.keyboard.type("  # e2e edit");
+    await palette(page, "Cortex: Show What Usually Changes With My Changes");
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: "use.py" }).first().waitFor({ timeout: 30000 });
+    out.relatedChangesTitle = await page.locator(".quick-input-widget .quick-input-title").first()
+      .innerText({ timeout: 5000 }).catch(() => null);
+    out.relatedChangesPick = await quickPickRows(page, "use.py");
+    await page.keyboard.press("Control+Z");
+    mark("relatedToChanges");
+
     // Add Note at the cursor (InputBox), Search Memory (InputBox + QuickPick), Reindex
     await page.mouse.click(box2.x + 5, box2.y + box2.height / 2);
     await palette(page, "Cortex: Add Note");

@@ -21,6 +21,11 @@ import {
   INSTALL_HINT,
   IndexStatus,
   oneLine,
+  partnerLine,
+  RelatedResult,
+  relatedItems,
+  relatedNothing,
+  relatedTitle,
   resolveUnder,
   nothingFound,
   searchItems,
@@ -58,6 +63,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   reg("cortex.exportContextPack", exportContextPack);
   reg("cortex.showSymbolHistory", () => showSymbolHistory());
   reg("cortex.showBlastRadius", showBlastRadius);
+  reg("cortex.showRelated", () => showRelated(false));
+  reg("cortex.showRelatedToChanges", () => showRelated(true));
   reg("cortex.searchMemory", searchMemory);
   reg("cortex.reindexRepositories", reindex);
   reg("cortex.addNoteHere", addNote);
@@ -308,6 +315,30 @@ async function showBlastRadius(): Promise<void> {
     matchOnDetail: true,
   });
   if (picked) await openAt(result?.repository, picked.data.path, dependentLine(picked.data));
+}
+
+/** What changes with the symbol at the cursor, or (`changes`) what usually changes with the
+ * working tree's uncommitted changes, unsaved buffers included (the server reads them). */
+async function showRelated(changes: boolean): Promise<void> {
+  let params: Record<string, unknown> = {};
+  if (changes) {
+    const uri = workspaceUri();
+    if (uri) params.uri = uri;
+  } else {
+    params = cursorTarget();
+  }
+  const result: RelatedResult = await running().sendRequest("cortex/related", params);
+  const items = relatedItems(result);
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage(relatedNothing(result, changes));
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(items, {
+    title: relatedTitle(result, items.length) + (result?.partial ? " — index still building" : ""),
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (picked) await openAt(result?.repository, picked.data.path, partnerLine(picked.data));
 }
 
 async function searchMemory(): Promise<void> {

@@ -334,3 +334,87 @@ export function resolveUnder(root: string, rel: string, sep = "/"): string | und
   if (parts.some((p) => p === "..") || rel.startsWith("/") || /^[a-zA-Z]:/.test(rel)) return undefined;
   return root.replace(/[\\/]+$/, "") + sep + parts.filter((p) => p && p !== ".").join(sep);
 }
+
+// -- what changes with it -----------------------------------------------------------------------
+
+/** A partner of `cortex/related`: with a target (co-change fused with structure) or for the
+ * working tree's changes (what the set usually brings along). */
+export interface Partner {
+  path: string;
+  qualname?: string | null;
+  line?: number | null;
+  score?: number;
+  support?: number;
+  relation?: string | null;
+  with_changed?: string[];
+  evidence?: CommitInfo[];
+}
+
+export interface RelatedResult {
+  target?: { path?: string; qualname?: string | null };
+  symbols?: Partner[];
+  files?: Partner[];
+  changed?: string[];
+  unknown?: string[];
+  changed_symbols?: string[];
+  note?: string | null;
+  partial?: boolean;
+  repository?: string;
+}
+
+function partners(v: unknown): Partner[] {
+  return (Array.isArray(v) ? v : []).filter(
+    (p): p is Partner => !!p && typeof p === "object" && typeof p.path === "string" && p.path.length > 0);
+}
+
+/** Symbols first, then files: each with its evidence (shared commits, the newest of them) and,
+ * for the working tree, which of the changed files it came with. */
+export function relatedItems(result: RelatedResult | undefined, nowMs: number = Date.now()): Pick<Partner>[] {
+  return [...partners(result?.symbols), ...partners(result?.files)].map((p) => {
+    const n = typeof p.support === "number" && p.support > 0 ? Math.floor(p.support) : 0;
+    const shared = n === 0 ? "no shared commit" : n === 1 ? "1 shared commit (weak)" : `${n} shared commits`;
+    const how = [shared, p.relation ? oneLine(p.relation, 40) : ""].filter(Boolean).join(" · ");
+    const newest = Array.isArray(p.evidence) ? p.evidence.find((c) => c && typeof c.subject === "string") : undefined;
+    const last = newest
+      ? `last together: ${oneLine(newest.subject, 200)}` +
+        (typeof newest.time === "number" ? ` (${relativeTime(newest.time, nowMs)})` : "")
+      : "";
+    const mates = Array.isArray(p.with_changed) ? p.with_changed.filter((w) => typeof w === "string") : [];
+    const along = mates.length
+      ? `with ${mates.slice(0, 5).map((w) => oneLine(w, 120)).join(", ")}${mates.length > 5 ? ", …" : ""}`
+      : "";
+    return {
+      label: noIcons(oneLine(p.qualname ? `${p.path}::${p.qualname}` : p.path)),
+      description: noIcons(how),
+      detail: noIcons([along, last].filter(Boolean).join(" — ")) || undefined,
+      data: p,
+    };
+  });
+}
+
+/** The 1-based line a partner opens at: a symbol's first line at HEAD, else the file's top. */
+export function partnerLine(p: Partner): number | undefined {
+  return typeof p.line === "number" && Number.isInteger(p.line) && p.line >= 1 ? p.line : undefined;
+}
+
+/** The list's title: the target's name, or how many changed files the working tree has. */
+export function relatedTitle(result: RelatedResult | undefined, count: number): string {
+  const t = result?.target;
+  if (t && typeof t.path === "string") {
+    const name = t.qualname ? `${t.path}::${t.qualname}` : t.path;
+    return oneLine(`What changes with ${name}: ${count}`);
+  }
+  const changed = Array.isArray(result?.changed) ? result!.changed.length : 0;
+  return `What usually changes with your ${changed} changed file${changed === 1 ? "" : "s"}: ${count}`;
+}
+
+/** What an empty answer says. */
+export function relatedNothing(result: RelatedResult | undefined, changes: boolean): string {
+  if (result?.note) return `Cortex: ${oneLine(result.note, 300)}`;
+  if (!changes) return "Cortex: nothing in the history changes with this";
+  const changed = (Array.isArray(result?.changed) ? result!.changed.length : 0) +
+    (Array.isArray(result?.unknown) ? result!.unknown.length : 0);
+  return changed === 0
+    ? "Cortex: no uncommitted changes in this repository"
+    : "Cortex: nothing in the history usually changes with your changes";
+}

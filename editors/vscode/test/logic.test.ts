@@ -10,6 +10,10 @@ import {
   historyTitle,
   noIcons,
   oneLine,
+  partnerLine,
+  relatedItems,
+  relatedNothing,
+  relatedTitle,
   relativeTime,
   resolveUnder,
   safeCommitUrl,
@@ -145,4 +149,44 @@ test("helpers: one line, icons, urls, paths", () => {
   assert.equal(resolveUnder("/w/repo/", "pkg/core.py"), "/w/repo/pkg/core.py");
   assert.equal(resolveUnder("/w/repo", "../etc/passwd"), undefined);
   assert.equal(resolveUnder("/w/repo", "/etc/passwd"), undefined);
+});
+
+test("related items: symbols then files, evidence, weak single commits, the working tree's mates", () => {
+  const withTarget = {
+    target: { path: "pkg/core.py", qualname: "compute" },
+    symbols: [
+      { path: "pkg/core.py", qualname: "save", line: 12, support: 3, relation: "same file",
+        evidence: [{ sha: "a".repeat(40), subject: "tune $(zap) compute\nand save", time: nowS - 2 * DAY }] },
+      { path: "use.py", qualname: "main", line: 0, support: 0, relation: "caller", evidence: [] },
+    ],
+    files: [{ path: "use.py", support: 1, evidence: [{ sha: "b".repeat(40), subject: "add the core" }] },
+      { nope: true }, null, { path: "" }],
+  };
+  const items = relatedItems(withTarget as any, NOW);
+  assert.deepEqual(items.map((i) => i.label), ["pkg/core.py::save", "use.py::main", "use.py"]);
+  assert.equal(items[0].description, "3 shared commits · same file");
+  assert.equal(items[0].detail, "last together: tune $\u200b(zap) compute and save (2 days ago)");
+  assert.equal(items[1].description, "no shared commit · caller");
+  assert.equal(items[1].detail, undefined);
+  assert.equal(items[2].description, "1 shared commit (weak)");
+  assert.equal(partnerLine(items[0].data), 12);
+  assert.equal(partnerLine(items[1].data), undefined);   // 0 is no line
+  assert.equal(partnerLine(items[2].data), undefined);   // a file opens at its top
+  assert.equal(relatedTitle(withTarget as any, 3), "What changes with pkg/core.py::compute: 3");
+
+  const changes = {
+    changed: ["a.py"], unknown: [],
+    files: [{ path: "b.py", support: 2, with_changed: ["a.py", "x1", "x2", "x3", "x4", "x5"] }],
+  };
+  const [b] = relatedItems(changes as any, NOW);
+  assert.equal(b.detail, "with a.py, x1, x2, x3, x4, …");
+  assert.equal(relatedTitle(changes as any, 1), "What usually changes with your 1 changed file: 1");
+  assert.equal(relatedNothing({ changed: [], unknown: [] } as any, true),
+    "Cortex: no uncommitted changes in this repository");
+  assert.equal(relatedNothing({ changed: ["a.py"] } as any, true),
+    "Cortex: nothing in the history usually changes with your changes");
+  assert.equal(relatedNothing({ note: "no symbol\nencloses line 3" } as any, false),
+    "Cortex: no symbol encloses line 3");
+  assert.equal(relatedNothing(undefined, false), "Cortex: nothing in the history changes with this");
+  assert.deepEqual(relatedItems(undefined), []);
 });

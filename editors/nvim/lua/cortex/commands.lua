@@ -1,5 +1,6 @@
--- :CortexHistory, :CortexBlast, :CortexContext, :CortexSearch, :CortexNote and the client side of
--- the server command `cortex.showHistory` (the command of a code lens).
+-- :CortexHistory, :CortexBlast, :CortexRelated, :CortexRelatedChanges, :CortexContext,
+-- :CortexSearch, :CortexNote and the client side of the server command `cortex.showHistory` (the
+-- command of a code lens).
 -- Everything from the repository (subjects, authors, paths, notes) is untrusted plain text: it is
 -- only ever put into quickfix text, registers and messages, never executed.
 local util = require("cortex.util")
@@ -140,6 +141,99 @@ function M.blast(opts)
   end, bufnr)
 end
 
+-- what changes with it -------------------------------------------------------------------------
+
+local function shared_text(n)
+  n = math.floor(tonumber(n) or 0)
+  if n <= 0 then return "no shared commit" end
+  if n == 1 then return "1 shared commit (weak)" end
+  return n .. " shared commits"
+end
+
+--- Quickfix items for a cortex/related result, with a target or for the working tree's changes:
+--- symbols (at their first line) then files, "name · N shared commits · relation · with the
+--- changed files it came with — last together: subject date".
+function M.related_items(result, client)
+  local root = util.repo_root(result, client)
+  local items = {}
+  local function add(p)
+    if type(p) ~= "table" or type(p.path) ~= "string" or p.path == "" then return end
+    local name = util.is_nil(p.qualname) and p.path or (p.path .. "::" .. tostring(p.qualname))
+    local parts = { util.oneline(name), shared_text(p.support) }
+    if not util.is_nil(p.relation) then table.insert(parts, util.oneline(p.relation)) end
+    if type(p.with_changed) == "table" and #p.with_changed > 0 then
+      local mates = {}
+      for i, w in ipairs(p.with_changed) do
+        if i > 5 then table.insert(mates, "…"); break end
+        table.insert(mates, util.oneline(w))
+      end
+      table.insert(parts, "with " .. table.concat(mates, ", "))
+    end
+    local text = table.concat(parts, " · ")
+    local newest = type(p.evidence) == "table" and p.evidence[1] or nil
+    if type(newest) == "table" and not util.is_nil(newest.subject) then
+      text = text .. " — last together: " .. util.oneline(newest.subject)
+      if not util.is_nil(newest.time) then text = text .. " " .. date(newest.time) end
+    end
+    local line = tonumber(p.line)
+    table.insert(items, {
+      filename = util.join(root, p.path),
+      lnum = (line and line >= 1) and math.floor(line) or 1,
+      col = 1,
+      text = text,
+    })
+  end
+  for _, p in ipairs(type(result.symbols) == "table" and result.symbols or {}) do add(p) end
+  for _, p in ipairs(type(result.files) == "table" and result.files or {}) do add(p) end
+  return items
+end
+
+local function related_title(result, changes)
+  if changes then
+    local n = type(result.changed) == "table" and #result.changed or 0
+    return string.format("Cortex related: what usually changes with your %d changed file%s", n,
+      n == 1 and "" or "s")
+  end
+  local t = type(result.target) == "table" and result.target or {}
+  local name = util.is_nil(t.qualname) and tostring(t.path or "?")
+    or (tostring(t.path) .. "::" .. tostring(t.qualname))
+  return "Cortex related: what changes with " .. util.oneline(name)
+end
+
+local function related(changes)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = need_client(bufnr)
+  if not client then return end
+  -- The working tree's question sends no position: the server reads `git status` and the
+  -- unsaved buffers it was sent.
+  local params = changes and { uri = vim.uri_from_bufnr(bufnr) } or util.position_params(client)
+  util.request(client, "cortex/related", params, function(err, result)
+    if err then return on_error("related", err) end
+    M.last.related = result
+    local items = M.related_items(result, client)
+    local title = related_title(result, changes)
+    if result.partial then title = title .. " (partial index)" end
+    util.set_qf(title, items)
+    if #items > 0 then return end
+    if not util.is_nil(result.note) then
+      util.notify(util.oneline(result.note))
+    elseif changes and (type(result.changed) ~= "table" or #result.changed == 0)
+        and (type(result.unknown) ~= "table" or #result.unknown == 0) then
+      util.notify("no uncommitted changes in this repository")
+    else
+      util.notify(changes and "nothing in the history usually changes with your changes"
+        or "nothing in the history changes with this")
+    end
+  end, bufnr)
+end
+
+--- :CortexRelated: what changes with the symbol (or file) under the cursor.
+function M.related() related(false) end
+
+--- :CortexRelatedChanges: what usually changes with the working tree's uncommitted changes
+--- (unsaved buffers included) and is not changed yet.
+function M.related_changes() related(true) end
+
 -- context pack ----------------------------------------------------------------------------------
 
 function M.context(opts)
@@ -235,6 +329,9 @@ function M.create_user_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd("CortexHistory", M.history, { nargs = "?", desc = "Cortex: history of the symbol under the cursor (quickfix)" })
   cmd("CortexBlast", M.blast, { nargs = "?", desc = "Cortex: dependents of the symbol under the cursor (quickfix)" })
+  cmd("CortexRelated", M.related, { desc = "Cortex: what changes with the symbol under the cursor (quickfix)" })
+  cmd("CortexRelatedChanges", M.related_changes,
+    { desc = "Cortex: what usually changes with the uncommitted changes (quickfix)" })
   cmd("CortexContext", M.context, { nargs = "?", desc = "Cortex: context pack of the symbol into the + register" })
   cmd("CortexSearch", M.search, { nargs = "+", desc = "Cortex: search commits, docs and notes (quickfix)" })
   cmd("CortexNote", M.note, { nargs = "+", desc = "Cortex: add a note on the symbol under the cursor" })

@@ -1,5 +1,6 @@
 -- Cortex for Neovim: starts cortex-ls for buffers inside git repositories, shows its code lenses,
--- and adds :CortexHistory, :CortexBlast, :CortexContext, :CortexSearch and :CortexNote.
+-- and adds :CortexHistory, :CortexBlast, :CortexRelated, :CortexRelatedChanges, :CortexContext,
+-- :CortexSearch and :CortexNote.
 --
 --   require("cortex").setup({ cmd = { "cortex-ls" }, settings = { hotspotThreshold = 4 } })
 --
@@ -155,6 +156,8 @@ function M.client(bufnr) return util.client(bufnr) end
 M.refresh_codelens = codelens.refresh
 M.history = commands.history
 M.blast = commands.blast
+M.related = commands.related
+M.related_changes = commands.related_changes
 M.context = commands.context
 M.search = commands.search
 M.note = commands.note
