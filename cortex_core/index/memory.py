@@ -116,12 +116,15 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
     for done, (commit_id, subject, body, kind, when, code_words) in enumerate(pending, 1):
         if progress and done % 500 == 0:
             progress(done, len(pending), "commit messages")
+        # By name: the tables' keys would give the ids' order, and a segment keeps the first of
+        # its paths' words and of its symbols (PATH_WORDS, MAX_QUALNAMES).
         files = con.execute("select f.id, f.path from file_changes fc join files f"
-                            " on f.id = fc.file_id where fc.commit_id = ?", (commit_id,)).fetchall()
+                            " on f.id = fc.file_id where fc.commit_id = ? order by f.path",
+                            (commit_id,)).fetchall()
         syms = con.execute(
             "select s.id, f.path, s.qualname, s.name from symbol_changes sc"
             " join symbols s on s.id = sc.symbol_id join files f on f.id = s.file_id"
-            " where sc.commit_id = ?", (commit_id,)).fetchall()
+            " where sc.commit_id = ? order by f.path, s.qualname", (commit_id,)).fetchall()
         file_ids = {path: fid for fid, path in files}
         sym_ids = {(path, qual): sid for sid, path, qual, _ in syms}
         segments = commit_segments(subject, body, [p for _, p in files],
