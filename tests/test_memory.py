@@ -798,3 +798,26 @@ def test_similar_commits_with_one_message_are_ranked_by_sha(repo, cortex, tiny_m
     tied = [r.commit.sha for r in similar if r.commit.subject == "Fix timeout in fetch"]
     assert len(tied) == 6 and len({r.similarity for r in similar if r.commit.sha in tied}) == 1
     assert tied == sorted(tied)
+
+
+def test_an_item_keeps_its_first_symbols_by_name_not_by_id(repo, cortex):
+    """A commit of more than MAX_QUALNAMES symbols keeps the first by name: the ids follow the
+    order an index run met them in (defined here from the last name to the first), which two
+    runs of one history need not share."""
+    from cortex_core.index.memory import MAX_QUALNAMES
+    names = [f"f_{n:03}" for n in range(MAX_QUALNAMES + 20)]
+
+    def module(value: int) -> str:
+        return "".join(f"def {name}():\n    return {value}\n\n\n" for name in reversed(names))
+    repo.write("many.py", module(0))
+    repo.commit("add them", days_ago=20)
+    repo.write("many.py", module(1))
+    repo.commit("change them all", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    ids = dict(con.execute("select qualname, id from symbols"))
+    assert ids[names[-1]] < ids[names[0]]
+    kept = con.execute("select ic.symbols from items_code ic join items i on i.id = ic.rowid"
+                       " join commits c on c.id = i.commit_id"
+                       " where c.subject = 'change them all'").get.split()
+    assert names[0] in kept and names[MAX_QUALNAMES - 1] in kept and names[-1] not in kept
