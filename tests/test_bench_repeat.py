@@ -1,0 +1,64 @@
+"""bench/repeat_answers.py through the real script: two index runs of one history answer alike,
+and a store that answers otherwise is caught and named."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+
+from scripted_repo import sample_core, sample_use
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "repeat_answers.py"
+
+
+def _history(repo) -> None:
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/core.py", sample_core(1))
+    repo.write("pkg/use.py", sample_use())
+    repo.commit("add the core", days_ago=30)
+    for n in range(2, 8):
+        repo.write("pkg/core.py", sample_core(n))
+        if n % 2:
+            repo.write("pkg/use.py", sample_use() + f"\n\nX = {n}\n")
+        repo.commit(f"tune compute to {n}", days_ago=30 - n)
+
+
+def _run(repo, *args: str) -> tuple[int, dict]:
+    done = subprocess.run([sys.executable, str(SCRIPT), str(repo.path), *args, "--json"],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_two_runs_of_one_history_answer_alike(repo):
+    _history(repo)
+    code, report = _run(repo, "--jobs", "2", "--every", "1", "--packs", "3", "--queries", "4")
+    assert code == 0 and report["same"], report["examples"]
+    compared = report["compared"]
+    assert compared["symbol history"] >= 4 and compared["file history"] == 3
+    assert compared["hover"] == compared["symbol history"] and compared["context pack"] == 3
+    assert compared["search (lexical)"] == 4 and report["modes"] == ["lexical"]
+    assert all(n == 0 for n in report["differ"].values())
+
+
+def test_a_store_that_answers_otherwise_is_named(repo, cortex, tmp_path: Path):
+    _history(repo)
+    cortex.index()
+    other = tmp_path / "other.db"
+    shutil.copy(cortex.db, other)
+    con = apsw.Connection(str(other))
+    con.execute("delete from symbol_changes where commit_id = (select id from commits"
+                " where subject = 'tune compute to 4')")
+    con.close()
+    code, report = _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
+                        "--queries", "1")
+    assert code == 1 and not report["same"]
+    assert report["differ"]["symbol history"] >= 1
+    assert any("compute" in e for e in report["examples"]["symbol history"])
