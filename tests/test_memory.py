@@ -821,3 +821,20 @@ def test_an_item_keeps_its_first_symbols_by_name_not_by_id(repo, cortex):
                        " join commits c on c.id = i.commit_id"
                        " where c.subject = 'change them all'").get.split()
     assert names[0] in kept and names[MAX_QUALNAMES - 1] in kept and names[-1] not in kept
+
+
+def test_documents_are_cut_in_path_order_whatever_their_ids(repo, cortex):
+    """Doc items come in the order of their paths: the areas cluster items in id order, and file
+    ids follow the order an index run met the files in (docs/z.md first here)."""
+    repo.write("docs/z.md", "# Zebra\n\nStripes and more stripes.\n")
+    repo.commit("z doc", days_ago=20)
+    repo.write("docs/a.md", "# Aardvark\n\nAnts, mostly.\n")
+    repo.commit("a doc", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    ids = dict(con.execute("select path, id from files"))
+    assert ids["docs/z.md"] < ids["docs/a.md"]
+    order = [path for (path,) in con.execute(
+        "select f.path from items i join files f on f.id = i.file_id where i.kind = 'doc'"
+        " order by i.id")]
+    assert order == ["docs/a.md", "docs/z.md"]

@@ -176,8 +176,11 @@ def _links(con, index: dict[int, int]) -> list[tuple[int, int, float]]:
     for members in by_commit.values():
         links.extend((a, b, 1.0) for a, b in zip(members, members[1:]))
     by_file: dict[int, list[int]] = {}
+    # Ties in time by item, then path: the chains must not follow the ids of files, which an
+    # index run gives in the order its workers deliver commits.
     for item, file_id in con.execute("select x.item_id, x.file_id from item_files x"
-                                     " join items i on i.id = x.item_id order by i.time"):
+                                     " join items i on i.id = x.item_id join files f"
+                                     " on f.id = x.file_id order by i.time, i.id, f.path"):
         if item in index:
             by_file.setdefault(file_id, []).append(index[item])
     for members in by_file.values():

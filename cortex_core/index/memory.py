@@ -150,9 +150,11 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
 def refresh_docs(con, read_blob: Callable[[str], bytes | None]) -> int:
     """Sections of every document at HEAD whose blob changed since they were cut; sections of
     documents gone from HEAD are dropped. Returns the number of items added."""
+    # By path: the items' order is the areas' (and head_files' key, the file ids, follows the
+    # order an index run's workers delivered commits in).
     current = {fid: (path, blob) for fid, path, blob in con.execute(
         "select h.file_id, f.path, h.blob from head_files h join files f on f.id = h.file_id"
-        " where h.skip_reason is null")}
+        " where h.skip_reason is null order by f.path")}
     docs = {fid: pb for fid, pb in current.items() if is_doc_path(pb[0])}
     indexed = dict(con.execute("select file_id, blob from items where kind = 'doc' group by file_id"))
     for fid, blob in indexed.items():
