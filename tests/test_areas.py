@@ -194,3 +194,23 @@ def test_commit_items_are_made_in_history_order_whatever_the_commit_ids(repo, co
         "select c.seq from items i join commits c on c.id = i.commit_id order by i.id")]
     con.close()
     assert made == sorted(made) and len(made) == 4
+
+
+def test_an_areas_files_tied_in_use_are_listed_by_path(repo, cortex):
+    """Two files changed by the same commits tie in an area: listed by path, not in the order of
+    their ids (z.py was met first), which two index runs need not share."""
+    import apsw
+    from cortex_core.index.areas import _hot_paths
+    repo.write("z.py", "Z = 0\n")
+    repo.commit("z", days_ago=30)
+    for n in (1, 2):
+        repo.write("z.py", f"Z = {n}\n")
+        repo.write("a.py", f"A = {n}\n")
+        repo.commit(f"a and z {n}", days_ago=20 - n)
+    cortex.index()
+    con = apsw.Connection(str(cortex.db))
+    ids = dict(con.execute("select path, id from files"))
+    assert ids["z.py"] < ids["a.py"]
+    con.execute("update items set cluster = 0 where commit_id in (select id from commits"
+                " where subject like 'a and z%')")
+    assert _hot_paths(con, 0) == ["a.py", "z.py"]

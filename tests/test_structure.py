@@ -797,3 +797,51 @@ def test_a_long_cycle_of_re_exports_costs_bounded_work(repo, cortex, monkeypatch
         assert all(status == "resolved" and targets for status, targets in answers)
         counted[budget] = resolver.lookups
     assert counted[5] <= 150 * 6 < counted[default]   # 150 askers; 4,560 without the bound
+
+
+
+def test_of_two_chains_alike_blast_keeps_the_first_by_place(repo, cortex):
+    """run.py reaches t.f through a.py and through z.py, at one confidence: the chain shown goes
+    through a.py, the first by place, in a full index and after an update that wrote a.py's
+    edges again (after z.py's: the edges' order is not the answer's)."""
+    repo.write("t.py", "def f():\n    return 1\n")
+    repo.write("z.py", "from t import f\n\n\ndef h():\n    return f()\n")
+    repo.write("a.py", "from t import f\n\n\ndef g():\n    return f()\n")
+    repo.write("run.py", "from z import h\nfrom a import g\n\n\ndef main():\n"
+                         "    return h() + g()\n")
+    repo.commit("four modules", days_ago=20)
+
+    def chain() -> list[str]:
+        found = blast(cortex.reader(), TargetSpec("t.py", "f"), depth=2)
+        main = next(d for d in found.dependents if (d.path, d.qualname) == ("run.py", "main"))
+        return [link.src_path for link in main.chain]
+    cortex.index()
+    assert chain() == ["run.py", "a.py"]
+    repo.write("a.py", "from t import f\n\n\ndef g():\n    return f() + 0\n")
+    repo.commit("a again", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    a_edge, z_edge = (con.execute(
+        "select max(e.rowid) from edges e join refs r on r.id = e.ref_id join files f"
+        " on f.id = r.file_id where f.path = ?", (p,)).get for p in ("a.py", "z.py"))
+    assert a_edge > z_edge
+    assert chain() == ["run.py", "a.py"]
+
+
+def test_a_call_matched_by_name_lists_its_candidates_by_path(repo, cortex):
+    """A method call on a receiver of unknown type is matched by name: its candidates are
+    written in path order, not in the order of the ids an index run gave their files."""
+    repo.write("z.py", "class Z:\n    def run(self):\n        return 1\n")
+    repo.commit("z", days_ago=20)
+    repo.write("a.py", "class A:\n    def run(self):\n        return 2\n")
+    repo.write("c.py", "def go(x):\n    return x.run()\n")
+    repo.commit("a and c", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    ids = dict(con.execute("select path, id from files"))
+    assert ids["z.py"] < ids["a.py"]
+    targets = [row for row in con.execute(
+        "select f.path, e.dst_qualname from edges e join refs r on r.id = e.ref_id"
+        " join files f on f.id = e.dst_file_id join files s on s.id = r.file_id"
+        " where s.path = 'c.py' and r.kind = 'call' order by e.rowid")]
+    assert targets == [("a.py", "A.run"), ("z.py", "Z.run")]

@@ -224,7 +224,7 @@ def _hot_paths(con, cluster: int, top: int = 5) -> list[str]:
     rows = con.execute(
         "select f.path, count(*) as n, max(i.time) from items i join item_files x on x.item_id = i.id"
         " join files f on f.id = x.file_id where i.cluster = ? group by f.id"
-        " order by n desc, max(i.time) desc limit ?", (cluster, top)).fetchall()
+        " order by n desc, max(i.time) desc, f.path limit ?", (cluster, top)).fetchall()
     return [r[0] for r in rows]
 
 

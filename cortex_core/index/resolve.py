@@ -77,15 +77,20 @@ class Resolver:
         self.con = con
         self.path = {}
         self.lang = {}
+        # Everything by path: candidates are kept in this order (MAX_CANDIDATES), and the keys'
+        # order would be the file ids', which follow the order an index run's workers deliver
+        # commits in.
         for fid, path, lang in con.execute(
                 "select f.id, f.path, s.language from struct_files s join files f"
-                " on f.id = s.file_id where s.skip_reason is null"):
+                " on f.id = s.file_id where s.skip_reason is null order by f.path"):
             self.path[fid] = path
             self.lang[fid] = lang
         self.by_path = {p: f for f, p in self.path.items()}
         self.defs: dict[int, dict[str, str]] = defaultdict(dict)       # file -> qualname -> kind
         self.by_name: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-        for fid, qualname, name, kind in con.execute("select file_id, qualname, name, kind from defs"):
+        for fid, qualname, name, kind in con.execute(
+                "select d.file_id, d.qualname, d.name, d.kind from defs d join files f"
+                " on f.id = d.file_id order by f.path, d.qualname"):
             if fid in self.path:
                 self.defs[fid][qualname] = kind
                 self.by_name[name].append((fid, qualname, kind))

@@ -278,7 +278,10 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     for level in range(1, depth + 1):
         nxt = []
         for (fid, qual), chain, conf in frontier:
-            rows = _incoming(con, fid, qual, whole_file and (fid, qual) == start)
+            # By place, not in the edges' order: of two chains of one confidence the first is
+            # kept, and the first MAX_DEPENDENTS; the ids follow an index run's workers.
+            rows = sorted(_incoming(con, fid, qual, whole_file and (fid, qual) == start),
+                          key=lambda r: (names.path(r[0]), r[1] or "", r[3], r[2], r[5] or ""))
             for src_file, scope, kind, line, confidence, dst_qual in rows:
                 node = (src_file, scope)
                 if node == start or (src_file == target.file_id and
