@@ -252,8 +252,11 @@ function cursorTarget(): { textDocument: { uri: string }; position: { line: numb
   };
 }
 
+/** The file of the active editor, else the first workspace folder (an untitled or virtual
+ * editor says nothing of which repository is meant). */
 function workspaceUri(): string | undefined {
-  const u = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const u = active && active.scheme === "file" ? active : vscode.workspace.workspaceFolders?.[0]?.uri;
   return u && u.scheme === "file" ? u.toString() : undefined;
 }
 

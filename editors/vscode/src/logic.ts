@@ -402,9 +402,11 @@ export function relatedTitle(result: RelatedResult | undefined, count: number): 
   const t = result?.target;
   if (t && typeof t.path === "string") {
     const name = t.qualname ? `${t.path}::${t.qualname}` : t.path;
-    return oneLine(`What changes with ${name}: ${count}`);
+    return noIcons(oneLine(`What changes with ${name}: ${count}`));
   }
-  const changed = Array.isArray(result?.changed) ? result!.changed.length : 0;
+  // New files (`unknown`: no history yet) are changed files too, as the command line counts them.
+  const changed = (Array.isArray(result?.changed) ? result!.changed.length : 0) +
+    (Array.isArray(result?.unknown) ? result!.unknown.length : 0);
   return `What usually changes with your ${changed} changed file${changed === 1 ? "" : "s"}: ${count}`;
 }
 

@@ -173,6 +173,7 @@ test("related items: symbols then files, evidence, weak single commits, the work
   assert.equal(partnerLine(items[1].data), undefined);   // 0 is no line
   assert.equal(partnerLine(items[2].data), undefined);   // a file opens at its top
   assert.equal(relatedTitle(withTarget as any, 3), "What changes with pkg/core.py::compute: 3");
+  assert.equal(relatedTitle({ target: { path: "$(zap).py" } } as any, 1), "What changes with $\u200b(zap).py: 1");
 
   const changes = {
     changed: ["a.py"], unknown: [],
@@ -181,6 +182,8 @@ test("related items: symbols then files, evidence, weak single commits, the work
   const [b] = relatedItems(changes as any, NOW);
   assert.equal(b.detail, "with a.py, x1, x2, x3, x4, …");
   assert.equal(relatedTitle(changes as any, 1), "What usually changes with your 1 changed file: 1");
+  assert.equal(relatedTitle({ changed: ["a.py"], unknown: ["new.py"] } as any, 4),
+    "What usually changes with your 2 changed files: 4");
   assert.equal(relatedNothing({ changed: [], unknown: [] } as any, true),
     "Cortex: no uncommitted changes in this repository");
   assert.equal(relatedNothing({ changed: ["a.py"] } as any, true),
