@@ -1,27 +1,35 @@
 """Does one history give one memory? Two index runs of REPO, every answer compared by name.
 
-    /work/venv/bin/python bench/repeat_answers.py REPO [--jobs 2] [--model none|PATH]
-        [--every 3] [--packs 50] [--queries 20] [--keep] [--json]
-    /work/venv/bin/python bench/repeat_answers.py REPO --db A --db B [...]
+    PYTHONPATH=TREE /work/venv/bin/python bench/repeat_answers.py REPO [--jobs 2]
+        [--model none|PATH] [--every 3] [--packs 50] [--queries 20] [--keep] [--json]
+    PYTHONPATH=TREE /work/venv/bin/python bench/repeat_answers.py REPO --db A --db B [...]
 
-An index run numbers what it stores (commits, files, symbols, items) in the order its worker
-processes deliver them, which varies from run to run with `--jobs` above 1. No answer may
-depend on those numbers. Either REPO is indexed twice (`--jobs`, default 2, `--model`, default
-none), or two stores of it are given (`--db A --db B`: a `--jobs 1` and a `--jobs 2` run, a full
-run and an incremental one, a window and a full build). This checkout then answers from both:
+An index run numbers what it stores (commits, files, symbols, items, areas) in the order its
+worker processes deliver them, which varies from run to run with `--jobs` above 1, and an
+incremental run numbers what it adds after the rest. No answer may depend on those numbers.
+Either REPO is indexed twice (`--jobs`, default 2; `--model`, default none), or two stores of
+it are given (`--db A --db B`: a `--jobs 1` and a `--jobs 2` run, a full run and an updated one,
+a window and a full build). The code imported (TREE on PYTHONPATH, else the installed one)
+then asks both stores, through the engine every front end uses (`Engine.open(...).snapshot()`),
+and compares the answers as the JSON front ends print (`plain`), with the run's own numbers
+left out (`id`, `file_id`, `symbol_id`, `commit_id`, `item_id`, `cluster`, ...) and numbers
+rounded to 1e-6 (sums taken in another order differ in their last digits):
 
-- the history of every live symbol and of every file at HEAD (sha and kind of each change);
-- the hover of every `--every`-th symbol, as the language server renders it (one `now`);
-- `related` (co-change fused with structure: symbols and files, with scores) and blast's hidden
-  coupling for the same symbols, `related` for every file;
-- the 100 first hotspots (symbols, files) with their scores;
-- the context pack of `--packs` symbols (its text, at a fixed budget);
-- `--queries` searches (subjects of REPO's commits, seeded), lexical, and hybrid when the stores
-  hold vectors: the hits in order, scores to 1e-6 (sums taken in another order differ in the
-  last digits);
-- the areas: each memory item's area (areas matched by their overlap).
+- the history of every live symbol and of every file at HEAD;
+- for every `--every`-th symbol: its hover card (also rendered as the language server renders
+  it), `related` (symbols and files: scores, support, evidence, lines), `blast` (dependents with
+  their chains, hidden coupling, summary), callers and callees, related commits;
+- for every `--every`-th file: `related` and `blast`;
+- the first 300 hotspots, `what`, the areas (labels, sizes, files), each memory item's area
+  (areas matched by their overlap), related commits of sampled commits;
+- `related` for 40 sampled sets of two symbols and two files, and for the working tree;
+- `--packs` context packs and briefings of sampled symbols;
+- `--queries` searches (subjects of REPO's commits, seeded), lexical, and hybrid when both
+  stores hold vectors.
 
-Exit status 1 when any answer differs; the report names the first differences of each kind.
+An answer only one store can give (a name the other lacks) is an error string, compared like any
+answer. Exit status 1 when any answer differs; the report gives, per kind, how many were
+compared and how many differed, and where the first ones first differ.
 """
 
 from __future__ import annotations
@@ -72,13 +80,63 @@ def index_twice(repo: Path, work: Path, jobs: int, model: str) -> tuple[list[Pat
     return stores, seconds
 
 
-class Tally:
-    """Per kind of answer: how many were compared, how many differed, the first few that did."""
+# Numbers an index run gives in its own order: never part of an answer's identity.
+RUN_IDS = frozenset({"id", "ident", "file_id", "symbol_id", "commit_id", "item_id", "vector_id",
+                     "note_id", "cluster", "cluster_id", "area_id", "rowid"})
 
-    def __init__(self):
+
+def normal(value):
+    """An answer as JSON, without the run's own numbers, floats rounded."""
+    if isinstance(value, dict):
+        return {k: normal(v) for k, v in value.items() if k not in RUN_IDS}
+    if isinstance(value, (list, tuple)):
+        return [normal(v) for v in value]
+    if isinstance(value, float):
+        return round(value, SCORE_DIGITS)
+    return value
+
+
+def first_difference(a, b, where: str = "$") -> str:
+    """Where two answers first differ (a JSON path), with the text around it."""
+    if type(a) is not type(b):
+        return f"{where}: {bl.clip(repr(a), 160)} | {bl.clip(repr(b), 160)}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return first_difference(a.get(key), b.get(key), f"{where}.{key}")
+    if isinstance(a, list):
+        for n, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{where}[{n}]")
+        return f"{where}: {len(a)} against {len(b)} entries"
+    if isinstance(a, str):
+        n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return (f"{where} at character {n}: ...{a[max(0, n - 60):n + 60]!r} | "
+                f"...{b[max(0, n - 60):n + 60]!r}")
+    return f"{where}: {bl.clip(repr(a), 160)} | {bl.clip(repr(b), 160)}"
+
+
+class Tally:
+    """Asks both stores each question; per kind of answer, how many were compared, how many
+    differed, and the first few differences."""
+
+    def __init__(self, engines):
+        self.engines = engines
         self.compared: Counter = Counter()
         self.differ: Counter = Counter()
         self.examples: dict[str, list[str]] = {}
+
+    def ask(self, kind: str, what: str, method: str, *args, **kwargs) -> None:
+        """Both stores' answer to `Snapshot.method(*args, **kwargs)`."""
+        from cortex_core.plain import plain
+        answers = []
+        for engine in self.engines:
+            try:
+                with engine.snapshot() as snap:
+                    answers.append(normal(plain(getattr(snap, method)(*args, **kwargs))))
+            except Exception as exc:   # a name one store lacks: an answer of its own
+                answers.append(f"error {type(exc).__name__}: {exc}")
+        self.check(kind, what, *answers)
 
     def check(self, kind: str, what: str, a, b) -> None:
         self.compared[kind] += 1
@@ -86,20 +144,7 @@ class Tally:
             self.differ[kind] += 1
             shown = self.examples.setdefault(kind, [])
             if len(shown) < 3:
-                shown.append(f"{what}: {_first_difference(a, b)}")
-
-
-def _first_difference(a, b) -> str:
-    if isinstance(a, list) and isinstance(b, list):
-        for n, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return f"#{n}: {bl.clip(repr(x), 160)} | {bl.clip(repr(y), 160)}"
-        return f"lengths {len(a)} and {len(b)}"
-    return f"{bl.clip(repr(a), 160)} | {bl.clip(repr(b), 160)}"
-
-
-def _round(x: float) -> float:
-    return round(x, SCORE_DIGITS)
+                shown.append(f"{what}: {first_difference(a, b)}")
 
 
 def live_symbols(con) -> list[tuple[str, str]]:
@@ -114,88 +159,78 @@ def head_files(con) -> list[str]:
 
 
 def compare(repo: Path, stores: list[Path], args) -> dict:
-    from cortex_core.features.context_pack import build_pack
-    from cortex_core.features.symbol_info import symbol_card
-    from cortex_core.memory.embeddings import load_embedder
-    from cortex_core.memory.search import SearchOptions, search
-    from cortex_core.query.blast import blast, fused_related
-    from cortex_core.query.history import file_history, symbol_history
-    from cortex_core.query.hotspots import hotspots
-    from cortex_core.query.targets import TargetSpec, resolve
-    from cortex_core.store.store import open_reader
+    from cortex_core.engine import Engine
+    from cortex_core.query.targets import TargetSpec
     from cortex_ls.render import hover
 
-    cons = [open_reader(db) for db in stores]
-    tally = Tally()
+    engines = [Engine.open(repo, db=db) for db in stores]
+    tally = Tally(engines)
+    cons = [engine.reader() for engine in engines]
     symbols = [live_symbols(con) for con in cons]
     files = [head_files(con) for con in cons]
     tally.check("live symbols", "the list", symbols[0], symbols[1])
     tally.check("files at HEAD", "the list", files[0], files[1])
+    # What both hold: a name only one has is the difference above, not a crash below.
+    both_symbols = sorted(set(symbols[0]) & set(symbols[1]))
+    both_files = sorted(set(files[0]) & set(files[1]))
     now = time.time()
+    with engines[0].snapshot() as snap:
+        heat = snap.heat(4, 90.0)
 
-    bl.progress(f"histories of {len(symbols[0])} symbols and {len(files[0])} files ...")
-    for path, qualname in symbols[0]:
-        answers = []
-        for con in cons:
-            target = resolve(con, TargetSpec(path, qualname))
-            answers.append([(e.commit.sha, e.change) for e in
-                            symbol_history(con, target.symbol_id, redact_subjects=False)])
-        tally.check("symbol history", f"{path}::{qualname}", *answers)
-    for path in files[0]:
-        answers = []
-        for con in cons:
-            target = resolve(con, TargetSpec(path))
-            answers.append([(e.commit.sha, e.change) for e in
-                            file_history(con, target.file_id, redact_subjects=False)])
-        tally.check("file history", path, *answers)
+    bl.progress(f"histories of {len(both_symbols)} symbols and {len(both_files)} files ...")
+    for path, qualname in both_symbols:
+        tally.ask("symbol history", f"{path}::{qualname}", "history", TargetSpec(path, qualname))
+    for path in both_files:
+        tally.ask("file history", path, "history", TargetSpec(path))
 
-    sampled = symbols[0][::args.every]
-    bl.progress(f"hovers, related and blast of {len(sampled)} symbols ...")
+    sampled = both_symbols[::args.every]
+    bl.progress(f"cards, related, blast, callers and callees of {len(sampled)} symbols ...")
     for path, qualname in sampled:
-        spec = TargetSpec(path, qualname)
-        tally.check("hover", f"{path}::{qualname}", *(
-            hover(symbol_card(con, repo, path, qualname, now=now), web_base=None, partial=False,
-                  now=now) for con in cons))
-        tally.check("related (symbol)", f"{path}::{qualname}", *(
-            [(p.path, p.qualname, _round(p.score)) for p in found.symbols]
-            + [(p.path, _round(p.score)) for p in found.files]
-            for found in (fused_related(con, spec) for con in cons)))
-        tally.check("blast hidden coupling", f"{path}::{qualname}", *(
-            [(h.path, h.qualname, h.support) for h in blast(con, spec).hidden] for con in cons))
-    bl.progress(f"related of {len(files[0])} files ...")
-    for path in files[0]:
-        tally.check("related (file)", path, *(
-            [(p.path, _round(p.score)) for p in fused_related(con, TargetSpec(path)).files]
-            for con in cons))
+        spec, label = TargetSpec(path, qualname), f"{path}::{qualname}"
+        tally.ask("hover card", label, "symbol_card", path, qualname, 5, heat)
+        tally.check("hover, rendered", label, *(
+            hover(_card(engine, path, qualname, heat), web_base=None, partial=False, now=now)
+            for engine in engines))
+        tally.ask("related (symbol)", label, "related", spec)
+        tally.ask("blast (symbol)", label, "blast", spec)
+        tally.ask("callers", label, "callers", spec)
+        tally.ask("callees", label, "callees", spec)
+        tally.ask("related commits (symbol)", label, "related_commits", label)
+    bl.progress(f"related and blast of {len(both_files[::args.every])} files ...")
+    for path in both_files[::args.every]:
+        tally.ask("related (file)", path, "related", TargetSpec(path))
+        tally.ask("blast (file)", path, "blast", TargetSpec(path))
 
-    bl.progress("hotspots ...")
-    found = [hotspots(con, top_k=100) for con in cons]
-    tally.check("hotspots", "the first 100 symbols", *(
-        [(h.path, h.qualname, _round(h.score)) for h in f.symbols] for f in found))
-    tally.check("hotspots", "the first 100 files", *(
-        [(h.path, _round(h.score)) for h in f.files] for f in found))
-
+    bl.progress("hotspots, what, areas, related commits, sets ...")
+    tally.ask("hotspots", "the first 300", "hotspots", top_k=300)
+    tally.ask("what", "what", "what", top_k=20)
+    tally.ask("areas", "every area", "areas")
     rng = random.Random(args.seed)
-    packs = rng.sample(symbols[0], min(args.packs, len(symbols[0])))
-    bl.progress(f"{len(packs)} context packs ...")
+    shas = sorted(set(_shas(cons[0])) & set(_shas(cons[1])))
+    for sha in rng.sample(shas, min(40, len(shas))):
+        tally.ask("related commits (commit)", sha, "related_commits", sha)
+    for _ in range(40 if len(both_symbols) >= 2 and len(both_files) >= 2 else 0):
+        pair = tuple(TargetSpec(p, q) for p, q in rng.sample(both_symbols, 2))
+        tally.ask("related (set of symbols)", str(pair), "changes_related", changed=pair)
+        pair = tuple(TargetSpec(p) for p in rng.sample(both_files, 2))
+        tally.ask("related (set of files)", str(pair), "changes_related", changed=pair)
+    tally.ask("related (working tree)", "the working tree", "changes_related")
+
+    packs = rng.sample(both_symbols, min(args.packs, len(both_symbols)))
+    bl.progress(f"{len(packs)} context packs and briefings ...")
     for path, qualname in packs:
-        tally.check("context pack", f"{path}::{qualname}", *(
-            build_pack(con, repo, at=f"{path}::{qualname}", budget=3000,
-                       working_tree=False).text for con in cons))
+        at = f"{path}::{qualname}"
+        tally.ask("context pack", at, "context_pack", at=at, budget=3000)
+        tally.ask("briefing", at, "briefing", at, "before-edit", 2000)
 
     subjects = [s for s in bl.git(repo, "log", "--no-merges", "--format=%s").splitlines()
                 if len(s.split()) >= 3]
     queries = rng.sample(subjects, min(args.queries, len(subjects)))
-    embedders = [load_embedder(con) for con in cons]
-    modes = ["lexical"] + (["hybrid"] if all(embedders) else [])
+    modes = ["lexical"] + (["hybrid"] if all(_has_vectors(con) for con in cons) else [])
     bl.progress(f"{len(queries)} searches ({', '.join(modes)}) ...")
     for query in queries:
         for mode in modes:
-            tally.check(f"search ({mode})", query, *(
-                [(h.kind, h.citation, _round(h.why.score)) for h in
-                 search(con, query, SearchOptions(mode=mode, context=False),
-                        embedder=embedder).hits]
-                for con, embedder in zip(cons, embedders)))
+            tally.ask(f"search ({mode})", query, "search", query, mode=mode, workspace=False)
 
     areas = [_areas(con) for con in cons]
     moved, common = _moved_items(*areas)
@@ -203,6 +238,20 @@ def compare(repo: Path, stores: list[Path], args) -> dict:
     tally.differ["areas (items)"] += moved
     return {"compared": dict(tally.compared), "differ": dict(tally.differ),
             "examples": tally.examples, "modes": modes}
+
+
+def _card(engine, path: str, qualname: str, heat):
+    """A symbol's hover card, the object the language server renders."""
+    with engine.snapshot() as snap:
+        return snap.symbol_card(path, qualname, 5, heat)
+
+
+def _shas(con) -> list[str]:
+    return [sha for (sha,) in con.execute("select sha from commits where reachable = 1")]
+
+
+def _has_vectors(con) -> bool:
+    return bool(con.execute("select count(*) from items where vector_id is not null").get)
 
 
 def _areas(con) -> dict:

@@ -43,7 +43,11 @@ def test_two_runs_of_one_history_answer_alike(repo):
     assert code == 0 and report["same"], report["examples"]
     compared = report["compared"]
     assert compared["symbol history"] >= 4 and compared["file history"] == 3
-    assert compared["hover"] == compared["symbol history"] and compared["context pack"] == 3
+    for kind in ("hover card", "hover, rendered", "related (symbol)", "blast (symbol)",
+                 "callers", "callees", "related commits (symbol)"):
+        assert compared[kind] == compared["symbol history"], kind
+    assert compared["context pack"] == compared["briefing"] == 3
+    assert compared["related (set of files)"] == 40 and compared["what"] == 1
     assert compared["search (lexical)"] == 4 and report["modes"] == ["lexical"]
     assert all(n == 0 for n in report["differ"].values())
 
@@ -56,9 +60,28 @@ def test_a_store_that_answers_otherwise_is_named(repo, cortex, tmp_path: Path):
     con = apsw.Connection(str(other))
     con.execute("delete from symbol_changes where commit_id = (select id from commits"
                 " where subject = 'tune compute to 4')")
+    con.execute("update refs set line = line + 7")   # blast's chains name the lines of calls
     con.close()
     code, report = _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
-                        "--queries", "1")
+                        "--queries", "1", "--every", "1")
     assert code == 1 and not report["same"]
     assert report["differ"]["symbol history"] >= 1
     assert any("compute" in e for e in report["examples"]["symbol history"])
+    assert report["differ"]["blast (symbol)"] >= 1
+    assert any(".line: " in e for e in report["examples"]["blast (symbol)"])
+
+
+def test_a_name_one_store_lacks_is_a_difference_not_a_crash(repo, cortex, tmp_path: Path):
+    _history(repo)
+    cortex.index()
+    other = tmp_path / "other.db"
+    shutil.copy(cortex.db, other)
+    con = apsw.Connection(str(other))
+    con.execute("update symbols set qualname = 'helper2', name = 'helper2'"
+                " where qualname = 'helper'")
+    con.close()
+    code, report = _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
+                        "--queries", "1")
+    assert code == 1
+    assert report["differ"]["live symbols"] == 1
+    assert "helper" in report["examples"]["live symbols"][0]
