@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from pathlib import Path
+
 from cortex_core.errors import NotFound
-from cortex_core.query.history import history
-from cortex_core.query.targets import TargetSpec
+from cortex_core.query.history import history, symbol_history
+from cortex_core.query.targets import TargetSpec, resolve
 
 
 def changes(con, path, symbol=None, line=None):
@@ -449,3 +451,58 @@ def test_a_rename_that_heads_nowhere_ends_no_life(repo, cortex):
         "a again", "delete a", "edit a", "create a"]
     assert [c[0] for c in changes(con, "w.py", "f")] == [
         "f again", "drop f", "f's body into g, f a wrapper", "w"]
+
+
+def _renumbered_symbols(db: Path, copy: Path) -> None:
+    """`db` copied to `copy` with its symbols' ids in reverse order: what another index run, its
+    workers delivering commits in another order, could have given them."""
+    import shutil
+    import apsw
+    shutil.copy(db, copy)
+    con = apsw.Connection(str(copy))
+    top = con.execute("select max(id) from symbols").get + 1
+    with con:
+        for table, column in (("symbols", "id"), ("symbol_spans", "symbol_id"),
+                              ("symbol_changes", "symbol_id"),
+                              ("symbol_changes", "from_symbol_id"),
+                              ("item_symbols", "symbol_id")):
+            # Through negatives: a row at a time, the new id would meet an old one.
+            con.execute(f"update {table} set {column} = -{column} where {column} is not null")
+            con.execute(f"update {table} set {column} = {top} + {column}"
+                        f" where {column} is not null")
+    con.close()
+
+
+def test_a_name_the_lineage_comes_back_to_reads_alike_whatever_the_ids(repo, cortex, tmp_path):
+    """Item.get became DictItem.get (its class renamed, a new Item subclassing it), then Item.get
+    again (DictItem removed): the commits the lineage's segments share are told under one name,
+    whatever the order of the identities' ids."""
+    from cortex_core.query.history import symbol_history_commits
+    method = "    def get(self, key):\n        return self.data[key]\n"
+    repo.write("item.py", f"class Item:\n{method}")
+    repo.commit("item", days_ago=40)
+    repo.write("item.py", f"class Item:\n{method.replace('key]', 'key] or None')}")
+    repo.commit("item again", days_ago=35)
+    repo.write("item.py", f"class DictItem:\n{method.replace('key]', 'key] or None')}\n\n"
+                          "class Item(DictItem):\n    pass\n")
+    repo.commit("added DjangoItem item class", days_ago=30)
+    repo.write("item.py", f"class DictItem:\n{method.replace('key]', 'key, None)')}\n\n"
+                          "class Item(DictItem):\n    pass\n")
+    repo.commit("dict item get", days_ago=20)
+    repo.write("item.py", f"class Item:\n{method.replace('key]', 'key, None)')}")
+    repo.commit("Remove deprecated DictItem class", days_ago=10)
+    cortex.index()
+    other = tmp_path / "renumbered.db"
+    _renumbered_symbols(cortex.db, other)
+
+    def told(db: Path) -> tuple[list, dict]:
+        from cortex_core.store.store import open_reader
+        con = open_reader(db)
+        target = resolve(con, TargetSpec("item.py", "Item.get"))
+        return ([(e.commit.subject, e.change, e.name)
+                 for e in symbol_history(con, target.symbol_id)],
+                symbol_history_commits(con, target.symbol_id))
+    mine, theirs = told(cortex.db), told(other)
+    assert [s for s, _, _ in mine[0]] == ["Remove deprecated DictItem class", "dict item get",
+                                       "added DjangoItem item class", "item again", "item"]
+    assert mine == theirs

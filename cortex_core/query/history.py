@@ -254,8 +254,8 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
                                                  "name": qualname})
             slot["added"] += row[9]
             slot["deleted"] += row[10]
-            if row[12] == qualname:
-                slot["own"] = row
+            if row[12] == qualname:   # its own change: the last segment's, under its name
+                slot["own"], slot["name"] = row, qualname
             else:
                 slot["members"].append(row[12][len(qualname) + 1:])
                 slot["kinds"].add(row[8])
@@ -277,7 +277,8 @@ def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tu
     with the path and the name its entry shows; read grouped by commit, several times faster
     than building the entries (requests' `Request`, 378 changes: 1.5 ms against 7). A commit
     that several segments of the lineage hold is one entry, merged as symbol_history merges it:
-    the name of the first, the own change of the last that has one, every member's kind."""
+    the own change of the last that has one, under its name (else the first's name), every
+    member's kind."""
     slots: dict[str, list] = {}   # sha -> [name, path, own change, own path, member kinds]
     for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
         for sha, path, own, kinds in con.execute(
@@ -289,7 +290,7 @@ def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tu
                 (qualname, qualname, *_segment_params(file_id, qualname, limit, floor))):
             slot = slots.setdefault(sha, [qualname, path, None, None, set()])
             if own is not None:
-                slot[2], slot[3] = own, path
+                slot[0], slot[2], slot[3] = qualname, own, path
             if kinds:
                 slot[4].update(kinds.split(","))
     return {sha: (own_path or path, name)
@@ -309,13 +310,20 @@ def _segment_params(file_id: int, qualname: str, limit: Limit, floor: Limit) -> 
 
 def _symbol_segments(con: apsw.Connection, symbol_id: int):
     """(file id, qualified name, pruning head, limit, floor) of each identity of the symbol's
-    lineage, in _lineage's order (by identity id: mostly oldest first)."""
+    lineage, oldest first: by where each segment starts, then ends, then by name. A commit two
+    segments hold (a lineage that came back to a name) is the newest own change's, under its
+    name: that order must not be the identities' ids, which an index run gives in the order its
+    workers deliver commits."""
     home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
                        " where s.id = ? and s.alive = 1", (symbol_id,)).get
+    segments = []
     for sid, limit, floor in _lineage(con, symbol_id, _SYMBOL_LINKS, _SYMBOL_LIFE,
                                       _SYMBOL_AWAY):
-        file_id, qualname = con.execute("select file_id, qualname from symbols where id = ?",
-                                        (sid,)).fetchone()
+        file_id, qualname, path = con.execute(
+            "select s.file_id, s.qualname, f.path from symbols s join files f"
+            " on f.id = s.file_id where s.id = ?", (sid,)).fetchone()
+        segments.append((floor, limit, path, qualname, file_id))
+    for floor, limit, _, qualname, file_id in sorted(segments):
         # Under its HEAD file's path, that file's pruning; moved from another file, whichever
         # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
         yield file_id, qualname, (file_id if file_id == home else None), limit, floor
