@@ -189,8 +189,9 @@ function M.related_items(result, client)
 end
 
 local function related_title(result, changes)
-  if changes then
-    local n = type(result.changed) == "table" and #result.changed or 0
+  if changes then   -- new files (`unknown`: no history yet) are changed files too
+    local n = (type(result.changed) == "table" and #result.changed or 0)
+      + (type(result.unknown) == "table" and #result.unknown or 0)
     return string.format("Cortex related: what usually changes with your %d changed file%s", n,
       n == 1 and "" or "s")
   end
