@@ -48,6 +48,10 @@ def renumbered(db: Path, copy: Path) -> None:
                             f" where {column} is not null")
                 con.execute(f"update {table} set {column} = {top} + {column}"
                             f" where {column} is not null")
+            if owner == "files":   # the one id kept in text: "commit id:version's file id"
+                con.execute(f"update pruned_heads set version = substr(version, 1,"
+                            f" instr(version, ':')) || ({top} - cast(substr(version,"
+                            f" instr(version, ':') + 1) as integer)) where version like '%:%'")
     con.close()
 
 
@@ -137,3 +141,11 @@ def test_the_renumbering_reaches_every_column_of_an_id(repo, cortex):
         except apsw.SQLError:
             continue
     assert references <= named, references - named
+    # ... and the one kept in text agrees with the table it was read from.
+    copy = cortex.db.parent / "renumbered.db"
+    renumbered(cortex.db, copy)
+    con = apsw.Connection(str(copy))
+    assert con.execute("select count(*) from pruned_heads p join head_versions v"
+                       " on v.file_id = p.file_id where p.version !="
+                       " v.commit_id || ':' || v.version_file_id").get == 0
+    assert con.execute("select count(*) from pruned_heads").get > 0

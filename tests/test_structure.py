@@ -845,3 +845,22 @@ def test_a_call_matched_by_name_lists_its_candidates_by_path(repo, cortex):
         " join files f on f.id = e.dst_file_id join files s on s.id = r.file_id"
         " where s.path = 'c.py' and r.kind = 'call' order by e.rowid")]
     assert targets == [("a.py", "A.run"), ("z.py", "Z.run")]
+
+
+def test_of_two_chains_alike_below_certainty_blast_keeps_the_first(repo, cortex):
+    """A call matched by name among three classes is a third as sure (0.1333...): two such
+    chains to main.py tie, and the first by place is kept, though the confidence is stored to
+    four places (the unrounded second had beaten the stored first)."""
+    for name in "tuv":
+        repo.write(f"{name}.py", f"class {name.upper()}:\n    def run(self):\n        return 1\n")
+    repo.write("a.py", "def g(x):\n    return x.run()\n")
+    repo.write("z.py", "def h(x):\n    return x.run()\n")
+    repo.write("main.py", "from a import g\nfrom z import h\n\n\ndef main(x):\n"
+                          "    return g(x) + h(x)\n")
+    repo.commit("all", days_ago=5)
+    cortex.index()
+    found = blast(cortex.reader(), TargetSpec("t.py", "T.run"), depth=2, min_confidence=0)
+    first = {(d.path, d.qualname): d for d in found.dependents}
+    assert first[("a.py", "g")].confidence == first[("z.py", "h")].confidence < 0.25
+    main = first[("main.py", "main")]
+    assert [link.src_path for link in main.chain] == ["main.py", "a.py"]

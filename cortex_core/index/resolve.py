@@ -33,8 +33,9 @@ MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this de
 LOOKUPS_PER_ASKER = 1_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
 # gave is resolved again in full once (2: answers that do not depend on the order of asking;
-# 3: a Java method's unqualified call of another method of its class).
-RESOLVER_VERSION = "3"
+# 3: a Java method's unqualified call of another method of its class; 4: candidates in the order
+# of their paths, not of the ids an index run gave their files).
+RESOLVER_VERSION = "4"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))

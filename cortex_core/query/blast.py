@@ -292,8 +292,10 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                 total = conf * confidence
                 if total < min_confidence:
                     continue
-                known = best.get(node)   # keep the most likely chain (the shorter on a tie)
-                if known is not None and known.confidence >= total:
+                # Keep the most likely chain, the shorter or the first by place on a tie: as
+                # stored, to four places (an unrounded 0.1333... beat the stored 0.1333).
+                known = best.get(node)
+                if known is not None and known.confidence >= round(total, 4):
                     continue
                 dep = Dependent(names.path(src_file), scope,
                                 _relation(kind, src_file in names.tests), level, round(total, 4),

@@ -310,10 +310,10 @@ def _segment_params(file_id: int, qualname: str, limit: Limit, floor: Limit) -> 
 
 def _symbol_segments(con: apsw.Connection, symbol_id: int):
     """(file id, qualified name, pruning head, limit, floor) of each identity of the symbol's
-    lineage, oldest first: by where each segment starts, then ends, then by name. A commit two
-    segments hold (a lineage that came back to a name) is the newest own change's, under its
-    name: that order must not be the identities' ids, which an index run gives in the order its
-    workers deliver commits."""
+    lineage, oldest first: by where each segment ends (the symbol's own, open, last), then
+    where it starts, then by name. A commit two segments hold (a lineage that came back to a
+    name) is the newest own change's, under its name: that order must not be the identities'
+    ids, which an index run gives in the order its workers deliver commits."""
     home = con.execute("select s.file_id from symbols s join head_files h on h.file_id = s.file_id"
                        " where s.id = ? and s.alive = 1", (symbol_id,)).get
     segments = []
@@ -322,8 +322,8 @@ def _symbol_segments(con: apsw.Connection, symbol_id: int):
         file_id, qualname, path = con.execute(
             "select s.file_id, s.qualname, f.path from symbols s join files f"
             " on f.id = s.file_id where s.id = ?", (sid,)).fetchone()
-        segments.append((floor, limit, path, qualname, file_id))
-    for floor, limit, _, qualname, file_id in sorted(segments):
+        segments.append((limit, floor, path, qualname, file_id))
+    for limit, floor, _, qualname, file_id in sorted(segments):
         # Under its HEAD file's path, that file's pruning; moved from another file, whichever
         # HEAD file that one's content went to (not known here: any; hotspots.py does the same).
         yield file_id, qualname, (file_id if file_id == home else None), limit, floor
