@@ -52,18 +52,27 @@ def test_two_runs_of_one_history_answer_alike(repo):
     assert all(n == 0 for n in report["differ"].values())
 
 
-def test_a_store_that_answers_otherwise_is_named(repo, cortex, tmp_path: Path):
+def _against_altered(repo, cortex, tmp_path: Path, statements: list[str],
+                     *args: str) -> tuple[int, dict]:
+    """The script on the history's store and on a copy of it altered by `statements`."""
     _history(repo)
     cortex.index()
     other = tmp_path / "other.db"
     shutil.copy(cortex.db, other)
     con = apsw.Connection(str(other))
-    con.execute("delete from symbol_changes where commit_id = (select id from commits"
-                " where subject = 'tune compute to 4')")
-    con.execute("update refs set line = line + 7")   # blast's chains name the lines of calls
+    for sql in statements:
+        con.execute(sql)
     con.close()
-    code, report = _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
-                        "--queries", "1", "--every", "1")
+    return _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
+                "--queries", "1", *args)
+
+
+def test_a_store_that_answers_otherwise_is_named(repo, cortex, tmp_path: Path):
+    code, report = _against_altered(repo, cortex, tmp_path, [
+        "delete from symbol_changes where commit_id = (select id from commits"
+        " where subject = 'tune compute to 4')",
+        "update refs set line = line + 7"],   # blast's chains name the lines of calls
+        "--every", "1")
     assert code == 1 and not report["same"]
     assert report["differ"]["symbol history"] >= 1
     assert any("compute" in e for e in report["examples"]["symbol history"])
@@ -72,16 +81,8 @@ def test_a_store_that_answers_otherwise_is_named(repo, cortex, tmp_path: Path):
 
 
 def test_a_name_one_store_lacks_is_a_difference_not_a_crash(repo, cortex, tmp_path: Path):
-    _history(repo)
-    cortex.index()
-    other = tmp_path / "other.db"
-    shutil.copy(cortex.db, other)
-    con = apsw.Connection(str(other))
-    con.execute("update symbols set qualname = 'helper2', name = 'helper2'"
-                " where qualname = 'helper'")
-    con.close()
-    code, report = _run(repo, "--db", str(cortex.db), "--db", str(other), "--packs", "1",
-                        "--queries", "1")
+    code, report = _against_altered(repo, cortex, tmp_path, [
+        "update symbols set qualname = 'helper2', name = 'helper2' where qualname = 'helper'"])
     assert code == 1
     assert report["differ"]["live symbols"] == 1
     assert "helper" in report["examples"]["live symbols"][0]
