@@ -506,3 +506,31 @@ def test_a_name_the_lineage_comes_back_to_reads_alike_whatever_the_ids(repo, cor
     assert [s for s, _, _ in mine[0]] == ["Remove deprecated DictItem class", "dict item get",
                                        "added DjangoItem item class", "item again", "item"]
     assert mine == theirs
+
+
+
+def test_a_rename_made_on_two_branches_is_told_once(repo, cortex):
+    """A method renamed on two branches (a fix cherry-picked), both kept by the merge: the old
+    name's life ends at the later rename, so the earlier one lies in both names' lives. Each
+    rename is one entry, under the new name, its lines and its nested function counted once
+    (scrapy's `test_spider_errback_downloader_error_exception` listed `eb` twice)."""
+    source = ("class T:\n    def {n}(self):\n        def eb(f):\n            return f\n\n"
+              "        x = 1\n        return eb({v})\n\n\ndef other():\n    return {w}\n")
+    repo.write("t.py", source.format(n="test_a", v=1, w=0))
+    repo.commit("add test_a", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("t.py", source.format(n="test_b", v=2, w=0))
+    repo.commit("side: rename test_a to test_b", days_ago=5)
+    repo.git("checkout", "-q", "main")
+    repo.write("t.py", source.format(n="test_b", v=1, w=1))
+    repo.commit("rename test_a to test_b", days_ago=7)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    merged = (repo.path / "t.py").read_text()
+    assert "test_b" in merged and "eb(2)" in merged and "return 1" in merged
+    cortex.index()
+    con = cortex.reader()
+    assert [(e.commit.subject, e.change, e.added, e.deleted, e.name, e.members)
+            for e in history(con, TargetSpec("t.py", "T.test_b")).entries] == [
+        ("side: rename test_a to test_b", "renamed", 2, 2, "T.test_b", ("eb",)),
+        ("rename test_a to test_b", "renamed", 1, 1, "T.test_b", ("eb",)),
+        ("add test_a", "added", 6, 0, "T.test_a", ("eb",))]

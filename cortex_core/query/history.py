@@ -241,26 +241,28 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
-    by_commit: dict[str, dict] = {}
-    for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
+    by_commit: dict[str, dict[int, dict]] = {}   # sha -> segment -> what it holds of the commit
+    for segment, (file_id, qualname, head, limit, floor) in enumerate(
+            _symbol_segments(con, symbol_id)):
         for row in con.execute(
                 f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
                 " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 f" {_SEGMENT} and {_on_gits_history('s', head)}",
                 _segment_params(file_id, qualname, limit, floor)):
-            slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
-                                                 "deleted": 0, "members": [], "kinds": set(),
-                                                 "name": qualname})
+            slot = by_commit.setdefault(row[0], {}).setdefault(segment, {
+                "row": row, "own": None, "added": 0, "deleted": 0, "members": [],
+                "kinds": set(), "name": qualname})
             slot["added"] += row[9]
             slot["deleted"] += row[10]
-            if row[12] == qualname:   # its own change: the last segment's, under its name
-                slot["own"], slot["name"] = row, qualname
+            if row[12] == qualname:
+                slot["own"] = row
             else:
                 slot["members"].append(row[12][len(qualname) + 1:])
                 slot["kinds"].add(row[8])
     entries = []
-    for slot in by_commit.values():
+    for held in by_commit.values():
+        slot = held[_telling_segment(held, lambda s: s["own"] is not None)]
         own = slot["own"]
         row = own or slot["row"]
         change = _container_change(own[8] if own is not None else None, slot["kinds"])
@@ -279,23 +281,35 @@ def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tu
     that several segments of the lineage hold is one entry, merged as symbol_history merges it:
     the own change of the last that has one, under its name (else the first's name), every
     member's kind."""
-    slots: dict[str, list] = {}   # sha -> [name, path, own change, own path, member kinds]
-    for file_id, qualname, head, limit, floor in _symbol_segments(con, symbol_id):
-        for sha, path, own, kinds in con.execute(
-                "select c.sha, f.path, max(case when s.qualname = ? then sc.change end),"
+    # sha -> segment -> (name, path, own change, its member kinds)
+    slots: dict[str, dict[int, tuple[str, str, str | None, set[str]]]] = {}
+    for segment, (file_id, qualname, head, limit, floor) in enumerate(
+            _symbol_segments(con, symbol_id)):
+        for sha, path, own, kinds in con.execute(   # one segment: one file, one path
+                "select c.sha, min(f.path), max(case when s.qualname = ? then sc.change end),"
                 " group_concat(distinct case when s.qualname != ? then sc.change end)"
                 " from symbols s join symbol_changes sc on sc.symbol_id = s.id"
                 " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
                 f" {_SEGMENT} and {_on_gits_history('s', head)} group by c.sha",
                 (qualname, qualname, *_segment_params(file_id, qualname, limit, floor))):
-            slot = slots.setdefault(sha, [qualname, path, None, None, set()])
-            if own is not None:
-                slot[0], slot[2], slot[3] = qualname, own, path
-            if kinds:
-                slot[4].update(kinds.split(","))
-    return {sha: (own_path or path, name)
-            for sha, (name, path, own, own_path, kinds) in slots.items()
-            if _container_change(own, kinds) not in NOT_SUBSTANTIVE}
+            slots.setdefault(sha, {})[segment] = (
+                qualname, path, own, set(kinds.split(",")) if kinds else set())
+    out = {}
+    for sha, held in slots.items():
+        name, path, own, kinds = held[_telling_segment(held, lambda s: s[2] is not None)]
+        if _container_change(own, kinds) not in NOT_SUBSTANTIVE:
+            out[sha] = (path, name)
+    return out
+
+
+def _telling_segment(held: dict, has_own) -> int:
+    """Which of the lineage's segments holding one commit tells it: the newest whose own change
+    it is, else the oldest (as before segments were told apart). Only that one's rows count: two segments both hold a commit when a
+    name's life overlaps the next one's in time (a rename on one branch while another branch
+    still changed the old name; a lineage that came back to a name), and the old and the new
+    name's rows of one rename would be counted twice, their members listed twice."""
+    owned = [segment for segment, slot in held.items() if has_own(slot)]
+    return max(owned) if owned else min(held)
 
 
 # One segment of a symbol's lineage (_symbol_segments): its changes and its members', under the
