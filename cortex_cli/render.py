@@ -550,7 +550,7 @@ def fused_related(result, explain: bool = False) -> str:
                 last = (f"newest shared commit {date(p.last_shared)}" if p.last_shared
                         else "no shared commit")
                 lines.append(f"  {'':5}  {'':6}  {'':5}    c {p.weighted_confidence:.4f}, p "
-                             f"{p.prior:.4f}, s {p.structure:.4f}, {last}")
+                             f"{p.prior:.4f}, s {p.structure:.4f}, t {p.twin:g}, {last}")
             lines.extend(_evidence_lines(p.evidence, " " * 26))
         if not result.symbols:
             lines.append("  none")

@@ -74,7 +74,70 @@ def test_a_symbol_ranks_its_callers_and_callees_with_no_history(repo, cortex):
     out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "m.py::load",
                           "--explain", "--repo", str(repo.path), "--db", str(cortex.db)],
                          capture_output=True, text=True, timeout=120).stdout
-    assert "h.py::helper  [callee]" in out and "p 0.0000, s 1.0000, no shared commit" in out
+    assert "h.py::helper  [callee]" in out and "p 0.0000, s 1.0000, t 0, no shared commit" in out
+
+
+def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cortex):
+    """parse never changed with its test or with the other parser's parse, and nothing calls
+    them: the names alone rank them (t), ahead of what shares nothing at all, and less as
+    parse's own history grows. A name more than five others share (run) and a special method
+    (__init__) bring no one."""
+    runs = "".join(f"class R{i}:\n    def run(self):\n        return {i}\n\n\n" for i in range(7))
+    repo.write("runs.py", runs)
+    repo.write("tests/test_lib.py", "def test_parse():\n    assert True\n\n\n"
+                                    "def test_other():\n    assert True\n")
+    repo.write("xml_lib.py", "class XmlParser:\n    def __init__(self):\n        self.x = 1\n\n"
+                             "    def parse(self, text):\n        return text\n")
+    repo.commit("tests, runners and the xml parser", days_ago=40)
+    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
+                         "    def parse(self, text):\n        return text\n")
+    repo.commit("lib", days_ago=30)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("lib.py", "Parser.parse"))
+    by = {(p.path, p.qualname): p for p in fused.symbols}
+    for twin in (("tests/test_lib.py", "test_parse"), ("xml_lib.py", "XmlParser.parse")):
+        assert by[twin].relation == "same name" and by[twin].twin == 1.0
+        assert by[twin].support == 0 and by[twin].score == 1.0   # 2 × 1 / (1 + 1 commit)
+    assert ("tests/test_lib.py", "test_other") not in by
+    # What ranks above them shares parse's commit (its class, its file's __init__).
+    first_twin = min(n for n, p in enumerate(fused.symbols) if p.twin)
+    assert first_twin > 0 and all(p.support == 1 for p in fused.symbols[:first_twin])
+    assert "t = 1 for a symbol of the target's name" in fused.formula
+    # Co-change alone does not read names; the fused ranking can be asked not to.
+    assert not any(p.twin for p in related(con, TargetSpec("lib.py", "Parser.parse")).symbols)
+    off = fused_related(con, TargetSpec("lib.py", "Parser.parse"), symbol_twin_weight=0)
+    assert ("xml_lib.py", "XmlParser.parse") not in {(p.path, p.qualname) for p in off.symbols}
+    # A name shared by seven symbols, and __init__, bring none.
+    assert not any(p.twin for p in fused_related(con, TargetSpec("runs.py", "R0.run")).symbols)
+    init = fused_related(con, TargetSpec("lib.py", "Parser.__init__")).symbols
+    assert ("xml_lib.py", "XmlParser.__init__") not in {(p.path, p.qualname) for p in init}
+    # Twice the history, half the share.
+    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
+                         "    def parse(self, text):\n        return text.strip()\n")
+    repo.commit("strip", days_ago=20)
+    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
+                         "    def parse(self, text):\n        return text.strip() or None\n")
+    repo.commit("none", days_ago=10)
+    cortex.index()
+    later = {(p.path, p.qualname): p for p in fused_related(
+        cortex.reader(), TargetSpec("lib.py", "Parser.parse")).symbols}
+    assert later[("xml_lib.py", "XmlParser.parse")].score == 0.5   # 2 × 1 / (1 + 3 commits)
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "related", "lib.py::Parser.parse",
+                          "--explain", "--repo", str(repo.path), "--db", str(cortex.db)],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "xml_lib.py::XmlParser.parse  [same name]" in out and ", t 1, no shared commit" in out
+
+
+def test_symbol_name_keys():
+    from cortex_core.query.coupling import symbol_name_key
+    for name in ("parse", "test_parse", "TestParse", "testParse", "parse_test", "ParseTest",
+                 "Parser.parse", "tests.TestParser.test_parse"):
+        assert symbol_name_key(name) == "parse", name
+    assert symbol_name_key("testing") == "testing"      # no affix: "test" then a lower case
+    assert symbol_name_key("Contest") == "contest"
+    assert symbol_name_key("test_it") == "test_it"      # what is left would be too short
+    assert symbol_name_key("C.__init__") is None and symbol_name_key("ab") is None
 
 
 def test_a_file_backs_off_to_its_folders_co_change(repo, cortex):

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from cortex_core.clock import DEFAULT, clock as read_clock
 from cortex_core.config import COUPLING_DEFAULTS, CouplingSettings
 from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LIFE_DAYS,
-                                        MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT, decay_text,
+                                        MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT,
+                                        SYMBOL_TWIN_MAX, SYMBOL_TWIN_WEIGHT, decay_text,
                                         evidence_of, file_scores, folder_scores, name_twins, related)
 from cortex_core.query.history import CommitRef
 from cortex_core.lang.qualnames import structural_name
@@ -522,6 +523,7 @@ class FusedRelated:
     # commit under it that changed the target, side branches' included, so the count can
     # differ from the target's history, which leaves out what a merge dropped).
     max_changeset: int = MAX_CHANGESET
+    symbol_twin_weight: float = SYMBOL_TWIN_WEIGHT
 
     @property
     def formula(self) -> str:
@@ -533,9 +535,11 @@ class FusedRelated:
                 "for test affixes, f = how often its folder changes with the target's file × "
                 "its share of the folder's commits; ties: the newest shared commit, then s")
         if self.target.qualname:
-            text += (f"\nsymbols: score = c + {self.file_prior:g} × p + {self.structure_weight:g}"
-                     " × s / (1 + n); p = how often its file changes with the target's file × "
-                     "its share of its file's commits, s = a call in either direction")
+            text += (f"\nsymbols: score = c + {self.file_prior:g} × p + ({self.structure_weight:g}"
+                     f" × s + {self.symbol_twin_weight:g} × t) / (1 + n); p = how often its file "
+                     "changes with the target's file × its share of its file's commits, s = a "
+                     "call in either direction, t = 1 for a symbol of the target's name but for "
+                     f"test affixes (a name more than {SYMBOL_TWIN_MAX} others share: none)")
         return text
 
 
@@ -577,8 +581,8 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                   structure_weight: float = STRUCTURE_WEIGHT,
                   size_exponent: float = SIZE_EXPONENT,
                   twin_weight: float = TWIN_WEIGHT, decay: str = DECAY,
-                  folder_prior: float = FOLDER_PRIOR, file_prior: float = FILE_PRIOR
-                  ) -> FusedRelated:
+                  folder_prior: float = FOLDER_PRIOR, file_prior: float = FILE_PRIOR,
+                  symbol_twin_weight: float = SYMBOL_TWIN_WEIGHT) -> FusedRelated:
     """Files that change with the target: co-change first; the structure and the folders'
     co-change break its ties and fill in where history is thin (the structure's share shrinks
     as the target's commits grow). For a symbol, the symbols likewise (coupling.related)."""
@@ -629,12 +633,14 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                           half_life_days=half_life_days, size_exponent=size_exponent,
                           decay=decay, file_prior=file_prior,
                           structure=symbol_neighbours(con, target),
-                          structure_weight=structure_weight).symbols
+                          structure_weight=structure_weight,
+                          twin_weight=symbol_twin_weight).symbols
     half_life = h.half_life(half_life_days)
     note = (f"no symbol encloses line {spec.line} at HEAD; showing the file's partners"
             if spec.line is not None and target.symbol_id is None else None)
     return FusedRelated(target, out, n, half_life.days, structure_weight, symbols,
-                        folder_prior, file_prior, half_life.commits, note, max_changeset)
+                        folder_prior, file_prior, half_life.commits, note, max_changeset,
+                        symbol_twin_weight)
 
 
 def symbol_neighbours(con, target: Target) -> dict[int, tuple[float, str]]:

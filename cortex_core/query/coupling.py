@@ -77,6 +77,13 @@ FILE_PRIOR = 1.0
 FOLDER_PRIOR = 0.03
 PRIOR_FILES = 30    # the target file's strongest partner files whose symbols are candidates
 PRIOR_FOLDERS = 10  # folders read for the back-off: the target's own and the 9 others
+# A symbol of the target's name but for test affixes (`parse` and `test_parse`, `Foo.run` and
+# `Bar.run`: a test and its subject, an interface's implementations) is a partner where history
+# is thin, as a structural edge is: SYMBOL_TWIN_WEIGHT / (1 + the target's commits). A name that
+# more than SYMBOL_TWIN_MAX other symbols share (`get`, `run`) says nothing. Measured on the
+# tuning repositories (docs/numbers.md); the fused ranking passes it, co-change alone does not.
+SYMBOL_TWIN_WEIGHT = 2.0
+SYMBOL_TWIN_MAX = 5
 SIZE_EXPONENT = 0.0
 # How a set of changed items scores a candidate (related_to_set): "share", each shared commit's
 # weight × the share of the set it held (TARMAQ-style); "max", its highest decayed confidence
@@ -115,12 +122,14 @@ class Partner:
     weighted_confidence: float = 0.0  # weight / the target's commits weighted alike, in [0, 1]
     last_shared: int = 0       # committer time of the newest shared commit
     # Symbols only (what `related` ranks them by): score = weighted_confidence + FILE_PRIOR ×
-    # prior + structure weight × structure / (1 + the target's commits).
+    # prior + (structure weight × structure + twin weight × twin) / (1 + the target's commits).
     score: float = 0.0
     prior: float = 0.0         # its file's co-change with the target's file × its share of it
     structure: float = 0.0     # a call in either direction: the edge's confidence
-    relation: str | None = None  # "same file", "caller", "callee": what the prior or structure saw
+    relation: str | None = None  # "same file", "caller", "callee", "same name": what the prior,
+    # the structure or the name saw
     line: int | None = None    # a symbol's first line at HEAD (an editor opens it there)
+    twin: float = 0.0          # 1 for a symbol of the target's name (SYMBOL_TWIN_WEIGHT)
 
     @property
     def weak(self) -> bool:
@@ -177,11 +186,11 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
             half_life_days: float | None = HALF_LIFE_DAYS,
             size_exponent: float = SIZE_EXPONENT, decay: str = DECAY,
             file_prior: float = FILE_PRIOR, structure: dict[int, tuple[float, str]] | None = None,
-            structure_weight: float = 1.0) -> Related:
+            structure_weight: float = 1.0, twin_weight: float = 0.0) -> Related:
     """Files, and for a symbol the symbols, that change with the target. Files by co-change
     alone; symbols by co-change, their file's co-change with the target's (`file_prior`, 0: off)
     and, when given, `structure` (symbol id -> (confidence, relation): what blast's
-    fused_related reads from the code)."""
+    fused_related reads from the code) and the symbols of its name (`twin_weight`, 0: off)."""
     target = resolve(con, spec)
     h = _history_sets(con, max_changeset)
     half_life = h.half_life(half_life_days)
@@ -193,7 +202,7 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
     symbols = []
     if target.symbol_id is not None:
         symbols = _symbol_partners(con, h, me, mine, min_support, top_k, weights, decay,
-                                   file_prior, structure or {}, structure_weight)
+                                   file_prior, structure or {}, structure_weight, twin_weight)
     return Related(target, len(mine), files, symbols, max_changeset, min_support, *half_life)
 
 
@@ -563,6 +572,29 @@ def name_twins(con: apsw.Connection, target: Target, max_changeset: int = MAX_CH
     return sorted(p for p in by_key.get(key, ()) if p != own)
 
 
+_SYMBOL_TEST_AFFIXES = re.compile(r"^test_|^[Tt]est(?=[A-Z])|_test$|(?<=[a-z0-9])Test$")
+
+
+def symbol_name_key(qualname: str) -> str | None:
+    """A symbol's own name without test affixes, lower-cased: `test_parse`, `TestParse`,
+    `testParse`, `parse_test` and `Parser.parse` all give `parse`. None for a special method
+    (`__init__`: every class has one) or a name under 3 characters."""
+    name = qualname.rsplit(".", 1)[-1]
+    if name.startswith("__") and name.endswith("__"):
+        return None
+    stripped = _SYMBOL_TEST_AFFIXES.sub("", name)
+    key = (stripped if len(stripped) >= 3 else name).lower()
+    return key if len(key) >= 3 else None
+
+
+def symbol_twins(con: apsw.Connection, h: "_HistorySets", me: int) -> set[int]:
+    """The symbols alive at HEAD of symbol `me`'s name but for test affixes, other than itself;
+    none when more than SYMBOL_TWIN_MAX share it."""
+    key = h.symbol_keys(con).get(me)
+    found = [g for g in h.symbols_named(con).get(key, ()) if g != me] if key else []
+    return set(found) if len(found) <= SYMBOL_TWIN_MAX else set()
+
+
 def evidence_of(con: apsw.Connection, h: "_HistorySets | None", commit_ids: list[int]
                 ) -> list[CommitRef]:
     """The newest of these commits, newest first. The candidates are cut to the newest few by
@@ -604,6 +636,8 @@ class _HistorySets:
     _names: dict[str, list[str]] | None = None
     _symbols_in: dict[int, list[int]] | None = None
     _folders: dict[str, list[int]] | None = None
+    _symbol_keys: dict[int, str | None] | None = None
+    _symbols_named: dict[str, list[int]] | None = None
 
     def __post_init__(self):
         self.commits_of_file = _invert(self.files_by_commit)
@@ -663,6 +697,22 @@ class _HistorySets:
             self._symbol_file = {sid: fid for fid, sids in self._symbols_in.items()
                                  for sid in sids}
         return self._symbols_in
+
+    def symbol_keys(self, con) -> dict[int, str | None]:
+        """symbol id -> symbol_name_key of each symbol alive at HEAD."""
+        if self._symbol_keys is None:
+            self._symbol_keys = {sid: symbol_name_key(qual) for sid, qual in con.execute(
+                "select id, qualname from symbols where alive = 1")}
+        return self._symbol_keys
+
+    def symbols_named(self, con) -> dict[str, list[int]]:
+        """symbol_name_key -> the symbols alive at HEAD that have it."""
+        if self._symbols_named is None:
+            self._symbols_named = defaultdict(list)
+            for sid, key in self.symbol_keys(con).items():
+                if key:
+                    self._symbols_named[key].append(sid)
+        return self._symbols_named
 
     def folders(self, paths: dict[int, str]) -> dict[str, list[int]]:
         """folder -> its files alive at HEAD."""
@@ -884,15 +934,16 @@ def _partners(con, h: _HistorySets, mine: set[int], by_commit: dict[int, set[int
 
 def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support: int,
                      top_k: int, weights, decay: str, file_prior: float,
-                     structure: dict[int, tuple[float, str]], structure_weight: float
-                     ) -> list[Partner]:
+                     structure: dict[int, tuple[float, str]], structure_weight: float,
+                     twin_weight: float = 0.0) -> list[Partner]:
     """The symbols that change with symbol `me`: co-change (c, as for files), plus the back-off
     to the files (`prior`: symbols of the files that change with the target's file, the target's
-    own file first) and the structure `s` (calls in either direction):
+    own file first), the structure `s` (calls in either direction) and the name `t` (1 for a
+    symbol of the target's name, symbol_twins):
 
-        score = c + file_prior × prior + structure_weight × s / (1 + n)
+        score = c + file_prior × prior + (structure_weight × s + twin_weight × t) / (1 + n)
 
-    n the target's commits: the structure counts less as history grows. Asked for patterns
+    n the target's commits: the code's evidence counts less as history grows. Asked for patterns
     (`min_support` above 1), they only re-rank the symbols that have them."""
     n = len(mine)
     total = sum(weights(c) for c in mine)
@@ -904,20 +955,25 @@ def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support:
         own = h._symbol_file.get(me)
         relation = {g: "same file" for g in prior if h._symbol_file.get(g) == own}
     struct = {g: v for g, v in structure.items() if g != me and g in h.alive_symbols}
+    twins = symbol_twins(con, h, me) if twin_weight else set()
+    for g in twins:
+        relation[g] = "same name"
     for g, (_, rel) in struct.items():
         relation[g] = rel
     rows = {}
-    for g in set(found) | (set(prior) | set(struct) if min_support <= 1 else set()):
+    for g in set(found) | (set(prior) | set(struct) | twins if min_support <= 1 else set()):
         f = found.get(g)
         if f is None:
             c = 0.0
         else:
             c = f.support / n if decay == "ties" else (f.weight / total if total else 0.0)
         p, st = prior.get(g, 0.0), struct.get(g, (0.0, None))[0]
-        rows[g] = (c + file_prior * p + structure_weight * st / (1 + n), c, p, st, f)
+        t = 1.0 if g in twins else 0.0
+        rows[g] = (c + file_prior * p + (structure_weight * st + twin_weight * t) / (1 + n),
+                   c, p, st, f, t)
 
     def key(g) -> tuple:
-        score, _, _, st, f = rows[g]
+        score, _, _, st, f, _ = rows[g]
         return (-round(score, 9), -round(f.weight, 9) if f else 0.0,
                 -(f.last_shared if f else 0), -st)
     ranked = sorted(rows, key=key)
@@ -928,7 +984,7 @@ def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support:
     cut.sort(key=lambda g: (key(g), labels[g]))
     out = []
     for g in cut[:top_k]:
-        score, c, p, st, f = rows[g]
+        score, c, p, st, f, t = rows[g]
         path, qualname = labels[g]
         support = f.support if f else 0
         out.append(Partner(
@@ -936,7 +992,7 @@ def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support:
             support / len(h.commits_of_symbol[g]) if support else 0.0,
             evidence_of(con, h, f.commits) if f else [], round(f.weight, 4) if f else 0.0,
             round(c, 4), f.last_shared if f else 0, round(score, 4), round(p, 4), round(st, 4),
-            relation.get(g), _symbol_line(con, g)))
+            relation.get(g), _symbol_line(con, g), t))
     return out
 
 
