@@ -539,7 +539,7 @@ def fused_related(result, explain: bool = False) -> str:
     if is_changelog(result.target.path):
         lines.append("  (a changelog: it changes with everything, so co-change leaves it out)")
     if result.target.qualname:
-        lines.append("\nsymbols (co-change, their files' co-change and calls fused):")
+        lines.append("\nsymbols (co-change, their files' co-change, calls and names fused):")
         lines.append(f"  {'score':>5}  {'shared':>6}  {'conf':>5}  what")
         for p in result.symbols:
             weak = _WEAK if p.support == 1 else ""

@@ -131,13 +131,43 @@ def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cort
 
 def test_symbol_name_keys():
     from cortex_core.query.coupling import symbol_name_key
-    for name in ("parse", "test_parse", "TestParse", "testParse", "parse_test", "ParseTest",
-                 "Parser.parse", "tests.TestParser.test_parse"):
-        assert symbol_name_key(name) == "parse", name
-    assert symbol_name_key("testing") == "testing"      # no affix: "test" then a lower case
-    assert symbol_name_key("Contest") == "contest"
-    assert symbol_name_key("test_it") == "test_it"      # what is left would be too short
-    assert symbol_name_key("C.__init__") is None and symbol_name_key("ab") is None
+    for name in ("test_parse", "TestParse", "testParse", "parse_test", "ParseTest", "parse_tests"):
+        assert symbol_name_key(name, in_test=True) == "parse", name
+        assert symbol_name_key(name) != "parse", name     # affixes are a test file's only
+    assert symbol_name_key("parse") == symbol_name_key("Parse") == "parse"
+    assert symbol_name_key("TestRule") == "testrule"     # a JUnit interface, not a test
+    assert symbol_name_key("testing", in_test=True) == "testing"   # no affix
+    assert symbol_name_key("Contest", in_test=True) == "contest"
+    assert symbol_name_key("test_it", in_test=True) == "test_it"   # too short once stripped
+    assert symbol_name_key("TestÜber", in_test=True) == "über"
+    for none in ("__init__", "ab", "new Runnable", "lambda$0 x"):
+        assert symbol_name_key(none) is None, none
+
+
+def test_java_methods_are_twins_by_name_not_by_parameters(repo, cortex):
+    """A Java method's qualified name holds its parameters: the name alone makes the twin, so
+    Parser.parse(String) and ParserTest.testParse() meet, and two methods taking one type do
+    not (a review's case: List<String>) parameters made load and print twins)."""
+    repo.write("src/Parser.java", "public class Parser {\n  public int parse(String s) {\n"
+                                  "    return s.length();\n  }\n}\n")
+    repo.write("test/ParserTest.java", "public class ParserTest {\n  public void testParse() {\n"
+                                       "    new Parser().parse(\"x\");\n  }\n}\n")
+    repo.write("src/Loader.java", "public class Loader {\n  public int load(java.util.List<String> a) {"
+                                  "\n    return a.size();\n  }\n}\n")
+    repo.write("src/Printer.java", "public class Printer {\n  public int print(java.util.List<String> b)"
+                                   " {\n    return b.size();\n  }\n}\n")
+    repo.commit("four classes", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    fused = fused_related(con, TargetSpec("src/Parser.java", "Parser.parse(String)"))
+    twins = {(p.path, p.qualname) for p in fused.symbols if p.twin}
+    assert twins == {("test/ParserTest.java", "ParserTest.testParse()")}
+    loader = fused_related(con, TargetSpec("src/Loader.java", "Loader.load(java.util.List<String>)"))
+    assert not any(p.twin for p in loader.symbols)
+    # A test method and its class share a name: no twin of each other.
+    test = fused_related(con, TargetSpec("test/ParserTest.java", "ParserTest.testParse()"))
+    assert {(p.path, p.qualname) for p in test.symbols if p.twin} == {
+        ("src/Parser.java", "Parser.parse(String)")}
 
 
 def test_a_file_backs_off_to_its_folders_co_change(repo, cortex):

@@ -534,3 +534,50 @@ def test_a_rename_made_on_two_branches_is_told_once(repo, cortex):
         ("side: rename test_a to test_b", "renamed", 2, 2, "T.test_b", ("eb",)),
         ("rename test_a to test_b", "renamed", 1, 1, "T.test_b", ("eb",)),
         ("add test_a", "added", 6, 0, "T.test_a", ("eb",))]
+
+
+def test_a_signature_that_comes_back_is_told_by_the_one_it_gave(repo, cortex):
+    """Java's parameters are part of a method's name: m(String) → m(Integer) → m(String) is a
+    lineage that comes back to a name, whose first life holds the middle commit too. That
+    commit is told once, under the name it gave, its changed line counted once (the departing
+    name's row is the same line)."""
+    java = "public class P {{\n  public int m({t} s) {{\n    return s.hashCode();\n  }}\n}}\n"
+    for t, subject, days in (("String", "add m(String)", 9), ("Integer", "m takes an Integer", 8),
+                             ("String", "m takes a String again", 7)):
+        repo.write("P.java", java.format(t=t))
+        repo.commit(subject, days_ago=days)
+    cortex.index()
+    con = cortex.reader()
+    assert changes(con, "P.java", "P.m(String)") == [
+        ("m takes a String again", "signature", 1, 1, "P.m(String)"),
+        ("m takes an Integer", "signature", 1, 1, "P.m(Integer)"),
+        ("add m(String)", "added", 3, 0, "P.m(String)")]
+
+
+def test_a_newer_lives_member_changes_are_kept_beside_an_older_lives_own(repo, cortex):
+    """A rename on two branches; between them, main keeps the old name as an alias class and
+    changes the renamed class's method. In those commits the old name's life changes itself
+    (the alias) and the new one's member changes: the member's change stays in the class's
+    history (a review's case: a first fix told the commit by one life and lost `m`)."""
+    def source(cls="A", v=1, w=0, alias=""):
+        return (f"def other():\n    return {w}\n\n\nX1 = 1\nX2 = 2\nX3 = 3\nX4 = 4\n\n\n"
+                f"class {cls}:\n    def m(self):\n        return {v}\n{alias}")
+    repo.write("t.py", source())
+    repo.commit("add A", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("t.py", source("B", w=2))
+    repo.commit("side: rename A to B", days_ago=3)
+    repo.git("checkout", "-q", "main")
+    repo.write("t.py", source("B"))
+    repo.commit("main: rename A to B", days_ago=7)
+    repo.write("t.py", source("B", v=5, alias="\n\nclass A(B):\n    pass\n"))
+    repo.commit("main: keep A as an alias", days_ago=6)
+    repo.write("t.py", source("B", v=6, alias="\n\nclass A( B ):\n    pass\n"))
+    repo.commit("main: change B.m, respace the alias", days_ago=5)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    cortex.index()
+    con = cortex.reader()
+    told = {e.commit.subject: e for e in history(con, TargetSpec("t.py", "B")).entries}
+    assert told["main: change B.m, respace the alias"].change == "body"
+    assert told["main: change B.m, respace the alias"].members == ("m",)
+    assert len(history(con, TargetSpec("t.py", "B"), substantive=True).entries) == 5

@@ -28,13 +28,14 @@ reused name starts a lineage of its own. Only candidates alive at HEAD are retur
 
 Where the target shares few or no commits with a candidate, the level above speaks (back-off):
 
-    a symbol's partners:  score = c + FILE_PRIOR × p + w × s / (1 + n)
+    a symbol's partners:  score = c + FILE_PRIOR × p + (w × s + SYMBOL_TWIN_WEIGHT × t) / (1 + n)
         c = weight / the target's commits weighted alike; n = the target's commits;
         p = how much the candidate's file changes with the target's file (its share of that
             file's weighted commits; the target's own file 1) × the candidate's share of its
             own file's weighted commits: the symbols of the target's file and of the
             PRIOR_FILES files that change with it most are candidates;
         s = a call between them, either way (blast.fused_related reads it; w its structure weight)
+        t = 1 for a symbol of the target's name (symbol_twins; blast.fused_related asks for it)
     a file's partners (blast.fused_related): + FOLDER_PRIOR × f, f likewise for folders (the
         target's folder and the PRIOR_FOLDERS folders that change with its file most)
 
@@ -572,26 +573,52 @@ def name_twins(con: apsw.Connection, target: Target, max_changeset: int = MAX_CH
     return sorted(p for p in by_key.get(key, ()) if p != own)
 
 
-_SYMBOL_TEST_AFFIXES = re.compile(r"^test_|^[Tt]est(?=[A-Z])|_test$|(?<=[a-z0-9])Test$")
+_IDENTIFIER = re.compile(r"[^\W\d]\w*|\$[\w$]*", re.UNICODE)
 
 
-def symbol_name_key(qualname: str) -> str | None:
-    """A symbol's own name without test affixes, lower-cased: `test_parse`, `TestParse`,
-    `testParse`, `parse_test` and `Parser.parse` all give `parse`. None for a special method
-    (`__init__`: every class has one) or a name under 3 characters."""
-    name = qualname.rsplit(".", 1)[-1]
-    if name.startswith("__") and name.endswith("__"):
+def symbol_name_key(name: str, in_test: bool = False) -> str | None:
+    """A symbol's own name (`symbols.name`: no class, no parameters), lower-cased, and in a test
+    file without its test affixes: `test_parse`, `TestParse`, `testParse`, `parse_test` and
+    `ParseTest` there all give `parse`, as `Parser.parse` does anywhere (`TestRule` outside
+    tests stays `testrule`). None for a special method (`__init__`: every class has one), a
+    name that is no identifier (an anonymous class) or one under 3 characters."""
+    if not _IDENTIFIER.fullmatch(name) or (name.startswith("__") and name.endswith("__")):
         return None
-    stripped = _SYMBOL_TEST_AFFIXES.sub("", name)
-    key = (stripped if len(stripped) >= 3 else name).lower()
+    if in_test:
+        name = _without_test_affixes(name)
+    key = name.lower()
     return key if len(key) >= 3 else None
 
 
+def _without_test_affixes(name: str) -> str:
+    for prefix in ("test_", "Test_"):
+        if name.startswith(prefix) and len(name) > len(prefix) + 2:
+            return name[len(prefix):]
+    if name[:4] in ("test", "Test") and len(name) > 6 and name[4].isupper():
+        return name[4:]
+    for suffix in ("_test", "_tests", "Test", "Tests"):
+        if (name.endswith(suffix) and len(name) > len(suffix) + 2
+                and (suffix[0] == "_" or not name[-len(suffix) - 1].isupper())):
+            return name[:-len(suffix)]
+    return name
+
+
 def symbol_twins(con: apsw.Connection, h: "_HistorySets", me: int) -> set[int]:
-    """The symbols alive at HEAD of symbol `me`'s name but for test affixes, other than itself;
-    none when more than SYMBOL_TWIN_MAX share it."""
-    key = h.symbol_keys(con).get(me)
-    found = [g for g in h.symbols_named(con).get(key, ()) if g != me] if key else []
+    """The symbols alive at HEAD of symbol `me`'s name but for test affixes, other than itself,
+    its enclosing definitions and its members (a class and its constructor, a test class and
+    its test); none when more than SYMBOL_TWIN_MAX share the name."""
+    keys = h.symbol_keys(con)
+    mine = keys.get(me)
+    if mine is None:
+        return set()
+    key, file_id, qualname = mine
+    found = []
+    for g in h.symbols_named(con).get(key, ()) if key else ():
+        _, other_file, other = keys[g]
+        if g == me or (other_file == file_id and (other.startswith(qualname + ".")
+                                                   or qualname.startswith(other + "."))):
+            continue
+        found.append(g)
     return set(found) if len(found) <= SYMBOL_TWIN_MAX else set()
 
 
@@ -636,7 +663,7 @@ class _HistorySets:
     _names: dict[str, list[str]] | None = None
     _symbols_in: dict[int, list[int]] | None = None
     _folders: dict[str, list[int]] | None = None
-    _symbol_keys: dict[int, str | None] | None = None
+    _symbol_keys: dict[int, tuple[str | None, int, str]] | None = None
     _symbols_named: dict[str, list[int]] | None = None
 
     def __post_init__(self):
@@ -698,18 +725,22 @@ class _HistorySets:
                                  for sid in sids}
         return self._symbols_in
 
-    def symbol_keys(self, con) -> dict[int, str | None]:
-        """symbol id -> symbol_name_key of each symbol alive at HEAD."""
+    def symbol_keys(self, con) -> dict[int, tuple[str | None, int, str]]:
+        """symbol id -> (symbol_name_key, file id, qualified name) of each symbol alive at HEAD;
+        test affixes are dropped in the files the structure pass read as tests."""
         if self._symbol_keys is None:
-            self._symbol_keys = {sid: symbol_name_key(qual) for sid, qual in con.execute(
-                "select id, qualname from symbols where alive = 1")}
+            self._symbol_keys = {
+                sid: (symbol_name_key(name, bool(in_test)), fid, qual)
+                for sid, fid, qual, name, in_test in con.execute(
+                    "select s.id, s.file_id, s.qualname, s.name, t.is_test from symbols s"
+                    " left join struct_files t on t.file_id = s.file_id where s.alive = 1")}
         return self._symbol_keys
 
     def symbols_named(self, con) -> dict[str, list[int]]:
         """symbol_name_key -> the symbols alive at HEAD that have it."""
         if self._symbols_named is None:
             self._symbols_named = defaultdict(list)
-            for sid, key in self.symbol_keys(con).items():
+            for sid, (key, _, _) in self.symbol_keys(con).items():
                 if key:
                     self._symbols_named[key].append(sid)
         return self._symbols_named

@@ -241,28 +241,22 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
-    by_commit: dict[str, dict[int, dict]] = {}   # sha -> segment -> what it holds of the commit
-    for segment, (file_id, qualname, head, limit, floor) in enumerate(
-            _symbol_segments(con, symbol_id)):
-        for row in con.execute(
-                f"select {COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path, s.qualname,"
-                " sc.confidence from symbols s join symbol_changes sc on sc.symbol_id = s.id"
-                " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
-                f" {_SEGMENT} and {_on_gits_history('s', head)}",
-                _segment_params(file_id, qualname, limit, floor)):
-            slot = by_commit.setdefault(row[0], {}).setdefault(segment, {
-                "row": row, "own": None, "added": 0, "deleted": 0, "members": [],
-                "kinds": set(), "name": qualname})
-            slot["added"] += row[9]
-            slot["deleted"] += row[10]
-            if row[12] == qualname:
-                slot["own"] = row
-            else:
-                slot["members"].append(row[12][len(qualname) + 1:])
-                slot["kinds"].add(row[8])
+    by_commit: dict[str, dict] = {}
+    for qualname, (_, _, *row) in _lineage_rows(
+            con, symbol_id, f"{COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path,"
+            " s.qualname, sc.confidence"):
+        slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
+                                             "deleted": 0, "members": set(), "kinds": set(),
+                                             "name": qualname})
+        slot["added"] += row[9]
+        slot["deleted"] += row[10]
+        if row[12] == qualname:   # its own change: the last life's, under its name
+            slot["own"], slot["name"] = row, qualname
+        else:
+            slot["members"].add(row[12][len(qualname) + 1:])
+            slot["kinds"].add(row[8])
     entries = []
-    for held in by_commit.values():
-        slot = held[_telling_segment(held, lambda s: s["own"] is not None)]
+    for slot in by_commit.values():
         own = slot["own"]
         row = own or slot["row"]
         change = _container_change(own[8] if own is not None else None, slot["kinds"])
@@ -276,40 +270,49 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
 
 def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tuple[str, str]]:
     """The substantive commits of symbol_history (its entries whose `substantive` holds), each
-    with the path and the name its entry shows; read grouped by commit, several times faster
-    than building the entries (requests' `Request`, 378 changes: 1.5 ms against 7). A commit
-    that several segments of the lineage hold is one entry, merged as symbol_history merges it:
-    the own change of the last that has one, under its name (else the first's name), every
-    member's kind."""
-    # sha -> segment -> (name, path, own change, its member kinds)
-    slots: dict[str, dict[int, tuple[str, str, str | None, set[str]]]] = {}
-    for segment, (file_id, qualname, head, limit, floor) in enumerate(
+    with the path and the name its entry shows, from the same rows, without building the
+    entries (requests' `Request`, 378 changes: a few times faster). A commit is merged as
+    symbol_history merges it: the own change of the last life that has one, under its name
+    (else the first's name), every member's kind."""
+    slots: dict[str, list] = {}   # sha -> [name, path, own change, member kinds]
+    for qualname, (_, _, sha, path, name, change) in _lineage_rows(
+            con, symbol_id, "c.sha, f.path, s.qualname, sc.change"):
+        slot = slots.setdefault(sha, [qualname, path, None, set()])
+        if name == qualname:
+            slot[0], slot[1], slot[2] = qualname, path, change
+        else:
+            slot[3].add(change)
+    return {sha: (path, name) for sha, (name, path, own, kinds) in slots.items()
+            if _container_change(own, kinds) not in NOT_SUBSTANTIVE}
+
+
+def _lineage_rows(con: apsw.Connection, symbol_id: int, columns: str) -> list[tuple[str, tuple]]:
+    """(the life's name, (symbol id, from symbol id, *columns)) of each change row of the
+    symbol's lineage and its members, life by life (_symbol_segments' order), each row once.
+    `columns` start with the commit's sha.
+
+    Two lives of one lineage can both hold a commit: a rename made on two branches (a fix
+    cherry-picked) ends the old name's life at the later one, and a lineage that comes back to
+    a name holds that name's rows in two lives. A row is kept once, in the later life; and in a
+    commit where one life's row continues another life's symbol (its `from_symbol_id`), the
+    row it continues is left out: the old name's side of the rename, whose lines the new
+    name's row already counts (otherwise scrapy's `test_spider_errback_downloader_error_
+    exception` listed its nested `eb` twice and its deleted line twice)."""
+    found: dict[tuple[int, str], tuple[int, str, tuple]] = {}   # (symbol, sha) -> life, row
+    for life, (file_id, qualname, head, limit, floor) in enumerate(
             _symbol_segments(con, symbol_id)):
-        for sha, path, own, kinds in con.execute(   # one segment: one file, one path
-                "select c.sha, min(f.path), max(case when s.qualname = ? then sc.change end),"
-                " group_concat(distinct case when s.qualname != ? then sc.change end)"
-                " from symbols s join symbol_changes sc on sc.symbol_id = s.id"
-                " join commits c on c.id = sc.commit_id join files f on f.id = s.file_id"
-                f" {_SEGMENT} and {_on_gits_history('s', head)} group by c.sha",
-                (qualname, qualname, *_segment_params(file_id, qualname, limit, floor))):
-            slots.setdefault(sha, {})[segment] = (
-                qualname, path, own, set(kinds.split(",")) if kinds else set())
-    out = {}
-    for sha, held in slots.items():
-        name, path, own, kinds = held[_telling_segment(held, lambda s: s[2] is not None)]
-        if _container_change(own, kinds) not in NOT_SUBSTANTIVE:
-            out[sha] = (path, name)
-    return out
-
-
-def _telling_segment(held: dict, has_own) -> int:
-    """Which of the lineage's segments holding one commit tells it: the newest whose own change
-    it is, else the oldest (as before segments were told apart). Only that one's rows count: two segments both hold a commit when a
-    name's life overlaps the next one's in time (a rename on one branch while another branch
-    still changed the old name; a lineage that came back to a name), and the old and the new
-    name's rows of one rename would be counted twice, their members listed twice."""
-    owned = [segment for segment, slot in held.items() if has_own(slot)]
-    return max(owned) if owned else min(held)
+        for row in con.execute(
+                f"select sc.symbol_id, sc.from_symbol_id, {columns} from symbols s"
+                " join symbol_changes sc on sc.symbol_id = s.id join commits c"
+                " on c.id = sc.commit_id join files f on f.id = s.file_id"
+                f" {_SEGMENT} and {_on_gits_history('s', head)}",
+                _segment_params(file_id, qualname, limit, floor)):
+            key = (row[0], row[2])   # the row's own key: its symbol and its commit (sha)
+            found.pop(key, None)     # a later life holding it takes it
+            found[key] = (life, qualname, row)
+    continued = {(row[1], row[2]): life for life, _, row in found.values() if row[1] is not None}
+    return [(qualname, row) for (sid, sha), (life, qualname, row) in found.items()
+            if continued.get((sid, sha), life) == life]
 
 
 # One segment of a symbol's lineage (_symbol_segments): its changes and its members', under the
