@@ -44,7 +44,7 @@ def sample_functions(con, clone: Path, n: int, seed: int) -> tuple[list[dict], d
         " join files f on f.id = d.file_id join struct_files s on s.file_id = d.file_id"
         " where s.language = 'python' and s.is_test = 0 and s.skip_reason is null"
         " and d.kind in ('function', 'method') order by f.path, d.qualname").fetchall()
-    from cortex_core.index.structure import is_test_path
+    from cortex_core.lang.test_paths import is_test_path
     stats = Counter(candidates=len(rows))
     pool = []
     for path, qualname, name, kind, start, end in rows:

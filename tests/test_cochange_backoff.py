@@ -131,16 +131,19 @@ def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cort
 
 def test_symbol_name_keys():
     from cortex_core.query.coupling import symbol_name_key
-    for name in ("test_parse", "TestParse", "testParse", "parse_test", "ParseTest", "parse_tests"):
+    for name in ("test_parse", "TestParse", "testParse", "parse_test", "ParseTest", "parse_tests",
+                 "TestParser_Parse"):
         assert symbol_name_key(name, in_test=True) == "parse", name
-        assert symbol_name_key(name) != "parse", name     # affixes are a test file's only
+        assert symbol_name_key(name) != "parse", name     # affixes are a test's only
+    assert symbol_name_key("URLTest", in_test=True) == "url"
     assert symbol_name_key("parse") == symbol_name_key("Parse") == "parse"
+    assert symbol_name_key("get$Size") == "get$size"
     assert symbol_name_key("TestRule") == "testrule"     # a JUnit interface, not a test
     assert symbol_name_key("testing", in_test=True) == "testing"   # no affix
     assert symbol_name_key("Contest", in_test=True) == "contest"
     assert symbol_name_key("test_it", in_test=True) == "test_it"   # too short once stripped
     assert symbol_name_key("TestÜber", in_test=True) == "über"
-    for none in ("__init__", "ab", "new Runnable", "lambda$0 x"):
+    for none in ("__init__", "ab", "new Runnable", "lambda$0 x", "operator==", "~Foo"):
         assert symbol_name_key(none) is None, none
 
 
@@ -164,10 +167,38 @@ def test_java_methods_are_twins_by_name_not_by_parameters(repo, cortex):
     assert twins == {("test/ParserTest.java", "ParserTest.testParse()")}
     loader = fused_related(con, TargetSpec("src/Loader.java", "Loader.load(java.util.List<String>)"))
     assert not any(p.twin for p in loader.symbols)
+    # Six overloads are one place: the test still meets them all.
+    repo.write("src/Parser.java", "public class Parser {\n" + "".join(
+        f"  public int parse({t} s) {{\n    return 1;\n  }}\n"
+        for t in ("String", "int", "long", "char", "byte", "short")) + "}\n")
+    repo.commit("overloads", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    test = fused_related(con, TargetSpec("test/ParserTest.java", "ParserTest.testParse()"),
+                         top_k=20)
+    assert len([p for p in test.symbols if p.twin]) == 6
     # A test method and its class share a name: no twin of each other.
-    test = fused_related(con, TargetSpec("test/ParserTest.java", "ParserTest.testParse()"))
-    assert {(p.path, p.qualname) for p in test.symbols if p.twin} == {
-        ("src/Parser.java", "Parser.parse(String)")}
+    assert ("test/ParserTest.java", "ParserTest") not in {
+        (p.path, p.qualname) for p in test.symbols if p.twin}
+
+
+def test_tests_outside_the_structures_languages_and_inline_rust_tests_are_tests(repo, cortex):
+    """Test affixes are dropped by the file's path, whatever its language (the structure pass
+    reads none of Ruby), and in Rust's inline `mod tests`."""
+    repo.write("lib/parser.rb", "class Parser\n  def parse(text)\n    text\n  end\nend\n")
+    repo.write("test/parser_test.rb", "class ParserTest\n  def test_parse\n    Parser.new.parse(1)\n"
+                                      "  end\nend\n")
+    repo.write("src/lexer.rs", "pub fn tokenize(s: &str) -> usize {\n    s.len()\n}\n\n"
+                               "#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_tokenize() {\n"
+                               "        assert_eq!(super::tokenize(\"ab\"), 2);\n    }\n}\n")
+    repo.commit("ruby and rust", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    ruby = fused_related(con, TargetSpec("lib/parser.rb", "Parser.parse"))
+    assert {(p.path, p.qualname) for p in ruby.symbols if p.twin} == {
+        ("test/parser_test.rb", "ParserTest.test_parse")}
+    rust = fused_related(con, TargetSpec("src/lexer.rs", "tokenize"))
+    assert {p.qualname for p in rust.symbols if p.twin} == {"tests.test_tokenize"}
 
 
 def test_a_file_backs_off_to_its_folders_co_change(repo, cortex):

@@ -558,7 +558,8 @@ def test_a_newer_lives_member_changes_are_kept_beside_an_older_lives_own(repo, c
     """A rename on two branches; between them, main keeps the old name as an alias class and
     changes the renamed class's method. In those commits the old name's life changes itself
     (the alias) and the new one's member changes: the member's change stays in the class's
-    history (a review's case: a first fix told the commit by one life and lost `m`)."""
+    history (a review's case: a first fix told the commit by one life and lost `m`). The entry
+    is still named after the alias, `A`: lives are told apart by time (limits.md)."""
     def source(cls="A", v=1, w=0, alias=""):
         return (f"def other():\n    return {w}\n\n\nX1 = 1\nX2 = 2\nX3 = 3\nX4 = 4\n\n\n"
                 f"class {cls}:\n    def m(self):\n        return {v}\n{alias}")
@@ -581,3 +582,27 @@ def test_a_newer_lives_member_changes_are_kept_beside_an_older_lives_own(repo, c
     assert told["main: change B.m, respace the alias"].change == "body"
     assert told["main: change B.m, respace the alias"].members == ("m",)
     assert len(history(con, TargetSpec("t.py", "B"), substantive=True).entries) == 5
+
+
+def test_a_member_renamed_in_its_class_counts_once_and_a_wrapper_keeps_its_change(repo, cortex):
+    """A method renamed inside its class: the class's entry has git's lines (+1 -1) and the new
+    name only; the old name's row, which only deletes what the new one counts, is left out. A
+    method that gives its code to a new one and lives on as a wrapper changed itself: both stay
+    (werkzeug's `Client.open` and `_open`)."""
+    body = "        a = x + 1\n        b = a * 2\n        return b - 3\n"
+    repo.write("k.py", f"class K:\n    def old_name(self, x):\n{body}\n    def keep(self, x):\n{body}")
+    repo.commit("add K", days_ago=9)
+    repo.write("k.py", f"class K:\n    def new_name(self, x):\n{body}\n    def keep(self, x):\n{body}")
+    repo.commit("rename old_name", days_ago=8)
+    wrapper = "    def keep(self, x):\n        return self._keep(x)\n\n"
+    repo.write("k.py", f"class K:\n    def new_name(self, x):\n{body}\n{wrapper}"
+                       f"    def _keep(self, x):\n{body}")
+    repo.commit("keep becomes a wrapper", days_ago=7)
+    assert repo.git("show", "--numstat", "--format=", "HEAD~1").split()[:2] == ["1", "1"]
+    cortex.index()
+    con = cortex.reader()
+    told = {e.commit.subject: e for e in history(con, TargetSpec("k.py", "K")).entries}
+    renamed = told["rename old_name"]
+    assert (renamed.added, renamed.deleted, renamed.members) == (1, 1, ("new_name",))
+    assert set(told["keep becomes a wrapper"].members) == {"_keep", "keep"}
+    assert changes(con, "k.py", "K.keep")[0][0] == "keep becomes a wrapper"

@@ -11,7 +11,6 @@ were waiting for it (resolve_refs).
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import posixpath
@@ -22,6 +21,7 @@ from typing import Callable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, read_blob
 from cortex_core.lang.languages import language_for_path
+from cortex_core.lang.test_paths import is_test_path
 from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 from cortex_core.store.store import get_meta, set_meta
@@ -29,10 +29,6 @@ from cortex_core.store.store import get_meta, set_meta
 Progress = Callable[[int, int, str], None]
 RESOLVE_ALL_AT = 300     # this many changed files or more: resolve everything again
 
-TEST_PATHS = ("test_*.py", "*_test.py", "tests.py", "conftest.py", "*_test.go", "*.test.js",
-              "*.test.jsx", "*.test.ts", "*.test.tsx", "*.spec.js", "*.spec.ts", "*.spec.tsx",
-              "*.spec.jsx", "*Test.java", "*Tests.java", "*IT.java")
-TEST_DIRS = ("test/", "tests/", "__tests__/", "spec/", "testing/")
 _TEST_FUNC = re.compile(r"^(test|Test|it_|should)")
 
 
@@ -41,14 +37,6 @@ class StructureCounts:
     files_read: int
     files_removed: int
     refs_resolved: int
-
-
-def is_test_path(path: str) -> bool:
-    name = posixpath.basename(path)
-    if any(fnmatch.fnmatchcase(name, p) for p in TEST_PATHS):
-        return True
-    padded = "/" + path
-    return any("/" + d in padded for d in TEST_DIRS)
 
 
 def update_structure(con, repo, settings, progress: Progress | None = None) -> StructureCounts:

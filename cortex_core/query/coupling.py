@@ -58,6 +58,7 @@ from typing import NamedTuple
 import apsw
 
 from cortex_core.lang.change_kinds import SUBSTANTIVE_SQL
+from cortex_core.lang.test_paths import is_test_path
 from cortex_core.clock import repository_time
 from cortex_core.config import COUPLING_DEFAULTS, CouplingSettings
 from cortex_core.query.history import (COMMIT_COLUMNS, NEWEST_FIRST, OLDEST_FIRST, CommitRef,
@@ -573,15 +574,17 @@ def name_twins(con: apsw.Connection, target: Target, max_changeset: int = MAX_CH
     return sorted(p for p in by_key.get(key, ()) if p != own)
 
 
-_IDENTIFIER = re.compile(r"[^\W\d]\w*|\$[\w$]*", re.UNICODE)
+_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*", re.UNICODE)
+_TEST_SCOPES = frozenset({"test", "tests"})   # Rust's `mod tests`, a `tests` namespace
 
 
 def symbol_name_key(name: str, in_test: bool = False) -> str | None:
     """A symbol's own name (`symbols.name`: no class, no parameters), lower-cased, and in a test
-    file without its test affixes: `test_parse`, `TestParse`, `testParse`, `parse_test` and
-    `ParseTest` there all give `parse`, as `Parser.parse` does anywhere (`TestRule` outside
-    tests stays `testrule`). None for a special method (`__init__`: every class has one), a
-    name that is no identifier (an anonymous class) or one under 3 characters."""
+    without its test affixes: `test_parse`, `TestParse`, `testParse`, `parse_test`,
+    `ParseTest` and Go's `TestParser_Parse` there all give `parse`, as `Parser.parse` does
+    anywhere (`TestRule` outside tests stays `testrule`). None for a special method
+    (`__init__`: every class has one), a name that is no identifier (an anonymous class, an
+    operator) or one under 3 characters."""
     if not _IDENTIFIER.fullmatch(name) or (name.startswith("__") and name.endswith("__")):
         return None
     if in_test:
@@ -595,31 +598,48 @@ def _without_test_affixes(name: str) -> str:
         if name.startswith(prefix) and len(name) > len(prefix) + 2:
             return name[len(prefix):]
     if name[:4] in ("test", "Test") and len(name) > 6 and name[4].isupper():
-        return name[4:]
+        rest = name[4:]
+        # Go names a method's test TestType_Method: the method is the part after the type.
+        head, _, last = rest.rpartition("_")
+        return last if head and len(last) >= 3 and last[0].isupper() else rest
     for suffix in ("_test", "_tests", "Test", "Tests"):
-        if (name.endswith(suffix) and len(name) > len(suffix) + 2
-                and (suffix[0] == "_" or not name[-len(suffix) - 1].isupper())):
+        if name.endswith(suffix) and len(name) > len(suffix) + 2:
             return name[:-len(suffix)]
     return name
+
+
+def _is_test(path: str, qualname: str, name: str) -> bool:
+    """A test file's symbol, or one inside a `tests` module (Rust's inline `mod tests`)."""
+    scope = qualname[:qualname.rfind("." + name)] if "." + name in qualname else ""
+    return is_test_path(path) or any(part in _TEST_SCOPES for part in scope.split("."))
+
+
+def _place(qualname: str, name: str) -> str:
+    """Where a symbol is declared: its qualified name less its own name and parameters (the
+    overloads of a method share it)."""
+    cut = qualname.rfind("." + name)
+    return qualname[:cut] if cut >= 0 else ""
 
 
 def symbol_twins(con: apsw.Connection, h: "_HistorySets", me: int) -> set[int]:
     """The symbols alive at HEAD of symbol `me`'s name but for test affixes, other than itself,
     its enclosing definitions and its members (a class and its constructor, a test class and
-    its test); none when more than SYMBOL_TWIN_MAX share the name."""
+    its test); none when more than SYMBOL_TWIN_MAX places declare the name (`run`, `get`; the
+    overloads of one method are one place)."""
     keys = h.symbol_keys(con)
     mine = keys.get(me)
-    if mine is None:
+    if mine is None or mine[0] is None:
         return set()
-    key, file_id, qualname = mine
-    found = []
-    for g in h.symbols_named(con).get(key, ()) if key else ():
-        _, other_file, other = keys[g]
+    key, file_id, qualname, _ = mine
+    found, places = [], set()
+    for g in h.symbols_named(con).get(key, ()):
+        _, other_file, other, place = keys[g]
         if g == me or (other_file == file_id and (other.startswith(qualname + ".")
                                                    or qualname.startswith(other + "."))):
             continue
         found.append(g)
-    return set(found) if len(found) <= SYMBOL_TWIN_MAX else set()
+        places.add((other_file, place))
+    return set(found) if len(places) <= SYMBOL_TWIN_MAX else set()
 
 
 def evidence_of(con: apsw.Connection, h: "_HistorySets | None", commit_ids: list[int]
@@ -663,7 +683,7 @@ class _HistorySets:
     _names: dict[str, list[str]] | None = None
     _symbols_in: dict[int, list[int]] | None = None
     _folders: dict[str, list[int]] | None = None
-    _symbol_keys: dict[int, tuple[str | None, int, str]] | None = None
+    _symbol_keys: dict[int, tuple[str | None, int, str, str]] | None = None
     _symbols_named: dict[str, list[int]] | None = None
 
     def __post_init__(self):
@@ -725,22 +745,23 @@ class _HistorySets:
                                  for sid in sids}
         return self._symbols_in
 
-    def symbol_keys(self, con) -> dict[int, tuple[str | None, int, str]]:
-        """symbol id -> (symbol_name_key, file id, qualified name) of each symbol alive at HEAD;
-        test affixes are dropped in the files the structure pass read as tests."""
+    def symbol_keys(self, con) -> dict[int, tuple[str | None, int, str, str]]:
+        """symbol id -> (symbol_name_key, file id, qualified name, place) of each symbol alive
+        at HEAD; test affixes are dropped in tests (_is_test)."""
         if self._symbol_keys is None:
+            paths = self.paths(con)
             self._symbol_keys = {
-                sid: (symbol_name_key(name, bool(in_test)), fid, qual)
-                for sid, fid, qual, name, in_test in con.execute(
-                    "select s.id, s.file_id, s.qualname, s.name, t.is_test from symbols s"
-                    " left join struct_files t on t.file_id = s.file_id where s.alive = 1")}
+                sid: (symbol_name_key(name, _is_test(paths.get(fid, ""), qual, name)), fid, qual,
+                      _place(qual, name))
+                for sid, fid, qual, name in con.execute(
+                    "select id, file_id, qualname, name from symbols where alive = 1")}
         return self._symbol_keys
 
     def symbols_named(self, con) -> dict[str, list[int]]:
         """symbol_name_key -> the symbols alive at HEAD that have it."""
         if self._symbols_named is None:
             self._symbols_named = defaultdict(list)
-            for sid, (key, _, _) in self.symbol_keys(con).items():
+            for sid, (key, _, _, _) in self.symbol_keys(con).items():
                 if key:
                     self._symbols_named[key].append(sid)
         return self._symbols_named
