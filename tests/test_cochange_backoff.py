@@ -131,11 +131,16 @@ def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cort
 
 def test_symbol_name_keys():
     from cortex_core.query.coupling import symbol_name_key
-    for name in ("test_parse", "TestParse", "testParse", "parse_test", "ParseTest", "parse_tests",
-                 "TestParser_Parse"):
+    for name in ("test_parse", "TestParse", "testParse", "parse_test", "ParseTest", "parse_tests"):
         assert symbol_name_key(name, in_test=True) == "parse", name
         assert symbol_name_key(name) != "parse", name     # affixes are a test's only
     assert symbol_name_key("URLTest", in_test=True) == "url"
+    # Go's TestParse_Error tests a scenario of Parse as often as a method Error: left whole.
+    assert symbol_name_key("TestParse_Error", in_test=True) == "parse_error"
+    from cortex_core.query.coupling import _place
+    assert _place("Outer.Entry.Entry(Map.Entry<K, V>)", "Entry") == "Outer.Entry"
+    assert _place("P.m(String).new Runnable.run()", "run") == "P.m(String).new Runnable"
+    assert _place("parse", "parse") == ""
     assert symbol_name_key("parse") == symbol_name_key("Parse") == "parse"
     assert symbol_name_key("get$Size") == "get$size"
     assert symbol_name_key("TestRule") == "testrule"     # a JUnit interface, not a test
@@ -177,6 +182,20 @@ def test_java_methods_are_twins_by_name_not_by_parameters(repo, cortex):
     test = fused_related(con, TargetSpec("test/ParserTest.java", "ParserTest.testParse()"),
                          top_k=20)
     assert len([p for p in test.symbols if p.twin]) == 6
+    # An overload's twins: its test and its siblings (overloads change together).
+    overload = fused_related(con, TargetSpec("src/Parser.java", "Parser.parse(String)"))
+    assert len({p.qualname for p in overload.symbols if p.twin}) == 6
+    # Eleven symbols of one name are too many to mean anything: none is a twin.
+    repo.write("src/Parser.java", "public class Parser {\n" + "".join(
+        f"  public int parse({t} s) {{\n    return 1;\n  }}\n"
+        for t in ("String", "int", "long", "char", "byte", "short", "float", "double",
+                  "boolean", "Object", "Number")) + "}\n")
+    repo.commit("more overloads", days_ago=1)
+    cortex.index()
+    crowded = fused_related(cortex.reader(), TargetSpec("test/ParserTest.java",
+                                                        "ParserTest.testParse()"))
+    assert not any(p.twin for p in crowded.symbols)
+    con = cortex.reader()
     # A test method and its class share a name: no twin of each other.
     assert ("test/ParserTest.java", "ParserTest") not in {
         (p.path, p.qualname) for p in test.symbols if p.twin}

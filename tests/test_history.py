@@ -598,7 +598,17 @@ def test_a_member_renamed_in_its_class_counts_once_and_a_wrapper_keeps_its_chang
     repo.write("k.py", f"class K:\n    def new_name(self, x):\n{body}\n{wrapper}"
                        f"    def _keep(self, x):\n{body}")
     repo.commit("keep becomes a wrapper", days_ago=7)
-    assert repo.git("show", "--numstat", "--format=", "HEAD~1").split()[:2] == ["1", "1"]
+    long = ("        total = sum(v * 2 + w - b for v, w, b in x if v > 100 and w < 5 and b != 0)\n"
+            "        return self.store(total, x, self.flags, self.extra, self.more, self.limits)\n")
+    head = f"class K:\n    def new_name(self, x):\n{body}\n{wrapper}    def _keep(self, x):\n{body}"
+    tail = "\n    def tail(self):\n        return 0\n"
+    repo.write("k.py", f"{head}\n    def donor(self, x):\n{long}        return 1\n{tail}")
+    repo.commit("add donor", days_ago=6)
+    repo.write("k.py", f"{head}\n    def donor(self, x):\n        return 1\n{tail}"
+                       f"\n    def taken(self, x):\n{long}")
+    repo.commit("donor gives its lines away", days_ago=5)
+    assert repo.git("show", "--numstat", "--format=", "HEAD").split()[:2] == ["4", "2"]
+    assert repo.git("show", "--numstat", "--format=", "HEAD~3").split()[:2] == ["1", "1"]
     cortex.index()
     con = cortex.reader()
     told = {e.commit.subject: e for e in history(con, TargetSpec("k.py", "K")).entries}
@@ -606,3 +616,7 @@ def test_a_member_renamed_in_its_class_counts_once_and_a_wrapper_keeps_its_chang
     assert (renamed.added, renamed.deleted, renamed.members) == (1, 1, ("new_name",))
     assert set(told["keep becomes a wrapper"].members) == {"_keep", "keep"}
     assert changes(con, "k.py", "K.keep")[0][0] == "keep becomes a wrapper"
+    # A method whose lines went to a new one (paired with it) and that only lost them changed
+    # too: its deletions are the class's.
+    given = told["donor gives its lines away"]
+    assert (given.added, given.deleted, given.members) == (3, 2, ("donor", "taken"))

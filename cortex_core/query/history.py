@@ -14,16 +14,17 @@ changes stay.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import apsw
 
-from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
 from cortex_core.index.messages import WHY_CHARS, why
-from cortex_core.text.redact import redact
+from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
 from cortex_core.query.targets import Target, TargetSpec, file_level_reason, resolve
 from cortex_core.store.schema import RENAMED_INTO_HEAD
+from cortex_core.text.redact import redact
 
 NO_LIMIT = (1 << 62, 0, "")   # a lineage limit (see _lineage) above every commit
 NO_FLOOR = (-1, 0, "")        # a lineage floor (see _lineage) below every commit
@@ -242,7 +243,7 @@ def _merges_with_own_lines(con: apsw.Connection, file_id: int, limit, floor,
 def symbol_history(con: apsw.Connection, symbol_id: int,
                    redact_subjects: bool = True) -> list[HistoryEntry]:
     by_commit: dict[str, dict] = {}
-    for qualname, (_, _, _, *row) in _lineage_rows(
+    for qualname, (_, _, _, _, *row) in _lineage_rows(
             con, symbol_id, f"{COMMIT_COLUMNS}, sc.change, sc.added, sc.deleted, f.path,"
             " s.qualname, sc.confidence"):
         slot = by_commit.setdefault(row[0], {"row": row, "own": None, "added": 0,
@@ -275,7 +276,7 @@ def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tu
     symbol_history merges it: the own change of the last life that has one, under its name
     (else the first's name), every member's kind."""
     slots: dict[str, list] = {}   # sha -> [name, path, own change, member kinds]
-    for qualname, (_, _, _, sha, path, name, change) in _lineage_rows(
+    for qualname, (_, _, _, _, sha, path, name, change) in _lineage_rows(
             con, symbol_id, "c.sha, f.path, s.qualname, sc.change"):
         slot = slots.setdefault(sha, [qualname, path, None, set()])
         if name == qualname:
@@ -287,36 +288,53 @@ def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tu
 
 
 def _lineage_rows(con: apsw.Connection, symbol_id: int, columns: str) -> list[tuple[str, tuple]]:
-    """(the life's name, (symbol id, from symbol id, lines added, *columns)) of each change row
-    of the symbol's lineage and its members, life by life (_symbol_segments' order), each row
-    once. `columns` start with the commit's sha.
+    """(the life's name, (symbol id, from symbol id, lines added, change, *columns)) of each
+    change row of the symbol's lineage and its members, life by life (_symbol_segments' order),
+    each row once. `columns` start with the commit's sha.
 
-    A rename gives two rows in its commit: the old name's, which only deletes its lines, and
-    the new name's, which continues it (`from_symbol_id`) and counts the same lines. The old
-    name's is left out where both are read: a member renamed inside a class (the class listed
+    A rename gives two rows in its commit: the old name's, a rename, a move or a new signature
+    that only deletes its lines, and the new name's, which continues it (`from_symbol_id`) and
+    counts the same lines. Where another life of the lineage continues a row, that row is its
+    former self's and is left out, whatever it did; inside one life, only a rename's old side
+    is. So the old name's row is left out where both are read: a member renamed inside a class (the class listed
     both names and counted the deleted lines twice), and two lives of one lineage that both
     hold the commit (a rename made on two branches, a fix cherry-picked, ends the old name's
     life at the later one; a Java method whose parameters change and change back: scrapy's
-    `test_spider_errback_downloader_error_exception` listed its nested `eb` twice). A row that
-    added lines is kept: a function that gave its code to a new one and lives on as a wrapper
-    changed itself (werkzeug's `Client.open` and `_open`). A row that two lives hold is kept
-    once, in the later."""
+    `test_spider_errback_downloader_error_exception` listed its nested `eb` twice). In a class,
+    a method that gave its code to a new one and lives on changed itself, and is kept: as a
+    wrapper that added lines (werkzeug's `Client.open` and `_open`), or a body that only lost
+    them. A row that two lives hold is kept once, in the later."""
     found: dict[tuple[int, str], tuple[int, str, tuple]] = {}   # (symbol, sha) -> life, row
     for life, (file_id, qualname, head, limit, floor) in enumerate(
             _symbol_segments(con, symbol_id)):
         for row in con.execute(
-                f"select sc.symbol_id, sc.from_symbol_id, sc.added, {columns} from symbols s"
+                f"select sc.symbol_id, sc.from_symbol_id, sc.added, sc.change, {columns}"
+                " from symbols s"
                 " join symbol_changes sc on sc.symbol_id = s.id join commits c"
                 " on c.id = sc.commit_id join files f on f.id = s.file_id"
                 f" {_SEGMENT} and {_on_gits_history('s', head)}",
                 _segment_params(file_id, qualname, limit, floor)):
-            key = (row[0], row[3])   # the row's own key: its symbol and its commit (sha)
+            key = (row[0], row[4])   # the row's own key: its symbol and its commit (sha)
             found.pop(key, None)     # a later life holding it takes it
             found[key] = (life, qualname, row)
-    continued = {(row[1], row[3]) for _, _, row in found.values() if row[1] is not None}
-    return [(qualname, row) for key, (_, qualname, row) in found.items()
-            if row[2] or key not in continued]
+    continued: dict[tuple[int, str], set[int]] = defaultdict(set)   # -> lives continuing it
+    for life, _, row in found.values():
+        if row[1] is not None:
+            continued[(row[1], row[4])].add(life)
 
+    def kept(key: tuple[int, str], life: int, row: tuple) -> bool:
+        by = continued.get(key)
+        if not by:
+            return True
+        if by - {life}:      # another life continues it: the symbol's own history goes on there
+            return False
+        return bool(row[2]) or row[3] not in _RENAME_SIDES
+    return [(qualname, row) for key, (life, qualname, row) in found.items()
+            if kept(key, life, row)]
+
+
+# What the old name's row of a rename is (_lineage_rows): not a body or docs change.
+_RENAME_SIDES = frozenset({"renamed", "moved", "rescoped", "signature"})
 
 # One segment of a symbol's lineage (_symbol_segments): its changes and its members', under the
 # name it had then, within the segment's limit and floor.
