@@ -539,7 +539,8 @@ class FusedRelated:
                      f" × s + {self.symbol_twin_weight:g} × t) / (1 + n); p = how often its file "
                      "changes with the target's file × its share of its file's commits, s = a "
                      "call in either direction, t = 1 for a symbol of the target's name but for "
-                     f"test affixes (a name more than {SYMBOL_TWIN_MAX} others share: none)")
+                     f"test affixes (none for a name declared in more than {SYMBOL_TWIN_MAX} "
+                     f"places or held by more than {2 * SYMBOL_TWIN_MAX} symbols)")
         return text
 
 

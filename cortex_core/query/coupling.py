@@ -82,8 +82,9 @@ PRIOR_FOLDERS = 10  # folders read for the back-off: the target's own and the 9 
 # A symbol of the target's name but for test affixes (`parse` and `test_parse`, `Foo.run` and
 # `Bar.run`: a test and its subject, an interface's implementations) is a partner where history
 # is thin, as a structural edge is: SYMBOL_TWIN_WEIGHT / (1 + the target's commits). A name that
-# more than SYMBOL_TWIN_MAX other symbols share (`get`, `run`) says nothing. Measured on the
-# tuning repositories (docs/numbers.md); the fused ranking passes it, co-change alone does not.
+# more than SYMBOL_TWIN_MAX other places declare (`get`, `run`), or more than twice as many
+# symbols hold, says nothing (symbol_twins). Measured on the tuning repositories
+# (docs/numbers.md); the fused ranking passes it, co-change alone does not.
 SYMBOL_TWIN_WEIGHT = 2.0
 SYMBOL_TWIN_MAX = 5
 SIZE_EXPONENT = 0.0
@@ -580,11 +581,10 @@ _TEST_SCOPES = frozenset({"test", "tests"})   # Rust's `mod tests`, a `tests` na
 
 def symbol_name_key(name: str, in_test: bool = False) -> str | None:
     """A symbol's own name (`symbols.name`: no class, no parameters), lower-cased, and in a test
-    without its test affixes: `test_parse`, `TestParse`, `testParse`, `parse_test`,
-    and `ParseTest` there all give `parse`, as `Parser.parse` does
-    anywhere (`TestRule` outside tests stays `testrule`). None for a special method
-    (`__init__`: every class has one), a name that is no identifier (an anonymous class, an
-    operator) or one under 3 characters."""
+    without its test affixes: `test_parse`, `TestParse`, `testParse`, `parse_test` and
+    `ParseTest` there all give `parse`, as `Parser.parse` does anywhere (`TestRule` outside
+    tests stays `testrule`). None for a special method (`__init__`: every class has one), a
+    name that is no identifier (an anonymous class, an operator) or one under 3 characters."""
     if not _IDENTIFIER.fullmatch(name) or (name.startswith("__") and name.endswith("__")):
         return None
     if in_test:
@@ -607,8 +607,8 @@ def _without_test_affixes(name: str) -> str:
 
 def _is_test(path: str, qualname: str, name: str) -> bool:
     """A test file's symbol, or one inside a `tests` module (Rust's inline `mod tests`)."""
-    scope = qualname[:qualname.rfind("." + name)] if "." + name in qualname else ""
-    return is_test_path(path) or any(part in _TEST_SCOPES for part in scope.split("."))
+    return is_test_path(path) or any(part in _TEST_SCOPES
+                                     for part in _place(qualname, name).split("."))
 
 
 def _place(qualname: str, name: str) -> str:

@@ -272,8 +272,8 @@ def symbol_history(con: apsw.Connection, symbol_id: int,
 def symbol_history_commits(con: apsw.Connection, symbol_id: int) -> dict[str, tuple[str, str]]:
     """The substantive commits of symbol_history (its entries whose `substantive` holds), each
     with the path and the name its entry shows, from the same rows, without building the
-    entries (about twice as fast: requests' `Request`, 378 changes, 1.5 ms). A commit is merged as
-    symbol_history merges it: the own change of the last life that has one, under its name
+    entries (about twice as fast: requests' `Request`, 378 changes, 1.5 ms). A commit is merged
+    as symbol_history merges it: the own change of the last life that has one, under its name
     (else the first's name), every member's kind."""
     slots: dict[str, list] = {}   # sha -> [name, path, own change, member kinds]
     for qualname, (_, _, _, _, sha, path, name, change) in _lineage_rows(
@@ -296,11 +296,12 @@ def _lineage_rows(con: apsw.Connection, symbol_id: int, columns: str) -> list[tu
     that only deletes its lines, and the new name's, which continues it (`from_symbol_id`) and
     counts the same lines. Where another life of the lineage continues a row, that row is its
     former self's and is left out, whatever it did; inside one life, only a rename's old side
-    is. So the old name's row is left out where both are read: a member renamed inside a class (the class listed
-    both names and counted the deleted lines twice), and two lives of one lineage that both
-    hold the commit (a rename made on two branches, a fix cherry-picked, ends the old name's
-    life at the later one; a Java method whose parameters change and change back: scrapy's
-    `test_spider_errback_downloader_error_exception` listed its nested `eb` twice). In a class,
+    is. So the old name's row is left out where both are read: a member renamed inside a class
+    (the class listed both names and counted the deleted lines twice), and two lives of one
+    lineage that both hold the commit (a rename made on two branches, a fix cherry-picked, ends
+    the old name's life at the later one; a Java method whose parameters change and change
+    back: scrapy's `test_spider_errback_downloader_error_exception` listed its nested `eb`
+    twice). In a class,
     a method that gave its code to a new one and lives on changed itself, and is kept: as a
     wrapper that added lines (werkzeug's `Client.open` and `_open`), or a body that only lost
     them. A row that two lives hold is kept once, in the later."""
