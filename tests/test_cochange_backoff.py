@@ -86,11 +86,12 @@ def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cort
     repo.write("runs.py", runs)
     repo.write("tests/test_lib.py", "def test_parse():\n    assert True\n\n\n"
                                     "def test_other():\n    assert True\n")
-    repo.write("xml_lib.py", "class XmlParser:\n    def __init__(self):\n        self.x = 1\n\n"
-                             "    def parse(self, text):\n        return text\n")
+    def parser(name: str, returns: str) -> str:
+        return (f"class {name}:\n    def __init__(self):\n        self.x = 1\n\n"
+                f"    def parse(self, text):\n        return {returns}\n")
+    repo.write("xml_lib.py", parser("XmlParser", "text"))
     repo.commit("tests, runners and the xml parser", days_ago=40)
-    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
-                         "    def parse(self, text):\n        return text\n")
+    repo.write("lib.py", parser("Parser", "text"))
     repo.commit("lib", days_ago=30)
     cortex.index()
     con = cortex.reader()
@@ -113,11 +114,9 @@ def test_a_symbol_of_the_same_name_is_a_partner_where_history_is_thin(repo, cort
     init = fused_related(con, TargetSpec("lib.py", "Parser.__init__")).symbols
     assert ("xml_lib.py", "XmlParser.__init__") not in {(p.path, p.qualname) for p in init}
     # Twice the history, half the share.
-    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
-                         "    def parse(self, text):\n        return text.strip()\n")
+    repo.write("lib.py", parser("Parser", "text.strip()"))
     repo.commit("strip", days_ago=20)
-    repo.write("lib.py", "class Parser:\n    def __init__(self):\n        self.x = 1\n\n"
-                         "    def parse(self, text):\n        return text.strip() or None\n")
+    repo.write("lib.py", parser("Parser", "text.strip() or None"))
     repo.commit("none", days_ago=10)
     cortex.index()
     later = {(p.path, p.qualname): p for p in fused_related(

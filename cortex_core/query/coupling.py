@@ -575,7 +575,7 @@ def name_twins(con: apsw.Connection, target: Target, max_changeset: int = MAX_CH
     return sorted(p for p in by_key.get(key, ()) if p != own)
 
 
-_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*", re.UNICODE)
+_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
 _TEST_SCOPES = frozenset({"test", "tests"})   # Rust's `mod tests`, a `tests` namespace
 
 
