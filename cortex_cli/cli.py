@@ -429,6 +429,8 @@ WORDS = {
     "model": "{message}; see `cortex status`",
     "one_worker": "{message}; run again, or with --jobs 1",
     "continue": "{message}; run `cortex index` to continue it",
+    "foreign": "{message}; give this repository its own index (--db FILE), or run `cortex index"
+               " --rebuild` to replace this one",
 }
 
 

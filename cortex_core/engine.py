@@ -106,6 +106,7 @@ class Engine:
         self._lexicon: tuple | None = None       # (version key, LexicalMatrix or None)
         self._lexicon_loader: threading.Thread | None = None
         self._shipped: tuple[str | None] | None = None
+        self._owner_checked = None   # the store file (_identity) check_owner last passed
 
     @classmethod
     def open(cls, repo: str | os.PathLike | None = None, *, db: str | os.PathLike | None = None,
@@ -224,10 +225,28 @@ class Engine:
         self._drop()
         with typed_errors():
             con = open_reader(path)
+            try:
+                self._check_owner(con, identity)
+            except BaseException:
+                con.close()
+                raise
         self._local.con = (con, identity)
         with self._lock:
             self._connections.append(con)
         return con
+
+    def _check_owner(self, con, identity) -> None:
+        """Refuse a store that holds another repository's history (git/ownership.py). Free
+        for a store indexed from this repository; for another, looked up once per store file
+        (threads and reopened connections of that file ask no more)."""
+        from cortex_core.store.store import REPOSITORY_META, get_meta, sample_commits
+        recorded = get_meta(con, REPOSITORY_META)
+        if recorded == str(self.root) or (identity is not None
+                                          and identity == self._owner_checked):
+            return
+        from cortex_core.git.ownership import check_owner
+        check_owner(self.root, self.db, recorded, sample_commits(con))
+        self._owner_checked = identity
 
     def _drop(self) -> None:
         kept = getattr(self._local, "con", None)

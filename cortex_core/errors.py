@@ -35,6 +35,7 @@ ACTIONS = {
     "model": "index with an embedding model (semantic search is off in this index)",
     "one_worker": "index again, in one process (a worker process failed)",
     "continue": "index again: the index's first run stopped before HEAD, and a run continues it",
+    "foreign": "give this repository an index of its own, or rebuild this one for it",
 }
 
 

@@ -44,6 +44,7 @@ WORDS = {
     "model": "{message}; the `cortex/status` request says why",
     "one_worker": "{message}; run `cortex index --jobs 1` in a terminal",
     "continue": "{message}: run the command Cortex: Reindex",
+    "foreign": "{message}: run `cortex index --rebuild` in a terminal to replace it",
 }
 
 

@@ -150,6 +150,8 @@ WORDS = {
     "model": "{message}; the `status` tool says why",
     "one_worker": "{message}; call `sync` again, or run `cortex index --jobs 1` in a terminal",
     "continue": "{message}; call `sync` to continue it",
+    "foreign": "{message}; start the server with `cortex mcp --db FILE` for this repository, or"
+               " call `sync` with rebuild=true to replace this index",
 }
 
 

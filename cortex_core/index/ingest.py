@@ -60,7 +60,8 @@ from cortex_core.index.process_memory import release_memory
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from cortex_core.index.reader_version import READER_VERSION, EarlierReader, earlier_reader
 from cortex_core.index.skip_rules import record_limits
-from cortex_core.store.store import (get_meta, loose_check_state, open_writer, queue_slot,
+from cortex_core.git.ownership import check_owner
+from cortex_core.store.store import (REPOSITORY_META, sample_commits, get_meta, loose_check_state, open_writer, queue_slot,
                                      record_loose_check, remove_database, set_meta,
                                      set_store_id, shipped_store, writer_lock)
 from cortex_core.lang.symbols import Symbol
@@ -185,6 +186,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
         try:
             with _git_and_store_errors(repo_root, db_path):
                 recovery = resume_salvage(db_path, con) or recovery
+                if not rebuild:   # before anything is read or written for this repository
+                    check_owner(repo_root, db_path, get_meta(con, REPOSITORY_META),
+                                sample_commits(con))
+                with con:
+                    set_meta(con, REPOSITORY_META, str(repo_root))
                 jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
                 loose = _checked(repo, con)   # before the first object read
                 window = _stored_window(con, repo)
@@ -387,10 +393,11 @@ def _open_full(full_path: Path):
 
 
 def _seed_meta(db_path: Path) -> dict[str, str]:
-    """The store's choices a full build must make alike: the model, the branches."""
+    """The store's choices a full build must make alike (the model, the branches), and the
+    repository it holds."""
     con = open_writer(db_path)
     try:
-        return {key: value for key in ("model_choice", "all_branches")
+        return {key: value for key in ("model_choice", "all_branches", REPOSITORY_META)
                 if (value := get_meta(con, key)) is not None}
     finally:
         con.close()

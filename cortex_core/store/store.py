@@ -403,6 +403,23 @@ def record_loose_check(con, checked_ns: int, damaged: Iterable[str]) -> None:
     set_meta(con, "loose_damaged", json.dumps(sorted(damaged)))
 
 
+# The working tree the store was last indexed from (git/ownership.py).
+REPOSITORY_META = "repository"
+SAMPLED_COMMITS = 3   # the newest and the oldest commits sample_commits takes, each
+
+
+def sample_commits(con: apsw.Connection) -> list[str]:
+    """A few of the store's commits to look for in a repository (git/ownership.py): its
+    recorded head, and the first and last it wrote (by row: no sort of the table), no
+    repeats."""
+    head = get_meta(con, "head")
+    shas = [head] if head else []
+    for order in ("desc", "asc"):
+        shas += [sha for (sha,) in con.execute(
+            f"select sha from commits order by id {order} limit ?", (SAMPLED_COMMITS,))]
+    return list(dict.fromkeys(shas))
+
+
 def set_meta(con: apsw.Connection, key: str, value: str) -> None:
     con.execute("insert or replace into meta(key, value) values (?, ?)", (key, value))
 

@@ -1,0 +1,52 @@
+"""Whether a store holds this repository's history.
+
+`--db FILE` (and a copied `.cortex/` folder) can pair a store with a repository it was never
+built from. Read, such a store answered with the other repository's commits as if they were
+this one's; indexed, the run took its commits for a rewritten history, marked them all
+unreachable and wrote the two histories into one store. So a store records the working tree it
+was last indexed from (store.REPOSITORY_META). Where the repository asking is another one (or
+the store predates that record), the store still holds its history when any of a few of the
+store's commits is there: its recorded head and the first and last commits it wrote (store.sample_commits).
+A moved, copied, shallow or partial clone keeps some of them. None of them there: another
+repository's store, or a history rewritten from its first commit, which only a rebuild
+follows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cortex_core.errors import Hint, StoreError
+
+
+def check_owner(repo_root: Path, db_path: Path, recorded: str | None, shas: list[str]) -> None:
+    """Raise StoreError (Hint "foreign") when the store at `db_path`, last indexed from
+    `recorded` (None: not recorded) and holding the commits `shas` (a sample), holds another
+    repository's history. Free when `recorded` is `repo_root`; otherwise libgit2 looks for the
+    commits (its import: about 30 ms)."""
+    if recorded == str(repo_root) or not shas:
+        return
+    present = has_commits(repo_root, shas)
+    if present is not None and not any(present):
+        raise StoreError(
+            f"the index at {db_path} holds another repository's history: none of its commits"
+            f" ({', '.join(sha[:10] for sha in shas[:3])}, …) is in {repo_root} (if this"
+            " repository's whole history was rewritten, rebuild the index)", Hint("foreign"))
+
+
+def has_commits(repo_root: Path, shas: list[str]) -> list[bool] | None:
+    """Which of `shas` are commits of the repository at `repo_root`; None when it cannot be
+    opened (then nothing is refused). libgit2, not git: git would fetch what a partial clone
+    lacks."""
+    import pygit2
+    from cortex_core.git.git_reads import repository
+    repo = repository(repo_root)
+    if repo is None:
+        return None
+    out = []
+    for sha in shas:
+        try:
+            out.append(isinstance(repo.get(sha), pygit2.Commit))
+        except (ValueError, pygit2.GitError):
+            out.append(False)
+    return out
