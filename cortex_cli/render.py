@@ -417,6 +417,10 @@ def blast(result) -> str:
         lines.append(f"note: {result.note}")
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
     lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
+    if result.below_confidence:
+        lines.append(f"  {result.below_confidence} more below confidence "
+                     f"{result.min_confidence:g}, left out (calls matched by name alone; "
+                     "--min-confidence lowers the floor)")
     lines.append("\ndependents:")
     for d in result.dependents[:50]:
         via = " ← ".join(f"{_where(link.src_path, link.src_qualname)}:{link.line} {link.kind}"

@@ -67,6 +67,10 @@ def blast(result) -> list[str]:
              f"risk {s.risk} ({s.risk_score:g}); {counts} in {plural(s.files, 'file')}"]
     if result.note:
         lines.append(f"_{markdown(result.note)}_")
+    if result.below_confidence:
+        lines.append(f"_{result.below_confidence} more below confidence "
+                     f"{result.min_confidence:g}, left out (calls matched by name alone; a "
+                     "lower `min_confidence` lists them)_")
     for d in result.dependents[:25]:
         line = d.chain[0].line if d.chain else None
         through = ", ".join(markdown_code(link.dst_qualname or "") for link in d.chain

@@ -231,11 +231,15 @@ def build_server(memory: Memory) -> MCPServer:
     @mcp.tool(annotations=READ)
     def blast_radius(target: TargetArg,
                      depth: Annotated[int, Field(ge=1, le=4)] = 2,
+                     min_confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
                      repo: Repo = None) -> CallToolResult:
         """What depends on a symbol or file — callers, importers, subclasses, tests, up to
-        `depth` steps — with a risk level, and what changes with it without a link in the code."""
+        `depth` steps — with a risk level, and what changes with it without a link in the code.
+        Dependents below `min_confidence` (default 0.25: below it, calls matched by a method's
+        name alone) are counted, not listed."""
         with memory.reading(repo) as (engine, snap):
-            result = snap.blast(spec_of(target, engine), depth=depth)
+            result = snap.blast(spec_of(target, engine), depth=depth,
+                                min_confidence=min_confidence)
             return answer(render.blast(result), result, *memory.freshness(engine, snap))
 
     @mcp.tool(annotations=READ)

@@ -864,3 +864,25 @@ def test_of_two_chains_alike_below_certainty_blast_keeps_the_first(repo, cortex)
     assert first[("a.py", "g")].confidence == first[("z.py", "h")].confidence < 0.25
     main = first[("main.py", "main")]
     assert [link.src_path for link in main.chain] == ["main.py", "a.py"]
+
+
+def test_blast_counts_what_it_leaves_out_below_its_confidence(repo, cortex):
+    """Calls matched by name alone among three classes (a third as sure) are under the default
+    floor: blast lists none of them, and says how many it left out instead of "no
+    dependents" alone (urfave/cli's `Command.Run`: 537 such calls, blast said none)."""
+    from cortex_cli import render as cli_render
+    from cortex_mcp import render as mcp_render
+    for name in "tuv":
+        repo.write(f"{name}.py", f"class {name.upper()}:\n    def run(self):\n        return 1\n")
+    repo.write("a.py", "def g(x):\n    return x.run()\n")
+    repo.write("z.py", "def h(x):\n    return x.run()\n")
+    repo.commit("all", days_ago=5)
+    cortex.index()
+    found = blast(cortex.reader(), TargetSpec("t.py", "T.run"))
+    assert found.dependents == []
+    assert (found.below_confidence, found.min_confidence) == (2, 0.25)
+    everything = blast(cortex.reader(), TargetSpec("t.py", "T.run"), min_confidence=0)
+    assert len(everything.dependents) == 2 and everything.below_confidence == 0
+    out = cli_render.blast(found)
+    assert "2 more below confidence 0.25, left out" in out and "--min-confidence" in out
+    assert "2 more below confidence 0.25" in "\n".join(mcp_render.blast(found))

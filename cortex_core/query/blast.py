@@ -109,6 +109,10 @@ class Blast:
     hidden: list[Hidden]
     summary: Summary
     note: str | None = None
+    # Dependents left out only for their confidence: below `min_confidence` (most are calls
+    # matched by a method's name alone, whatever the receiver; Go's `t.Run` for a `Run`).
+    below_confidence: int = 0
+    min_confidence: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -274,6 +278,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     whole_file = target.qualname is None
     start = (target.file_id, _structural(target.qualname))
     best: dict[tuple[int, str | None], Dependent] = {}
+    faint: set[tuple[int, str | None]] = set()   # reached only below min_confidence
     frontier: list[tuple[tuple[int, str | None], tuple[Link, ...], float]] = [(start, (), 1.0)]
     note = _structure_note(con, target)
     for level in range(1, depth + 1):
@@ -292,6 +297,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                             confidence)
                 total = conf * confidence
                 if total < min_confidence:
+                    faint.add(node)
                     continue
                 # Keep the most likely chain, the shorter or the first by place on a tie: as
                 # stored, to four places (an unrounded 0.1333... beat the stored 0.1333).
@@ -316,7 +322,7 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     hidden = _hidden(con, spec, target, dependents, top_hidden, coupling)
     return Blast(target, depth, dependents, hidden,
                  _summary(con, spec, dependents, half_life_days, read_clock(con, clock, now).now),
-                 note)
+                 note, len(faint - best.keys()), min_confidence)
 
 
 def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
