@@ -578,3 +578,31 @@ def test_hidden_coupling_leaves_out_the_targets_other_overloads(repo, cortex):
         con, TargetSpec("m.py", "Box.size")).symbols if not p.weak]
     assert [h.qualname for h in blast(con, TargetSpec("m.py", "Box.size")).hidden
             if h.qualname] == ["other"]
+
+
+def test_a_moved_functions_old_file_is_not_its_partner_for_its_life_there(repo, cortex):
+    """A function moved out of a file changed that file in every commit of its life there: the
+    file changed because the function was in it. Only the commits after the move, where the
+    file changed beside it, make the old file a partner (urfave/cli's `Command.run` had its old
+    `command.go` first, 143 shared commits, 129 of them its own life there)."""
+    body = "def parse(text):\n    words = text.split()\n    return [w.strip() for w in words if w]\n"
+    other = "def other():\n    return {}\n"
+    repo.write("old.py", body.replace("if w]", "if w] # 0") + "\n\n" + other)
+    repo.commit("add parse", days_ago=30)
+    for i in range(1, 5):
+        repo.write("old.py", body.replace("if w]", f"if w] # {i}") + "\n\n" + other)
+        repo.commit(f"tune parse {i}", days_ago=30 - i)
+    repo.write("old.py", other)
+    repo.write("new.py", body.replace("if w]", "if w] # 4"))
+    repo.commit("move parse to new.py", days_ago=20)
+    repo.write("new.py", body.replace("if w]", "if w] # 5"))
+    repo.write("old.py", other.replace("{}", "{'k': 1}"))
+    repo.commit("parse and other, together", days_ago=10)
+    cortex.index()
+    moved = related(cortex.reader(), TargetSpec("new.py", "parse"))
+    assert moved.target_commits == 7        # its whole lineage, the life in old.py included
+    assert [(p.path, p.support) for p in moved.files] == [("old.py", 1)]
+    fused = fused_related(cortex.reader(), TargetSpec("new.py", "parse"))
+    assert {p.path: p.support for p in fused.files}.get("old.py") == 1
+    whole = related(cortex.reader(), TargetSpec("new.py"))   # a file target: as before
+    assert [(p.path, p.support) for p in whole.files] == [("old.py", 2)]

@@ -201,7 +201,8 @@ def related(con: apsw.Connection, spec: TargetSpec, *, top_k: int = 10,
     me, mine, _, _, _ = _side(h, target)
     own_file = h.file_canon.latest(target.file_id, h.alive_files)
     files = _partners(con, h, mine, h.files_by_commit, h.commits_of_file, {own_file},
-                      h.alive_files, min_support, top_k, _file_label, weights, decay)
+                      h.alive_files, min_support, top_k, _file_label, weights, decay,
+                      _homes(con, h, target, me, mine))
     symbols = []
     if target.symbol_id is not None:
         symbols = _symbol_partners(con, h, me, mine, min_support, top_k, weights, decay,
@@ -503,9 +504,10 @@ def file_scores(con: apsw.Connection, target: Target, *, max_changeset: int = MA
     confidence), their count, and the history read (for evidence_of)."""
     h = _history_sets(con, max_changeset)
     weights = h.weights(h.half_life(half_life_days), size_exponent)
-    _, mine, _, _, _ = _side(h, target)
+    me, mine, _, _, _ = _side(h, target)
     own_file = h.file_canon.latest(target.file_id, h.alive_files)
-    found = _score(mine, h.files_by_commit, {own_file}, h.alive_files, min_support, h, weights)
+    found = _score(mine, h.files_by_commit, {own_file}, h.alive_files, min_support, h, weights,
+                   _homes(con, h, target, me, mine))
     paths = h.paths(con)
     return ({paths[s.ident]: s for s in found}, sum(weights(c) for c in mine), len(mine), h)
 
@@ -925,16 +927,20 @@ def _group(rows, eligible, lineage: Lineage) -> dict[int, set[int]]:
 
 
 def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], alive: set[int],
-           min_support: int, h: _HistorySets, weights) -> list[Scored]:
+           min_support: int, h: _HistorySets, weights,
+           homes: dict[int, set[int]] | None = None) -> list[Scored]:
+    """`homes`: commit -> identities left out in that commit only (_homes)."""
     # One pass over the target's commits: a hover asks this of every symbol it shows.
     shared: dict[int, list[int]] = defaultdict(list)
     weight: dict[int, float] = defaultdict(float)
     last: dict[int, int] = {}
     times = h.commit_time
+    homes = homes or {}
     for commit_id in mine:
         w, t = weights(commit_id), times[commit_id]
+        home = homes.get(commit_id, ())
         for ident in by_commit[commit_id]:
-            if ident in exclude or ident not in alive:
+            if ident in exclude or ident not in alive or ident in home:
                 continue
             shared[ident].append(commit_id)
             weight[ident] += w
@@ -943,6 +949,28 @@ def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], al
     floor = max(1, min_support)
     return [Scored(ident, len(commits), weight[ident], last[ident], commits)
             for ident, commits in shared.items() if len(commits) >= floor]
+
+
+def _homes(con, h: _HistorySets, target: Target, me: int, mine: set[int]
+           ) -> dict[int, set[int]]:
+    """For a symbol target: commit -> the files (as named at HEAD) its lineage lived in then,
+    other than its file now. A function moved out of `command.go` changed `command.go` in every
+    commit of its life there: that file changed because the function was in it, not with it
+    (urfave/cli's `Command.run`: 136 of its 158 commits, 14 of them after the move)."""
+    if target.symbol_id is None or not mine:
+        return {}
+    out: dict[int, set[int]] = defaultdict(set)
+    for commit_id in mine:
+        # The move itself too: the file it left changed because it left.
+        for symbol_id, file_id, from_file in con.execute(
+                "select sc.symbol_id, s.file_id, o.file_id from symbol_changes sc join symbols s"
+                " on s.id = sc.symbol_id left join symbols o on o.id = sc.from_symbol_id"
+                " where sc.commit_id = ?", (commit_id,)):
+            if h.symbol_canon.at(symbol_id, commit_id) == me:
+                out[commit_id].add(h.file_canon.at(file_id, commit_id))
+                if from_file is not None:
+                    out[commit_id].add(h.file_canon.at(from_file, commit_id))
+    return out
 
 
 def _tally(mine: set[int], by_commit: dict[int, set[int]], me: int, alive: set[int], weights
@@ -971,11 +999,12 @@ def rank_key(s: Scored, decay: str = DECAY) -> tuple:
 
 def _partners(con, h: _HistorySets, mine: set[int], by_commit: dict[int, set[int]],
               commits_of: dict[int, set[int]], exclude: set[int], alive: set[int],
-              min_support: int, top_k: int, label, weights, decay: str = DECAY
-              ) -> list[Partner]:
+              min_support: int, top_k: int, label, weights, decay: str = DECAY,
+              homes: dict[int, set[int]] | None = None) -> list[Partner]:
     def key(s: Scored) -> tuple:
         return rank_key(s, decay)
-    found = sorted(_score(mine, by_commit, exclude, alive, min_support, h, weights), key=key)
+    found = sorted(_score(mine, by_commit, exclude, alive, min_support, h, weights, homes),
+                   key=key)
     if not found:
         return []
     # Names break the remaining ties; only the candidates tied with the last one kept are read.
