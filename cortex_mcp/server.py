@@ -508,12 +508,77 @@ def run(default: Path | None, db: Path | None = None) -> None:
 
 
 async def _serve_stdio(server: MCPServer) -> None:
-    """server.run("stdio"), with the SDK's stdin stream wrapped in _Repairing."""
+    """server.run("stdio"), with the SDK's stdin stream wrapped in _Repairing, and the end of
+    stdin held back until every request read has its answer (_Answers)."""
     from mcp.server.stdio import stdio_server
     lowlevel = server._lowlevel_server   # what MCPServer.run_stdio_async serves
     async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(_Repairing(read_stream), write_stream,
+        answers = _Answers()
+        await lowlevel.run(_Repairing(read_stream, answers), answers.writing(write_stream),
                            lowlevel.create_initialization_options())
+
+
+DRAIN_SECONDS = 600.0   # how long the end of stdin waits for the answers still being worked on
+
+
+class _Answers:
+    """The requests read and not answered yet. At the end of stdin the SDK stopped serving at
+    once: a client that wrote its requests and closed its end (`cortex mcp < requests`, a
+    script) lost the answers still being worked on, often all but the first. The end of stdin
+    now reaches the SDK once each request read has been answered (or cancelled by the client),
+    or after DRAIN_SECONDS."""
+
+    def __init__(self):
+        self.pending: set = set()
+        self._changed = anyio.Event()
+
+    def read(self, item) -> None:
+        message = getattr(item, "message", None)
+        kind = type(message).__name__
+        if kind == "JSONRPCRequest":
+            self.pending.add(message.id)
+        elif kind == "JSONRPCNotification" and message.method == "notifications/cancelled":
+            self._done((message.params or {}).get("requestId"))
+
+    def written(self, item) -> None:
+        message = getattr(item, "message", None)
+        if type(message).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+            self._done(message.id)
+
+    def _done(self, request_id) -> None:
+        self.pending.discard(request_id)
+        self._changed.set()
+
+    async def drain(self) -> None:
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self.pending:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+
+    def writing(self, inner):
+        return _Writing(inner, self)
+
+
+class _Writing:
+    """The SDK's stdout stream, telling _Answers which requests have their answer."""
+
+    def __init__(self, inner, answers: _Answers):
+        self._inner = inner
+        self._answers = answers
+
+    async def send(self, item) -> None:
+        await self._inner.send(item)
+        self._answers.written(item)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def __aenter__(self):
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._inner.__aexit__(*exc)
 
 
 class _Repairing:
@@ -523,15 +588,21 @@ class _Repairing:
     the line and never answers: the client waits forever. Python's json reads it: each lone
     surrogate becomes U+FFFD, as the language server does with its clients' strings."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, answers: _Answers | None = None):
         self._inner = inner
+        self._answers = answers
 
     @property
     def last_context(self):
         return getattr(self._inner, "last_context", None)
 
     async def receive(self):
-        return _repaired(await self._inner.receive())
+        try:
+            item = _repaired(await self._inner.receive())
+        except anyio.EndOfStream:
+            await self._drain()
+            raise
+        return self._read(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -540,7 +611,21 @@ class _Repairing:
         return self
 
     async def __anext__(self):
-        return _repaired(await self._inner.__anext__())
+        try:
+            item = _repaired(await self._inner.__anext__())
+        except StopAsyncIteration:
+            await self._drain()
+            raise
+        return self._read(item)
+
+    def _read(self, item):
+        if self._answers is not None:
+            self._answers.read(item)
+        return item
+
+    async def _drain(self) -> None:
+        if self._answers is not None:
+            await self._answers.drain()
 
     async def __aenter__(self):
         await self._inner.__aenter__()

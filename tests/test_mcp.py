@@ -643,3 +643,25 @@ def test_a_lone_surrogate_in_a_request_gets_an_answer(indexed: ScriptedRepo):
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+def test_requests_written_before_stdin_closes_all_get_their_answers(indexed: ScriptedRepo):
+    """A client may write its requests and close stdin at once (`cortex mcp < requests`, a
+    script). The SDK stopped serving at the end of stdin and dropped the answers still being
+    worked on: of ten tool calls, three were answered. Each request read is answered first."""
+    import json
+    import subprocess
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "name": "status" if i % 3 else "no_such_tool", "arguments": {}}} for i in range(1, 11)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(indexed.path)],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(), capture_output=True,
+        env={**os.environ, "CORTEX_MODEL": "none"}, timeout=120)
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines() if line.strip()]
+    assert sorted(a["id"] for a in answers) == list(range(11))
+    unknown = [a for a in answers if a["id"] in (3, 6, 9)]
+    assert all("no_such_tool" in json.dumps(a) for a in unknown)
