@@ -72,6 +72,14 @@ class _Raw(_Width, argparse.RawDescriptionHelpFormatter):
     pass
 
 
+class _Words(argparse.Action):
+    """A query of several words, unquoted (`cortex search flag parsing`), as one string; none
+    given is None."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, " ".join(values) or None)
+
+
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser with _Plain as its default formatter; subparsers are of this class too."""
 
@@ -164,7 +172,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "what calls it) and history (files changed in the same commits) fused; each "
                 "with its structural relation, shared commits and confidence.")
     p.add_argument("target", metavar="TARGET", nargs="?",
-                   help="PATH or PATH::SYMBOL; without it, what the uncommitted changes (staged "
+                   help="PATH, PATH::SYMBOL or PATH:LINE; without it, what the uncommitted changes (staged "
                    "and not) usually bring along that is not changed yet")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
     p.add_argument("--min-support", type=_positive_int, metavar="N",
@@ -206,7 +214,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 formatter_class=_Raw, epilog=EPILOG,
                 description="Hybrid search: BM25 and vector neighbours fused by rank, then "
                 "bounded priors (recency, signal, context, area). --explain shows why.")
-    p.add_argument("query", metavar="QUERY", help="words, code identifiers, a question")
+    p.add_argument("query", metavar="QUERY", nargs="+", action=_Words,
+                   help="words, code identifiers, a question (quotes not needed)")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="how many (default: 10)")
     p.add_argument("--since", type=_since_text, metavar="WHEN",
                    help="only items from this date (YYYY-MM-DD) or the last N days (on --clock)")
@@ -230,7 +239,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 formatter_class=_Raw, epilog=EPILOG,
                 description="The commits touching a symbol (or the commit itself), commits "
                 "whose messages are semantically close, and commits of the same area.")
-    p.add_argument("target", metavar="SHA|TARGET", help="a commit, or PATH, PATH::SYMBOL, PATH:LINE")
+    p.add_argument("target", metavar="COMMIT|TARGET",
+                   help="a commit (a sha or a prefix, HEAD~1, a branch, a tag), or PATH, "
+                   "PATH::SYMBOL, PATH:LINE")
     p.add_argument("--top-k", type=_positive_int, default=10, metavar="N", help="per group (default: 10)")
 
     p = command("areas", parents=[common], help="areas of the code base (spectral clusters)",
@@ -245,7 +256,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 "by utility per token under --budget, the room left filled by the next item "
                 "cut to fit. Every item is cited; secrets are redacted. Tokens are counted "
                 "in --encoding (see docs/commands.md, Context packs).")
-    p.add_argument("query", metavar="QUERY", nargs="?", help="a question or words (optional with --at)")
+    p.add_argument("query", metavar="QUERY", nargs="*", action=_Words,
+                   help="a question or words (optional with --at; quotes not needed)")
     p.add_argument("--at", metavar="TARGET", help="PATH, PATH::SYMBOL or PATH:LINE to focus on")
     p.add_argument("--budget", type=_positive_int, default=2000, metavar="TOKENS",
                    help="hard limit on the pack's size (default: 2000)")
@@ -675,7 +687,7 @@ def cmd_related(args) -> int:
         if args.target is None:
             found = engine.run(ChangesRelatedRequest(**chosen))
             if not (found.changed or found.unknown):
-                raise CortexError("no uncommitted changes: give a TARGET (PATH or PATH::SYMBOL)")
+                raise CortexError("no uncommitted changes: give a TARGET (PATH, PATH::SYMBOL or PATH:LINE)")
             if args.json:
                 _emit_json(found)
             else:

@@ -674,8 +674,10 @@ class Snapshot:
 
     def related_commits(self, target: str, top_k: int = 10, cwd: Path | None = None):
         from cortex_core.query.related_commits import related_commits
+        from cortex_core.git.git_reads import revision_sha
         return related_commits(self.con, target, embedder=self.engine.embedder(self.con),
-                               top_k=top_k, relative_to=self._spec_fix(cwd))
+                               top_k=top_k, relative_to=self._spec_fix(cwd),
+                               revision=lambda text: revision_sha(self.engine.root, text))
 
     def areas(self, top_k: int | None = None):
         from cortex_core.index.areas import areas

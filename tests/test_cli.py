@@ -269,3 +269,19 @@ def test_a_symbol_history_names_the_file_of_its_older_commits(repo):
     lines = cortex("history", "b.py::f", cwd=repo.path).stdout.splitlines()
     assert lines[1].endswith("body") and lines[2].endswith("moved")
     assert lines[3].endswith("added  [in a.py]")
+
+
+def test_unquoted_words_and_git_revisions_are_understood(shop):
+    """`cortex search totals are off` took `are` for an unknown argument, and `related-commits
+    HEAD~1` looked for a file named `HEAD~1`."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    words = cortex("search", "totals", "are", "off", "--top-k", "1", cwd=shop.path)
+    assert words.returncode == 0, words.stderr
+    assert "result for 'totals are off'" in words.stdout and "fix: totals" in words.stdout
+    first = shop.git("rev-parse", "HEAD~1")
+    for revision in ("HEAD~1", "main~1", first[:12]):
+        out = cortex("related-commits", revision, cwd=shop.path)
+        assert out.returncode == 0 and f"commits related to {first[:10]}" in out.stdout, out
+    assert_clean_error(cortex("related-commits", "nope~3", cwd=shop.path), "nope~3")
+    pack = cortex("context", "totals", "off", "--budget", "300", cwd=shop.path)
+    assert pack.returncode == 0 and pack.stdout.startswith("# Context: totals off")

@@ -49,6 +49,20 @@ def repository(repo_root: Path | str) -> pygit2.Repository | None:
         return None
 
 
+def revision_sha(repo_root: Path | str, text: str) -> str | None:
+    """The commit git's revision syntax names (`HEAD~1`, a branch, a tag, `sha^`), or None."""
+    import pygit2
+    if not text or text.startswith("-") or len(text) > 1000:
+        return None
+    repo = repository(repo_root)
+    try:
+        found = repo.revparse_single(text) if repo is not None else None
+        commit = found.peel(pygit2.Commit) if found is not None else None
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+    return str(commit.id) if commit is not None else None
+
+
 def head_of(repo: pygit2.Repository) -> Head:
     """HEAD of an open repository. Raises pygit2.GitError (or KeyError, ValueError) when HEAD
     cannot be read; `read_head` is the variant that never raises."""

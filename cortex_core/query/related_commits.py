@@ -34,11 +34,15 @@ class RelatedCommits:
 
 
 def related_commits(con, target: str, *, embedder=None, top_k: int = 10,
-                    relative_to=None) -> RelatedCommits:
+                    relative_to=None, revision=None) -> RelatedCommits:
     """`target` is a commit (a sha or a unique prefix) or PATH / PATH::SYMBOL / PATH:LINE.
-    `relative_to(spec)` maps a parsed target's path to the repository (the CLI's cwd handling)."""
+    `relative_to(spec)` maps a parsed target's path to the repository (the CLI's cwd handling).
+    `revision(text)`: the full sha git resolves `text` to (`HEAD~1`, a branch, a tag), or None;
+    asked only of a target that names no indexed file."""
     text = target.strip()
     is_file = con.execute("select 1 from files where path = ?", (text,)).fetchone()
+    if not is_file and not _SHA.match(text) and "::" not in text and revision is not None:
+        text = revision(text) or text
     if _SHA.match(text) and not is_file:
         cid = _commit_id(con, text)   # a hex word that is no file: a commit, or a clear error
         seeds = [cid]
