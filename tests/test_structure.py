@@ -886,3 +886,45 @@ def test_blast_counts_what_it_leaves_out_below_its_confidence(repo, cortex):
     out = cli_render.blast(found)
     assert "2 more below confidence 0.25, left out" in out and "--min-confidence" in out
     assert "2 more below confidence 0.25" in "\n".join(mcp_render.blast(found))
+
+
+GO_RUN = "package app\n\ntype Command struct{}\n\nfunc (c *Command) Run(args []string) error {\n" \
+         "\treturn nil\n}\n"
+GO_RUN_TEST = 'package app\n\nimport "testing"\n\nfunc TestRun(t *testing.T) {\n' \
+              '\tt.Run("one", func(t *testing.T) {\n\t\tt.Errorf("x")\n\t})\n' \
+              "\tcmd := &Command{}\n\t_ = cmd.Run(nil)\n}\n"
+
+
+def test_a_go_call_on_a_typed_variable_is_a_call_of_that_type(repo, cortex):
+    """`t.Run(...)` on a `*testing.T` is no call of the repository's `Command.Run`, and
+    `cmd.Run()` with `cmd := &Command{}` is one, at the package's confidence (urfave/cli:
+    135 `t.Run` "callers", 537 callers in all under 0.25, and blast said no dependents)."""
+    repo.write("go.mod", "module example.com/app\n\ngo 1.22\n")
+    repo.write("command.go", GO_RUN)
+    repo.write("command_test.go", GO_RUN_TEST)
+    repo.commit("command", days_ago=3)
+    cortex.index()
+    found = callers(cortex.reader(), TargetSpec("command.go", "Command.Run")).items
+    assert [(c.path, c.qualname, c.line, c.confidence) for c in found] == [
+        ("command_test.go", "TestRun", 10, 0.9)]
+    hit = blast(cortex.reader(), TargetSpec("command.go", "Command.Run"))
+    assert [d.qualname for d in hit.dependents] == ["TestRun"] and hit.below_confidence == 0
+
+
+def test_references_an_earlier_extractor_read_are_read_again_once(repo, cortex):
+    """A store indexed before a change of what the extractor reads has every file read again
+    at its next run (meta `extract_version`), then only what changed."""
+    repo.write("go.mod", "module example.com/app\n\ngo 1.22\n")
+    repo.write("command.go", GO_RUN)
+    repo.write("command_test.go", GO_RUN_TEST)
+    repo.commit("command", days_ago=3)
+    cortex.index()
+    import apsw
+    con = apsw.Connection(str(cortex.db))
+    con.execute("update meta set value = '1' where key = 'extract_version'")
+    con.execute("update refs set qualifier = 't' where qualifier = 'testing.T'")
+    con.close()
+    assert cortex.index().structure_files_read == 2
+    rows = cortex.reader().execute("select count(*) from refs where qualifier = 'testing.T'").get
+    assert rows == 2
+    assert cortex.index().structure_files_read == 0

@@ -232,7 +232,7 @@ func (s *Server) Serve(ctx context.Context) error {
     ("Logger", None, "inherits", 15, "Server"),
     ("Closer", "io", "inherits", 20, "Store"),
     ("Wrap", "mw", "call", 25, None),
-    ("routes", "s", "call", 25, None),
+    ("routes", "Server", "call", 25, None),   # s *Server: its declared type
     ("Info", "s.Logger", "call", 26, None),
     ("ListenAndServe", "http", "call", 27, None),
     ("addr", None, "call", 27, None),
@@ -389,6 +389,20 @@ SMALL = [
         ("gopkg.in/yaml.v3", None, "yaml", 2, 0, False), ("a/b", None, "raw", 3, 0, False)], [
         ("a", None, "call", 4, None), ("b", "?", "call", 4, None),
         ("Z", "x.y", "call", 4, None)]),
+    # A call on a variable is qualified by its declared type where it is in sight: a parameter
+    # (the closure's own `t` shadows the outer one), a receiver, a local declared before the
+    # call; not a local whose type is not written, nor one declared after the call.
+    ("go", 'package p\nimport "testing"\n'
+           "func TestA(t *testing.T) {\n"
+           "  t.Run(\"x\", func(t *T) { t.Run() })\n"
+           "  c := &Command{}\n  c.Run()\n  var d, e pkg.Flag\n  e.Set()\n"
+           "  n := New()\n  n.Run()\n  k.Run()\n  k := Command{}\n}\n"
+           "func (s Server[K]) Serve() { s.routes() }\n", [
+        ("testing", None, "testing", 2, 0, False)], [
+        ("Run", "testing.T", "call", 4, None), ("Run", "T", "call", 4, None),
+        ("Run", "Command", "call", 6, None), ("Set", "pkg.Flag", "call", 8, None),
+        ("New", None, "call", 9, None), ("Run", "n", "call", 10, None),
+        ("Run", "k", "call", 11, None), ("routes", "Server", "call", 14, None)]),
     ("java", "import static a.B.*;\nclass C { void f() { Outer.this.g(); "
              "use(Foo::new, this::h); new a.b.D<>(); } }\n", [
         ("a.B", None, None, 1, 0, True)], [

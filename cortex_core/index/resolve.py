@@ -34,8 +34,9 @@ LOOKUPS_PER_ASKER = 1_000
 # Stored with the answers (meta `resolver_version`): a store whose answers an earlier resolver
 # gave is resolved again in full once (2: answers that do not depend on the order of asking;
 # 3: a Java method's unqualified call of another method of its class; 4: candidates in the order
-# of their paths, not of the ids an index run gave their files).
-RESOLVER_VERSION = "4"
+# of their paths, not of the ids an index run gave their files; 5: a Go call qualified by a
+# type of its package, `Command.Run` for `c.Run()` with `c *Command`).
+RESOLVER_VERSION = "5"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))
@@ -412,6 +413,14 @@ class Resolver:
                 member = f"{q}.{ref.name}"
                 if member in self.defs[ref.file_id]:
                     return "resolved", [(ref.file_id, member, CONF_LOCAL)]
+            if self.lang.get(ref.file_id) == "go" and "." not in q:
+                # A method of a type of the package (c.Run() with c *Command): any of its files.
+                member = f"{q}.{ref.name}"
+                directory = posixpath.dirname(self.path[ref.file_id])
+                same = [(f, member, CONF_PACKAGE) for f in self.by_dir.get(directory, [])
+                        if member in self.defs.get(f, {})]
+                if same:
+                    return ("resolved" if len(same) == 1 else "ambiguous"), same
             return self._by_name(ref.name, methods=True)
         if q == "?":
             return self._by_name(ref.name, methods=True)

@@ -41,14 +41,17 @@ class StructureCounts:
 
 def update_structure(con, repo, settings, progress: Progress | None = None) -> StructureCounts:
     """Bring the structure tables up to date with HEAD and the working tree."""
-    from cortex_core.lang.structure_extract import SUPPORTED, extract_structure
+    from cortex_core.lang.structure_extract import EXTRACT_VERSION, SUPPORTED, extract_structure
     from cortex_core.lang.symbols import SymbolParser
 
     wanted = _wanted(con, repo, settings, SUPPORTED)
     current = {fid: (blob, wt, skipped) for fid, blob, wt, skipped in con.execute(
         "select file_id, blob, worktree, skip_reason is not null from struct_files")}
     removed = [fid for fid in current if fid not in wanted]
-    changed = [fid for fid, w in wanted.items() if current.get(fid, ())[:2] != (w[1], w[2])]
+    # References an earlier extractor read are not what this one reads: every file again, once.
+    stale = bool(current) and get_meta(con, "extract_version") != EXTRACT_VERSION
+    changed = [fid for fid, w in wanted.items()
+               if stale or current.get(fid, ())[:2] != (w[1], w[2])]
     # The files that appeared, went or became (un)readable: a module may now be another file
     # for the imports that name it (resolve_refs). Otherwise an import elsewhere can only resolve
     # differently through a name the changed files define or bind.
@@ -121,6 +124,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     if ran or not current:   # every answer is this resolver's, for these files
         with con:
             _set_resolver_version(con)
+            set_meta(con, "extract_version", EXTRACT_VERSION)
     return StructureCounts(len(changed), len(removed), resolved)
 
 

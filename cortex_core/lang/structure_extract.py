@@ -101,10 +101,12 @@ class FileStructure:
 
 
 class _Out:
-    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted")
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
+        # A Go function's typed local variables, read once per function (_go_locals).
+        self.locals: dict[int, dict[str, list[tuple[int, str]]]] = {}
         self.imports: list[tuple[int, Import]] = []
         self.refs: list[Ref] = []
         # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
@@ -509,9 +511,102 @@ def _go_call(out: _Out, node: Node) -> None:
     elif fn.type == "selector_expression":
         field, operand = fn.child_by_field_name("field"), fn.child_by_field_name("operand")
         if field is not None and operand is not None:
-            out.ref(field, out.text(field),
+            qualifier = _go_declared_type(out, operand) if operand.type == "identifier" else None
+            out.ref(field, out.text(field), qualifier or
                     _chain(out, operand, "selector_expression", "operand", "field", _GO_BASES),
                     "call")
+
+
+# Stored with the structure (meta `extract_version`): a store whose references an earlier
+# extractor read has every file read again, once (2: a Go call on a parameter or receiver
+# qualified by its declared type, _go_declared_type).
+EXTRACT_VERSION = "2"
+
+_GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
+
+
+def _go_declared_type(out: _Out, ident: Node) -> str | None:
+    """The type the variable `ident` is declared with in the nearest function that declares it,
+    as the call's qualifier (`t *testing.T` -> `testing.T`, `c *Command` -> `Command`): a
+    parameter, a receiver, or a local declared before the call with its type in sight (`var c
+    Command`, `c := &Command{...}`, `c := Command{...}`). `t.Run(...)` is then a call on a
+    `testing.T` (another package's), not a possible call of every `Run` of the repository
+    (urfave/cli's `Command.Run`: 135 such "callers"). None where the type is not in sight (`c :=
+    New()`) or not a named type."""
+    name = out.text(ident)
+    n = ident.parent
+    while n is not None:
+        if n.type in _GO_FUNCTIONS:
+            earlier = [t for at, t in _go_locals(out, n).get(name, ()) if at < ident.start_byte]
+            if earlier:
+                return earlier[-1] or None
+            for field in ("receiver", "parameters"):
+                params = n.child_by_field_name(field)
+                for param in params.named_children if params is not None else ():
+                    if param.type != "parameter_declaration" or not any(
+                            out.text(c) == name for c in param.children_by_field_name("name")):
+                        continue
+                    return _go_type_name(out, param.child_by_field_name("type"))
+        n = n.parent
+    return None
+
+
+def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, str]]]:
+    """name -> (where, type name or "" when not in sight) of each local variable the function
+    `fn` declares in its own body (not in the closures it holds), in the order declared."""
+    key = fn.start_byte
+    found = out.locals.get(key)
+    if found is not None:
+        return found
+    found = {}
+    body = fn.child_by_field_name("body")
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "func_literal":
+            continue
+        if n.type == "short_var_declaration":
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            names = left.named_children if left is not None else []
+            values = right.named_children if right is not None else []
+            for i, target in enumerate(names):
+                value = values[i] if len(values) == len(names) else None
+                found.setdefault(out.text(target), []).append(
+                    (n.start_byte, _go_literal_type(out, value) or ""))
+        elif n.type == "var_spec":
+            kind = _go_type_name(out, n.child_by_field_name("type")) or ""
+            for target in n.children_by_field_name("name"):
+                found.setdefault(out.text(target), []).append((n.start_byte, kind))
+        stack.extend(reversed(n.named_children))
+    for places in found.values():
+        places.sort()
+    out.locals[key] = found
+    return found
+
+
+def _go_literal_type(out: _Out, value: Node | None) -> str | None:
+    """The type of `T{...}` or `&T{...}`; None for any other value."""
+    if value is not None and value.type == "unary_expression" and value.named_children:
+        value = value.named_children[-1]
+    if value is None or value.type != "composite_literal":
+        return None
+    return _go_type_name(out, value.child_by_field_name("type"))
+
+
+def _go_type_name(out: _Out, node: Node | None) -> str | None:
+    while node is not None and node.type in ("pointer_type", "generic_type",
+                                               "parenthesized_type"):
+        node = (node.child_by_field_name("type") if node.type == "generic_type"
+                else node.named_children[0] if node.named_children else None)
+    if node is None:
+        return None
+    if node.type == "type_identifier":
+        return out.text(node)
+    if node.type == "qualified_type":
+        package, name = node.child_by_field_name("package"), node.child_by_field_name("name")
+        if package is not None and name is not None:
+            return f"{out.text(package)}.{out.text(name)}"
+    return None
 
 
 def _go_type_ref(out: _Out, node: Node | None, owner: str | None) -> None:
