@@ -203,7 +203,32 @@ class Engine:
         from cortex_core.git.repo_paths import repo_relative
         from cortex_core.query.targets import TargetSpec, parse_target
         spec = parse_target(text)
-        return TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
+        spec = TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
+        return self._at_head(spec) if spec.line is not None else spec
+
+    def _at_head(self, spec: TargetSpec) -> TargetSpec:
+        """`PATH:LINE` as a user reads it, in the working tree, numbered as at the indexed HEAD,
+        where the store's answers are: 40 lines added above a function move it 40 lines down
+        in the file, not in the index. A line the working tree added or changed keeps its
+        number (its function is most likely the one there at HEAD), and so does every line of
+        a file as at HEAD (one hash of it: nothing else is read)."""
+        from cortex_core.store.store import head_blob_id
+        try:
+            blob = head_blob_id(self.reader(), spec.path)
+            data = (self.root / spec.path).read_bytes() if blob else None
+        except (CortexError, OSError):   # no index yet, no such file: the query says so
+            return spec
+        if data is None or _git_object_id(data, len(blob)) == blob:
+            return spec
+        from cortex_core.git.git_reads import read_blob_at
+        from cortex_core.query.blame import map_buffer_line
+        from cortex_core.query.targets import TargetSpec
+        head = read_blob_at(self.root, blob)
+        try:
+            line = map_buffer_line(head, data, spec.line) if head is not None else None
+        except CortexError:   # past the file's end, too large to compare: as given
+            line = None
+        return TargetSpec(spec.path, spec.symbol, line) if line is not None else spec
 
     def relative(self, path: str, cwd: Path | None = None) -> str:
         """A path as the index names it (see `target`)."""
@@ -772,6 +797,13 @@ class Snapshot:
         """The commit that last changed a line of a buffer (blame, through the version graph)."""
         from cortex_core.features.symbol_info import line_origin
         return line_origin(self.con, self.root, path, buffer, line)
+
+
+def _git_object_id(data: bytes, length: int) -> str:
+    """The id git gives `data` as a blob: SHA-1, or SHA-256 for ids of 64 digits."""
+    import hashlib
+    digest = hashlib.sha256 if length == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

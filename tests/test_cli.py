@@ -285,3 +285,18 @@ def test_unquoted_words_and_git_revisions_are_understood(shop):
     assert_clean_error(cortex("related-commits", "nope~3", cwd=shop.path), "nope~3")
     pack = cortex("context", "totals", "off", "--budget", "300", cwd=shop.path)
     assert pack.returncode == 0 and pack.stdout.startswith("# Context: totals off")
+
+
+def test_a_line_of_an_edited_file_is_read_where_the_working_tree_has_it(shop):
+    """`PATH:LINE` comes from the file as the user sees it. With 40 lines added above
+    `Cart.total`, line 43 is `total` in the working tree; it was read at HEAD's numbering, past
+    the end of the file. Lines the working tree added keep their number."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    at_head = cortex("history", "shop/cart.py:3", cwd=shop.path)
+    assert at_head.stdout.startswith("shop/cart.py::Cart.total"), at_head
+    cart = shop.path / "shop" / "cart.py"
+    cart.write_text("".join(f"# note {i}\n" for i in range(40)) + cart.read_text())
+    moved = cortex("history", "shop/cart.py:43", cwd=shop.path)
+    assert moved.returncode == 0 and moved.stdout.startswith("shop/cart.py::Cart.total"), moved
+    added = cortex("history", "shop/cart.py:2", cwd=shop.path)   # a new comment: as given
+    assert added.stdout.startswith("shop/cart.py::Cart"), added

@@ -403,6 +403,13 @@ def record_loose_check(con, checked_ns: int, damaged: Iterable[str]) -> None:
     set_meta(con, "loose_damaged", json.dumps(sorted(damaged)))
 
 
+def head_blob_id(con: apsw.Connection, path: str) -> str | None:
+    """The id of the blob `path` had at the indexed HEAD; None when the index has none."""
+    row = con.execute("select h.blob from head_files h join files f on f.id = h.file_id"
+                      " where f.path = ?", (path,)).fetchone()
+    return row[0] if row else None
+
+
 # The working tree the store was last indexed from (git/ownership.py).
 REPOSITORY_META = "repository"
 SAMPLED_COMMITS = 3   # the newest and the oldest commits sample_commits takes, each
