@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import apsw
 import pytest
 
 from cortex_core import api
@@ -246,6 +247,11 @@ def test_a_store_copied_over_the_file_in_place_is_not_taken_for_it(tmp_path):
     inode = engine.db.stat().st_ino
     shutil.copyfile(okapi.path / ".cortex" / "cortex.db", engine.db)
     assert engine.db.stat().st_ino == inode
+    # Another repository's store is refused as such (git/ownership.py): this one says it is
+    # zebra's, as a store of zebra's that other runs rewrote would.
+    con = apsw.Connection(str(engine.db))
+    con.execute("update meta set value = ? where key = 'repository'", (str(zebra.path),))
+    con.close()
     with engine.snapshot() as snap:
         assert engine.lexicon(snap.con) is not kept
         assert not snap.search("zebra", mode="lexical", workspace=False).hits
