@@ -91,6 +91,8 @@ def hotspots(result: Hotspots, now: float, explain: bool) -> str:
     else:
         span = "over all history" + (f", {on_clock(result.clock)}" if result.clock else "")
     lines = [f"hotspots {span}; half-life {result.half_life_days:g} days"]
+    if result.note:
+        lines.append(f"note: {terminal(result.note)}")
     for title, rows in (("symbols (substantive changes: formatting-only commits not counted)",
                          result.symbols), ("files", result.files)):
         lines.append(f"\n{title}:")

@@ -171,6 +171,8 @@ def hotspots(result) -> list[str]:
     else:
         span = "over all history" + (f", {on_clock(result.clock)}" if result.clock else "")
     lines = [f"**Hotspots** {span}; recency half-life {result.half_life_days:g} days"]
+    if result.note:
+        lines.append(f"_{markdown(result.note)}_")
     for title, rows in (("Symbols", result.symbols), ("Files", result.files)):
         lines.append(f"{title}:")
         for n, h in enumerate(rows, 1):

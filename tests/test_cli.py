@@ -300,3 +300,11 @@ def test_a_line_of_an_edited_file_is_read_where_the_working_tree_has_it(shop):
     assert moved.returncode == 0 and moved.stdout.startswith("shop/cart.py::Cart.total"), moved
     added = cortex("history", "shop/cart.py:2", cwd=shop.path)   # a new comment: as given
     assert added.stdout.startswith("shop/cart.py::Cart"), added
+
+
+def test_hotspots_under_a_path_that_holds_no_file_say_so(shop):
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    none = cortex("hotspots", "--path", "nope/", cwd=shop.path)
+    assert "note: no file under 'nope' at the indexed HEAD" in none.stdout, none
+    some = cortex("hotspots", "--path", "shop", cwd=shop.path)
+    assert "note:" not in some.stdout and "shop/cart.py" in some.stdout

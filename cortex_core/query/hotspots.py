@@ -59,6 +59,7 @@ class Hotspots:
     since_days: float | None
     formula: str = FORMULA
     clock: Clock | None = None   # what the window and the ages count back from
+    note: str | None = None      # why there is nothing: no file under the path asked for
 
 
 _SCORE = "r * (1 + ln(a)) * (1 + log10(1 + l))"
@@ -93,8 +94,13 @@ def hotspots(con: apsw.Connection, *, half_life_days: float = 90.0, since_days: 
             select f.path, null, 'file', null, {_SCORE} as score, n, r, a, l, last
             from totals join files f on f.id = live
             order by score desc, n desc, f.path limit :k""", asked).fetchall()
+    note = None
+    if prefix and not symbols and not files and not con.execute(
+            f"select 1 from head_files h join files f on f.id = h.file_id where {in_prefix}"
+            " limit 1", params).fetchone():
+        note = f"no file under '{prefix}' at the indexed HEAD (paths are the repository's)"
     return Hotspots([Hotspot(*row) for row in symbols], [Hotspot(*row) for row in files],
-                    half_life_days, since_days, clock=used)
+                    half_life_days, since_days, clock=used, note=note)
 
 
 def hotspot_score(con: apsw.Connection, file_id: int, symbol_id: int | None, *,
