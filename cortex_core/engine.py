@@ -215,7 +215,9 @@ class Engine:
         from cortex_core.store.store import head_blob_id
         try:
             blob = head_blob_id(self.reader(), spec.path)
-            data = (self.root / spec.path).read_bytes() if blob else None
+            file = self.root / spec.path
+            # Larger than blame maps (MAX_BUFFER_BYTES): not even read.
+            data = file.read_bytes() if blob and file.stat().st_size <= 4_000_000 else None
         except (CortexError, OSError):   # no index yet, no such file: the query says so
             return spec
         if data is None or _git_object_id(data, len(blob)) == blob:
