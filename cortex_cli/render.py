@@ -420,9 +420,11 @@ def blast(result) -> str:
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
     lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
     if result.below_confidence:
+        why = ("mostly calls matched by a method's name alone; "
+               if result.left_out_by_name else "")
         lines.append(f"  {result.below_confidence} more below confidence "
-                     f"{result.min_confidence:g}, left out (calls matched by name alone; "
-                     "--min-confidence lowers the floor)")
+                     f"{result.min_confidence:g}, left out ({why}--min-confidence lowers the "
+                     "floor)")
     lines.append("\ndependents:")
     for d in result.dependents[:50]:
         via = " ← ".join(f"{_where(link.src_path, link.src_qualname)}:{link.line} {link.kind}"

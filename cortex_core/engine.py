@@ -209,15 +209,14 @@ class Engine:
     def _at_head(self, spec: TargetSpec) -> TargetSpec:
         """`PATH:LINE` as a user reads it, in the working tree, numbered as at the indexed HEAD,
         where the store's answers are: 40 lines added above a function move it 40 lines down
-        in the file, not in the index. A line the working tree added or changed keeps its
-        number (its function is most likely the one there at HEAD), and so does every line of
-        a file as at HEAD (one hash of it: nothing else is read)."""
+        in the file, not in the index. A line the working tree added or changed is taken where
+        its change sits at HEAD (its function is most likely the one there at HEAD). A file as
+        at HEAD costs one hash of it; a file that is not a regular one (a link, a device) or
+        is over 4 MB is not read, and its lines are taken as given."""
         from cortex_core.store.store import head_blob_id
         try:
             blob = head_blob_id(self.reader(), spec.path)
-            file = self.root / spec.path
-            # Larger than blame maps (MAX_BUFFER_BYTES): not even read.
-            data = file.read_bytes() if blob and file.stat().st_size <= 4_000_000 else None
+            data = _regular_file(self.root / spec.path) if blob else None
         except (CortexError, OSError):   # no index yet, no such file: the query says so
             return spec
         if data is None or _git_object_id(data, len(blob)) == blob:
@@ -227,7 +226,7 @@ class Engine:
         from cortex_core.query.targets import TargetSpec
         head = read_blob_at(self.root, blob)
         try:
-            line = map_buffer_line(head, data, spec.line) if head is not None else None
+            line = map_buffer_line(head, data, spec.line, near=True) if head is not None else None
         except CortexError:   # past the file's end, too large to compare: as given
             line = None
         return TargetSpec(spec.path, spec.symbol, line) if line is not None else spec
@@ -266,13 +265,12 @@ class Engine:
         """Refuse a store that holds another repository's history (git/ownership.py). Free
         for a store indexed from this repository; for another, looked up once per store file
         (threads and reopened connections of that file ask no more)."""
-        from cortex_core.store.store import REPOSITORY_META, get_meta, sample_commits
-        recorded = get_meta(con, REPOSITORY_META)
-        if recorded == str(self.root) or (identity is not None
-                                          and identity == self._owner_checked):
+        if identity is not None and identity == self._owner_checked:
             return
         from cortex_core.git.ownership import check_owner
-        check_owner(self.root, self.db, recorded, sample_commits(con))
+        from cortex_core.store.store import REPOSITORY_META, get_meta, sample_commits
+        check_owner(self.root, self.db, get_meta(con, REPOSITORY_META),
+                    lambda: sample_commits(con))
         self._owner_checked = identity
 
     def _drop(self) -> None:
@@ -799,6 +797,30 @@ class Snapshot:
         """The commit that last changed a line of a buffer (blame, through the version graph)."""
         from cortex_core.features.symbol_info import line_origin
         return line_origin(self.con, self.root, path, buffer, line)
+
+
+MAPPED_FILE_BYTES = 4_000_000   # the largest file _at_head reads (blame.MAX_BUFFER_BYTES)
+
+
+def _regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of at most MAPPED_FILE_BYTES, not followed
+    through a link (a repository can commit one to /dev/zero, a FIFO, or a file outside it);
+    else None."""
+    import stat
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAPPED_FILE_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAPPED_FILE_BYTES + 1)
+        return data if len(data) <= MAPPED_FILE_BYTES else None
+    finally:
+        os.close(fd)
 
 
 def _git_object_id(data: bytes, length: int) -> str:

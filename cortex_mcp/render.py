@@ -68,9 +68,11 @@ def blast(result) -> list[str]:
     if result.note:
         lines.append(f"_{markdown(result.note)}_")
     if result.below_confidence:
+        why = ("mostly calls matched by a method's name alone; "
+               if result.left_out_by_name else "")
         lines.append(f"_{result.below_confidence} more below confidence "
-                     f"{result.min_confidence:g}, left out (calls matched by name alone; a "
-                     "lower `min_confidence` lists them)_")
+                     f"{result.min_confidence:g}, left out ({why}a lower `min_confidence` "
+                     "lists them)_")
     for d in result.dependents[:25]:
         line = d.chain[0].line if d.chain else None
         through = ", ".join(markdown_code(link.dst_qualname or "") for link in d.chain

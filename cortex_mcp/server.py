@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterator, Literal
@@ -488,7 +489,7 @@ def run(default: Path | None, db: Path | None = None) -> None:
     signal.signal(signal.SIGHUP, _stop(memory, 129))
     code = 0
     try:
-        anyio.run(_serve_stdio, server)
+        _serve(server)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except KeyboardInterrupt:
@@ -505,6 +506,15 @@ def run(default: Path | None, db: Path | None = None) -> None:
         # flushed when it was written; the indexer is stopped.
         sys.stderr.flush()
         os._exit(code)
+
+
+def _serve(server: MCPServer) -> None:
+    """Serve stdio until it ends; a client that closed stdout (`cortex mcp < requests | head`)
+    ends it quietly: there is nobody left to answer."""
+    try:
+        anyio.run(_serve_stdio, server)
+    except* (BrokenPipeError, anyio.BrokenResourceError):
+        pass
 
 
 async def _serve_stdio(server: MCPServer) -> None:
@@ -529,16 +539,19 @@ class _Answers:
     or after DRAIN_SECONDS."""
 
     def __init__(self):
-        self.pending: set = set()
+        # Request id -> how many requests with it wait: ids as the SDK correlates them ("7"
+        # and 7 are one), each repeat counted (a client may reuse an id; each gets an answer).
+        self.pending: Counter = Counter()
         self._changed = anyio.Event()
 
     def read(self, item) -> None:
         message = getattr(item, "message", None)
         kind = type(message).__name__
         if kind == "JSONRPCRequest":
-            self.pending.add(message.id)
+            self.pending[_request_key(message.id)] += 1
         elif kind == "JSONRPCNotification" and message.method == "notifications/cancelled":
-            self._done((message.params or {}).get("requestId"))
+            params = message.params if isinstance(message.params, dict) else {}
+            self._done(params.get("requestId"))
 
     def written(self, item) -> None:
         message = getattr(item, "message", None)
@@ -546,7 +559,11 @@ class _Answers:
             self._done(message.id)
 
     def _done(self, request_id) -> None:
-        self.pending.discard(request_id)
+        key = _request_key(request_id)
+        if self.pending[key] > 1:
+            self.pending[key] -= 1
+        else:
+            self.pending.pop(key, None)
         self._changed.set()
 
     async def drain(self) -> None:
@@ -557,6 +574,16 @@ class _Answers:
 
     def writing(self, inner):
         return _Writing(inner, self)
+
+
+def _request_key(request_id):
+    """A request id as the SDK correlates them (its coerce_request_id): "7" is 7."""
+    if isinstance(request_id, str):
+        try:
+            return int(request_id)
+        except ValueError:
+            pass
+    return request_id
 
 
 class _Writing:

@@ -308,3 +308,31 @@ def test_hotspots_under_a_path_that_holds_no_file_say_so(shop):
     assert "note: no file under 'nope' at the indexed HEAD" in none.stdout, none
     some = cortex("hotspots", "--path", "shop", cwd=shop.path)
     assert "note:" not in some.stdout and "shop/cart.py" in some.stdout
+
+
+def test_a_line_changed_below_a_shift_is_read_where_its_change_sits_at_head(shop):
+    """With lines added above and a line of `Cart.total` edited, the edited line is `total`'s
+    in the working tree; kept at its own number it fell in another symbol at HEAD."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    cart = shop.path / "shop" / "cart.py"
+    text = cart.read_text().replace("return 1", "return 2")   # line 3 of HEAD
+    cart.write_text("".join(f"# note {i}\n" for i in range(40)) + text)
+    edited = cortex("history", "shop/cart.py:43", cwd=shop.path)
+    assert edited.returncode == 0 and edited.stdout.startswith("shop/cart.py::Cart.total"), edited
+
+
+def test_a_committed_link_to_a_device_is_not_read_to_map_a_line(shop):
+    """A repository may commit a link to /dev/zero: mapping `z.py:1` read it until the kernel
+    killed the process. A link (or any file that is not a regular one) keeps its line."""
+    (shop.path / "z.py").symlink_to("/dev/zero")
+    shop.git("add", "z.py")
+    shop.commit("a link", days_ago=0.5)
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    import resource
+
+    def bounded() -> None:   # should the fault come back: a MemoryError, not the OOM killer
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "history", "z.py:1"],
+                         cwd=shop.path, capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT)), preexec_fn=bounded)
+    assert out.returncode == 0 and out.stdout.startswith("z.py"), out

@@ -249,8 +249,9 @@ def test_a_store_copied_over_the_file_in_place_is_not_taken_for_it(tmp_path):
     assert engine.db.stat().st_ino == inode
     # Another repository's store is refused as such (git/ownership.py): this one says it is
     # zebra's, as a store of zebra's that other runs rewrote would.
+    from cortex_core.git.ownership import identity
     con = apsw.Connection(str(engine.db))
-    con.execute("update meta set value = ? where key = 'repository'", (str(zebra.path),))
+    con.execute("update meta set value = ? where key = 'repository'", (identity(zebra.path),))
     con.close()
     with engine.snapshot() as snap:
         assert engine.lexicon(snap.con) is not kept

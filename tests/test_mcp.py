@@ -665,3 +665,36 @@ def test_requests_written_before_stdin_closes_all_get_their_answers(indexed: Scr
     assert sorted(a["id"] for a in answers) == list(range(11))
     unknown = [a for a in answers if a["id"] in (3, 6, 9)]
     assert all("no_such_tool" in json.dumps(a) for a in unknown)
+
+
+def test_the_end_of_stdin_waits_for_no_request_cancelled_or_answered(indexed: ScriptedRepo):
+    """A review's cases: a request cancelled by its id written as a string ("5" for 5, as the
+    SDK correlates them) is never answered, and the end of stdin waited 10 minutes for it; two
+    requests of one id each get their answer; a client that closed stdout ends the server
+    quietly, with no traceback."""
+    import json
+    import subprocess
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "related", "arguments": {"target": "pkg/core.py"}}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "5"}},
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+         "params": {"name": "status", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+         "params": {"name": "status", "arguments": {}}}]
+    command = [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(indexed.path)]
+    env = {**os.environ, "CORTEX_MODEL": "none"}
+    sent = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    # A wait for the cancelled request would last 10 minutes: the timeout says it did.
+    done = subprocess.run(command, input=sent, capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0
+    ids = [json.loads(line)["id"] for line in done.stdout.decode().splitlines() if line]
+    assert sorted(i for i in ids if i != 5) == [0, 9, 9]
+    closed = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env)
+    closed.stdout.close()   # nobody reads the answers
+    _, err = closed.communicate(sent, timeout=120)
+    assert closed.returncode == 0 and b"Traceback" not in err, err.decode()[-2000:]

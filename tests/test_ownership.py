@@ -44,9 +44,10 @@ def _history(repo: Path, db: Path, path: str):
 def _rows(db: Path) -> tuple[int, int, str | None]:
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
+        recorded = con.execute("select value from meta where key = ?", (REPOSITORY_META,)).get
         return (con.execute("select count(*) from commits").get,
                 con.execute("select count(*) from commits where reachable = 1").get,
-                con.execute("select value from meta where key = ?", (REPOSITORY_META,)).get)
+                recorded.split("\n")[0] if recorded else None)
     finally:
         con.close()
 
@@ -128,3 +129,16 @@ def test_the_command_line_says_it_and_how_to_fix_it(two):
         assert "holds another repository's history" in done.stderr
         assert "cortex index --rebuild" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_an_index_run_looks_for_the_commits_whatever_path_the_store_names(two):
+    """Another repository cloned at the very path of the old one: reads take it by its path
+    (docs/limits.md), but an index run looks for the store's commits and refuses it."""
+    ours, theirs, db = two
+    shutil.rmtree(ours.path)
+    subprocess.run(["git", "clone", "-q", f"file://{theirs.path}", str(ours.path)], check=True,
+                   capture_output=True)
+    before = _rows(db)
+    with pytest.raises(api.StoreError) as caught:
+        _index(ours.path, db)
+    assert caught.value.hint == api.Hint("foreign") and _rows(db) == before

@@ -928,3 +928,21 @@ def test_references_an_earlier_extractor_read_are_read_again_once(repo, cortex):
     rows = cortex.reader().execute("select count(*) from refs where qualifier = 'testing.T'").get
     assert rows == 2
     assert cortex.index().structure_files_read == 0
+
+
+def test_a_go_call_on_another_packages_type_of_the_repository_is_its_method(repo, cortex):
+    """`c.Run()` with `c *m.Command`, `m` a package of the repository, is `Command.Run` there,
+    never the package's top-level `Run` (a review found `cmd.String()` on a `*cli.Command`
+    resolved to a type alias named `String`... of the package, at 1.0)."""
+    repo.write("go.mod", "module example.com/m\n\ngo 1.22\n")
+    repo.write("a.go", "package m\n\ntype Command struct{}\n\nfunc (c *Command) Run() {}\n\n"
+                       "func Run() {}\n")
+    repo.write("sub/s.go", 'package sub\n\nimport m "example.com/m"\n\n'
+                           "func use(c *m.Command) { c.Run() }\n\nfunc top() { m.Run() }\n")
+    repo.commit("packages", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    assert [(c.path, c.qualname, c.confidence) for c in callees(con, TargetSpec(
+        "sub/s.go", "use")).items] == [("a.go", "Command.Run", 1.0)]
+    assert [(c.path, c.qualname) for c in callers(con, TargetSpec("a.go", "Run")).items] == [
+        ("sub/s.go", "top")]

@@ -403,6 +403,15 @@ SMALL = [
         ("Run", "Command", "call", 6, None), ("Set", "pkg.Flag", "call", 8, None),
         ("New", None, "call", 9, None), ("Run", "n", "call", 10, None),
         ("Run", "k", "call", 11, None), ("routes", "Server", "call", 14, None)]),
+    # Scopes: a declaration in an inner block, a range variable and a type switch's variable
+    # hide the parameter only where they are seen, and say nothing of their own type.
+    ("go", "package p\nfunc f(c *Other, v any, cs []Other) {\n"
+           "  if true { c := &Command{}; c.A() }\n  c.B()\n"
+           "  for _, c := range cs { c.C() }\n  c.D()\n"
+           "  switch c := v.(type) { case *Other: c.E() }\n  c.F()\n}\n", [], [
+        ("A", "Command", "call", 3, None), ("B", "Other", "call", 4, None),
+        ("C", "c", "call", 5, None), ("D", "Other", "call", 6, None),
+        ("E", "c", "call", 7, None), ("F", "Other", "call", 8, None)]),
     ("java", "import static a.B.*;\nclass C { void f() { Outer.this.g(); "
              "use(Foo::new, this::h); new a.b.D<>(); } }\n", [
         ("a.B", None, None, 1, 0, True)], [

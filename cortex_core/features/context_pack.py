@@ -436,8 +436,8 @@ def _blast(con, spec, clock: str, settings: Settings) -> list[PackItem]:
     tests = "; ".join(s.tests[:5])
     text = (f"{counts} in {s.files} files; risk {s.risk} ({s.risk_score:g}). Closest: {closest}."
             + (f" Tests: {tests}." if tests else "")
-            + (f" {found.below_confidence} more below confidence {found.min_confidence:g}"
-               " (calls matched by name alone)." if found.below_confidence else ""))
+            + (f" {found.below_confidence} more below confidence {found.min_confidence:g}."
+               if found.below_confidence else ""))
     first = found.dependents[0]
     return [PackItem("blast", "blast radius", text, f"{first.path}:{first.chain[0].line}", 0.55)]
 

@@ -19,12 +19,23 @@ from pathlib import Path
 from cortex_core.errors import Hint, StoreError
 
 
-def check_owner(repo_root: Path, db_path: Path, recorded: str | None, shas: list[str]) -> None:
-    """Raise StoreError (Hint "foreign") when the store at `db_path`, last indexed from
-    `recorded` (None: not recorded) and holding the commits `shas` (a sample), holds another
-    repository's history. Free when `recorded` is `repo_root`; otherwise libgit2 looks for the
-    commits (its import: about 30 ms)."""
-    if recorded == str(repo_root) or not shas:
+def identity(repo_root: Path) -> str:
+    """What the store records of the repository: its working tree's path. (Which `.git` is
+    there would tell a clone of another repository made at the same path, but no cheap mark
+    does: a new `.git` can get the old one's inode, and its times move with every git
+    command.)"""
+    return str(repo_root)
+
+
+def check_owner(repo_root: Path, db_path: Path, recorded: str | None, shas) -> None:
+    """Raise StoreError (Hint "foreign") when the store at `db_path`, last indexed from the
+    repository `recorded` (identity(); None: not recorded) and holding the commits `shas()` (a
+    sample, read only when needed), holds another repository's history. Free when `recorded`
+    is this repository; otherwise libgit2 looks for the commits (its import: about 30 ms)."""
+    if recorded == identity(repo_root):
+        return
+    shas = shas()
+    if not shas:
         return
     present = has_commits(repo_root, shas)
     if present is not None and not any(present):

@@ -60,10 +60,11 @@ from cortex_core.index.process_memory import release_memory
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
 from cortex_core.index.reader_version import READER_VERSION, EarlierReader, earlier_reader
 from cortex_core.index.skip_rules import record_limits
-from cortex_core.git.ownership import check_owner
-from cortex_core.store.store import (REPOSITORY_META, sample_commits, get_meta, loose_check_state, open_writer, queue_slot,
-                                     record_loose_check, remove_database, set_meta,
-                                     set_store_id, shipped_store, writer_lock)
+from cortex_core.git.ownership import check_owner, identity as repository_identity
+from cortex_core.store.store import (REPOSITORY_META, get_meta, loose_check_state, open_writer,
+                                     queue_slot, record_loose_check, remove_database,
+                                     sample_commits, set_meta, set_store_id, shipped_store,
+                                     writer_lock)
 from cortex_core.lang.symbols import Symbol
 from cortex_core.index.simplified import update_pruned
 from cortex_core.index.versions import VersionGraph
@@ -186,11 +187,11 @@ def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
         try:
             with _git_and_store_errors(repo_root, db_path):
                 recovery = resume_salvage(db_path, con) or recovery
-                if not rebuild:   # before anything is read or written for this repository
-                    check_owner(repo_root, db_path, get_meta(con, REPOSITORY_META),
-                                sample_commits(con))
+                if not rebuild:   # before anything is read or written for this repository;
+                    # by its commits, whatever path the store names (a run reads objects anyway)
+                    check_owner(repo_root, db_path, None, lambda: sample_commits(con))
                 with con:
-                    set_meta(con, REPOSITORY_META, str(repo_root))
+                    set_meta(con, REPOSITORY_META, repository_identity(repo_root))
                 jobs = jobs if jobs is not None else min(4, os.cpu_count() or 1)
                 loose = _checked(repo, con)   # before the first object read
                 window = _stored_window(con, repo)

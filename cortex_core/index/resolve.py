@@ -402,6 +402,8 @@ class Resolver:
             outside = None if binding else self.external(ref.file_id, head)
             if outside:
                 return outside, []
+            if binding and self.lang.get(ref.file_id) == "go" and q.count(".") == 1:
+                return self._go_method(binding, ref.name, q.split(".")[1])
             if binding:
                 return self._member(binding, ref.name, q)
             module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
@@ -448,6 +450,24 @@ class Resolver:
             if same:
                 return ("resolved" if len(same) == 1 else "ambiguous"), same
         return self._by_name(ref.name, methods=False)
+
+    def _go_method(self, binding: list[Target], name: str, type_name: str
+                   ) -> tuple[str, list[Target]]:
+        """`x.name()` with `x` of type `pkg.type_name`, `pkg` a package of the repository
+        (`binding`): that type's method in the package's files, else (an embedded type's
+        promoted method, a field, a var) the methods of that name, as for an unknown
+        receiver. Never a top-level name of the package."""
+        member = f"{type_name}.{name}"
+        out: list[Target] = []
+        for f, qual, conf in binding:
+            if qual is None:
+                directory = posixpath.dirname(self.path[f])
+                out.extend((g, member, conf) for g in self.by_dir.get(directory, [])
+                           if member in self.defs.get(g, {}))
+        out = list(dict.fromkeys(out))
+        if out:
+            return ("resolved" if len(out) == 1 else "ambiguous"), out[:MAX_CANDIDATES]
+        return self._by_name(name, methods=True)
 
     def _member(self, binding: list[Target], name: str, qualifier: str) -> tuple[str, list[Target]]:
         out: list[Target] = []

@@ -106,7 +106,7 @@ class _Out:
     def __init__(self, src: bytes) -> None:
         self.src = src
         # A Go function's typed local variables, read once per function (_go_locals).
-        self.locals: dict[int, dict[str, list[tuple[int, str]]]] = {}
+        self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
         self.imports: list[tuple[int, Import]] = []
         self.refs: list[Ref] = []
         # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
@@ -534,12 +534,15 @@ def _go_declared_type(out: _Out, ident: Node) -> str | None:
     (urfave/cli's `Command.Run`: 135 such "callers"). None where the type is not in sight (`c :=
     New()`) or not a named type."""
     name = out.text(ident)
+    here = ident.start_byte
     n = ident.parent
     while n is not None:
         if n.type in _GO_FUNCTIONS:
-            earlier = [t for at, t in _go_locals(out, n).get(name, ()) if at < ident.start_byte]
-            if earlier:
-                return earlier[-1] or None
+            # The innermost declaration before the call whose scope holds the call.
+            seen = [t for at, start, end, t in _go_locals(out, n).get(name, ())
+                    if at < here and start <= here < end]
+            if seen:
+                return seen[-1] or None
             for field in ("receiver", "parameters"):
                 params = n.child_by_field_name(field)
                 for param in params.named_children if params is not None else ():
@@ -551,14 +554,32 @@ def _go_declared_type(out: _Out, ident: Node) -> str | None:
     return None
 
 
-def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, str]]]:
-    """name -> (where, type name or "" when not in sight) of each local variable the function
-    `fn` declares in its own body (not in the closures it holds), in the order declared."""
+# Where a Go declaration is seen: the block (or the if, for, switch or case clause) holding it.
+_GO_SCOPES = frozenset({"block", "if_statement", "for_statement", "expression_switch_statement",
+                        "type_switch_statement", "select_statement", "expression_case",
+                        "type_case", "default_case", "communication_case"})
+
+
+def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, int, int, str]]]:
+    """name -> (where, scope start, scope end, type name or "" when not in sight) of each local
+    variable the function `fn` declares in its own body (not in the closures it holds), in the
+    order declared. A range clause's and a type switch's variables are declared with no type
+    in sight: they hide a parameter of the same name, and say nothing of their own type."""
     key = fn.start_byte
     found = out.locals.get(key)
     if found is not None:
         return found
     found = {}
+
+    def declare(target: Node, at: Node, kind: str, scope: Node | None = None) -> None:
+        if scope is None:
+            scope = at.parent
+            while scope is not None and scope.type not in _GO_SCOPES and scope is not fn:
+                scope = scope.parent
+        scope = scope if scope is not None else fn
+        found.setdefault(out.text(target), []).append(
+            (at.start_byte, scope.start_byte, scope.end_byte, kind))
+
     body = fn.child_by_field_name("body")
     stack = [body] if body is not None else []
     while stack:
@@ -571,12 +592,19 @@ def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, str]]]:
             values = right.named_children if right is not None else []
             for i, target in enumerate(names):
                 value = values[i] if len(values) == len(names) else None
-                found.setdefault(out.text(target), []).append(
-                    (n.start_byte, _go_literal_type(out, value) or ""))
+                declare(target, n, _go_literal_type(out, value) or "")
         elif n.type == "var_spec":
             kind = _go_type_name(out, n.child_by_field_name("type")) or ""
             for target in n.children_by_field_name("name"):
-                found.setdefault(out.text(target), []).append((n.start_byte, kind))
+                declare(target, n, kind)
+        elif n.type == "range_clause":
+            left = n.child_by_field_name("left")
+            for target in left.named_children if left is not None else []:
+                declare(target, n, "", n.parent)   # seen in its for statement
+        elif n.type == "type_switch_statement":
+            alias = n.child_by_field_name("alias")
+            for target in alias.named_children if alias is not None else []:
+                declare(target, alias, "", n)
         stack.extend(reversed(n.named_children))
     for places in found.values():
         places.sort()

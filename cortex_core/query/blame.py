@@ -151,9 +151,11 @@ def _sha(con: apsw.Connection, commit_id: int) -> str:
     return con.execute("select sha from commits where id = ?", (commit_id,)).get[:10]
 
 
-def _map_back(hunks: tuple[Hunk, ...] | list[Hunk], line: int) -> int | None:
+def _map_back(hunks: tuple[Hunk, ...] | list[Hunk], line: int, near: bool = False
+              ) -> int | None:
     """The number of new-side line `line` on the old side of a zero-context diff, or None when
-    the diff added or changed it. `hunks` sorted by new_start.
+    the diff added or changed it (with `near`: where that change sits on the old side, see
+    map_buffer_line). `hunks` sorted by new_start.
 
     Only the counts matter, not old_start: git's zero-length ranges name the line *before* the
     change (a pure deletion's new_start, a pure insertion's old_start), which is easy to misread.
@@ -168,7 +170,12 @@ def _map_back(hunks: tuple[Hunk, ...] | list[Hunk], line: int) -> int | None:
             if line < new_start:
                 break
             if line < new_start + new_lines:
-                return None
+                if not near:
+                    return None
+                first = new_start + shift   # the hunk's first old line, or the one after it
+                if old_lines == 0:          # an insertion: the line it follows
+                    return max(1, first - 1)
+                return first + min(line - new_start, old_lines - 1)
         shift += old_lines - new_lines
     return line + shift
 
@@ -192,9 +199,11 @@ def _created(con: apsw.Connection, commit_id: int, file_id: int, creation: _Edge
     return LineOrigin(_commit(con, commit_id), _path(con, file_id), current)
 
 
-def map_buffer_line(head: bytes, buffer: bytes, line: int) -> int | None:
+def map_buffer_line(head: bytes, buffer: bytes, line: int, near: bool = False) -> int | None:
     """The number in `head` (the file at HEAD) of line `line` (1-based) of `buffer` (its edited
-    version), or None when the buffer added or changed that line.
+    version), or None when the buffer added or changed that line; with `near`, for such a line,
+    where its change sits in `head` instead: the line it replaced (the last one, for a change
+    that left fewer), or the line an insertion follows.
 
     Same zero-context conventions as the stored hunks. A last line that only gained or lost its
     final newline counts as changed, as in `git diff` and `git blame`."""
@@ -209,7 +218,7 @@ def map_buffer_line(head: bytes, buffer: bytes, line: int) -> int | None:
     patch = pygit2.Patch.create_from(head, buffer, flag=DiffOption.FORCE_TEXT, context_lines=0,
                                      interhunk_lines=0)
     hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
-    return _map_back(hunks, line)
+    return _map_back(hunks, line, near)
 
 
 def _line_count(data: bytes) -> int:

@@ -114,6 +114,12 @@ class Blast:
     below_confidence: int = 0
     min_confidence: float = 0.0
 
+    @property
+    def left_out_by_name(self) -> bool:
+        """Whether what is left out is mostly calls matched by a method's name alone: the
+        floor is at most what such a call is given."""
+        return self.min_confidence <= NAME_ONLY
+
 
 @dataclass(frozen=True)
 class Neighbour:
@@ -263,6 +269,7 @@ def _relation(kind: str, is_test: bool) -> str:
 
 
 MIN_CONFIDENCE = 0.25   # a chain less likely than this (a guess by method name) is left out
+NAME_ONLY = 0.4         # the most a call matched by a method's name alone gets (resolve.CONF_METHOD)
 
 
 def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
