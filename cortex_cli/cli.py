@@ -72,6 +72,9 @@ class _Raw(_Width, argparse.RawDescriptionHelpFormatter):
     pass
 
 
+WORDS_COMMANDS = ("search", "context")   # the commands whose QUERY is _Words
+
+
 class _Words(argparse.Action):
     """A query of several words, unquoted (`cortex search flag parsing`), as one string; none
     given is None."""
@@ -448,7 +451,16 @@ WORDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(_asked(argv)).parse_args(argv)
+    parser = build_parser(_asked(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # A query's words after an option (`cortex search signer --top-k 1 key`) are its words.
+        if (getattr(args, "command", None) in WORDS_COMMANDS and "--" not in argv
+                and not any(word.startswith("-") for word in extra)):
+            args.query = " ".join(word for word in (args.query, *extra) if word)
+        else:
+            parser.parse_args(argv)   # the usual error, and its exit status
+
     # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
     # which SQLite and the tokenizers refuse: carry them as replacement characters.
     for name, value in vars(args).items():

@@ -278,6 +278,10 @@ def test_unquoted_words_and_git_revisions_are_understood(shop):
     words = cortex("search", "totals", "are", "off", "--top-k", "1", cwd=shop.path)
     assert words.returncode == 0, words.stderr
     assert "result for 'totals are off'" in words.stdout and "fix: totals" in words.stdout
+    mixed = cortex("search", "totals", "--top-k", "1", "off", cwd=shop.path)
+    assert "result for 'totals off'" in mixed.stdout, mixed
+    bad = cortex("search", "totals", "--bogus", cwd=shop.path)
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
     first = shop.git("rev-parse", "HEAD~1")
     for revision in ("HEAD~1", "main~1", first[:12]):
         out = cortex("related-commits", revision, cwd=shop.path)
