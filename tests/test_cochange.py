@@ -606,3 +606,29 @@ def test_a_moved_functions_old_file_is_not_its_partner_for_its_life_there(repo, 
     assert {p.path: p.support for p in fused.files}.get("old.py") == 1
     whole = related(cortex.reader(), TargetSpec("new.py"))   # a file target: as before
     assert [(p.path, p.support) for p in whole.files] == [("old.py", 2)]
+
+
+def test_looking_up_a_symbols_homes_leaves_the_cached_history_as_it_was(repo, cortex):
+    """A query must not change what the next one reads: `Lineage.last_seen` decides where a
+    reused name's changes go, and the homes' look-up reads rows the cached history left out
+    (the reformatting of a reused name, in one of the target's commits)."""
+    from cortex_core.query.coupling import _history_sets
+    helper = "def helper(items):\n    return [i * 2 for i in items if i]\n"
+    doubled = helper.replace("def helper", "def doubled")
+    again = "def helper(text):\n    return text.strip().lower()\n"
+    repo.write("h.py", helper)
+    repo.write("t.py", "def target(x):\n    return x + 1\n")
+    repo.commit("add", days_ago=30)
+    repo.write("h.py", doubled)
+    repo.commit("rename helper", days_ago=25)
+    repo.write("h.py", doubled + "\n\n" + again)               # the name used again
+    repo.commit("a new helper", days_ago=20)
+    repo.write("h.py", doubled + "\n\n" + again.replace("text.strip()", "text.strip( )"))
+    repo.write("t.py", "def target(x):\n    return x + 2\n")
+    repo.commit("target, and a reformat of the new helper", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    h = _history_sets(con, 30)
+    seen = (dict(h.symbol_canon.last_seen), dict(h.file_canon.last_seen))
+    related(con, TargetSpec("t.py", "target"))
+    assert (h.symbol_canon.last_seen, h.file_canon.last_seen) == seen

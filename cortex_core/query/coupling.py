@@ -896,6 +896,13 @@ class Lineage:
             self.last_seen[ident] = pos
         return self._follow(ident, pos)
 
+    def peek(self, ident: int, commit_id: int) -> int:
+        """What `at` answers, without recording the change as seen: for a query's own look-ups
+        on the cached history, which must not change what `latest` answers for the next."""
+        if ident not in self.renames:
+            return ident
+        return self._follow(ident, self.position.get(commit_id, -1))
+
     def latest(self, ident: int, alive: set[int]) -> int:
         """The HEAD identity of a query's `ident`: itself while it lives (a reused name is its
         new lineage), else where its last life went: itself too when that life was a reuse of
@@ -966,10 +973,10 @@ def _homes(con, h: _HistorySets, target: Target, me: int, mine: set[int]
                 "select sc.symbol_id, s.file_id, o.file_id from symbol_changes sc join symbols s"
                 " on s.id = sc.symbol_id left join symbols o on o.id = sc.from_symbol_id"
                 " where sc.commit_id = ?", (commit_id,)):
-            if h.symbol_canon.at(symbol_id, commit_id) == me:
-                out[commit_id].add(h.file_canon.at(file_id, commit_id))
+            if h.symbol_canon.peek(symbol_id, commit_id) == me:
+                out[commit_id].add(h.file_canon.peek(file_id, commit_id))
                 if from_file is not None:
-                    out[commit_id].add(h.file_canon.at(from_file, commit_id))
+                    out[commit_id].add(h.file_canon.peek(from_file, commit_id))
     return out
 
 
