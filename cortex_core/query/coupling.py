@@ -961,9 +961,10 @@ def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], al
 def _homes(con, h: _HistorySets, target: Target, me: int, mine: set[int]
            ) -> dict[int, set[int]]:
     """For a symbol target: commit -> the files (as named at HEAD) its lineage lived in then,
-    other than its file now. A function moved out of `command.go` changed `command.go` in every
-    commit of its life there: that file changed because the function was in it, not with it
-    (urfave/cli's `Command.run`: 136 of its 158 commits, 14 of them after the move)."""
+    and the one a move in that commit left. A function moved out of `command.go` changed it in
+    every commit of its life there: the file changed because the function was in it, not with
+    it (urfave/cli's `Command.run`: 136 of its 158 commits changed `command.go`, 14 of them
+    after the move)."""
     if target.symbol_id is None or not mine:
         return {}
     out: dict[int, set[int]] = defaultdict(set)
