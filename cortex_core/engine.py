@@ -263,14 +263,17 @@ class Engine:
 
     def _check_owner(self, con, identity) -> None:
         """Refuse a store that holds another repository's history (git/ownership.py). Free
-        for a store indexed from this repository; for another, looked up once per store file
-        (threads and reopened connections of that file ask no more)."""
+        for a store indexed from this repository, or from before stores named theirs; for
+        another, looked up once per store file (threads and reopened connections of that file
+        ask no more)."""
         if identity is not None and identity == self._owner_checked:
             return
         from cortex_core.git.ownership import check_owner
         from cortex_core.store.store import REPOSITORY_META, get_meta, sample_commits
-        check_owner(self.root, self.db, get_meta(con, REPOSITORY_META),
-                    lambda: sample_commits(con))
+        recorded = get_meta(con, REPOSITORY_META)
+        if recorded is None:   # written before stores named their repository: trusted, as
+            return             # then, until an index run (which looks) names it
+        check_owner(self.root, self.db, recorded, lambda: sample_commits(con))
         self._owner_checked = identity
 
     def _drop(self) -> None:

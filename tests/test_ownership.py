@@ -106,14 +106,18 @@ def test_a_moved_copy_and_a_shallow_clone_still_read_it(two, tmp_path: Path):
     assert _rows(db) == (3, 3, str(moved))
 
 
-def test_a_store_that_predates_the_record_is_checked_by_its_commits(two):
+def test_a_store_that_predates_the_record_is_read_as_before_until_an_index_run(two):
+    """A store written before stores named their repository costs its reads nothing more (no
+    libgit2 to import on each command); an index run looks for its commits, refuses another
+    repository's and names its own."""
     ours, theirs, db = two
     con = apsw.Connection(str(db))
     con.execute("delete from meta where key = ?", (REPOSITORY_META,))
     con.close()
     assert len(_history(ours.path, db, "alpha.py").entries) == 3
-    with pytest.raises(api.StoreError):
-        _history(theirs.path, db, "beta.py")
+    with pytest.raises(api.StoreError) as caught:
+        _index(theirs.path, db)
+    assert caught.value.hint == api.Hint("foreign") and _rows(db) == (3, 3, None)
     _index(ours.path, db)
     assert _rows(db) == (3, 3, str(ours.path))
 

@@ -4,8 +4,8 @@
 built from. Read, such a store answered with the other repository's commits as if they were
 this one's; indexed, the run took its commits for a rewritten history, marked them all
 unreachable and wrote the two histories into one store. So a store records the working tree it
-was last indexed from (store.REPOSITORY_META). Where a read comes from another path (or the
-store predates that record), and on every index run, the store must find a few of its commits
+was last indexed from (store.REPOSITORY_META). Where a read comes from another path, and on
+every index run, the store must find a few of its commits
 in the repository: its recorded head and the first and last commits it wrote
 (store.sample_commits). A moved copy, a worktree and a partial clone keep them; a shallow clone
 does when its history reaches one. None of them there: another repository's store, or a
