@@ -98,8 +98,22 @@ def test_function_moved_between_files(repo, cortex):
         ("float total", "body", "a.py"),
         ("start", "added", "a.py"),
     ]
-    # The old identity's history ends with the move, not with a deletion.
+    # The old identity's history ends with the move, not with a deletion, and says where its
+    # code went (a review: "moved" never named the file).
     assert changes(con, "a.py", "price")[0][:2] == ("move price to b", "moved")
+    gone = history(con, TargetSpec("a.py", "price"))
+    assert (gone.moved_to, gone.moved_in.subject) == ("b.py::price", "move price to b")
+    assert history(con, TargetSpec("b.py", "price")).moved_to is None   # alive: nothing to say
+    repo.write("b.py", "def other():\n    return 1\n\n\ndef cost(items):\n"
+               + BODY.replace("0", "0.0"))
+    repo.commit("rename price to cost")
+    cortex.index()
+    twice = history(cortex.reader(), TargetSpec("a.py", "price"))
+    assert (twice.moved_to, twice.moved_in.subject) == ("b.py::cost", "move price to b")
+    repo.remove("b.py")
+    repo.commit("drop b")
+    cortex.index()
+    assert history(cortex.reader(), TargetSpec("a.py", "price")).moved_to is None
 
 
 def test_method_whose_class_is_renamed(repo, cortex):

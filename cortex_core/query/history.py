@@ -132,6 +132,10 @@ class History:
     history_until: int | None = None
     # Set for a shallow clone: the date of its oldest commit, read as a root (store.shallow_from).
     shallow_from: int | None = None
+    # For a symbol gone at HEAD that was renamed or moved away: where its code lives at HEAD
+    # (`PATH::SYMBOL`), and the commit that took it there (moved_to).
+    moved_to: str | None = None
+    moved_in: CommitRef | None = None
 
 
 FILE_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -164,8 +168,37 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
     from cortex_core.store.store import history_from, history_until, shallow_from
+    went = moved_to(con, target.symbol_id) if target.symbol_id and not target.alive else None
     return History(target, entries[:limit] if limit else entries, note, len(entries),
-                   history_from(con), history_until(con), shallow_from(con))
+                   history_from(con), history_until(con), shallow_from(con),
+                   *(went or (None, None)))
+
+
+MOVES_FOLLOWED = 16   # renames and moves followed from a gone symbol to where it lives
+
+
+def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | None:
+    """Where the code of a symbol gone at HEAD lives at HEAD, when it was renamed or moved
+    away (`PATH::SYMBOL`, each newest continuation followed until a symbol alive at HEAD), and
+    the commit that moved it first; None when it was deleted or its continuation is gone too."""
+    first: CommitRef | None = None
+    seen = {symbol_id}
+    current = symbol_id
+    for _ in range(MOVES_FOLLOWED):
+        row = con.execute(
+            f"select sc.symbol_id, s.alive, f.path, s.qualname, {COMMIT_COLUMNS}"
+            " from symbol_changes sc join commits c on c.id = sc.commit_id"
+            " join symbols s on s.id = sc.symbol_id join files f on f.id = s.file_id"
+            " where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
+            f" and c.reachable = 1 order by {NEWEST_FIRST} limit 1", (current,)).fetchone()
+        if row is None or row[0] in seen:
+            return None
+        first = first or commit_ref(row[4:])
+        if row[1]:
+            return f"{row[2]}::{row[3]}", first
+        current = row[0]
+        seen.add(current)
+    return None
 
 
 def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,
