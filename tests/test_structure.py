@@ -946,3 +946,21 @@ def test_a_go_call_on_another_packages_type_of_the_repository_is_its_method(repo
         "sub/s.go", "use")).items] == [("a.go", "Command.Run", 1.0)]
     assert [(c.path, c.qualname) for c in callers(con, TargetSpec("a.go", "Run")).items] == [
         ("sub/s.go", "top")]
+
+
+def test_callers_and_callees_agree_on_a_symbols_own_code(repo, cortex):
+    """A recursive call, or a class's method calling another of its own, is the symbol's own
+    code: `callers` left it out and `callees` listed it (urfave/cli's `Command.run` calling
+    `subCmd.run`). Neither lists it now; calls out of it still count."""
+    repo.write("t.py", "def walk(n):\n    return walk(n - 1) + helper()\n\n\n"
+                       "def helper():\n    return 1\n\n\n"
+                       "class Tree:\n    def size(self):\n        return self.count() + helper()\n\n"
+                       "    def count(self):\n        return 1\n")
+    repo.commit("recursion", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert {n.qualname for n in callees(con, TargetSpec("t.py", "walk")).items} == {"helper"}
+    assert "walk" not in {n.qualname for n in callers(con, TargetSpec("t.py", "walk")).items}
+    assert {n.qualname for n in callees(con, TargetSpec("t.py", "Tree")).items} == {"helper"}
+    assert {n.qualname for n in callees(con, TargetSpec("t.py", "Tree.size")).items} == {
+        "helper", "Tree.count"}
