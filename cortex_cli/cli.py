@@ -75,6 +75,14 @@ class _Raw(_Width, argparse.RawDescriptionHelpFormatter):
 WORDS_COMMANDS = ("search", "context")   # the commands whose QUERY is _Words
 
 
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
 class _Words(argparse.Action):
     """A query of several words, unquoted (`cortex search flag parsing`), as one string; none
     given is None."""
@@ -454,10 +462,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_asked(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
-        # A query's words after an option (`cortex search signer --top-k 1 key`) are its words.
-        if (getattr(args, "command", None) in WORDS_COMMANDS and "--" not in argv
-                and not any(word.startswith("-") for word in extra)):
-            args.query = " ".join(word for word in (args.query, *extra) if word)
+        # A query's words after an option (`cortex search signer --top-k 1 key`) are its words:
+        # any word after `--`, and before it any that is not an option (a number may be).
+        head = extra[:extra.index("--")] if "--" in extra else extra
+        if getattr(args, "command", None) in WORDS_COMMANDS and all(
+                not word.startswith("-") or _number(word) for word in head):
+            words = head + (extra[extra.index("--") + 1:] if "--" in extra else [])
+            args.query = " ".join(word for word in (args.query, *words) if word)
         else:
             parser.parse_args(argv)   # the usual error, and its exit status
 

@@ -37,7 +37,7 @@ def history(result: History, now: float) -> str:
         where = (f"lines {t.start_line}-{t.end_line}" if t.alive and t.start_line
                  else "HEAD not indexed yet" if result.history_until is not None
                  else "gone at HEAD")
-        if result.moved_to:
+        if result.moved_to and where == "gone at HEAD":
             where += (f"; moved to {terminal(result.moved_to)} in "
                       f"{result.moved_in.short if result.moved_in else '?'}")
         head += f"  ({t.kind}, {where})"

@@ -282,6 +282,8 @@ def test_unquoted_words_and_git_revisions_are_understood(shop):
     assert "result for 'totals off'" in mixed.stdout, mixed
     bad = cortex("search", "totals", "--bogus", cwd=shop.path)
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
+    after = cortex("search", "totals", "--top-k", "1", "--", "-off", "1", cwd=shop.path)
+    assert "result for 'totals -off 1'" in after.stdout, after
     first = shop.git("rev-parse", "HEAD~1")
     for revision in ("HEAD~1", "main~1", first[:12]):
         out = cortex("related-commits", revision, cwd=shop.path)

@@ -634,3 +634,57 @@ def test_a_member_renamed_in_its_class_counts_once_and_a_wrapper_keeps_its_chang
     # too: its deletions are the class's.
     given = told["donor gives its lines away"]
     assert (given.added, given.deleted, given.members) == (3, 2, ("donor", "taken"))
+
+
+def test_where_a_gone_symbol_went_follows_its_own_life_only(repo, cortex):
+    """A review's cases: the name `a` renamed to `b`, then used again for other code that was
+    deleted: that last life went nowhere. A hop to `b` must not take an older life of `b`'s
+    rename. And a rename on a branch HEAD never merged gives way to the one HEAD has."""
+    one = "def {0}(items):\n    return [i * 2 for i in items if i > {1}]\n"
+    other = "def {0}(text):\n    return text.strip().lower().split()[{1}]\n"
+    repo.write("m.py", one.format("a", 0))
+    repo.commit("add a", days_ago=30)
+    repo.write("m.py", one.format("b", 0))
+    repo.commit("rename a to b", days_ago=28)
+    repo.write("m.py", one.format("b", 0) + "\n\n" + other.format("a", 1))
+    repo.commit("a new a", days_ago=26)
+    repo.write("m.py", one.format("b", 0))
+    repo.commit("delete the new a", days_ago=24)
+    cortex.index()
+    assert history(cortex.reader(), TargetSpec("m.py", "a")).moved_to is None
+    # b's code still lives: the first a's history still says so, through its rename.
+    assert resolve(cortex.reader(), TargetSpec("m.py", "b")).alive
+
+
+def test_a_hop_takes_the_life_it_reaches_not_an_older_one(repo, cortex):
+    one = "def {0}(items):\n    return [i * 2 for i in items if i > 0]\n"
+    other = "def {0}(text):\n    return text.strip().lower().split()[1]\n"
+    repo.write("m.py", one.format("b"))
+    repo.commit("add b", days_ago=30)
+    repo.write("m.py", one.format("x"))
+    repo.commit("rename b to x", days_ago=28)
+    repo.write("m.py", one.format("x") + "\n\n" + other.format("a"))
+    repo.commit("add a", days_ago=26)
+    repo.write("m.py", one.format("x") + "\n\n" + other.format("b"))
+    repo.commit("rename a to b", days_ago=24)
+    repo.write("m.py", one.format("x"))
+    repo.commit("delete b", days_ago=22)
+    cortex.index()
+    con = cortex.reader()
+    assert history(con, TargetSpec("m.py", "a")).moved_to is None   # its code was deleted
+    assert history(con, TargetSpec("m.py", "b")).moved_to is None   # its last life's too
+
+
+def test_a_branch_rename_head_does_not_have_gives_way(repo, cortex):
+    one = "def {0}(items):\n    return [i * 2 for i in items if i > 0]\n"
+    repo.write("m.py", one.format("a"))
+    repo.commit("add a", days_ago=30)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("m.py", one.format("d"))
+    repo.commit("side: rename a to d", days_ago=20)
+    repo.git("checkout", "-q", "main")
+    repo.write("m.py", one.format("c"))
+    repo.commit("main: rename a to c", days_ago=25)
+    cortex.index(all_branches=True)
+    gone = history(cortex.reader(), TargetSpec("m.py", "a"))
+    assert (gone.moved_to, gone.moved_in.subject) == ("m.py::c", "main: rename a to c")

@@ -964,3 +964,4 @@ def test_callers_and_callees_agree_on_a_symbols_own_code(repo, cortex):
     assert {n.qualname for n in callees(con, TargetSpec("t.py", "Tree")).items} == {"helper"}
     assert {n.qualname for n in callees(con, TargetSpec("t.py", "Tree.size")).items} == {
         "helper", "Tree.count"}
+    assert callees(con, TargetSpec("t.py")).items == []   # a file's own code, as for callers

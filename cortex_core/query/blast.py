@@ -489,8 +489,8 @@ def callees(con, spec: TargetSpec) -> Neighbours:
     for dst_file, dst_qual, kind, line, conf, _ in _outgoing(con, target.file_id, target.qualname):
         if kind == "import" and target.qualname is not None:
             continue
-        if target.qualname is not None and dst_file == target.file_id and _inside(
-                dst_qual, target.qualname):
+        if dst_file == target.file_id and (target.qualname is None
+                                           or _inside(dst_qual, target.qualname)):
             continue   # its own code (a recursive call, a class's own methods): as callers
 
         items.append(Neighbour(names.path(dst_file), dst_qual,

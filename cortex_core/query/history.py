@@ -175,29 +175,67 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
 
 
 MOVES_FOLLOWED = 16   # renames and moves followed from a gone symbol to where it lives
+MOVES_TRIED = 64      # continuations looked at in all (a branch's rename HEAD does not have)
+UNTIL = "(c.order_time, c.generation, c.sha) <= (?, ?, ?)"   # a life's end, its own commit too
 
 
 def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | None:
-    """Where the code of a symbol gone at HEAD lives at HEAD, when it was renamed or moved
-    away (`PATH::SYMBOL`, each newest continuation followed until a symbol alive at HEAD), and
-    the commit that moved it first; None when it was deleted or its continuation is gone too."""
-    first: CommitRef | None = None
-    seen = {symbol_id}
-    current = symbol_id
-    for _ in range(MOVES_FOLLOWED):
-        row = con.execute(
-            f"select sc.symbol_id, s.alive, f.path, s.qualname, {COMMIT_COLUMNS}"
-            " from symbol_changes sc join commits c on c.id = sc.commit_id"
-            " join symbols s on s.id = sc.symbol_id join files f on f.id = s.file_id"
-            " where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
-            f" and c.reachable = 1 order by {NEWEST_FIRST} limit 1", (current,)).fetchone()
-        if row is None or row[0] in seen:
+    """Where the code of a symbol gone at HEAD lives at HEAD, when its last life was renamed
+    or moved away (`PATH::SYMBOL`), and the commit that did it; None when that code was
+    deleted, or its continuations lead to nothing alive. Each hop is a continuation made after
+    the hop before it (for the first, after the symbol's last birth: a reused name is another
+    life, as for history and co-change), the newest first; one that leads nowhere (a branch's
+    rename HEAD does not have, a continuation deleted since) gives way to the next."""
+    birth = con.execute(
+        "select c.order_time, c.generation, c.sha from symbol_changes sc join commits c"
+        " on c.id = sc.commit_id where sc.symbol_id = ? and c.reachable = 1 and"
+        f" (sc.change = 'added' or sc.from_symbol_id is not null) order by {NEWEST_FIRST}"
+        " limit 1", (symbol_id,)).fetchone() or (-(1 << 62), -1, "")
+    tries = [MOVES_TRIED]
+
+    def life_end(current: int, after: tuple) -> tuple:
+        """Where the life of `current` that began at `after` ends: its deletion, or the birth of
+        a new life of the name (1 << 62: not yet)."""
+        return con.execute(
+            "select c.order_time, c.generation, c.sha from symbol_changes sc join commits c"
+            " on c.id = sc.commit_id where sc.symbol_id = ? and c.reachable = 1 and"
+            f" sc.change in ('added', 'deleted') and {AFTER} order by c.order_time,"
+            " c.generation, c.sha limit 1", (current, *after)).fetchone() or (1 << 62, 0, "")
+
+    def follow(current: int, after: tuple, hops: int) -> str | None:
+        for row in con.execute(
+                f"select sc.symbol_id, s.alive, f.path, s.qualname, c.order_time,"
+                " c.generation, c.sha from symbol_changes sc join commits c on c.id ="
+                " sc.commit_id join symbols s on s.id = sc.symbol_id join files f on f.id ="
+                " s.file_id where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
+                f" and c.reachable = 1 and {AFTER} and {UNTIL}"
+                f" order by {NEWEST_FIRST}, sc.symbol_id",
+                (current, *after, *life_end(current, after))).fetchall():
+            tries[0] -= 1
+            if tries[0] < 0:
+                return None
+            if row[1]:
+                return f"{row[2]}::{row[3]}"
+            if hops + 1 < MOVES_FOLLOWED:
+                found = follow(row[0], tuple(row[4:7]), hops + 1)
+                if found:
+                    return found
+        return None
+
+    # The first hop's commit is the answer's: try the continuations of the last life in turn.
+    for row in con.execute(
+            f"select sc.symbol_id, s.alive, f.path, s.qualname, c.order_time, c.generation,"
+            f" c.sha, {COMMIT_COLUMNS} from symbol_changes sc join commits c on c.id ="
+            " sc.commit_id join symbols s on s.id = sc.symbol_id join files f on f.id ="
+            " s.file_id where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
+            f" and c.reachable = 1 and {AFTER} and {UNTIL} order by {NEWEST_FIRST},"
+            " sc.symbol_id", (symbol_id, *birth, *life_end(symbol_id, birth))).fetchall():
+        tries[0] -= 1
+        if tries[0] < 0:
             return None
-        first = first or commit_ref(row[4:])
-        if row[1]:
-            return f"{row[2]}::{row[3]}", first
-        current = row[0]
-        seen.add(current)
+        where = f"{row[2]}::{row[3]}" if row[1] else follow(row[0], tuple(row[4:7]), 1)
+        if where:
+            return where, commit_ref(row[7:])
     return None
 
 
