@@ -423,8 +423,7 @@ def blast(result) -> str:
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
     lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
     if result.below_confidence:
-        why = ("mostly calls matched by a method's name alone; "
-               if result.left_out_by_name else "")
+        why = f"{result.left_out_why}; " if result.left_out_why else ""
         lines.append(f"  {result.below_confidence} more below confidence "
                      f"{result.min_confidence:g}, left out ({why}--min-confidence lowers the "
                      "floor)")

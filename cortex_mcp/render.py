@@ -71,8 +71,7 @@ def blast(result) -> list[str]:
     if result.note:
         lines.append(f"_{markdown(result.note)}_")
     if result.below_confidence:
-        why = ("mostly calls matched by a method's name alone; "
-               if result.left_out_by_name else "")
+        why = f"{result.left_out_why}; " if result.left_out_why else ""
         lines.append(f"_{result.below_confidence} more below confidence "
                      f"{result.min_confidence:g}, left out ({why}a lower `min_confidence` "
                      "lists them)_")

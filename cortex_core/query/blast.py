@@ -115,10 +115,11 @@ class Blast:
     min_confidence: float = 0.0
 
     @property
-    def left_out_by_name(self) -> bool:
-        """Whether what is left out is mostly calls matched by a method's name alone: the
-        floor is at most what such a call is given."""
-        return self.min_confidence <= NAME_ONLY
+    def left_out_why(self) -> str | None:
+        """What most of the dependents left out are, when it can be said: calls matched by a
+        method's name alone, when the floor is at most what such a call is given."""
+        return ("mostly calls matched by a method's name alone"
+                if self.min_confidence <= NAME_ONLY else None)
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
         " on c.id = sc.commit_id where sc.symbol_id = ? and c.reachable = 1 and"
         f" (sc.change = 'added' or sc.from_symbol_id is not null) order by {NEWEST_FIRST}"
         " limit 1", (symbol_id,)).fetchone() or (-(1 << 62), -1, "")
-    tries = [MOVES_TRIED]
+    tries = MOVES_TRIED
 
     def life_end(current: int, after: tuple) -> tuple:
         """Where the life of `current` that began at `after` ends: its deletion, or the birth of
@@ -202,41 +202,31 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
             f" sc.change in ('added', 'deleted') and {AFTER} order by c.order_time,"
             " c.generation, c.sha limit 1", (current, *after)).fetchone() or (1 << 62, 0, "")
 
-    def follow(current: int, after: tuple, hops: int) -> str | None:
+    def follow(current: int, after: tuple, hops: int) -> tuple[str, tuple] | None:
+        """(where its code lives at HEAD, the continuation taken) of the life of `current`
+        that began at `after`: its continuations newest first, each followed in turn."""
+        nonlocal tries
         for row in con.execute(
                 f"select sc.symbol_id, s.alive, f.path, s.qualname, c.order_time,"
-                " c.generation, c.sha from symbol_changes sc join commits c on c.id ="
-                " sc.commit_id join symbols s on s.id = sc.symbol_id join files f on f.id ="
-                " s.file_id where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
-                f" and c.reachable = 1 and {AFTER} and {UNTIL}"
+                f" c.generation, c.sha, {COMMIT_COLUMNS} from symbol_changes sc join commits c"
+                " on c.id = sc.commit_id join symbols s on s.id = sc.symbol_id join files f"
+                " on f.id = s.file_id where sc.from_symbol_id = ? and sc.symbol_id !="
+                f" sc.from_symbol_id and c.reachable = 1 and {AFTER} and {UNTIL}"
                 f" order by {NEWEST_FIRST}, sc.symbol_id",
                 (current, *after, *life_end(current, after))).fetchall():
-            tries[0] -= 1
-            if tries[0] < 0:
+            tries -= 1
+            if tries < 0:
                 return None
             if row[1]:
-                return f"{row[2]}::{row[3]}"
-            if hops + 1 < MOVES_FOLLOWED:
-                found = follow(row[0], tuple(row[4:7]), hops + 1)
-                if found:
-                    return found
+                return f"{row[2]}::{row[3]}", row
+            later = (follow(row[0], tuple(row[4:7]), hops + 1)
+                     if hops + 1 < MOVES_FOLLOWED else None)
+            if later:
+                return later[0], row
         return None
 
-    # The first hop's commit is the answer's: try the continuations of the last life in turn.
-    for row in con.execute(
-            f"select sc.symbol_id, s.alive, f.path, s.qualname, c.order_time, c.generation,"
-            f" c.sha, {COMMIT_COLUMNS} from symbol_changes sc join commits c on c.id ="
-            " sc.commit_id join symbols s on s.id = sc.symbol_id join files f on f.id ="
-            " s.file_id where sc.from_symbol_id = ? and sc.symbol_id != sc.from_symbol_id"
-            f" and c.reachable = 1 and {AFTER} and {UNTIL} order by {NEWEST_FIRST},"
-            " sc.symbol_id", (symbol_id, *birth, *life_end(symbol_id, birth))).fetchall():
-        tries[0] -= 1
-        if tries[0] < 0:
-            return None
-        where = f"{row[2]}::{row[3]}" if row[1] else follow(row[0], tuple(row[4:7]), 1)
-        if where:
-            return where, commit_ref(row[7:])
-    return None
+    found = follow(symbol_id, birth, 0)   # the answer's commit is the first hop's
+    return (found[0], commit_ref(found[1][7:])) if found else None
 
 
 def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,
