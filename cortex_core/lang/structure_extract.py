@@ -63,8 +63,10 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
-from tree_sitter import Node, Parser, Query, QueryCursor
+from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language, get_parser
+
+from cortex_core.lang.conflicts import conflict_sides
 
 __all__ = ["SUPPORTED", "FileStructure", "Import", "Ref", "extract_structure"]
 
@@ -1079,14 +1081,29 @@ def _load(language: str) -> _Language | None:
     return loaded
 
 
+def _one_side(parser: Parser, sides: tuple[bytes, bytes]) -> tuple[bytes, Tree]:
+    """A text with conflict markers read as one side of its conflicts, as its symbols are
+    (lang/conflicts.py): ours, unless only theirs parses. Every byte keeps its place."""
+    ours = parser.parse(sides[0])
+    if ours.root_node.has_error:
+        theirs = parser.parse(sides[1])
+        if not theirs.root_node.has_error:
+            return sides[1], theirs
+    return sides[0], ours
+
+
 def extract_structure(language: str, source: bytes) -> FileStructure | None:
     """The imports and references of `source`, or None when `language` is not supported."""
     lang = _load(language)
     if lang is None:
         return None
     data = bytes(source)
+    sides = conflict_sides(data)
     with lang.lock:
-        tree = lang.parser.parse(data)
+        if sides is None:
+            tree = lang.parser.parse(data)
+        else:
+            data, tree = _one_side(lang.parser, sides)
     root = tree.root_node
     out = _Out(data)
     captures = QueryCursor(lang.query).captures(root)

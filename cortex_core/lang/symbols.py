@@ -97,6 +97,8 @@ from typing import Callable, Iterable, NamedTuple
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
+from cortex_core.lang.conflicts import conflict_sides
+
 __all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols"]
 
 
@@ -1289,6 +1291,15 @@ class SymbolParser:
             self._cache.move_to_end(key)
             return list(cached)
         walker = _walker(language)
+        sides = conflict_sides(source)
+        if sides is not None:
+            # Read as one side of its conflicts (lang/conflicts.py), in full. Neither its tree nor
+            # its boundaries are kept: the next version's hunks are of the text with markers.
+            self._parses += 1
+            before = self._cache.get((language, base[0])) if base is not None else None
+            symbols = _one_side(walker, self._parser(language), sides, before)
+            self._remember_symbols(key, symbols)
+            return list(symbols)
         lines = _Lines(_line_starts(source), len(source))
         edited = self._edited_base(language, base, lines)
         if edited is None and base is not None and language in _REGIONS:
@@ -1563,7 +1574,26 @@ def _moved(s: Symbol, rows: int, offset: int, reindex: int) -> Symbol:
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
-    """Symbols of `source`, parsed once without caching."""
+    """Symbols of `source`, parsed once without caching (one side of its conflicts, if any)."""
     walker = _walker(language)
-    return walker.extract(get_parser(language).parse(source).root_node).symbols
+    sides = conflict_sides(source)
+    parser = get_parser(language)
+    if sides is not None:
+        return _one_side(walker, parser, sides)
+    return walker.extract(parser.parse(source).root_node).symbols
+
+
+def _one_side(walker: _Walker, parser: Parser, sides: tuple[bytes, bytes],
+              before: list[Symbol] | None = None) -> list[Symbol]:
+    """The symbols of the side of a conflicted text that parses (a block may start inside a
+    definition that only one side closes); of two that do, the one that keeps more of the
+    previous version's definitions (the least change), else ours."""
+    kept = {s.qualname for s in before or ()}
+    read = []
+    for preference, side in enumerate(sides):
+        tree = parser.parse(side)
+        symbols = walker.extract(tree.root_node).symbols
+        score = sum(s.qualname in kept for s in symbols)
+        read.append((not tree.root_node.has_error, score, -preference, symbols))
+    return max(read, key=lambda r: r[:3])[3]
 
