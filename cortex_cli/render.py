@@ -185,10 +185,11 @@ def earlier_reader(r, rebuild: str = "`cortex index --rebuild`") -> str:
         return (f"history partly read by a later version of Cortex (reader {r.version}; this one "
                 f"is {r.current}): its answers mix the two readings until {rebuild} by one "
                 "version reads it all alike")
+    # The fix before the list of changes, which grows with each reader: a client that clips a
+    # long message (the language server's pop-up) still shows what to do.
     return (f"history read by an earlier version of Cortex (reader {r.version}, now "
-            f"{r.current}): since then, {'; '.join(r.since)}; what it read (the older commits, "
-            f"and the ranges of files not changed since) keeps the earlier reading until "
-            f"{rebuild}")
+            f"{r.current}): what it read (the older commits, and the ranges of files not changed "
+            f"since) keeps the earlier reading until {rebuild}; since then, {'; '.join(r.since)}")
 
 
 def missing_objects(count: int, cause: str) -> str:
