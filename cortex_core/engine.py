@@ -203,20 +203,42 @@ class Engine:
         from cortex_core.git.repo_paths import repo_relative
         from cortex_core.query.targets import TargetSpec, parse_target
         spec = parse_target(text)
-        spec = TargetSpec(repo_relative(spec.path, self.root, cwd=cwd), spec.symbol, spec.line)
-        return self._at_head(spec) if spec.line is not None else spec
+        working = repo_relative(spec.path, self.root, cwd=cwd)
+        try:
+            path = self.indexed_path(self.reader(), working)
+        except CortexError:   # no index yet: the query says so
+            path = working
+        spec = TargetSpec(path, spec.symbol, spec.line)
+        return self._at_head(spec, working) if spec.line is not None else spec
 
-    def _at_head(self, spec: TargetSpec) -> TargetSpec:
+    def indexed_path(self, con, path: str) -> str:
+        """A working copy's path as the index knows it: itself, or, for a path the index does
+        not know, the path a staged rename (`git mv`, not yet committed) moved to it, so that
+        its history reads on. git's status is read only then (a server's kept one, if any)."""
+        from cortex_core.query.targets import find
+        if find(con, path) is not None:
+            return path
+        from cortex_core.git.workspace import read_workspace
+        if self._workspace is not None:
+            with self._workspace.pending(self.root) as pending:
+                workspace = pending.result()
+        else:
+            workspace = read_workspace(self.root)
+        old = workspace.renamed_from(path)
+        return old if old is not None and find(con, old) is not None else path
+
+    def _at_head(self, spec: TargetSpec, working: str) -> TargetSpec:
         """`PATH:LINE` as a user reads it, in the working tree, numbered as at the indexed HEAD,
         where the store's answers are: 40 lines added above a function move it 40 lines down
         in the file, not in the index. A line the working tree added or changed is taken where
         its change sits at HEAD (its function is most likely the one there at HEAD). A file as
         at HEAD costs one hash of it; a file that is not a regular one (a link, a device) or
-        is over 4 MB is not read, and its lines are taken as given."""
+        is over 4 MB is not read, and its lines are taken as given. `working`: the file's path
+        in the working tree (another one after a staged rename)."""
         from cortex_core.store.store import head_blob_id
         try:
             blob = head_blob_id(self.reader(), spec.path)
-            data = _regular_file(self.root / spec.path) if blob else None
+            data = _regular_file(self.root / working) if blob else None
         except (CortexError, OSError):   # no index yet, no such file: the query says so
             return spec
         if data is None or _git_object_id(data, len(blob)) == blob:
@@ -746,6 +768,10 @@ class Snapshot:
         """The indexed file or symbol, or None."""
         from cortex_core.query.targets import find
         return find(self.con, path, qualname)
+
+    def indexed_path(self, path: str) -> str:
+        """A working copy's path as the index knows it (Engine.indexed_path: staged renames)."""
+        return self.engine.indexed_path(self.con, path)
 
     def resolve(self, target: TargetSpec):
         from cortex_core.query.targets import resolve

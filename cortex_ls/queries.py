@@ -78,22 +78,23 @@ def locate(repo: Repo, path: str, buffer: Buffer, position, encoding: str,
 def hover(snap: Snapshot, loc: Located, settings: Settings) -> str | None:
     repo = loc.repo
     note = None if loc.parsed else "symbols from the index: this file is not parsed live"
-    if snap.find(loc.path) is None:         # a file the index does not know: nothing to say,
+    path = snap.indexed_path(loc.path)      # the path before a staged rename, if any
+    if snap.find(path) is None:             # a file the index does not know: nothing to say,
         until = snap.history_until()        # unless the index has not reached HEAD yet
         if until is None:
             return None
         return (f"**{markdown_code(loc.path)}**: not in the indexed history yet\n\n"
                 f"*{render.index_note(repo.partial, snap.history_from(), until)}*")
-    if loc.qualname is not None and snap.file_level_only(loc.path) is None:
-        if snap.find(loc.path, loc.qualname) is None:
+    if loc.qualname is not None and snap.file_level_only(path) is None:
+        if snap.find(path, loc.qualname) is None:
             state = render.index_note(repo.partial, snap.history_from(), snap.history_until())
             return (f"**{markdown_code(loc.qualname)}**: no commits yet (new since the indexed "
                     "HEAD)" + (f"\n\n*{state}*" if state else ""))
-        card = snap.symbol_card(loc.path, loc.qualname, limit=settings.history_length,
+        card = snap.symbol_card(path, loc.qualname, limit=settings.history_length,
                                 heat=heat_settings(snap, settings))
         return render.hover(card, web_base=_links(repo, settings), partial=repo.partial,
                             note=note)
-    origin = snap.line_origin(loc.path, loc.buffer.data, loc.line)
+    origin = snap.line_origin(path, loc.buffer.data, loc.line)
     return render.line_hover(loc.line, origin, web_base=_links(repo, settings),
                              partial=repo.partial, history_from=snap.history_from(),
                              history_until=snap.history_until(),
@@ -114,7 +115,7 @@ class Lens:
 
 def lenses(snap: Snapshot, repo: Repo, path: str, buffer: Buffer, settings: Settings
            ) -> list[Lens]:
-    hot = snap.file_heat(path, heat_settings(snap, settings), only_hot=True)
+    hot = snap.file_heat(snap.indexed_path(path), heat_settings(snap, settings), only_hot=True)
     if not hot:
         return []
     symbols = live_symbols(buffer, path)
@@ -136,6 +137,7 @@ def lens_title(snap: Snapshot, repo: Repo, path: str, qualname: str, settings: S
     and its tooltip, which says what the window counts back from."""
     heat = heat_settings(snap, settings)
     used = snap.clock(heat.clock)
+    path = snap.indexed_path(path)
     card_heat = snap.file_heat(path, heat, qualname=qualname, now=used.now)
     changes, authors = (card_heat[0].changes, card_heat[0].authors) if card_heat else (0, 0)
     target = snap.find(path, qualname)

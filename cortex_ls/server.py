@@ -394,8 +394,20 @@ class CortexServer(LanguageServer):
             if loc is None:
                 raise Failed("the position is not in a file of a git repository of this "
                              "workspace")
-            return loc.repo, loc.spec
-        return self.target(params)
+            repo, spec = loc.repo, loc.spec
+        else:
+            repo, spec = self.target(params)
+        return repo, await self.work(self._as_indexed, repo, spec)
+
+    def _as_indexed(self, repo: Repo, spec: TargetSpec) -> TargetSpec:
+        """The target under the path the index knows (the old one of a staged rename); as
+        given when there is no index to ask (the request then says so)."""
+        try:
+            with repo.snapshot(self.settings) as snap:
+                path = snap.indexed_path(spec.path) if snap is not None else spec.path
+        except CortexError:
+            return spec
+        return spec if path == spec.path else TargetSpec(path, spec.symbol, spec.line)
 
 
 def _clip(text: str) -> str:

@@ -308,6 +308,26 @@ def test_a_line_of_an_edited_file_is_read_where_the_working_tree_has_it(shop):
     assert added.stdout.startswith("shop/cart.py::Cart"), added
 
 
+def test_a_staged_rename_reads_on_in_the_old_paths_history(shop):
+    """After `git mv` (not yet committed) the new path is what the user types; the index knows
+    the old one. Its history, lines (edited ones too) and `what` read through the rename."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    shop.move("shop/cart.py", "shop/basket.py")
+    basket = shop.path / "shop" / "basket.py"
+    basket.write_text("".join(f"# note {i}\n" for i in range(5)) + basket.read_text())
+    for target in ("shop/basket.py::Cart.total", "shop/basket.py:8"):
+        out = cortex("history", target, "--json", cwd=shop.path)
+        data = json.loads(out.stdout)
+        assert data["target"]["path"] == "shop/cart.py", out
+        assert data["target"]["qualname"] == "Cart.total" and len(data["entries"]) == 2
+    whole = cortex("history", "shop/basket.py", cwd=shop.path)
+    assert whole.returncode == 0 and whole.stdout.startswith("shop/cart.py  —  2 commits"), whole
+    what = cortex("what", cwd=shop.path)
+    assert "not in the index" not in what.stdout and "(shop/cart.py)" in what.stdout, what
+    unknown = cortex("history", "shop/nowhere.py", cwd=shop.path)   # no rename: as before
+    assert_clean_error(unknown, "no file 'shop/nowhere.py' in the index")
+
+
 def test_hotspots_under_a_path_that_holds_no_file_say_so(shop):
     assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
     none = cortex("hotspots", "--path", "nope/", cwd=shop.path)

@@ -157,6 +157,23 @@ async def test_code_lens_on_hotspots_resolves_lazily(lsp: Session, project: Scri
     assert history["total"] == 5 and history["target"]["qualname"] == "compute"
 
 
+async def test_a_staged_rename_keeps_hovers_and_lenses(lsp: Session, project: ScriptedRepo):
+    """`git mv` (not committed): the file the editor shows is the new path, the index knows the
+    old one. Hover, lenses and their history command read through the rename."""
+    await lsp.start(project.path, options={"hotspotThreshold": 3})
+    project.move("pkg/core.py", "pkg/engine_core.py")
+    text = (project.path / "pkg/engine_core.py").read_text()
+    uri = lsp.open(project.path / "pkg/engine_core.py")
+    value = await lsp.hover(uri, line_of(text, "def compute"), 6)
+    assert value.startswith("**`compute`** · function") and "5 changes · 2 authors" in value
+    lenses = await lsp.lenses(uri)
+    assert [lens.range.start.line for lens in lenses] == [line_of(text, "def compute")]
+    resolved = await lsp.client.code_lens_resolve_async(lenses[0])
+    assert resolved.command.title == "changed 5× in 90d · 2 authors · 3 dependents"
+    history = plain(await lsp.command("cortex.showHistory", *resolved.command.arguments))
+    assert history["total"] == 5 and history["target"]["path"] == "pkg/core.py"
+
+
 async def test_settings_change_the_threshold_and_bad_values_are_reported(lsp: Session,
                                                                          project: ScriptedRepo):
     await lsp.start(project.path, options={"hotspotThreshold": "many"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 
 import pygit2
 import pytest
@@ -56,7 +57,7 @@ def test_a_busy_working_copy_reads_as_libgit2_reads_it(repo):
     (repo.path / raw.decode("utf-8", "surrogateescape")).write_text("x = 1\n")
     repo.git("add", "--", raw.decode("utf-8", "surrogateescape"))
     ws = read_workspace(repo.path)
-    assert ws == libgit2_view(repo.path)
+    assert ws == libgit2_view(repo.path)   # c.py changed too much for git to call it a rename
     assert ws.branch == "fix/retry-budget" and ws.branch_terms == ["retry", "budget"]
     assert "bad\ufffd\ufffdname.py" in ws.staged and "debug.log" not in ws.untracked
     assert "fresh/" in ws.untracked and "new.py" in ws.untracked
@@ -106,7 +107,20 @@ def test_odd_output_does_not_break_the_parser():
     assert parse_status(b"1 \0u \0? \0# branch.head \xff\0junk\0u XY 1 2") == Workspace(
         "\ufffd", (), (), ("",))
     renamed = b"2 R. N... 100644 100644 100644 1 1 R100 new name.py\0old.py\0? x.py\0"
-    assert parse_status(renamed) == Workspace(None, (), ("new name.py",), ("x.py",))
+    assert parse_status(renamed) == Workspace(None, (), ("new name.py", "old.py"), ("x.py",),
+                                              (("new name.py", "old.py"),))
+
+
+def test_a_staged_rename_is_read_with_both_its_paths(repo):
+    repo.write("dir/c.py", "".join(f"c{i} = {i}\n" for i in range(20)))
+    repo.commit("longer c")
+    repo.move("dir/c.py", "dir/moved c.py")
+    ws = read_workspace(repo.path)
+    # libgit2's view without rename detection: the same paths, the old one as deleted.
+    assert replace(ws, renamed=()) == libgit2_view(repo.path)
+    assert ws.staged == ("dir/c.py", "dir/moved c.py")
+    assert ws.renamed == (("dir/moved c.py", "dir/c.py"),)
+    assert ws.renamed_from("dir/moved c.py") == "dir/c.py" and ws.renamed_from("a.py") is None
 
 
 def test_a_pending_read_gives_the_same_answer_and_leaves_no_process(repo, tmp_path):

@@ -60,7 +60,8 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
                 _about(con, ids, top_k, used.now), _decisions(con, top_k),
                 list_notes(con, repo_root)[:top_k],
                 _hot(con, set(ids), half_life_days, top_k, used.now),
-                tuple(p for p in changed if p not in ids), used)
+                tuple(p for p in changed if p not in ids and ws.renamed_from(p) not in ids),
+                used)   # a staged rename's new path: its old one stands for it
 
 
 def _unique_notes(notes: list[Note]) -> list[Note]:

@@ -18,10 +18,17 @@ class Workspace:
     modified: tuple[str, ...]       # changed in the working tree, not staged
     staged: tuple[str, ...]         # changed in the index
     untracked: tuple[str, ...]
+    # (new path, old path) of the renames staged in the index (`git mv`): both paths are also
+    # in `staged`, the old one as deleted.
+    renamed: tuple[tuple[str, str], ...] = ()
 
     @property
     def changed(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.staged + self.modified))
+
+    def renamed_from(self, path: str) -> str | None:
+        """The path a staged rename moved to `path`, if any."""
+        return next((old for new, old in self.renamed if new == path), None)
 
     @property
     def branch_terms(self) -> list[str]:
@@ -37,7 +44,7 @@ class Workspace:
 # (~35 ms), and git's own answer is the user's (their fsmonitor, their untracked cache).
 # --no-optional-locks: never take the index lock that the user's own git may need at that moment.
 _STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
-           "--no-renames", "--untracked-files=normal")
+           "--renames", "--untracked-files=normal")
 # Variables that point git at another repository; a server started from a git hook inherits them.
 _ELSEWHERE = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
               "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX")
@@ -197,7 +204,7 @@ def parse_status(out: bytes) -> Workspace:
     """The workspace of `git status --porcelain=v2 -z --branch` output. A conflicted file counts
     as modified in the working tree (its owner is editing it)."""
     branch, born = None, True
-    staged, modified, untracked = [], [], []
+    staged, modified, untracked, renamed = [], [], [], []
     records = iter(out.split(b"\0"))
     for record in records:
         kind = record[:2]
@@ -211,8 +218,7 @@ def parse_status(out: bytes) -> Workspace:
             # a record of its own), 10 for unmerged.
             before = {b"1 ": 8, b"2 ": 9, b"u ": 10}[kind]
             fields = record.split(b" ", before)
-            if kind == b"2 ":
-                next(records, None)
+            origin = next(records, None) if kind == b"2 " else None
             if len(fields) <= before or len(fields[1]) != 2:
                 continue   # not git's format: skip rather than guess
             path = fields[-1].decode("utf-8", "replace")   # what the index stores, replaced
@@ -221,7 +227,12 @@ def parse_status(out: bytes) -> Workspace:
                 modified.append(path)
             if kind != b"u " and xy[:1] != ".":
                 staged.append(path)
+            if origin and xy[:1] == "R":
+                # Counted as git without renames counts it, the old path deleted, and kept.
+                old = origin.decode("utf-8", "replace")
+                staged.append(old)
+                renamed.append((path, old))
         elif kind == b"? ":
             untracked.append(record[2:].decode("utf-8", "replace"))
     return Workspace(branch if born else None, tuple(sorted(modified)), tuple(sorted(staged)),
-                     tuple(sorted(untracked)))
+                     tuple(sorted(untracked)), tuple(sorted(renamed)))
