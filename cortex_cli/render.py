@@ -41,6 +41,10 @@ def history(result: History, now: float) -> str:
             where += (f"; moved to {terminal(result.moved_to)} in "
                       f"{result.moved_in.short if result.moved_in else '?'}")
         head += f"  ({t.kind}, {where})"
+    elif not t.alive:   # a file deleted or renamed away
+        head += "  (gone at HEAD" + (f"; moved to {terminal(result.moved_to)} in "
+                                     f"{result.moved_in.short if result.moved_in else '?'})"
+                                     if result.moved_to else ")")
     count = f"{result.total} commit{'s' if result.total != 1 else ''}"
     if len(result.entries) < result.total:
         count += f", newest {len(result.entries)} shown"

@@ -37,9 +37,11 @@ def history(result, whys: dict) -> list[str]:
     if t.qualname:
         head += f" · {markdown(t.kind or 'symbol')} · " + (
             f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else "gone at HEAD")
-        if result.moved_to:
-            head += (f", moved to {markdown_code(result.moved_to)}"
-                     + (f" in `{result.moved_in.short}`" if result.moved_in else ""))
+    elif not t.alive:   # a file deleted or renamed away
+        head += " · gone at HEAD"
+    if result.moved_to:
+        head += (f", moved to {markdown_code(result.moved_to)}"
+                 + (f" in `{result.moved_in.short}`" if result.moved_in else ""))
     head += f" · {plural(result.total, 'commit')}"
     if len(result.entries) < result.total:
         head += f" (newest {len(result.entries)})"

@@ -280,6 +280,8 @@ def test_unquoted_words_and_git_revisions_are_understood(shop):
     assert "result for 'totals are off'" in words.stdout and "fix: totals" in words.stdout
     mixed = cortex("search", "totals", "--top-k", "1", "off", cwd=shop.path)
     assert "result for 'totals off'" in mixed.stdout, mixed
+    for empty in ("", "   "):   # "" became no query at all, and a traceback
+        assert_clean_error(cortex("search", empty, cwd=shop.path), "the query has no words")
     bad = cortex("search", "totals", "--bogus", cwd=shop.path)
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
     after = cortex("search", "totals", "--top-k", "1", "--", "-off", "1", cwd=shop.path)

@@ -77,6 +77,17 @@ def test_file_rename_keeps_the_history(repo, cortex):
         ("create", "added", "old.py"),
     ]
 
+    # The old path's history: gone at HEAD, where it went, and the commit that took it there
+    # (it listed neither, and said the file was alive).
+    old = history(con, TargetSpec("old.py"))
+    assert not old.target.alive and (old.moved_to, old.moved_in.subject) == ("new.py",
+                                                                             "rename file")
+    assert [(e.commit.subject, e.change, e.path) for e in old.entries] == [
+        ("rename file", "renamed away", "new.py"), ("create", "added", "old.py")]
+    assert history(con, TargetSpec("new.py")).target.alive
+    line = history(con, TargetSpec("old.py", line=2))
+    assert line.note.startswith("old.py is not at the indexed HEAD, so line 2 is in no version")
+
 
 BODY = "    total = 0\n    for item in items:\n        total += item.price * item.count\n    return total\n"
 
@@ -688,3 +699,24 @@ def test_a_branch_rename_head_does_not_have_gives_way(repo, cortex):
     cortex.index(all_branches=True)
     gone = history(cortex.reader(), TargetSpec("m.py", "a"))
     assert (gone.moved_to, gone.moved_in.subject) == ("m.py::c", "main: rename a to c")
+
+
+def test_a_wrapper_deleted_later_went_nowhere(repo, cortex):
+    """A function whose code moved into a new one while it lived on as its wrapper, then was
+    deleted: its code was deleted, not moved (tenacity's `Retrying.call`, said to have moved to
+    `__call__` in the commit that made it a wrapper)."""
+    body = "".join(f"    total = total + items[{i}] * {i} - offset\n" for i in range(12))
+    long = "def {0}(items, offset):\n    total = 0\n" + body + "    return total\n"
+    wrapper = "\n\ndef call(items, offset):\n    return run(items, offset{0})\n"
+    repo.write("m.py", long.format("call"))
+    repo.commit("add call", days_ago=30)
+    repo.write("m.py", long.format("run") + wrapper.format(""))
+    repo.commit("call wraps run", days_ago=28)
+    repo.write("m.py", long.format("run") + wrapper.format(" or 0"))
+    repo.commit("call edited", days_ago=26)
+    repo.write("m.py", long.format("run"))
+    repo.commit("drop call", days_ago=24)
+    cortex.index()
+    gone = history(cortex.reader(), TargetSpec("m.py", "call"))
+    assert [e.change for e in gone.entries] == ["deleted", "body", "body", "added"]
+    assert gone.moved_to is None and gone.moved_in is None

@@ -279,7 +279,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
     subject_parts = []
     target = None
     if at:
-        from cortex_core.query.targets import parse_target, resolve
+        from cortex_core.query.targets import no_symbol_at, parse_target, resolve
         spec = parse_target(at)
         spec = spec_fix(spec) if spec_fix else spec
         target = resolve(con, spec)
@@ -297,7 +297,7 @@ def build_pack(con, repo_root: Path, *, query: str | None = None, at: str | None
     result = pack(" — ".join(subject_parts), candidates, budget, fmt, encoding)
     if at and spec.line is not None and target is not None and target.symbol_id is None:
         # As history says it: a line past a function (or past the file's end) gets the file.
-        said = f"no symbol encloses line {spec.line} at HEAD; the pack is about the file"
+        said = f"{no_symbol_at(con, target, spec.line)}; the pack is about the file"
         result = replace(result, note=f"{result.note}; {said}" if result.note else said)
     return result
 

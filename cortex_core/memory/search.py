@@ -228,6 +228,8 @@ def search(con, query: str, options: SearchOptions = SearchOptions(), *, embedde
     `con` between searches, while store_stamp says the store is the same; for a server's read
     connections, which never write."""
     _check(options)
+    if not (query or "").strip():   # the command line's `search ""` gives None
+        raise CortexError("the query has no words to search for")
     used = read_clock(con, options.clock, now)
     now = used.now
     mode, note = options.mode, None

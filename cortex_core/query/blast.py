@@ -39,7 +39,7 @@ from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LI
                                         evidence_of, file_scores, folder_scores, name_twins, related)
 from cortex_core.query.history import CommitRef
 from cortex_core.lang.qualnames import structural_name
-from cortex_core.query.targets import Target, TargetSpec, resolve
+from cortex_core.query.targets import Target, TargetSpec, no_symbol_at, resolve
 
 MAX_DEPTH = 10
 MAX_DEPENDENTS = 2000
@@ -655,7 +655,7 @@ def fused_related(con, spec: TargetSpec, *, top_k: int = 10, depth: int = 2,
                           structure_weight=structure_weight,
                           twin_weight=symbol_twin_weight).symbols
     half_life = h.half_life(half_life_days)
-    note = (f"no symbol encloses line {spec.line} at HEAD; showing the file's partners"
+    note = (f"{no_symbol_at(con, target, spec.line)}; showing the file's partners"
             if spec.line is not None and target.symbol_id is None else None)
     return FusedRelated(target, out, n, half_life.days, structure_weight, symbols,
                         folder_prior, file_prior, half_life.commits, note, max_changeset,

@@ -22,7 +22,8 @@ import apsw
 
 from cortex_core.index.messages import WHY_CHARS, why
 from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
-from cortex_core.query.targets import Target, TargetSpec, file_level_reason, resolve
+from cortex_core.query.targets import (Target, TargetSpec, file_level_reason, no_symbol_at,
+                                        resolve)
 from cortex_core.store.schema import RENAMED_INTO_HEAD
 from cortex_core.text.redact import redact
 
@@ -148,7 +149,7 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
     target = resolve(con, spec)
     note = None
     if spec.line is not None and target.symbol_id is None:
-        note = f"no symbol encloses line {spec.line} at HEAD; showing the file's history"
+        note = f"{no_symbol_at(con, target, spec.line)}; showing the file's history"
     if target.symbol_id is None:
         level = file_level_reason(con, target.file_id)
         if level is not None:
@@ -168,7 +169,12 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
     from cortex_core.store.store import history_from, history_until, shallow_from
-    went = moved_to(con, target.symbol_id) if target.symbol_id and not target.alive else None
+    if target.symbol_id is None and con.execute("select 1 from head_files where file_id = ?",
+                                                (target.file_id,)).fetchone() is None:
+        target = replace(target, alive=False)     # a file deleted or renamed away
+        went = file_moved_to(con, target.file_id)
+    else:
+        went = moved_to(con, target.symbol_id) if target.symbol_id and not target.alive else None
     return History(target, entries[:limit] if limit else entries, note, len(entries),
                    history_from(con), history_until(con), shallow_from(con),
                    *(went or (None, None)))
@@ -185,7 +191,8 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
     deleted, or its continuations lead to nothing alive. Each hop is a continuation made after
     the hop before it (for the first, after the symbol's last birth: a reused name is another
     life, as for history and co-change), the newest first; one that leads nowhere (a branch's
-    rename HEAD does not have, a continuation deleted since) gives way to the next."""
+    rename HEAD does not have, a continuation deleted since) gives way to the next. A
+    continuation it lived on beside (it became a wrapper of the new code) ends nothing."""
     birth = con.execute(
         "select c.order_time, c.generation, c.sha from symbol_changes sc join commits c"
         " on c.id = sc.commit_id where sc.symbol_id = ? and c.reachable = 1 and"
@@ -212,6 +219,11 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
                 " on c.id = sc.commit_id join symbols s on s.id = sc.symbol_id join files f"
                 " on f.id = s.file_id where sc.from_symbol_id = ? and sc.symbol_id !="
                 f" sc.from_symbol_id and c.reachable = 1 and {AFTER} and {UNTIL}"
+                # Not where it lived on as a wrapper of its continuation (its own change there
+                # is an edit, not the move): its life went on, and its end decides.
+                " and not exists (select 1 from symbol_changes w where w.symbol_id ="
+                " sc.from_symbol_id and w.commit_id = sc.commit_id and w.change not in"
+                " ('moved', 'renamed', 'rescoped'))"
                 f" order by {NEWEST_FIRST}, sc.symbol_id",
                 (current, *after, *life_end(current, after))).fetchall():
             tries -= 1
@@ -227,6 +239,29 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
 
     found = follow(symbol_id, birth, 0)   # the answer's commit is the first hop's
     return (found[0], commit_ref(found[1][7:])) if found else None
+
+
+def file_moved_to(con: apsw.Connection, file_id: int) -> tuple[str, CommitRef] | None:
+    """Where a file gone at HEAD lives at HEAD when it was renamed away (through later
+    renames), and the commit that renamed it; None when it was deleted. The newest rename of
+    each path that leads to a file at HEAD is taken, each after the one before."""
+    after: tuple = (-(1 << 62), -1, "")
+    first = None
+    current = file_id
+    for _ in range(MOVES_FOLLOWED):
+        row = con.execute(
+            f"select fc.file_id, f.path, c.order_time, c.generation, c.sha, {COMMIT_COLUMNS}"
+            " from file_changes fc join commits c on c.id = fc.commit_id join files f"
+            " on f.id = fc.file_id where fc.old_file_id = ? and fc.status = 'R' and"
+            f" fc.file_id != fc.old_file_id and c.reachable = 1 and {AFTER} and"
+            f" {RENAMED_INTO_HEAD} order by {NEWEST_FIRST} limit 1", (current, *after)).fetchone()
+        if row is None:
+            return None
+        first = first or row
+        if con.execute("select 1 from head_files where file_id = ?", (row[0],)).fetchone():
+            return row[1], commit_ref(first[5:])
+        current, after = row[0], tuple(row[2:5])
+    return None
 
 
 def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = True,
@@ -260,6 +295,18 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
                                                  skipped=skipped(row[12]))))
         if not only_skipped:
             entries += _merges_with_own_lines(con, fid, limit, floor, redact_subjects)
+        if fid == file_id and not only_skipped:
+            # The commits that renamed it away into a file HEAD has (git's `log -- PATH` shows
+            # them as deletions; a side branch's rename its merge dropped, it does not show):
+            # the rows are its new path's.
+            for row in con.execute(
+                    f"select {COMMIT_COLUMNS}, fc.added, fc.deleted, f.path from file_changes fc"
+                    " join commits c on c.id = fc.commit_id join files f on f.id = fc.file_id"
+                    " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id !="
+                    f" fc.old_file_id and c.reachable = 1 and {BEFORE} and {SINCE}"
+                    f" and {RENAMED_INTO_HEAD}", (fid, *limit, *floor)):
+                entries.append((row[7], HistoryEntry(commit_ref(row, redact_subjects),
+                                                     "renamed away", row[8], row[9], row[10])))
     return _newest_first(entries)
 
 

@@ -91,6 +91,15 @@ def resolve(con: apsw.Connection, spec: TargetSpec) -> Target:
     return Target(file_id, spec.path)
 
 
+def no_symbol_at(con: apsw.Connection, target: Target, line: int) -> str:
+    """Why `PATH:LINE` gave the file: no symbol encloses the line at HEAD (the line may be past
+    the file's end: the store keeps no line counts), or the file is not at HEAD at all."""
+    if con.execute("select 1 from head_files where file_id = ?",
+                   (target.file_id,)).fetchone() is None:
+        return f"{target.path} is not at the indexed HEAD, so line {line} is in no version read"
+    return f"no symbol encloses line {line} at HEAD"
+
+
 def find(con: apsw.Connection, path: str, qualname: str | None = None) -> Target | None:
     """The file, or its symbol by exact qualified name; None when not indexed. No suggestions:
     for editors asking on every hover, where a miss (a new file, a new function) is common."""
