@@ -728,9 +728,11 @@ def cmd_related(args) -> int:
 def cmd_context(args) -> int:
     from cortex_core.api import ContextPackRequest
     with _engine(args) as engine, engine.snapshot() as snap:
+        # The target read as every command reads it (Engine.target: the working tree's
+        # lines, a staged rename), then handed on as the index names it.
         pack = engine.run(ContextPackRequest(
-            query=args.query, at=args.at, budget=args.budget, fmt=args.format,
-            encoding=args.encoding, clock=args.clock, cwd=Path.cwd()))
+            query=args.query, at=_label(engine, args.at), budget=args.budget, fmt=args.format,
+            encoding=args.encoding, clock=args.clock))
         _note_reach(snap)
     if pack.note:
         print(f"cortex: note: {pack.note}", file=sys.stderr)

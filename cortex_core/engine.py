@@ -243,6 +243,9 @@ class Engine:
             return spec
         if data is None or _git_object_id(data, len(blob)) == blob:
             return spec
+        named = self._working_symbol(spec, working, data)
+        if named is not None:
+            return named
         from cortex_core.git.git_reads import read_blob_at
         from cortex_core.query.blame import map_buffer_line
         from cortex_core.query.targets import TargetSpec
@@ -252,6 +255,34 @@ class Engine:
         except CortexError:   # past the file's end, too large to compare: as given
             line = None
         return TargetSpec(spec.path, spec.symbol, line) if line is not None else spec
+
+    def _working_symbol(self, spec: TargetSpec, working: str, data: bytes) -> TargetSpec | None:
+        """`PATH:LINE` of a file the working tree changed, as the symbol that encloses the line
+        there (the language server's hover reads it so): a line inside a function added above
+        another is that function's, not the other's. None where no symbol encloses it (or the
+        file is not parsed: its language, its size); NotFound when that symbol is new since
+        HEAD (no history to give)."""
+        from cortex_core.errors import NotFound
+        from cortex_core.lang.live import buffer_symbols, innermost
+        from cortex_core.query.targets import TargetSpec, find
+        symbols = buffer_symbols(working, data)
+        if not symbols or spec.line < 1:
+            return None
+        start = 0
+        for _ in range(spec.line - 1):
+            start = data.find(b"\n", start) + 1
+            if start == 0:
+                return None   # past the file's end
+        end = data.find(b"\n", start)
+        text = data[start:end if end >= 0 else len(data)]
+        sym = innermost(symbols, start + len(text) - len(text.lstrip()), spec.line)
+        if sym is None:
+            return None
+        if find(self.reader(), spec.path, sym.qualname) is None:
+            raise NotFound(f"line {spec.line} of {working} is in {sym.qualname}, which is not "
+                           "in the index: it was added since the indexed HEAD (no commit has "
+                           f"changed it yet); ask for {working} for the file's answer")
+        return TargetSpec(spec.path, sym.qualname)
 
     def relative(self, path: str, cwd: Path | None = None) -> str:
         """A path as the index names it (see `target`)."""

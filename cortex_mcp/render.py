@@ -34,11 +34,13 @@ def footer(lines: list[str], notes: list[str]) -> str:
 def history(result, whys: dict) -> list[str]:
     t = result.target
     head = f"**{_where(t.path, t.qualname)}**"
+    # As the command line says it: before an index run reaches HEAD, nothing is known gone.
+    gone = "HEAD not indexed yet" if result.history_until is not None else "gone at HEAD"
     if t.qualname:
         head += f" · {markdown(t.kind or 'symbol')} · " + (
-            f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else "gone at HEAD")
+            f"lines {t.start_line}–{t.end_line}" if t.alive and t.start_line else gone)
     elif not t.alive:   # a file deleted or renamed away
-        head += " · gone at HEAD"
+        head += f" · {gone}"
     if result.moved_to:
         head += (f", moved to {markdown_code(result.moved_to)}"
                  + (f" in `{result.moved_in.short}`" if result.moved_in else ""))

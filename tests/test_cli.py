@@ -310,6 +310,23 @@ def test_a_line_of_an_edited_file_is_read_where_the_working_tree_has_it(shop):
     assert added.stdout.startswith("shop/cart.py::Cart"), added
 
 
+def test_a_line_in_a_function_the_working_tree_added_is_not_its_neighbours(shop):
+    """A new function inserted between two: its lines were taken where the insertion sits at
+    HEAD, so history, blast and context answered for the function above (and context for
+    another one). The line is read in the working tree's own definitions."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    pay = shop.path / "shop" / "pay.py"
+    pay.write_text(pay.read_text() + "\n\ndef refund(cart):\n    return -cart.total()\n")
+    for command in (("history", "shop/pay.py:6"), ("blast", "shop/pay.py:6"),
+                    ("context", "--at", "shop/pay.py:6", "--budget", "300")):
+        out = cortex(*command, cwd=shop.path)
+        assert_clean_error(out, "line 6 of shop/pay.py is in refund, which is not in the index")
+    above = cortex("history", "shop/pay.py:2", "--json", cwd=shop.path)
+    assert json.loads(above.stdout)["target"]["qualname"] == "pay"
+    pack = cortex("context", "--at", "shop/pay.py:2", "--budget", "300", cwd=shop.path)
+    assert pack.stdout.startswith("# Context: shop/pay.py::pay"), pack
+
+
 def test_a_staged_rename_reads_on_in_the_old_paths_history(shop):
     """After `git mv` (not yet committed) the new path is what the user types; the index knows
     the old one. Its history, lines (edited ones too) and `what` read through the rename."""

@@ -20,6 +20,7 @@ from cortex_core.query.status import status
 from cortex_core.query.targets import TargetSpec
 from cortex_cli import render as cli_render
 from cortex_ls import render as ls_render
+from cortex_mcp import render as mcp_render
 from scripted_repo import DAY, ScriptedRepo
 
 
@@ -82,6 +83,12 @@ def test_every_answer_says_how_far_the_stopped_run_reached(repo, cortex, stopped
 
     text = cli_render.history(found, now=time.time())
     assert text.startswith("pkg/core.py::compute  (function, HEAD not indexed yet)")
+    # The MCP server said "gone at HEAD": an agent would take the function for deleted.
+    assert mcp_render.history(found, {})[0].startswith(
+        "**`pkg/core.py::compute`** · function · HEAD not indexed yet")
+    # A file the run met but HEAD's table does not list yet is not gone either.
+    whole = history(con, TargetSpec("pkg/core.py"))
+    assert whole.target.alive and whole.moved_to is None
     assert text.endswith(f"note: history up to {month(stopped)} only: the first index run has "
                          "not reached HEAD (`cortex index` continues it, or is doing so)")
     assert ls_render.index_note(False, None, stopped) == (

@@ -169,15 +169,15 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
     from cortex_core.store.store import history_from, history_until, shallow_from
-    if target.symbol_id is None and con.execute("select 1 from head_files where file_id = ?",
-                                                (target.file_id,)).fetchone() is None:
+    until = history_until(con)   # not None: HEAD not indexed yet, so nothing is known gone
+    if target.symbol_id is None and until is None and con.execute(
+            "select 1 from head_files where file_id = ?", (target.file_id,)).fetchone() is None:
         target = replace(target, alive=False)     # a file deleted or renamed away
         went = file_moved_to(con, target.file_id)
     else:
         went = moved_to(con, target.symbol_id) if target.symbol_id and not target.alive else None
     return History(target, entries[:limit] if limit else entries, note, len(entries),
-                   history_from(con), history_until(con), shallow_from(con),
-                   *(went or (None, None)))
+                   history_from(con), until, shallow_from(con), *(went or (None, None)))
 
 
 MOVES_FOLLOWED = 16   # renames and moves followed from a gone symbol to where it lives
