@@ -203,7 +203,8 @@ def missing_objects(count: int, cause: str) -> str:
     if cause.startswith("partial clone"):
         return line + "; run `cortex index --rebuild` once the remote is reachable"
     return line + ("; a commit whose tree is missing has no file changes, and commits that only"
-                   " a missing commit leads to are not indexed")
+                   " a missing commit leads to are not indexed; once the repository is repaired,"
+                   " `cortex index --rebuild` reads them (the count is kept until then)")
 
 
 def status(s: Status, root: Path, now: float) -> str:

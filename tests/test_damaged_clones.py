@@ -146,6 +146,13 @@ def test_partial_clone_offline_indexes_the_rest_and_says_what_is_missing(served,
     assert summary["skipped_file_changes"] == summary["file_changes"] > COMMITS
     entries = history(clone, "app.py")
     assert len(entries) == COMMITS and all(e["added"] is None for e in entries)
+    # A function's history is empty; it says why, and how to get the rest (it said nothing).
+    step = json.loads(cortex("history", "app.py::step", "--json", cwd=clone).stdout)
+    assert step["entries"] == []
+    assert step["note"] == (f"{COMMITS} commits of its file were not read for symbols, the newest "
+                            f"{entries[0]['commit']['sha'][:10]}: missing object (partial clone, "
+                            "remote unreachable); `cortex index --rebuild` reads what is missing "
+                            "once the repository has it")
     # HEAD's files were checked out, so their symbols are known.
     state = status(clone)
     assert state["symbols_alive"] == 3
@@ -434,6 +441,11 @@ def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_sourc
     step = history(repo, "app.py::step")
     assert len(step) == 29 and step[-1]["commit"]["subject"] == f"change {COMMITS - 28}"
     assert status(repo)["missing"]["objects"] == 1
+    # The history stops short of the function's creation: it says so (it said nothing).
+    cause = "missing from the repository" if how == "missing" else CAUSE_TRUNCATED
+    note = json.loads(cortex("history", "app.py::step", "--json", cwd=repo).stdout)["note"]
+    assert note == (f"this history may stop short: 1 object could not be read ({cause}); "
+                    "`cortex index --rebuild` reads what is missing once the repository has it")
 
 
 async def test_the_mcp_status_says_what_is_missing(damaged_source, tmp_path):

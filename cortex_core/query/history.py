@@ -168,6 +168,10 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             n = len(cut)
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
+            if any(e.skipped == _missing_version(con) for e in cut):
+                note += f"; {REBUILD}"
+    if note is None and _missing(con):   # commits behind a missing one are not indexed at all
+        note = f"this history may stop short: {_missing(con)}; {REBUILD}"
     from cortex_core.store.store import history_from, history_until, shallow_from
     until = history_until(con)   # not None: HEAD not indexed yet, so nothing is known gone
     if target.symbol_id is None and until is None and con.execute(
@@ -241,6 +245,29 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
     return (found[0], commit_ref(found[1][7:])) if found else None
 
 
+MISSING = "missing object"   # commit_reader's skip reason: git could not give a version
+
+
+REBUILD = "`cortex index --rebuild` reads what is missing once the repository has it"
+
+
+def _missing(con: apsw.Connection) -> str | None:
+    """The objects the index runs could not read, if any (the store's count and cause: a
+    partial clone offline, or a damaged repository)."""
+    from cortex_core.store.store import get_meta
+    count = int(get_meta(con, "missing_objects") or 0)
+    if not count:
+        return None
+    cause = get_meta(con, "missing_cause") or "missing from the repository"
+    return f"{count} object{'s' if count != 1 else ''} could not be read ({cause})"
+
+
+def _missing_version(con: apsw.Connection) -> str:
+    """A change whose version git could not give, as its history row says it."""
+    from cortex_core.store.store import get_meta
+    return f"missing object ({get_meta(con, 'missing_cause') or 'missing from the repository'})"
+
+
 def file_moved_to(con: apsw.Connection, file_id: int) -> tuple[str, CommitRef] | None:
     """Where a file gone at HEAD lives at HEAD when it was renamed away (through later
     renames), and the commit that renamed it; None when it was deleted. The newest rename of
@@ -275,7 +302,8 @@ def file_history(con: apsw.Connection, file_id: int, redact_subjects: bool = Tru
             return None
         if reason not in said:   # the settings' module only then: `history` starts light
             from cortex_core.index.skip_rules import LIMITED_BY, explain, indexed_limits
-            said[reason] = explain(reason, indexed_limits(con)) if reason in LIMITED_BY else None
+            said[reason] = (explain(reason, indexed_limits(con)) if reason in LIMITED_BY
+                            else _missing_version(con) if reason == MISSING else None)
         return said[reason]
     entries: list[tuple[int, HistoryEntry]] = []
     head = _pruning_head(con, file_id)
