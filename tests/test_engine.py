@@ -97,6 +97,20 @@ def test_a_store_with_an_older_schema_asks_for_an_index_run(indexed: ScriptedRep
     assert caught.value.hint == api.Hint("upgrade")
 
 
+def test_a_store_a_first_run_left_empty_asks_for_an_index_run(repo: ScriptedRepo):
+    """A first run killed before it wrote its schema leaves an empty SQLite file: it was called
+    "an older schema (0 < N)", to be upgraded."""
+    db = repo.path / ".cortex" / "cortex.db"
+    db.parent.mkdir()
+    con = apsw.Connection(str(db))
+    con.execute("pragma journal_mode=wal")
+    con.close()
+    with Engine.open(repo.path) as engine, pytest.raises(api.NoIndex) as caught:
+        engine.run(api.StatusRequest())
+    assert caught.value.hint == api.Hint("index")
+    assert "is empty: its first index run stopped before it wrote anything" in str(caught.value)
+
+
 def test_a_damaged_store_asks_for_a_rebuild(indexed: ScriptedRepo):
     db = indexed.path / ".cortex" / "cortex.db"
     for suffix in ("-wal", "-shm"):

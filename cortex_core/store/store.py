@@ -198,7 +198,10 @@ def open_reader(path: Path) -> apsw.Connection:
     return con
 
 
-def _older(path: Path, version: int) -> OlderSchema:
+def _older(path: Path, version: int) -> OlderSchema | NoIndex:
+    if version == 0:   # no schema at all: a first run stopped before it wrote one
+        return NoIndex(f"the index at {path} is empty: its first index run stopped before it "
+                       "wrote anything", Hint("index"))
     return OlderSchema(f"the index at {path} has an older schema ({version} < {SCHEMA_VERSION})",
                        Hint("upgrade"))
 
