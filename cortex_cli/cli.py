@@ -623,7 +623,18 @@ HOTSPOTS = Command(_hotspots,
                    lambda r, a, e: _render().hotspots(r, _now(), a.explain))
 BLAST = Command(_blast, lambda r, a, e: _render().blast(r))
 NEIGHBOURS = Command(_neighbours, lambda r, a, e: _render().neighbours(r, a.command))
-STATUS = Command(_status, lambda r, a, e: _render().status(r, e.root, _now()),
+def _status_text(result, args, engine: Engine) -> str:
+    """The status, and whether HEAD has moved past the last indexed commit (git is read here:
+    `status` is no command a start time matters to; the others stay without it)."""
+    text = _render().status(result, engine.root, _now())
+    head = engine.head()
+    if head is not None and head.commit and result.head and head.commit != result.head:
+        text += (f"\nnote: HEAD ({head.commit[:10]}) is not the last indexed commit: answers"
+                 " are of the indexed history; `cortex index` brings it to HEAD")
+    return text
+
+
+STATUS = Command(_status, _status_text,
                  tells_reach=True)
 SEARCH = Command(_search,
                  lambda r, a, e: _render().search(r, _now(), a.explain))
