@@ -130,8 +130,12 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     new = list(dict.fromkeys(k for k in new if k not in known))
     if len(changed) > MAX_SYMBOLS or len(new) > MAX_SYMBOLS:
         changed, new, truncated = changed[:MAX_SYMBOLS], new[:MAX_SYMBOLS], True
-    return WorkingChanges(str(base.id) if base is not None else None, paths, changed, new,
-                          skipped, truncated, unindexed)
+    # A staged rename's new path is its old one, which the index knows and which stands in the
+    # list (as deleted): read for its symbols above, it is no file without history.
+    moved = {new_path for new_path, old in workspace.renamed if old in paths}
+    return WorkingChanges(str(base.id) if base is not None else None,
+                          [p for p in paths if p not in moved], changed, new, skipped, truncated,
+                          unindexed)
 
 
 def related_to_working_tree(con, repo_root: Path, *, settings: IndexSettings | None = None,
