@@ -330,8 +330,10 @@ def search(result, now: float, explain: bool) -> str:
 
 
 def what(result, now: float) -> str:
+    operation = getattr(result, "operation", None)
     lines = [f"branch: {terminal(result.branch or '(detached)')}; "
-             f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
+             + (f"{terminal(operation)}; " if operation else "")
+             + f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
              + (f", {len(result.untracked)} untracked" if result.untracked else "")]
     lines.append("\nabout your changes:")
     if not result.changed:

@@ -11,7 +11,8 @@ import pygit2
 import pytest
 from pygit2.enums import FileStatus
 
-from cortex_core.git.workspace import PendingWorkspace, Workspace, parse_status, read_workspace
+from cortex_core.git.workspace import (PendingWorkspace, Workspace, operation_in_progress,
+                                        parse_status, read_workspace)
 from tests.scripted_repo import ScriptedRepo
 
 INDEX = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
@@ -204,3 +205,37 @@ def test_a_servers_kept_status_is_reused_then_forgotten(repo):
         one.result()
     with expired.pending(repo.path) as two:
         assert isinstance(two, PendingWorkspace) and two.result().untracked == ("new.py",)
+
+
+def test_what_git_is_in_the_middle_of(repo, tmp_path):
+    """A rebase, a merge and a cherry-pick stopped on conflicts, in the main working copy and a
+    linked worktree (`what` showed only "branch: (detached)")."""
+    assert operation_in_progress(repo.path) is None
+    repo.git("checkout", "-q", "-b", "topic")
+    for n in (1, 2):
+        repo.write("a.py", f"a = 'topic {n}'\n")
+        repo.commit(f"topic {n}")
+    repo.git("checkout", "-q", "fix/retry-budget")
+    repo.write("a.py", "a = 'main'\n")
+    main = repo.commit("main")
+    repo.git("checkout", "-q", "topic")
+    with pytest.raises(subprocess.CalledProcessError):
+        repo.git("rebase", "fix/retry-budget")
+    assert operation_in_progress(repo.path) == f"rebasing topic onto {main[:10]} (step 1 of 2)"
+    repo.git("rebase", "--abort")
+    with pytest.raises(subprocess.CalledProcessError):
+        repo.git("merge", "-q", "fix/retry-budget")
+    assert operation_in_progress(repo.path) == f"merging {main[:10]}"
+    repo.git("merge", "--abort")
+    with pytest.raises(subprocess.CalledProcessError):
+        repo.git("cherry-pick", main)
+    assert operation_in_progress(repo.path) == f"cherry-picking {main[:10]}"
+    repo.git("cherry-pick", "--abort")
+    assert operation_in_progress(repo.path) is None
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", "-b", "other", str(linked), "topic")
+    with pytest.raises(subprocess.CalledProcessError):
+        repo.git("-C", str(linked), "merge", "-q", "fix/retry-budget")
+    assert operation_in_progress(linked) == f"merging {main[:10]}"
+    assert operation_in_progress(repo.path) is None            # each worktree its own state
+    assert operation_in_progress(tmp_path / "nowhere") is None

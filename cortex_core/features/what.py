@@ -19,7 +19,7 @@ from cortex_core.index.messages import why
 from cortex_core.query.hotspots import Hotspot, hotspots
 from cortex_core.memory.notes import Note, list_notes, live_notes_for
 from cortex_core.memory.search import SIGNAL
-from cortex_core.git.workspace import Workspace, read_workspace
+from cortex_core.git.workspace import Workspace, operation_in_progress, read_workspace
 
 MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
 MAX_CHANGED = 500      # changed files looked at (a checkout of another tree changes them all)
@@ -45,6 +45,7 @@ class What:
     hotspots: list[Hotspot]
     unindexed: tuple[str, ...]   # changed files the index does not know
     clock: Clock | None = None   # what recency counts back from
+    operation: str | None = None   # what git is in the middle of: a rebase, a merge...
 
 
 def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
@@ -61,7 +62,7 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
                 list_notes(con, repo_root)[:top_k],
                 _hot(con, set(ids), half_life_days, top_k, used.now),
                 tuple(p for p in changed if p not in ids and ws.renamed_from(p) not in ids),
-                used)   # a staged rename's new path: its old one stands for it
+                used, operation_in_progress(repo_root))   # a staged rename: its old path
 
 
 def _unique_notes(notes: list[Note]) -> list[Note]:

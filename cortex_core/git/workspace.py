@@ -236,3 +236,60 @@ def parse_status(out: bytes) -> Workspace:
             untracked.append(record[2:].decode("utf-8", "replace"))
     return Workspace(branch if born else None, tuple(sorted(modified)), tuple(sorted(staged)),
                      tuple(sorted(untracked)), tuple(sorted(renamed)))
+
+
+# -- what git is in the middle of -------------------------------------------------------------
+
+_STATE_BYTES = 4096   # the most read of one of git's state files (untrusted, like all of .git)
+
+
+def operation_in_progress(repo_root: Path) -> str | None:
+    """What git is in the middle of in this working copy, as its state files say it: a rebase
+    (its branch, onto what, which step), a merge, a cherry-pick, a revert, `git am`, a bisect;
+    None when nothing (or the git folder cannot be read)."""
+    git = _git_dir(repo_root)
+    if git is None:
+        return None
+    merge = git / "rebase-merge"
+    apply = git / "rebase-apply"
+    if merge.is_dir() or (apply.is_dir() and not (apply / "applying").exists()):
+        folder = merge if merge.is_dir() else apply
+        branch = _read(folder / "head-name").removeprefix("refs/heads/")
+        onto = _read(folder / "onto")[:10]
+        step, last = ((_read(folder / "msgnum"), _read(folder / "end")) if folder is merge
+                      else (_read(folder / "next"), _read(folder / "last")))
+        return ("rebasing" + (f" {branch}" if branch and branch != "detached HEAD" else "")
+                + (f" onto {onto}" if onto else "")
+                + (f" (step {step} of {last})" if step.isdigit() and last.isdigit() else ""))
+    if apply.is_dir():
+        return "applying patches (git am)"
+    for name, doing in (("MERGE_HEAD", "merging"), ("CHERRY_PICK_HEAD", "cherry-picking"),
+                        ("REVERT_HEAD", "reverting")):
+        sha = _read(git / name)[:10]
+        if sha:
+            return f"{doing} {sha}"
+    if (git / "BISECT_LOG").is_file():
+        return "bisecting"
+    return None
+
+
+def _git_dir(repo_root: Path) -> Path | None:
+    """The working copy's own git folder: `.git`, or where a linked worktree's `.git` file points."""
+    dot = Path(repo_root) / ".git"
+    if dot.is_dir():
+        return dot
+    line = _read(dot)
+    if not line.startswith("gitdir:"):
+        return None
+    target = Path(line.removeprefix("gitdir:").strip())
+    return target if target.is_absolute() else Path(repo_root) / target
+
+
+def _read(path: Path) -> str:
+    """The first line of a small state file, stripped; "" when absent or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_STATE_BYTES)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").split("\n", 1)[0].strip()
