@@ -350,6 +350,34 @@ def test_a_method_is_called_through_the_method_it_overrides(repo, cortex):
     assert labels(step.items) == {("src/main/java/com/shop/Job.java", "Job.run")}
 
 
+def test_a_java_class_of_the_package_needs_no_import(repo, cortex):
+    """`Dates.parse(...)` from a test of the same package under src/test/java: no import names
+    Dates, and `parse` is everywhere. gson's ISO8601Utils.parse had 6 test callers, all
+    unresolved ("tests covering it: 0")."""
+    repo.write("src/main/java/com/acme/util/Dates.java",
+               "package com.acme.util;\n\npublic class Dates {\n"
+               "  public static long parse(String s) { return 0; }\n}\n")
+    repo.write("src/main/java/com/acme/other/Parser.java",
+               "package com.acme.other;\n\npublic class Parser {\n"
+               "  public static long parse(String s) { return 1; }\n}\n")
+    repo.write("src/test/java/com/acme/util/DatesTest.java",
+               "package com.acme.util;\n\npublic class DatesTest {\n"
+               "  @Test public void reads() { long t = Dates.parse(\"5\"); }\n}\n")
+    repo.write("src/test/java/com/acme/elsewhere/OtherTest.java",   # another package: no
+               "package com.acme.elsewhere;\n\npublic class OtherTest {\n"
+               "  @Test public void reads() { long t = Dates.parse(\"5\"); }\n}\n")
+    repo.commit("Dates", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    found = callers(con, TargetSpec("src/main/java/com/acme/util/Dates.java", "Dates.parse"))
+    by_path = {n.path: n.confidence for n in found.items}
+    assert by_path["src/test/java/com/acme/util/DatesTest.java"] == 0.9
+    # Another package's test names Dates without an import: a guess by name, as before.
+    assert by_path["src/test/java/com/acme/elsewhere/OtherTest.java"] <= 0.25
+    other = callers(con, TargetSpec("src/main/java/com/acme/other/Parser.java", "Parser.parse"))
+    assert "src/test/java/com/acme/util/DatesTest.java" not in {n.path for n in other.items}
+
+
 @pytest.mark.timeout(60, method="thread")
 def test_hostile_working_trees_and_long_chains(repo, cortex, tmp_path):
     import os

@@ -35,8 +35,9 @@ LOOKUPS_PER_ASKER = 1_000
 # gave is resolved again in full once (2: answers that do not depend on the order of asking;
 # 3: a Java method's unqualified call of another method of its class; 4: candidates in the order
 # of their paths, not of the ids an index run gave their files; 5: a Go call qualified by a
-# type of its package, `Command.Run` for `c.Run()` with `c *Command`).
-RESOLVER_VERSION = "5"
+# type of its package, `Command.Run` for `c.Run()` with `c *Command`; 6: a Java call qualified by
+# a class of its package, `Dates.parse()`, under any source root).
+RESOLVER_VERSION = "6"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 PY_BUILTINS = frozenset(dir(builtins))
@@ -102,6 +103,7 @@ class Resolver:
         self._py_modules = None
         self._go_module = None
         self._java_modules: dict[str, list[int] | None] = {}
+        self._java_classes: dict[str, list[int]] | None = None   # class name -> its files
         # file -> its imports by the local name they bind (with their place in the file), and
         # the definitions its wildcard imports bind: name -> (place of that import, its file)
         self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
@@ -195,6 +197,26 @@ class Resolver:
             if d and (module == d or module.endswith("/" + d)):
                 return [f for f in fids if self.lang.get(f) == "go"]
         return None
+
+    def _java_package_class(self, file_id: int, cls: str) -> list[int]:
+        """The file of class `cls` in the Java package of `file_id`: `cls`.java in its folder,
+        or in the folder of the same package under another source root (the path after the last
+        `java/` component, as Maven and Gradle lay sources out)."""
+        here = posixpath.dirname(self.path[file_id])
+        same = [f for f in self.by_dir.get(here, []) if self.path[f].endswith(f"/{cls}.java")
+                or self.path[f] == f"{cls}.java"]
+        if same:
+            return same
+        package = _java_package_dir(here)
+        if package is None:
+            return []
+        if self._java_classes is None:
+            self._java_classes = defaultdict(list)
+            for f, path in self.path.items():
+                if path.endswith(".java"):
+                    self._java_classes[posixpath.basename(path)[:-5]].append(f)
+        return [f for f in self._java_classes.get(cls, ())
+                if _java_package_dir(posixpath.dirname(self.path[f])) == package]
 
     def _java_module(self, module: str) -> list[int] | None:
         if module in self._java_modules:   # each answer scans every path: once per module
@@ -415,6 +437,13 @@ class Resolver:
                 member = f"{q}.{ref.name}"
                 if member in self.defs[ref.file_id]:
                     return "resolved", [(ref.file_id, member, CONF_LOCAL)]
+            if self.lang.get(ref.file_id) == "java" and "." not in q:
+                # Dates.parse() with Dates a class of the package, which needs no import: its
+                # file in the package's folder, or in the package under another source root
+                # (a test in src/test/java calling a class of src/main/java).
+                files = self._java_package_class(ref.file_id, q)
+                if files:
+                    return self._member([(f, q, CONF_PACKAGE) for f in files], ref.name, q)
             if self.lang.get(ref.file_id) == "go" and "." not in q:
                 # A method of a type of the package (c.Run() with c *Command): any of its files.
                 member = f"{q}.{ref.name}"
@@ -554,3 +583,13 @@ def _common_prefix(a: str, b: str) -> int:
             break
         n += 1
     return n
+
+
+def _java_package_dir(directory: str) -> str | None:
+    """The package part of a Java source folder: what follows its last `java` component
+    (`src/test/java/com/acme` -> `com/acme`); None when it has none."""
+    parts = directory.split("/")
+    if "java" not in parts:
+        return None
+    at = len(parts) - 1 - parts[::-1].index("java")
+    return "/".join(parts[at + 1:])
