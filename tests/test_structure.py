@@ -378,6 +378,39 @@ def test_a_java_class_of_the_package_needs_no_import(repo, cortex):
     assert "src/test/java/com/acme/util/DatesTest.java" not in {n.path for n in other.items}
 
 
+def test_a_java_call_on_a_variable_is_a_call_of_its_declared_type(repo, cortex):
+    """`in.next()` with `Reader in` is Reader.next, not any `next` (gson's JsonReader.nextString:
+    92 of its callers were name-only guesses under the floor, "0 dependents, risk low")."""
+    repo.write("src/main/java/com/acme/io/Reader.java",
+               "package com.acme.io;\n\npublic class Reader {\n"
+               "  public String next() { return null; }\n}\n")
+    repo.write("src/main/java/com/acme/io/Tokens.java",
+               "package com.acme.io;\n\npublic class Tokens {\n"
+               "  public String next() { return null; }\n}\n")
+    repo.write("src/main/java/com/acme/app/Use.java",
+               "package com.acme.app;\n\nimport com.acme.io.Reader;\nimport com.acme.io.Tokens;\n"
+               "\npublic class Use {\n  private Reader kept;\n"
+               "  String param(Reader in) { return in.next(); }\n"
+               "  String local() { Tokens t = new Tokens(); return t.next(); }\n"
+               "  String field() { return kept.next(); }\n"
+               "  String each(java.util.List<Reader> all) {\n"
+               "    for (Reader r : all) { r.next(); }\n    return null;\n  }\n"
+               "  String text(String s) { return s.trim(); }\n"
+               "  Object lambda(Reader in) { return (java.util.function.Function<Tokens, String>)"
+               " in -> in.next(); }\n}\n")
+    repo.commit("Readers", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+
+    def lines(path, qualname):
+        found = callers(con, TargetSpec(path, qualname))
+        return sorted((n.qualname, n.confidence) for n in found.items if n.confidence >= 0.5)
+    assert lines("src/main/java/com/acme/io/Reader.java", "Reader.next") == [
+        ("Use.each", 1.0), ("Use.field", 1.0), ("Use.param", 1.0)]
+    # The lambda's `in` is its own parameter, of a type not written: no certain answer.
+    assert lines("src/main/java/com/acme/io/Tokens.java", "Tokens.next") == [("Use.local", 1.0)]
+
+
 @pytest.mark.timeout(60, method="thread")
 def test_hostile_working_trees_and_long_chains(repo, cortex, tmp_path):
     import os

@@ -270,7 +270,7 @@ interface Service extends Closeable {}
     ("Service", None, "inherits", 8, "OrderService"),
     ("Auditable", "com.acme", "inherits", 8, "OrderService"),
     ("requireNonNull", None, "call", 13, None),  # super(repo) is not recorded
-    ("findAll", "repo", "call", 17, None),
+    ("findAll", "Repo", "call", 17, None),   # the field `repo`'s declared type
     ("stream", "?", "call", 17, None),
     ("filter", "?", "call", 17, None),
     ("isOpen", "Order", "ref", 17, None),

@@ -36,10 +36,17 @@ LOOKUPS_PER_ASKER = 1_000
 # 3: a Java method's unqualified call of another method of its class; 4: candidates in the order
 # of their paths, not of the ids an index run gave their files; 5: a Go call qualified by a
 # type of its package, `Command.Run` for `c.Run()` with `c *Command`; 6: a Java call qualified by
-# a class of its package, `Dates.parse()`, under any source root).
+# a class of its package, `Dates.parse()`, under any source root; a java.lang class is external).
 RESOLVER_VERSION = "6"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
+# java.lang's classes, which Java code names without an import (a receiver's declared type).
+JAVA_LANG = frozenset({
+    "Object", "String", "StringBuilder", "StringBuffer", "CharSequence", "Class", "Enum",
+    "Integer", "Long", "Short", "Byte", "Double", "Float", "Boolean", "Character", "Number",
+    "Math", "StrictMath", "System", "Thread", "Runtime", "Process", "ProcessBuilder", "Iterable",
+    "Comparable", "Runnable", "AutoCloseable", "Throwable", "Exception", "RuntimeException",
+    "Error", "ClassLoader", "ThreadLocal", "Void", "Record", "Appendable", "Readable"})
 PY_BUILTINS = frozenset(dir(builtins))
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
@@ -444,6 +451,8 @@ class Resolver:
                 files = self._java_package_class(ref.file_id, q)
                 if files:
                     return self._member([(f, q, CONF_PACKAGE) for f in files], ref.name, q)
+                if q in JAVA_LANG:   # `s.length()` with `String s`: no method of ours
+                    return "external", []
             if self.lang.get(ref.file_id) == "go" and "." not in q:
                 # A method of a type of the package (c.Run() with c *Command): any of its files.
                 member = f"{q}.{ref.name}"

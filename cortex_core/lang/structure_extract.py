@@ -521,8 +521,9 @@ def _go_call(out: _Out, node: Node) -> None:
 
 # Stored with the structure (meta `extract_version`): a store whose references an earlier
 # extractor read has every file read again, once (2: a Go call on a parameter or receiver
-# qualified by its declared type, _go_declared_type).
-EXTRACT_VERSION = "2"
+# qualified by its declared type, _go_declared_type; 3: a Java call on a variable qualified by
+# its declared type, _java_declared_type).
+EXTRACT_VERSION = "3"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
@@ -724,7 +725,128 @@ def _java_invocation(out: _Out, node: Node) -> None:
     obj = node.child_by_field_name("object")
     qualifier = None if obj is None else _chain(out, obj, "field_access", "object", "field",
                                                 _JAVA_BASES)
+    if obj is not None and obj.type == "identifier":
+        qualifier = _java_declared_type(out, obj) or qualifier
     out.ref(name, out.text(name), qualifier, "call")
+
+
+# The parameters of a method or a lambda that name a type.
+_JAVA_DECLARES = frozenset({"formal_parameter", "spread_parameter"})
+
+
+def _java_declared_type(out: _Out, ident: Node) -> str | None:
+    """The type the variable `ident` is declared with where the call is (`in.nextString()`
+    with `JsonReader in` a parameter is a call of JsonReader's nextString, not of every
+    `nextString` of the repository: gson's JsonReader.nextString had 92 callers under the
+    confidence floor): a parameter, a local declared before the call, a for-each or catch
+    variable, a resource, a field of an enclosing class; `var x = new T(...)` is a T. None when
+    the nearest declaration gives no class type (a primitive, an array, a lambda's parameter)
+    or there is none in sight (then the call keeps the variable's name, as before)."""
+    name = out.text(ident)
+    here = ident.start_byte
+    n, child = ident.parent, ident
+    while n is not None:
+        found = _java_declared_here(out, n, child, name, here)
+        if found is not None:
+            return found or None
+        n, child = n.parent, n
+    return None
+
+
+def _java_declared_here(out: _Out, n: Node, child: Node, name: str, here: int) -> str | None:
+    """The type (or "" for one not named) that `n` declares `name` with, as seen from its child
+    `child` at byte `here`; None when `n` does not declare it."""
+    t = n.type
+    if t in ("block", "constructor_body", "switch_block_statement_group"):
+        found = None
+        for c in n.named_children:
+            if c.start_byte >= here:
+                break
+            if c.type == "local_variable_declaration":
+                found = _java_variables(out, c, name) or found
+        return found
+    if t in ("method_declaration", "constructor_declaration", "lambda_expression"):
+        params = n.child_by_field_name("parameters")
+        if params is not None and params.type == "identifier":   # `in -> in.trim()`
+            return "" if out.text(params) == name else None
+        for p in params.named_children if params is not None else ():
+            if p.type == "identifier" and out.text(p) == name:
+                return ""                       # a lambda's parameter: its type is inferred
+            if p.type in _JAVA_DECLARES and _java_name_of(out, p) == name:
+                return _java_class_type(out, p.child_by_field_name("type")) or ""
+        return None
+    if t == "enhanced_for_statement":          # its variable is seen in its body
+        if child == n.child_by_field_name("body") and _java_name_of(out, n) == name:
+            return _java_class_type(out, n.child_by_field_name("type")) or ""
+        return None
+    if t == "for_statement":                   # `for (Foo x = ...; ...)`
+        init = n.child_by_field_name("init")
+        if init is not None and init != child and init.type == "local_variable_declaration":
+            return _java_variables(out, init, name)
+        return None
+    if t == "try_with_resources_statement":    # `try (Reader r = open())`
+        resources = n.child_by_field_name("resources")
+        for r in resources.named_children if resources is not None else ():
+            if r.start_byte < here and r != child and r.type == "resource" and \
+                    _java_name_of(out, r) == name:
+                return _java_class_type(out, r.child_by_field_name("type")) or ""
+        return None
+    if t == "catch_clause":                    # `catch (IOException e)`: one type, not a union
+        param = next((c for c in n.named_children if c.type == "catch_formal_parameter"), None)
+        if param is None or param == child or _java_name_of(out, param) != name:
+            return None
+        kinds = next((c for c in param.named_children if c.type == "catch_type"), None)
+        one = kinds.named_children if kinds is not None else []
+        return (_java_class_type(out, one[0]) or "") if len(one) == 1 else ""
+    if t in ("class_body", "enum_body", "record_declaration", "interface_body"):
+        for c in n.named_children:
+            if c.type == "field_declaration":
+                found = _java_variables(out, c, name)
+                if found is not None:
+                    return found
+    return None
+
+
+def _java_name_of(out: _Out, node: Node) -> str | None:
+    named = node.child_by_field_name("name")
+    if named is None:   # a catch parameter, a spread parameter: the last identifier
+        named = next((c for c in reversed(node.named_children) if c.type == "identifier"),
+                     None)
+        if named is None:
+            decl = next((c for c in node.named_children if c.type == "variable_declarator"),
+                        None)
+            named = decl.child_by_field_name("name") if decl is not None else None
+    return out.text(named) if named is not None else None
+
+
+def _java_variables(out: _Out, decl: Node, name: str) -> str | None:
+    """The type a local variable or field declaration gives `name` ("" when not a class
+    type), None when it declares no `name`."""
+    kind = decl.child_by_field_name("type")
+    for d in decl.children_by_field_name("declarator"):
+        var = d.child_by_field_name("name")
+        if var is None or out.text(var) != name:
+            continue
+        if kind is not None and kind.type == "type_identifier" and out.text(kind) == "var":
+            value = d.child_by_field_name("value")   # `var w = new JsonWriter(...)`
+            if value is not None and value.type == "object_creation_expression":
+                return _java_class_type(out, value.child_by_field_name("type")) or ""
+            return ""
+        if d.child_by_field_name("dimensions") is not None:
+            return ""                                # `Foo x[]`: an array
+        return _java_class_type(out, kind) or ""
+    return None
+
+
+def _java_class_type(out: _Out, node: Node | None) -> str | None:
+    """A class type's name as written (`JsonReader`, `Map.Entry`; generics left out); None for
+    a primitive, an array or anything else."""
+    if node is not None and node.type == "generic_type":
+        node = next((c for c in node.named_children
+                     if c.type in ("type_identifier", "scoped_type_identifier")), None)
+    if node is None or node.type not in ("type_identifier", "scoped_type_identifier"):
+        return None
+    return re.sub(r"\s+", "", out.text(node)) or None
 
 
 def _java_new(out: _Out, node: Node) -> None:
