@@ -411,6 +411,34 @@ def test_a_java_call_on_a_variable_is_a_call_of_its_declared_type(repo, cortex):
     assert lines("src/main/java/com/acme/io/Tokens.java", "Tokens.next") == [("Use.local", 1.0)]
 
 
+def test_a_constructor_is_called_by_what_constructs_its_class(repo, cortex):
+    """`Wait(2)` runs Wait.__init__, `new Box(1)` Box's constructors: their callers listed
+    only the explicit `Wait.__init__(...)` call of a subclass (tenacity's wait_fixed.__init__:
+    1 dependent, where 29 test lines construct it)."""
+    repo.write("wait.py", "class Wait:\n    def __init__(self, n):\n        self.n = n\n\n"
+               "    def sleep(self):\n        return self.n\n\n\n"
+               "class Longer(Wait):\n    def __init__(self, n):\n"
+               "        Wait.__init__(self, n * 2)\n")
+    repo.write("tests/test_wait.py", "from wait import Wait\n\n\ndef test_wait():\n"
+               "    assert Wait(2).sleep() == 2\n")
+    repo.write("src/main/java/com/acme/Box.java",
+               "package com.acme;\n\npublic class Box {\n  public Box(int n) {}\n"
+               "  public static Box of(int n) { return new Box(n); }\n}\n")
+    repo.commit("Waits and boxes", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    init = callers(con, TargetSpec("wait.py", "Wait.__init__"))
+    assert labels(init.items) == {("wait.py", "Longer.__init__"),
+                                  ("tests/test_wait.py", "test_wait")}
+    # The class's own callers are the same constructions, and its methods keep theirs.
+    assert ("tests/test_wait.py", "test_wait") in labels(callers(con, TargetSpec(
+        "wait.py", "Wait")).items)
+    assert labels(callers(con, TargetSpec("wait.py", "Wait.sleep")).items) == {
+        ("tests/test_wait.py", "test_wait")}
+    box = callers(con, TargetSpec("src/main/java/com/acme/Box.java", "Box.Box"))
+    assert labels(box.items) == {("src/main/java/com/acme/Box.java", "Box.of")}
+
+
 @pytest.mark.timeout(60, method="thread")
 def test_hostile_working_trees_and_long_chains(repo, cortex, tmp_path):
     import os

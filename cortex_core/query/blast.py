@@ -158,9 +158,22 @@ def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
         f" join refs r on r.id = e.ref_id where {where}", params).fetchall()
     if not whole_file and qualname is not None and "." in qualname:
         direct = {(row[0], row[1], row[3]) for row in rows}
-        rows += [row for row in _dispatched(con, file_id, qualname)
-                 if (row[0], row[1], row[3]) not in direct]
+        rows += [row for row in _dispatched(con, file_id, qualname) + _constructions(
+                 con, file_id, qualname) if (row[0], row[1], row[3]) not in direct]
     return rows
+
+
+def _constructions(con, file_id: int, qualname: str) -> list[tuple]:
+    """Calls that run a constructor by naming its class: `Retry(...)` runs `Retry.__init__`,
+    `new Foo(...)` Foo's constructor (every one of its overloads: which one is not known).
+    tenacity's `wait_fixed.__init__` had 1 dependent; 29 test lines construct the class."""
+    cls, _, method = qualname.rpartition(".")
+    if method not in _CONSTRUCTORS and method != cls.rpartition(".")[2]:
+        return []
+    return con.execute(
+        "select r.file_id, r.scope, r.kind, r.line, e.confidence, e.dst_qualname from edges e"
+        " join refs r on r.id = e.ref_id where e.dst_file_id = ? and e.dst_qualname = ?"
+        " and r.kind = 'call'", (file_id, cls)).fetchall()
 
 
 # How far up its classes a method's overridden definitions are looked for.
@@ -168,6 +181,7 @@ OVERRIDE_LEVELS = 3
 # Methods a class's own call never reaches in a subclass: constructors (and Java's, named as
 # their class), called on a class, not on the object.
 _NOT_DISPATCHED = frozenset(("__init__", "__new__", "__init_subclass__", "constructor"))
+_CONSTRUCTORS = frozenset(("__init__", "__new__", "constructor"))   # and Java's: the class's name
 # Receivers of a call that dispatches on the object's class: `self.m()`, `this.m()`, `cls.m()`,
 # and an unqualified call (a Java or TypeScript method calling another of its class).
 _SELF_RECEIVERS = "(r.qualifier is null or r.qualifier in ('self', 'this', 'cls'))"
