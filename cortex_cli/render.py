@@ -211,7 +211,11 @@ def status(s: Status, root: Path, now: float) -> str:
     span = ""
     if s.first_commit_time:
         span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)}"
-    indexed = relative_time(s.indexed_at, now) if s.indexed_at else "never"
+    # No run has completed: a first run, or a rebuild (which empties the store first), was
+    # stopped or is under way; "never" read as if the repository had never been indexed.
+    indexed = (relative_time(s.indexed_at, now) if s.indexed_at
+               else "no index run has completed since the store was made or rebuilt: "
+                    "`cortex index` continues")
     lines = [
         f"index: {_db_label(s.db_path, root)} ({_size(s.db_bytes)}, schema {s.schema_version})",
         *([f"  location: {s.store_reason}"] if s.store_reason else []),

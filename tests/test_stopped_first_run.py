@@ -144,3 +144,31 @@ def test_the_command_line_drops_the_note_once_a_run_reaches_head(repo, cortex, s
                                   capture_output=True, text=True, timeout=120)
         assert answered.returncode == 0, answered.stderr
         assert "history up to" not in answered.stderr, args
+
+
+def test_a_rebuild_stopped_early_claims_nothing_gone(repo, cortex, monkeypatch):
+    """A rebuild empties the store in place, then reads the history again: stopped before its
+    first commit, the store's notes said their code was "gone from HEAD" and its status said
+    it had "never" been indexed."""
+    from cortex_core.memory.notes import add_note, list_notes
+    from cortex_core.store.store import open_note_writer
+    build(repo)
+    cortex.index()
+    writer = open_note_writer(cortex.db)
+    add_note(writer, repo.path, "pkg/core.py::compute", "keep it pure")
+    writer.close()
+
+    def stop(done, total, phase="commits"):
+        raise Stop
+    with pytest.raises(Stop):
+        cortex.index(rebuild=True, progress=stop)
+    con = cortex.reader()
+    [note] = list_notes(con, repo.path)
+    assert note.text == "keep it pure" and not note.stale and note.stale_reason is None
+    text = cli_render.status(status(con, cortex.db), repo.path, time.time())
+    assert "no index run has completed since the store was made or rebuilt" in text
+    assert "(never)" not in text
+    cortex.index()                                     # the next run restores it all
+    [note] = list_notes(cortex.reader(), repo.path)
+    assert not note.stale and len(history(cortex.reader(), TargetSpec(
+        "pkg/core.py", "compute")).entries) == 4

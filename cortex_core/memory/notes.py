@@ -166,6 +166,12 @@ def _anchor(con, repo_root: Path, target: str | None):
                                                                   found.qualname)
 
 
+def _head_known(con) -> bool:
+    """Whether an index run has recorded HEAD (a key lookup)."""
+    from cortex_core.store.store import get_meta
+    return get_meta(con, "head") is not None
+
+
 def _current_hash(con, repo_root: Path, path: str, qualname: str | None) -> str | None:
     """A file's blob id, or the hash of a symbol's text, at the indexed HEAD (None: not there)."""
     row = con.execute("select h.blob, f.language from head_files h join files f on f.id = h.file_id"
@@ -239,7 +245,9 @@ def _note(con, repo_root: Path, row, hashes: dict) -> Note:
     now = int(time.time())
     live = superseded_by is None and (valid_until is None or valid_until > now)
     stale, reason, changed_by = False, None, None
-    if path and anchor_hash is not None:
+    # Before a run has recorded HEAD (a first run or a rebuild under way or stopped: HEAD's
+    # files are not all known yet) nothing can be said gone or changed.
+    if path and anchor_hash is not None and _head_known(con):
         key = (path, qualname)
         if key not in hashes:
             hashes[key] = _current_hash(con, repo_root, path, qualname)
