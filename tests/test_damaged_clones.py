@@ -356,6 +356,24 @@ def damaged(damaged_source: Path, dest: Path, rev: str, what: str,
     return dest, oid
 
 
+def test_a_corrupt_pack_is_damage_not_absence(tmp_path):
+    """Bytes flipped inside a pack: its objects are listed but unreadable. They were reported
+    "missing from the repository", which sends a user looking for a fetch, not a repair."""
+    from cortex_core.git.object_source import CAUSE_CORRUPT
+    repo = build_history(tmp_path / "repo", 40)
+    git(repo, "gc", "-q")
+    [pack] = (repo / ".git/objects/pack").glob("*.pack")
+    pack.chmod(0o644)
+    data = bytearray(pack.read_bytes())
+    for at in range(len(data) // 3, 2 * len(data) // 3, 31):
+        data[at] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    summary = index(repo, jobs=1)
+    assert summary["missing_objects"] > 0 and summary["missing_cause"] == CAUSE_CORRUPT
+    text = cortex("status", cwd=repo).stdout
+    assert "damaged in the repository: listed in its packs or objects, but unreadable" in text
+
+
 @pytest.mark.parametrize("damage", ["missing", "garbage"])
 def test_a_damaged_tree_at_head_does_not_stop_the_run(damaged_source, tmp_path, damage):
     """HEAD's `lib` folder (a tree only HEAD has) deleted, or its object file overwritten with

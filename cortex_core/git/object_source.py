@@ -42,6 +42,7 @@ CAUSE_PARTIAL_OFFLINE = "partial clone, remote unreachable"
 CAUSE_PARTIAL = "partial clone"
 CAUSE_DAMAGED = "missing from the repository"
 CAUSE_TRUNCATED = "damaged in the repository: truncated or corrupt loose objects"
+CAUSE_CORRUPT = "damaged in the repository: listed in its packs or objects, but unreadable"
 
 
 # A remote that accepts a connection and then never answers (a stalled server, a remote helper

@@ -54,7 +54,8 @@ from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_miss
                                       vectors_current)
 from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE,
-                                           CAUSE_TRUNCATED, ObjectSource, prefetch,
+                                           CAUSE_CORRUPT, CAUSE_TRUNCATED, ObjectSource,
+                                           prefetch,
                                            promisor_remote)
 from cortex_core.index.process_memory import release_memory
 from cortex_core.store.salvage import Recovery, replace_damaged, resume_salvage, store_damage
@@ -706,6 +707,8 @@ class _Indexer:
             return ""
         if self.missing & self.loose.damaged:   # cut here: no remote has them to give
             cause = CAUSE_TRUNCATED
+        elif any(self._listed(sha) for sha in self.missing):   # a corrupt pack: not missing
+            cause = CAUSE_CORRUPT
         elif self.remote is None:
             cause = CAUSE_DAMAGED
         else:
@@ -715,6 +718,14 @@ class _Indexer:
             set_meta(self.con, "missing_objects", str(before + len(self.missing)))
             set_meta(self.con, "missing_cause", cause)
         return cause
+
+    def _listed(self, sha: str) -> bool:
+        """Whether the repository lists the object (a pack's index, a loose file) though it
+        could not be read: damage, not absence."""
+        try:
+            return sha in self.repo.odb
+        except (ValueError, pygit2.GitError):
+            return False
 
     def _exists(self, sha: str) -> bool:
         try:
