@@ -326,6 +326,10 @@ def test_a_line_in_a_function_the_working_tree_added_is_not_its_neighbours(shop)
                     ("context", "--at", "shop/pay.py:6", "--budget", "300")):
         out = cortex(*command, cwd=shop.path)
         assert_clean_error(out, "line 6 of shop/pay.py is in refund, which is not in the index")
+    # Once indexed (the structure pass reads the working tree), its name says the same.
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    named = cortex("history", "shop/pay.py::refund", cwd=shop.path)
+    assert_clean_error(named, "the working tree's version of the file defines it, but no commit")
     above = cortex("history", "shop/pay.py:2", "--json", cwd=shop.path)
     assert json.loads(above.stdout)["target"]["qualname"] == "pay"
     pack = cortex("context", "--at", "shop/pay.py:2", "--budget", "300", cwd=shop.path)

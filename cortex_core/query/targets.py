@@ -198,6 +198,12 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
     level = file_level_reason(con, file_id)
     if level is not None:  # the reason, rather than guesses among symbols it never had
         hint = f": the file is recorded at file level only, {level}"
+    elif con.execute("select 1 from defs d join struct_files s on s.file_id = d.file_id"
+                     " where d.file_id = ? and s.worktree = 1 and d.qualname = ?",
+                     (file_id, name)).fetchone():
+        # The structure pass read the working tree's version, which defines it.
+        hint = (": the working tree's version of the file defines it, but no commit has it"
+                " yet, so it has no history (it will once committed and indexed)")
     _not_found(con, f"no symbol {name!r} in {path}{hint}")
 
 
