@@ -19,6 +19,28 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _column(text: str, width: int) -> str:
+    """`text` clipped and padded to `width` columns of a terminal: East Asian wide characters
+    take two (a CJK subject pushed the columns after it out of line), combining marks none."""
+    text = terminal(text)
+    if _cells(text) > width:
+        kept, used = [], 0
+        for ch in text:
+            if used + _cells(ch) > width - 1:
+                break
+            kept.append(ch)
+            used += _cells(ch)
+        text = "".join(kept) + "…"
+    return text + " " * max(0, width - _cells(text))
+
+
+def _cells(text: str) -> int:
+    """Terminal columns of `text`."""
+    import unicodedata
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in (
+        "W", "F") else 1 for c in text)
+
+
 def _lines(added, deleted) -> str:
     if added is None and deleted is None:
         return "  (not diffed)"
@@ -27,7 +49,7 @@ def _lines(added, deleted) -> str:
 
 def _commit_line(ref: CommitRef, now: float) -> str:
     return (f"{ref.short}  {date(ref.time, ref.offset)}  {relative_time(ref.time, now):>14}  "
-            f"{_clip(ref.author, 18):<18}  {_clip(ref.subject, 60):<60}")
+            f"{_column(ref.author, 18)}  {_column(ref.subject, 60)}")
 
 
 def history(result: History, now: float) -> str:

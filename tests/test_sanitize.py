@@ -328,3 +328,13 @@ def test_no_other_module_sanitizes_text_itself():
                 elif isinstance(node, ast.Attribute) and node.attr == "isprintable":
                     found.append(where)
     assert found == [], "use cortex_core.text.sanitize"
+
+
+def test_history_columns_count_terminal_cells():
+    """A CJK subject pushed the columns after it out of line: each wide character takes two
+    cells, a combining mark none."""
+    from cortex_cli.render import _cells, _column
+    assert _column("修复解析器的崩溃", 10) == "修复解析… "
+    assert _cells(_column("修复解析器的崩溃问题", 60)) == 60
+    assert _column("e\u0301te\u0301", 6) == "e\u0301te\u0301   "   # 3 cells, 3 spaces
+    assert _column("x" * 7, 6) == "xxxxx…" and _column("x" * 6, 6) == "x" * 6
