@@ -232,7 +232,9 @@ def missing_objects(count: int, cause: str) -> str:
 def status(s: Status, root: Path, now: float) -> str:
     span = ""
     if s.first_commit_time:
-        span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)}"
+        # UTC days: the store keeps the span's times, not their authors' zones, which history
+        # rows show (a commit of 2013-01-19 23:00 -0800 is 2013-01-20 here).
+        span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)} (UTC)"
     # No run has completed: a first run, or a rebuild (which empties the store first), was
     # stopped or is under way; "never" read as if the repository had never been indexed.
     indexed = (relative_time(s.indexed_at, now) if s.indexed_at

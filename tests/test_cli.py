@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -69,6 +70,7 @@ def test_index_then_query_everything(shop):
     status = cortex("status", cwd=shop.path)
     assert "commits: 2" in status.stdout and "python" in status.stdout
     assert "by 2 authors; 0 merges" in status.stdout
+    assert re.search(r"commits: 2 from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d \(UTC\)", status.stdout)
     assert json.loads(cortex("status", "--json", cwd=shop.path).stdout)["symbols_alive"] == 3
     assert "note: HEAD" not in status.stdout
     shop.write("shop/later.py", "x = 1\n")
