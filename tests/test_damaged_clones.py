@@ -151,7 +151,7 @@ def test_partial_clone_offline_indexes_the_rest_and_says_what_is_missing(served,
     assert step["entries"] == []
     assert step["note"] == (f"{COMMITS} commits of its file were not read for symbols, the newest "
                             f"{entries[0]['commit']['sha'][:10]}: missing object (partial clone, "
-                            "remote unreachable); `cortex index --rebuild` reads what is missing "
+                            "remote unreachable); a rebuild of the index reads what is missing "
                             "once the repository has it")
     # HEAD's files were checked out, so their symbols are known.
     state = status(clone)
@@ -463,7 +463,7 @@ def test_a_missing_commit_in_the_middle_keeps_the_commits_after_it(damaged_sourc
     cause = "missing from the repository" if how == "missing" else CAUSE_TRUNCATED
     note = json.loads(cortex("history", "app.py::step", "--json", cwd=repo).stdout)["note"]
     assert note == (f"this history may stop short: 1 object could not be read ({cause}); "
-                    "`cortex index --rebuild` reads what is missing once the repository has it")
+                    "a rebuild of the index reads what is missing once the repository has it")
 
 
 async def test_the_mcp_status_says_what_is_missing(damaged_source, tmp_path):

@@ -248,7 +248,8 @@ def moved_to(con: apsw.Connection, symbol_id: int) -> tuple[str, CommitRef] | No
 MISSING = "missing object"   # commit_reader's skip reason: git could not give a version
 
 
-REBUILD = "`cortex index --rebuild` reads what is missing once the repository has it"
+# Said in the engine's words: a front end names its own way to rebuild (status does).
+REBUILD = "a rebuild of the index reads what is missing once the repository has it"
 
 
 def _missing(con: apsw.Connection) -> str | None:
