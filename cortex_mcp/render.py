@@ -24,6 +24,26 @@ def _commit(c) -> str:
             f"{markdown(c.subject, 120)}")
 
 
+def ours(text: str) -> str:
+    """A sentence of Cortex's own (why semantic search is off, why an index run failed) that
+    quotes commands in backticks, as the command line shows it, and carries values from
+    elsewhere (a model's name, a path): each quoted span as inline code, the rest escaped. With
+    `markdown` alone the quotes came out escaped: run \\`cortex model pull …\\`."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:    # a backtick without its pair: no span can be told apart
+        return markdown(text)
+    return "".join(markdown_code(part) if n % 2 else _between_spans(part)
+                   for n, part in enumerate(parts))
+
+
+def _between_spans(part: str) -> str:
+    """`part` escaped, with the space that parts it from a code span kept (markdown strips)."""
+    before = " " if part[:1].isspace() else ""
+    after = " " if part[-1:].isspace() else ""
+    text = markdown(part)
+    return before + text + after if text else before or after
+
+
 def footer(lines: list[str], notes: list[str]) -> str:
     """The answer, then the notes on how far to trust it (our own text, already escaped)."""
     if notes:
@@ -232,7 +252,7 @@ def status(s, head: str | None, run) -> list[str]:
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "
                      f"{m.note_items} notes; {m.areas} areas")
-        lines.append(f"- {markdown(m.semantic_note)}")
+        lines.append(f"- {ours(m.semantic_note)}")
         lines.append(f"- notes: {m.notes_live} live, {m.notes_closed} superseded or expired")
     if run is not None:
         lines.append(f"- indexer: {run_line(run)}")
@@ -242,7 +262,7 @@ def status(s, head: str | None, run) -> list[str]:
 def run_line(run) -> str:
     if not run.finished:
         return f"running ({markdown(run.message)})"
-    return "last run finished" if run.ok else f"last run failed: {markdown(run.error or '')}"
+    return "last run finished" if run.ok else f"last run failed: {ours(run.error or '')}"
 
 
 def note(n, verb: str) -> list[str]:
@@ -267,11 +287,13 @@ def sync(run, started: bool) -> list[str]:
         return [f"{lead}: {markdown(run.message)}. It goes on in the background; call `sync` "
                 "again to wait for it, or `status` to see it."]
     if not run.ok:
-        return [f"Indexing failed: {markdown(run.error or 'unknown error')}"]
+        return [f"Indexing failed: {ours(run.error or 'unknown error')}"]
     s = run.summary or {}
     head = str(s.get("head") or "")[:10]
+    # The summary is the indexer's JSON (IndexSummary): `semantic` reads "on: <model> ..." or
+    # "off: <why>", after "semantic search" as in `cortex index`.
     return [f"Index up to date at `{head}`: {plural(s.get('new_commits', 0), 'new commit')} "
             f"({s.get('total_commits', 0)} in all), "
             f"{plural(s.get('symbol_changes', 0), 'symbol change')}, "
-            f"in {float(s.get('seconds') or 0):.1f} s."
-            + (f" {markdown(str(s['semantic']))}." if s.get("semantic") else "")]
+            f"in {float(s.get('seconds') or 0):.1f} s"
+            + (f"; semantic search {ours(str(s['semantic']))}." if s.get("semantic") else ".")]

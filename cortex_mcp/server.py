@@ -20,23 +20,24 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Literal
+from typing import Annotated, Iterator, Literal, cast
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer, UserMessage
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from cortex_core import __version__
 from cortex_core.api import CortexError
 from cortex_core.engine import Engine, Snapshot
 from cortex_core.dates import reach, shallow_reach
 from cortex_core.plain import plain
-from cortex_core.text.sanitize import markdown, markdown_code, replace_surrogates, terminal
+from cortex_core.text.sanitize import markdown, markdown_code, terminal
 
-from cortex_mcp import render
+from cortex_mcp import messages, render
+from cortex_mcp.arguments import problems, prompt_problem
 from cortex_mcp.places import Places, spec_of
 from cortex_mcp.sync import Indexers
 
@@ -177,8 +178,40 @@ def answer(lines: list[str], data, state: dict, notes: list[str]) -> CallToolRes
                           structured_content=out)
 
 
+class _Server(MCPServer):
+    """MCPServer, with a client's mistakes in a call answered in clear words
+    (cortex_mcp.arguments): a tool's refused arguments as its tool error, a line per argument,
+    instead of pydantic's report; a prompt's unknown name, missing or unknown argument as Invalid
+    params, which the SDK answers with an internal error (code 0) and logs with a traceback."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            # Only the arguments' own validation: a tool's failures have their own words.
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError) \
+                    or cause.title != f"{name}Arguments":
+                raise
+            schema = next(t.input_schema for t in await self.list_tools() if t.name == name)
+            lines = problems(cause, arguments, schema)
+            # From the ValidationError still: the SDK logs the refused fields' names only.
+            raise ToolError(f"Error executing tool {name}: " + "\n".join(lines)) from cause
+
+    async def get_prompt(self, name, arguments=None, context=None):
+        prompts = {p.name: p for p in await self.list_prompts()}
+        if name not in prompts:
+            raise MCPError(INVALID_PARAMS, f"no prompt {terminal(name)[:60]!r}: the prompts are "
+                           + ", ".join(sorted(prompts)))
+        known = {arg.name: bool(arg.required) for arg in prompts[name].arguments or ()}
+        problem = prompt_problem(name, known, arguments)
+        if problem is not None:
+            raise MCPError(INVALID_PARAMS, problem)
+        return await super().get_prompt(name, arguments, context)
+
+
 def build_server(memory: Memory) -> MCPServer:
-    mcp = MCPServer(name="cortex", title="Cortex: repository memory", version=__version__,
+    mcp = _Server(name="cortex", title="Cortex: repository memory", version=__version__,
                     instructions=INSTRUCTIONS)
 
     @mcp.tool(annotations=READ)
@@ -201,7 +234,7 @@ def build_server(memory: Memory) -> MCPServer:
                                  path=spec_of(path, engine).path if path else None)
             state, notes = memory.freshness(engine, snap)
             if result.note:     # why vectors were not used
-                notes.insert(0, markdown(result.note))
+                notes.insert(0, render.ours(result.note))
             return answer(render.search(result), result, state, notes)
 
     @mcp.tool(annotations=READ)
@@ -518,14 +551,66 @@ def _serve(server: MCPServer) -> None:
 
 
 async def _serve_stdio(server: MCPServer) -> None:
-    """server.run("stdio"), with the SDK's stdin stream wrapped in _Repairing, and the end of
-    stdin held back until every request read has its answer (_Answers)."""
+    """server.run("stdio"), with each line of stdin checked before the SDK reads it (_Lines),
+    and the end of stdin held back until every request read has its answer (_Answers)."""
     from mcp.server.stdio import stdio_server
     lowlevel = server._lowlevel_server   # what MCPServer.run_stdio_async serves
-    async with stdio_server() as (read_stream, write_stream):
-        answers = _Answers()
-        await lowlevel.run(_Repairing(read_stream, answers), answers.writing(write_stream),
-                           lowlevel.create_initialization_options())
+    with _claimed_stdin() as stdin:
+        lines = _Lines(stdin)
+        checked = cast("anyio.AsyncFile[str]", lines)   # the SDK only iterates it, as it can be
+        async with stdio_server(stdin=checked) as (read_stream, write_stream):
+            lines.answer_to(write_stream)
+            answers = _Answers()
+            await lowlevel.run(_Reading(read_stream, answers), answers.writing(write_stream),
+                               lowlevel.create_initialization_options())
+
+
+@contextmanager
+def _claimed_stdin() -> Iterator:
+    """stdin as the SDK's stdio_server claims it when it reads stdin itself: fd 0 then reads
+    the null device, so that no handler or child takes a line meant for the server. Its own
+    helpers, private but pinned with the SDK's version (pyproject.toml)."""
+    from mcp.server import stdio
+    buffer, release = stdio._claim_fd(0, sys.stdin, "rb", stdio._open_stdin_diversion)
+    try:
+        yield anyio.wrap_file(stdio._UnownedTextWrapper(buffer, encoding="utf-8",
+                                                        errors="replace"))
+    finally:
+        if release is not None:
+            release()
+
+
+class _Lines:
+    """stdin's lines for the SDK's reader, each checked first (cortex_mcp.messages). A line that
+    is not a message is answered here with its JSON-RPC error, and never reaches the SDK, which
+    would drop it unanswered (or read a request with a bad id as a notification)."""
+
+    def __init__(self, stdin):
+        self._stdin = stdin
+        self._write = None
+        self._writable = anyio.Event()
+
+    def answer_to(self, write_stream) -> None:
+        """Where the errors go: the SDK's stdout stream, made after its reader started. Not
+        through _Answers: no request was counted for such a line."""
+        self._write = write_stream
+        self._writable.set()
+
+    async def __aiter__(self):
+        async for line in self._stdin:
+            verdict = messages.checked(line)
+            if isinstance(verdict, str):
+                yield verdict
+            elif verdict is not None:
+                await self._refuse(verdict)
+
+    async def _refuse(self, refusal: messages.Refusal) -> None:
+        from mcp.shared.message import SessionMessage
+        await self._writable.wait()
+        try:
+            await self._write.send(SessionMessage(refusal.answer()))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass    # the client closed its end: nobody is left to answer
 
 
 DRAIN_SECONDS = 600.0   # how long the end of stdin waits for the answers still being worked on
@@ -608,14 +693,11 @@ class _Writing:
         return await self._inner.__aexit__(*exc)
 
 
-class _Repairing:
-    """The SDK's stdin stream (its ReadStream protocol), with the lines it could not parse for a
-    lone surrogate read again. JSON may escape half a surrogate pair (`"\\ud800"`, as a client
-    that cut a string between the halves of an emoji sends); the SDK's parser refuses it, drops
-    the line and never answers: the client waits forever. Python's json reads it: each lone
-    surrogate becomes U+FFFD, as the language server does with its clients' strings."""
+class _Reading:
+    """The SDK's read stream (its ReadStream protocol), telling _Answers which requests were
+    read, and holding its end back until they have their answers."""
 
-    def __init__(self, inner, answers: _Answers | None = None):
+    def __init__(self, inner, answers: _Answers):
         self._inner = inner
         self._answers = answers
 
@@ -625,11 +707,12 @@ class _Repairing:
 
     async def receive(self):
         try:
-            item = _repaired(await self._inner.receive())
+            item = await self._inner.receive()
         except anyio.EndOfStream:
-            await self._drain()
+            await self._answers.drain()
             raise
-        return self._read(item)
+        self._answers.read(item)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -639,20 +722,12 @@ class _Repairing:
 
     async def __anext__(self):
         try:
-            item = _repaired(await self._inner.__anext__())
+            item = await self._inner.__anext__()
         except StopAsyncIteration:
-            await self._drain()
-            raise
-        return self._read(item)
-
-    def _read(self, item):
-        if self._answers is not None:
-            self._answers.read(item)
-        return item
-
-    async def _drain(self) -> None:
-        if self._answers is not None:
             await self._answers.drain()
+            raise
+        self._answers.read(item)
+        return item
 
     async def __aenter__(self):
         await self._inner.__aenter__()
@@ -660,35 +735,6 @@ class _Repairing:
 
     async def __aexit__(self, *exc):
         return await self._inner.__aexit__(*exc)
-
-
-def _repaired(item):
-    import json
-    import mcp_types
-    from mcp.shared.message import SessionMessage
-    from pydantic import ValidationError
-    if not isinstance(item, ValidationError):
-        return item
-    errors = item.errors()
-    line = errors[0].get("input") if len(errors) == 1 else None
-    if errors[0]["type"] != "json_invalid" or not isinstance(line, str):
-        return item
-    try:
-        data = _no_lone_surrogates(json.loads(line))
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(data,
-                                                                              by_name=False))
-    except (ValueError, RecursionError):   # not JSON after all, or not a message
-        return item
-
-
-def _no_lone_surrogates(value):
-    if isinstance(value, str):
-        return replace_surrogates(value)
-    if isinstance(value, list):
-        return [_no_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in value.items()}
-    return value
 
 
 STOP_GRACE = 5.0   # seconds the normal way out may take before the watchdog takes it

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import select
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -68,14 +72,65 @@ def indexed(project: ScriptedRepo) -> ScriptedRepo:
 
 
 @asynccontextmanager
-async def server(*args: str, cwd: Path | None = None):
+async def server(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex_core", "mcp", *args],
         env={"CORTEX_MODEL": "none", "PYTHONIOENCODING": "utf-8", **CODE_UNDER_TEST,
-             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))}},
+             **{k: v for k, v in os.environ.items() if k.startswith(("GIT_", "VIRTUAL_ENV"))},
+             **(env or {})},
         cwd=str(cwd) if cwd else None)
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
+
+
+class RawServer:
+    """A server over stdio, driven line by line: what a client other than the SDK's may send.
+    Its stderr goes to a file, read when it has stopped."""
+
+    INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+
+    def __init__(self, repo: Path, stderr: Path):
+        self.stderr = stderr
+        with stderr.open("wb") as errors:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(repo)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                env={**os.environ, "CORTEX_MODEL": "none"})
+
+    def __enter__(self) -> RawServer:
+        try:
+            self.send(self.INITIALIZE)
+            assert self.answer()["id"] == 0
+            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+
+    def send(self, message: str | dict) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> dict:
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        assert ready, "no answer within a minute"
+        return json.loads(self.proc.stdout.readline())
+
+    def log(self) -> str:
+        """What the server wrote on stderr (once it has stopped)."""
+        return self.stderr.read_text(errors="replace")
 
 
 def process_state(pid: int) -> str | None:
@@ -310,6 +365,106 @@ async def test_without_a_repository_every_call_names_its_own(indexed: ScriptedRe
         assert md.startswith("**`pkg/core.py::helper`**")
 
 
+async def test_refused_arguments_are_named_one_line_each(indexed: ScriptedRepo):
+    """The SDK answered with pydantic's report: "1 validation error for symbol_historyArguments
+    ... For further information visit https://errors.pydantic.dev/...". Each refused argument
+    is one line now: its name, what it must be (as its schema says), what it was."""
+    tool = "Error executing tool {}: ".format
+    cases = [
+        ("symbol_history", {"target": "pkg/core.py::compute", "limit": "abc"},
+         '`limit` must be an integer from 1 to 500; got "abc"'),
+        ("symbol_history", {}, "`target` is required: a string of at most 4096 characters"),
+        ("symbol_history", {"target": 123},
+         "`target` must be a string of at most 4096 characters; got 123"),
+        ("search_memory", {"query": "x", "top_k": 0, "since": 5},
+         "`top_k` must be an integer from 1 to 100; got 0\n`since` must be a string; got 5"),
+        ("search_memory", {"query": "x" * 5000},
+         "`query` must be a non-empty string of at most 2000 characters; got a string of 5000 "
+         "characters"),
+        ("search_memory", {"query": "x", "kind": ["emails", "doc", 3]},
+         '`kind` must be a list, each one of `commit`, `doc`, `note`; got ["emails", "doc", 3]'),
+        ("related", {"changed": "pkg/use.py"},
+         "`changed` must be a list of at most 1000 items, each a string of at most 4096 "
+         'characters; got "pkg/use.py"'),
+        ("hotspots", {"since_days": -5}, "`since_days` must be a number > 0 and ≤ 100000; got -5"),
+        ("blast_radius", {"target": "pkg/core.py", "min_confidence": "high"},
+         '`min_confidence` must be a number from 0 to 1; got "high"'),
+        ("context_pack", {"query": "x", "encoding": "utf-9"},
+         '`encoding` must be one of `o200k`, `cl100k`, `estimate`; got "utf-9"'),
+    ]
+    async with server("--repo", str(indexed.path)) as client:
+        for name, arguments, expected in cases:
+            assert await error(client, name, **arguments) == tool(name) + expected
+
+
+def test_lines_that_are_not_messages_get_json_rpc_errors(indexed: ScriptedRepo, tmp_path: Path):
+    """The SDK dropped these lines without an answer, or read a request with a bad id as a
+    notification: a client waiting on its id waited forever. Each gets the error JSON-RPC
+    prescribes, with its id when it has a valid one, else null; valid traffic goes on."""
+    cases = [
+        ("{not json", PARSE_ERROR, None, "the line is not JSON"),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": NaN}}', PARSE_ERROR,
+         None, "NaN is not a JSON value"),
+        ("[]", INVALID_REQUEST, None, "a batch (a JSON array) is not supported by MCP"),
+        (json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]), INVALID_REQUEST, None,
+         "a batch (a JSON array) is not supported by MCP"),
+        ('"ping"', INVALID_REQUEST, None, "a message is a JSON object, not a string"),
+        ('{"jsonrpc": "1.0", "id": 3, "method": "ping"}', INVALID_REQUEST, 3,
+         '"jsonrpc" must be "2.0"'),
+        ('{"jsonrpc": "2.0", "id": 4}', INVALID_REQUEST, 4, 'no "method"'),
+        ('{"jsonrpc": "2.0", "id": "5", "method": 5}', INVALID_REQUEST, "5",
+         '"method" must be a string'),
+        ('{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "str"}', INVALID_REQUEST,
+         6, '"params" must be an object, not a string'),
+        ('{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": [1]}', INVALID_PARAMS, 7,
+         '"params" must be an object'),
+        ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', INVALID_REQUEST, None,
+         '"id" must be a string or an integer, not null'),
+        ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', INVALID_REQUEST, None,
+         "not an object"),
+        ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', INVALID_REQUEST, None,
+         "not the number 1.5"),
+        ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', INVALID_REQUEST, None,
+         "not a boolean"),
+    ]
+    with RawServer(indexed.path, tmp_path / "stderr") as raw:
+        for line, code, request_id, words in cases:
+            raw.send(line)
+            got = raw.answer()
+            assert set(got) == {"jsonrpc", "id", "error"} and got["id"] == request_id, line
+            assert got["error"]["code"] == code and words in got["error"]["message"], got
+        # A blank line is no message: nothing is answered. The next request is.
+        raw.send("   ")
+        raw.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        assert raw.answer() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+        raw.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                  "params": {"name": "status", "arguments": {}}})
+        got = raw.answer()
+        assert got["id"] == 9 and not got["result"]["isError"]
+    assert "Traceback" not in raw.log()
+
+
+def test_a_prompt_call_missing_an_argument_is_invalid_params(indexed: ScriptedRepo,
+                                                             tmp_path: Path):
+    """The SDK answered an internal error ("code": 0) and wrote two tracebacks on stderr."""
+    takes = "it takes `target`, `repo` (optional), `budget` (optional)"
+    cases = [
+        ({"name": "explain-symbol", "arguments": {}},
+         f"prompt explain-symbol needs `target`; {takes}"),
+        ({"name": "before-edit"}, f"prompt before-edit needs `target`; {takes}"),
+        ({"name": "explain-symbol", "arguments": {"target": "pkg/core.py", "budgt": "500"}},
+         f"prompt explain-symbol takes no `budgt`; {takes}"),
+        ({"name": "no-such-prompt"},
+         "no prompt 'no-such-prompt': the prompts are before-edit, explain-symbol"),
+    ]
+    with RawServer(indexed.path, tmp_path / "stderr") as raw:
+        for n, (params, message) in enumerate(cases, 1):
+            raw.send({"jsonrpc": "2.0", "id": n, "method": "prompts/get", "params": params})
+            assert raw.answer() == {"jsonrpc": "2.0", "id": n, "error": {
+                "code": INVALID_PARAMS, "message": message}}
+    assert "Traceback" not in raw.log()
+
+
 # -- notes ---------------------------------------------------------------------------------------
 
 
@@ -424,6 +579,24 @@ async def test_sync_reports_a_failed_run_as_a_tool_error(tmp_path: Path):
         assert message.startswith("Error executing tool sync: Indexing failed:")
 
 
+async def test_sync_says_why_semantic_search_is_off_as_the_command_line_does(
+        project: ScriptedRepo, tmp_path: Path):
+    """The summary lost its "semantic search" and escaped the quotes of the command that fixes
+    it: "in 1.7 s. off: model ... is not downloaded (offline); run \\`cortex model pull ...\\`"."""
+    model = "cortex-test/not-downloaded"
+    offline = {"CORTEX_MODEL": model, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    why = (f"semantic search off: model {model} is not downloaded (offline); run "
+           f"`cortex model pull {model}` once, online")
+    async with server("--repo", str(project.path), env=offline) as client:
+        md = text(await ok(client, "sync", wait_seconds=120))
+        assert re.fullmatch(r"Index up to date at `\w{10}`: 5 new commits \(5 in all\), "
+                            r"\d+ symbol changes, in [\d.]+ s; " + re.escape(why) + r"\.", md), md
+        assert f"- {why}; lexical search only" in text(await ok(client, "status"))
+    async with server("--repo", str(project.path)) as client:      # CORTEX_MODEL=none
+        md = text(await ok(client, "sync", wait_seconds=120, rebuild=True))
+        assert md.endswith(" s; semantic search off: model = none."), md
+
+
 async def test_an_indexer_error_comes_with_the_fix_in_this_servers_words(tmp_path: Path):
     """The indexer runs as `cortex index`, whose own words name its flags: its error event
     carries the fix as a hint, which the server phrases."""
@@ -433,8 +606,8 @@ async def test_an_indexer_error_comes_with_the_fix_in_this_servers_words(tmp_pat
     (repo.path / ".cortex" / "cortex.db-wal").mkdir(parents=True)     # in the store's way
     async with server("--repo", str(repo.path)) as client:
         message = await error(client, "sync", wait_seconds=60)
-    assert "it is a folder; remove it (or start the server with" in message
-    assert "cortex mcp --db FILE" in message and "another place with --db" not in message
+    assert "it is a folder; remove it (or start the server with `cortex mcp --db FILE`)" in message
+    assert "another place with --db" not in message
 
 
 # -- resources and prompts -----------------------------------------------------------------------
@@ -502,7 +675,6 @@ async def test_prompts_brief_within_their_budget(indexed: ScriptedRepo):
 
 
 def test_cli_mcp_help_and_bad_repo(tmp_path: Path):
-    import subprocess
     out = subprocess.run([sys.executable, "-m", "cortex_core", "mcp", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "search_memory" in out and "--repo" in out
@@ -568,7 +740,6 @@ async def test_a_rebuild_keeps_notes_and_their_ids(indexed: ScriptedRepo):
 
 def test_sigterm_stops_a_server_whose_stdin_is_still_open(indexed: ScriptedRepo):
     import signal
-    import subprocess
     proc = subprocess.Popen([sys.executable, "-m", "cortex_core", "mcp", "--repo",
                              str(indexed.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=dict(os.environ, CORTEX_MODEL="none"))
@@ -586,7 +757,6 @@ def test_sigterm_stops_a_server_whose_stdin_is_still_open(indexed: ScriptedRepo)
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfd_open (Linux)")
 async def test_a_killed_server_takes_its_indexer_with_it(project: ScriptedRepo):
-    import select
     import signal
     db = project.path / ".cortex" / "cortex.db"
     with writer_lock(db, 0):          # the indexer waits for this lock: it is alive and quiet
@@ -604,53 +774,26 @@ async def test_a_killed_server_takes_its_indexer_with_it(project: ScriptedRepo):
                 os.close(watch)
 
 
-def test_a_lone_surrogate_in_a_request_gets_an_answer(indexed: ScriptedRepo):
+def test_a_lone_surrogate_in_a_request_gets_an_answer(indexed: ScriptedRepo, tmp_path: Path):
     """JSON may escape half a surrogate pair (`"\\ud800"`, a string cut between the halves of
     an emoji). The SDK's parser refuses such a line and dropped it unanswered: the client waited
     forever. It is read again, the half as U+FFFD, and answered."""
-    import json
-    import select
-    import subprocess
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(indexed.path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "CORTEX_MODEL": "none"})
-
-    def send(line: str) -> None:
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
-
-    def answer() -> dict:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready, "no answer within a minute"
-        return json.loads(proc.stdout.readline())
-
-    try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}))
-        assert answer()["id"] == 0
-        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-        send('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "related",'
-             ' "arguments": {"target": "pkg/core.py::comp\\ud800"}}}')
-        result = answer()
+    with RawServer(indexed.path, tmp_path / "stderr") as raw:
+        raw.send('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+                 '"related", "arguments": {"target": "pkg/core.py::comp\\ud800"}}}')
+        result = raw.answer()
         assert result["id"] == 1 and result["result"]["isError"]
         assert "no symbol 'comp\ufffd' in pkg/core.py" in result["result"]["content"][0]["text"]
-        send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "related",'
-             ' "arguments": {"target": "pkg/core.py"}}}')
-        result = answer()
+        raw.send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
+                 '"related", "arguments": {"target": "pkg/core.py"}}}')
+        result = raw.answer()
         assert result["id"] == 2 and not result["result"]["isError"]
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=30)
 
 
 def test_requests_written_before_stdin_closes_all_get_their_answers(indexed: ScriptedRepo):
     """A client may write its requests and close stdin at once (`cortex mcp < requests`, a
     script). The SDK stopped serving at the end of stdin and dropped the answers still being
     worked on: of ten tool calls, three were answered. Each request read is answered first."""
-    import json
-    import subprocess
     lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}},
@@ -672,8 +815,6 @@ def test_the_end_of_stdin_waits_for_no_request_cancelled_or_answered(indexed: Sc
     SDK correlates them) is never answered, and the end of stdin waited 10 minutes for it; two
     requests of one id each get their answer; a client that closed stdout ends the server
     quietly, with no traceback."""
-    import json
-    import subprocess
     lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}},
