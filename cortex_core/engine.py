@@ -243,46 +243,68 @@ class Engine:
             return spec
         if data is None or _git_object_id(data, len(blob)) == blob:
             return spec
-        named = self._working_symbol(spec, working, data)
-        if named is not None:
-            return named
         from cortex_core.git.git_reads import read_blob_at
-        from cortex_core.query.blame import map_buffer_line
+        from cortex_core.query.blame import buffer_hunks, map_line
         from cortex_core.query.targets import TargetSpec
         head = read_blob_at(self.root, blob)
+        count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        if head is None or not 1 <= spec.line <= count:
+            return spec   # past the file's end: as given, and the answer says what it found
         try:
-            line = map_buffer_line(head, data, spec.line, near=True) if head is not None else None
-        except CortexError:   # past the file's end, too large to compare: as given
-            line = None
+            hunks = buffer_hunks(head, data)
+        except CortexError:   # too large to compare: as given
+            return spec
+        named = self._working_symbol(spec, working, data, hunks)
+        if named is not None:
+            return named
+        line = map_line(hunks, spec.line, near=True)
         return TargetSpec(spec.path, spec.symbol, line) if line is not None else spec
 
-    def _working_symbol(self, spec: TargetSpec, working: str, data: bytes) -> TargetSpec | None:
-        """`PATH:LINE` of a file the working tree changed, as the symbol that encloses the line
-        there (the language server's hover reads it so): a line inside a function added above
-        another is that function's, not the other's. None where no symbol encloses it (or the
-        file is not parsed: its language, its size); NotFound when that symbol is new since
-        HEAD (no history to give)."""
+    def _working_symbol(self, spec: TargetSpec, working: str, data: bytes,
+                        hunks: list) -> TargetSpec | None:
+        """`PATH:LINE` of a file the working tree changed, as the definition that encloses the
+        line there (the language server's hover reads it so): a line inside a function
+        inserted above another is that function's, not the other's. The innermost enclosing
+        definition the index knows answers (a new helper nested in a known function: that
+        function). None, for the line mapping to HEAD, where no definition encloses the line,
+        the file is not read for symbols, or the enclosing one was only edited (renamed, its
+        signature changed: it keeps most of its lines from HEAD); NotFound when it is new,
+        most of it added since HEAD (it has no history yet)."""
         from cortex_core.errors import NotFound
         from cortex_core.lang.live import buffer_symbols, innermost
-        from cortex_core.query.targets import TargetSpec, find
+        from cortex_core.query.blame import map_line
+        from cortex_core.query.targets import TargetSpec, file_level_reason, find
+        con = self.reader()
+        indexed = find(con, spec.path)
+        if indexed is None or file_level_reason(con, indexed.file_id) is not None:
+            return None
         symbols = buffer_symbols(working, data)
-        if not symbols or spec.line < 1:
+        if not symbols:
             return None
         start = 0
         for _ in range(spec.line - 1):
             start = data.find(b"\n", start) + 1
-            if start == 0:
-                return None   # past the file's end
         end = data.find(b"\n", start)
         text = data[start:end if end >= 0 else len(data)]
         sym = innermost(symbols, start + len(text) - len(text.lstrip()), spec.line)
-        if sym is None:
+        chain = []
+        while sym is not None:
+            chain.append(sym)
+            sym = symbols[sym.parent] if 0 <= sym.parent < len(symbols) else None
+        for candidate in chain:
+            if find(con, spec.path, candidate.qualname) is not None:
+                return TargetSpec(spec.path, candidate.qualname)
+        if not chain:
             return None
-        if find(self.reader(), spec.path, sym.qualname) is None:
-            raise NotFound(f"line {spec.line} of {working} is in {sym.qualname}, which is not "
-                           "in the index: it was added since the indexed HEAD (no commit has "
-                           f"changed it yet); ask for {working} for the file's answer")
-        return TargetSpec(spec.path, sym.qualname)
+        lines = range(chain[-1].start_line, chain[-1].end_line + 1)
+        kept = sum(map_line(hunks, n) is not None for n in lines)
+        if 2 * kept >= len(lines):
+            # Most of it stands at HEAD: an edit of a definition there (a rename, a new
+            # signature). A new one keeps at most a line the diff aligned (a closing brace).
+            return None
+        raise NotFound(f"line {spec.line} of {working} is in {chain[0].qualname}, which is not "
+                       "in the index: it was added since the indexed HEAD (no commit has "
+                       f"changed it yet); ask for {working} for the file's answer")
 
     def relative(self, path: str, cwd: Path | None = None) -> str:
         """A path as the index names it (see `target`)."""

@@ -212,12 +212,21 @@ def map_buffer_line(head: bytes, buffer: bytes, line: int, near: bool = False) -
         raise CortexError(f"line {line} is outside the buffer (1..{count})")
     if head == buffer:
         return line
+    return _map_back(buffer_hunks(head, buffer), line, near)
+
+
+def buffer_hunks(head: bytes, buffer: bytes) -> list[Hunk]:
+    """The zero-context hunks from `head` to `buffer`, sorted by new_start (for map_line)."""
     if len(head) > MAX_BUFFER_BYTES or len(buffer) > MAX_BUFFER_BYTES:
         raise CortexError(f"buffer too large to map lines (over {MAX_BUFFER_BYTES} bytes)")
     # FORCE_TEXT: a stray NUL would otherwise make libgit2 call the buffers binary, with no hunks.
     patch = pygit2.Patch.create_from(head, buffer, flag=DiffOption.FORCE_TEXT, context_lines=0,
                                      interhunk_lines=0)
-    hunks = [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+    return [(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks]
+
+
+def map_line(hunks: list[Hunk], line: int, near: bool = False) -> int | None:
+    """map_buffer_line with the diff made once (buffer_hunks), for several lines."""
     return _map_back(hunks, line, near)
 
 
