@@ -411,6 +411,43 @@ def test_a_java_call_on_a_variable_is_a_call_of_its_declared_type(repo, cortex):
     assert lines("src/main/java/com/acme/io/Tokens.java", "Tokens.next") == [("Use.local", 1.0)]
 
 
+def test_java_scopes_a_review_found_wrong(repo, cortex):
+    """Each resolved at 0.9 to the wrong class: a pattern variable (`instanceof`, a switch case)
+    took a field's type; a nested class lost to a class of the package of its name; a class
+    of the package lost to a wildcard import's; `var` in try-with-resources named a class
+    `var`."""
+    base = "src/main/java/com/acme/"
+    for cls in ("Foo", "Bar"):
+        repo.write(f"{base}{cls}.java", f"package com.acme;\n\npublic class {cls} {{\n"
+                   "  public void go() {}\n  public void close() {}\n}\n")
+    repo.write(f"{base}Builder.java",
+               "package com.acme;\n\npublic class Builder {\n  public void build() {}\n}\n")
+    repo.write(f"{base}other/Foo.java",
+               "package com.acme.other;\n\npublic class Foo {\n  public void go() {}\n}\n")
+    repo.write(f"{base}User.java", "package com.acme;\n\npublic class User {\n"
+               "  private Bar f;\n"
+               "  void pattern(Object o) { if (o instanceof Foo f) { f.go(); } }\n"
+               "  void sw(Object o) { switch (o) { case Foo f -> f.go(); default -> {} } }\n"
+               "  void field() { f.go(); }\n"
+               "  void nested() { Builder b = new Builder(); b.build(); }\n"
+               "  void res() throws Exception { try (var r = new Foo()) { r.go(); } }\n"
+               "  static class Builder {\n    void build() {}\n  }\n}\n")
+    repo.write(f"{base}Wild.java", "package com.acme;\n\nimport com.acme.other.*;\n\n"
+               "public class Wild {\n  void m(Foo x) { x.go(); }\n}\n")
+    repo.commit("Scopes", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+
+    def sure(path, qualname):
+        return {n.qualname for n in callers(con, TargetSpec(base + path, qualname)).items
+                if n.confidence >= 0.5}
+    assert sure("Foo.java", "Foo.go") == {"User.pattern", "User.sw", "User.res", "Wild.m"}
+    assert sure("Bar.java", "Bar.go") == {"User.field"}
+    assert sure("other/Foo.java", "Foo.go") == set()
+    assert sure("User.java", "User.Builder.build") == {"User.nested"}
+    assert sure("Builder.java", "Builder.build") == set()
+
+
 def test_a_constructor_is_called_by_what_constructs_its_class(repo, cortex):
     """`Wait(2)` runs Wait.__init__, `new Box(1)` Box's constructors: their callers listed
     only the explicit `Wait.__init__(...)` call of a subclass (tenacity's wait_fixed.__init__:

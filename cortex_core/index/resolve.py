@@ -40,6 +40,7 @@ LOOKUPS_PER_ASKER = 1_000
 RESOLVER_VERSION = "6"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
+_CLASS_KINDS = ("class", "interface", "enum", "record", "struct", "trait", "type")
 # java.lang's classes, which Java code names without an import (a receiver's declared type).
 JAVA_LANG = frozenset({
     "Object", "String", "StringBuilder", "StringBuffer", "CharSequence", "Class", "Enum",
@@ -203,6 +204,27 @@ class Resolver:
         for d, fids in self.by_dir.items():
             if d and (module == d or module.endswith("/" + d)):
                 return [f for f in fids if self.lang.get(f) == "go"]
+        return None
+
+    def _java_scoped(self, ref: RefRow, q: str) -> tuple[str, list[Target]] | None:
+        """`q.name()` with `q` a class the file defines (nested ones too: `Builder` in `User`
+        is `User.Builder`), else, unless an import names `q`, a class of the file's package
+        (`Dates.parse()` needs no import; it beats a wildcard import's class of that name);
+        None to go on as for any language."""
+        own = self.defs.get(ref.file_id, {})
+        nested = [c for c, kind in own.items() if kind in _CLASS_KINDS
+                  and (c == q or c.endswith("." + q))]
+        if nested:
+            cls = min(nested, key=lambda c: (c.count("."), c))   # the least nested, if several
+            member = f"{cls}.{ref.name}"
+            if member in own:
+                return "resolved", [(ref.file_id, member, CONF_LOCAL)]
+            return None
+        if q in self._file_imports(ref.file_id)[0]:
+            return None
+        files = self._java_package_class(ref.file_id, q)
+        if files:
+            return self._member([(f, q, CONF_PACKAGE) for f in files], ref.name, q)
         return None
 
     def _java_package_class(self, file_id: int, cls: str) -> list[int]:
@@ -426,6 +448,12 @@ class Resolver:
                 return "resolved", found
             return self._by_name(ref.name, methods=True)
         if q and q != "?":
+            if self.lang.get(ref.file_id) == "java" and "." not in q:
+                # Java's order: a class of the file (a nested one too), a class imported by
+                # name, a class of the package, then a wildcard import's.
+                scoped = self._java_scoped(ref, q)
+                if scoped is not None:
+                    return scoped
             head = q.split(".")[0].split("::")[0]
             binding = self.binding(ref.file_id, q) or self.binding(ref.file_id, head)
             outside = None if binding else self.external(ref.file_id, head)
@@ -444,15 +472,8 @@ class Resolver:
                 member = f"{q}.{ref.name}"
                 if member in self.defs[ref.file_id]:
                     return "resolved", [(ref.file_id, member, CONF_LOCAL)]
-            if self.lang.get(ref.file_id) == "java" and "." not in q:
-                # Dates.parse() with Dates a class of the package, which needs no import: its
-                # file in the package's folder, or in the package under another source root
-                # (a test in src/test/java calling a class of src/main/java).
-                files = self._java_package_class(ref.file_id, q)
-                if files:
-                    return self._member([(f, q, CONF_PACKAGE) for f in files], ref.name, q)
-                if q in JAVA_LANG:   # `s.length()` with `String s`: no method of ours
-                    return "external", []
+            if self.lang.get(ref.file_id) == "java" and "." not in q and q in JAVA_LANG:
+                return "external", []   # `s.length()` with `String s`: no method of ours
             if self.lang.get(ref.file_id) == "go" and "." not in q:
                 # A method of a type of the package (c.Run() with c *Command): any of its files.
                 member = f"{q}.{ref.name}"

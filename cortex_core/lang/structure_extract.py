@@ -745,12 +745,71 @@ def _java_declared_type(out: _Out, ident: Node) -> str | None:
     name = out.text(ident)
     here = ident.start_byte
     n, child = ident.parent, ident
+    found, at = None, -1
     while n is not None:
         found = _java_declared_here(out, n, child, name, here)
         if found is not None:
-            return found or None
+            at = n.start_byte if n.type not in _JAVA_SCOPES else -1
+            break
         n, child = n.parent, n
-    return None
+    # A pattern variable (`o instanceof Foo f`, `case Foo f ->`) declared after what the walk
+    # found, before the call, is the nearer one (flow scoping is not modelled: the nearest
+    # before the call is taken).
+    pattern = _java_pattern(out, ident, name, here)
+    if pattern is not None and pattern[0] > at:
+        return pattern[1] or None
+    return found or None
+
+
+# Where a walk up from a call finds a declaration at no position of its own: a block's locals
+# and a class's fields are looked up from the block or class body itself.
+_JAVA_SCOPES = frozenset({"block", "constructor_body", "switch_block_statement_group",
+                          "class_body", "enum_body", "interface_body", "record_declaration"})
+_JAVA_BODIES = frozenset({"method_declaration", "constructor_declaration", "lambda_expression",
+                          "static_initializer", "field_declaration"})
+
+
+def _java_pattern(out: _Out, ident: Node, name: str, here: int) -> tuple[int, str] | None:
+    """(where, type or "") of the last pattern variable named `name` before `here` in the
+    method (or lambda, initializer) around the call."""
+    body = ident.parent
+    while body is not None and body.type not in _JAVA_BODIES:
+        body = body.parent
+    if body is None:
+        return None
+    best = None
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.start_byte >= here:
+            continue
+        named, kind = None, None
+        if n.type == "instanceof_expression":
+            named, kind = n.child_by_field_name("name"), n.child_by_field_name("right")
+        elif n.type in ("type_pattern", "record_pattern_component"):
+            parts = n.named_children
+            if len(parts) == 2 and parts[1].type == "identifier":
+                named, kind = parts[1], parts[0]
+        if named is not None and out.text(named) == name and _java_in_statement(n, here):
+            best = max(best or (-1, ""), (named.start_byte, _java_class_type(out, kind) or ""))
+        stack.extend(n.named_children)
+    return best
+
+
+_JAVA_STATEMENTS = frozenset({"if_statement", "while_statement", "for_statement",
+                              "do_statement", "switch_rule", "switch_block_statement_group",
+                              "expression_statement", "return_statement",
+                              "local_variable_declaration", "yield_statement"})
+
+
+def _java_in_statement(pattern: Node, here: int) -> bool:
+    """Whether the call at `here` is inside the statement that holds the pattern (its `if`
+    and branches, its switch case): where the pattern's variable is seen, but for the flow
+    scoping of `if (!(o instanceof Foo f)) return;`, which is not modelled."""
+    n = pattern.parent
+    while n is not None and n.type not in _JAVA_STATEMENTS:
+        n = n.parent
+    return n is not None and n.start_byte <= here < n.end_byte
 
 
 def _java_declared_here(out: _Out, n: Node, child: Node, name: str, here: int) -> str | None:
@@ -777,7 +836,7 @@ def _java_declared_here(out: _Out, n: Node, child: Node, name: str, here: int) -
         return None
     if t == "enhanced_for_statement":          # its variable is seen in its body
         if child == n.child_by_field_name("body") and _java_name_of(out, n) == name:
-            return _java_class_type(out, n.child_by_field_name("type")) or ""
+            return _java_class_type(out, n.child_by_field_name("type")) or ""   # var: ""
         return None
     if t == "for_statement":                   # `for (Foo x = ...; ...)`
         init = n.child_by_field_name("init")
@@ -789,7 +848,8 @@ def _java_declared_here(out: _Out, n: Node, child: Node, name: str, here: int) -
         for r in resources.named_children if resources is not None else ():
             if r.start_byte < here and r != child and r.type == "resource" and \
                     _java_name_of(out, r) == name:
-                return _java_class_type(out, r.child_by_field_name("type")) or ""
+                return _java_typed(out, r.child_by_field_name("type"),
+                                   r.child_by_field_name("value"))
         return None
     if t == "catch_clause":                    # `catch (IOException e)`: one type, not a union
         param = next((c for c in n.named_children if c.type == "catch_formal_parameter"), None)
@@ -827,15 +887,20 @@ def _java_variables(out: _Out, decl: Node, name: str) -> str | None:
         var = d.child_by_field_name("name")
         if var is None or out.text(var) != name:
             continue
-        if kind is not None and kind.type == "type_identifier" and out.text(kind) == "var":
-            value = d.child_by_field_name("value")   # `var w = new JsonWriter(...)`
-            if value is not None and value.type == "object_creation_expression":
-                return _java_class_type(out, value.child_by_field_name("type")) or ""
-            return ""
         if d.child_by_field_name("dimensions") is not None:
             return ""                                # `Foo x[]`: an array
-        return _java_class_type(out, kind) or ""
+        return _java_typed(out, kind, d.child_by_field_name("value"))
     return None
+
+
+def _java_typed(out: _Out, kind: Node | None, value: Node | None) -> str:
+    """A declaration's class type, "" when none is named: `var w = new JsonWriter(...)` is a
+    JsonWriter; `var` of anything else, a primitive, an array are not named."""
+    if kind is not None and kind.type == "type_identifier" and out.text(kind) == "var":
+        if value is not None and value.type == "object_creation_expression":
+            return _java_class_type(out, value.child_by_field_name("type")) or ""
+        return ""
+    return _java_class_type(out, kind) or ""
 
 
 def _java_class_type(out: _Out, node: Node | None) -> str | None:
@@ -846,7 +911,8 @@ def _java_class_type(out: _Out, node: Node | None) -> str | None:
                      if c.type in ("type_identifier", "scoped_type_identifier")), None)
     if node is None or node.type not in ("type_identifier", "scoped_type_identifier"):
         return None
-    return re.sub(r"\s+", "", out.text(node)) or None
+    text = re.sub(r"\s+", "", out.text(node))
+    return None if text in ("", "var") else text
 
 
 def _java_new(out: _Out, node: Node) -> None:
