@@ -427,6 +427,10 @@ def test_a_missing_blob_costs_two_file_changes_and_nothing_else(damaged_source, 
     assert {e["commit"]["subject"] for e in step}.isdisjoint(lost)
     assert len(step) == COMMITS - 2
     assert len(history(repo, "lib/util.py::helper")) == 1 + COMMITS // 10
+    # Another file's history, whole from its birth, warns of nothing (it said it "may stop
+    # short" for any missing object of the repository).
+    helper = json.loads(cortex("history", "lib/util.py::helper", "--json", cwd=repo).stdout)
+    assert helper["note"] is None
     state = status(repo)
     assert state["missing"] == {"objects": 1, "cause": cause,
                                 "changes_in_history": 2, "files_at_head": 0}

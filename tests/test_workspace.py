@@ -239,3 +239,10 @@ def test_what_git_is_in_the_middle_of(repo, tmp_path):
     assert operation_in_progress(linked) == f"merging {main[:10]}"
     assert operation_in_progress(repo.path) is None            # each worktree its own state
     assert operation_in_progress(tmp_path / "nowhere") is None
+    # A FIFO, a folder or a huge file where git keeps its state: read as nothing, at once.
+    os.mkfifo(repo.path / ".git" / "MERGE_HEAD")
+    assert operation_in_progress(repo.path) is None
+    os.remove(repo.path / ".git" / "MERGE_HEAD")
+    (repo.path / ".git" / "REVERT_HEAD").mkdir()
+    (repo.path / ".git" / "CHERRY_PICK_HEAD").write_bytes(b"\x1b[31m" + b"f" * 10_000_000)
+    assert operation_in_progress(repo.path) == "cherry-picking \x1b[31mfffff"

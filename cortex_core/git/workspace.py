@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,10 +287,19 @@ def _git_dir(repo_root: Path) -> Path | None:
 
 
 def _read(path: Path) -> str:
-    """The first line of a small state file, stripped; "" when absent or unreadable."""
+    """The first line of a small state file, stripped; "" when absent, unreadable or not a
+    regular file (a FIFO there held `cortex what` forever: opened without blocking, checked,
+    then read)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(_STATE_BYTES)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        data = os.read(fd, _STATE_BYTES)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     return data.decode("utf-8", "replace").split("\n", 1)[0].strip()

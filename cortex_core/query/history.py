@@ -170,7 +170,11 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
             if any(e.skipped == _missing_version(con) for e in cut):
                 note += f"; {REBUILD}"
-    if note is None and _missing(con):   # commits behind a missing one are not indexed at all
+    if note is None and (not entries or entries[-1].change not in ("added", "copied")) and \
+            _missing(con):
+        # No birth at its start, in a store that could not read some objects: commits behind a
+        # missing commit or tree are not indexed at all. (A history that starts with its
+        # birth lost nothing of that kind: a missing blob is said on its own commits.)
         note = f"this history may stop short: {_missing(con)}; {REBUILD}"
     from cortex_core.store.store import history_from, history_until, shallow_from
     until = history_until(con)   # not None: HEAD not indexed yet, so nothing is known gone
