@@ -85,6 +85,8 @@ class Engine:
         self.root = root
         self.keep_vectors = keep_vectors
         self._workspace = None
+        self._renames: tuple[float, tuple[tuple[str, str], ...]] | None = None
+        self._renames_seconds = workspace_seconds
         if workspace_seconds > 0:
             from cortex_core.git.workspace import WorkspaceCache
             self._workspace = WorkspaceCache(workspace_seconds)
@@ -218,14 +220,20 @@ class Engine:
         from cortex_core.query.targets import find
         if find(con, path) is not None:
             return path
-        from cortex_core.git.workspace import read_workspace
-        if self._workspace is not None:
-            with self._workspace.pending(self.root) as pending:
-                workspace = pending.result()
-        else:
-            workspace = read_workspace(self.root)
-        old = workspace.renamed_from(path)
+        old = dict(self._staged_renames()).get(path)
         return old if old is not None and find(con, old) is not None else path
+
+    def _staged_renames(self) -> tuple[tuple[str, str], ...]:
+        """git's staged renames, kept as long as a server keeps its status (workspace_seconds:
+        a hover on a new file asks each time)."""
+        import time
+        from cortex_core.git.workspace import staged_renames
+        kept = self._renames
+        if kept is not None and time.monotonic() - kept[0] < self._renames_seconds:
+            return kept[1]
+        found = staged_renames(self.root)
+        self._renames = (time.monotonic(), found)
+        return found
 
     def _at_head(self, spec: TargetSpec, working: str) -> TargetSpec:
         """`PATH:LINE` as a user reads it, in the working tree, numbered as at the indexed HEAD,
@@ -394,6 +402,7 @@ class Engine:
     def forget_workspace(self) -> None:
         """The working copy changed (a file saved, git's files moved): the next search reads
         its status again, even within `workspace_seconds`."""
+        self._renames = None
         if self._workspace is not None:
             self._workspace.forget()
 

@@ -12,7 +12,7 @@ import pytest
 from pygit2.enums import FileStatus
 
 from cortex_core.git.workspace import (PendingWorkspace, Workspace, operation_in_progress,
-                                        parse_status, read_workspace)
+                                        parse_status, read_workspace, with_renames)
 from tests.scripted_repo import ScriptedRepo
 
 INDEX = (FileStatus.INDEX_NEW | FileStatus.INDEX_MODIFIED | FileStatus.INDEX_DELETED
@@ -116,9 +116,9 @@ def test_a_staged_rename_is_read_with_both_its_paths(repo):
     repo.write("dir/c.py", "".join(f"c{i} = {i}\n" for i in range(20)))
     repo.commit("longer c")
     repo.move("dir/c.py", "dir/moved c.py")
-    ws = read_workspace(repo.path)
+    ws = with_renames(read_workspace(repo.path), repo.path)
     # libgit2's view without rename detection: the same paths, the old one as deleted.
-    assert replace(ws, renamed=()) == libgit2_view(repo.path)
+    assert replace(ws, renamed=()) == libgit2_view(repo.path) == read_workspace(repo.path)
     assert ws.staged == ("dir/c.py", "dir/moved c.py")
     assert ws.renamed == (("dir/moved c.py", "dir/c.py"),)
     assert ws.renamed_from("dir/moved c.py") == "dir/c.py" and ws.renamed_from("a.py") is None

@@ -19,7 +19,8 @@ from cortex_core.index.messages import why
 from cortex_core.query.hotspots import Hotspot, hotspots
 from cortex_core.memory.notes import Note, list_notes, live_notes_for
 from cortex_core.memory.search import SIGNAL
-from cortex_core.git.workspace import Workspace, operation_in_progress, read_workspace
+from cortex_core.git.workspace import (Workspace, operation_in_progress, read_workspace,
+                                        with_renames)
 
 MIN_BODY = 80          # a commit with less explanation than this is not a "decision"
 MAX_CHANGED = 500      # changed files looked at (a checkout of another tree changes them all)
@@ -52,7 +53,8 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
          workspace: Workspace | None = None, clock: str = DEFAULT,
          now: float | None = None) -> What:
     used = read_clock(con, clock, now)
-    ws = workspace if workspace is not None else read_workspace(repo_root)
+    ws = workspace if workspace is not None else with_renames(read_workspace(repo_root),
+                                                              repo_root)
     changed = ws.changed
     ids = file_ids(con, changed[:MAX_CHANGED])
     notes = [n for path in ids for n in live_notes_for(con, repo_root, path)

@@ -45,7 +45,12 @@ class Workspace:
 # (~35 ms), and git's own answer is the user's (their fsmonitor, their untracked cache).
 # --no-optional-locks: never take the index lock that the user's own git may need at that moment.
 _STATUS = ("git", "--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
-           "--renames", "--untracked-files=normal")
+           "--no-renames", "--untracked-files=normal")
+# Staged renames, asked only where they matter (staged_renames): rename detection made a status
+# of a large staged refactor 90 times slower (900 files: 0.02 s -> 1.8 s). Past this many
+# candidates git pairs identical contents only.
+_RENAMES = ("git", "--no-optional-locks", "diff", "--cached", "--name-status", "-z", "-M",
+            "-l200", "--diff-filter=R")
 # Variables that point git at another repository; a server started from a git hook inherits them.
 _ELSEWHERE = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
               "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX")
@@ -74,6 +79,36 @@ def skip_worktree_paths(repo_root: Path | str, timeout: float = STATUS_TIMEOUT) 
     # Each entry is a tag, a space and the path ("S" marks skip-worktree), NUL-terminated.
     return frozenset(os.fsdecode(entry[2:]) for entry in out.split(b"\0")
                      if entry[:2] == b"S ")
+
+
+def staged_renames(repo_root: Path | str, timeout: float = STATUS_TIMEOUT
+                   ) -> tuple[tuple[str, str], ...]:
+    """(new path, old path) of the renames staged in the index (`git mv`); empty on any git
+    error or timeout, or without a HEAD to compare with."""
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
+    try:
+        out = subprocess.run(_RENAMES, cwd=repo_root, env=env, stdin=subprocess.DEVNULL,
+                             capture_output=True, timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    # Each rename is three NUL-terminated fields: "R<score>", the old path, the new path.
+    fields = out.split(b"\0")
+    found = []
+    for at in range(0, len(fields) - 2, 3):
+        if fields[at][:1] == b"R":
+            old = fields[at + 1].decode("utf-8", "replace")
+            found.append((fields[at + 2].decode("utf-8", "replace"), old))
+    return tuple(sorted(found))
+
+
+def with_renames(workspace: Workspace, repo_root: Path) -> Workspace:
+    """The workspace with its staged renames read (a second git call, only when something is
+    staged)."""
+    if not workspace.staged:
+        return workspace
+    from dataclasses import replace
+    return replace(workspace, renamed=staged_renames(repo_root))
 
 
 def read_workspace(repo_root: Path) -> Workspace:

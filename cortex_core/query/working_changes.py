@@ -70,9 +70,9 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
     import pygit2
     from cortex_core.store.store import get_meta, loose_check_state
     from cortex_core.git.loose_objects import check_loose_again, hide, objects_dirs
-    from cortex_core.git.workspace import read_workspace
+    from cortex_core.git.workspace import read_workspace, with_renames
     settings = settings or IndexSettings()
-    workspace = read_workspace(repo_root)
+    workspace = with_renames(read_workspace(repo_root), repo_root)
     paths = list(dict.fromkeys(workspace.changed + workspace.untracked))
     try:
         repo = pygit2.Repository(str(repo_root))
