@@ -108,7 +108,7 @@ def partial_history(history_from: int | None, history_until: int | None) -> str:
     """An index holding only the recent window its first run read first, or the older part of
     the history its first run read before it stopped (or while it runs)."""
     if history_until is not None:
-        return (f"note: {reach(history_from, history_until)}: the first index run has not "
+        return (f"note: {reach(history_from, history_until)}: no index run has "
                 "reached HEAD (`cortex index` continues it, or is doing so)")
     return (f"note: {reach(history_from)}; the older commits are not indexed yet (`cortex index` "
             "indexes them, or is doing so)")

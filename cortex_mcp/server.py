@@ -120,7 +120,7 @@ class Memory:
         if until is not None:
             notes.append(reach(since, until) + (
                 "; newer commits are being indexed" if run is not None
-                else "; the first index run stopped before HEAD: call `sync` to continue it"))
+                else "; no index run has reached HEAD yet: call `sync` to continue"))
         elif since is not None:
             notes.append(reach(since) + ("; older commits are being indexed" if run is not None
                                          else "; call `sync` to index the older commits"))

@@ -314,7 +314,7 @@ async def test_a_stopped_first_run_is_said_in_every_answer(project: ScriptedRepo
     monkeypatch.undo()
     async with server("--repo", str(project.path)) as client:
         result = await ok(client, "symbol_history", target="pkg/core.py::compute")
-        assert "only; the first index run stopped before HEAD: call `sync` to continue it" \
+        assert "only; no index run has reached HEAD yet: call `sync` to continue" \
             in text(result)
         assert "has no commits yet" not in text(result)
         until = result.structured_content["index"]["history_until"]

@@ -89,8 +89,8 @@ def test_every_answer_says_how_far_the_stopped_run_reached(repo, cortex, stopped
     # A file the run met but HEAD's table does not list yet is not gone either.
     whole = history(con, TargetSpec("pkg/core.py"))
     assert whole.target.alive and whole.moved_to is None
-    assert text.endswith(f"note: history up to {month(stopped)} only: the first index run has "
-                         "not reached HEAD (`cortex index` continues it, or is doing so)")
+    assert text.endswith(f"note: history up to {month(stopped)} only: no index run has "
+                         "reached HEAD (`cortex index` continues it, or is doing so)")
     assert ls_render.index_note(False, None, stopped) == (
         f"history up to {month(stopped)} only; newer commits not indexed yet (Cortex: Reindex)")
     assert ls_render.index_note(True, None, stopped).endswith("; indexing newer commits")
@@ -102,7 +102,7 @@ def test_a_run_that_reaches_head_ends_the_note(repo, cortex, stopped):
     found = history(con, TargetSpec("pkg/core.py", "compute"))
     assert len(found.entries) == 4 and found.history_until is None
     assert status(con, cortex.db).history_until is None
-    assert "not reached HEAD" not in cli_render.history(found, now=time.time())
+    assert "reached HEAD" not in cli_render.history(found, now=time.time())
     assert history(con, TargetSpec("pkg/late.py")).history_until is None
 
 
@@ -123,7 +123,7 @@ def test_the_command_line_says_it_and_how_to_continue(repo, cortex, stopped):
 
     # The commands whose results do not carry the reach say it on stderr, --json included, so
     # that their answers from the older part are not taken for the whole history's.
-    note = f"cortex: note: history up to {month(stopped)} only: the first index run has not"
+    note = f"cortex: note: history up to {month(stopped)} only: no index run has reached"
     for args in (("hotspots",), ("blast", "pkg/core.py::compute"),
                  ("related", "pkg/core.py"), ("search", "compute"), ("what",),
                  ("context", "pkg/core.py::compute", "--budget", "400")):
@@ -131,7 +131,7 @@ def test_the_command_line_says_it_and_how_to_continue(repo, cortex, stopped):
             answered = cli(*args, *json_flag)
             assert answered.returncode == 0, (args, answered.stderr)
             assert note in answered.stderr, (args, json_flag, answered.stderr)
-            assert "not reached HEAD" not in answered.stdout, args
+            assert "reached HEAD" not in answered.stdout, args
             if json_flag:
                 json.loads(answered.stdout)
 

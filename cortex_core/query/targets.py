@@ -138,7 +138,7 @@ def _not_found(con: apsw.Connection, message: str) -> NoReturn:
     if until is None:
         raise NotFound(message)
     from cortex_core.dates import reach
-    raise NotFound(f"{message} ({reach(None, until)}: the first index run has not reached "
+    raise NotFound(f"{message} ({reach(None, until)}: an index run has not reached "
                    "HEAD)", Hint("continue"))
 
 
