@@ -86,7 +86,8 @@ def test_file_rename_keeps_the_history(repo, cortex):
         ("rename file", "renamed away", "new.py"), ("create", "added", "old.py")]
     assert history(con, TargetSpec("new.py")).target.alive
     line = history(con, TargetSpec("old.py", line=2))
-    assert line.note.startswith("old.py is not at the indexed HEAD, so line 2 is in no version")
+    assert line.note.startswith("old.py is not at the indexed HEAD (deleted or renamed away), "
+                                "so line 2 names no code there")
 
 
 BODY = "    total = 0\n    for item in items:\n        total += item.price * item.count\n    return total\n"

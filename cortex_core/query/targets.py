@@ -96,7 +96,8 @@ def no_symbol_at(con: apsw.Connection, target: Target, line: int) -> str:
     the file's end: the store keeps no line counts), or the file is not at HEAD at all."""
     if con.execute("select 1 from head_files where file_id = ?",
                    (target.file_id,)).fetchone() is None:
-        return f"{target.path} is not at the indexed HEAD, so line {line} is in no version read"
+        return (f"{target.path} is not at the indexed HEAD (deleted or renamed away), so line "
+                f"{line} names no code there")
     return f"no symbol encloses line {line} at HEAD"
 
 
