@@ -791,6 +791,8 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
     import shutil
 
     from cortex_core.index.structure import resolve_refs
+    from cortex_core.lang.languages import language_for_path
+    from cortex_core.lang.structure_extract import SUPPORTED
     from cortex_core.store.store import open_writer
     for path, text in layout.items():
         repo.write(path, text)
@@ -803,7 +805,8 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
             else:
                 repo.write(path, text)
         repo.commit(f"step {n}", days_ago=29 - n)
-        assert cortex.index().structure_files_read == sum(t is not None for t in step.values()), n
+        read = sum(t is not None and language_for_path(p) in SUPPORTED for p, t in step.items())
+        assert cortex.index().structure_files_read == read, n
         copy = tmp_path / f"full{n}.db"
         shutil.copy(cortex.db, copy)
         for ext in ("-wal", "-shm"):
@@ -1091,3 +1094,312 @@ def test_callers_and_callees_agree_on_a_symbols_own_code(repo, cortex):
     assert {n.qualname for n in callees(con, TargetSpec("t.py", "Tree.size")).items} == {
         "helper", "Tree.count"}
     assert callees(con, TargetSpec("t.py")).items == []   # a file's own code, as for callers
+
+
+# -- Rust: modules, the crate's own name, tests, type paths (hexyl, found by a tester) ----------
+
+RUST_LIB = """\
+pub struct Printer;
+
+impl Printer {
+    pub fn new() -> Self {
+        Printer
+    }
+
+    pub fn print(&self) -> u32 {
+        check(1)
+    }
+}
+
+pub fn check(x: u32) -> u32 {
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(x: u32) {
+        assert_eq!(x, 1);
+    }
+
+    #[test]
+    fn prints() {
+        check(Printer::new().print());
+        check(super::check(1));
+    }
+
+    #[tokio::test]
+    async fn waits() {
+        check(2);
+    }
+}
+
+#[cfg(test)]
+mod checks {
+    fn helper() {}
+}
+
+pub mod sub {
+    pub fn deep() -> u32 {
+        inner()
+    }
+
+    fn inner() -> u32 {
+        1
+    }
+}
+"""
+
+RUST_MAIN = """\
+use my_tool::{check, Printer};
+use serde::Serialize;
+
+mod tests;
+
+pub struct Offset(i64);
+
+impl Offset {
+    pub fn new(x: i64) -> Option<Self> {
+        Some(Offset(x))
+    }
+
+    fn zero() -> Option<Self> {
+        Self::new(0)
+    }
+}
+
+pub struct Size(i64);
+
+impl Size {
+    pub fn new(x: i64) -> Option<Self> {
+        Some(Size(x))
+    }
+}
+
+fn run() {
+    let p = Printer::new();
+    check(p.print());
+    Size::new(1);
+    let b = Box::new(1);
+    let s = String::new();
+    let v: Vec<u8> = Vec::new();
+    my_tool::sub::deep();
+}
+
+fn main() {
+    run();
+}
+"""
+
+RUST_TESTS_RS = """\
+use super::*;
+
+fn helper() -> Option<Offset> {
+    Offset::new(1)
+}
+
+#[test]
+fn offsets() {
+    helper();
+    Size::new(2);
+}
+"""
+
+
+@pytest.fixture
+def rust_crate(repo, cortex):
+    """A package named with a dash (`my-tool`, crate `my_tool`), a library and a binary side by
+    side, an example, a `tests.rs` module of the binary, another crate of the workspace named by
+    its `[lib] name`, as hexyl is laid out."""
+    repo.write("Cargo.toml", '[package]\nname = "my-tool"\nversion = "0.1.0"\nedition = "2021"\n'
+                             '\n[workspace]\nmembers = ["crates/extra"]\n')
+    repo.write("src/lib.rs", RUST_LIB)
+    repo.write("src/main.rs", RUST_MAIN)
+    repo.write("src/tests.rs", RUST_TESTS_RS)
+    repo.write("examples/demo.rs", "use my_tool::Printer;\n\nfn main() {\n"
+                                   "    Printer::new().print();\n    extras::more();\n}\n")
+    repo.write("crates/extra/Cargo.toml",
+               '[package]\nname = "extra-stuff"\n\n[lib]\nname = "extras"\n')
+    repo.write("crates/extra/src/lib.rs", "pub fn more() {}\n")
+    repo.commit("A crate", days_ago=3)
+    cortex.index(model="none")
+    return cortex
+
+
+def _ref_status(con, path: str, name: str, qualifier: str | None = None) -> list[str]:
+    return [s for s, q in con.execute(
+        "select r.status, r.qualifier from refs r join files f on f.id = r.file_id"
+        " where f.path = ? and r.name = ? order by r.line", (path, name))
+        if qualifier is None or q == qualifier]
+
+
+def test_a_rust_call_in_a_module_finds_the_function_of_that_module(rust_crate):
+    """A bare call in an inline `mod tests` is the module's own function first (hexyl's
+    `assert_print_all_output`: 5 calls, 0 callers, stored unresolved), then the file's top
+    level that `use super::*` brings; `use super::*` in the module names its file."""
+    con = rust_crate.reader()
+    found = callers(con, TargetSpec("src/lib.rs", "tests.check"))
+    assert sorted((n.qualname, n.line, n.confidence) for n in found.items) == [
+        ("tests.prints", 27, 1.0), ("tests.prints", 28, 1.0), ("tests.waits", 33, 1.0)]
+    assert labels(callers(con, TargetSpec("src/lib.rs", "check")).items) >= {
+        ("src/lib.rs", "Printer.print"), ("src/lib.rs", "tests.prints"), ("src/main.rs", "run")}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "sub.inner")).items) == {
+        ("src/lib.rs", "sub.deep")}
+    assert _ref_status(con, "src/lib.rs", "*") == ["resolved"]
+    # src/tests.rs is `mod tests;` of main.rs (or of lib.rs: their `mod` lines are not read)
+    assert labels(callers(con, TargetSpec("src/main.rs", "Offset.new")).items) == {
+        ("src/main.rs", "Offset.zero"), ("src/tests.rs", "helper")}
+
+
+def test_a_rust_binary_and_examples_import_their_own_crate_by_name(rust_crate):
+    """`use my_tool::…` in the binary and the examples is the package's library (hexyl's
+    main.rs and examples/simple.rs were stored as importing an outside crate): Cargo.toml's
+    package name with `-` as `_`, or `[lib] name` for another crate of the workspace."""
+    con = rust_crate.reader()
+    result = blast(con, TargetSpec("src/lib.rs"), depth=1)
+    assert {(d.path, d.chain[0].line) for d in result.dependents
+            if d.relation == "importer"} == {
+        ("src/main.rs", 1), ("examples/demo.rs", 1)}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "Printer.new")).items) >= {
+        ("src/main.rs", "run"), ("examples/demo.rs", "main")}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "sub.deep")).items) == {
+        ("src/main.rs", "run")}
+    assert labels(callers(con, TargetSpec("crates/extra/src/lib.rs", "more")).items) == {
+        ("examples/demo.rs", "main")}
+    assert _ref_status(con, "src/main.rs", "Serialize") == ["external"]
+
+
+def test_rust_test_functions_and_test_modules_are_tests(rust_crate):
+    """`#[test]` and `#[tokio::test]` functions, anything in `mod tests`, in a `#[cfg(test)]`
+    module or in a `tests.rs` module are tests (hexyl: `is_test` 0 everywhere, blast of
+    `Printer.print_all` listed its tests as callers and "tests covering it: 0")."""
+    con = rust_crate.reader()
+    tests = {(p, q) for p, q in con.execute(
+        "select f.path, d.qualname from defs d join files f on f.id = d.file_id"
+        " where d.is_test = 1 and f.path like 'src/%'")}
+    assert tests == {("src/lib.rs", "tests"), ("src/lib.rs", "tests.check"),
+                     ("src/lib.rs", "tests.prints"), ("src/lib.rs", "tests.waits"),
+                     ("src/lib.rs", "checks"), ("src/lib.rs", "checks.helper"),
+                     ("src/tests.rs", "helper"), ("src/tests.rs", "offsets")}
+    result = blast(con, TargetSpec("src/lib.rs", "Printer.print"), depth=1)
+    assert {(d.qualname, d.relation) for d in result.dependents} == {
+        ("tests.prints", "test"), ("run", "caller"), ("main", "caller")}
+    assert result.summary.tests == ["src/lib.rs::tests.prints"]
+    size = callers(con, TargetSpec("src/main.rs", "Size.new")).items
+    assert {(n.path, n.qualname, n.relation) for n in size} == {
+        ("src/main.rs", "run", "caller"), ("src/tests.rs", "offsets", "test")}
+
+
+def test_a_rust_call_through_a_type_path_is_that_types(rust_crate):
+    """`Size::new()` is `Size.new`, never another type's `new`; `Box::new`, `String::new`,
+    `Vec::new` are outside the repository (hexyl's `NonNegativeI64.new` had `PositiveI64::new`
+    and `Box::new` among its callers at 0.13); `Self::new()` is its impl's."""
+    con = rust_crate.reader()
+    offset = callers(con, TargetSpec("src/main.rs", "Offset.new")).items
+    assert ("src/main.rs", "run") not in labels(offset)
+    assert [(n.qualname, n.confidence) for n in offset if n.qualname == "Offset.zero"] == [
+        ("Offset.zero", 1.0)]
+    assert labels(callers(con, TargetSpec("src/main.rs", "Size.new")).items) == {
+        ("src/main.rs", "run"), ("src/tests.rs", "offsets")}
+    for qualifier in ("Box::", "String::", "Vec::"):
+        assert _ref_status(con, "src/main.rs", "new", qualifier) == ["external"], qualifier
+    assert labels(callers(con, TargetSpec("src/lib.rs", "Printer.new")).items) == {
+        ("src/lib.rs", "tests.prints"), ("src/main.rs", "run"), ("examples/demo.rs", "main")}
+
+
+RUST_SHOP_LIB = """\
+pub mod items;
+
+pub struct Cart;
+
+impl Cart {
+    pub fn new() -> Self {
+        Cart
+    }
+}
+
+pub fn total() -> u32 {
+    helper()
+}
+
+fn helper() -> u32 {
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn helper() -> u32 {
+        2
+    }
+
+    #[test]
+    fn t() {
+        helper();
+        total();
+        Cart::new();
+    }
+}
+"""
+
+
+def test_rust_updates_resolve_as_a_full_resolution_would(repo, cortex, tmp_path):
+    """What a Rust path resolves through changes without its own text changing: an impl block
+    of a type added in another file, a type named like an outside one (`Box`), an inline
+    module renamed, a re-export, a `super` whose file became a mod.rs, the crate renamed in
+    Cargo.toml (then everything is resolved again)."""
+    layout = {
+        "Cargo.toml": '[package]\nname = "shop"\n',
+        "src/lib.rs": RUST_SHOP_LIB,
+        "src/items.rs": "pub struct Item;\n\npub fn list() {\n    Item::new();\n"
+                        "    Box::new(1);\n    super::total();\n}\n",
+        "src/items/inner.rs": "pub fn f() {\n    super::list();\n}\n",
+        "src/other.rs": "pub fn x() {}\n",
+        "src/main.rs": "use shop::{total, Cart};\n\nfn main() {\n    Cart::new();\n"
+                       "    total();\n    shop::items::list();\n    shop::Item::new();\n}\n",
+    }
+    steps = [
+        {"src/other.rs": "use crate::items::Item;\n\nimpl Item {\n"
+                         "    pub fn new() -> Item {\n        Item\n    }\n}\n"},
+        {"src/boxed.rs": "pub struct Box;\n"},
+        {"src/lib.rs": RUST_SHOP_LIB.replace("mod tests", "mod checks")},
+        {"src/lib.rs": RUST_SHOP_LIB.replace("    fn helper() -> u32 {\n        2\n    }\n", "")},
+        {"src/lib.rs": RUST_SHOP_LIB + "\npub use items::Item;\n"},
+        {"src/lib.rs": RUST_SHOP_LIB.replace("Cart", "Basket")
+         + "\npub use items::Item;\npub use self::Basket as Cart;\n"},
+        {"src/main.rs": "use shop::{total, Cart};\nmod tests;\n\nfn main() {\n"
+                        "    Cart::new();\n    total();\n}\n",
+         "src/tests.rs": "use super::*;\n\nfn t() {\n    total();\n    Cart::new();\n"
+                         "    main();\n}\n"},
+        {"src/items.rs": None,
+         "src/items/mod.rs": "pub struct Item;\n\npub fn list() {\n    Item::new();\n}\n"},
+        {"Cargo.toml": '[package]\nname = "store"\n'},
+        {"Cargo.toml": '[package]\nname = "shop"\n\n[lib]\nname = "shop"\npath = "src/lib.rs"\n'},
+    ]
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("src/other.rs", "Item.new")).items) == {
+        ("src/items/mod.rs", "list")}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "Basket.new")).items) >= {
+        ("src/lib.rs", "tests.t"), ("src/main.rs", "main")}
+
+
+def test_a_cargo_manifest_that_does_not_parse_names_no_crate(repo, cortex):
+    """Cargo.toml is untrusted: broken, deeply nested, without a package, with a name that is
+    no string, a library path out of the package: no crate, no failure."""
+    from cortex_core.index.structure import _cargo_crate
+    assert _cargo_crate(b'[package]\nname = "a-b"\n') == ["a_b", "src/lib.rs"]
+    assert _cargo_crate(b'[package]\nname = "a"\n[lib]\nname = "c"\npath = "./x/l.rs"\n') == [
+        "c", "x/l.rs"]
+    for bad in (b"[package", b"x = " + b"[" * 100_000, b"[workspace]\nmembers = []\n",
+                b"[package]\nname = 3\n", b'[package]\nname = "a"\n[lib]\npath = "../x.rs"\n',
+                b"\xff\xfe", b'[package]\nname = "' + b"a" * (2 << 20) + b'"\n'):
+        assert _cargo_crate(bad) is None
+    repo.write("Cargo.toml", "[package\nname = ")
+    repo.write("src/lib.rs", "pub fn f() {}\n")
+    repo.write("src/main.rs", "fn main() {\n    broken::f();\n}\n")
+    repo.commit("broken manifest", days_ago=1)
+    cortex.index(model="none")
+    assert _ref_status(cortex.reader(), "src/main.rs", "f") == ["external"]

@@ -321,15 +321,15 @@ fn load(path: &str) -> io::Result<Cache> {
     ("super::config", "Config", "Cfg", 4, 0, False),
     ("serde", None, "serde", 5, 0, False),
 ], [
-    ("new", "HashMap", "call", 12, None),
-    ("Display", "fmt", "inherits", 16, "Cache"),
+    ("new", "HashMap::", "call", 12, None),   # a path keeps its `::`: no value `HashMap`
+    ("Display", "fmt::", "inherits", 16, "Cache"),
     ("len", "self.map", "call", 18, None),
     ("write!", None, "call", 19, None),
-    ("describe", "helpers", "call", 19, None),  # read from the macro's token tree
+    ("describe", "helpers::", "call", 19, None),  # read from the macro's token tree
     ("Send", None, "inherits", 23, "Store"),
     ("Sync", None, "inherits", 23, "Store"),
-    ("from_path", "Cfg", "call", 26, None),
-    ("new", "Cache", "call", 27, None),
+    ("from_path", "Cfg::", "call", 26, None),
+    ("new", "Cache::", "call", 27, None),
     ("fill", "c", "call", 28, None),
     ("read_all", None, "call", 28, None),
     ("assert_eq!", None, "call", 29, None),
@@ -428,13 +428,13 @@ SMALL = [
         ("alloc", None, "al", 4, 0, False)], []),
     ("rust", "fn f() { a::b::g(); Vec::<u8>::new(); x.collect::<Vec<_>>(); <T as Tr>::h(); "
              "self.a.b(); std::println!(); }\n", [], [
-        ("g", "a::b", "call", 1, None), ("new", "Vec", "call", 1, None),
+        ("g", "a::b::", "call", 1, None), ("new", "Vec::", "call", 1, None),
         ("collect", "x", "call", 1, None), ("h", "?", "call", 1, None),
-        ("b", "self.a", "call", 1, None), ("println!", "std", "call", 1, None)]),
+        ("b", "self.a", "call", 1, None), ("println!", "std::", "call", 1, None)]),
     ("rust", "#[cfg(any(unix, windows))]\nimpl<T> a::Tr<T> for &mut Wrapper<T> {}\n"
              "fn g() { quote! { fn not_a_call() {} }; vec![f(1), x.y.z(2), format!(\"\")]; }\n",
      [], [
-        ("Tr", "a", "inherits", 2, "Wrapper"), ("quote!", None, "call", 3, None),
+        ("Tr", "a::", "inherits", 2, "Wrapper"), ("quote!", None, "call", 3, None),
         ("vec!", None, "call", 3, None), ("f", None, "call", 3, None),
         ("z", "x.y", "call", 3, None), ("format!", None, "call", 3, None)]),
 ]
@@ -461,7 +461,7 @@ def test_unsupported_language_is_none() -> None:
 
 def test_result_types() -> None:
     found = extract("python", "from a import b\nb()\n")
-    assert found == FileStructure((Import("a", "b", None, 1),),
+    assert found == FileStructure((Import("a", "b", None, 1, byte=14),),
                                   (Ref("b", None, "call", 2, 16),), 0)
 
 
@@ -486,7 +486,7 @@ BROKEN = [
     ("java", "import a.B;\nclass C extends D {\n  void f( { }\n  void g() { h.run(); }\n}\n",
      [("a", "B")], [("D", None, "inherits", 2), ("run", "h", "call", 4)]),
     ("rust", "use a::b;\nfn f( {\n}\nfn g() { h::run(); }\n",
-     [("a", "b")], [("run", "h", "call", 4)]),
+     [("a", "b")], [("run", "h::", "call", 4)]),
 ]
 
 
@@ -519,7 +519,7 @@ NON_UTF8 = [
     ("python", "import café\ncafé.x()\n".encode(), "café", "x", "café"),
     ("javascript", b'import d from "./caf\xe9";\nd.x();\n', "./caf\ufffd", "x", "d"),
     ("go", b'package p\nimport "caf\xe9"\nfunc f() { a.b\xe9() }\n', "caf\ufffd", None, None),
-    ("rust", b"use caf\xe9::x;\nfn f() { y::z(); }\n", None, "z", "y"),
+    ("rust", b"use caf\xe9::x;\nfn f() { y::z(); }\n", None, "z", "y::"),
 ]
 
 
@@ -587,3 +587,31 @@ def test_threads_share_parsers_safely() -> None:
     for t in threads:
         t.join()
     assert results == expected
+
+
+def test_rust_test_code_is_marked_by_its_attributes_and_modules() -> None:
+    """`#[test]` items (through doc comments and other attributes), a test framework's
+    `#[tokio::test]`, `#[cfg(test)]` modules, an inline `mod tests`, a `#![cfg(test)]` body:
+    their ranges; `#[cfg(any(test, x))]`, a `mod tests;` without body and a plain `fn` are
+    not test code."""
+    source = b"""#[cfg(test)]
+mod checks { fn a() {} }
+mod tests { fn b() {} }
+mod inner { #![cfg(test)] fn c() {} }
+/// doc
+#[test]
+#[should_panic] // why
+fn d() {}
+#[tokio::test]
+async fn e() {}
+#[cfg(any(test, x))]
+mod f {}
+#[cfg(test)]
+mod g;
+fn h() {}
+"""
+    found = extract("rust", source)
+    marked = {source[a:b].split(b"{")[0].split(b"(")[0].strip() for a, b in found.tests}
+    assert marked == {b"mod checks", b"mod tests", b"mod inner", b"fn d", b"async fn e"}
+    assert extract("rust", b"#![cfg(test)]\nfn f() {}\n").tests == ((0, 24),)
+    assert extract("python", b"def test_x():\n    pass\n").tests == ()

@@ -8,11 +8,20 @@ same file (and, for Go and Java, the same package), then a unique definition of 
 project. Every edge carries a confidence; what several definitions could satisfy is kept as
 ambiguous (the confidence shared), what none can as unresolved, what points outside the
 repository as external.
+
+Rust paths go through modules as rustc's do (_rust_walk): `crate::`, `self::`, `super::`, the
+crate's own name or another package's of the repository (from the Cargo.toml files, meta
+`rust_crates`), child modules (inline `mod x { }` or `mod x;` files) and items of the module a
+reference is in. A module is a place: a file and the inline module in it (Place). A bare name is
+first a definition of its module, then of an enclosing module of the file (what `use super::*`
+in `mod tests` sees); `T::f()` is `T`'s `f`, and a `T` defined nowhere in the repository (`Box`,
+`String`) is external.
 """
 
 from __future__ import annotations
 
 import builtins
+import json
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,6 +33,7 @@ CONF_PACKAGE = 0.9     # the same Go/Java package
 CONF_MODULE_ONLY = 0.6  # the imported module is known, the name is not a definition in it
 CONF_UNIQUE = 0.5      # the only definition of that name in the project
 CONF_METHOD = 0.4      # obj.name(): the only method of that name in the project
+CONF_IMPL = 0.9        # Rust T::f() with T known and f in an impl block of T in another file
 MAX_CANDIDATES = 5     # more candidates than this: unresolved rather than noise
 MAX_REEXPORT_DEPTH = 64  # modules re-exporting a name, followed at most this deep
 # Lookups one asker (a reference) may make; past them its chain is cut as a long one is (see
@@ -36,11 +46,15 @@ LOOKUPS_PER_ASKER = 1_000
 # 3: a Java method's unqualified call of another method of its class; 4: candidates in the order
 # of their paths, not of the ids an index run gave their files; 5: a Go call qualified by a
 # type of its package, `Command.Run` for `c.Run()` with `c *Command`; 6: a Java call qualified by
-# a class of its package, `Dates.parse()`, under any source root; a java.lang class is external).
+# a class of its package, `Dates.parse()`, under any source root; a java.lang class is external;
+# Rust modules, inline ones included, the crates of the repository by name, and `T::f()`
+# qualified by `T`).
 RESOLVER_VERSION = "6"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
-_CLASS_KINDS = ("class", "interface", "enum", "record", "struct", "trait", "type")
+# Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
+_CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "impl", "type", "enum",
+                          "record"})
 # java.lang's classes, which Java code names without an import (a receiver's declared type).
 JAVA_LANG = frozenset({
     "Object", "String", "StringBuilder", "StringBuffer", "CharSequence", "Class", "Enum",
@@ -48,6 +62,12 @@ JAVA_LANG = frozenset({
     "Math", "StrictMath", "System", "Thread", "Runtime", "Process", "ProcessBuilder", "Iterable",
     "Comparable", "Runnable", "AutoCloseable", "Throwable", "Exception", "RuntimeException",
     "Error", "ClassLoader", "ThreadLocal", "Void", "Record", "Appendable", "Readable"})
+_RUST_ROOTS = ("lib.rs", "main.rs")
+_RUST_TARGET_FOLDERS = frozenset({"examples", "tests", "benches"})   # a crate per file
+# Inline modules (and a path's types) followed around a Rust reference at most: each level costs
+# a lookup of a name as long as the levels, and only hostile code nests deeper (1,500 nested
+# `mod`s took minutes to resolve without it).
+_RUST_NESTING = 32
 PY_BUILTINS = frozenset(dir(builtins))
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
@@ -67,6 +87,9 @@ class RefRow:
 
 
 Target = tuple[int, "str | None", float]   # (file id, qualname or None, confidence)
+# Where a module path leads: a file, and the definition in it (None: the file's own module); in
+# Rust an inline module (`tests`) or, after the modules, a type (`Printer`, for `Printer::new`).
+Place = tuple[int, "str | None"]
 _NO_CYCLE = 1 << 30   # a `low` above any place on the stack (Resolver._binding)
 _CUT = 1 << 30        # the `need` of an answer cut by the depth bound
 _UNKNOWN: list = []   # a lookup not made yet
@@ -113,9 +136,10 @@ class Resolver:
         self._java_modules: dict[str, list[int] | None] = {}
         self._java_classes: dict[str, list[int]] | None = None   # class name -> its files
         # file -> its imports by the local name they bind (with their place in the file), and
-        # the definitions its wildcard imports bind: name -> (place of that import, its file)
+        # the definitions its wildcard imports bind: name -> (place of that import, its file,
+        # the definition's qualname)
         self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
-                                       dict[str, tuple[int, int]]]] = {}
+                                       dict[str, tuple[int, int, str]]]] = {}
         # (file, local name) -> what the file's imports bind it to (None: nothing), how deep
         # that answer went, and the lookups under way with their place on the stack (_binding)
         self._bindings: dict[tuple[int, str], list[Target] | None] = {}
@@ -124,10 +148,24 @@ class Resolver:
         self._lookups = 0          # made for the current asker
         self.lookups = 0           # made in all (for tests and benchmarks)
         self._bases: dict[tuple[int, str], list[Target]] = {}
+        self._crates: dict[str, tuple[str, str]] | None = None   # _rust_crates
+        self._crate_folders: dict[str, list[str]] = defaultdict(list)
+        self._roots: dict[str, bool] = {}
+        self._rust_names: set[str] | None = None
 
     # -- modules -----------------------------------------------------------------------------
 
-    def module_files(self, file_id: int, module: str | None, level: int) -> list[int] | None:
+    def module_places(self, file_id: int, module: str | None, level: int,
+                      scope: str | None = None) -> list[Place] | None:
+        """The places a module reference names; None when it is outside the repository. `scope`:
+        where the reference is (a Rust path starts from the module holding it)."""
+        if self.lang.get(file_id) == "rust":
+            return self._rust_module(file_id, module or "", scope)
+        files = self.module_files(file_id, module, level)
+        return None if files is None else [(f, None) for f in files]
+
+    def module_files(self, file_id: int, module: str | None, level: int,
+                     scope: str | None = None) -> list[int] | None:
         """Files a module reference names; None when it is outside the repository."""
         lang = self.lang.get(file_id)
         here = self.path[file_id]
@@ -140,7 +178,8 @@ class Resolver:
         if lang == "java":
             return self._java_module(module or "")
         if lang == "rust":
-            return self._rust_module(here, module or "")
+            places = self._rust_module(file_id, module or "", scope)
+            return None if places is None else list(dict.fromkeys(f for f, _ in places))
         return None
 
     def _python_module(self, here: str, module: str, level: int) -> list[int] | None:
@@ -261,38 +300,342 @@ class Resolver:
         self._java_modules[module] = answer
         return answer
 
-    def _rust_module(self, here: str, module: str) -> list[int] | None:
-        parts = [p for p in module.split("::") if p]
+    # -- Rust modules ----------------------------------------------------------------------------
+
+    def _rust_module(self, file_id: int, module: str, scope: str | None) -> list[Place] | None:
+        """The places a `use` path's module names (`crate::a`, `super`, `hexyl`), followed on
+        through the definitions it names after its modules (the enum of `use Enum::*`)."""
+        walked = self._rust_walk(file_id, scope, [p for p in module.split("::") if p])
+        if walked is None:
+            return None
+        places, rest = walked
+        return list(dict.fromkeys(self._rust_items(place, rest)[0] for place in places))
+
+    def _rust_walk(self, file_id: int, scope: str | None, parts: list[str]
+                   ) -> tuple[list[Place], list[str]] | None:
+        """Where a path's modules lead from the module holding `scope`: the places reached, and
+        the segments after the last module (an item; a type and its members). None when the
+        path starts outside the repository (`std::`, another crate) or with a name the file's
+        imports bring, which the caller looks up (_rust_ref)."""
         if not parts:
             return None
-        directory = posixpath.dirname(here)
-        if parts[0] == "crate":
-            root = directory
-            while root and not any(posixpath.join(root, n) in self.by_path
-                                   for n in ("lib.rs", "main.rs")):
-                root = posixpath.dirname(root)
-            base, parts = root, parts[1:]
-        elif parts[0] in ("self", "super"):
-            base = directory
-            while parts and parts[0] in ("self", "super"):
-                if parts[0] == "super":
-                    base = posixpath.dirname(base)
-                parts = parts[1:]
-        else:   # a child module declared with `mod x;` (else another crate)
-            stem = posixpath.splitext(posixpath.basename(here))[0]
-            base = directory if stem in ("lib", "main", "mod") else posixpath.join(directory, stem)
-            first = posixpath.join(base, parts[0]) if base else parts[0]
-            if not any(c in self.by_path for c in (first + ".rs", first + "/mod.rs")):
+        head = parts[0]
+        places: list[Place]
+        if head == "crate":
+            places, rest = [(f, None) for f in self._rust_roots(file_id)], parts[1:]
+        elif head in ("self", "super"):
+            places, rest = [(file_id, self._rust_inline(file_id, scope))], parts
+        else:
+            here = self._rust_seen(file_id, scope, head)
+            lib = self._rust_crate(file_id, head) if here is None else None
+            if here is not None:
+                places, rest = [here], parts
+            elif lib is not None:
+                places, rest = [(lib, None)], parts[1:]
+            else:
                 return None
-        found: list[int] = []
-        for k in range(len(parts), 0, -1):  # the longest prefix that is a file
-            stem = posixpath.join(base, *parts[:k]) if base else "/".join(parts[:k])
-            for cand in (stem + ".rs", stem + "/mod.rs"):
-                if cand in self.by_path:
-                    return [self.by_path[cand]]
-        return found or [self.by_path[p] for p in (posixpath.join(base, "lib.rs"),
-                                                   posixpath.join(base, "main.rs"))
-                         if p in self.by_path]
+        while rest and places:
+            deeper = list(dict.fromkeys(c for p in places for c in self._rust_child(p, rest[0])))
+            if not deeper:
+                break
+            places, rest = deeper, rest[1:]
+        return places, rest
+
+    def _rust_inline(self, file_id: int, scope: str | None) -> str | None:
+        """The inline module holding a scope (`tests` for `tests.display_offset`), None for
+        the file's own module."""
+        own = self.defs.get(file_id, {})
+        inline: str | None = None
+        for part in scope.split(".", _RUST_NESTING)[:_RUST_NESTING] if scope else ():
+            name = f"{inline}.{part}" if inline else part
+            if own.get(name) != "module":
+                break
+            inline = name
+        return inline
+
+    def _rust_outward(self, file_id: int, scope: str | None) -> list[str | None]:
+        """The modules of the file around a scope, innermost first, the file's own last."""
+        inline = self._rust_inline(file_id, scope)
+        out: list[str | None] = [inline]
+        while inline is not None:
+            inline = inline.rpartition(".")[0] or None
+            out.append(inline)
+        return out
+
+    def _rust_local(self, file_id: int, scope: str | None, name: str) -> str | None:
+        """A bare name's definition in the file: in the module holding the scope, else in the
+        nearest module around it that has one. rustc sees an outer module's items through
+        `use super::*` (every `mod tests` has it); a name defined in both is the inner one."""
+        own = self.defs.get(file_id, {})
+        for inline in self._rust_outward(file_id, scope):
+            qualname = f"{inline}.{name}" if inline else name
+            if qualname in own:
+                return qualname
+        return None
+
+    def _rust_seen(self, file_id: int, scope: str | None, name: str) -> Place | None:
+        """The module of the file, from the scope's out to the file's own, where a path's
+        first segment is an item or a child module (as for _rust_local)."""
+        own = self.defs.get(file_id, {})
+        for inline in self._rust_outward(file_id, scope):
+            place = (file_id, inline)
+            if (f"{inline}.{name}" if inline else name) in own or self._rust_child(place, name):
+                return place
+        return None
+
+    def _rust_child(self, place: Place, segment: str) -> list[Place]:
+        """The module a path segment names under a place: `self`, `super`, an inline module,
+        or a file (`mod x;`: x.rs or x/mod.rs in the place's folder)."""
+        if segment == "self":
+            return [place]
+        if segment == "super":
+            return self._rust_parents(place)
+        f, inline = place
+        own = self.defs.get(f, {})
+        if inline is not None and own.get(inline) != "module":
+            return []    # a type holds no modules
+        name = f"{inline}.{segment}" if inline else segment
+        if own.get(name) == "module":
+            return [(f, name)]
+        stem = posixpath.join(self._rust_folder(place), segment)
+        files: list[Place] = [(self.by_path[c], None) for c in (stem + ".rs", stem + "/mod.rs")
+                              if c in self.by_path]
+        return files[:1]
+
+    def _rust_folder(self, place: Place) -> str:
+        """Where the files of a module's `mod x;` are: a crate root's or a mod.rs's folder,
+        `a/` for a.rs, and under it a folder per inline module (`mod m { mod x; }`: m/x.rs)."""
+        f, inline = place
+        path = self.path[f]
+        folder, name = posixpath.split(path)
+        if name != "mod.rs" and not self._rust_is_root(path):
+            folder = posixpath.join(folder, posixpath.splitext(name)[0])
+        return posixpath.join(folder, *inline.split(".")) if inline else folder
+
+    def _rust_parents(self, place: Place) -> list[Place]:
+        """What `super` names: the inline module around, else the files whose folder holds
+        this file's module (a/mod.rs, a.rs, a/lib.rs, a/main.rs for a/b.rs or a/b/mod.rs);
+        none for a crate root. Two crate roots in one folder are both kept: which of them
+        declares the module, only their `mod` lines say, and those are not read."""
+        f, inline = place
+        if inline is not None:
+            return [(f, inline.rpartition(".")[0] or None)]
+        path = self.path[f]
+        if self._rust_is_root(path):
+            return []
+        folder, name = posixpath.split(path)
+        if name == "mod.rs":
+            folder = posixpath.dirname(folder)
+        candidates = [posixpath.join(folder, "mod.rs")] + ([folder + ".rs"] if folder else []) \
+            + [posixpath.join(folder, n) for n in _RUST_ROOTS]
+        return [(self.by_path[c], None) for c in candidates
+                if c in self.by_path and self.by_path[c] != f]
+
+    def _rust_items(self, place: Place, rest: list[str]) -> tuple[Place, list[str]]:
+        """The deepest definition that the segments after a path's modules name in a place
+        (`Printer` of `Printer::new`, `Enum` of `Enum::Variant`), and the segments left."""
+        f, inline = place
+        own = self.defs.get(f, {})
+        for k, segment in enumerate(rest[:_RUST_NESTING]):
+            name = f"{inline}.{segment}" if inline else segment
+            if name not in own:
+                return (f, inline), rest[k:]
+            inline = name
+        return (f, inline), rest[_RUST_NESTING:]
+
+    def _rust_roots(self, file_id: int) -> list[int]:
+        """The root of a file's crate (`crate::`): the file itself when it is one, else the
+        lib.rs or main.rs of the nearest folder above that has one (both when it has both)."""
+        path = self.path[file_id]
+        if self._rust_is_root(path):
+            return [file_id]
+        root = posixpath.dirname(path)
+        while root and not any(posixpath.join(root, n) in self.by_path for n in _RUST_ROOTS):
+            root = posixpath.dirname(root)
+        return [self.by_path[p] for p in (posixpath.join(root, n) for n in _RUST_ROOTS)
+                if p in self.by_path]
+
+    def _rust_is_root(self, path: str) -> bool:
+        """A crate root: lib.rs, main.rs, and in a package (Cargo.toml) its build.rs, its
+        library's `[lib] path`, src/bin/*.rs, and examples/, tests/ and benches/ *.rs."""
+        known = self._roots.get(path)
+        if known is None:
+            known = posixpath.basename(path) in _RUST_ROOTS
+            package = self._rust_package(path)
+            if not known and package is not None:
+                rel = posixpath.relpath(path, package) if package else path
+                parts = rel.split("/")
+                known = rel in ("build.rs", self._rust_crates()[package][1]) or (
+                    len(parts) == 2 and parts[0] in _RUST_TARGET_FOLDERS) or (
+                    len(parts) == 3 and parts[:2] == ["src", "bin"])
+            self._roots[path] = known
+        return known
+
+    def _rust_crates(self) -> dict[str, tuple[str, str]]:
+        """package folder ("" at the root) -> (crate name, library root in the folder), as the
+        structure pass read them from the Cargo.toml files at HEAD (meta `rust_crates`)."""
+        if self._crates is None:
+            row = self.con.execute("select value from meta where key = 'rust_crates'").fetchone()
+            try:
+                found = json.loads(row[0]) if row else {}
+            except ValueError:
+                found = {}
+            self._crates = {folder: (v[0], v[1]) for folder, v in found.items()
+                            if isinstance(v, list) and len(v) == 2
+                            and all(isinstance(x, str) for x in v)} \
+                if isinstance(found, dict) else {}
+            for folder, (name, _) in sorted(self._crates.items()):
+                self._crate_folders[name].append(folder)
+        return self._crates
+
+    def _rust_package(self, path: str) -> str | None:
+        """The folder of the nearest Cargo.toml above a file that declares a package."""
+        crates = self._rust_crates()
+        folder = posixpath.dirname(path)
+        while folder not in crates:
+            if not folder:
+                return None
+            folder = posixpath.dirname(folder)
+        return folder
+
+    def _rust_crate(self, file_id: int, name: str) -> int | None:
+        """The library root of the crate that a path's first segment names: the file's own
+        package's (`use hexyl::Printer` in hexyl's main.rs or examples), else the one package
+        of the repository by that name (a workspace's other crates)."""
+        crates = self._rust_crates()
+        own = self._rust_package(self.path[file_id])
+        folders = [own] if own is not None and crates[own][0] == name else \
+            self._crate_folders.get(name, [])
+        if len(folders) != 1:
+            return None
+        return self.by_path.get(posixpath.join(folders[0], crates[folders[0]][1]))
+
+    def _rust_defined(self, name: str) -> bool:
+        """Whether the repository's Rust code has a definition or a module file of this name."""
+        if self._rust_names is None:
+            self._rust_names = {q.rpartition(".")[2] for f, qualnames in self.defs.items()
+                                if self.lang.get(f) == "rust" for q in qualnames}
+            for f, path in self.path.items():
+                if self.lang.get(f) == "rust":
+                    folder, file_name = posixpath.split(path)
+                    stem = posixpath.splitext(file_name)[0]
+                    self._rust_names.add(posixpath.basename(folder) if stem == "mod" else stem)
+        return name in self._rust_names
+
+    # -- Rust references -------------------------------------------------------------------------
+
+    def _rust_ref(self, ref: RefRow) -> tuple[str, list[Target]] | None:
+        """A Rust reference by its path (the extractor ends a path qualifier with `::`); None
+        where the resolution every language shares goes on: a bare name not defined in the file
+        (its imports, then a definition elsewhere), a value's method (`x.f()`, `self.f()`,
+        `f().g()`: its type is not known)."""
+        q, name = ref.qualifier, ref.name or ""
+        if q is None:
+            local = self._rust_local(ref.file_id, ref.scope, name)
+            return ("resolved", [(ref.file_id, local, CONF_LOCAL)]) if local else None
+        if not q.endswith("::"):
+            return None
+        parts = q[:-2].split("::")
+        if parts[0] == "Self":
+            owner = self._enclosing_type(ref)
+            return self._rust_lookup([(ref.file_id, owner, CONF_LOCAL)], parts[1:], name) \
+                if owner else None
+        walked = self._rust_walk(ref.file_id, ref.scope, parts)
+        if walked is not None:
+            places, rest = walked
+            if not places:
+                return "unresolved", []     # `super` of a crate root, `crate` with no root
+            return self._rust_lookup([(f, qual, CONF_IMPORT) for f, qual in places], rest, name)
+        bound = self.binding(ref.file_id, parts[0])
+        if bound:
+            return self._rust_lookup(bound, parts[1:], name)
+        outside = self.external(ref.file_id, parts[0])
+        if outside:
+            return outside, []
+        return self._rust_unseen(parts, name)
+
+    def _rust_lookup(self, places: list[Target], rest: list[str], name: str
+                     ) -> tuple[str, list[Target]]:
+        """`name` in the places a path reached (each with its confidence), after the segments
+        left there (_rust_answers): what it names, else the deepest definition reached, as a
+        module whose name is no definition in it (CONF_MODULE_ONLY)."""
+        exact, near = self._rust_answers(places, rest, name)
+        best: dict[tuple[int, str | None], float] = {}
+        for f, q, conf in exact:   # one definition reached two ways: the surer way
+            best[f, q] = max(conf, best.get((f, q), 0.0))
+        found = [(f, q, conf) for (f, q), conf in best.items()][:MAX_CANDIDATES]
+        if found:
+            return ("resolved" if len(found) == 1 else "ambiguous"), found
+        return ("resolved", near[:1]) if near else ("unresolved", [])
+
+    def _rust_answers(self, places: list[Target], rest: list[str], name: str
+                      ) -> tuple[list[Target], list[Target]]:
+        """(what the path names, the deepest definitions it reached otherwise): an item of a
+        module or one it re-exports (`pub use`), a type's associated function in an impl
+        block of its file, else of another file (CONF_IMPL); for a type without it (an enum's
+        variant, a derived or a trait's default method), the type itself."""
+        exact: list[Target] = []
+        near: list[Target] = []
+        for f, qual, conf in places:
+            (f, qual), left = self._rust_items((f, qual), rest)
+            own = self.defs.get(f, {})
+            member = f"{qual}.{name}" if qual else name
+            if left:   # a name the module re-exports (`pub use a::Printer`), then its members
+                again = self._rust_reexported(f, left[0], conf) if qual is None else []
+                if again:
+                    more = self._rust_answers(again, left[1:], name)
+                    exact += more[0]
+                    near += more[1]
+                else:
+                    near.append((f, qual, CONF_MODULE_ONLY))
+            elif member in own:
+                exact.append((f, member, conf))
+            elif qual is None:
+                again = self._rust_reexported(f, name, conf)
+                exact += again
+                near += [] if again else [(f, None, CONF_MODULE_ONLY)]
+            elif own.get(qual) == "module":
+                near.append((f, qual, CONF_MODULE_ONLY))
+            else:
+                impls = self._rust_impls(qual.rpartition(".")[2], name, conf * CONF_IMPL)
+                exact += impls
+                near += [] if impls else [(f, qual, CONF_MODULE_ONLY)]
+        return exact, near
+
+    def _rust_reexported(self, file_id: int, name: str, conf: float) -> list[Target]:
+        """The definitions a module's imports bind a name to (`pub use a::Printer`), a little
+        less sure than the module's own (as _member's)."""
+        return [(f, q, min(c, conf) * 0.9) for f, q, c in self.binding(file_id, name) or () if q]
+
+    def _rust_impls(self, type_name: str, name: str, conf: float) -> list[Target]:
+        """`type_name.name` in the repository's Rust files, the confidence shared: an impl
+        block may be in any file of the crate (and a type's name, in several modules)."""
+        found = [(f, q) for f, q, _ in self.by_name.get(name, ()) if self.lang.get(f) == "rust"
+                 and (q == f"{type_name}.{name}" or q.endswith(f".{type_name}.{name}"))]
+        if len(found) > MAX_CANDIDATES:
+            return []
+        return [(f, q, conf / len(found)) for f, q in found]
+
+    def _rust_unseen(self, parts: list[str], name: str) -> tuple[str, list[Target]]:
+        """A path that names nothing in reach, nor the file's imports: `Box::new`, `String::
+        from`, `std::fs::read` are outside the repository; a type of the repository out of
+        reach (through an import that does not resolve) is its methods of that name, if any."""
+        impls = self._rust_impls(parts[-1], name, CONF_UNIQUE)
+        if impls:
+            return ("resolved" if len(impls) == 1 else "ambiguous"), impls
+        if any(self._rust_defined(p) for p in parts):
+            return "unresolved", []
+        return "external", []
+
+    def _enclosing_type(self, ref: RefRow) -> str | None:
+        """The type (impl block, trait) whose code holds the reference: what `Self` names."""
+        own = self.defs.get(ref.file_id, {})
+        parts = ref.scope.split(".") if ref.scope else []
+        for k in range(len(parts), max(0, len(parts) - _RUST_NESTING), -1):
+            qualname = ".".join(parts[:k])
+            if own.get(qualname) in _CLASS_KINDS:
+                return qualname
+        return None
 
     # -- imports -------------------------------------------------------------------------------
 
@@ -303,22 +646,28 @@ class Resolver:
 
     def _resolve_import(self, ref: RefRow, stack: list) -> tuple[str, list[Target], int, int]:
         """(status, targets, low, need), `low` and `need` as _binding's."""
-        files = self.module_files(ref.file_id, ref.module, ref.level)
-        if files is None:
+        places = self.module_places(ref.file_id, ref.module, ref.level, ref.scope)
+        if places is None:
             return "external", [], _NO_CYCLE, 0
-        if not files:
+        if not places:
             return "unresolved", [], _NO_CYCLE, 0
         if ref.name is None or ref.name == "*":
-            return "resolved", [(f, None, CONF_IMPORT) for f in files], _NO_CYCLE, 0
+            if len(places) > 1 and self.lang.get(ref.file_id) == "rust":
+                # `super` of a module that a lib.rs and a main.rs side by side may declare
+                share = CONF_IMPORT / len(places)
+                return "ambiguous", [(f, q, share) for f, q in places], _NO_CYCLE, 0
+            return "resolved", [(f, q, CONF_IMPORT) for f, q in places], _NO_CYCLE, 0
         if self.lang.get(ref.file_id) == "python":   # `from pkg import sub`: a submodule first
             sub = self._python_module(self.path[ref.file_id],
                                       ".".join(p for p in (ref.module, ref.name) if p), ref.level)
             if sub:
                 return "resolved", [(sub[0], None, CONF_IMPORT)], _NO_CYCLE, 0
-        for f in files:
-            if ref.name in self.defs.get(f, {}):
-                return "resolved", [(f, ref.name, CONF_IMPORT)], _NO_CYCLE, 0
+        for f, q in places:
+            member = f"{q}.{ref.name}" if q else ref.name
+            if member in self.defs.get(f, {}):
+                return "resolved", [(f, member, CONF_IMPORT)], _NO_CYCLE, 0
         low, need = _NO_CYCLE, 0
+        files = [f for f, q in places if q is None]
         for f in files:   # a re-export: the name imported into that module from elsewhere
             target, seen, needed = self._binding(f, ref.name, stack)
             low, need = min(low, seen), max(need, needed)
@@ -329,7 +678,21 @@ class Resolver:
             for f in files:
                 if ref.alias in self.defs.get(f, {}):
                     return "resolved", [(f, ref.alias, CONF_CLASS)], low, need
-        return "resolved", [(files[0], None, CONF_MODULE_ONLY)], low, need
+        return "resolved", [(places[0][0], places[0][1], CONF_MODULE_ONLY)], low, need
+
+    def glob(self, place: Place) -> dict[str, str]:
+        """What a wildcard import of a place binds, name -> qualname: the file's top-level
+        definitions, or an inline module's; none for a type (a Rust enum's glob binds its
+        variants, which are no definitions)."""
+        f, inline = place
+        own = self.defs.get(f, {})
+        if inline is None:
+            return {q: q for q in own if "." not in q}
+        if own.get(inline) != "module":
+            return {}
+        prefix = inline + "."
+        return {q[len(prefix):]: q for q in own
+                if q.startswith(prefix) and "." not in q[len(prefix):]}
 
     def binding(self, file_id: int, name: str) -> list[Target] | None:
         """What the file's imports bind the local `name` to: the first of its imports (in the
@@ -347,19 +710,20 @@ class Resolver:
         "unresolved" (a module the repository should have, missing), as its last import says."""
         status = None
         for _, row in self._file_imports(file_id)[0].get(name, ()):
-            files = self.module_files(row.file_id, row.module, row.level)  # as resolve_import
+            files = self.module_files(row.file_id, row.module, row.level, row.scope)  # as imports
             if not files:
                 status = "external" if files is None else "unresolved"
         return status
 
     def _file_imports(self, file_id: int):
-        """(local name -> [(place, import)], name -> (place, file) of the first wildcard import
-        whose module defines it): read once per file, so that a lookup does not go through
-        every wildcard import again (a TypeScript barrel has thousands of `export *`)."""
+        """(local name -> [(place, import)], name -> (place, file, qualname) of the first
+        wildcard import whose module defines it): read once per file, so that a lookup does not
+        go through every wildcard import again (a TypeScript barrel has thousands of
+        `export *`)."""
         cached = self._imports.get(file_id)
         if cached is None:
             by_local: dict[str, list[tuple[int, RefRow]]] = defaultdict(list)
-            wildcard: dict[str, tuple[int, int]] = {}
+            wildcard: dict[str, tuple[int, int, str]] = {}
             java = self.lang.get(file_id) == "java"
             rows = self.con.execute(
                 "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
@@ -370,10 +734,10 @@ class Resolver:
                 if local and local != "*":
                     by_local[local].append((n, ref))
                 if ref.name == "*" or (ref.name is None and java):   # every definition of it
-                    for f in self.module_files(file_id, ref.module, ref.level) or ():
-                        for q in self.defs.get(f, {}):
-                            if "." not in q:
-                                wildcard.setdefault(q, (n, f))
+                    for place in self.module_places(file_id, ref.module, ref.level,
+                                                    ref.scope) or ():
+                        for bound, qualname in self.glob(place).items():
+                            wildcard.setdefault(bound, (n, place[0], qualname))
             cached = self._imports[file_id] = (dict(by_local), wildcard)
         return cached
 
@@ -427,7 +791,7 @@ class Resolver:
             stack.pop()
             del self._open[key]
         if found is None and starred is not None:
-            found = [(starred[1], name, CONF_IMPORT * 0.9)]
+            found = [(starred[1], starred[2], CONF_IMPORT * 0.9)]
         need = min(need + 1, _CUT)
         if low > place and need < _CUT:
             self._bindings[key] = found
@@ -441,6 +805,10 @@ class Resolver:
             return self.resolve_import(ref)
         if not ref.name:
             return "unresolved", []
+        if self.lang.get(ref.file_id) == "rust":
+            answer = self._rust_ref(ref)
+            if answer is not None:
+                return answer
         q = ref.qualifier
         if q in ("self", "cls", "this") or (q == "super"):
             found = self._in_class(ref, include_own=q != "super")
@@ -463,10 +831,6 @@ class Resolver:
                 return self._go_method(binding, ref.name, q.split(".")[1])
             if binding:
                 return self._member(binding, ref.name, q)
-            module = self.module_files(ref.file_id, q, 0) if self.lang.get(ref.file_id) in (
-                "rust",) else None
-            if module:
-                return self._member([(f, None, CONF_IMPORT) for f in module], ref.name, q)
             local_class = self.defs.get(ref.file_id, {}).get(q)
             if local_class is not None:   # Class.method() in the same file
                 member = f"{q}.{ref.name}"
@@ -555,8 +919,7 @@ class Resolver:
         own = self.defs.get(ref.file_id, {})
         parts = ref.scope.split(".")
         classes = [".".join(parts[:k]) for k in range(len(parts), 0, -1)
-                   if own.get(".".join(parts[:k])) in ("class", "struct", "interface", "trait",
-                                                        "impl", "type", "enum", "record")]
+                   if own.get(".".join(parts[:k])) in _CLASS_KINDS]
         if not classes:
             return []
         cls = classes[0]

@@ -15,7 +15,9 @@ import json
 import os
 import posixpath
 import re
+import tomllib
 import zlib
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -60,7 +62,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         (json.dumps(removed),))]
     names_touched: set[str] = set()
     imports_touched: set[str] = set()
-    wildcards: set[tuple[int, str | None, int]] = set()   # (file, module, level) of `import *`
+    wildcards: set[_Wildcard] = set()   # (file, module, level, scope) of `import *`
     bases_changed = False   # then everything is resolved again: rare, and subclasses anywhere
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
     with con:
@@ -70,8 +72,10 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             bases_changed = bases_changed or bool(shape[2])
             _forget(con, fid)
             con.execute("delete from struct_files where file_id = ?", (fid,))
-        if _record_go_module(con, repo):   # Go imports everywhere may move: all again, and
-            # in this transaction, so that a run dying before it resolves leaves that to do
+        go_moved = _record_go_module(con, repo)
+        crates_moved = _record_rust_crates(con, repo)
+        if go_moved or crates_moved:   # Go imports or Rust paths everywhere may move: all again,
+            # and in this transaction, so that a run dying before it resolves leaves that to do
             con.execute("insert or replace into meta(key, value) values"
                         " ('structure_resolve_pending', '1')")
     for n, fid in enumerate(changed, 1):
@@ -85,11 +89,12 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                     reason = "missing object"
             if reason is None:
                 reason = skip_by_content(data, settings)
-            test_file = is_test_path(path)
+            all_tests = _rust_tests_module(language, path)
+            test_file = is_test_path(path) or all_tests
             errors = 0
             if reason is None:
                 errors = _store_file(con, fid, language, blob, data, test_file, parser,
-                                     extract_structure)
+                                     extract_structure, all_tests)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
             # A class's bases changed, or one resolves through a name that changed here.
@@ -226,7 +231,62 @@ def _record_go_module(con, repo) -> bool:
     return True
 
 
+_MANIFEST_BYTES = 1 << 20   # a larger Cargo.toml is not read: untrusted input
+
+
+def _record_rust_crates(con, repo) -> bool:
+    """The Rust packages of HEAD's Cargo.toml files, for `use <crate>::…` of a crate of the
+    repository: package folder -> [crate name, library root] (meta `rust_crates`); whether
+    they changed (then any Rust path may name another file). The manifests are read again only
+    when one of them changed; one that cannot be read (a partial clone offline) keeps the last
+    answer, as go.mod does."""
+    manifests = [(path, blob) for path, blob in con.execute(
+        "select f.path, h.blob from head_files h join files f on f.id = h.file_id"
+        " where f.path like '%Cargo.toml' order by f.path")
+        if posixpath.basename(path) == "Cargo.toml"]
+    key = f"{zlib.crc32(json.dumps(manifests).encode()):08x}"
+    if key == get_meta(con, "rust_manifests"):
+        return False
+    crates: dict[str, list[str]] = {}
+    for path, blob in manifests:
+        data = read_blob(repo, blob)
+        if data is None:
+            return False
+        crate = _cargo_crate(data)
+        if crate is not None:
+            crates[posixpath.dirname(path)] = crate
+    set_meta(con, "rust_manifests", key)
+    value = json.dumps(crates, sort_keys=True)
+    if value == (get_meta(con, "rust_crates") or "{}"):
+        return False
+    set_meta(con, "rust_crates", value)
+    return True
+
+
+def _cargo_crate(data: bytes) -> list[str] | None:
+    """[crate name, library root in the package's folder] of a Cargo.toml: `[lib] name`, else
+    the package's name with `-` as `_`; `[lib] path`, else src/lib.rs. None for a manifest
+    without a package (a workspace's root) or one that does not parse."""
+    if len(data) > _MANIFEST_BYTES:
+        return None
+    try:
+        manifest = tomllib.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):   # not TOML, not UTF-8, or nested past the stack
+        return None
+    package, lib = manifest.get("package"), manifest.get("lib")
+    if not isinstance(package, dict):
+        return None
+    lib = lib if isinstance(lib, dict) else {}
+    name = lib.get("name") if isinstance(lib.get("name"), str) else package.get("name")
+    path = lib.get("path") if isinstance(lib.get("path"), str) else "src/lib.rs"
+    path = posixpath.normpath(path.replace("\\", "/"))
+    if not isinstance(name, str) or not name or path.startswith(("/", "../")) or path == "..":
+        return None
+    return [name.replace("-", "_"), path]
+
+
 _Shape = tuple[frozenset, frozenset, frozenset]   # a file's definitions, imports, bases
+_Wildcard = tuple[int, "str | None", int, "str | None"]   # `import *`: file, module, level, scope
 _EMPTY: _Shape = (frozenset(), frozenset(), frozenset())
 
 
@@ -235,14 +295,14 @@ def _shape(con, fid: int) -> _Shape:
     kind), its imports (re-exports) and its classes' bases; not its calls, nor line numbers."""
     return (frozenset(con.execute("select qualname, name, kind from defs where file_id = ?",
                                   (fid,))),
-            frozenset(con.execute("select name, alias, module, level from refs where"
+            frozenset(con.execute("select name, alias, module, level, scope from refs where"
                                   " file_id = ? and kind = 'import'", (fid,))),
             frozenset(con.execute("select scope, name, qualifier from refs where file_id = ?"
                                   " and kind = 'inherits'", (fid,))))
 
 
 def _changes(fid: int, before: _Shape, after: _Shape
-             ) -> tuple[set[str], set[str], set[tuple[int, str | None, int]]]:
+             ) -> tuple[set[str], set[str], set[_Wildcard]]:
     """From a file's shape before and after: the names of the definitions that appeared, went
     or changed kind, and what the imports that changed bind or ask for (_import_names). A
     change inside function bodies changes none of them, and resolves again only the file's own
@@ -259,22 +319,35 @@ def _forget(con, fid: int) -> None:
     con.execute("delete from defs where file_id = ?", (fid,))
 
 
-def _store_file(con, fid, language, blob, data, test_file, parser, extract) -> int:
-    """Definitions and references of one file version; returns its syntax errors."""
+def _store_file(con, fid, language, blob, data, test_file, parser, extract,
+                all_tests: bool = False) -> int:
+    """Definitions and references of one file version; returns its syntax errors. A test is
+    a test file's `test…` function, or test code as the extractor marks it (Rust's `#[test]`
+    functions and what `mod tests` or a `#[cfg(test)]` module holds), or any definition of a
+    file that is all tests (`all_tests`: a Rust `tests.rs` module)."""
     symbols = parser.symbols(language, blob, data) if language else []
+    found = extract(language, data)
+    ranges = list(found.tests) if found is not None else []
+    if all_tests:
+        ranges.append((0, len(data)))
+    marked = _ends_inside([s.end_byte for s in symbols], ranges)
     con.executemany(
         "insert or ignore into defs(file_id, qualname, name, kind, start_line, end_line, is_test)"
         " values (?,?,?,?,?,?,?)",
         ((fid, s.structural_name, s.name, s.kind, s.start_line, s.end_line,
-          int(test_file and bool(_TEST_FUNC.match(s.name)))) for s in symbols))
-    found = extract(language, data)
+          int((test_file and bool(_TEST_FUNC.match(s.name))) or marked[n]))
+         for n, s in enumerate(symbols)))
     if found is None:
         return 0
     spans = sorted(((s.start_byte, s.end_byte, s.structural_name) for s in symbols),
                    key=lambda t: (t[0], -t[1]))
     rows: list[tuple] = []
-    for imp in found.imports:
-        rows.append((fid, None, "import", imp.name if not imp.wildcard else "*",
+    # A Rust `use` belongs to the module it is in: its `self::` and `super::` start there.
+    # Elsewhere an import is the file's, wherever it is written.
+    places = _scopes(spans, [imp.byte for imp in found.imports]) if language == "rust" else \
+        [None] * len(found.imports)
+    for imp, place in zip(found.imports, places):
+        rows.append((fid, place, "import", imp.name if not imp.wildcard else "*",
                      None, imp.module, imp.level, imp.alias, None, imp.line))
     scopes = _scopes(spans, [ref.byte for ref in found.refs])
     for ref, scope in zip(found.refs, scopes):
@@ -285,22 +358,44 @@ def _store_file(con, fid, language, blob, data, test_file, parser, extract) -> i
     return found.error_nodes
 
 
-def _import_names(fid: int, imports) -> tuple[set[str], set[tuple[int, str | None, int]]]:
-    """What a file's imports bind or ask for, from (name, alias, module, level) rows: the names,
-    and the (file, module, level) of its wildcard imports (every definition of that module is
-    bound): what another file importing from this one may resolve through (a re-export)."""
+def _import_names(fid: int, imports) -> tuple[set[str], set[_Wildcard]]:
+    """What a file's imports bind or ask for, from (name, alias, module, level, scope) rows: the
+    names, and the (file, module, level, scope) of its wildcard imports (every definition of
+    that module is bound): what another file importing from this one may resolve through (a
+    re-export)."""
     out: set[str] = set()
-    starred: set[tuple[int, str | None, int]] = set()
-    for name, alias, module, level in imports:
+    starred: set[_Wildcard] = set()
+    for name, alias, module, level, scope in imports:
         if name == "*":
-            starred.add((fid, module, level or 0))
+            starred.add((fid, module, level or 0, scope))
         out.update(n for n in (name, local_name(name, alias, module)) if n and n != "*")
     return out, starred
 
 
-def _defined_names(resolver: Resolver, file_id: int) -> set[str]:
-    """The top-level names a module defines (what `from it import *` binds)."""
-    return {q for q in resolver.defs.get(file_id, {}) if "." not in q}
+def _rust_tests_module(language: str | None, path: str) -> bool:
+    """A Rust file that is a module named `tests` (`#[cfg(test)] mod tests;` in its parent):
+    all of it is test code, as an inline `mod tests { }` is."""
+    folder, name = posixpath.split(path)
+    return language == "rust" and (name == "tests.rs" or (
+        name == "mod.rs" and posixpath.basename(folder) == "tests"))
+
+
+def _ends_inside(ends: list[int], ranges: list[tuple[int, int]]) -> list[bool]:
+    """For each definition's end byte, whether it lies in one of the ranges (a definition
+    ends inside the test item it is, or in the test module holding it): the ranges merged
+    first, so that a file of thousands of tests costs a sort, not a product."""
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [start for start, _ in merged]
+    out = []
+    for end in ends:
+        i = bisect_right(starts, end - 1) - 1
+        out.append(i >= 0 and end <= merged[i][1])
+    return out
 
 
 def _aliases_closure(con, names: set[str]) -> set[str]:
@@ -383,9 +478,11 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         found |= naming
     if names:
         found |= _qualified_through_wildcards(con, names)
-    starred = {n for fid, module, level in wildcards if fid in resolver.path
-               for f in resolver.module_files(fid, module, level) or ()
-               for n in _defined_names(resolver, f)}
+    if names or imported:   # `shop::Item::new()` goes through lib.rs's `pub use items::Item`
+        found |= _rust_paths_naming(con, names | set(imported))
+    starred = {n for fid, module, level, scope in wildcards if fid in resolver.path
+               for place in resolver.module_places(fid, module, level, scope) or ()
+               for n in resolver.glob(place)}
     found.update(_importers(con, names | set(imported) | starred))
     moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=set(changed))
     # A module that is now another file: what the imports naming it bound may be another
@@ -424,8 +521,8 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         local = local_name(name, alias, module) or ""
         again.update(r[0] for r in con.execute(
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
-            " qualifier = ? or qualifier like ? escape '\\')",
-            (fid, local, local, _like_prefix(local) + ".%")))
+            " qualifier = ? or qualifier like ? escape '\\' or qualifier like ? escape '\\')",
+            (fid, local, local, _like_prefix(local) + ".%", _like_prefix(local) + "::%")))
     bases_moved = _resolve(con, resolver, sorted(again - found), fresh=set(changed))[1] \
         or bases_moved
     if bases_moved:   # a class now inherits from another one: methods found through it may be
@@ -447,6 +544,25 @@ def _importers(con, names: set[str]) -> set[int]:
     return found
 
 
+def _rust_paths_naming(con, names: set[str]) -> set[int]:
+    """Rust references whose path holds one of these names as a segment: `T::f()` and
+    `a::T::f()` resolve through the type or inline module T (resolve.Resolver._rust_walk), and
+    `use crate::a::T` through a, so a definition of that name that appeared, went or changed
+    kind, or an import of it (a re-export), may give them another answer, though they name
+    neither it nor an import of it."""
+    path = "case when r.kind = 'import' then r.module when r.qualifier glob '*::' then" \
+        " r.qualifier end"   # `x.f()` names a value, not a path
+    rows = f"select r.id, {path} as path from struct_files s join refs r on" \
+        f" r.file_id = s.file_id where s.language = 'rust' and {path} is not null"
+    keys = sorted(names)
+    if len(keys) <= _KEYS_IN_SQL:   # a superset in SQL, the segments in Python
+        found = con.execute(f"select id, path from ({rows}) where "
+                            + " or ".join(["instr(path, ?)"] * len(keys)), keys)
+    else:
+        found = con.execute(rows)
+    return {ref_id for ref_id, text in found if not names.isdisjoint(text.split("::"))}
+
+
 def _qualified_through_wildcards(con, names: set[str]) -> set[int]:
     """`Name.member` in the files with a wildcard import, for a Name among the definitions that
     appeared or went: the wildcard binds it by what its module defines (Java's `import p.*`,
@@ -466,6 +582,7 @@ _ROOT_FILES = frozenset({"lib.rs", "main.rs"})
 _PACKAGE_FILES = frozenset({".go", ".java"})   # a package is its folder's files
 _FOLDER_MODULES = frozenset({"__init__", "index", "mod"})   # the file is its folder's module
 _PLACE = re.compile(r"\A\W*\Z|/\.\.?/*\Z")   # no word (`.`, `..`), or ending in `/..`
+_RUST_PLACE = re.compile(r"\A(?:self|super)(?:::|\Z)")   # Rust's `super::`, `self::`
 
 
 def _module_keys(paths: Sequence[str]) -> set[str] | None:
@@ -488,12 +605,13 @@ def _module_keys(paths: Sequence[str]) -> set[str] | None:
 def _refs_naming_modules(con, paths: Sequence[str]) -> set[int]:
     """The references whose module may now be another file: imports, and Rust's qualified paths
     (`db::save()`, looked up as modules), whose module holds a key of _module_keys or names a
-    folder only by where it is (`from . import x`, `'..'`, `'./lib/..'`)."""
+    folder only by where it is (`from . import x`, `'..'`, `'./lib/..'`, Rust's `super::x`,
+    whose parent module is a file beside its folder)."""
     keys = _module_keys(paths)
     imports = "select id, module, name from refs where kind = 'import'"
     rust = (" union all select r.id, r.qualifier, null from struct_files s join refs r on"
             " r.file_id = s.file_id where s.language = 'rust' and r.kind != 'import' and"
-            " r.qualifier is not null")
+            " r.qualifier glob '*::'")   # a path; `x.f()` names a value
     if not keys:   # None, or names without a word (`-.ts`): any may
         return {ref_id for (ref_id,) in con.execute(f"select id from ({imports}{rust})")}
     if len(keys) <= _KEYS_IN_SQL:
@@ -501,15 +619,16 @@ def _refs_naming_modules(con, paths: Sequence[str]) -> set[int]:
         # 38,000 imports in 30 ms), Python the words among them.
         holds = " or ".join(["instr(module, ?) or instr(name, ?)"] * len(keys))
         by_place = ("module is null or module not glob '*[A-Za-z0-9_]*' or rtrim(module, '/')"
-                    " glob '*/.' or rtrim(module, '/') glob '*/..'")
+                    " glob '*/.' or rtrim(module, '/') glob '*/..' or module glob 'self*'"
+                    " or module glob 'super*'")
         rows = con.execute(f"select id, module, name from ({imports}{rust}) where {by_place}"
                            f" or {holds}", [k for k in sorted(keys) for _ in (0, 1)])
     else:
         rows = con.execute(f"{imports}{rust}")
     named = re.compile(r"\b(?:{})\b".format("|".join(map(re.escape, sorted(keys)))))
-    place = _PLACE.search
-    return {ref_id for ref_id, module, name in rows
-            if place(module or "") or named.search(f"{module} {name or ''}")}
+    place, rust_place = _PLACE.search, _RUST_PLACE.match
+    return {ref_id for ref_id, module, name in rows if place(module or "")
+            or rust_place(module or "") or named.search(f"{module} {name or ''}")}
 
 
 def _set_resolver_version(con) -> None:

@@ -12,8 +12,11 @@ for whole-module imports); a ref's `line` and `byte` are those of its last segme
 `db.save()`), so a call spread over several lines is placed where its name is.
 
 Qualifiers: the text before the last segment when it is a plain chain of names (`self.a.b()` ->
-"self.a", Rust `a::b::f()` -> "a::b"; generic arguments dropped: `Vec::<u8>::new()` -> "Vec");
-"?" for any other receiver (`f().g()`, `x[0].g()`); None for a bare call.
+"self.a", Rust `a::b::f()` -> "a::b::"; generic arguments dropped: `Vec::<u8>::new()` ->
+"Vec::"); "?" for any other receiver (`f().g()`, `x[0].g()`); None for a bare call. A Rust path
+keeps its last `::`, so that `T::f()` (a path: qualifier + name is what was written) is told
+from `t.f()` (a value's method, qualifier "t"); a value reached by a path is a value
+(`Foo::BAR.m()` -> "Foo::BAR").
 
 Per-language decisions:
 - Python: `import a.b` binds alias "a"; `from __future__ import x` is an import of "__future__".
@@ -53,6 +56,9 @@ Per-language decisions:
   directly followed by `(` is read as a call (`a.b(`, `A::new(`, nested `format!(`), except
   after `fn`/`struct`/... and inside attributes (`#[cfg(any(...))]`). `impl Trait for Type` and
   supertraits (`trait A: B`) are "inherits" refs owned by the type (no path, no generics).
+  Tests: `tests` holds the byte ranges of what is test code: an item with an attribute whose
+  path ends in `test` (`#[test]`, `#[tokio::test]`), a module with `#[cfg(test)]` (or a body
+  opening with `#![cfg(test)]`, the whole file for one at its top) and an inline `mod tests`.
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ class Import:
     line: int  # 1-based
     level: int = 0  # Python relative import level (number of leading dots)
     wildcard: bool = False  # `from m import *`, `use m::*`, `import com.x.*`, Go dot import
+    byte: int = 0  # start byte of the name it binds (where `line` is): its place among scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,8 @@ class FileStructure:
     imports: tuple[Import, ...]
     refs: tuple[Ref, ...]
     error_nodes: int  # tree-sitter ERROR and MISSING nodes
+    # Byte ranges (start, end) of test code, outermost and innermost alike, in no order (Rust).
+    tests: tuple[tuple[int, int], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +112,7 @@ class FileStructure:
 
 
 class _Out:
-    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals")
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -114,6 +123,7 @@ class _Out:
         # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
         self.skip: list[tuple[int, int]] = []
         self.skip_sorted = False
+        self.tests: list[tuple[int, int]] = []
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -121,7 +131,7 @@ class _Out:
     def imp(self, at: Node, module: str, name: str | None, alias: str | None,
             level: int = 0, wildcard: bool = False) -> None:
         self.imports.append((at.start_byte, Import(module, name, alias, at.start_point[0] + 1,
-                                                   level, wildcard)))
+                                                   level, wildcard, at.start_byte)))
 
     def ref(self, at: Node, name: str, qualifier: str | None, kind: str,
             owner: str | None = None) -> None:
@@ -522,7 +532,9 @@ def _go_call(out: _Out, node: Node) -> None:
 # Stored with the structure (meta `extract_version`): a store whose references an earlier
 # extractor read has every file read again, once (2: a Go call on a parameter or receiver
 # qualified by its declared type, _go_declared_type; 3: a Java call on a variable qualified by
-# its declared type, _java_declared_type).
+# its declared type, _java_declared_type; Rust test code, FileStructure.tests, a Rust path
+# qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
+# `super::` there).
 EXTRACT_VERSION = "3"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -960,6 +972,8 @@ def _java_method_reference(out: _Out, node: Node) -> None:
 _RUST_SEGMENTS = frozenset({"identifier", "type_identifier", "crate", "self", "super",
                             "metavariable", "primitive_type"})
 _RUST_FIELD_BASES = frozenset({"identifier", "self"})
+# What may stand between an attribute and its item.
+_RUST_LEADING = frozenset({"attribute_item", "line_comment", "block_comment"})
 # A name after these keywords inside a token tree is declared, not called.
 _RUST_DECLARING = frozenset({"fn", "struct", "enum", "union", "trait", "mod", "type", "impl",
                              "macro_rules!"})
@@ -988,12 +1002,12 @@ def _rust_path(out: _Out, node: Node | None) -> list[str] | None:
 
 
 def _rust_qualifier(out: _Out, path: Node | None) -> str | None:
-    """The qualifier of `path::name`: the joined path, None after a bare leading `::`, "?" for
-    a path that is not plain (`<T as Trait>::f`)."""
+    """The qualifier of `path::name`: the path with its last `::` (`a::b::`), None after a bare
+    leading `::`, "?" for a path that is not plain (`<T as Trait>::f`)."""
     parts = _rust_path(out, path)
     if parts is None:
         return "?"
-    return "::".join(parts) or None
+    return "".join(p + "::" for p in parts) or None
 
 
 def _rust_type_name(out: _Out, node: Node | None) -> str | None:
@@ -1114,6 +1128,48 @@ def _rust_macro(out: _Out, node: Node) -> None:
 
 def _rust_attribute(out: _Out, node: Node) -> None:
     out.skip.append((node.start_byte, node.end_byte))
+    attribute = next((c for c in node.named_children if c.type == "attribute"), None)
+    if attribute is None:
+        return
+    if node.type == "inner_attribute_item":  # `#![cfg(test)]`: what holds it is test code
+        if _rust_cfg_test(out, attribute):
+            holder = node.parent
+            if holder is not None and holder.type == "declaration_list":
+                holder = holder.parent
+            if holder is not None:
+                out.tests.append((holder.start_byte, holder.end_byte))
+        return
+    item = node.next_named_sibling
+    while item is not None and item.type in _RUST_LEADING:  # more attributes, doc comments
+        item = item.next_named_sibling
+    if item is None:
+        return
+    if (item.type == "function_item" and _rust_test_attribute(out, attribute)) or (
+            item.type == "mod_item" and item.child_by_field_name("body") is not None
+            and _rust_cfg_test(out, attribute)):   # (`mod x;`: its file says, not this one)
+        out.tests.append((item.start_byte, item.end_byte))
+
+
+def _rust_test_attribute(out: _Out, attribute: Node) -> bool:
+    """`#[test]`, and a test framework's `#[tokio::test]`, `#[async_std::test]`: a path ending
+    in `test`."""
+    path = next((c for c in attribute.named_children
+                 if c.type in ("identifier", "scoped_identifier")), None)
+    if path is not None and path.type == "scoped_identifier":
+        path = path.child_by_field_name("name")
+    return path is not None and out.text(path) == "test"
+
+
+def _rust_cfg_test(out: _Out, attribute: Node) -> bool:
+    """`cfg(test)`: compiled only for the tests."""
+    return "".join(out.text(attribute).split()) == "cfg(test)"
+
+
+def _rust_mod(out: _Out, node: Node) -> None:
+    """An inline `mod tests { ... }` is test code by the convention every crate follows."""
+    name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+    if name is not None and body is not None and out.text(name) == "tests":
+        out.tests.append((node.start_byte, node.end_byte))
 
 
 def _rust_token_call(out: _Out, node: Node) -> None:
@@ -1147,7 +1203,7 @@ def _rust_token_call(out: _Out, node: Node) -> None:
                 parts.append(out.text(q))
                 p = q.prev_sibling
             parts.reverse()
-            qualifier = sep.join(parts) or "?"
+            qualifier = (sep.join(parts) + ("::" if sep == "::" else "")) if parts else "?"
     out.ref(node, name, qualifier, "call")
 
 
@@ -1230,6 +1286,7 @@ _RUST: _Spec = {
     "token_call": ("(token_tree (identifier) @token_call . (token_tree))", _rust_token_call),
     "impl": ("(impl_item) @impl", _rust_impl),
     "trait": ("(trait_item) @trait", _rust_trait),
+    "mod": ("(mod_item) @mod", _rust_mod),
 }
 
 _SPECS: dict[str, _Spec] = {
@@ -1303,4 +1360,5 @@ def extract_structure(language: str, source: bytes) -> FileStructure | None:
         errors = sum(len(v) for v in QueryCursor(lang.errors).captures(root).values())
     out.imports.sort(key=lambda item: item[0])
     out.refs.sort(key=lambda r: r.byte)
-    return FileStructure(tuple(i for _, i in out.imports), tuple(out.refs), errors)
+    return FileStructure(tuple(i for _, i in out.imports), tuple(out.refs), errors,
+                         tuple(out.tests))

@@ -255,11 +255,26 @@ class _Names:
         self.paths: dict[int, str] = {}
         self.tests = {fid for (fid,) in con.execute(
             "select file_id from struct_files where is_test = 1")}
+        self.test_defs: dict[tuple[int, str], bool] = {}
 
     def path(self, fid: int) -> str:
         if fid not in self.paths:
             self.paths[fid] = self.con.execute("select path from files where id = ?", (fid,)).get
         return self.paths[fid]
+
+    def is_test(self, fid: int, scope: str | None) -> bool:
+        """Code of a test file, or of a test definition elsewhere (a Rust `#[test]` function,
+        anything in `mod tests`)."""
+        if fid in self.tests:
+            return True
+        if scope is None:
+            return False
+        key = (fid, scope)
+        if key not in self.test_defs:
+            row = self.con.execute("select is_test from defs where file_id = ? and qualname = ?",
+                                   key).fetchone()
+            self.test_defs[key] = bool(row and row[0])
+        return self.test_defs[key]
 
 
 def _structural(qualname: str | None) -> str | None:
@@ -327,8 +342,8 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                 if known is not None and known.confidence >= round(total, 4):
                     continue
                 dep = Dependent(names.path(src_file), scope,
-                                _relation(kind, src_file in names.tests), level, round(total, 4),
-                                (link,) + chain)
+                                _relation(kind, names.is_test(src_file, scope)), level,
+                                round(total, 4), (link,) + chain)
                 best[node] = dep
                 nxt.append((node, dep.chain, total))
                 if len(best) >= MAX_DEPENDENTS:
@@ -490,8 +505,9 @@ def callers(con, spec: TargetSpec) -> Neighbours:
         if kind == "import" or (src_file == target.file_id and (
                 target.qualname is None or _inside(scope, target.qualname))):
             continue
-        items.append(Neighbour(names.path(src_file), scope, _relation(kind, src_file in names.tests),
-                               round(conf, 4), line))
+        items.append(Neighbour(names.path(src_file), scope,
+                               _relation(kind, names.is_test(src_file, scope)), round(conf, 4),
+                               line))
     return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
                                                                 n.qualname or "", n.line)),
                       _structure_note(con, target))
