@@ -238,9 +238,9 @@ class Engine:
     def _at_head(self, spec: TargetSpec, working: str) -> TargetSpec:
         """`PATH:LINE` as a user reads it, in the working tree, numbered as at the indexed HEAD,
         where the store's answers are: 40 lines added above a function move it 40 lines down
-        in the file, not in the index. A line the working tree added or changed is taken where
-        its change sits at HEAD (its function is most likely the one there at HEAD). A file as
-        at HEAD costs one hash of it; a file that is not a regular one (a link, a device) or
+        in the file, not in the index. A line of a changed file is first read in the working
+        tree's definitions (_working_symbol); else a line the working tree added or changed is
+        taken where its change sits at HEAD. A file as at HEAD costs one hash of it; a file that is not a regular one (a link, a device) or
         is over 4 MB is not read, and its lines are taken as given. `working`: the file's path
         in the working tree (another one after a staged rename)."""
         from cortex_core.store.store import head_blob_id

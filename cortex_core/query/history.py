@@ -168,7 +168,8 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             n = len(cut)
             note = (f"{n} commit{'s' if n != 1 else ''} of its file{' were' if n != 1 else ' was'}"
                     f" not read for symbols, the newest {cut[0].commit.short}: {cut[0].skipped}")
-            if any(e.skipped == _missing_version(con) for e in cut):
+            missing = _missing_version(con)
+            if any(e.skipped == missing for e in cut):
                 note += f"; {REBUILD}"
     if note is None and (not entries or entries[-1].change not in ("added", "copied")) and \
             _missing(con):
