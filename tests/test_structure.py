@@ -448,6 +448,101 @@ def test_java_scopes_a_review_found_wrong(repo, cortex):
     assert sure("Builder.java", "Builder.build") == set()
 
 
+def test_java_classes_in_scope_where_the_call_is(repo, cortex):
+    """A second review's cases, each at 1.0 on the wrong class: a nested class anywhere in the
+    file beat an imported one; a method's local class served another method; a sibling's
+    nested class of the same name won; an `instanceof` pattern reached its `else`."""
+    repo.write("src/main/java/q/Builder.java",
+               "package q;\n\npublic class Builder {\n  public Object build() { return 0; }\n}\n")
+    repo.write("src/main/java/p/Outer.java", OUTER)
+    repo.commit("Scopes", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    rows = {(line, name): edges for line, name, edges in con.execute(
+        "select r.line, r.name, group_concat(f.path || '::' || e.dst_qualname || '@' ||"
+        " e.confidence, ' | ') from refs r join edges e on e.ref_id = r.id join files f"
+        " on f.id = e.dst_file_id where r.kind = 'call' and r.qualifier is not null"
+        " and r.qualifier != '?' group by r.id")}
+    outer = "src/main/java/p/Outer.java::"
+    assert rows[(13, "build")] == "src/main/java/q/Builder.java::Builder.build@1.0"
+    assert rows[(28, "go")] == outer + "Outer.second.Local.go@1.0"
+    assert rows[(34, "visit")] == outer + "Outer.Zed.Node.visit@1.0"
+    assert rows[(40, "visit")] == outer + "Outer.Alpha.Node.visit@1.0"
+    assert rows[(60, "work")] == outer + "Other.work@1.0"
+    assert rows[(62, "work")] == outer + "Thing.work@1.0"     # the else: the field's type
+
+
+OUTER = """package p;
+
+import q.Builder;
+
+public class Outer {
+    static class Inner {
+        static class Builder {
+            Object build() { return 1; }
+        }
+    }
+
+    void useImported(Builder b) {
+        b.build();
+    }
+
+    void first() {
+        class Local {
+            void go() {}
+        }
+        new Local().go();
+    }
+
+    void second() {
+        class Local {
+            void go() {}
+        }
+        Local l = new Local();
+        l.go();
+    }
+
+    static class Zed {
+        static class Node { void visit() {} }
+        void walkZ(Node n) {
+            n.visit();
+        }
+    }
+    static class Alpha {
+        static class Node { void visit() {} }
+        void walk(Node n) {
+            n.visit();
+        }
+    }
+
+    Thing field;
+
+    void sw(int k) {
+        switch (k) {
+            case 1:
+                Other field = new Other();
+                break;
+            case 2:
+                field = new Other();
+                field.work();
+                break;
+        }
+    }
+
+    void els(Object o) {
+        if (o instanceof Other field) {
+            field.work();
+        } else {
+            field.work();
+        }
+    }
+}
+
+class Thing { void work() {} }
+class Other { void work() {} }
+"""
+
+
 def test_a_constructor_is_called_by_what_constructs_its_class(repo, cortex):
     """`Wait(2)` runs Wait.__init__, `new Box(1)` Box's constructors: their callers listed
     only the explicit `Wait.__init__(...)` call of a subclass (tenacity's wait_fixed.__init__:

@@ -251,10 +251,13 @@ class Resolver:
         (`Dates.parse()` needs no import; it beats a wildcard import's class of that name);
         None to go on as for any language."""
         own = self.defs.get(ref.file_id, {})
-        nested = [c for c, kind in own.items() if kind in _CLASS_KINDS
-                  and (c == q or c.endswith("." + q))]
-        if nested:
-            cls = min(nested, key=lambda c: (c.count("."), c))   # the least nested, if several
+        scope = ref.scope or ""
+        # Only a class in scope where the call is: a top-level one, or one nested in (or local
+        # to) a definition around the call; the innermost such one shadows the others.
+        seen = [c for c, kind in own.items() if kind in _CLASS_KINDS and (
+                c == q or (c.endswith("." + q) and _encloses(c[:-len(q) - 1], scope)))]
+        if seen:
+            cls = max(seen, key=lambda c: (c.count("."), c))
             member = f"{cls}.{ref.name}"
             if member in own:
                 return "resolved", [(ref.file_id, member, CONF_LOCAL)]
@@ -986,3 +989,8 @@ def _java_package_dir(directory: str) -> str | None:
         return None
     at = len(parts) - 1 - parts[::-1].index("java")
     return "/".join(parts[at + 1:])
+
+
+def _encloses(outer: str, scope: str) -> bool:
+    """Whether the definition `outer` holds the scope `scope` (or is it)."""
+    return scope == outer or scope.startswith(outer + ".")

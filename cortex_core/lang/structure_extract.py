@@ -821,7 +821,10 @@ def _java_in_statement(pattern: Node, here: int) -> bool:
     n = pattern.parent
     while n is not None and n.type not in _JAVA_STATEMENTS:
         n = n.parent
-    return n is not None and n.start_byte <= here < n.end_byte
+    if n is None or not n.start_byte <= here < n.end_byte:
+        return False
+    other = n.child_by_field_name("alternative") if n.type == "if_statement" else None
+    return other is None or not other.start_byte <= here < other.end_byte   # not in its else
 
 
 def _java_declared_here(out: _Out, n: Node, child: Node, name: str, here: int) -> str | None:
