@@ -273,14 +273,14 @@ class Engine:
         """`PATH:LINE` of a file the working tree changed, as the definition that encloses the
         line there (the language server's hover reads it so): a line inside a function
         inserted above another is that function's, not the other's. The innermost enclosing
+        definition the index knows answers. One it does not know was edited (renamed, its
+        signature changed: most of its lines are HEAD's or changed in place) and is read at
+        HEAD's numbering (None); or it is new, mostly inserted, and the nearest enclosing
         definition the index knows answers (a new helper nested in a known function: that
-        function). None, for the line mapping to HEAD, where no definition encloses the line,
-        the file is not read for symbols, or the enclosing one was only edited (renamed, its
-        signature changed: it keeps most of its lines from HEAD); NotFound when it is new,
-        most of it added since HEAD (it has no history yet)."""
+        function), else NotFound (it has no history yet). None too where no definition encloses
+        the line or the file is not read for symbols."""
         from cortex_core.errors import NotFound
         from cortex_core.lang.live import buffer_symbols, innermost
-        from cortex_core.query.blame import map_line
         from cortex_core.query.targets import TargetSpec, file_level_reason, find
         con = self.reader()
         indexed = find(con, spec.path)
@@ -299,17 +299,18 @@ class Engine:
         while sym is not None:
             chain.append(sym)
             sym = symbols[sym.parent] if 0 <= sym.parent < len(symbols) else None
-        for candidate in chain:
-            if find(con, spec.path, candidate.qualname) is not None:
-                return TargetSpec(spec.path, candidate.qualname)
         if not chain:
             return None
-        lines = range(chain[-1].start_line, chain[-1].end_line + 1)
-        kept = sum(map_line(hunks, n) is not None for n in lines)
-        if 2 * kept >= len(lines):
-            # Most of it stands at HEAD: an edit of a definition there (a rename, a new
-            # signature). A new one keeps at most a line the diff aligned (a closing brace).
+        if find(con, spec.path, chain[0].qualname) is not None:
+            return TargetSpec(spec.path, chain[0].qualname)
+        lines = range(chain[0].start_line, chain[0].end_line + 1)
+        if 2 * sum(_net_added(hunks, n) for n in lines) <= len(lines):
+            # Mostly HEAD's lines, or lines changed in place: an edit of a definition there (a
+            # rename, a new signature), read at HEAD's numbering, not its enclosing class's.
             return None
+        for outer in chain[1:]:   # new, inside a definition the index knows: that one's line
+            if find(con, spec.path, outer.qualname) is not None:
+                return TargetSpec(spec.path, outer.qualname)
         raise NotFound(f"line {spec.line} of {working} is in {chain[0].qualname}, which is not "
                        "in the index: it was added since the indexed HEAD (no commit has "
                        f"changed it yet); ask for {working} for the file's answer")
@@ -891,6 +892,15 @@ class Snapshot:
 
 
 MAPPED_FILE_BYTES = 4_000_000   # the largest file _at_head reads (blame.MAX_BUFFER_BYTES)
+
+
+def _net_added(hunks: list, line: int) -> bool:
+    """Whether the working tree's line `line` is one a zero-context hunk adds beyond the lines
+    it replaces (an insertion), not one changed in place (a renamed `def`, a new signature)."""
+    for _old_start, old_lines, new_start, new_lines in hunks:
+        if new_start <= line < new_start + new_lines:
+            return line - new_start >= old_lines
+    return False
 
 
 def _regular_file(path: Path) -> bytes | None:

@@ -363,6 +363,24 @@ def test_a_line_of_an_edited_definition_is_still_that_definition(shop):
         "recorded at file level only")
 
 
+def test_an_edited_method_is_itself_not_its_class(shop):
+    """A second review: a method whose signature changed answered for its class, and a renamed
+    one-line function was refused as "added"."""
+    shop.write("shop/Box.java", "class Box {\n  int size;\n\n  void put(String s) {\n"
+               "    size++;\n  }\n}\n")
+    shop.write("shop/short.go", "package shop\n\nfunc Short() int { return 1 }\n")
+    shop.commit("box and short", days_ago=0.5)
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    box = shop.path / "shop" / "Box.java"
+    box.write_text(box.read_text().replace("put(String s)", "put(CharSequence s)"))
+    short = shop.path / "shop" / "short.go"
+    short.write_text(short.read_text().replace("Short()", "Shorter()"))
+    for target, qualname in (("shop/Box.java:5", "Box.put(String)"), ("shop/Box.java:4",
+                             "Box.put(String)"), ("shop/short.go:3", "Short")):
+        out = cortex("history", target, "--json", cwd=shop.path)
+        assert json.loads(out.stdout)["target"]["qualname"] == qualname, (target, out)
+
+
 def test_a_staged_rename_reads_on_in_the_old_paths_history(shop):
     """After `git mv` (not yet committed) the new path is what the user types; the index knows
     the old one. Its history, lines (edited ones too) and `what` read through the rename."""
