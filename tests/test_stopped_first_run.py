@@ -86,9 +86,11 @@ def test_every_answer_says_how_far_the_stopped_run_reached(repo, cortex, stopped
     # The MCP server said "gone at HEAD": an agent would take the function for deleted.
     assert mcp_render.history(found, {})[0].startswith(
         "**`pkg/core.py::compute`** · function · HEAD not indexed yet")
-    # A file the run met but HEAD's table does not list yet is not gone either.
+    # A file the run met but HEAD's table does not list yet is not gone either, nor is a line.
     whole = history(con, TargetSpec("pkg/core.py"))
     assert whole.target.alive and whole.moved_to is None
+    line = history(con, TargetSpec("pkg/core.py", line=2))
+    assert line.note.startswith("no symbol is known to enclose line 2: no index run has reached")
     assert text.endswith(f"note: history up to {month(stopped)} only: no index run has "
                          "reached HEAD (`cortex index` continues it, or is doing so)")
     assert ls_render.index_note(False, None, stopped) == (

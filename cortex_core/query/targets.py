@@ -94,6 +94,9 @@ def resolve(con: apsw.Connection, spec: TargetSpec) -> Target:
 def no_symbol_at(con: apsw.Connection, target: Target, line: int) -> str:
     """Why `PATH:LINE` gave the file: no symbol encloses the line at HEAD (the line may be past
     the file's end: the store keeps no line counts), or the file is not at HEAD at all."""
+    from cortex_core.store.store import get_meta
+    if get_meta(con, "head") is None:   # HEAD's files and spans are not known yet
+        return f"no symbol is known to enclose line {line}: no index run has reached HEAD"
     if con.execute("select 1 from head_files where file_id = ?",
                    (target.file_id,)).fetchone() is None:
         return (f"{target.path} is not at the indexed HEAD (deleted or renamed away), so line "
@@ -139,8 +142,8 @@ def _not_found(con: apsw.Connection, message: str) -> NoReturn:
     if until is None:
         raise NotFound(message)
     from cortex_core.dates import reach
-    raise NotFound(f"{message} ({reach(None, until)}: an index run has not reached "
-                   "HEAD)", Hint("continue"))
+    raise NotFound(f"{message} ({reach(None, until)}: no index run has reached HEAD)",
+                   Hint("continue"))
 
 
 def _shown(name: str) -> str:
