@@ -1347,6 +1347,71 @@ def test_a_rust_call_in_a_module_finds_the_function_of_that_module(rust_crate):
         ("src/main.rs", "Offset.zero"), ("src/tests.rs", "helper")}
 
 
+def test_a_rust_modules_own_use_and_a_nested_fn_shadow_the_files_items(repo, cortex):
+    """A review's regression, each at 1.0 on the file's own `open`: `use crate::sys::open` in
+    `mod unix` and in `mod tests` (beside `use super::*`), and a fn nested in the caller."""
+    repo.write("Cargo.toml", "[package]\nname = \"rs2\"\nversion = \"0.1.0\"\n")
+    repo.write("src/lib.rs", RS2_LIB)
+    repo.write("src/sys.rs", "pub fn open() -> u32 { 2 }\n")
+    repo.write("src/fsx.rs", "pub fn read() {}\n")
+    repo.commit("Modules", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("src/sys.rs", "open")).items) == {
+        ("src/lib.rs", "unix.run"), ("src/lib.rs", "win.run"), ("src/lib.rs", "tests.t")}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "open")).items) == {
+        ("src/lib.rs", "Thing.open")}
+    assert labels(callers(con, TargetSpec("src/lib.rs", "outer.open")).items) == {
+        ("src/lib.rs", "outer")}
+
+
+RS2_LIB = """pub mod sys;
+pub mod fsx;
+
+fn open() -> u32 { 1 }
+
+mod unix {
+    use crate::sys::open;
+
+    pub fn run() -> u32 {
+        open()
+    }
+}
+
+mod win {
+    use super::sys;
+    pub fn run() -> u32 {
+        sys::open()
+    }
+}
+
+pub fn outer() -> u32 {
+    fn open() -> u32 { 3 }
+    open()
+}
+
+pub fn use_fs() {
+    fsx::read();
+}
+
+pub struct Thing;
+impl Thing {
+    pub fn open(&self) -> u32 { open() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::open;
+
+    #[test]
+    fn t() {
+        open();
+    }
+}
+"""
+
+
 def test_a_rust_binary_and_examples_import_their_own_crate_by_name(rust_crate):
     """`use my_tool::…` in the binary and the examples is the package's library (hexyl's
     main.rs and examples/simple.rs were stored as importing an outside crate): Cargo.toml's

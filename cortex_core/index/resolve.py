@@ -135,6 +135,7 @@ class Resolver:
         self._go_module = None
         self._java_modules: dict[str, list[int] | None] = {}
         self._java_classes: dict[str, list[int]] | None = None   # class name -> its files
+        self._globs: dict[Place, dict[str, str]] = {}   # what a wildcard import binds (glob)
         # file -> its imports by the local name they bind (with their place in the file), and
         # the definitions its wildcard imports bind: name -> (place of that import, its file,
         # the definition's qualname)
@@ -366,14 +367,28 @@ class Resolver:
         return out
 
     def _rust_local(self, file_id: int, scope: str | None, name: str) -> str | None:
-        """A bare name's definition in the file: in the module holding the scope, else in the
-        nearest module around it that has one. rustc sees an outer module's items through
-        `use super::*` (every `mod tests` has it); a name defined in both is the inner one."""
+        """A bare name's definition in the file: an item nested in a function around the call
+        (`fn outer() { fn open() {} open() }`), else the module holding the scope's own item,
+        else the nearest module around it that has one. rustc sees an outer module's items
+        through `use super::*` (every `mod tests` has it); a name defined in both is the inner
+        one. A module's own `use` of the name shadows the outer modules' items: None then, for
+        the imports to answer (a review found `use crate::sys::open` in `mod tests` lost to the
+        file's own `open`)."""
         own = self.defs.get(file_id, {})
+        parts = scope.split(".") if scope else []
+        for k in range(len(parts), 0, -1):
+            holder = ".".join(parts[:k])
+            if own.get(holder) not in ("function", "method"):
+                break              # a module or a type: a bare name is not its member
+            if f"{holder}.{name}" in own:
+                return f"{holder}.{name}"
+        used = {row.scope for _, row in self._file_imports(file_id)[0].get(name, ())}
         for inline in self._rust_outward(file_id, scope):
             qualname = f"{inline}.{name}" if inline else name
             if qualname in own:
                 return qualname
+            if inline in used:
+                return None
         return None
 
     def _rust_seen(self, file_id: int, scope: str | None, name: str) -> Place | None:
@@ -686,7 +701,14 @@ class Resolver:
     def glob(self, place: Place) -> dict[str, str]:
         """What a wildcard import of a place binds, name -> qualname: the file's top-level
         definitions, or an inline module's; none for a type (a Rust enum's glob binds its
-        variants, which are no definitions)."""
+        variants, which are no definitions). Made once per place: a file of 11,000 modules
+        each with `use super::*` asked it 11,000 times over every definition (a review)."""
+        found = self._globs.get(place)
+        if found is None:
+            found = self._globs[place] = self._glob(place)
+        return found
+
+    def _glob(self, place: Place) -> dict[str, str]:
         f, inline = place
         own = self.defs.get(f, {})
         if inline is None:
@@ -728,6 +750,8 @@ class Resolver:
             by_local: dict[str, list[tuple[int, RefRow]]] = defaultdict(list)
             wildcard: dict[str, tuple[int, int, str]] = {}
             java = self.lang.get(file_id) == "java"
+            expanded: set = set()   # a place globbed again adds nothing (the first one wins):
+            # 11,000 modules of a file each with `use super::*` took 242M steps (a review)
             rows = self.con.execute(
                 "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
                 " from refs where file_id = ? and kind = 'import' order by id", (file_id,))
@@ -739,6 +763,9 @@ class Resolver:
                 if ref.name == "*" or (ref.name is None and java):   # every definition of it
                     for place in self.module_places(file_id, ref.module, ref.level,
                                                     ref.scope) or ():
+                        if place in expanded:
+                            continue
+                        expanded.add(place)
                         for bound, qualname in self.glob(place).items():
                             wildcard.setdefault(bound, (n, place[0], qualname))
             cached = self._imports[file_id] = (dict(by_local), wildcard)
