@@ -1353,12 +1353,15 @@ def test_a_rust_modules_own_use_and_a_nested_fn_shadow_the_files_items(repo, cor
     repo.write("Cargo.toml", "[package]\nname = \"rs2\"\nversion = \"0.1.0\"\n")
     repo.write("src/lib.rs", RS2_LIB)
     repo.write("src/sys.rs", "pub fn open() -> u32 { 2 }\n")
-    repo.write("src/fsx.rs", "pub fn read() {}\n")
+    # `use crate::sys;` then `sys::open()`: the module the use names (it was the crate root's
+    # own `open`, at 0.6: 17 such calls in fd).
+    repo.write("src/fsx.rs", "use crate::sys;\npub fn read() { sys::open(); }\n")
     repo.commit("Modules", days_ago=1)
     cortex.index(model="none")
     con = cortex.reader()
     assert labels(callers(con, TargetSpec("src/sys.rs", "open")).items) == {
-        ("src/lib.rs", "unix.run"), ("src/lib.rs", "win.run"), ("src/lib.rs", "tests.t")}
+        ("src/lib.rs", "unix.run"), ("src/lib.rs", "win.run"), ("src/lib.rs", "tests.t"),
+        ("src/fsx.rs", "read")}
     assert labels(callers(con, TargetSpec("src/lib.rs", "open")).items) == {
         ("src/lib.rs", "Thing.open")}
     assert labels(callers(con, TargetSpec("src/lib.rs", "outer.open")).items) == {
