@@ -48,8 +48,8 @@ LOOKUPS_PER_ASKER = 1_000
 # type of its package, `Command.Run` for `c.Run()` with `c *Command`; 6: a Java call qualified by
 # a class of its package, `Dates.parse()`, under any source root; a java.lang class is external;
 # Rust modules, inline ones included, the crates of the repository by name, and `T::f()`
-# qualified by `T`).
-RESOLVER_VERSION = "6"
+# qualified by `T`; 7: a Rust path through a module a `use` names, `use crate::sys; sys::f()`).
+RESOLVER_VERSION = "7"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
