@@ -614,4 +614,24 @@ fn h() {}
     marked = {source[a:b].split(b"{")[0].split(b"(")[0].strip() for a, b in found.tests}
     assert marked == {b"mod checks", b"mod tests", b"mod inner", b"fn d", b"async fn e"}
     assert extract("rust", b"#![cfg(test)]\nfn f() {}\n").tests == ((0, 24),)
+    # A review's misses: cfg(test) on a fn and an impl, cfg(all(test, ...)), rstest and
+    # test-case attributes; cfg(not(test)) and cfg(all(not(test), x)) stay code.
+    more = b"""#[cfg(test)]
+fn helper() {}
+#[cfg(test)]
+impl Helper {}
+#[cfg(all(test, unix))]
+mod unix_tests {}
+#[rstest]
+fn r() {}
+#[test_case(1)]
+fn tc(n: u8) {}
+#[cfg(not(test))]
+fn prod() {}
+#[cfg(all(not(test), unix))]
+mod prod_unix {}
+"""
+    found = extract("rust", more)
+    marked = {more[a:b].split(b"{")[0].split(b"(")[0].strip() for a, b in found.tests}
+    assert marked == {b"fn helper", b"impl Helper", b"mod unix_tests", b"fn r", b"fn tc"}
     assert extract("python", b"def test_x():\n    pass\n").tests == ()

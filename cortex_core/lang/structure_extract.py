@@ -56,9 +56,10 @@ Per-language decisions:
   directly followed by `(` is read as a call (`a.b(`, `A::new(`, nested `format!(`), except
   after `fn`/`struct`/... and inside attributes (`#[cfg(any(...))]`). `impl Trait for Type` and
   supertraits (`trait A: B`) are "inherits" refs owned by the type (no path, no generics).
-  Tests: `tests` holds the byte ranges of what is test code: an item with an attribute whose
-  path ends in `test` (`#[test]`, `#[tokio::test]`), a module with `#[cfg(test)]` (or a body
-  opening with `#![cfg(test)]`, the whole file for one at its top) and an inline `mod tests`.
+  Tests: `tests` holds the byte ranges of what is test code: a function with an attribute whose
+  path ends in `test`, `rstest` or `test_case` (`#[test]`, `#[tokio::test]`), a module, function
+  or impl with `#[cfg(test)]` or `#[cfg(all(test, ...))]` (or a body opening with
+  `#![cfg(test)]`, the whole file for one at its top) and an inline `mod tests`.
 """
 
 from __future__ import annotations
@@ -534,8 +535,8 @@ def _go_call(out: _Out, node: Node) -> None:
 # qualified by its declared type, _go_declared_type; 3: a Java call on a variable qualified by
 # its declared type, _java_declared_type; Rust test code, FileStructure.tests, a Rust path
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
-# `super::` there).
-EXTRACT_VERSION = "3"
+# `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case).
+EXTRACT_VERSION = "4"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
@@ -1148,24 +1149,44 @@ def _rust_attribute(out: _Out, node: Node) -> None:
     if item is None:
         return
     if (item.type == "function_item" and _rust_test_attribute(out, attribute)) or (
+            item.type in ("function_item", "impl_item") and _rust_cfg_test(out, attribute)) or (
             item.type == "mod_item" and item.child_by_field_name("body") is not None
             and _rust_cfg_test(out, attribute)):   # (`mod x;`: its file says, not this one)
         out.tests.append((item.start_byte, item.end_byte))
 
 
+# Test attributes' last path segment: libtest's, and rstest's and test-case's, which a review
+# found uncounted (`#[rstest]`, `#[test_case(1)]`).
+_RUST_TEST_ATTRIBUTES = frozenset({"test", "rstest", "test_case"})
+
+
 def _rust_test_attribute(out: _Out, attribute: Node) -> bool:
-    """`#[test]`, and a test framework's `#[tokio::test]`, `#[async_std::test]`: a path ending
-    in `test`."""
+    """`#[test]`, and a test framework's `#[tokio::test]`, `#[async_std::test]`, `#[rstest]`,
+    `#[test_case(...)]`: a path ending in one of _RUST_TEST_ATTRIBUTES."""
     path = next((c for c in attribute.named_children
                  if c.type in ("identifier", "scoped_identifier")), None)
     if path is not None and path.type == "scoped_identifier":
         path = path.child_by_field_name("name")
-    return path is not None and out.text(path) == "test"
+    return path is not None and out.text(path) in _RUST_TEST_ATTRIBUTES
 
 
 def _rust_cfg_test(out: _Out, attribute: Node) -> bool:
-    """`cfg(test)`: compiled only for the tests."""
-    return "".join(out.text(attribute).split()) == "cfg(test)"
+    """`cfg(test)`, or `cfg(all(test, ...))`: compiled only for the tests (`any(test, ...)`
+    and `not(test)` are not)."""
+    text = "".join(out.text(attribute).split())
+    if text == "cfg(test)":
+        return True
+    if not (text.startswith("cfg(all(") and text.endswith("))")):
+        return False
+    depth, part, parts = 0, "", []
+    for ch in text[len("cfg(all("):-2]:
+        if ch == "," and depth == 0:
+            parts.append(part)
+            part = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        part += ch
+    return "test" in parts + [part]
 
 
 def _rust_mod(out: _Out, node: Node) -> None:
