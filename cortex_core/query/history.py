@@ -171,12 +171,13 @@ def history(con: apsw.Connection, spec: TargetSpec, limit: int | None = None,
             missing = _missing_version(con)
             if any(e.skipped == missing for e in cut):
                 note += f"; {REBUILD}"
-    if note is None and (not entries or entries[-1].change not in ("added", "copied")) and \
-            _missing(con):
+    if note is None and (not entries or entries[-1].change not in ("added", "copied")):
         # No birth at its start, in a store that could not read some objects: commits behind a
         # missing commit or tree are not indexed at all. (A history that starts with its
         # birth lost nothing of that kind: a missing blob is said on its own commits.)
-        note = f"this history may stop short: {_missing(con)}; {REBUILD}"
+        missing = _missing(con)
+        if missing:
+            note = f"this history may stop short: {missing}; {REBUILD}"
     from cortex_core.store.store import history_from, history_until, shallow_from
     until = history_until(con)   # not None: HEAD not indexed yet, so nothing is known gone
     if target.symbol_id is None and until is None and con.execute(
