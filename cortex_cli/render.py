@@ -364,7 +364,10 @@ def what(result, now: float) -> str:
              + f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
              + (f", {len(result.untracked)} untracked" if result.untracked else "")]
     lines.append("\nabout your changes:")
-    if not result.changed:
+    unread = getattr(result, "unread", None)
+    if unread:
+        lines.append(f"  the working copy could not be read: {terminal(unread)}")
+    elif not result.changed:
         lines.append("  no changes in the working tree or the index")
     for note in result.notes:
         lines.append(f"  {_note_line(note, now)}")

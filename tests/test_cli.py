@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,11 @@ import pytest
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def cortex(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def cortex(*args: str, cwd: Path, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cortex_cli.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(PROJECT)))
+                          env=dict(env or os.environ, PYTHONPATH=str(PROJECT)))
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
@@ -251,6 +253,28 @@ def test_what_reads_the_working_tree(shop):
     assert "shop/pay.py::pay" in hot
     data = json.loads(cortex("what", "--json", cwd=shop.path).stdout)
     assert data["changed"] == ["shop/pay.py"]
+
+
+def test_what_says_when_git_cannot_read_the_working_copy(shop, tmp_path):
+    """A `git status` that fails (a damaged index, a FIFO git stalls on, a wrapper that
+    breaks) left `what` saying "no changes": the changes are unknown, and it now says why."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    (shop.path / "shop" / "pay.py").write_text("def pay(cart):\n    return 0\n")
+    real = shutil.which("git")
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    (wrappers / "git").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = status ] && exit 3; done\nexec {real} "$@"\n')
+    (wrappers / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrappers}:{os.environ['PATH']}"}
+    out = cortex("what", cwd=shop.path, env=env)
+    assert out.returncode == 0, out.stderr
+    about = out.stdout.split("about your changes:")[1].split("recent decisions:")[0]
+    assert "the working copy could not be read: git status failed (exit status 3)" in about
+    assert "no changes" not in about
+    data = json.loads(cortex("what", "--json", cwd=shop.path, env=env).stdout)
+    assert data["unread"] == "git status failed (exit status 3)" and data["changed"] == []
+    assert json.loads(cortex("what", "--json", cwd=shop.path).stdout)["unread"] is None
 
 
 def test_search_without_a_model_says_so(shop):

@@ -85,14 +85,16 @@ def test_detached_unborn_and_conflicted(repo, tmp_path):
 
 def test_not_a_repository_no_git_and_a_foreign_git_dir(repo, tmp_path, monkeypatch):
     (tmp_path / "plain").mkdir()
-    assert read_workspace(tmp_path / "plain") == Workspace(None, (), (), ())
-    assert read_workspace(tmp_path / "missing") == Workspace(None, (), (), ())
+    assert read_workspace(tmp_path / "plain") == Workspace(
+        None, (), (), (), unread="git status failed (exit status 128)")
+    assert read_workspace(tmp_path / "missing").unread.startswith("git could not be started")
     (repo.path / "b.py").write_text("b = 2\n")
     other = ScriptedRepo(tmp_path / "other")
     monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))   # as inside another repo's hook
     assert read_workspace(repo.path).modified == ("b.py",)
     monkeypatch.setenv("PATH", str(tmp_path / "plain"))       # no git at all
-    assert read_workspace(repo.path) == Workspace(None, (), (), ())
+    nothing = read_workspace(repo.path)
+    assert nothing.changed == () and nothing.unread.startswith("git could not be started")
 
 
 def test_the_reader_never_takes_the_index_lock(repo):
@@ -133,7 +135,13 @@ def test_a_pending_read_gives_the_same_answer_and_leaves_no_process(repo, tmp_pa
         proc = unread._proc
     assert proc is not None and proc.poll() is not None            # git was stopped and reaped
     with PendingWorkspace(tmp_path / "missing") as nowhere:        # no folder: no git at all
-        assert nowhere.result() == Workspace(None, (), (), ())
+        answer = nowhere.result()
+        assert answer.changed == answer.untracked == () and answer.branch is None
+        assert answer.unread is not None and "git could not be started" in answer.unread
+    (tmp_path / "plain").mkdir()
+    with PendingWorkspace(tmp_path / "plain") as outside:          # not a repository
+        assert outside.result().unread == "git status failed (exit status 128)"
+    assert read_workspace(repo.path).unread is None
 
 
 def test_a_search_lifts_what_touches_the_working_copys_changes(repo):
@@ -158,7 +166,7 @@ def test_a_search_lifts_what_touches_the_working_copys_changes(repo):
 def test_a_git_that_does_not_answer_is_given_up_with_what_it_started(repo, tmp_path,
                                                                      monkeypatch):
     """A wrapper script in place of git (some version managers install one) that keeps a child
-    running: the reader gives up at its timeout, kills the child too, and says nothing."""
+    running: the reader gives up at its timeout, kills the child too, and says why."""
     import time
     alive = tmp_path / "alive"
     os.mkfifo(alive)    # the wrapper's child holds it open for writing while it lives
@@ -170,7 +178,8 @@ def test_a_git_that_does_not_answer_is_given_up_with_what_it_started(repo, tmp_p
     monkeypatch.setenv("PATH", f"{wrappers}:{os.environ['PATH']}")
     started = time.monotonic()
     with PendingWorkspace(repo.path, timeout=0.5) as pending:
-        assert pending.result() == Workspace(None, (), (), ())
+        assert pending.result() == Workspace(
+            None, (), (), (), unread="git status gave no answer within 0.5 s")
     os.set_blocking(reader, True)
     try:
         assert os.read(reader, 1) == b""        # end of file: the child is gone

@@ -47,6 +47,9 @@ class What:
     unindexed: tuple[str, ...]   # changed files the index does not know
     clock: Clock | None = None   # what recency counts back from
     operation: str | None = None   # what git is in the middle of: a rebase, a merge...
+    # Why the working copy could not be read (git timed out or failed): `changed` is then
+    # unknown, not empty.
+    unread: str | None = None
 
 
 def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
@@ -64,7 +67,8 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
                 list_notes(con, repo_root)[:top_k],
                 _hot(con, set(ids), half_life_days, top_k, used.now),
                 tuple(p for p in changed if p not in ids and ws.renamed_from(p) not in ids),
-                used, operation_in_progress(repo_root))   # a staged rename: its old path
+                used, operation_in_progress(repo_root),   # a staged rename: its old path
+                ws.unread)
 
 
 def _unique_notes(notes: list[Note]) -> list[Note]:

@@ -22,6 +22,9 @@ class Workspace:
     # (new path, old path) of the renames staged in the index (`git mv`): both paths are also
     # in `staged`, the old one as deleted.
     renamed: tuple[tuple[str, str], ...] = ()
+    # Why git could not say (a timeout, an error): the lists above are then empty, not known
+    # to be empty. None when git answered.
+    unread: str | None = None
 
     @property
     def changed(self) -> tuple[str, ...]:
@@ -61,6 +64,10 @@ GRACE = 0.05
 
 
 NOTHING = Workspace(None, (), (), ())
+
+
+def _unread(why: str) -> Workspace:
+    return Workspace(None, (), (), (), unread=why)
 
 
 def skip_worktree_paths(repo_root: Path | str, timeout: float = STATUS_TIMEOUT) -> frozenset[str]:
@@ -130,13 +137,14 @@ class PendingWorkspace:
         import time
         env = {k: v for k, v in os.environ.items() if k not in _ELSEWHERE}
         self._deadline = time.monotonic() + timeout
+        self._timeout = timeout
         self._answer: Workspace | None = None
         try:
             self._proc: subprocess.Popen | None = subprocess.Popen(
                 _STATUS, cwd=repo_root, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-        except (OSError, subprocess.SubprocessError):
-            self._proc, self._answer = None, NOTHING
+        except (OSError, subprocess.SubprocessError) as exc:
+            self._proc, self._answer = None, _unread(f"git could not be started ({exc})")
 
     def result(self) -> Workspace:
         """The workspace (waiting for git, at most until STATUS_TIMEOUT from the start)."""
@@ -146,11 +154,16 @@ class PendingWorkspace:
             try:
                 out, _ = self._proc.communicate(
                     timeout=max(GRACE, self._deadline - time.monotonic()))
-            except (OSError, subprocess.SubprocessError):
+            except subprocess.TimeoutExpired:
                 self._stop()
-                self._answer = NOTHING
+                self._answer = _unread(f"git status gave no answer within {self._timeout:g} s")
+            except (OSError, subprocess.SubprocessError) as exc:
+                self._stop()
+                self._answer = _unread(f"git status failed ({exc})")
             else:
-                self._answer = parse_status(out) if self._proc.returncode == 0 else NOTHING
+                code = self._proc.returncode
+                self._answer = parse_status(out) if code == 0 else _unread(
+                    f"git status failed (exit status {code})")
         return self._answer or NOTHING
 
     def _stop(self) -> None:
@@ -206,7 +219,8 @@ class WorkspaceCache:
 
     def _keep(self, generation: int, started: float, answer: Workspace) -> None:
         with self._lock:   # an answer that a change overtook while git ran is not kept
-            if generation == self._generation and answer is not NOTHING:
+            if generation == self._generation and answer is not NOTHING \
+                    and answer.unread is None:
                 self._kept = (started, answer)
 
 
