@@ -624,12 +624,12 @@ HOTSPOTS = Command(_hotspots,
 BLAST = Command(_blast, lambda r, a, e: _render().blast(r))
 NEIGHBOURS = Command(_neighbours, lambda r, a, e: _render().neighbours(r, a.command))
 def _status_text(result, args, engine: Engine) -> str:
-    """The status, and whether HEAD has moved past the last indexed commit (git is read here:
-    `status` is no command a start time matters to; the others stay without it)."""
+    """The status, and whether HEAD has moved past the last indexed commit (the status reads
+    git: it is no command a start time matters to; the others stay without it)."""
     text = _render().status(result, engine.root, _now())
-    head = engine.head()
-    if head is not None and head.commit and result.head and head.commit != result.head:
-        text += (f"\nnote: HEAD ({head.commit[:10]}) is not the last indexed commit: answers"
+    head = result.working_head
+    if head and result.head and head != result.head:
+        text += (f"\nnote: HEAD ({head[:10]}) is not the last indexed commit: answers"
                  " are of the indexed history; `cortex index` brings it to HEAD")
     return text
 

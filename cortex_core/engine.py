@@ -781,9 +781,12 @@ class Snapshot:
                     clock=clock or settings.time.clock)
 
     def status(self):
+        from dataclasses import replace
         from cortex_core.query.status import status
         location = self.engine.location
-        return status(self.con, location.path, None if location.explicit else location.reason)
+        found = status(self.con, location.path, None if location.explicit else location.reason)
+        head = self.engine.head()
+        return replace(found, working_head=head.commit if head is not None else None)
 
     def related_commits(self, target: str, top_k: int = 10, cwd: Path | None = None):
         from cortex_core.query.related_commits import related_commits

@@ -73,12 +73,15 @@ def test_index_then_query_everything(shop):
     assert "commits: 2" in status.stdout and "python" in status.stdout
     assert "by 2 authors; 0 merges" in status.stdout
     assert re.search(r"commits: 2 from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d \(UTC\)", status.stdout)
-    assert json.loads(cortex("status", "--json", cwd=shop.path).stdout)["symbols_alive"] == 3
+    data = json.loads(cortex("status", "--json", cwd=shop.path).stdout)
+    assert data["symbols_alive"] == 3 and data["working_head"] == data["head"]
     assert "note: HEAD" not in status.stdout
     shop.write("shop/later.py", "x = 1\n")
     later = shop.commit("later, not indexed", days_ago=0.1)
     behind = cortex("status", cwd=shop.path).stdout      # it said nothing of HEAD's move
     assert f"note: HEAD ({later[:10]}) is not the last indexed commit" in behind
+    data = json.loads(cortex("status", "--json", cwd=shop.path).stdout)   # it said nothing
+    assert data["working_head"] == later and data["head"] != later
 
 
 def test_user_errors_are_one_line(shop, tmp_path):

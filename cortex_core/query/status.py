@@ -66,6 +66,9 @@ class Status:
     shallow_from: int | None = None
     # Set when an earlier version of Cortex read the store's oldest commits (reader_version).
     earlier_reader: EarlierReader | None = None
+    # The working copy's HEAD commit, None when git cannot say (unborn, unreadable). Answers are
+    # of `head`, the last indexed commit: the two differ until an index run catches up.
+    working_head: str | None = None
 
 
 @dataclass(frozen=True)
