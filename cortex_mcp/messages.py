@@ -37,10 +37,21 @@ class Refusal:
             code=self.code, message=self.message))
 
 
-def checked(line: str) -> str | Refusal | None:
+# What a client may not ask before its session is open (initialize and ping it may): the SDK
+# answered these with a bare "Invalid request parameters", which sent client authors looking at
+# their params.
+_SERVED = frozenset({"tools/list", "tools/call", "resources/list", "resources/read",
+                     "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
+                     "prompts/list", "prompts/get", "completion/complete", "logging/setLevel"})
+
+
+_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
+def checked(line: str, *, initialized: bool = True) -> str | Refusal | None:
     """The line for the SDK (repaired), the error to answer it with, or None: nothing to pass
     on or answer (a blank line; a malformed response or notification, which JSON-RPC never
-    answers)."""
+    answers). Until `initialized`, a request the server serves is refused with why."""
     if not line.strip():
         return None
     try:
@@ -55,6 +66,13 @@ def checked(line: str) -> str | Refusal | None:
         refusal = _envelope(data)
         if refusal is not None:
             return refusal
+        if not initialized and "id" in data and data["method"] in _SERVED \
+                and not _modern(data.get("params")):
+            return Refusal(data["id"], INVALID_REQUEST,
+                           f'Invalid Request: "{data["method"]}" before "initialize": a session '
+                           'starts with an "initialize" request, then the '
+                           '"notifications/initialized" notification (or, from protocol '
+                           f'2026-07-28 on, each request carries "{_VERSION_KEY}" in "_meta")')
     try:
         fixed = _no_lone_surrogates(data)
         if fixed != data:
@@ -62,6 +80,27 @@ def checked(line: str) -> str | Refusal | None:
     except RecursionError as exc:
         return _parse_error(exc)
     return _as_the_sdk_reads(line, data)
+
+
+def opens_session(line: str) -> bool:
+    """Whether a line that `checked` passed opens the session as the SDK counts it: the
+    "initialize" request, or a bare "notifications/initialized"."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    method = data.get("method")
+    return (method == "initialize" and "id" in data) or (
+        method == "notifications/initialized" and "id" not in data)
+
+
+def _modern(params) -> bool:
+    """A request of the protocol without a handshake (2026-07-28 on): each carries its
+    version in `_meta`, and the SDK serves it without an "initialize"."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and _VERSION_KEY in meta
 
 
 def _envelope(data: dict) -> Refusal | None:

@@ -587,6 +587,7 @@ class _Lines:
 
     def __init__(self, stdin):
         self._stdin = stdin
+        self._initialized = False   # once an "initialize" request went to the SDK
         self._write = None
         self._writable = anyio.Event()
 
@@ -598,8 +599,10 @@ class _Lines:
 
     async def __aiter__(self):
         async for line in self._stdin:
-            verdict = messages.checked(line)
+            verdict = messages.checked(line, initialized=self._initialized)
             if isinstance(verdict, str):
+                if not self._initialized:
+                    self._initialized = messages.opens_session(verdict)
                 yield verdict
             elif verdict is not None:
                 await self._refuse(verdict)

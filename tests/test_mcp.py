@@ -91,8 +91,8 @@ class RawServer:
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}}
 
-    def __init__(self, repo: Path, stderr: Path):
-        self.stderr = stderr
+    def __init__(self, repo: Path, stderr: Path, initialize: bool = True):
+        self.stderr, self.initialize = stderr, initialize
         with stderr.open("wb") as errors:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cortex_core", "mcp", "--repo", str(repo)],
@@ -100,6 +100,8 @@ class RawServer:
                 env={**os.environ, "CORTEX_MODEL": "none"})
 
     def __enter__(self) -> RawServer:
+        if not self.initialize:
+            return self
         try:
             self.send(self.INITIALIZE)
             assert self.answer()["id"] == 0
@@ -442,6 +444,45 @@ def test_lines_that_are_not_messages_get_json_rpc_errors(indexed: ScriptedRepo, 
         got = raw.answer()
         assert got["id"] == 9 and not got["result"]["isError"]
     assert "Traceback" not in raw.log()
+
+
+def test_a_request_before_initialize_is_told_so(indexed: ScriptedRepo, tmp_path: Path):
+    """The SDK answered "Invalid request parameters" to a tool call before the handshake,
+    which sent a client's author looking at the call's parameters."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "status", "arguments": {}}}
+    with RawServer(indexed.path, tmp_path / "stderr", initialize=False) as raw:
+        raw.send(call)
+        got = raw.answer()
+        assert got["id"] == 1 and got["error"]["code"] == INVALID_REQUEST
+        assert got["error"]["message"] == (
+            'Invalid Request: "tools/call" before "initialize": a session starts with an '
+            '"initialize" request, then the "notifications/initialized" notification (or, '
+            'from protocol 2026-07-28 on, each request carries '
+            '"io.modelcontextprotocol/protocolVersion" in "_meta")')
+        raw.send({"jsonrpc": "2.0", "id": 2, "method": "no/such"})     # still not found
+        assert raw.answer()["error"]["code"] == -32601
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})        # allowed before
+        assert raw.answer() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+        raw.send(RawServer.INITIALIZE)
+        assert "result" in raw.answer()
+        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        raw.send({**call, "id": 4})
+        got = raw.answer()
+        assert got["id"] == 4 and not got["result"]["isError"]
+    assert "Traceback" not in raw.log()
+    # What else opens a session as the SDK counts it: a request of the protocol without a
+    # handshake (its version in `_meta`, as the SDK's own client sends), a bare "initialized".
+    modern = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                        "io.modelcontextprotocol/clientCapabilities": {}}}
+    with RawServer(indexed.path, tmp_path / "stderr", initialize=False) as raw:
+        raw.send({**call, "params": {**call["params"], **modern}})
+        assert not raw.answer()["result"]["isError"]
+    with RawServer(indexed.path, tmp_path / "stderr", initialize=False) as raw:
+        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        raw.send({**call, "id": 5})
+        assert not raw.answer()["result"]["isError"]
 
 
 def test_a_prompt_call_missing_an_argument_is_invalid_params(indexed: ScriptedRepo,
