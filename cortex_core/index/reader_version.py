@@ -15,13 +15,14 @@ from dataclasses import dataclass
 
 import apsw
 
-READER_VERSION = 4
+READER_VERSION = 5
 # What each version reads differently from the one before: said to the user of an older store.
 CHANGES = {
     2: "Go declarations take the doc comment above them; functions renamed behind a new wrapper "
        "of their old name, and names made plural, private or unexported, are followed",
     3: "a Go `type ( ... )` group of one type starts at its `type` line",
     4: "a file committed with conflict markers is read as one side of its conflicts",
+    5: "the definitions of a C header inside `extern \"C\" { ... }` are read",
 }
 
 

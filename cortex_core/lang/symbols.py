@@ -591,8 +591,11 @@ _C_DEFS = {
     "enum_specifier": _Def("enum", _c_tag),
     "preproc_function_def": _Def("macro"),
 }
+# `extern "C" { ... }` is C too: a header readable from C++ wraps all it declares in one (behind
+# `#ifdef __cplusplus`), and cJSON.h read as having no definitions at all without it.
 _C_CONTAINERS = frozenset({"translation_unit", "preproc_if", "preproc_ifdef", "preproc_else",
-                           "preproc_elif", "preproc_elifdef", "field_declaration_list", "ERROR"})
+                           "preproc_elif", "preproc_elifdef", "field_declaration_list",
+                           "linkage_specification", "declaration_list", "ERROR"})
 _C_WRAPPERS = frozenset({"declaration", "type_definition", "field_declaration"})
 
 _SPECS: dict[str, _Spec] = {
@@ -668,7 +671,7 @@ _SPECS: dict[str, _Spec] = {
             "class_specifier": _Def("class", _c_tag),
             "namespace_definition": _Def("namespace", _with_body(_by_name)),
         },
-        containers=_C_CONTAINERS | {"declaration_list", "linkage_specification"},
+        containers=_C_CONTAINERS,
         wrappers=_C_WRAPPERS | {"template_declaration", "friend_declaration"},
         tagger=_cpp_tag,
     ),
