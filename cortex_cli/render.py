@@ -454,13 +454,18 @@ def _where(path: str, qualname: str | None) -> str:
 
 def blast(result) -> str:
     t, s = result.target, result.summary
-    lines = [f"blast radius of {terminal(t.label)} (depth {result.depth}): "
-             f"{len(result.dependents)} dependents in {s.files} files; risk {s.risk} "
-             f"({s.risk_score:g})"]
+    found = (f"{len(result.dependents)} dependents in {s.files} files" if not result.unknown
+             else "dependents not known")
+    lines = [f"blast radius of {terminal(t.label)} (depth {result.depth}): {found}; "
+             f"risk {s.risk} ({s.risk_score:g})" + (" from its history alone"
+                                                    if result.unknown else "")]
     if result.note:
         lines.append(f"note: {result.note}")
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
-    lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
+    if result.unknown:   # no structure: zero would be a claim that nothing depends on it
+        lines.append("  dependents and covering tests not known")
+    else:
+        lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
     if result.below_confidence:
         why = f"{result.left_out_why}; " if result.left_out_why else ""
         lines.append(f"  {result.below_confidence} more below confidence "
@@ -478,8 +483,9 @@ def blast(result) -> str:
     if len(result.dependents) > 50:
         lines.append(f"  … {len(result.dependents) - 50} more (--json lists them all)")
     if not result.dependents:
-        lines.append("  none found")
-    lines.append("\nhidden coupling (changes with it, no structural link):")
+        lines.append("  not known (no structure)" if result.unknown else "  none found")
+    lines.append("\nchanges with it (co-change; structural links not known):" if result.unknown
+                 else "\nhidden coupling (changes with it, no structural link):")
     for h in result.hidden:
         shas = ", ".join(ref.short for ref in h.evidence[:3])
         lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  "
@@ -491,12 +497,13 @@ def blast(result) -> str:
 
 
 def neighbours(result, command: str) -> str:
-    lines = [f"{command} of {terminal(result.target.label)}: {len(result.items)}"]
+    lines = [f"{command} of {terminal(result.target.label)}: "
+             + ("not known" if result.unknown else str(len(result.items)))]
     if result.note:
         lines.append(f"note: {result.note}")
     for n in result.items:
         lines.append(f"  {n.relation:<9} {n.confidence:4.2f}  {_where(n.path, n.qualname)}  (line {n.line})")
-    if not result.items:
+    if not result.items and not result.unknown:
         lines.append("  none found")
     return "\n".join(lines)
 

@@ -45,3 +45,30 @@ def test_a_header_open_to_cplusplus_keeps_its_definitions(repo, cortex):
     assert subjects(con, "util.h", "CLAMP") == [("add util.h", "added")]
     target = history(con, TargetSpec("util.h", line=8))
     assert (target.target.qualname, target.target.start_line) == ("cfg", 7)
+
+
+UTIL = "int helper(int x)\n{\n    return x + 1;\n}\n\nint compute(int a)\n{\n    return helper(a);\n}\n"
+
+
+def test_blast_in_a_repository_of_c_says_its_dependents_are_not_known(repo, cortex):
+    # C has history but no structure: blast said "no structure indexed yet (an index run
+    # builds it)" right after an index run, then "0 dependents", "none found" and "hidden
+    # coupling ... no structural link" for helper, which compute calls.
+    from cortex_cli import render
+    from cortex_core.query.blast import blast, callers
+    repo.write("util.c", UTIL)
+    repo.commit("add util", days_ago=3)
+    repo.write("util.c", UTIL.replace("x + 1", "x + 2").replace("helper(a)", "helper(a) * 2"))
+    repo.commit("tune both", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    result = blast(con, TargetSpec("util.c", "helper"))
+    assert result.note == "structure not read for c files: history and co-change only"
+    assert result.unknown and not result.dependents
+    assert [h.qualname for h in result.hidden] == ["compute"]
+    text = render.blast(result)
+    assert "dependents not known" in text and "0 dependents" not in text
+    assert "none found" not in text and "no structural link" not in text
+    near = callers(con, TargetSpec("util.c", "helper"))
+    assert near.unknown and "callers of util.c::helper: not known" in render.neighbours(
+        near, "callers")

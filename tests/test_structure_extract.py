@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from cortex_core.lang.languages import SUPPORTED_LANGUAGES, language_for_path
+from cortex_core.lang.languages import STRUCTURE_LANGUAGES, SUPPORTED_LANGUAGES, language_for_path
 from cortex_core.lang.structure_extract import (SUPPORTED, FileStructure, Import, Ref,
                                                 extract_structure)
 
@@ -449,6 +449,7 @@ def test_small_cases(language: str, source: str, imports: list, refs: list) -> N
 
 def test_supported_languages_match_language_names() -> None:
     assert SUPPORTED == {"python", "javascript", "typescript", "tsx", "go", "rust", "java"}
+    assert SUPPORTED == STRUCTURE_LANGUAGES   # what blast tells a file without structure by
     assert SUPPORTED <= set(SUPPORTED_LANGUAGES)
     for path in ("a.py", "a.js", "a.jsx", "a.ts", "a.tsx", "a.go", "a.rs", "a.java"):
         assert language_for_path(path) in SUPPORTED

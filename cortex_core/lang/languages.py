@@ -10,6 +10,13 @@ SUPPORTED_LANGUAGES: tuple[str, ...] = (
     "java", "c", "cpp", "ruby", "php",
 )
 
+# The languages whose structure (references, imports, tests) is read: lang/structure_extract's
+# SUPPORTED, kept here too so that a query can say why a file has none without loading the
+# grammars (test_structure_extract holds the two equal).
+STRUCTURE_LANGUAGES: frozenset[str] = frozenset({
+    "python", "javascript", "typescript", "tsx", "go", "rust", "java",
+})
+
 _BY_SUFFIX = {
     ".py": "python", ".pyi": "python", ".pyw": "python",
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",

@@ -38,6 +38,7 @@ from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LI
                                         SYMBOL_TWIN_MAX, SYMBOL_TWIN_WEIGHT, decay_text,
                                         evidence_of, file_scores, folder_scores, name_twins, related)
 from cortex_core.query.history import CommitRef
+from cortex_core.lang.languages import STRUCTURE_LANGUAGES
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.query.targets import Target, TargetSpec, no_symbol_at, resolve
 
@@ -115,6 +116,12 @@ class Blast:
     min_confidence: float = 0.0
 
     @property
+    def unknown(self) -> bool:
+        """Whether the target had no structure to walk (the note says why): its dependents are
+        not known, which is not none (a walk stopped at MAX_DEPENDENTS has some)."""
+        return self.note is not None and not self.dependents
+
+    @property
     def left_out_why(self) -> str | None:
         """What most of the dependents left out are, when it can be said: calls matched by a
         method's name alone, when the floor is at most what such a call is given."""
@@ -136,6 +143,11 @@ class Neighbours:
     target: Target
     items: list[Neighbour] = field(default_factory=list)
     note: str | None = None
+
+    @property
+    def unknown(self) -> bool:
+        """Whether the target had no structure to read its edges from (the note says why)."""
+        return self.note is not None and not self.items
 
 
 # -- edges -------------------------------------------------------------------------------------
@@ -433,6 +445,13 @@ def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> 
 
 def _structure_note(con, target: Target) -> str | None:
     """Why a target has no structure to walk, if it has none."""
+    language = con.execute("select language from files where id = ?",
+                           (target.file_id,)).fetchone()[0]
+    # First: a repository of C alone has no structure at all, and no index run builds it.
+    if language not in STRUCTURE_LANGUAGES:
+        return (f"structure not read for {language} files: history and co-change only"
+                if language else
+                "structure not read for this file (language not supported)")
     if not con.execute("select 1 from struct_files limit 1").fetchone():
         return "no structure indexed yet (an index run builds it)"
     if target.qualname and not target.alive:
@@ -445,7 +464,7 @@ def _structure_note(con, target: Target) -> str | None:
         return f"{target.path} is not at HEAD" + (
             f" (renamed to {successor}, which has its structure)" if successor else "")
     if row is None:
-        return "structure not read for this file (language not supported)"
+        return "structure not read for this file"
     if row[0]:
         return f"structure skipped for this file: {row[0]}"
     return None
