@@ -72,3 +72,18 @@ def test_blast_in_a_repository_of_c_says_its_dependents_are_not_known(repo, cort
     near = callers(con, TargetSpec("util.c", "helper"))
     assert near.unknown and "callers of util.c::helper: not known" in render.neighbours(
         near, "callers")
+
+
+def test_a_c_test_file_by_its_name_gives_its_tests_their_functions_names(repo, cortex):
+    # test_parser.c at the root is a test file (Check, CUnit; GoogleTest's parser_test.cc):
+    # its test_parse_value is parse_value's twin, as in test_parser.py. Only tests/ counted.
+    from cortex_core.query.blast import fused_related
+    repo.write("src/parser.c", "int parse_value(const char *s)\n{\n    return s[0];\n}\n\n"
+                               "int other(void)\n{\n    return 0;\n}\n")
+    repo.write("test_parser.c", "void test_parse_value(void)\n{\n    parse_value(\"x\");\n}\n\n"
+                                "void test_other(void)\n{\n    other();\n}\n")
+    repo.commit("parser and its tests", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    found = fused_related(con, TargetSpec("src/parser.c", "parse_value")).symbols
+    assert [(p.qualname, p.relation) for p in found][:1] == [("test_parse_value", "same name")]

@@ -8,7 +8,11 @@ import posixpath
 
 TEST_PATHS = ("test_*.py", "*_test.py", "tests.py", "conftest.py", "*_test.go", "*.test.js",
               "*.test.jsx", "*.test.ts", "*.test.tsx", "*.spec.js", "*.spec.ts", "*.spec.tsx",
-              "*.spec.jsx", "*Test.java", "*Tests.java", "*IT.java")
+              "*.spec.jsx", "*Test.java", "*Tests.java", "*IT.java",
+              # C and C++ have no one convention; these are the common ones (GoogleTest's
+              # foo_test.cc and foo_unittest.cc, Check's and CUnit's test_foo.c).
+              *(f"{affix}.{suffix}" for suffix in ("c", "cc", "cpp", "cxx")
+                for affix in ("test_*", "*_test", "*_tests", "*_unittest")))
 TEST_DIRS = ("test/", "tests/", "__tests__/", "spec/", "testing/")
 
 
