@@ -137,6 +137,18 @@ def test_paths_from_a_subfolder_stay_in_the_repository(shop, tmp_path):
     assert json.loads(link.stdout)["target"]["path"] == "shop/away"
 
 
+def test_a_path_out_of_the_root_and_back_in_is_inside(shop):
+    # From the root, `../repo/shop/cart.py` was "outside the repository": only a subfolder's
+    # paths were read from where they lead.
+    cortex("index", cwd=shop.path)
+    back = cortex("history", f"../{shop.path.name}/shop/cart.py::Cart.total", "--json",
+                  cwd=shop.path)
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout)["target"]["qualname"] == "Cart.total"
+    assert_clean_error(cortex("history", "../elsewhere/shop/cart.py", cwd=shop.path),
+                       "is outside the repository")
+
+
 def test_another_programs_database_is_left_alone(shop, tmp_path):
     import sqlite3
     foreign = tmp_path / "app.db"

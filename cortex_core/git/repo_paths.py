@@ -50,7 +50,8 @@ def repo_relative(path: str, repo_root: Path, cwd: Path | None = None) -> str:
             raise NotARepository(f"{path} is outside the repository {repo_root}")
         return inside
     cwd = (cwd or Path.cwd()).resolve()
-    if cwd != repo_root and repo_root in cwd.parents:
+    # At the root too: `../repo/x.c` there leads back in, which the name alone would not say.
+    if cwd == repo_root or repo_root in cwd.parents:
         from_cwd = cwd / candidate
         if os.path.lexists(from_cwd):
             inside = _within(from_cwd, repo_root)
