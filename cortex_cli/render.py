@@ -454,15 +454,15 @@ def _where(path: str, qualname: str | None) -> str:
 
 def blast(result) -> str:
     t, s = result.target, result.summary
-    found = (f"{len(result.dependents)} dependents in {s.files} files" if not result.unknown
+    found = (f"{len(result.dependents)} dependents in {s.files} files" if result.dependents_known
              else "dependents not known")
     lines = [f"blast radius of {terminal(t.label)} (depth {result.depth}): {found}; "
              f"risk {s.risk} ({s.risk_score:g})" + (" from its history alone"
-                                                    if result.unknown else "")]
+                                                    if not result.dependents_known else "")]
     if result.note:
         lines.append(f"note: {result.note}")
     counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
-    if result.unknown:   # no structure: zero would be a claim that nothing depends on it
+    if not result.dependents_known:   # zero would claim that nothing depends on it
         lines.append("  dependents and covering tests not known")
     else:
         lines.append(f"  {counts or 'no dependents'}; tests covering it: {len(s.tests)}")
@@ -483,9 +483,9 @@ def blast(result) -> str:
     if len(result.dependents) > 50:
         lines.append(f"  … {len(result.dependents) - 50} more (--json lists them all)")
     if not result.dependents:
-        lines.append("  not known (no structure)" if result.unknown else "  none found")
-    lines.append("\nchanges with it (co-change; structural links not known):" if result.unknown
-                 else "\nhidden coupling (changes with it, no structural link):")
+        lines.append("  none found" if result.dependents_known else "  not known (no structure)")
+    lines.append("\nhidden coupling (changes with it, no structural link):" if result.dependents_known
+                 else "\nchanges with it (co-change; structural links not known):")
     for h in result.hidden:
         shas = ", ".join(ref.short for ref in h.evidence[:3])
         lines.append(f"  {h.support:4d} shared commits  conf {h.confidence:4.2f}  "
@@ -498,12 +498,12 @@ def blast(result) -> str:
 
 def neighbours(result, command: str) -> str:
     lines = [f"{command} of {terminal(result.target.label)}: "
-             + ("not known" if result.unknown else str(len(result.items)))]
+             + (str(len(result.items)) if result.known else "not known")]
     if result.note:
         lines.append(f"note: {result.note}")
     for n in result.items:
         lines.append(f"  {n.relation:<9} {n.confidence:4.2f}  {_where(n.path, n.qualname)}  (line {n.line})")
-    if not result.items and not result.unknown:
+    if not result.items and result.known:
         lines.append("  none found")
     return "\n".join(lines)
 

@@ -90,8 +90,8 @@ def history(result, whys: dict) -> list[str]:
 def blast(result) -> list[str]:
     s = result.summary
     counts = ", ".join(plural(n, k) for k, n in s.by_relation.items()) or "no dependents"
-    found = ("dependents not known (risk from its history alone)" if result.unknown
-             else f"{counts} in {plural(s.files, 'file')}")
+    found = (f"{counts} in {plural(s.files, 'file')}" if result.dependents_known
+             else "dependents not known (risk from its history alone)")
     lines = [f"**Blast radius of {markdown_code(result.target.label)}** (depth {result.depth}): "
              f"risk {s.risk} ({s.risk_score:g}); {found}"]
     if result.note:
@@ -114,8 +114,8 @@ def blast(result) -> list[str]:
     if s.tests:
         lines.append("Tests: " + ", ".join(markdown_code(t) for t in s.tests[:10]))
     if result.hidden:
-        lines.append("Changes with it (links in the code not known):" if result.unknown
-                     else "Changes with it without a link in the code:")
+        lines.append("Changes with it without a link in the code:" if result.dependents_known
+                     else "Changes with it (links in the code not known):")
         for h in result.hidden:
             shas = ", ".join(f"`{r.short}`" for r in h.evidence[:3])
             lines.append(f"- {_where(h.path, h.qualname)}: {plural(h.support, 'shared commit')} "

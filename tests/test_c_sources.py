@@ -64,13 +64,13 @@ def test_blast_in_a_repository_of_c_says_its_dependents_are_not_known(repo, cort
     con = cortex.reader()
     result = blast(con, TargetSpec("util.c", "helper"))
     assert result.note == "structure not read for c files: history and co-change only"
-    assert result.unknown and not result.dependents
+    assert not result.dependents_known and not result.dependents
     assert [h.qualname for h in result.hidden] == ["compute"]
     text = render.blast(result)
     assert "dependents not known" in text and "0 dependents" not in text
     assert "none found" not in text and "no structural link" not in text
     near = callers(con, TargetSpec("util.c", "helper"))
-    assert near.unknown and "callers of util.c::helper: not known" in render.neighbours(
+    assert not near.known and "callers of util.c::helper: not known" in render.neighbours(
         near, "callers")
 
 

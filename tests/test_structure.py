@@ -616,6 +616,23 @@ def test_a_file_renamed_away_names_its_successor(repo, cortex):
     assert blast(con, TargetSpec("new/core.py")).note is None
 
 
+def test_a_line_no_symbol_encloses_says_the_answer_is_the_files(repo, cortex):
+    """`blast a.py:99` answered for the whole file in silence, where history and related say
+    "no symbol encloses line 99 at HEAD" (commands.md: the answer says so)."""
+    repo.write("a.py", "import os\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return f()\n")
+    repo.commit("start", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    said = "no symbol encloses line 99 at HEAD; showing the file's"
+    found = blast(con, TargetSpec("a.py", line=99))
+    assert (found.target.qualname, found.note, found.dependents_known) == (
+        None, f"{said} dependents", True)
+    assert callers(con, TargetSpec("a.py", line=99)).note == f"{said} callers"
+    assert callees(con, TargetSpec("a.py", line=1)).note == (
+        "no symbol encloses line 1 at HEAD; showing the file's callees")
+    assert blast(con, TargetSpec("a.py", line=5)).note is None   # f's line: f answers
+
+
 def test_callers_of_a_file_leave_out_its_own_calls(indexed):
     con = indexed.reader()
     found = callers(con, TargetSpec("pkg/db.py"))

@@ -114,12 +114,9 @@ class Blast:
     # matched by a method's name alone, whatever the receiver; Go's `t.Run` for a `Run`).
     below_confidence: int = 0
     min_confidence: float = 0.0
-
-    @property
-    def unknown(self) -> bool:
-        """Whether the target had no structure to walk (the note says why): its dependents are
-        not known, which is not none (a walk stopped at MAX_DEPENDENTS has some)."""
-        return self.note is not None and not self.dependents
+    # False when the target had no structure to walk and none was found (the note says why):
+    # its dependents are then not known, which is not none.
+    dependents_known: bool = True
 
     @property
     def left_out_why(self) -> str | None:
@@ -143,11 +140,7 @@ class Neighbours:
     target: Target
     items: list[Neighbour] = field(default_factory=list)
     note: str | None = None
-
-    @property
-    def unknown(self) -> bool:
-        """Whether the target had no structure to read its edges from (the note says why)."""
-        return self.note is not None and not self.items
+    known: bool = True   # False: no structure to read its edges from (the note says why)
 
 
 # -- edges -------------------------------------------------------------------------------------
@@ -329,7 +322,8 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
     best: dict[tuple[int, str | None], Dependent] = {}
     faint: set[tuple[int, str | None]] = set()   # reached only below min_confidence
     frontier: list[tuple[tuple[int, str | None], tuple[Link, ...], float]] = [(start, (), 1.0)]
-    note = _structure_note(con, target)
+    missing = _structure_note(con, target)
+    note = _with_line(con, spec, target, missing, "dependents")
     for level in range(1, depth + 1):
         nxt = []
         for (fid, qual), chain, conf in frontier:
@@ -364,14 +358,15 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
                 break
         frontier = nxt
         if len(best) >= MAX_DEPENDENTS:
-            note = f"stopped at {MAX_DEPENDENTS} dependents"
+            note = _joined(note, f"stopped at {MAX_DEPENDENTS} dependents")
             break
     dependents = sorted(best.values(), key=lambda d: (d.depth, -d.confidence, d.path,
                                                       d.qualname or ""))
     hidden = _hidden(con, spec, target, dependents, top_hidden, coupling)
     return Blast(target, depth, dependents, hidden,
                  _summary(con, spec, dependents, half_life_days, read_clock(con, clock, now).now),
-                 note, len(faint - best.keys()), min_confidence)
+                 note, len(faint - best.keys()), min_confidence,
+                 missing is None or bool(dependents))
 
 
 def _hidden(con, spec: TargetSpec, target: Target, dependents: list[Dependent],
@@ -441,6 +436,19 @@ def _hotspot_score(con, spec: TargetSpec, half_life_days: float, now: float) -> 
         return 0.0
     return hotspot_score(con, target.file_id, target.symbol_id, half_life_days=half_life_days,
                          now=now)
+
+
+def _with_line(con, spec: TargetSpec, target: Target, note: str | None,
+               what: str) -> str | None:
+    """`note`, after why the answer is the file's when `PATH:LINE` was asked for and no symbol
+    encloses the line (as history and related say it)."""
+    if spec.line is None or target.qualname is not None:
+        return note
+    return _joined(f"{no_symbol_at(con, target, spec.line)}; showing the file's {what}", note)
+
+
+def _joined(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
 
 
 def _structure_note(con, target: Target) -> str | None:
@@ -527,9 +535,11 @@ def callers(con, spec: TargetSpec) -> Neighbours:
         items.append(Neighbour(names.path(src_file), scope,
                                _relation(kind, names.is_test(src_file, scope)), round(conf, 4),
                                line))
+    missing = _structure_note(con, target)
     return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
                                                                 n.qualname or "", n.line)),
-                      _structure_note(con, target))
+                      _with_line(con, spec, target, missing, "callers"),
+                      missing is None or bool(items))
 
 
 def callees(con, spec: TargetSpec) -> Neighbours:
@@ -546,9 +556,11 @@ def callees(con, spec: TargetSpec) -> Neighbours:
         items.append(Neighbour(names.path(dst_file), dst_qual,
                                {"call": "callee", "inherits": "base", "import": "imported"}.get(
                                    kind, "reference"), round(conf, 4), line))
+    missing = _structure_note(con, target)
     return Neighbours(target, sorted(set(items), key=lambda n: (-n.confidence, n.path,
                                                                 n.qualname or "", n.line)),
-                      _structure_note(con, target))
+                      _with_line(con, spec, target, missing, "callees"),
+                      missing is None or bool(items))
 
 
 # -- fused "what changes with it" ----------------------------------------------------------------
