@@ -571,6 +571,9 @@ def test_a_class_change_is_judged_on_its_own_text(repo, cortex):
     ("java", b"class A { void operator() {} void myoperator() { class B {} } }"),
     ("cpp", b"struct V { int operator()(int x) const { return x; } int& operator[](int i) &"
             b" { return d; } void myoperator() {} };"),
+    # Ruby names its index methods `[]` and `[]=`; a class method's tag follows them.
+    ("ruby", b"class H\n  def self.[](*a); end\n  def [](k); end\n  def []=(k, v); end\n"
+             b"  def self.build; end\nend\n"),
 ])
 def test_structural_names_read_from_identities_are_the_parsers(language, source):
     """Targets and blast radius read structural names back from stored identities: the string
@@ -854,3 +857,31 @@ def test_a_reused_paths_older_life_stays_with_the_file_it_became(repo, cortex):
 
     assert titles(cortex, "c.py") == ["side a to c", "side a edit", "side a create"]
     assert titles(cortex, "a.py") == ["main new a"]
+
+
+def test_a_ruby_class_method_is_not_the_instance_method_of_its_name(repo, cortex):
+    """sinatra/sinatra 33affbf264 put `def self.settings` above `def settings`: the second of
+    two same-named methods took the tag `[2]`, so the instance method's history from 2008 went
+    on under the new class method, and the instance method read as added that day. A method
+    of the class (`def self.x`, `class << self`) is `x[self]`, wherever it stands."""
+    repo.write("base.rb", "class Base\n  def settings\n    self.class\n  end\nend\n")
+    repo.commit("instance settings", days_ago=3)
+    repo.write("base.rb", "class Base\n  def self.settings\n    self\n  end\n\n"
+                          "  def settings\n    self.class.settings\n  end\nend\n")
+    repo.commit("class level settings", days_ago=2)
+    repo.write("base.rb", "class Base\n  def self.settings\n    self\n  end\n\n"
+                          "  def settings\n    self.class.settings\n  end\n\n"
+                          "  class << self\n    def [](key)\n      settings.fetch(key)\n"
+                          "    end\n  end\n\n  def [](key)\n    settings[key]\n  end\nend\n")
+    repo.commit("index operators", days_ago=1)
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "base.rb", "Base.settings") == [
+        ("class level settings", "body"), ("instance settings", "added")]
+    assert subjects(con, "base.rb", "Base.settings[self]") == [("class level settings", "added")]
+    assert subjects(con, "base.rb", line=2) == subjects(con, "base.rb", "Base.settings[self]")
+    assert subjects(con, "base.rb", "Base.[][self]") == [("index operators", "added")]
+    assert resolve(con, TargetSpec("base.rb", "Base.[]")).start_line == 16
+    # A short name both hold lists both, with their lines.
+    with pytest.raises(Ambiguous, match=r"Base\.settings \(line 6\); Base\.settings\[self\]"):
+        resolve(con, TargetSpec("base.rb", "settings"))

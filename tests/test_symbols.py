@@ -601,8 +601,8 @@ end
     assert rows("ruby", source) == [
         ("Billing", "module", 3, 26),
         ("Billing.Invoice", "class", 4, 25),
-        ("Billing.Invoice.build", "method", 7, 9),
-        ("Billing.Invoice.registry", "method", 12, 14),
+        ("Billing.Invoice.build[self]", "method", 7, 9),
+        ("Billing.Invoice.registry[self]", "method", 12, 14),
         ("Billing.Invoice.initialize", "method", 17, 19),
         ("Billing.Invoice.paid?", "method", 21, 24),
         ("Billing.Invoice.paid?.helper", "function", 22, 22),

@@ -22,7 +22,9 @@ CHANGES = {
        "of their old name, and names made plural, private or unexported, are followed",
     3: "a Go `type ( ... )` group of one type starts at its `type` line",
     4: "a file committed with conflict markers is read as one side of its conflicts",
-    5: "the definitions of a C header inside `extern \"C\" { ... }` are read",
+    5: "the definitions of a C header inside `extern \"C\" { ... }` are read; a Ruby method of the "
+       "class itself (`def self.x`, `class << self`) is `x[self]`, apart from the instance "
+       "method x",
 }
 
 

@@ -15,7 +15,8 @@ def structural_name(qualname: str) -> str:
     """A qualname (identity) without its tags and ordinals: "A.f(int).B.g[2]" -> "A.f.B.g". Tags
     are bracketed, and brackets inside them balance (symbols._type_list sees to it); C++
     qualifiers follow a parameter list ("S.get() const"); `operator()` and `operator[]` are
-    names when a name part starts with `operator` and a parameter list follows them."""
+    names when a name part starts with `operator` and a parameter list follows them, and so
+    are Ruby's `[]` and `[]=` at the start of a name part."""
     if "(" not in qualname and "[" not in qualname:
         return qualname
     qualname = _QUALIFIERS.sub(")", qualname)
@@ -27,6 +28,10 @@ def structural_name(qualname: str) -> str:
         if depth == 0 and qualname[i:i + 2] in ("()", "[]") and qualname[i + 2:i + 3] == "(" \
                 and _part_is_operator(qualname, i):
             out.append(qualname[i:i + 2])  # C++ operator() and operator[]: part of the name
+            i += 2
+            continue
+        if depth == 0 and qualname[i:i + 2] == "[]" and (i == 0 or qualname[i - 1] == "."):
+            out.append("[]")  # Ruby's `[]` and `[]=`: a tag follows a name, never a dot
             i += 2
             continue
         if ch in "([":

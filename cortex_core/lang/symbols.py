@@ -35,8 +35,9 @@ Per-language decisions:
   (C has no nested functions; C++ local classes are rare). C++ out-of-line `ns::Foo::bar` is
   qualified by its written scope and is a method unless that scope is a namespace defined in the
   same file; the range of a template includes its `template<...>` line.
-- Ruby: `def self.x` and methods of `class << self` are "Class.x"; `def Foo.x` is "Foo.x"
-  under the enclosing scope; a top-level def is a function, a def in a class or module a method.
+- Ruby: `def self.x` and methods of `class << self` are "Class.x" (with the tag `[self]`, see
+  Identity); `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a function,
+  a def in a class or module a method. `[]` and `[]=` are names.
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
 
@@ -48,6 +49,7 @@ code uses to name it, kept in `structural_name`) with the tags of it and of its 
   (an overload's identity does not depend on which overloads exist): "Visitor.visit(Node, A)",
   "Foo.Foo()", C++ "Foo.get() const". Names and default values of parameters are left out,
   annotations and `final` too; whitespace is normalized.
+- Ruby: a method of the class itself is "x[self]", the instance method "x".
 - Python: a property's setter and deleter are "x[setter]" and "x[deleter]" (the getter is "x");
   `@overload` stubs share the identity of their implementation, and so do TypeScript overload
   signatures (function_signature; method_signature in a class body): their lines are the
@@ -449,6 +451,20 @@ def _python_tag(node: Node, outer: Node | None, kind: str) -> str:
     return ""
 
 
+def _ruby_tag(node: Node, outer: Node | None, kind: str) -> str:
+    """A method of the class itself (`def self.x`, or any def in `class << self`) is "x[self]":
+    Ruby keeps it apart from the instance method x, which a class often has too (sinatra's
+    `Base.settings`), so one must not take the other's history by their order in the file."""
+    if node.type == "singleton_method":
+        target = node.child_by_field_name("object")
+        return "[self]" if target is not None and target.type == "self" else ""
+    up = node.parent
+    if up is not None and up.type == "body_statement":
+        up = up.parent
+    return "[self]" if node.type == "method" and up is not None and \
+        up.type == "singleton_class" else ""
+
+
 _TS_SIGNATURES = frozenset({"function_signature", "method_signature"})
 
 
@@ -684,6 +700,7 @@ _SPECS: dict[str, _Spec] = {
         },
         containers=frozenset({"program", "body_statement", "singleton_class", "ERROR"}),
         method_parents=frozenset({"class", "module"}),
+        tagger=_ruby_tag,
     ),
     "php": _Spec(
         defs={
