@@ -885,3 +885,33 @@ def test_a_ruby_class_method_is_not_the_instance_method_of_its_name(repo, cortex
     # A short name both hold lists both, with their lines.
     with pytest.raises(Ambiguous, match=r"Base\.settings \(line 6\); Base\.settings\[self\]"):
         resolve(con, TargetSpec("base.rb", "settings"))
+
+
+def test_a_ruby_doc_comment_is_its_methods_and_classes(repo, cortex):
+    """sinatra's rack-protection: a commit rewriting the RDoc above `class HttpOrigin` was a
+    change of the enclosing `module Protection`, whose doc-only commits made it the repository's
+    top hotspot, and a method's own doc changes were on its class's history instead of its. The
+    comment lines right above a definition, no blank line between, are its, as RDoc and YARD
+    read them (the first definition of a body included, whose comment the parser puts before
+    the body)."""
+    repo.write("origin.rb", "module Protection\n  # Checks the origin.\n  class HttpOrigin\n"
+                            "    # Whether it may pass.\n    def accepts?(env)\n      true\n"
+                            "    end\n\n    # Not this one's.\n\n    def other\n    end\n"
+                            "  end\nend\n")
+    repo.commit("origin", days_ago=3)
+    repo.write("origin.rb", "module Protection\n  # Checks the Origin header.\n"
+                            "  class HttpOrigin\n    # Whether the request may pass.\n"
+                            "    def accepts?(env)\n      true\n    end\n\n"
+                            "    # Not this one's either.\n\n    def other\n    end\n  end\nend\n")
+    repo.commit("document origin", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "origin.rb", "HttpOrigin.accepts?") == [
+        ("document origin", "docs"), ("origin", "added")]
+    assert subjects(con, "origin.rb", line=4) == subjects(con, "origin.rb", "accepts?")
+    assert resolve(con, TargetSpec("origin.rb", "HttpOrigin")).start_line == 2
+    # The module changed only through its class.
+    assert [(e.commit.subject, e.change, e.members) for e in
+            history(con, TargetSpec("origin.rb", "Protection")).entries][0] == (
+        "document origin", "docs", ("HttpOrigin", "HttpOrigin.accepts?"))
+    assert subjects(con, "origin.rb", "HttpOrigin.other") == [("origin", "added")]

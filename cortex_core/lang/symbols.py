@@ -37,7 +37,8 @@ Per-language decisions:
   same file; the range of a template includes its `template<...>` line.
 - Ruby: `def self.x` and methods of `class << self` are "Class.x" (with the tag `[self]`, see
   Identity); `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a function,
-  a def in a class or module a method. `[]` and `[]=` are names.
+  a def in a class or module a method. `[]` and `[]=` are names. A definition takes the
+  comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
 
@@ -487,9 +488,10 @@ def _rust_outer(node: Node) -> bool:
 
 
 def _go_doc(node: Node) -> bool:
-    """A comment of the doc comment right above a Go declaration, as godoc reads it: comments
-    starting their lines, each on the line after the one before, the last on the line before
-    the declaration (a blank line between them makes a plain comment)."""
+    """A comment of the doc comment right above a Go declaration, as godoc reads it (and a
+    Ruby one, as RDoc and YARD do): comments starting their lines, each on the line after the
+    one before, the last on the line before the declaration (a blank line between them makes a
+    plain comment)."""
     prev = node.prev_sibling
     if prev is not None and prev.end_point[0] >= node.start_point[0]:
         return False  # after code on its line: `x := 1 // note`
@@ -546,6 +548,9 @@ class _Spec:
     tagger: "Callable[[Node, Node | None, str], str] | None" = None
     # Accepts a leading sibling (a Java block comment is leading only when it is a Javadoc).
     lead_filter: "Callable[[Node], bool] | None" = None
+    # Containers whose leading siblings lead the definition they start with: tree-sitter-ruby
+    # puts the comments above a body's first statement before the body_statement, in the class.
+    lead_into: frozenset[str] = frozenset()
     # A tree-sitter query for definitions nested in expressions (Java anonymous classes) and
     # statements of any depth (local classes): the children of a callable are the matches whose
     # nearest enclosing definition it is, instead of the statements the walk would enter.
@@ -701,6 +706,11 @@ _SPECS: dict[str, _Spec] = {
         containers=frozenset({"program", "body_statement", "singleton_class", "ERROR"}),
         method_parents=frozenset({"class", "module"}),
         tagger=_ruby_tag,
+        # RDoc and YARD read the comment lines right above a definition as its documentation,
+        # as godoc does.
+        leading=frozenset({"comment"}),
+        lead_filter=_go_doc,
+        lead_into=frozenset({"body_statement"}),
     ),
     "php": _Spec(
         defs={
@@ -797,6 +807,10 @@ class _Extraction(NamedTuple):
     scoped: set[int]
 
 
+def _first_statement(node: Node) -> Node | None:
+    return next((c for c in node.named_children if not c.is_extra), None)
+
+
 class _Walker:
     """A language's table resolved to the grammar's numeric node kinds: the walk compares
     integers instead of building a type string for every child it looks at."""
@@ -818,6 +832,7 @@ class _Walker:
         self.wrappers = resolve(spec.wrappers)
         self.leading = resolve(spec.leading)
         self.lead_filter = spec.lead_filter
+        self.lead_into = resolve(spec.lead_into)
         self.nested = Query(language, spec.nested) if spec.nested else None
         self.callables = frozenset(i for i, rule in self.defs.items()
                                    if rule.kind in _CALLABLE_KINDS)
@@ -895,6 +910,9 @@ class _Walker:
                                                                     node.end_byte), ())]
             return self.children(node, index)
         children = self.children(node, parent)
+        if lead is not None and kind_id in self.lead_into and children and \
+                children[0][3] is None and children[0][0] == _first_statement(node):
+            children[0] = (*children[0][:3], lead)
         # A wrapper lends its range only when it holds a single definition.
         if kind_id in self.wrappers and len(children) == 1:
             child = children[0][0]
