@@ -195,6 +195,20 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
     ("tsx", "function F() { return <p>Press 'Enter'</p>; }",
      'function F() { return <p>Press "Enter"</p>; }', "body"),
     ("java", "char f() { return 'a'; }", 'char f() { return "a"; }', "body"),
+    # Ruby's header is its `def` line to the end of its parameters: a one-line method's body
+    # and an endless method's expression are its body (sinatra: `def http_status; 400 end`),
+    # and the doc comment above a method is not its header.
+    ("ruby", "def http_status; 400 end", "def http_status; 404 end", "body"),
+    ("ruby", "def valid? = !name.nil?", "def valid? = !name.to_s.empty?", "body"),
+    ("ruby", "def call(env) = app.call(env)", "def call(env) = dup.call(env)", "body"),
+    ("ruby", "def head(path, opts = {}); route 'HEAD' end",
+     "def head(path, opts = {}); route 'GET' end", "body"),
+    ("ruby", "def head(path, opts = {}); route 'HEAD' end",
+     "def head(path, opts = {}, &bk); route 'HEAD' end", "signature"),
+    ("ruby", "# Doc.\ndef f(a)\n  a\nend\n", "# Doc.\ndef f(a, b)\n  a\nend\n", "signature"),
+    ("ruby", "# Doc.\ndef f(a)\n  a\nend\n", "# Doc.\ndef f(a)\n  b\nend\n", "body"),
+    ("ruby", "def []=(k, v); store(k, v) end", "def []=(k, v); put(k, v) end", "body"),
+    ("ruby", "def x=(v); @x = v end", "def x=(v); @x = v.to_s end", "body"),
 ])
 def test_change_kinds(language, old, new, kind):
     assert change_kind(old.encode(), new.encode(), language) == kind

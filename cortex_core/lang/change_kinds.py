@@ -15,8 +15,9 @@ all that tells a reformatting from a change. The kinds, the first that applies:
   that is a statement of its own, at bracket depth 0 alone on its line; Python);
 - signature: the header changed: the tokens before the body (parameters, return type,
   modifiers, annotations, decorators) — up to the first `{` at bracket depth 0 in brace
-  languages, the `:` that ends a `def`, `class` or `lambda` header in Python, the first line in
-  Ruby;
+  languages, the `:` that ends a `def`, `class` or `lambda` header in Python, in Ruby the first
+  line of code to the end of a `def`'s parameters (`def f(a) = a` and `def f; 1 end` have
+  bodies);
 - body: anything else.
 
 Also masked: a definition's code tokens with its own name masked, which similarity.py compares
@@ -279,7 +280,7 @@ def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
                 return tuple(code[:i + 1])
         return tuple(code)
     if language == "ruby":
-        first = text.lstrip().split("\n", 1)[0]
+        first = _ruby_header(text)
         return _lex(first, "ruby").code if first != text else tuple(code)
     depth = 0
     for i, t in enumerate(code):
@@ -291,6 +292,42 @@ def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
             depth = max(0, depth - 1)
     # No body: a declaration (`void f(int a);`) is all header; anything else cannot be told.
     return tuple(code) if code and code[-1] == ";" else ()
+
+
+_RUBY_DEF = re.compile(r"def[ \t]+[^\s(;]+")
+
+
+def _ruby_header(text: str) -> str:
+    """A Ruby definition's header: its first line of code (the doc comment above it is not,
+    nor an `=begin` block), and of a `def`, no more than its name and parameters, so that a
+    one-line method's body (`def f; 1 end`) and an endless method's expression (`def f = 1`)
+    are its body. A parameter list that does not close on its line is all the line."""
+    lines = text.lstrip().split("\n")
+    at = 0
+    while at < len(lines) - 1:
+        line = lines[at].strip()
+        if line.startswith("=begin"):
+            while at < len(lines) - 1 and not lines[at].startswith("=end"):
+                at += 1
+        elif line and not line.startswith("#"):
+            break
+        at += 1
+    first = lines[at].strip()
+    found = _RUBY_DEF.match(first)
+    if found is None:   # a class or module: its line up to a `;`
+        return first.split(";", 1)[0]
+    end = found.end()
+    if first[end:end + 1] == "(":
+        depth = 0
+        for i in range(end, len(first)):
+            depth += {"(": 1, ")": -1}.get(first[i], 0)
+            if depth == 0:
+                return first[:i + 1]
+        return first
+    rest = first[end:]
+    if rest.lstrip().startswith("="):   # endless, without parameters
+        return first[:end]
+    return first[:end] + rest.split(";", 1)[0]
 
 
 def change_kind(old: bytes, new: bytes, language: str) -> str:
