@@ -929,3 +929,29 @@ def test_a_ruby_doc_comment_is_its_methods_and_classes(repo, cortex):
             history(con, TargetSpec("origin.rb", "Protection")).entries][0] == (
         "document origin", "docs", ("HttpOrigin", "HttpOrigin.accepts?"))
     assert subjects(con, "origin.rb", "HttpOrigin.other") == [("origin", "added")]
+
+
+def test_a_ruby_method_defined_under_a_condition_is_a_symbol(repo, cortex):
+    """sinatra-contrib's TestHelpers defines `options` and `patch` inside `unless
+    method_defined? :options`, and IndifferentHash `except` with a trailing `if`: 133 defs of
+    sinatra were no symbol, so `history PATH::options` found nothing and their changes went
+    to the class."""
+    repo.write("helpers.rb", "module Helpers\n  unless method_defined? :options\n"
+                             "    def options(uri)\n      request(uri)\n    end\n  end\n\n"
+                             "  def except(*keys)\n    keys\n  end if RUBY_VERSION >= '3'\n\n"
+                             "  class << self\n    if $DEBUG\n      def trace\n      end\n"
+                             "    end\n  end\nend\n")
+    repo.commit("helpers", days_ago=2)
+    repo.write("helpers.rb", "module Helpers\n  unless method_defined? :options\n"
+                             "    def options(uri)\n      request(uri, :options)\n    end\n"
+                             "  end\n\n  def except(*keys)\n    keys.compact\n"
+                             "  end if RUBY_VERSION >= '3'\n\n  class << self\n    if $DEBUG\n"
+                             "      def trace\n      end\n    end\n  end\nend\n")
+    repo.commit("options and except", days_ago=1)
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "helpers.rb", "Helpers.options") == [
+        ("options and except", "body"), ("helpers", "added")]
+    assert subjects(con, "helpers.rb", "Helpers.except") == [
+        ("options and except", "body"), ("helpers", "added")]
+    assert resolve(con, TargetSpec("helpers.rb", "trace")).qualname == "Helpers.trace[self]"

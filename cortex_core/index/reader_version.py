@@ -25,7 +25,8 @@ CHANGES = {
     5: "the definitions of a C header inside `extern \"C\" { ... }` are read; a Ruby method of the "
        "class itself (`def self.x`, `class << self`) is `x[self]`, apart from the instance "
        "method x; Ruby definitions take the comment lines right above them; a one-line or "
-       "endless Ruby method's code after its parameters is its body, not its signature",
+       "endless Ruby method's code after its parameters is its body, not its signature; a Ruby "
+       "method defined under a condition (`unless method_defined?`, a trailing `if`) is a symbol",
 }
 
 

@@ -37,7 +37,8 @@ Per-language decisions:
   same file; the range of a template includes its `template<...>` line.
 - Ruby: `def self.x` and methods of `class << self` are "Class.x" (with the tag `[self]`, see
   Identity); `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a function,
-  a def in a class or module a method. `[]` and `[]=` are names. A definition takes the
+  a def in a class or module a method, also under a condition (`unless method_defined? :x`,
+  `def x ... end if cond`). `[]` and `[]=` are names. A definition takes the
   comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
@@ -460,10 +461,17 @@ def _ruby_tag(node: Node, outer: Node | None, kind: str) -> str:
         target = node.child_by_field_name("object")
         return "[self]" if target is not None and target.type == "self" else ""
     up = node.parent
-    if up is not None and up.type == "body_statement":
+    while up is not None and up.type in _RUBY_THROUGH:
         up = up.parent
     return "[self]" if node.type == "method" and up is not None and \
         up.type == "singleton_class" else ""
+
+
+# What the walk goes through between a Ruby definition and the scope it belongs to: bodies and
+# conditions (`unless method_defined? :x`, `def x ... end if RUBY_VERSION >= "3"`).
+_RUBY_CONDITIONS = frozenset({"if", "unless", "then", "else", "elsif"})
+_RUBY_MODIFIERS = frozenset({"if_modifier", "unless_modifier"})
+_RUBY_THROUGH = _RUBY_CONDITIONS | _RUBY_MODIFIERS | {"body_statement"}
 
 
 _TS_SIGNATURES = frozenset({"function_signature", "method_signature"})
@@ -703,7 +711,9 @@ _SPECS: dict[str, _Spec] = {
             "method": _Def("function"),
             "singleton_method": _Def("function", _ruby_singleton_method),
         },
-        containers=frozenset({"program", "body_statement", "singleton_class", "ERROR"}),
+        containers=frozenset({"program", "body_statement", "singleton_class", "ERROR"})
+        | _RUBY_CONDITIONS,
+        wrappers=_RUBY_MODIFIERS,
         method_parents=frozenset({"class", "module"}),
         tagger=_ruby_tag,
         # RDoc and YARD read the comment lines right above a definition as its documentation,
