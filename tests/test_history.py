@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cortex_core.errors import NotFound
 from cortex_core.query.history import history, symbol_history
-from cortex_core.query.targets import TargetSpec, resolve
+from cortex_core.query.targets import TargetSpec, parse_target, resolve
 
 
 def changes(con, path, symbol=None, line=None):
@@ -319,6 +319,27 @@ def test_typescript_class_method_history(repo, cortex):
     con = cortex.reader()
     assert [(s, c) for s, c, *_ in changes(con, "src/api.ts", "Client.get")] == [
         ("trim urls", "body"), ("client", "added")]
+
+
+def test_javascript_private_members_are_named_with_their_hash(repo, cortex):
+    """`Class#method` is another tool's way to write `Class.method`, but a `#` that starts a name
+    is the name's own: `Ky.#retry` (a JavaScript private member) was read as `Ky..retry` and
+    never found, though the error offered `Ky.#retry` as the name to use."""
+    repo.write("src/ky.ts", "export class Ky {\n  #retry(n: number) {\n    return n;\n  }\n\n"
+               "  run() {\n    return this.#retry(1);\n  }\n}\n")
+    repo.commit("ky")
+    repo.write("src/ky.ts", "export class Ky {\n  #retry(n: number) {\n    return n + 1;\n  }\n\n"
+               "  run() {\n    return this.#retry(1);\n  }\n}\n")
+    repo.commit("retry once more")
+    cortex.index()
+    con = cortex.reader()
+    expected = [("retry once more", "body"), ("ky", "added")]
+    for written in ("Ky.#retry", "#retry", "Ky##retry", "Ky::#retry"):
+        target = resolve(con, parse_target(f"src/ky.ts::{written}"))
+        assert target.qualname == "Ky.#retry", written
+        assert [(s, c) for s, c, *_ in changes(con, "src/ky.ts", target.qualname)] == expected
+    # The other tools' separator still reads as one.
+    assert resolve(con, parse_target("src/ky.ts::Ky#run")).qualname == "Ky.run"
 
 
 def test_blank_lines_between_methods_do_not_change_the_class(repo, cortex):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+_HASH_SEPARATOR = re.compile(r"(?<=[\w$])#")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ def parse_target(text: str) -> TargetSpec:
         symbol = symbol.strip()
         # Outside a tag (a C++ parameter list keeps its `::`).
         cut = min((i for i in (symbol.find("("), symbol.find("[")) if i >= 0), default=len(symbol))
-        name = symbol[:cut].replace("::", ".").replace("#", ".")
+        # A `#` after a name separates; any other is part of the name: a JavaScript private
+        # member, `Ky.#retry` or a bare `#retry`, is named with its `#`.
+        name = _HASH_SEPARATOR.sub(".", symbol[:cut].replace("::", "."))
         return TargetSpec(path, name + symbol[cut:])
     match = _LINE.match(text)
     if match:
