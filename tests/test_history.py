@@ -342,6 +342,21 @@ def test_javascript_private_members_are_named_with_their_hash(repo, cortex):
     assert resolve(con, parse_target("src/ky.ts::Ky#run")).qualname == "Ky.run"
 
 
+def test_an_arrow_functions_expression_body_changes_its_body(repo, cortex):
+    """ky's `const timeout = (promise, ms) => ...`: with no `{` after its `=>`, the whole text
+    was its header, and each of its ten edits since 2018 was called a signature change."""
+    repo.write("src/math.ts", "export const mul = (a: number, b: number): number => a * b;\n")
+    repo.commit("mul")
+    repo.write("src/math.ts", "export const mul = (a: number, b: number): number => a * b * 1;\n")
+    repo.commit("times one")
+    repo.write("src/math.ts", "export const mul = (a: number, b = 2): number => a * b * 1;\n")
+    repo.commit("b defaults to 2")
+    cortex.index()
+    con = cortex.reader()
+    assert [(s, c) for s, c, *_ in changes(con, "src/math.ts", "mul")] == [
+        ("b defaults to 2", "signature"), ("times one", "body"), ("mul", "added")]
+
+
 def test_blank_lines_between_methods_do_not_change_the_class(repo, cortex):
     repo.write("k.py", "class K:\n    def a(self):\n        return 1\n")
     repo.commit("K with a")

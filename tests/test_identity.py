@@ -209,6 +209,21 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
     ("ruby", "# Doc.\ndef f(a)\n  a\nend\n", "# Doc.\ndef f(a)\n  b\nend\n", "body"),
     ("ruby", "def []=(k, v); store(k, v) end", "def []=(k, v); put(k, v) end", "body"),
     ("ruby", "def x=(v); @x = v end", "def x=(v); @x = v.to_s end", "body"),
+    # An arrow function's header ends at its `=>`, with or without a `{` after it (ky's
+    # `timeout`, `delay`, `mul`: every edit of an expression body was a "signature" change).
+    ("javascript", "const t = (p, ms) => Promise.race([p]);",
+     "const t = (p, ms) => new Promise(r => { r(p); });", "body"),
+    ("typescript", "export const mul = (a: number, b: number): number => a * b;",
+     "export const mul = (a: number, b: number): number => a * b * 1;", "body"),
+    ("typescript", "export const mul = (a: number): number => a;",
+     "export const mul = (a: number, b = 1): number => a;", "signature"),
+    ("tsx", "const F = ({n}: P) => <p>{n}</p>;", "const F = ({n}: P) => <b>{n}</b>;", "body"),
+    ("javascript", "const f = (cb = () => 1) => cb();", "const f = (cb = () => 2) => cb();",
+     "signature"),
+    ("typescript", "type = () => 1;", "type = () => 2;", "body"),   # a field named `type`
+    # A type alias's `=>` is part of the type it names.
+    ("typescript", "export type Hook = (s: S) => void;",
+     "export type Hook = (s: S) => Promise<void>;", "signature"),
 ])
 def test_change_kinds(language, old, new, kind):
     assert change_kind(old.encode(), new.encode(), language) == kind

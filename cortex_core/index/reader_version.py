@@ -26,7 +26,9 @@ CHANGES = {
        "class itself (`def self.x`, `class << self`) is `x[self]`, apart from the instance "
        "method x; Ruby definitions take the comment lines right above them; a one-line or "
        "endless Ruby method's code after its parameters is its body, not its signature; a Ruby "
-       "method defined under a condition (`unless method_defined?`, a trailing `if`) is a symbol",
+       "method defined under a condition (`unless method_defined?`, a trailing `if`) is a "
+       "symbol; an edit of a JavaScript or TypeScript arrow function after its `=>` is a body "
+       "change, not a signature change",
 }
 
 

@@ -15,7 +15,8 @@ all that tells a reformatting from a change. The kinds, the first that applies:
   that is a statement of its own, at bracket depth 0 alone on its line; Python);
 - signature: the header changed: the tokens before the body (parameters, return type,
   modifiers, annotations, decorators) — up to the first `{` at bracket depth 0 in brace
-  languages, the `:` that ends a `def`, `class` or `lambda` header in Python, in Ruby the first
+  languages (or a JavaScript or TypeScript arrow function's `=>` before it, outside a type
+  alias), the `:` that ends a `def`, `class` or `lambda` header in Python, in Ruby the first
   line of code to the end of a `def`'s parameters (`def f(a) = a` and `def f; 1 end` have
   bodies);
 - body: anything else.
@@ -265,6 +266,18 @@ def _python_tokens(raw: list[str]) -> tuple[list[str], list[str]]:
     return code, notes
 
 
+_ARROW_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+_DECLARATION_MODIFIERS = frozenset({"export", "declare", "default"})
+
+
+def _type_alias(code: list[str]) -> bool:
+    """`type Hook = (s: State) => void`, `export type ...`: not a field named `type`."""
+    for i, t in enumerate(code):
+        if t not in _DECLARATION_MODIFIERS:
+            return t == "type" and code[i + 1:i + 2] != ["="]
+    return False
+
+
 def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
     if language == "python":
         seen_def = False
@@ -282,10 +295,16 @@ def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
     if language == "ruby":
         first = _ruby_header(text)
         return _lex(first, "ruby").code if first != text else tuple(code)
+    # An arrow function's header ends at its `=>`: `const f = (a) => a * 2` has no `{` to end
+    # it, and was all header, so every change of its body read as a signature change. Not in a
+    # type alias, whose `=>` is part of the function type it names.
+    arrows = language in _ARROW_LANGUAGES and not _type_alias(code)
     depth = 0
     for i, t in enumerate(code):
         if t == "{" and depth == 0:
             return tuple(code[:i])
+        if arrows and t == "=" and depth == 0 and code[i + 1:i + 2] == [">"]:
+            return tuple(code[:i + 2])
         if t in _OPEN:
             depth += 1
         elif t in _CLOSE:
