@@ -1583,3 +1583,33 @@ def test_a_cargo_manifest_that_does_not_parse_names_no_crate(repo, cortex):
     repo.commit("broken manifest", days_ago=1)
     cortex.index(model="none")
     assert _ref_status(cortex.reader(), "src/main.rs", "f") == ["external"]
+
+
+def test_a_barrels_export_star_imports_each_definition_of_the_module(repo, cortex):
+    """`export * from './mul'` in src/util/index.ts re-exports `mul`: the barrel is an importer
+    of it, as it is of the file. Its edge names no definition, so `mul`'s blast left it out, and
+    hidden coupling listed the barrel, which changes with `mul`, as having no structural link.
+    A named re-export is the edge shown when a barrel has both; `export * as ns` is no
+    re-export of each name."""
+    repo.write("src/util/mul.ts", "export const mul = (a: number, b: number) => a * b;\n")
+    repo.write("src/util/add.ts", "export function add(a: number, b: number) {\n  return a + b;\n}\n")
+    repo.write("src/util/index.ts", "export * from './mul';\nexport * from './add';\n"
+                                    "export {add as plus} from './add';\n")
+    repo.write("src/ns.ts", "export * as m from './util/mul';\n")
+    repo.commit("util", days_ago=30)
+    for n in range(2):
+        repo.write("src/util/mul.ts",
+                   f"export const mul = (a: number, b: number) => a * b * {n + 2};\n")
+        repo.write("src/util/index.ts", f"export * from './mul';\nexport * from './add';\n"
+                                        f"export {{add as plus}} from './add';\n// {n}\n")
+        repo.commit(f"mul and barrel {n}", days_ago=20 - n)
+    cortex.index()
+    con = cortex.reader()
+    found = blast(con, TargetSpec("src/util/mul.ts", "mul"))
+    assert [(d.path, d.qualname, d.relation, d.chain[0].line) for d in found.dependents] == [
+        ("src/util/index.ts", None, "importer", 1)]
+    assert [h.path for h in found.hidden] == []
+    assert direct_dependents(con, con.execute(
+        "select id from files where path = 'src/util/mul.ts'").fetchone()[0], "mul") == 1
+    plus = blast(con, TargetSpec("src/util/add.ts", "add"))
+    assert [(d.path, d.chain[0].line) for d in plus.dependents] == [("src/util/index.ts", 3)]

@@ -165,7 +165,24 @@ def _incoming(con, file_id: int, qualname: str | None, whole_file: bool):
         direct = {(row[0], row[1], row[3]) for row in rows}
         rows += [row for row in _dispatched(con, file_id, qualname) + _constructions(
                  con, file_id, qualname) if (row[0], row[1], row[3]) not in direct]
+    elif not whole_file and qualname is not None:
+        named = {(row[0], row[1]) for row in rows}   # `export {sum} from` says more
+        rows += [row for row in _reexports(con, file_id) if (row[0], row[1]) not in named]
     return rows
+
+
+def _reexports(con, file_id: int) -> list[tuple]:
+    """`export * from './mul'` in a JavaScript or TypeScript barrel (an index.ts): an import of
+    the whole module that exports each of its top-level definitions again, so an importer of
+    each. Its edge names no definition, and a definition's blast left the barrel out; hidden
+    coupling then called it a partner with "no structural link". Not `export * as ns`, nor
+    `import * as ns`: a namespace, whose uses are its calls."""
+    return con.execute(
+        "select r.file_id, r.scope, r.kind, r.line, e.confidence, e.dst_qualname from edges e"
+        " join refs r on r.id = e.ref_id join struct_files s on s.file_id = r.file_id"
+        " where e.dst_file_id = ? and e.dst_qualname is null and r.kind = 'import'"
+        " and r.name = '*' and r.alias is null and s.language in"
+        " ('javascript', 'typescript', 'tsx')", (file_id,)).fetchall()
 
 
 def _constructions(con, file_id: int, qualname: str) -> list[tuple]:
