@@ -632,3 +632,42 @@ def test_looking_up_a_symbols_homes_leaves_the_cached_history_as_it_was(repo, co
     seen = (dict(h.symbol_canon.last_seen), dict(h.file_canon.last_seen))
     related(con, TargetSpec("t.py", "target"))
     assert (h.symbol_canon.last_seen, h.file_canon.last_seen) == seen
+
+
+def test_a_function_that_lived_on_as_a_wrapper_keeps_its_past_in_co_change(repo, cortex):
+    """ky's `Ky.#retry` became a wrapper of a new `#retryFromError`, which took its code: its
+    history goes on with all 29 commits, but `related` counted 1, its own past given to the new
+    half only, so every partner was "1 shared commit: weak". Both halves hold the past now, as
+    their histories do, and are not each other's partner in it: that was one function."""
+    from cortex_core.query.history import history
+    body = "".join(f"    const v{i} = n * {i} + {i * 7} - (n >> {i % 3});\n" for i in range(12))
+
+    def write(n: int, split: bool) -> None:
+        code = body + f"    return v0 + {n} + v11;\n"
+        repo.write("k.ts", "export class K {\n" + (
+            f"  run(n: number): number {{\n    return this.#inner(n, {n});\n  }}\n\n"
+            f"  #inner(n: number, extra: number): number {{\n    if (extra) {{\n"
+            f"      return 0;\n    }}\n{code}  }}\n}}\n"
+            if split else f"  run(n: number): number {{\n{code}  }}\n}}\n"))
+    for n in range(3):
+        write(n, False)
+        repo.write("notes.ts", f"export const seen = {n};\n")
+        repo.commit(f"run and notes {n}", days_ago=30 - n)
+    write(3, True)
+    repo.commit("split inner out of run", days_ago=20)
+    write(4, True)
+    repo.write("notes.ts", "export const seen = 4;\n")
+    repo.commit("run and notes 4", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    run = related(con, TargetSpec("k.ts", "K.run"))
+    shown = [e.commit.subject for e in history(con, TargetSpec("k.ts", "K.run")).entries]
+    assert run.target_commits == len(shown) == 5
+    assert [(p.path, p.support) for p in run.files] == [("notes.ts", 4)]
+    inner = related(con, TargetSpec("k.ts", "K.#inner"))
+    assert inner.target_commits == 5     # the split, the one after, and run's three before
+    # The halves changed together in the split and after it, not in run's own past.
+    assert [(p.qualname, p.support) for p in run.symbols if p.qualname == "K.#inner"] == [
+        ("K.#inner", 2)]
+    assert [(p.qualname, p.support) for p in inner.symbols if p.qualname == "K.run"] == [
+        ("K.run", 2)]

@@ -322,7 +322,8 @@ def related_to_set(con: apsw.Connection, paths: list[str], *, top_k: int = 10,
         path, qualname = label(g)
         return f"{path}::{qualname}"
     found = _set_partners(h, sids, sids | raw, h.symbols_by_commit, h.commits_of_symbol,
-                          h.alive_symbols, min_support, top_k, weights, label, symbol_aggregate)
+                          h.alive_symbols, min_support, top_k, weights, label, symbol_aggregate,
+                          h.one_change)
     syms = [SetPartner(path, score, support, sorted(text(g) for g in held),
                        evidence_of(con, h, commits), qualname, plain,
                        {text(g): n for g, n in each.items()}, last, _symbol_line(con, ident))
@@ -355,16 +356,19 @@ def _symbol_ids(con, h: "_HistorySets", symbols: Sequence[tuple[str, str]]
 def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
                   by_commit: dict[int, set[int]], commits_of: dict[int, set[int]],
                   alive: set[int], min_support: int, top_k: int, weights, label,
-                  aggregate: str = "share") -> list[tuple]:
+                  aggregate: str = "share",
+                  one_change: dict[int, dict[int, set[int]]] | None = None) -> list[tuple]:
     """A set's candidates. `aggregate` "share" (TARMAQ-style): every commit that changed some of
     `ids` counts for each of its other identities by its weight × the share of the set it
     changed; "max": a candidate's highest confidence from any one of `ids`, its commits weighted
     alike. Ranked by that score, then the newest shared commit, then the label. Rows: (label,
     score, plain score (the same without decay),
     support, the set's identities it came with, commits shared with each, the shared commits,
-    the newest shared commit's time, its id)."""
+    the newest shared commit's time, its id). `one_change`: _HistorySets.one_change, for
+    symbols (a split function's halves are not partners in their shared past)."""
     if not ids:
         return []
+    one_change = one_change or {}
     score: dict[int, float] = defaultdict(float)
     plain: dict[int, float] = defaultdict(float)
     shared: dict[int, list[int]] = defaultdict(list)
@@ -375,14 +379,16 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
         if by_share:
             share = len(members & ids) / len(ids)
             w = weights(commit_id)
+        same = _same_change(one_change, commit_id, members & ids)
         for g in members:
-            if g not in exclude and g in alive:
+            if g not in exclude and g in alive and g not in same:
                 shared[g].append(commit_id)
                 if by_share:
                     score[g] += w * share
                     plain[g] += share
     if not by_share:   # the strongest rule of the set: max over its items of confidence
-        score, plain = _strongest_rules(ids, commits_of, by_commit, exclude, alive, weights)
+        score, plain = _strongest_rules(ids, commits_of, by_commit, exclude, alive, weights,
+                                        one_change)
     last = {g: max(h.commit_time[c] for c in cs) for g, cs in shared.items()}
     eligible = [g for g in score if len(shared[g]) >= max(1, min_support)]
     eligible.sort(key=lambda g: (-round(score[g], 9), -last[g]))
@@ -406,8 +412,18 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
     return rows
 
 
+def _same_change(one_change: dict[int, dict[int, set[int]]], commit_id: int, members: set[int]
+                 ) -> set[int]:
+    """The identities that a change of one of `members` in that commit also counts for."""
+    found = one_change.get(commit_id)
+    if not found:
+        return set()
+    return set().union(*(found.get(i, ()) for i in members))
+
+
 def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
-                     by_commit: dict[int, set[int]], exclude: set[int], alive: set[int], weights
+                     by_commit: dict[int, set[int]], exclude: set[int], alive: set[int], weights,
+                     one_change: dict[int, dict[int, set[int]]] | None = None
                      ) -> tuple[dict[int, float], dict[int, float]]:
     """Each candidate's highest confidence from any one of `ids` (decayed, and plain), in
     memory that grows with the candidates only. Items with the same commits have the same
@@ -422,8 +438,9 @@ def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
         count: Counter = Counter()
         for c in cs:
             w = weights(c)
+            same = _same_change(one_change or {}, c, by_commit[c] & ids)
             for g in by_commit[c]:
-                if g not in exclude and g in alive:
+                if g not in exclude and g in alive and g not in same:
                     weight[g] += w
                     count[g] += 1
         for g, v in weight.items():
@@ -444,7 +461,8 @@ def strongest_symbol(con: apsw.Connection, target: Target, *, min_support: int =
     h = _history_sets(con, settings.max_changeset)
     weights = h.weights(h.half_life(settings.half_life_days), SIZE_EXPONENT)
     me, mine, _, _, _ = _side(h, target)
-    support, weight = _tally(mine, h.symbols_by_commit, me, h.alive_symbols, weights)
+    support, weight = _tally(mine, h.symbols_by_commit, me, h.alive_symbols, weights,
+                             h.same_change(me, mine))
     floor = max(1, min_support, settings.min_support)
     # Its own members and the class holding it say nothing worth a line: "Session usually
     # changes with Session.__init__", "iter_content with its nested generate" (a review).
@@ -689,6 +707,8 @@ class _HistorySets:
     commits_of_file: dict[int, set[int]] = None      # the inverse of files_by_commit
     commits_of_symbol: dict[int, set[int]] = None
     now: int = 0                       # the repository's own clock (clock.repository_time)
+    # commit -> identity -> the others one change of it counts for (_group_symbols)
+    one_change: dict[int, dict[int, set[int]]] = field(default_factory=dict)
     _paths: dict[int, str] | None = None
     _names: dict[str, list[str]] | None = None
     _symbols_in: dict[int, list[int]] | None = None
@@ -735,6 +755,14 @@ class _HistorySets:
             scale = days * _DAY
             return {cid: 0.5 ** (max(0, self.now - t) / scale) for cid, t in times.items()}
         return dict.fromkeys(times, 1.0)
+
+    def same_change(self, me: int, mine: set[int]) -> dict[int, set[int]]:
+        """commit -> the identities that one change of `me` there also counts for: no partners
+        of it in that commit (the other half of a split function, in their shared past)."""
+        if not self.one_change:
+            return {}
+        return {c: found for c in mine
+                if (found := self.one_change.get(c, {}).get(me))}
 
     def masses(self, weights) -> tuple[dict[int, float], dict[int, float]]:
         """Each file's and each symbol's commits, weighted (kept per weighting)."""
@@ -839,10 +867,15 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         "select fc.commit_id, fc.old_file_id, fc.file_id from file_changes fc join commits c on"
         " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1"
         f" order by {OLDEST_FIRST}"), position)
+    # A link where the old symbol kept code of its own in that commit (it lived on as a
+    # wrapper of its continuation: history.py) is a split: its past is both lives'.
     symbol_canon = Lineage(con.execute(
-        "select sc.commit_id, sc.from_symbol_id, sc.symbol_id from symbol_changes sc join"
-        " commits c on c.id = sc.commit_id where sc.from_symbol_id is not null and"
-        f" c.reachable = 1 order by {OLDEST_FIRST}"), position)
+        "select sc.commit_id, sc.from_symbol_id, sc.symbol_id, exists (select 1 from"
+        " symbol_changes o where o.symbol_id = sc.from_symbol_id and o.commit_id ="
+        " sc.commit_id and o.change not in ('renamed', 'moved', 'deleted', 'rescoped'))"
+        " from symbol_changes sc join commits c on c.id = sc.commit_id"
+        f" where sc.from_symbol_id is not null and c.reachable = 1 order by {OLDEST_FIRST}"),
+        position)
     changelogs = {fid for fid, path in con.execute("select id, path from files")
                   if is_changelog(path)}
     # Every path, whatever its indexing level (a lockfile's change is recorded at file level).
@@ -855,11 +888,12 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         f" where {SUBSTANTIVE_SQL} and not (sc.change = 'moved' and sc.added = 0"
         " and sc.deleted = 0)").fetchall()
     alive_files = {fid for (fid,) in con.execute("select file_id from head_files")} - changelogs
+    symbols_by_commit, one_change = _group_symbols(symbol_rows, commit_time, symbol_canon)
     sets = _HistorySets(
         file_canon, symbol_canon, _group(file_rows, commit_time, file_canon),
-        _group(symbol_rows, commit_time, symbol_canon), alive_files,
+        symbols_by_commit, alive_files,
         {sid for (sid,) in con.execute("select id from symbols where alive = 1")}, commit_time,
-        commit_size, now=repository_time(con) or 0)
+        commit_size, now=repository_time(con) or 0, one_change=one_change)
     if len(_CACHE) > 16:   # connections come and go; keep the memory bounded
         _CACHE.clear()
     _CACHE[con] = (stamp, sets)
@@ -876,13 +910,20 @@ class Lineage:
     ends at HEAD."""
 
     def __init__(self, links, position: dict[int, int]):
-        # links: (commit id, old identity, new identity), oldest first
+        # links: (commit id, old identity, new identity[, whether the old one lived on]),
+        # oldest first
         self.renames: dict[int, tuple[list[int], list[int]]] = {}
-        for commit_id, old, new in links:
+        # identity -> the positions of links where it lived on beside its continuation: a
+        # method whose code moved into a new one in a commit that kept it (a wrapper now),
+        # whose history goes on in both (history.py).
+        self.splits: dict[int, set[int]] = defaultdict(set)
+        for commit_id, old, new, *lived_on in links:
             if old != new and commit_id in position:
                 at, to = self.renames.setdefault(old, ([], []))
                 at.append(position[commit_id])
                 to.append(new)
+                if lived_on and lived_on[0]:
+                    self.splits[old].add(position[commit_id])
         self.position = position
         # A renamed-away identity -> the position of its newest change seen by `at`.
         self.last_seen: dict[int, int] = {}
@@ -914,6 +955,33 @@ class Lineage:
             return ident
         return self._follow(to[-1], at[-1])
 
+    def at_all(self, ident: int, commit_id: int) -> list[int]:
+        """The HEAD identities of `ident` as changed by `commit_id`: `at`'s, and where a later
+        split left it living on, that life's too (the wrapper's past is its own as well)."""
+        first = self.at(ident, commit_id)
+        if not self.splits:
+            return [first]
+        return self.peek_all(ident, commit_id)
+
+    def peek_all(self, ident: int, commit_id: int) -> list[int]:
+        """`at_all`, recording nothing (as `peek`)."""
+        out: list[int] = []
+        self._walk(ident, self.position.get(commit_id, -1), out, SPLITS_FOLLOWED)
+        return out
+
+    def _walk(self, ident: int, pos: int, out: list[int], budget: int) -> None:
+        while ident in self.renames:
+            at, to = self.renames[ident]
+            i = bisect_right(at, pos)
+            if i == len(at):
+                break
+            if budget > 0 and at[i] in self.splits.get(ident, ()):
+                budget -= 1
+                self._walk(ident, at[i], out, budget)   # it lived on past the split
+            pos, ident = at[i], to[i]
+        if ident not in out:
+            out.append(ident)
+
     def _follow(self, ident: int, pos: int) -> int:
         # Positions only grow along the way, so this ends, cycles included.
         while ident in self.renames:
@@ -925,12 +993,35 @@ class Lineage:
         return ident
 
 
+# How many splits of one lineage a change is followed through (each one more life it counts
+# for); bounds the walk on a pathological history.
+SPLITS_FOLLOWED = 16
+
+
 def _group(rows, eligible, lineage: Lineage) -> dict[int, set[int]]:
     by_commit: dict[int, set[int]] = defaultdict(set)
     for commit_id, ident in rows:
         if commit_id in eligible:
             by_commit[commit_id].add(lineage.at(ident, commit_id))
     return by_commit
+
+
+def _group_symbols(rows, eligible, lineage: Lineage
+                   ) -> tuple[dict[int, set[int]], dict[int, dict[int, set[int]]]]:
+    """_group, a change counted for every life it belongs to (Lineage.at_all), and for each
+    commit, the identities one change of it counts for: the halves of a split function, whose
+    shared past is one function's, not two changing together."""
+    by_commit: dict[int, set[int]] = defaultdict(set)
+    one_change: dict[int, dict[int, set[int]]] = {}
+    for commit_id, ident in rows:
+        if commit_id in eligible:
+            lives = lineage.at_all(ident, commit_id)
+            by_commit[commit_id].update(lives)
+            if len(lives) > 1:
+                same = one_change.setdefault(commit_id, {})
+                for life in lives:
+                    same.setdefault(life, set()).update(x for x in lives if x != life)
+    return by_commit, one_change
 
 
 def _score(mine: set[int], by_commit: dict[int, set[int]], exclude: set[int], alive: set[int],
@@ -974,22 +1065,25 @@ def _homes(con, h: _HistorySets, target: Target, me: int, mine: set[int]
                 "select sc.symbol_id, s.file_id, o.file_id from symbol_changes sc join symbols s"
                 " on s.id = sc.symbol_id left join symbols o on o.id = sc.from_symbol_id"
                 " where sc.commit_id = ?", (commit_id,)):
-            if h.symbol_canon.peek(symbol_id, commit_id) == me:
+            if me in h.symbol_canon.peek_all(symbol_id, commit_id):
                 out[commit_id].add(h.file_canon.peek(file_id, commit_id))
                 if from_file is not None:
                     out[commit_id].add(h.file_canon.peek(from_file, commit_id))
     return out
 
 
-def _tally(mine: set[int], by_commit: dict[int, set[int]], me: int, alive: set[int], weights
-           ) -> tuple[Counter, dict[int, float]]:
+def _tally(mine: set[int], by_commit: dict[int, set[int]], me: int, alive: set[int], weights,
+           homes: dict[int, set[int]] | None = None) -> tuple[Counter, dict[int, float]]:
     """The support and the weight of every candidate, and nothing else: three times faster
-    than _score, for the hover's line."""
+    than _score, for the hover's line. `homes` as _score's."""
     support: Counter = Counter()
     weight: dict[int, float] = defaultdict(float)
+    homes = homes or {}
     for commit_id in mine:
         w = weights(commit_id)
         idents = by_commit[commit_id] & alive
+        if commit_id in homes:
+            idents = idents - homes[commit_id]
         support.update(idents)
         for ident in idents:
             weight[ident] += w
@@ -1045,7 +1139,7 @@ def _symbol_partners(con, h: _HistorySets, me: int, mine: set[int], min_support:
     n = len(mine)
     total = sum(weights(c) for c in mine)
     found = {s.ident: s for s in _score(mine, h.symbols_by_commit, {me}, h.alive_symbols,
-                                        min_support, h, weights)}
+                                        min_support, h, weights, h.same_change(me, mine))}
     prior = _file_prior(con, h, me, weights) if file_prior else {}
     relation: dict[int, str] = {}
     if prior:
