@@ -221,6 +221,24 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
     ("javascript", "const f = (cb = () => 1) => cb();", "const f = (cb = () => 2) => cb();",
      "signature"),
     ("typescript", "type = () => 1;", "type = () => 2;", "body"),   # a field named `type`
+    # The arrow is the initializer's: an annotation's and a return type's function types
+    # come before it (a review: `h: (e: E) => void = (e) => {...}` was read up to the type's).
+    ("typescript", "export const h: (e: E) => void = (e) => {\n  log(e);\n};",
+     "export const h: (e: E) => Promise<void> = (e) => {\n  log(e);\n};", "signature"),
+    ("typescript", "export const h: (e: E) => void = (e) => {\n  log(e);\n};",
+     "export const h: (e: E) => void = (ev, x) => {\n  log(e);\n};", "signature"),
+    ("typescript", "export const h: (e: E) => void = (e) => {\n  log(e);\n};",
+     "export const h: (e: E) => void = (e) => {\n  log(e, 1);\n};", "body"),
+    ("typescript", "private x: () => void = () => { a(); }",
+     "private x: () => number = () => { a(); }", "signature"),
+    ("typescript", "const f = (a: A): (b: B) => C => (b) => g(a, b)",
+     "const f = (a: A): (b: B) => D => (b) => g(a, b)", "signature"),
+    ("typescript", "const f = (a: A): (b: B) => C => (b) => g(a, b)",
+     "const f = (a: A): (b: B) => C => (b) => g(b, a)", "body"),
+    ("typescript", "const f = (a): { x: number } => ({ x: a })",
+     "const f = (a): { x: number } => ({ x: a + 1 })", "body"),
+    ("javascript", "const f = (a) => (b) => a + b", "const f = (a) => (c) => a + c", "body"),
+    ("javascript", "const o = { a: () => 1 }", "const o = { a: () => 2 }", "body"),
     # A type alias's `=>` is part of the type it names.
     ("typescript", "export type Hook = (s: S) => void;",
      "export type Hook = (s: S) => Promise<void>;", "signature"),

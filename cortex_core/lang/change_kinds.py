@@ -298,19 +298,63 @@ def _header(code: list[str], language: str, text: str) -> tuple[str, ...]:
     # An arrow function's header ends at its `=>`: `const f = (a) => a * 2` has no `{` to end
     # it, and was all header, so every change of its body read as a signature change. Not in a
     # type alias, whose `=>` is part of the function type it names.
-    arrows = language in _ARROW_LANGUAGES and not _type_alias(code)
+    if language in _ARROW_LANGUAGES and not _type_alias(code):
+        end = _arrow_end(code)
+        if end is not None:
+            return tuple(code[:end])
     depth = 0
     for i, t in enumerate(code):
         if t == "{" and depth == 0:
             return tuple(code[:i])
-        if arrows and t == "=" and depth == 0 and code[i + 1:i + 2] == [">"]:
-            return tuple(code[:i + 2])
         if t in _OPEN:
             depth += 1
         elif t in _CLOSE:
             depth = max(0, depth - 1)
     # No body: a declaration (`void f(int a);`) is all header; anything else cannot be told.
     return tuple(code) if code and code[-1] == ";" else ()
+
+
+def _arrow_end(code: list[str]) -> int | None:
+    """Where an arrow function's header ends, just after its `=>`; None when the definition
+    is no arrow function (its header then ends at its `{`). The arrow is the initializer's,
+    after the declaration's `=` at depth 0 (`const h: (e: E) => void = (e) => {...}`: the
+    annotation's `=>` is part of a type), and after the function types of a return type
+    (`(a): (b: B) => C => ...`): a `=>` right after a `(...)` that starts a type (after the
+    `:` or a type's `=>`) is that type's."""
+    depth, start = 0, 0
+    for i, t in enumerate(code):
+        if t in _OPEN:
+            depth += 1
+        elif t in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and t == "=" and _assigns(code, i):
+            start = i + 1
+            break
+    depth, opened_at, type_start = 0, -1, -1   # type_start: where a type may begin
+    for i in range(start, len(code)):
+        t = code[i]
+        if depth == 0 and t == "{" and i != type_start:
+            return None   # a body or an object before any arrow: no arrow function
+        if t in _OPEN:
+            if depth == 0:
+                opened_at = i
+            depth += 1
+        elif t in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and t == ":":
+            type_start = i + 1
+        elif depth == 0 and t == "=" and code[i + 1:i + 2] == [">"]:
+            if code[i - 1:i] == [")"] and opened_at == type_start:
+                type_start = i + 2    # a function type's arrow: a type follows it
+                continue
+            return i + 2
+    return None
+
+
+def _assigns(code: list[str], i: int) -> bool:
+    """`code[i]` ("=") is an assignment, not part of `=>`, `==`, `!=`, `<=`, `>=`."""
+    return code[i + 1:i + 2] not in ([">"], ["="]) and code[i - 1:i] not in (
+        ["="], ["!"], ["<"], [">"])
 
 
 _RUBY_DEF = re.compile(r"def[ \t]+[^\s(;]+")
