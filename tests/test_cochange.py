@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from cortex_core.query.blast import fused_related
 from cortex_core.config import Settings
-from cortex_core.query.coupling import is_changelog, related
+from cortex_core.query.coupling import is_changelog, related, related_to_set
 from cortex_core.query.targets import TargetSpec
 
 
@@ -671,3 +673,35 @@ def test_a_function_that_lived_on_as_a_wrapper_keeps_its_past_in_co_change(repo,
         ("K.#inner", 2)]
     assert [(p.qualname, p.support) for p in inner.symbols if p.qualname == "K.run"] == [
         ("K.run", 2)]
+
+
+@pytest.mark.parametrize("aggregate", ["max", "share"])
+def test_a_split_half_leaves_only_its_own_rule_in_a_set(repo, cortex, aggregate):
+    """A review: with `work` (a wrapper of `_work_impl` since a split) in a set beside `other`,
+    `_work_impl` lost the commits it shares with `other` from before the split (7 → 3): the
+    split halves' shared past was dropped from every item's rule, not from `work`'s alone."""
+    body = "".join(f"    x{i} = {i} * 7 + (a >> {i % 3}) - b\n" for i in range(12))
+
+    def write(n: int, split: bool) -> None:
+        code = body + f"    return a + b + {n}\n"
+        work = (f"def work(a, b):\n    log('x')\n    return _work_impl(a, b)\n\n\n"
+                f"def _work_impl(a, b):\n{code}" if split else f"def work(a, b):\n{code}")
+        repo.write("a.py", f"{work}\n\ndef other():\n    return {n}\n")
+    for n in range(4):
+        write(n, False)
+        repo.commit(f"work and other {n}", days_ago=30 - n)
+    write(4, True)
+    repo.commit("split _work_impl out of work", days_ago=20)
+    for n in (5, 6):
+        write(n, True)
+        repo.commit(f"work and other {n}", days_ago=20 - n)
+    cortex.index()
+    con = cortex.reader()
+
+    def support(symbols):
+        found = related_to_set(con, ["a.py"], symbols=symbols, symbol_aggregate=aggregate)
+        return {s.qualname: s.support for s in found.symbols}
+    alone = support([("a.py", "other")])
+    assert alone["_work_impl"] == 7                     # its past is work's, all with other
+    both = support([("a.py", "other"), ("a.py", "work")])
+    assert both["_work_impl"] == 7                      # other's rule keeps all 7

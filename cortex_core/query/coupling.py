@@ -376,16 +376,20 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
     by_share = aggregate != "max"
     for commit_id in commits:
         members = by_commit[commit_id]
-        if by_share:
-            share = len(members & ids) / len(ids)
-            w = weights(commit_id)
-        same = _same_change(one_change, commit_id, members & ids)
+        held = members & ids
+        w = weights(commit_id)
+        split = one_change.get(commit_id)
         for g in members:
-            if g not in exclude and g in alive and g not in same:
+            if g in exclude or g not in alive:
+                continue
+            # Only the items whose change is not also g's (the halves of a split function are
+            # not partners in their shared past; another item's rule still counts).
+            n = len(held) if not split else sum(1 for i in held if g not in split.get(i, ()))
+            if n:
                 shared[g].append(commit_id)
                 if by_share:
-                    score[g] += w * share
-                    plain[g] += share
+                    score[g] += w * n / len(ids)
+                    plain[g] += n / len(ids)
     if not by_share:   # the strongest rule of the set: max over its items of confidence
         score, plain = _strongest_rules(ids, commits_of, by_commit, exclude, alive, weights,
                                         one_change)
@@ -406,19 +410,11 @@ def _set_partners(h: "_HistorySets", ids: set[int], exclude: set[int],
         # candidates × items counters.
         each: Counter = Counter()
         for c in shared[g]:
-            each.update(by_commit[c] & ids)
+            split = one_change.get(c, {})
+            each.update(i for i in by_commit[c] & ids if g not in split.get(i, ()))
         rows.append((label(g), round(score[g], 4), round(plain[g], 4), len(shared[g]),
                      set(each), dict(each), shared[g], last[g], g))
     return rows
-
-
-def _same_change(one_change: dict[int, dict[int, set[int]]], commit_id: int, members: set[int]
-                 ) -> set[int]:
-    """The identities that a change of one of `members` in that commit also counts for."""
-    found = one_change.get(commit_id)
-    if not found:
-        return set()
-    return set().union(*(found.get(i, ()) for i in members))
 
 
 def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
@@ -430,7 +426,13 @@ def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
     rules (the functions of one deleted file), so each set of commits is read once."""
     score: dict[int, float] = defaultdict(float)
     plain: dict[int, float] = defaultdict(float)
-    for cs in {frozenset(commits_of.get(f, ())) for f in ids}:
+    one_change = one_change or {}
+    rules = set()
+    for f in ids:
+        cs = frozenset(commits_of.get(f, ()))
+        # An item split in some of its commits has rules of its own (its sibling is left out).
+        rules.add((cs, f if any(f in one_change.get(c, ()) for c in cs) else None))
+    for cs, item in rules:
         if not cs:
             continue
         mass = sum(weights(c) for c in cs) or 1.0
@@ -438,7 +440,7 @@ def _strongest_rules(ids: set[int], commits_of: dict[int, set[int]],
         count: Counter = Counter()
         for c in cs:
             w = weights(c)
-            same = _same_change(one_change or {}, c, by_commit[c] & ids)
+            same = one_change.get(c, {}).get(item, ()) if item is not None else ()
             for g in by_commit[c]:
                 if g not in exclude and g in alive and g not in same:
                     weight[g] += w
@@ -868,11 +870,14 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         " c.id = fc.commit_id where fc.status = 'R' and c.reachable = 1"
         f" order by {OLDEST_FIRST}"), position)
     # A link where the old symbol kept code of its own in that commit (it lived on as a
-    # wrapper of its continuation: history.py) is a split: its past is both lives'.
+    # wrapper of its continuation: history.py) is a split: its past is both lives'. Only a
+    # wrapper alive at HEAD: an old identity a signature change ended also has a row there
+    # (710 such links on commons-lang, 652 of them dead), and a dead one has no partners.
     symbol_canon = Lineage(con.execute(
         "select sc.commit_id, sc.from_symbol_id, sc.symbol_id, exists (select 1 from"
-        " symbol_changes o where o.symbol_id = sc.from_symbol_id and o.commit_id ="
-        " sc.commit_id and o.change not in ('renamed', 'moved', 'deleted', 'rescoped'))"
+        " symbol_changes o join symbols s on s.id = o.symbol_id where o.symbol_id ="
+        " sc.from_symbol_id and o.commit_id = sc.commit_id and s.alive = 1 and o.change"
+        " not in ('renamed', 'moved', 'deleted', 'rescoped'))"
         " from symbol_changes sc join commits c on c.id = sc.commit_id"
         f" where sc.from_symbol_id is not null and c.reachable = 1 order by {OLDEST_FIRST}"),
         position)
