@@ -37,12 +37,12 @@ class Refusal:
             code=self.code, message=self.message))
 
 
-# What a client may not ask before its session is open (initialize and ping it may): the SDK
-# answered these with a bare "Invalid request parameters", which sent client authors looking at
-# their params.
+# What Cortex serves and a client may not ask before its session is open (initialize and ping
+# it may): the SDK answered these with a bare "Invalid request parameters", which sent client
+# authors looking at their params. A method Cortex does not serve stays the SDK's -32601, before
+# the handshake too (clients probe with it).
 _SERVED = frozenset({"tools/list", "tools/call", "resources/list", "resources/read",
-                     "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-                     "prompts/list", "prompts/get", "completion/complete", "logging/setLevel"})
+                     "resources/templates/list", "prompts/list", "prompts/get"})
 
 
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -84,7 +84,10 @@ def checked(line: str, *, initialized: bool = True) -> str | Refusal | None:
 
 def opens_session(line: str) -> bool:
     """Whether a line that `checked` passed opens the session as the SDK counts it: the
-    "initialize" request, or a bare "notifications/initialized"."""
+    "initialize" request, a bare "notifications/initialized", or a request of the protocol
+    without a handshake (after which the SDK answers for the connection itself). Counted when
+    passed on, not when the SDK accepts it: after an "initialize" it refused, its own error
+    comes back."""
     try:
         data = json.loads(line)
     except ValueError:
@@ -93,7 +96,8 @@ def opens_session(line: str) -> bool:
         return False
     method = data.get("method")
     return (method == "initialize" and "id" in data) or (
-        method == "notifications/initialized" and "id" not in data)
+        method == "notifications/initialized" and "id" not in data) or (
+        "id" in data and _modern(data.get("params")))
 
 
 def _modern(params) -> bool:

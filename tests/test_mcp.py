@@ -460,8 +460,12 @@ def test_a_request_before_initialize_is_told_so(indexed: ScriptedRepo, tmp_path:
             '"initialize" request, then the "notifications/initialized" notification (or, '
             'from protocol 2026-07-28 on, each request carries '
             '"io.modelcontextprotocol/protocolVersion" in "_meta")')
-        raw.send({"jsonrpc": "2.0", "id": 2, "method": "no/such"})     # still not found
-        assert raw.answer()["error"]["code"] == -32601
+        for n, (method, params) in enumerate((
+                ("no/such", {}), ("logging/setLevel", {"level": "info"}),
+                ("completion/complete", {"ref": {"type": "ref/prompt", "name": "x"},
+                                         "argument": {"name": "a", "value": "b"}})), 20):
+            raw.send({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+            assert raw.answer()["error"]["code"] == -32601, method   # not served: not found
         raw.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})        # allowed before
         assert raw.answer() == {"jsonrpc": "2.0", "id": 3, "result": {}}
         raw.send(RawServer.INITIALIZE)
@@ -479,6 +483,8 @@ def test_a_request_before_initialize_is_told_so(indexed: ScriptedRepo, tmp_path:
     with RawServer(indexed.path, tmp_path / "stderr", initialize=False) as raw:
         raw.send({**call, "params": {**call["params"], **modern}})
         assert not raw.answer()["result"]["isError"]
+        raw.send({**call, "id": 6})     # the connection is the SDK's to answer from now on
+        assert "before \"initialize\"" not in json.dumps(raw.answer())
     with RawServer(indexed.path, tmp_path / "stderr", initialize=False) as raw:
         raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         raw.send({**call, "id": 5})
