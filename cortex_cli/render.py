@@ -359,12 +359,17 @@ def search(result, now: float, explain: bool) -> str:
 
 def what(result, now: float) -> str:
     operation = getattr(result, "operation", None)
-    lines = [f"branch: {terminal(result.branch or '(detached)')}; "
-             + (f"{terminal(operation)}; " if operation else "")
-             + f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
-             + (f", {len(result.untracked)} untracked" if result.untracked else "")]
-    lines.append("\nabout your changes:")
     unread = getattr(result, "unread", None)
+    if unread:   # git said nothing: neither the branch nor the changes are known
+        head = "branch: not known; " + (f"{terminal(operation)}; " if operation else "") \
+            + "changed files not known"
+    else:
+        head = (f"branch: {terminal(result.branch or '(detached)')}; "
+                + (f"{terminal(operation)}; " if operation else "")
+                + f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
+                + (f", {len(result.untracked)} untracked" if result.untracked else ""))
+    lines = [head]
+    lines.append("\nabout your changes:")
     if unread:
         lines.append(f"  the working copy could not be read: {terminal(unread)}")
     elif not result.changed:

@@ -286,6 +286,7 @@ def test_what_says_when_git_cannot_read_the_working_copy(shop, tmp_path):
     assert out.returncode == 0, out.stderr
     about = out.stdout.split("about your changes:")[1].split("recent decisions:")[0]
     assert "the working copy could not be read: git status failed (exit status 3)" in about
+    assert out.stdout.startswith("branch: not known; changed files not known\n")
     assert "no changes" not in about
     data = json.loads(cortex("what", "--json", cwd=shop.path, env=env).stdout)
     assert data["unread"] == "git status failed (exit status 3)" and data["changed"] == []
