@@ -964,6 +964,17 @@ def test_a_ruby_doc_comment_is_its_methods_and_classes(repo, cortex):
     assert subjects(con, "origin.rb", "HttpOrigin.other") == [("origin", "added")]
 
 
+def test_a_shebang_or_magic_comment_is_no_ruby_definitions_doc():
+    """A review: `#!/usr/bin/env ruby` and `# frozen_string_literal: true` at a file's top
+    became the first definition's documentation (its range from line 1, an edit of the magic
+    comment a "docs" change of it). A real doc comment below them is still its."""
+    from cortex_core.lang.symbols import extract_symbols
+    source = (b"#!/usr/bin/env ruby\n# frozen_string_literal: true\ndef first\n  1\nend\n\n"
+              b"# -*- coding: utf-8 -*-\n# Second does two.\nclass Second\nend\n")
+    lines = {s.qualname: (s.start_line, s.end_line) for s in extract_symbols("ruby", source)}
+    assert lines == {"first": (3, 5), "Second": (8, 10)}
+
+
 def test_a_ruby_method_defined_under_a_condition_is_a_symbol(repo, cortex):
     """sinatra-contrib's TestHelpers defines `options` and `patch` inside `unless
     method_defined? :options`, and IndifferentHash `except` with a trailing `if`: 133 defs of

@@ -512,6 +512,20 @@ def _go_doc(node: Node) -> bool:
         node = nxt
 
 
+# A file's first lines that speak to the interpreter, not of the definition below them: a
+# shebang, and Ruby's magic comments (`# frozen_string_literal: true`, `# -*- coding: utf-8 -*-`).
+_RUBY_MAGIC = re.compile(
+    rb"#!|#\s*(-\*-.*-\*-|(frozen_string_literal|encoding|coding|warn_indent|"
+    rb"shareable_constant_value|typed)\s*:)", re.IGNORECASE)
+
+
+def _ruby_doc(node: Node) -> bool:
+    """A comment of the documentation right above a Ruby definition (as `_go_doc`), but not a
+    shebang or a magic comment: a file's first definition held them, and an edit of one was a
+    change of its documentation (a review)."""
+    return not _RUBY_MAGIC.match(node.text or b"") and _go_doc(node)
+
+
 def _py_lambda(node: Node, outer: Node | None) -> _Name | None:
     """`f = lambda x: ...`: a function named by its variable."""
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -719,7 +733,7 @@ _SPECS: dict[str, _Spec] = {
         # RDoc and YARD read the comment lines right above a definition as its documentation,
         # as godoc does.
         leading=frozenset({"comment"}),
-        lead_filter=_go_doc,
+        lead_filter=_ruby_doc,
         lead_into=frozenset({"body_statement"}),
     ),
     "php": _Spec(
