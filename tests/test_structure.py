@@ -1615,6 +1615,20 @@ def test_a_barrels_export_star_imports_each_definition_of_the_module(repo, corte
     assert [(d.path, d.chain[0].line) for d in plus.dependents] == [("src/util/index.ts", 3)]
 
 
+def test_barrels_that_export_each_other_are_no_dependents_of_their_own(repo, cortex):
+    """A review: `a.ts` and `b.ts` `export * from` each other; `a.ts::fa`'s blast listed
+    `a.ts` itself as an importer at depth 2 (through `b.ts`)."""
+    repo.write("src/a.ts", "export * from './b';\nexport function fa() {\n  return 1;\n}\n")
+    repo.write("src/b.ts", "export * from './a';\nexport function fb() {\n  return 2;\n}\n")
+    repo.write("src/use.ts", "import { fa } from './b';\nexport const u = () => fa();\n")
+    repo.commit("cycle", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    found = blast(con, TargetSpec("src/a.ts", "fa"))
+    assert "src/a.ts" not in [d.path for d in found.dependents]
+    assert ("src/b.ts", None) in [(d.path, d.qualname) for d in found.dependents]
+
+
 def test_a_javascript_private_name_is_the_member_of_the_class_around_it(repo, cortex):
     """`ky.#retry()` in a closure of Ky's static method can only be Ky's `#retry`: private names
     are bound by the class body that declares them. Matched by name, as for an unknown receiver,

@@ -351,8 +351,11 @@ def blast(con, spec: TargetSpec, *, depth: int = 2, top_hidden: int = 10,
             for src_file, scope, kind, line, confidence, dst_qual in rows:
                 node = (src_file, scope)
                 if node == start or (src_file == target.file_id and
-                                     (whole_file or _inside(scope, target.qualname))):
-                    continue   # the target's own code
+                                     (whole_file or _inside(scope, target.qualname)
+                                      or (scope is None and kind == "import"))):
+                    # The target's own code; its own file's imports only lead back to it
+                    # (barrels that `export *` each other).
+                    continue
                 link = Link(kind, names.path(src_file), scope, line, names.path(fid), dst_qual,
                             confidence)
                 total = conf * confidence
