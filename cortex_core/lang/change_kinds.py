@@ -57,6 +57,10 @@ _CHAR = r"'(?:\\.[^'\n]{0,8}|[^'\\\n])'"  # a char literal; any other ' is a Rus
 _BLOCK = r"/\*.*?(?:\*/|\Z)"
 _LINE = r"//[^\n]*"
 _HASH = r"\#[^\n]*"
+# PHP 8 reads `#[` as the start of an attribute (`#[Deprecated(...)]`), not of a comment: one
+# punctuation token of its own, tried before the comment, so that an attribute changed is a change
+# of the header and not of the docs (league/csv b063031522 edited a `#[Deprecated]` message).
+_PHP_ATTRIBUTE = r"\#\["
 _TRIPLE = r"(?:'''(?:[^\\]|\\.)*?(?:'''|\Z)|\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z))"
 _BACKTICK = r"`(?:[^`\\]|\\.)*`?"
 
@@ -78,7 +82,7 @@ _JAVASCRIPT = (f"{_LINE}|{_BLOCK}", f"{_DQ}|{_SQ}|{_BACKTICK}")
 _SYNTAX = {
     "python": (_HASH, f"(?:[rRbBuUfF]{{0,2}})(?:{_TRIPLE}|{_DQ}|{_SQ})"),
     "ruby": (_HASH, f"{_DQ}|{_SQ}"),
-    "php": (f"{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
+    "php": (f"{_PHP_ATTRIBUTE}|{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
     "javascript": _JAVASCRIPT, "typescript": _JAVASCRIPT, "tsx": _JAVASCRIPT,
 }
 _LEXERS: dict[str, re.Pattern[str]] = {}
@@ -116,6 +120,11 @@ def _string_first_on_a_line(text: str) -> bool:
 
 
 _SLASH_COMMENTS = ("//", "/*")
+
+
+def _php_comment(token: str) -> bool:
+    """A PHP comment: `//`, `/* */` or `#`, but not the `#[` that opens an attribute."""
+    return token[:2] in _SLASH_COMMENTS or token[0] == "#" and token != "#["
 
 
 # Text whose tokens are kept: a definition's new text is the old text of its next change, at times
@@ -157,9 +166,8 @@ def _lex(text: str, language: str) -> Tokens:
             notes = ["".join(t.split()) for t in raw if t[0] == "#"]
             code = [t for t in raw if t != "\n" and t[0] != "#"]
         elif language == "php":
-            notes = [_note(t) for t in raw if t[0] == "#" or t[:2] in _SLASH_COMMENTS]
-            code = [t for t in raw
-                    if t != "\n" and t[0] != "#" and t[:2] not in _SLASH_COMMENTS]
+            notes = [_note(t) for t in raw if _php_comment(t)]
+            code = [t for t in raw if t != "\n" and not _php_comment(t)]
         else:
             notes = [_note(t) for t in raw if t[:2] in _SLASH_COMMENTS]
             code = [t for t in raw if t != "\n" and t[:2] not in _SLASH_COMMENTS]
