@@ -42,3 +42,60 @@ def test_an_attribute_is_part_of_the_header_not_a_comment(repo, cortex):
     assert subjects(cortex.reader(), "functions.php", "delimiter_detect") == [
         ("comment", "docs"), ("reword the deprecation", "signature"),
         ("deprecate", "signature"), ("detect", "added")]
+
+
+READER = """\
+<?php
+
+/**
+ * League.Csv (https://csv.thephpleague.com)
+ */
+
+declare(strict_types=1);
+
+namespace League\\Csv;
+
+/**
+ * A CSV reader.
+ */
+class Reader
+{
+    /**
+     * Returns the header record.
+     *
+     * @throws SyntaxError
+     */
+    public function getHeader(): array
+    {
+        return $this->header;
+    }
+
+    public function count(): int
+    {
+        return 1;
+    }
+}
+"""
+
+
+def test_a_docblock_belongs_to_the_method_under_it(repo, cortex):
+    """A commit that edits only a method's DocBlock (league/csv a508c338c5 changed a `@throws`)
+    is a docs change of the method, not of its class; a line of the DocBlock is the method's."""
+    repo.write("src/Reader.php", READER)
+    repo.commit("reader")
+    repo.write("src/Reader.php", READER.replace("@throws SyntaxError", "@throws Exception"))
+    repo.commit("document the exception")
+    repo.write("src/Reader.php", READER.replace("@throws SyntaxError", "@throws Exception")
+               .replace("return 1;", "return 2;"))
+    repo.commit("count two")
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "src/Reader.php", "Reader.getHeader") == [
+        ("document the exception", "docs"), ("reader", "added")]
+    assert subjects(con, "src/Reader.php", line=19) == subjects(
+        con, "src/Reader.php", "Reader.getHeader")
+    # The class's own text (its members left out) did not change since it was added.
+    assert [e.change for e in history(con, TargetSpec("src/Reader.php", "Reader")).entries] == [
+        "body", "docs", "added"]
+    # The license block, a blank line above the first declaration, is nobody's.
+    assert history(con, TargetSpec("src/Reader.php", line=4)).target.qualname is None

@@ -42,6 +42,8 @@ Per-language decisions:
   comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
+  A DocBlock right above a definition (no blank line between) belongs to its range, attributes
+  (`#[...]`) too.
 
 Identity: a symbol's qualname tells it from every other symbol of its file. Same-named siblings
 (overloads, redefinitions, a property's accessors) would otherwise share one history, so a
@@ -59,9 +61,10 @@ code uses to name it, kept in `structural_name`) with the tags of it and of its 
 - Any other same-named functions or methods in one scope: the second is "f[2]", the third
   "f[3]". Other kinds stay merged: a reopened namespace, a Rust struct and its impls, TypeScript
   interface merging, a class defined in both branches of an `if` are one symbol each.
-Java definitions take their Javadoc (`/** ... */` right before them) into their range, and Rust
-items their outer doc comments (`///`, `/** */`), as decorators and attributes are elsewhere:
-CodeShovel and reviewers count a doc change as a change of the method.
+Java definitions take their Javadoc (`/** ... */` right before them) into their range, PHP ones
+their DocBlock (`/** ... */` with no blank line before the definition), and Rust items their outer
+doc comments (`///`, `/** */`), as decorators and attributes are elsewhere: CodeShovel and
+reviewers count a doc change as a change of the method.
 
 body_hash(symbol, source): blake2b (8 bytes, hex) of the definition's text (decorators included,
 Symbol.start_byte to end_byte) with every whole-identifier occurrence of its own simple name
@@ -485,6 +488,21 @@ def _javadoc(node: Node) -> bool:
     return (node.text or b"").startswith(b"/**")
 
 
+def _phpdoc(node: Node) -> bool:
+    """A PHP DocBlock (`/** */`) of the declaration it touches: no blank line between them, so a
+    file's license block above its first function, a blank line below it, stays the file's."""
+    text = node.text or b""
+    if not text.startswith(b"/**") or text == b"/**/":
+        return False
+    while True:
+        nxt = node.next_sibling
+        if nxt is None or nxt.start_point[0] > node.end_point[0] + 1:
+            return False
+        if nxt.type != "comment":
+            return True
+        node = nxt
+
+
 def _rust_outer(node: Node) -> bool:
     """An attribute, or an outer doc comment (`///`, `/** */`): the item's after it, as rustdoc
     reads them (`////` and `/***` are plain comments; `//!` documents the enclosing item)."""
@@ -748,6 +766,8 @@ _SPECS: dict[str, _Spec] = {
         containers=frozenset({"program", "namespace_definition", "compound_statement",
                               "declaration_list", "enum_declaration_list", "if_statement",
                               "ERROR"}),
+        leading=frozenset({"comment"}),
+        lead_filter=_phpdoc,
     ),
 }
 
