@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cortex_core.query.blast import fused_related
 from cortex_core.query.history import history
 from cortex_core.query.targets import TargetSpec
 
@@ -99,3 +100,38 @@ def test_a_docblock_belongs_to_the_method_under_it(repo, cortex):
         "body", "docs", "added"]
     # The license block, a blank line above the first declaration, is nobody's.
     assert history(con, TargetSpec("src/Reader.php", line=4)).target.qualname is None
+
+
+READER_TEST = """\
+<?php
+
+namespace League\\Csv;
+
+final class ReaderTest extends TestCase
+{
+    public function testGetHeader(): void
+    {
+        self::assertSame([], Reader::from('a.csv')->getHeader());
+    }
+
+    public function testCount(): void
+    {
+        self::assertCount(1, Reader::from('a.csv'));
+    }
+}
+"""
+
+
+def test_a_phpunit_test_beside_its_class_is_a_test(repo, cortex):
+    """PHPUnit's tests are `*Test.php`, in tests/ or beside the class (league/csv keeps
+    src/ReaderTest.php next to src/Reader.php): their test methods are the twins of the methods
+    they are named for, as `testParse` is `parse`'s in a Java `*Test.java`."""
+    repo.write("src/Reader.php", READER)
+    repo.write("src/ReaderTest.php", READER_TEST)
+    repo.commit("reader")
+    repo.write("src/Reader.php", READER.replace("return 1;", "return 2;"))
+    repo.commit("count two")
+    cortex.index()
+    found = fused_related(cortex.reader(), TargetSpec("src/Reader.php", "Reader.getHeader"))
+    twins = [(p.qualname, p.relation) for p in found.symbols if p.twin]
+    assert twins == [("ReaderTest.testGetHeader", "same name")]
