@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from cortex_core.errors import NotFound
 from cortex_core.query.blast import fused_related
 from cortex_core.query.history import history
-from cortex_core.query.targets import TargetSpec
+from cortex_core.query.targets import TargetSpec, parse_target, resolve
 
 
 def subjects(con, path, symbol=None, line=None):
@@ -135,3 +138,23 @@ def test_a_phpunit_test_beside_its_class_is_a_test(repo, cortex):
     found = fused_related(cortex.reader(), TargetSpec("src/Reader.php", "Reader.getHeader"))
     twins = [(p.qualname, p.relation) for p in found.symbols if p.twin]
     assert twins == [("ReaderTest.testGetHeader", "same name")]
+
+
+def test_names_as_php_writes_them(repo, cortex):
+    """A PHP stack trace says `League\\Csv\\Reader->getHeader()`, a PHP reviewer
+    `Reader::getHeader` and, names being case-insensitive in PHP, maybe `getheader`."""
+    repo.write("src/Reader.php", READER)
+    repo.commit("reader")
+    cortex.index()
+    con = cortex.reader()
+    for written in ("src/Reader.php::League\\Csv\\Reader->getHeader",
+                    "src/Reader.php::\\League\\Csv\\Reader::getHeader",
+                    "src/Reader.php::Reader::getHeader"):
+        assert resolve(con, parse_target(written)).qualname == "Reader.getHeader", written
+    with pytest.raises(NotFound) as missed:
+        resolve(con, parse_target("src/Reader.php::getheader"))
+    assert str(missed.value).startswith(
+        "no symbol 'getheader' in src/Reader.php; did you mean: src/Reader.php::Reader.getHeader")
+    # The name as written, not with every backslash doubled by repr.
+    with pytest.raises(NotFound, match=r"^no file 'src\\Csv\\Nope.php' in the index"):
+        resolve(con, parse_target("src\\Csv\\Nope.php::Nope"))

@@ -60,13 +60,19 @@ def parse_target(text: str) -> TargetSpec:
         path, _, symbol = text.partition("::")
         if not path or not symbol.strip():
             raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
-        # Accept the separators other tools print: `Class::method`, `Class#method`.
+        # Accept the separators other tools print: `Class::method`, `Class#method`, PHP's
+        # `Class->method` (its stack traces).
         symbol = symbol.strip()
         # Outside a tag (a C++ parameter list keeps its `::`).
         cut = min((i for i in (symbol.find("("), symbol.find("[")) if i >= 0), default=len(symbol))
         # A `#` after a name separates; any other is part of the name: a JavaScript private
         # member, `Ky.#retry` or a bare `#retry`, is named with its `#`.
-        name = _HASH_SEPARATOR.sub(".", symbol[:cut].replace("::", "."))
+        name = _HASH_SEPARATOR.sub(".", symbol[:cut].replace("::", ".").replace("->", "."))
+        # A PHP namespace (`League\Csv\Reader.getHeader`, `\Foo`): namespaces do not qualify
+        # PHP names (lang/symbols.py), and no language's qualified name holds a backslash.
+        name = name.rsplit("\\", 1)[-1]
+        if not name:
+            raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
         return TargetSpec(path, name + symbol[cut:])
     match = _LINE.match(text)
     if match:
@@ -134,7 +140,7 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
         difflib.get_close_matches(path, paths, n=5, cutoff=0.6)
     hint = f"; did you mean: {', '.join(_shown(p) for p in close)}" if close else ""
-    _not_found(con, f"no file {path!r} in the index{hint}")
+    _not_found(con, f"no file {_quoted(path)} in the index{hint}")
 
 
 def _not_found(con: apsw.Connection, message: str) -> NoReturn:
@@ -147,6 +153,13 @@ def _not_found(con: apsw.Connection, message: str) -> NoReturn:
     from cortex_core.dates import reach
     raise NotFound(f"{message} ({reach(None, until)}: no index run has reached HEAD)",
                    Hint("continue"))
+
+
+def _quoted(name: str) -> str:
+    """A name the user gave, in quotes as written: repr's escapes only where a terminal would not
+    show it (repr doubled every backslash of `League\\Csv\\Reader`, a name nobody typed)."""
+    from cortex_core.text.sanitize import terminal
+    return f"'{name}'" if terminal(name) == name and "'" not in name else repr(name)
 
 
 def _shown(name: str) -> str:
@@ -196,7 +209,12 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
     suffix = [r for r in rows if r[3] and r[1].endswith("." + name)]
     import difflib
     names = [r[1] for r in rows]
-    close = [r[1] for r in suffix][:5] or difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    # The name in another case first (`getheader` for `getHeader`: PHP's names, and SQL's, are
+    # not case-sensitive, and difflib's ratio counts each changed letter against them).
+    lower = name.lower()
+    cased = [q for q in names if q.lower() == lower or q.lower().endswith("." + lower)]
+    close = [r[1] for r in suffix][:5] or (cased + [
+        q for q in difflib.get_close_matches(name, names, n=5, cutoff=0.5) if q not in cased])[:5]
     elsewhere = [p for (p,) in con.execute(
         "select f.path from symbols s join files f on f.id = s.file_id"
         " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
@@ -211,7 +229,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         # The structure pass read the working tree's version, which defines it.
         hint = (": the working tree's version of the file defines it, but no commit has it"
                 " yet, so it has no history (it will once committed and indexed)")
-    _not_found(con, f"no symbol {name!r} in {path}{hint}")
+    _not_found(con, f"no symbol {_quoted(name)} in {path}{hint}")
 
 
 def file_level_reason(con: apsw.Connection, file_id: int) -> str | None:
