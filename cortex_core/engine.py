@@ -778,7 +778,7 @@ class Snapshot:
         settings = self._settings()
         return what(self.con, self.root, top_k=top_k,
                     half_life_days=settings.hotspots.half_life_days,
-                    clock=clock or settings.time.clock)
+                    clock=clock or settings.time.clock, settings=settings.index)
 
     def status(self):
         from dataclasses import replace

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from cortex_core.errors import NotFound
-from cortex_core.query.blast import fused_related
+from cortex_core.features.what import what
+from cortex_core.query.blast import blast, fused_related
 from cortex_core.query.history import history
 from cortex_core.query.targets import TargetSpec, parse_target, resolve
 
@@ -158,3 +164,42 @@ def test_names_as_php_writes_them(repo, cortex):
     # The name as written, not with every backslash doubled by repr.
     with pytest.raises(NotFound, match=r"^no file 'src\\Csv\\Nope.php' in the index"):
         resolve(con, parse_target("src\\Csv\\Nope.php::Nope"))
+
+
+def test_without_structure_dependents_are_unknown_not_none(repo, cortex):
+    """PHP has symbol history but no structure pass: blast cannot know who calls
+    Reader::getHeader, so it must not say "0 dependents", nor call what changes with it
+    "no structural link" (ReaderTest.php calls it in every test)."""
+    for n in range(3):
+        repo.write("src/Reader.php", READER.replace("return 1;", f"return {n};"))
+        repo.write("src/ReaderTest.php", READER_TEST.replace("assertCount(1", f"assertCount({n}"))
+        repo.commit(f"count {n}")
+    cortex.index()
+    found = blast(cortex.reader(), TargetSpec("src/Reader.php"))
+    assert not found.dependents_known and found.dependents == []
+    assert [h.path for h in found.hidden] == ["src/ReaderTest.php"]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for command, said in (("blast", "dependents not known"), ("callers", ": not known")):
+        out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", command, "src/Reader.php",
+                              "--db", str(cortex.db)], cwd=repo.path, env=env, text=True,
+                             capture_output=True, check=True).stdout
+        assert said in out.splitlines()[0], out
+        assert "0 dependents" not in out and "no structural link" not in out, out
+
+
+def test_what_touches_the_symbols_the_diff_touches(repo, cortex):
+    """`cortex what` lists the hot spots you are touching: a one-line edit of getHeader touches
+    getHeader, its class and its file, not every method of the file (league/csv: an edit of
+    Reader::getHeader listed getLastRecord, setHeader and getDocument)."""
+    for n in range(3):
+        repo.write("src/Reader.php", READER.replace("return 1;", f"return {n};")
+                   .replace("return $this->header;", f"return $this->header ?? {n};"))
+        repo.commit(f"change {n}", days_ago=3 - n)
+    cortex.index()
+    (repo.path / "src/Reader.php").write_text(
+        READER.replace("return 1;", "return 2;").replace("return $this->header;",
+                                                         "return $this->header ?? 9;"))
+    found = what(cortex.reader(), repo.path)
+    assert {(h.path, h.qualname) for h in found.hotspots} == {
+        ("src/Reader.php", None), ("src/Reader.php", "Reader"),
+        ("src/Reader.php", "Reader.getHeader")}

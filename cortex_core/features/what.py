@@ -3,8 +3,9 @@
 Three groups: about your changes (notes on the files you changed, then the commits that shaped
 them — fixes and features first, recent first), recent decisions (the latest commits that explain
 themselves with a body, and the latest notes), and hot spots you are touching (hotspots among
-the changed files and their symbols). "Recent" counts back from the repository's own clock by
-default (clock.py).
+the changed files, and among the symbols the uncommitted diff touches and the classes holding
+them: working_changes reads the diff as the indexer reads a commit). "Recent" counts back from
+the repository's own clock by default (clock.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_core.clock import DEFAULT, Clock, clock as read_clock
+from cortex_core.config import IndexSettings
+from cortex_core.query.working_changes import working_changes
 from cortex_core.query.files import file_ids
 from cortex_core.query.history import CommitRef, commit_ref, commits_touching, explained_commits
 from cortex_core.index.messages import why
@@ -54,7 +57,7 @@ class What:
 
 def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
          workspace: Workspace | None = None, clock: str = DEFAULT,
-         now: float | None = None) -> What:
+         now: float | None = None, settings: IndexSettings | None = None) -> What:
     used = read_clock(con, clock, now)
     ws = workspace if workspace is not None else with_renames(read_workspace(repo_root),
                                                               repo_root)
@@ -65,7 +68,7 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
     return What(ws.branch, changed, ws.untracked, _unique_notes(notes)[:top_k],
                 _about(con, ids, top_k, used.now), _decisions(con, top_k),
                 list_notes(con, repo_root)[:top_k],
-                _hot(con, set(ids), half_life_days, top_k, used.now),
+                _hot(con, repo_root, set(ids), half_life_days, top_k, used.now, settings),
                 tuple(p for p in changed if p not in ids and ws.renamed_from(p) not in ids),
                 used, operation_in_progress(repo_root),   # a staged rename: its old path
                 ws.unread)
@@ -110,13 +113,40 @@ def _commit(row, files: tuple[str, ...]) -> WhatCommit:
     return WhatCommit(ref, why(row[5], row[8] or "") or "", files)
 
 
-def _hot(con, paths: set[str], half_life_days: float, top_k: int,
-         now: float) -> list[Hotspot]:
-    """Hotspots among the changed (and indexed) files and their symbols: one ranking of the
-    whole index (a query per changed file would aggregate the history once per file), then
-    filtered."""
+def _hot(con, repo_root: Path, paths: set[str], half_life_days: float, top_k: int,
+         now: float, settings: IndexSettings | None) -> list[Hotspot]:
+    """Hotspots among the changed (and indexed) files, and the symbols of theirs that the diff
+    touches: one ranking of the whole index (a query per changed file would aggregate the
+    history once per file), then filtered. Every symbol of a changed file counted as touched
+    once: a one-line edit of Reader::getHeader (league/csv) listed getLastRecord, setHeader and
+    getDocument as hot spots being touched."""
     if not paths:
         return []
     found = hotspots(con, half_life_days=half_life_days, top_k=1_000_000, now=now)
-    mine = [h for h in found.symbols + found.files if h.path in paths]
+    touched = _touched(con, repo_root, paths, settings)
+    mine = [h for h in found.files if h.path in paths] + [
+        h for h in found.symbols if h.path in paths and h.qualname is not None
+        and (h.path not in touched or _holds(h.qualname, touched[h.path]))]
     return sorted(mine, key=lambda h: -h.score)[:top_k]
+
+
+def _touched(con, repo_root: Path, paths: set[str], settings: IndexSettings | None
+             ) -> dict[str, set[str]]:
+    """Per changed file whose symbols were read, the qualified names (at the indexed HEAD) of
+    those the uncommitted diff touches. A file left out (not read: skipped, past the bounds)
+    keeps all its symbols, as nothing says which were touched."""
+    changes = working_changes(con, repo_root, settings)
+    if changes.truncated:
+        return {}
+    unread = {p for p in paths for s in changes.skipped if s.startswith(p + " (")}
+    touched: dict[str, set[str]] = {p: set() for p in paths - unread}
+    for path, qualname in changes.symbols:
+        if path in touched:
+            touched[path].add(qualname)
+    return touched
+
+
+def _holds(qualname: str, touched: set[str]) -> bool:
+    """Whether the symbol was touched itself or holds one that was (a class whose method was
+    edited changed too: its history rolls up its members')."""
+    return qualname in touched or any(q.startswith(qualname + ".") for q in touched)
