@@ -203,3 +203,45 @@ def test_what_touches_the_symbols_the_diff_touches(repo, cortex):
     assert {(h.path, h.qualname) for h in found.hotspots} == {
         ("src/Reader.php", None), ("src/Reader.php", "Reader"),
         ("src/Reader.php", "Reader.getHeader")}
+
+
+STYLE = """\
+<?php
+
+function badge(string $label): string
+{
+    $css = <<<CSS
+        .badge { color: #fff; background: url(//cdn.example/a.png); }
+        CSS;
+    $html = <<<'HTML'
+    <span class="badge">/* {$label} */</span>
+    HTML;
+    return $html . $css; # the badge
+}
+"""
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_a_heredoc_is_a_string_not_comments(repo, cortex):
+    """A heredoc's or nowdoc's text is a string: `#fff`, `//cdn` and `/* */` in it are no
+    comments, so editing them changes the code, not the docs."""
+    repo.write("badge.php", STYLE)
+    repo.commit("badge")
+    repo.write("badge.php", STYLE.replace("#fff", "#000"))
+    repo.commit("black")
+    repo.write("badge.php", STYLE.replace("#fff", "#000").replace("//cdn", "//img"))
+    repo.commit("images")
+    repo.write("badge.php", STYLE.replace("#fff", "#000").replace("//cdn", "//img")
+               .replace("/* {$label} */", "/* {$label}! */"))
+    repo.commit("shout")
+    repo.write("badge.php", STYLE.replace("#fff", "#000").replace("//cdn", "//img")
+               .replace("/* {$label} */", "/* {$label}! */").replace("# the badge", "# a badge"))
+    repo.commit("comment")
+    cortex.index()
+    assert subjects(cortex.reader(), "badge.php", "badge") == [
+        ("comment", "docs"), ("shout", "body"), ("images", "body"), ("black", "body"),
+        ("badge", "added")]
+    # Unclosed openers take the rest of the text: one search each, not one per line after.
+    from cortex_core.lang.change_kinds import tokens
+    for hostile in ("<<<A\n" * 100_000, "<<<A\nA\n" * 100_000, "<<<'" * 100_000):
+        tokens(hostile, "php")

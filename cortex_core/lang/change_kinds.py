@@ -152,8 +152,36 @@ def tokens(text: str, language: str) -> Tokens:
     return found
 
 
+# A PHP heredoc or nowdoc's opening line: `<<<EOT`, `<<<"EOT"`, `<<<'EOT'`. Its text runs to the
+# first line that starts (after blanks: PHP 7.3) with the identifier not followed by a word
+# character. The lexer's patterns have no back references (one group, for findall), so such a
+# string is cut out before lexing the text around it.
+_HEREDOC = re.compile(r"<<<[ \t]*([\"']?)([A-Za-z_\x80-\uffff][\w\x80-\uffff]*)\1\r?\n")
+
+
+def _php_raw(text: str, lexer: re.Pattern[str]) -> list[str]:
+    """PHP's raw tokens, each heredoc or nowdoc one string token: its text is no code, so a
+    `#fff` or a `/* */` in it is no comment (they were read as one: a colour changed in a
+    heredoc was a docs change). Linear: an opening line without its closing one takes the rest
+    of the text, as an unterminated quote does."""
+    raw: list[str] = []
+    at = 0
+    while (opened := _HEREDOC.search(text, at)) is not None:
+        close = re.compile(rf"^[ \t]*{re.escape(opened.group(2))}(?![\w\x80-\uffff])",
+                           re.M).search(text, opened.end())
+        end = close.end() if close is not None else len(text)
+        raw += lexer.findall(text, at, opened.start())
+        raw.append(text[opened.start():end])
+        at = end
+    raw += lexer.findall(text, at)
+    return raw
+
+
 def _lex(text: str, language: str) -> Tokens:
-    raw = _lexer_of(language).findall(text)
+    if language == "php" and "<<<" in text:
+        raw = _php_raw(text, _lexer_of(language))
+    else:
+        raw = _lexer_of(language).findall(text)
     if "" in raw:   # blanks that no token followed (_lexer)
         raw = [t for t in raw if t]
     if language == "python" and _string_first_on_a_line(text):
