@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cortex_core.dates import date, on_clock, reach, relative_time, shallow_reach, window
-from cortex_core.text.sanitize import terminal
+from cortex_core.text.sanitize import quoted, terminal
 
 if TYPE_CHECKING:  # types only: importing .ingest would load pygit2 for every command
     from cortex_core.api import CommitRef, History, Hotspots, IndexSummary, Status
@@ -327,7 +327,7 @@ def _snippet(text: str, width: int = 100) -> str:
 
 def search(result, now: float, explain: bool) -> str:
     lines = [f"{len(result.hits)} result{'s' if len(result.hits) != 1 else ''} for "
-             f"{_clip(result.query, 60)!r} ({result.mode}; {result.candidates} candidates)"]
+             f"{quoted(_clip(result.query, 60))} ({result.mode}; {result.candidates} candidates)"]
     if result.note:
         lines.append(f"note: {result.note}")
     for n, hit in enumerate(result.hits, 1):

@@ -15,6 +15,8 @@ from cortex_core.query.blast import blast, fused_related
 from cortex_core.query.history import history
 from cortex_core.query.targets import TargetSpec, parse_target, resolve
 
+PROJECT = Path(__file__).resolve().parent.parent
+
 
 def subjects(con, path, symbol=None, line=None):
     found = history(con, TargetSpec(path, symbol, line))
@@ -164,6 +166,10 @@ def test_names_as_php_writes_them(repo, cortex):
     # The name as written, not with every backslash doubled by repr.
     with pytest.raises(NotFound, match=r"^no file 'src\\Csv\\Nope.php' in the index"):
         resolve(con, parse_target("src\\Csv\\Nope.php::Nope"))
+    out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "search", "League\\Csv\\Reader",
+                          "--db", str(cortex.db)], cwd=repo.path, text=True, capture_output=True,
+                         env=dict(os.environ, PYTHONPATH=str(PROJECT)), check=True).stdout
+    assert out.startswith("1 result for 'League\\Csv\\Reader' ("), out
 
 
 def test_without_structure_dependents_are_unknown_not_none(repo, cortex):
@@ -178,7 +184,7 @@ def test_without_structure_dependents_are_unknown_not_none(repo, cortex):
     found = blast(cortex.reader(), TargetSpec("src/Reader.php"))
     assert not found.dependents_known and found.dependents == []
     assert [h.path for h in found.hidden] == ["src/ReaderTest.php"]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env = dict(os.environ, PYTHONPATH=str(PROJECT))
     for command, said in (("blast", "dependents not known"), ("callers", ": not known")):
         out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", command, "src/Reader.php",
                               "--db", str(cortex.db)], cwd=repo.path, env=env, text=True,

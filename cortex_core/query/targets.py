@@ -59,7 +59,7 @@ def parse_target(text: str) -> TargetSpec:
     if "::" in text:
         path, _, symbol = text.partition("::")
         if not path or not symbol.strip():
-            raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
+            raise CortexError(f"bad target {quoted(text)}: expected PATH::SYMBOL")
         # Accept the separators other tools print: `Class::method`, `Class#method`, PHP's
         # `Class->method` (its stack traces).
         symbol = symbol.strip()
@@ -72,13 +72,13 @@ def parse_target(text: str) -> TargetSpec:
         # PHP names (lang/symbols.py), and no language's qualified name holds a backslash.
         name = name.rsplit("\\", 1)[-1]
         if not name:
-            raise CortexError(f"bad target {text!r}: expected PATH::SYMBOL")
+            raise CortexError(f"bad target {quoted(text)}: expected PATH::SYMBOL")
         return TargetSpec(path, name + symbol[cut:])
     match = _LINE.match(text)
     if match:
         line = int(match.group("line")) if len(match.group("line")) <= 9 else 10**9
         if line < 1 or line >= 10**9:
-            raise CortexError(f"bad line number in {text[:200]!r}: lines start at 1"
+            raise CortexError(f"bad line number in {quoted(text[:200])}: lines start at 1"
                               " and stop before 1,000,000,000")
         return TargetSpec(match.group("path"), line=line)
     return TargetSpec(text)
@@ -140,7 +140,7 @@ def _file_id(con: apsw.Connection, path: str) -> int:
     close = [p for p in paths if p.rsplit("/", 1)[-1] == base][:5] or \
         difflib.get_close_matches(path, paths, n=5, cutoff=0.6)
     hint = f"; did you mean: {', '.join(_shown(p) for p in close)}" if close else ""
-    _not_found(con, f"no file {_quoted(path)} in the index{hint}")
+    _not_found(con, f"no file {quoted(path)} in the index{hint}")
 
 
 def _not_found(con: apsw.Connection, message: str) -> NoReturn:
@@ -155,11 +155,10 @@ def _not_found(con: apsw.Connection, message: str) -> NoReturn:
                    Hint("continue"))
 
 
-def _quoted(name: str) -> str:
-    """A name the user gave, in quotes as written: repr's escapes only where a terminal would not
-    show it (repr doubled every backslash of `League\\Csv\\Reader`, a name nobody typed)."""
-    from cortex_core.text.sanitize import terminal
-    return f"'{name}'" if terminal(name) == name and "'" not in name else repr(name)
+def quoted(text: str) -> str:
+    """The user's text as written, quoted (sanitize.quoted; imported only for a message)."""
+    from cortex_core.text import sanitize
+    return sanitize.quoted(text)
 
 
 def _shown(name: str) -> str:
@@ -229,7 +228,7 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         # The structure pass read the working tree's version, which defines it.
         hint = (": the working tree's version of the file defines it, but no commit has it"
                 " yet, so it has no history (it will once committed and indexed)")
-    _not_found(con, f"no symbol {_quoted(name)} in {path}{hint}")
+    _not_found(con, f"no symbol {quoted(name)} in {path}{hint}")
 
 
 def file_level_reason(con: apsw.Connection, file_id: int) -> str | None:

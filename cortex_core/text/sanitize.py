@@ -69,6 +69,13 @@ def terminal(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in replace_surrogates(text))
 
 
+def quoted(text: str) -> str:
+    """Text the user gave, quoted for a one-line message as written: repr's escapes only where a
+    terminal would not show it (repr doubles every backslash: `League\\Csv\\Reader`, a PHP
+    name, read `League\\\\Csv\\\\Reader`, which nobody typed)."""
+    return f"'{text}'" if text.isprintable() and "'" not in text else repr(text)
+
+
 # -- markdown ----------------------------------------------------------------------------------
 
 # What could turn untrusted text into markup: emphasis, code, links and images (brackets), HTML
