@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from cortex_core.errors import (CortexError, DamagedStore, Hint, StoreBusy, StoreError,
-                                StoreIOError)
+from cortex_core.errors import (CortexError, DamagedStore, Hint, NotFound, StoreBusy,
+                                StoreError, StoreIOError)
 from cortex_core.operations import BY_REQUEST
 
 if TYPE_CHECKING:
@@ -207,11 +207,28 @@ class Engine:
         spec = parse_target(text)
         working = repo_relative(spec.path, self.root, cwd=cwd)
         try:
-            path = self.indexed_path(self.reader(), working)
+            con = self.reader()
+            path = self.indexed_path(con, working)
         except CortexError:   # no index yet: the query says so
             path = working
+        else:
+            self._not_new(con, path)
         spec = TargetSpec(path, spec.symbol, spec.line)
         return self._at_head(spec, working) if spec.line is not None else spec
+
+    def _not_new(self, con, path: str) -> None:
+        """Raises NotFound, saying why, for a file of the working tree that no indexed commit
+        holds: the lookup's own miss suggested other files ("did you mean: src/Writer.php") for
+        a file right there on disk."""
+        from cortex_core.query.targets import find, quoted
+        if find(con, path) is not None or not (self.root / path).is_file():
+            return
+        from cortex_core.store.store import history_until
+        if history_until(con) is not None:
+            return   # the first run has not reached HEAD: the lookup says so
+        raise NotFound(f"no file {quoted(path)} in the index: it is in the working tree, but no "
+                       "indexed commit holds it (a new file has history once committed and "
+                       "indexed)")
 
     def indexed_path(self, con, path: str) -> str:
         """A working copy's path as the index knows it: itself, or, for a path the index does

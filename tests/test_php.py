@@ -251,3 +251,19 @@ def test_a_heredoc_is_a_string_not_comments(repo, cortex):
     from cortex_core.lang.change_kinds import tokens
     for hostile in ("<<<A\n" * 100_000, "<<<A\nA\n" * 100_000, "<<<'" * 100_000):
         tokens(hostile, "php")
+
+
+def test_a_new_file_is_said_to_be_new(repo, cortex):
+    """A file of the working tree that no indexed commit holds is new: the miss used to suggest
+    other files ("did you mean: src/Writer.php") for a file right there on disk."""
+    repo.write("src/Reader.php", READER)
+    repo.commit("reader")
+    cortex.index()
+    (repo.path / "src/Fresh.php").write_text("<?php\nfunction fresh() { return 1; }\n")
+    for target in ("src/Fresh.php", "src/Fresh.php:2", "src/Fresh.php::fresh"):
+        out = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "history", target,
+                              "--db", str(cortex.db)], cwd=repo.path, text=True,
+                             capture_output=True, env=dict(os.environ, PYTHONPATH=str(PROJECT)))
+        assert out.returncode == 1 and out.stderr == (
+            "cortex: no file 'src/Fresh.php' in the index: it is in the working tree, but no "
+            "indexed commit holds it (a new file has history once committed and indexed)\n"), out
