@@ -22,13 +22,9 @@ CHANGES = {
        "of their old name, and names made plural, private or unexported, are followed",
     3: "a Go `type ( ... )` group of one type starts at its `type` line",
     4: "a file committed with conflict markers is read as one side of its conflicts",
-    5: "the definitions of a C header inside `extern \"C\" { ... }` are read; a Ruby method of the "
-       "class itself (`def self.x`, `class << self`) is `x[self]`, apart from the instance "
-       "method x; Ruby definitions take the comment lines right above them; a one-line or "
-       "endless Ruby method's code after its parameters is its body, not its signature; a Ruby "
-       "method defined under a condition (`unless method_defined?`, a trailing `if`) is a "
-       "symbol; an edit of a JavaScript or TypeScript arrow function after its `=>` is a body "
-       "change, not a signature change",
+    5: "C headers' `extern \"C\"` blocks; Ruby class methods (`x[self]`), doc comments, "
+       "one-line and conditional methods; JavaScript arrow functions' headers; PHP attributes, "
+       "DocBlocks and heredocs",
 }
 
 
