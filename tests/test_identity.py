@@ -964,6 +964,23 @@ def test_a_ruby_doc_comment_is_its_methods_and_classes(repo, cortex):
     assert subjects(con, "origin.rb", "HttpOrigin.other") == [("origin", "added")]
 
 
+def test_a_function_in_a_type_assertion_is_its_variables():
+    """ky's `const ky = ((input, options) => …) as KyInterface;` was no symbol: its history had
+    a false "deleted" and "added" where it gained and lost the assertion. A function value in
+    parentheses, `as`, `satisfies` or `!` takes its variable's name; its header ends at its
+    own arrow, so an edit of its body is a body change."""
+    from cortex_core.lang.symbols import extract_symbols
+    source = (b"const ky = ((input, options) => {\n  const inner = () => 1;\n  return go(input);\n"
+              b"}) as KyInterface;\nexport const b = (() => 1) satisfies F;\nconst c = ((x) => x)!;\n"
+              b"class K {\n  run = ((n: number) => n) as R;\n}\nconst n = (1 + 2) as number;\n")
+    found = [(s.qualname, s.kind, s.start_line) for s in extract_symbols("typescript", source)]
+    assert found == [("ky", "function", 1), ("ky.inner", "function", 2), ("b", "function", 5),
+                     ("c", "function", 6), ("K", "class", 7), ("K.run", "method", 8)]
+    old = b"const ky = ((input, options) => {\n  return go(input);\n}) as KyInterface;"
+    assert change_kind(old, old.replace(b"go(input)", b"go(input, 1)"), "typescript") == "body"
+    assert change_kind(old, old.replace(b", options", b""), "typescript") == "signature"
+
+
 def test_a_shebang_or_magic_comment_is_no_ruby_definitions_doc():
     """A review: `#!/usr/bin/env ruby` and `# frozen_string_literal: true` at a file's top
     became the first definition's documentation (its range from line 1, an edit of the magic

@@ -23,7 +23,8 @@ CHANGES = {
     3: "a Go `type ( ... )` group of one type starts at its `type` line",
     4: "a file committed with conflict markers is read as one side of its conflicts",
     5: "C headers' `extern \"C\"` blocks; Ruby class methods (`x[self]`), doc comments, "
-       "one-line and conditional methods; JavaScript arrow functions' headers; PHP attributes, "
+       "one-line and conditional methods; JavaScript arrow functions' headers, and functions in "
+       "a TypeScript assertion (`as T`); PHP attributes, "
        "DocBlocks and heredocs",
 }
 

@@ -366,6 +366,18 @@ def _arrow_end(code: list[str]) -> int | None:
         elif depth == 0 and t == "=" and _assigns(code, i):
             start = i + 1
             break
+    # A value in parentheses, `((a) => a) as T` (a TypeScript assertion): the arrow inside.
+    for skip in range(4):
+        if skip and code[start + skip - 1:start + skip] != ["("]:
+            return None
+        end = _arrow_after(code, start + skip)
+        if end is not None:
+            return end
+    return None
+
+
+def _arrow_after(code: list[str], start: int) -> int | None:
+    """_arrow_end's search from `start`, the beginning of the value."""
     depth, opened_at, type_start = 0, -1, -1   # type_start: where a type may begin
     for i in range(start, len(code)):
         t = code[i]

@@ -14,8 +14,9 @@ Per-language decisions:
 - Python: defs in module, class and function bodies and in their if/try/with blocks; the range of
   a decorated definition starts at its first decorator. `f = lambda ...` is a function f.
 - JavaScript/TypeScript/TSX: `const f = () => {}` / `function () {}` / `class {}` assigned to a
-  variable (anywhere a statement list is walked) takes the variable's name; class fields holding
-  functions are methods; an anonymous `export default` function or class is named "default";
+  variable (anywhere a statement list is walked) takes the variable's name, also in parentheses
+  or a type assertion (`((a) => a) as T`, `satisfies T`); class fields holding functions are
+  methods; an anonymous `export default` function or class is named "default";
   `export`, `declare` and decorators belong to the range. Object-literal methods, overload
   signatures, abstract method signatures and interface members are not symbols.
 - Go: methods are qualified by their receiver type without pointer or type arguments
@@ -210,9 +211,25 @@ _JS_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function",
 _JS_CLASSES = frozenset({"class"})
 
 
+# What a TypeScript value may be wrapped in without being another value: `(() => {}) as T`,
+# `satisfies T`, `f!`, parentheses. ky's `const ky = ((…) => …) as KyInterface` was no symbol.
+_VALUE_WRAPPERS = frozenset({"as_expression", "satisfies_expression", "parenthesized_expression",
+                             "non_null_expression"})
+
+
+def _js_value(node: Node, field_name: str = "value") -> Node | None:
+    """The node's value, unwrapped of type assertions and parentheses."""
+    value = node.child_by_field_name(field_name)
+    for _ in range(8):   # a few layers at most: `((f) as unknown) as T`
+        if value is None or value.type not in _VALUE_WRAPPERS or not value.named_children:
+            break
+        value = value.named_children[0]
+    return value
+
+
 def _js_variable(node: Node, outer: Node | None) -> _Name | None:
     """`const f = () => {}`: a function (or class) named by its variable."""
-    value = node.child_by_field_name("value")
+    value = _js_value(node)
     name = node.child_by_field_name("name")
     if value is None or name is None or name.type != "identifier":
         return None
@@ -229,7 +246,7 @@ def _js_variable(node: Node, outer: Node | None) -> _Name | None:
 def _js_field(field_name: str) -> _Namer:
     """A class field holding a function is a method."""
     def namer(node: Node, outer: Node | None) -> _Name | None:
-        value = node.child_by_field_name("value")
+        value = _js_value(node)
         if value is None or value.type not in _JS_FUNCTIONS:
             return None
         parts = _name_parts(node.child_by_field_name(field_name))
@@ -239,7 +256,7 @@ def _js_field(field_name: str) -> _Namer:
 
 def _js_default_export(node: Node, outer: Node | None) -> _Name | None:
     """`export default function () {}` / `export default class {}` is named "default"."""
-    value = node.child_by_field_name("value")
+    value = _js_value(node)
     if value is None:
         return None
     if value.type in _JS_FUNCTIONS:
@@ -621,7 +638,7 @@ _JS_DEFS = {
     "export_statement": _Def("function", _js_default_export),
 }
 _JS_CONTAINERS = frozenset({"program", "statement_block", "class_body", "class", "ERROR",
-                            *_JS_FUNCTIONS})
+                            *_JS_FUNCTIONS, *_VALUE_WRAPPERS})   # into `((a) => …) as T`
 _JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration"})
 
 _TS = _Spec(
