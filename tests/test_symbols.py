@@ -611,6 +611,32 @@ end
     ]
 
 
+def test_ruby_methods_of_the_class_and_of_other_objects():
+    """A review: `def A.y` inside `class A` was "A.A.y" (it is `def self.y`), and `def obj.z` and
+    `class << other` took the instance method's identity or the class's tag, so the instance
+    method `z` became "A.z[2]" by order in the file."""
+    source = b"""class A
+  def x; 1; end
+  def self.x; 2; end
+  def A.y; 3; end
+  def obj.z; 4; end
+  def z; 5; end
+  class << other
+    def w; end
+  end
+  def w; end
+end
+module M
+  class B
+    def B.k; end
+  end
+end
+"""
+    assert [(s.qualname, s.start_line) for s in extract_symbols("ruby", source)] == [
+        ("A", 1), ("A.x", 2), ("A.x[self]", 3), ("A.y[self]", 4), ("A.z[obj]", 5), ("A.z", 6),
+        ("A.w[other]", 8), ("A.w", 10), ("M", 12), ("M.B", 13), ("M.B.k[self]", 14)]
+
+
 def test_php():
     source = '''\
 <?php

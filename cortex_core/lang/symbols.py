@@ -37,8 +37,9 @@ Per-language decisions:
   qualified by its written scope and is a method unless that scope is a namespace defined in the
   same file; the range of a template includes its `template<...>` line.
 - Ruby: `def self.x` and methods of `class << self` are "Class.x" (with the tag `[self]`, see
-  Identity); `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a function,
-  a def in a class or module a method, also under a condition (`unless method_defined? :x`,
+  Identity), and so is `def A.x` inside `class A`; `def obj.x` and methods of `class << obj`
+  are tagged `[obj]`; `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a
+  function, a def in a class or module a method, also under a condition (`unless method_defined? :x`,
   `def x ... end if cond`). `[]` and `[]=` are names. A definition takes the
   comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
@@ -305,16 +306,47 @@ def _rust_impl(node: Node, outer: Node | None) -> _Name | None:
 
 
 def _ruby_singleton_method(node: Node, outer: Node | None) -> _Name | None:
-    """`def self.x` is x of the enclosing scope; `def Foo.x` is Foo.x under it."""
+    """`def self.x` is x of the enclosing scope (as is `def A.x` inside `class A`); `def Foo.x`
+    is Foo.x under it."""
     name = _name_parts(node.child_by_field_name("name"))
     target = node.child_by_field_name("object")
     if name is None:
         return None
-    if target is not None and target.type in ("constant", "scope_resolution"):
+    if target is not None and target.type in ("constant", "scope_resolution") \
+            and not _ruby_is_outer(target, node):
         scope = _name_parts(target)
         if scope:
             return scope + name, "method"
     return name, None
+
+
+def _ruby_is_outer(receiver: Node, node: Node) -> bool:
+    """`A` in `def A.x` or `class << A` inside `class A`: the class itself, as `self` is."""
+    if receiver.type not in ("constant", "scope_resolution"):
+        return False
+    up = node.parent
+    while up is not None and up.type not in ("class", "module", "method", "program"):
+        up = up.parent
+    if up is None or up.type not in ("class", "module"):
+        return False
+    mine = _name_parts(receiver)
+    theirs = _name_parts(up.child_by_field_name("name"))
+    return bool(mine and theirs and mine[-1] == theirs[-1])
+
+
+def _ruby_receiver_tag(receiver: Node | None, node: Node) -> str:
+    """The tag of a method defined on `receiver`: "[self]" for the class itself; for another
+    object (`def obj.x`, `class << obj`), "[obj]", so that it is not the instance method x."""
+    if receiver is None:
+        return ""
+    if receiver.type == "self" or _ruby_is_outer(receiver, node):
+        return "[self]"
+    if receiver.type in ("identifier", "instance_variable", "class_variable",
+                         "global_variable"):
+        text = (receiver.text or b"").decode("utf-8", "replace")
+        return f"[{text}]" if text.replace("@", "").replace("$", "").replace("_", "").isalnum() \
+            else ""
+    return ""
 
 
 # C declarators nest around the name: char *(*getfn(void))(int) is pointer > function >
@@ -478,13 +510,13 @@ def _ruby_tag(node: Node, outer: Node | None, kind: str) -> str:
     Ruby keeps it apart from the instance method x, which a class often has too (sinatra's
     `Base.settings`), so one must not take the other's history by their order in the file."""
     if node.type == "singleton_method":
-        target = node.child_by_field_name("object")
-        return "[self]" if target is not None and target.type == "self" else ""
+        return _ruby_receiver_tag(node.child_by_field_name("object"), node)
     up = node.parent
     while up is not None and up.type in _RUBY_THROUGH:
         up = up.parent
-    return "[self]" if node.type == "method" and up is not None and \
-        up.type == "singleton_class" else ""
+    if node.type != "method" or up is None or up.type != "singleton_class":
+        return ""
+    return _ruby_receiver_tag(up.child_by_field_name("value"), up) or "[self]"
 
 
 # What the walk goes through between a Ruby definition and the scope it belongs to: bodies and
