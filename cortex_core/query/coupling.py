@@ -932,6 +932,20 @@ class Lineage:
         self.position = position
         # A renamed-away identity -> the position of its newest change seen by `at`.
         self.last_seen: dict[int, int] = {}
+        # The identities whose way forward passes a split (a split's own and those renamed into
+        # it, at any time): only their changes are walked for more than one life.
+        self.before_split: set[int] = set()
+        if self.splits:
+            into: dict[int, list[int]] = defaultdict(list)
+            for old, (_, tos) in self.renames.items():
+                for new in tos:
+                    into[new].append(old)
+            todo = list(self.splits)
+            while todo:
+                ident = todo.pop()
+                if ident not in self.before_split:
+                    self.before_split.add(ident)
+                    todo.extend(into.get(ident, ()))
 
     def at(self, ident: int, commit_id: int) -> int:
         """The HEAD identity of `ident` as changed by `commit_id`."""
@@ -964,7 +978,7 @@ class Lineage:
         """The HEAD identities of `ident` as changed by `commit_id`: `at`'s, and where a later
         split left it living on, that life's too (the wrapper's past is its own as well)."""
         first = self.at(ident, commit_id)
-        if not self.splits:
+        if ident not in self.before_split:
             return [first]
         return self.peek_all(ident, commit_id)
 
@@ -1016,10 +1030,16 @@ def _group_symbols(rows, eligible, lineage: Lineage
     """_group, a change counted for every life it belongs to (Lineage.at_all), and for each
     commit, the identities one change of it counts for: the halves of a split function, whose
     shared past is one function's, not two changing together."""
-    by_commit: dict[int, set[int]] = defaultdict(set)
     one_change: dict[int, dict[int, set[int]]] = {}
+    before = lineage.before_split
+    if not before:
+        return _group(rows, eligible, lineage), one_change
+    by_commit: dict[int, set[int]] = defaultdict(set)
     for commit_id, ident in rows:
         if commit_id in eligible:
+            if ident not in before:   # one life: as _group
+                by_commit[commit_id].add(lineage.at(ident, commit_id))
+                continue
             lives = lineage.at_all(ident, commit_id)
             by_commit[commit_id].update(lives)
             if len(lives) > 1:
