@@ -614,6 +614,23 @@ def test_a_file_renamed_away_names_its_successor(repo, cortex):
         assert blast(con, TargetSpec(gone)).note == (
             f"{gone} is not at HEAD (renamed to new/core.py, which has its structure)")
     assert blast(con, TargetSpec("new/core.py")).note is None
+    # At a line: said once (a review found "not at HEAD" twice), where it went after it.
+    assert blast(con, TargetSpec("old/core.py", line=2)).note == (
+        "old/core.py is not at the indexed HEAD (deleted or renamed away), so line 2 names no "
+        "code there; showing the file's dependents; renamed to new/core.py, which has its "
+        "structure")
+
+
+def test_a_head_without_structure_is_not_told_to_index_again(repo, cortex):
+    """Every file deleted: no structure at HEAD after a run that read it, and blast said "no
+    structure indexed yet (an index run builds it)", which another run would not change."""
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("start", days_ago=2)
+    repo.git("rm", "-q", "a.py")
+    repo.commit("gone", days_ago=1)
+    cortex.index(model="none")
+    note = blast(cortex.reader(), TargetSpec("a.py")).note
+    assert note is not None and "index" not in note and "a.py is not at HEAD" in note
 
 
 def test_a_line_no_symbol_encloses_says_the_answer_is_the_files(repo, cortex):

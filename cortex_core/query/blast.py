@@ -464,6 +464,9 @@ def _with_line(con, spec: TargetSpec, target: Target, note: str | None,
     encloses the line (as history and related say it)."""
     if spec.line is None or target.qualname is not None:
         return note
+    gone = f"{target.path} is not at HEAD"
+    if note is not None and note.startswith(gone):   # the line's note says it already
+        note = note[len(gone):].strip(" ()") or None
     return _joined(f"{no_symbol_at(con, target, spec.line)}; showing the file's {what}", note)
 
 
@@ -480,7 +483,10 @@ def _structure_note(con, target: Target) -> str | None:
         return (f"structure not read for {language} files: history and co-change only"
                 if language else
                 "structure not read for this file (language not supported)")
-    if not con.execute("select 1 from struct_files limit 1").fetchone():
+    # Until a run's structure pass (it records its version) there is none; after it, a HEAD
+    # with no file it reads has none either, and another run would not change that.
+    if not con.execute("select 1 from struct_files limit 1").fetchone() and not con.execute(
+            "select 1 from meta where key = 'extract_version'").fetchone():
         return "no structure indexed yet (an index run builds it)"
     if target.qualname and not target.alive:
         return f"{target.label} is gone at HEAD"
