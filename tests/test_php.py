@@ -253,6 +253,23 @@ def test_a_heredoc_is_a_string_not_comments(repo, cortex):
         tokens(hostile, "php")
 
 
+def test_a_heredoc_opens_only_in_code():
+    """A review: `<<<EOT` in a DocBlock's example, a `//` comment or a quoted string opened a
+    "heredoc" that swallowed the header and the comments after it (a parameter added read as a
+    body change, a comment edited as one too); and a heredoc was one token to similarity, so
+    two functions of one shape with different templates were paired as a rename (0.89)."""
+    from cortex_core.lang.change_kinds import change_kind, masked
+    doc = "/**\n * $x = <<<EOT\n * hi\n * EOT;\n */\nfunction f($a) {\n  return 1;\n}"
+    assert change_kind(doc.encode(), doc.replace("($a)", "($a, $b)").encode(), "php") == \
+        "signature"
+    for quoted in ("  // use <<<EOT\n", "  $s = 'a <<<EOT\nb';\n"):
+        code = f"function f() {{\n{quoted}  $a = 1;\n  // note\n}}"
+        assert change_kind(code.encode(), code.replace("note", "note two").encode(),
+                           "php") == "docs"
+    page = b"function f() {\n  return <<<HTML\n<p>header one</p>\nHTML;\n}"
+    assert {"header", "one"} <= set(masked(page, "php", "f"))
+
+
 def test_a_new_file_is_said_to_be_new(repo, cortex):
     """A file of the working tree that no indexed commit holds is new: the miss used to suggest
     other files ("did you mean: src/Writer.php") for a file right there on disk."""

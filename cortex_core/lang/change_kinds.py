@@ -61,6 +61,10 @@ _HASH = r"\#[^\n]*"
 # punctuation token of its own, tried before the comment, so that an attribute changed is a change
 # of the header and not of the docs (league/csv b063031522 edited a `#[Deprecated]` message).
 _PHP_ATTRIBUTE = r"\#\["
+# A heredoc's or nowdoc's opening line (`<<<EOT`, `<<<"EOT"`, `<<<'EOT'`): a token of the lexer,
+# so that one in a comment or a string is no heredoc (_php_raw reads on to its closing line).
+_LABEL = r"[A-Za-z_\x80-\uffff][\w\x80-\uffff]*"
+_PHP_HEREDOC = rf"<<<[ \t]*(?:\"{_LABEL}\"|'{_LABEL}'|{_LABEL})\r?\n"
 _TRIPLE = r"(?:'''(?:[^\\]|\\.)*?(?:'''|\Z)|\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z))"
 _BACKTICK = r"`(?:[^`\\]|\\.)*`?"
 
@@ -82,7 +86,7 @@ _JAVASCRIPT = (f"{_LINE}|{_BLOCK}", f"{_DQ}|{_SQ}|{_BACKTICK}")
 _SYNTAX = {
     "python": (_HASH, f"(?:[rRbBuUfF]{{0,2}})(?:{_TRIPLE}|{_DQ}|{_SQ})"),
     "ruby": (_HASH, f"{_DQ}|{_SQ}"),
-    "php": (f"{_PHP_ATTRIBUTE}|{_LINE}|{_BLOCK}|{_HASH}", f"{_DQ}|{_SQ}"),
+    "php": (f"{_PHP_ATTRIBUTE}|{_LINE}|{_BLOCK}|{_HASH}", f"{_PHP_HEREDOC}|{_DQ}|{_SQ}"),
     "javascript": _JAVASCRIPT, "typescript": _JAVASCRIPT, "tsx": _JAVASCRIPT,
 }
 _LEXERS: dict[str, re.Pattern[str]] = {}
@@ -156,24 +160,36 @@ def tokens(text: str, language: str) -> Tokens:
 # first line that starts (after blanks: PHP 7.3) with the identifier not followed by a word
 # character. The lexer's patterns have no back references (one group, for findall), so such a
 # string is cut out before lexing the text around it.
-_HEREDOC = re.compile(r"<<<[ \t]*([\"']?)([A-Za-z_\x80-\uffff][\w\x80-\uffff]*)\1\r?\n")
+# A line that starts with a label, as a heredoc's closing line does (PHP 7.3: indented too).
+_LABEL_LINE = re.compile(rf"^[ \t]*({_LABEL})", re.M)
 
 
 def _php_raw(text: str, lexer: re.Pattern[str]) -> list[str]:
     """PHP's raw tokens, each heredoc or nowdoc one string token: its text is no code, so a
     `#fff` or a `/* */` in it is no comment (they were read as one: a colour changed in a
-    heredoc was a docs change). Linear: an opening line without its closing one takes the rest
-    of the text, as an unterminated quote does."""
+    heredoc was a docs change). Its opening line is a token of the lexer, so that a `<<<EOT`
+    in a comment or a string opens nothing. Linear: an opening line without its closing one
+    takes the rest of the text, as an unterminated quote does, and the closing line is found
+    by one pattern for every label."""
     raw: list[str] = []
     at = 0
-    while (opened := _HEREDOC.search(text, at)) is not None:
-        close = re.compile(rf"^[ \t]*{re.escape(opened.group(2))}(?![\w\x80-\uffff])",
-                           re.M).search(text, opened.end())
-        end = close.end() if close is not None else len(text)
-        raw += lexer.findall(text, at, opened.start())
-        raw.append(text[opened.start():end])
-        at = end
-    raw += lexer.findall(text, at)
+    while at <= len(text):
+        for match in lexer.finditer(text, at):
+            token = match.group(1)
+            if token is None or not token.startswith("<<<"):
+                raw.append(token or "")
+                continue
+            label = token[3:].strip().strip("\"'")
+            end = len(text)
+            for line in _LABEL_LINE.finditer(text, match.end()):
+                if line.group(1) == label:
+                    end = line.end()
+                    break
+            raw.append(text[match.start(1):end])
+            at = end
+            break
+        else:
+            break
     return raw
 
 
@@ -463,7 +479,8 @@ def masked(text: bytes, language: str, name: str) -> tuple[str, ...]:
     for t in tokens(text.decode("utf-8", "replace"), language).code:
         if t == name:
             out.append("\0")
-        elif len(t) > 2 and t[0] in "\"'`" or t[:2] in ('r"', "r'", 'b"', "b'", 'f"', "f'"):
+        elif len(t) > 2 and t[0] in "\"'`" or t[:2] in ('r"', "r'", 'b"', "b'", 'f"', "f'") \
+                or t[:3] == "<<<":   # a PHP heredoc: its words, as a string's
             out.extend(_PIECES.findall(t))
         else:
             out.append(t)
