@@ -238,6 +238,16 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
     ("typescript", "const f = (a): { x: number } => ({ x: a })",
      "const f = (a): { x: number } => ({ x: a + 1 })", "body"),
     ("javascript", "const f = (a) => (b) => a + b", "const f = (a) => (c) => a + c", "body"),
+    # A return type in parentheses is no function type's parameters (a second review), and a
+    # generic's `>` before the declaration's `=` is no comparison.
+    ("typescript", "const f = (a): (A | B) => a", "const f = (a, b): (A | B) => a", "signature"),
+    ("typescript", "const f = (a): (A | B) => a", "const f = (a): (A | B) => b", "body"),
+    ("typescript", "const f = (a: A): ((b: B) => C) => (b) => g(a, b)",
+     "const f = (x: A): ((b: B) => C) => (b) => g(x, b)", "signature"),
+    ("typescript", "const f: Fn<(a: A) => B> = (b) => g(b)",
+     "const f: Fn<(a: A) => B> = (c) => g(c)", "signature"),
+    ("typescript", "const f: Fn<(a: A) => B> = (b) => g(b)",
+     "const f: Fn<(a: A) => B> = (b) => h(b)", "body"),
     ("javascript", "const o = { a: () => 1 }", "const o = { a: () => 2 }", "body"),
     # A type alias's `=>` is part of the type it names.
     ("typescript", "export type Hook = (s: S) => void;",

@@ -408,17 +408,35 @@ def _arrow_after(code: list[str], start: int) -> int | None:
         elif depth == 0 and t == ":":
             type_start = i + 1
         elif depth == 0 and t == "=" and code[i + 1:i + 2] == [">"]:
-            if code[i - 1:i] == [")"] and opened_at == type_start:
+            if code[i - 1:i] == [")"] and opened_at == type_start \
+                    and _parameters(code, opened_at, i - 1):
                 type_start = i + 2    # a function type's arrow: a type follows it
                 continue
             return i + 2
     return None
 
 
+def _parameters(code: list[str], start: int, end: int) -> bool:
+    """`code[start:end + 1]`, a `( ... )` in a type, is a function type's parameter list: empty,
+    a rest parameter, or a `name:` at its top level; else a type in parentheses (`(A | B)`,
+    `((b: B) => C)`), after which an arrow is the function's own."""
+    if end == start + 1 or code[start + 1:start + 4] == [".", ".", "."]:
+        return True
+    depth = 0
+    for t in code[start + 1:end]:
+        if t in _OPEN:
+            depth += 1
+        elif t in _CLOSE:
+            depth -= 1
+        elif depth == 0 and t in (":", "?"):
+            return True
+    return False
+
+
 def _assigns(code: list[str], i: int) -> bool:
-    """`code[i]` ("=") is an assignment, not part of `=>`, `==`, `!=`, `<=`, `>=`."""
-    return code[i + 1:i + 2] not in ([">"], ["="]) and code[i - 1:i] not in (
-        ["="], ["!"], ["<"], [">"])
+    """`code[i]` ("=") is an assignment, not part of `=>`, `==`, `!=`. A `>` before it closes a
+    type's arguments (`f: Fn<A> = ...`): a declaration compares nothing before its `=`."""
+    return code[i + 1:i + 2] not in ([">"], ["="]) and code[i - 1:i] not in (["="], ["!"])
 
 
 _RUBY_DEF = re.compile(r"def[ \t]+[^\s(;]+")
