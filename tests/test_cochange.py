@@ -705,3 +705,29 @@ def test_a_split_half_leaves_only_its_own_rule_in_a_set(repo, cortex, aggregate)
     assert alone["_work_impl"] == 7                     # its past is work's, all with other
     both = support([("a.py", "other"), ("a.py", "work")])
     assert both["_work_impl"] == 7                      # other's rule keeps all 7
+
+
+def test_a_wrapper_renamed_after_its_split_keeps_its_past(repo, cortex):
+    """A second review: a wrapper renamed after the split (work -> work2) is dead under its old
+    identity, and the split was dropped with it: `other`'s partner work2 had 1 shared commit
+    where its history shows 5."""
+    body = "".join(f"    x{i} = {i} * 7 + (a >> {i % 3}) - b\n" for i in range(12))
+
+    def write(n: int, split: bool, name: str = "work") -> None:
+        code = body + f"    return a + b + {n}\n"
+        work = (f"def {name}(a, b):\n    log('x')\n    return _work_impl(a, b)\n\n\n"
+                f"def _work_impl(a, b):\n{code}" if split else f"def {name}(a, b):\n{code}")
+        repo.write("a.py", f"{work}\n\ndef other():\n    return {n}\n")
+    for n in range(4):
+        write(n, False)
+        repo.commit(f"work and other {n}", days_ago=30 - n)
+    write(4, True)
+    repo.commit("split _work_impl out of work", days_ago=20)
+    write(5, True)
+    repo.commit("work and other 5", days_ago=15)
+    write(5, True, "work2")
+    repo.commit("rename work", days_ago=10)
+    cortex.index()
+    con = cortex.reader()
+    found = {p.qualname: p.support for p in related(con, TargetSpec("a.py", "other")).symbols}
+    assert found["work2"] == 5 and found["_work_impl"] == 6   # the wrapper: w0-w3, the split

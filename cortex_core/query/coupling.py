@@ -871,13 +871,15 @@ def _history_sets(con: apsw.Connection, max_changeset: int) -> _HistorySets:
         f" order by {OLDEST_FIRST}"), position)
     # A link where the old symbol kept code of its own in that commit (it lived on as a
     # wrapper of its continuation: history.py) is a split: its past is both lives'. Only a
-    # wrapper alive at HEAD: an old identity a signature change ended also has a row there
-    # (710 such links on commons-lang, 652 of them dead), and a dead one has no partners.
+    # wrapper that lives on, at HEAD or renamed again later: an old identity a signature change
+    # ended also has a row there (710 such links on commons-lang, 652 of them dead).
     symbol_canon = Lineage(con.execute(
         "select sc.commit_id, sc.from_symbol_id, sc.symbol_id, exists (select 1 from"
         " symbol_changes o join symbols s on s.id = o.symbol_id where o.symbol_id ="
-        " sc.from_symbol_id and o.commit_id = sc.commit_id and s.alive = 1 and o.change"
-        " not in ('renamed', 'moved', 'deleted', 'rescoped'))"
+        " sc.from_symbol_id and o.commit_id = sc.commit_id and o.change"
+        " not in ('renamed', 'moved', 'deleted', 'rescoped') and (s.alive = 1 or exists"
+        " (select 1 from symbol_changes l where l.from_symbol_id = sc.from_symbol_id and"
+        " l.commit_id != sc.commit_id)))"
         " from symbol_changes sc join commits c on c.id = sc.commit_id"
         f" where sc.from_symbol_id is not null and c.reachable = 1 order by {OLDEST_FIRST}"),
         position)
