@@ -159,6 +159,10 @@ def test_names_as_php_writes_them(repo, cortex):
                     "src/Reader.php::\\League\\Csv\\Reader::getHeader",
                     "src/Reader.php::Reader::getHeader"):
         assert resolve(con, parse_target(written)).qualname == "Reader.getHeader", written
+    # C++'s `operator->` and `operator->*` are names, not PHP's separator (a second review).
+    for op in ("operator->()", "operator->*(int)"):
+        assert parse_target(f"op.cpp::Ptr.{op}").symbol == f"Ptr.{op}"
+        assert parse_target(f"op.cpp::Ptr->{op}").symbol == f"Ptr.{op}"
     with pytest.raises(NotFound) as missed:
         resolve(con, parse_target("src/Reader.php::getheader"))
     assert str(missed.value).startswith(

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+# PHP's `->` separates, but not in C++'s `operator->` and `operator->*`, which are names.
+_ARROW_SEPARATOR = re.compile(r"(?<!operator)->")
 _HASH_SEPARATOR = re.compile(r"(?<=[\w$])#")
 
 
@@ -67,7 +69,7 @@ def parse_target(text: str) -> TargetSpec:
         cut = min((i for i in (symbol.find("("), symbol.find("[")) if i >= 0), default=len(symbol))
         # A `#` after a name separates; any other is part of the name: a JavaScript private
         # member, `Ky.#retry` or a bare `#retry`, is named with its `#`.
-        name = _HASH_SEPARATOR.sub(".", symbol[:cut].replace("::", ".").replace("->", "."))
+        name = _HASH_SEPARATOR.sub(".", _ARROW_SEPARATOR.sub(".", symbol[:cut].replace("::", ".")))
         # A PHP namespace (`League\Csv\Reader.getHeader`, `\Foo`): namespaces do not qualify
         # PHP names (lang/symbols.py), and no language's qualified name holds a backslash.
         name = name.rsplit("\\", 1)[-1]
