@@ -795,7 +795,7 @@ class Snapshot:
         settings = self._settings()
         return what(self.con, self.root, top_k=top_k,
                     half_life_days=settings.hotspots.half_life_days,
-                    clock=clock or settings.time.clock, settings=settings.index)
+                    clock=clock or settings.time.clock)
 
     def status(self):
         from dataclasses import replace

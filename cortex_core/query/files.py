@@ -28,3 +28,12 @@ def head_skip_reason(con, path: str) -> str | None:
     row = con.execute("select h.skip_reason from head_files h join files f on f.id = h.file_id"
                       " where f.path = ?", (path,)).fetchone()
     return row[0] if row else None
+
+
+def symbol_spans(con, path: str) -> list[tuple[str, int, int]]:
+    """(qualified name, first line, last line) of each live symbol of `path` at the indexed
+    HEAD, a row per span (merged duplicates such as overloads have several)."""
+    return con.execute(
+        "select s.qualname, sp.start_line, sp.end_line from symbols s join symbol_spans sp"
+        " on sp.symbol_id = s.id join files f on f.id = s.file_id where f.path = ? and"
+        " s.alive = 1", (path,)).fetchall()
