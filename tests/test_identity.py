@@ -999,7 +999,11 @@ def test_a_shebang_or_magic_comment_is_no_ruby_definitions_doc():
     source = (b"#!/usr/bin/env ruby\n# frozen_string_literal: true\ndef first\n  1\nend\n\n"
               b"# -*- coding: utf-8 -*-\n# Second does two.\nclass Second\nend\n")
     lines = {s.qualname: (s.start_line, s.end_line) for s in extract_symbols("ruby", source)}
-    assert lines == {"first": (3, 5), "Second": (8, 10)}
+    assert lines == {"first": (3, 5), "Second": (7, 10)}   # after code, line 7 is a comment
+    # Only before any code: after it, `# Encoding: ...` is documentation (a second review).
+    later = b"# frozen_string_literal: true\nclass A\n  # Encoding: the wire format.\n  def enc\n  end\nend\n"
+    assert [(s.qualname, s.start_line) for s in extract_symbols("ruby", later)] == [
+        ("A", 2), ("A.enc", 3)]
 
 
 def test_a_ruby_method_defined_under_a_condition_is_a_symbol(repo, cortex):

@@ -274,6 +274,17 @@ def test_a_heredoc_opens_only_in_code():
     assert {"header", "one"} <= set(masked(page, "php", "f"))
 
 
+def test_a_trailing_docblock_and_a_class_named_test():
+    """A second review: a DocBlock after code on its line was the next function's (its range
+    began at the `$x` line), and `*Test.php` matched a class file named `Test.php`."""
+    from cortex_core.lang.symbols import extract_symbols
+    from cortex_core.lang.test_paths import is_test_path
+    source = b"<?php\n$x = 1; /** trailing */\nfunction h() {}\n/** doc */\nfunction g() {}\n"
+    assert [(s.qualname, s.start_line) for s in extract_symbols("php", source)] == [
+        ("h", 3), ("g", 4)]
+    assert not is_test_path("src/Test.php") and is_test_path("src/ReaderTest.php")
+
+
 def test_a_new_file_is_said_to_be_new(repo, cortex):
     """A file of the working tree that no indexed commit holds is new: the miss used to suggest
     other files ("did you mean: src/Writer.php") for a file right there on disk."""

@@ -543,6 +543,9 @@ def _phpdoc(node: Node) -> bool:
     text = node.text or b""
     if not text.startswith(b"/**") or text == b"/**/":
         return False
+    prev = node.prev_sibling
+    if prev is not None and prev.end_point[0] >= node.start_point[0]:
+        return False   # after code on its line: `$x = 1; /** note */`
     while True:
         nxt = node.next_sibling
         if nxt is None or nxt.start_point[0] > node.end_point[0] + 1:
@@ -590,7 +593,20 @@ def _ruby_doc(node: Node) -> bool:
     """A comment of the documentation right above a Ruby definition (as `_go_doc`), but not a
     shebang or a magic comment: a file's first definition held them, and an edit of one was a
     change of its documentation (a review)."""
-    return not _RUBY_MAGIC.match(node.text or b"") and _go_doc(node)
+    return not _magic(node) and _go_doc(node)
+
+
+def _magic(node: Node) -> bool:
+    """A shebang or magic comment: one of the file's first comments, before any code (Ruby reads
+    them only there; `# Encoding: ...` in a method's documentation is documentation)."""
+    if not _RUBY_MAGIC.match(node.text or b""):
+        return False
+    prev = node.prev_sibling
+    while prev is not None:
+        if prev.type != "comment":
+            return False
+        prev = prev.prev_sibling
+    return True
 
 
 def _py_lambda(node: Node, outer: Node | None) -> _Name | None:

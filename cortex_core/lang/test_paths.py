@@ -10,7 +10,7 @@ TEST_PATHS = ("test_*.py", "*_test.py", "tests.py", "conftest.py", "*_test.go", 
               "*.test.jsx", "*.test.ts", "*.test.tsx", "*.spec.js", "*.spec.ts", "*.spec.tsx",
               "*.spec.jsx", "*Test.java", "*Tests.java", "*IT.java",
               # PHPUnit's default suffix: in tests/, or beside the class (league/csv's src/).
-              "*Test.php",
+              "?*Test.php",   # a class named Test is no test
               # C and C++ have no one convention; these are the common ones (GoogleTest's
               # foo_test.cc and foo_unittest.cc, Check's and CUnit's test_foo.c).
               *(f"{affix}.{suffix}" for suffix in ("c", "cc", "cpp", "cxx")
