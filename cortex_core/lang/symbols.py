@@ -30,7 +30,8 @@ Per-language decisions:
   "new Runnable" and local classes are classes, at any depth of statements and expressions
   (found by one tree-sitter query per file, so the walk still never enters expressions); their
   methods are symbols under it and roll up into it. Enum constant bodies are skipped.
-- C/C++: only definitions with a body (no prototypes, no forward declarations); a typedef'd
+- C/C++: a `.h` file that holds C++ is read as C++ (lang/c_text.py). Only definitions with a
+  body (no prototypes, no forward declarations); a typedef'd
   struct is named by its tag when it has one, else by the typedef name, and its range is the
   whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
   (C has no nested functions; C++ local classes are rare). C++ out-of-line `ns::Foo::bar` is
@@ -106,6 +107,7 @@ from typing import Callable, Iterable, NamedTuple
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
+from cortex_core.lang.c_text import dialect
 from cortex_core.lang.conflicts import conflict_sides
 
 __all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols"]
@@ -1432,6 +1434,7 @@ class SymbolParser:
         """Symbols of a blob. `base` = (old blob id, git zero-context hunks from the old blob to
         this one): when the old blob's tree is still cached, only the edited regions are
         re-parsed."""
+        language = dialect(language, source)
         key = (language, blob_id)
         cached = self._cache.get(key)
         if cached is not None:
@@ -1722,6 +1725,7 @@ def _moved(s: Symbol, rows: int, offset: int, reindex: int) -> Symbol:
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
     """Symbols of `source`, parsed once without caching (one side of its conflicts, if any)."""
+    language = dialect(language, source)
     walker = _walker(language)
     sides = conflict_sides(source)
     parser = get_parser(language)
