@@ -56,3 +56,80 @@ def test_a_c_header_stays_c():
               b"static inline int get(struct value *v) { return v->public_; }\n"
               b"#ifdef __cplusplus\n}\n#endif\n")
     assert [s.qualname for s in extract_symbols("c", header)] == ["value", "get"]
+
+
+OPTIONS = """\
+namespace cxxopts {
+class KeyValue {
+ public:
+  const std::string&
+  key() const
+  {
+    return m_key;
+  }
+
+ private:
+  std::string m_key;
+};
+
+MACRO_POP
+
+namespace exceptions {
+class exception : public std::exception {
+ public:
+  const char* what() const noexcept override { return m.c_str(); }
+};
+}  // namespace exceptions
+}  // namespace cxxopts
+"""
+
+
+def test_a_macro_alone_on_its_line_does_not_rename_or_hide_what_follows(repo, cortex):
+    # cxxopts: `CXXOPTS_NODISCARD` above `const std::string&` made KeyValue's key() a method
+    # named `std`, "renamed" from key() const in the commit that added it; a namespace after
+    # `CXXOPTS_DIAGNOSTIC_POP` read as a function holding every exception class.
+    repo.write("cxxopts.hpp", OPTIONS)
+    repo.commit("add options", days_ago=3)
+    repo.write("cxxopts.hpp", OPTIONS.replace(
+        "  const std::string&\n  key() const\n  {\n    return m_key;",
+        "  NODISCARD\n  const std::string&\n  key() const\n  {\n    return this->m_key;"))
+    repo.commit("use nodiscard", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert subjects(con, "cxxopts.hpp", "cxxopts.KeyValue.key() const") == [
+        ("use nodiscard", "body"), ("add options", "added")]
+    what = history(con, TargetSpec("cxxopts.hpp", line=20)).target
+    assert (what.qualname, what.kind) == (
+        "cxxopts.exceptions.exception.what() const", "method")
+    names = [s.qualname for s in extract_symbols("cpp", repo.path.joinpath(
+        "cxxopts.hpp").read_bytes())]
+    assert "cxxopts.KeyValue.std" not in names and "cxxopts.exceptions" in names
+
+
+def test_export_macros_and_q_object_leave_classes_and_methods_whole():
+    # `class EXPORT Foo final : public Base {` read as a function named `Base`, its methods
+    # gone; Q_OBJECT made `public:` a method and hid the one after it.
+    source = (b"namespace n {\nclass DLL_EXPORT Foo final : public Base {\n  void m() {}\n};\n"
+              b"class W : public QObject {\n  Q_OBJECT\npublic:\n  void run() {}\n};\n}\n")
+    assert [(s.qualname, s.kind) for s in extract_symbols("cpp", source)] == [
+        ("n", "namespace"), ("n.Foo", "class"), ("n.Foo.m()", "method"),
+        ("n.W", "class"), ("n.W.run()", "method")]
+
+
+def test_a_return_type_on_its_own_line_stays_the_functions():
+    # GNU style puts the return type on a line of its own: `BOOL` there is no annotation.
+    source = b"BOOL\nready(void)\n{\n    return TRUE;\n}\n"
+    assert [(s.qualname, s.start_line) for s in extract_symbols("c", source)] == [("ready", 1)]
+
+
+def test_an_incremental_parse_reads_a_macro_line_as_a_full_parse_does():
+    # An edit of the line after `EXPORTED` decides whether that untouched line is a macro
+    # (blanked) or a return type: the old tree's reading of it must not be reused.
+    from cortex_core.lang.symbols import SymbolParser
+    old = b"int a() { return 1; }\nEXPORTED\nint b(int x) { return x; }\n"
+    new = b"int a() { return 1; }\nEXPORTED\nb(int x) { return x; }\n"
+    parser = SymbolParser()
+    parser.symbols("cpp", "old", old)
+    got = parser.symbols("cpp", "new", new, base=("old", [(3, 1, 3, 1)]))
+    assert [(s.qualname, s.start_line) for s in got] == [
+        (s.qualname, s.start_line) for s in extract_symbols("cpp", new)]

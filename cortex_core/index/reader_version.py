@@ -22,9 +22,10 @@ CHANGES = {
        "of their old name, and names made plural, private or unexported, are followed",
     3: "a Go `type ( ... )` group of one type starts at its `type` line",
     4: "a file committed with conflict markers is read as one side of its conflicts",
-    5: "C headers' `extern \"C\"` blocks; C++ in `.h` headers; Ruby class methods (`x[self]`), "
-       "doc comments, one-line and conditional methods; JavaScript arrow functions' headers, "
-       "and functions in a TypeScript assertion (`as T`); PHP attributes, DocBlocks and heredocs",
+    5: "C headers' `extern \"C\"` blocks; C++ in `.h` headers and past macros; Ruby class "
+       "methods (`x[self]`), doc comments, one-line and conditional methods; JavaScript arrow "
+       "functions' headers, and functions in a TypeScript assertion (`as T`); PHP attributes, "
+       "DocBlocks and heredocs",
 }
 
 

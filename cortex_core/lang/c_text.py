@@ -1,9 +1,27 @@
-"""C and C++ text as their tree-sitter grammars can read it.
+"""C and C++ text as their tree-sitter grammars can read it: which grammar, and which macros hidden.
 
 Which grammar. A `.h` file is C or C++: its suffix says nothing. Read by the C grammar, C++ is
 garbage: robin-map's headers were one function `tsl` (the namespace) holding the whole file, its
 classes and methods gone. A C header never holds a namespace, a template, an access specifier or
 a standard header included without `.h`, so a `.h` text with one of them is read as C++.
+
+Which macros. tree-sitter does not expand macros, and an annotation macro where a declaration
+starts derails its recovery: a C++ method after `CXXOPTS_NODISCARD` alone on its line was named
+`std` (its return type's namespace), a namespace after `CXXOPTS_DIAGNOSTIC_POP` became a function
+holding every class in it, `Q_OBJECT` hid the next method, and `class EXPORT Foo : public Base {`
+read as a function named `Base`. Such macros are blanked to spaces before parsing (so every byte
+and line keeps its place, as conflict sides are: lang/conflicts.py):
+- an upper-case word between `class`, `struct` or `union` and the name of a definition
+  (`class Q_CORE_EXPORT QObject {`, `struct API Bar : Base`);
+- an upper-case word alone on its line (`CXXOPTS_NODISCARD`, `Q_OBJECT`, `BEGIN_NAMESPACE`)
+  unless the next line starts with a name and `(`: there it is the return type that GNU style
+  puts on a line of its own (`BOOL` above `foo(void)`), which the grammar reads as such.
+A word alone on its line elsewhere (an enumerator, an operand) is code the walk does not read.
+A blanked macro's line is no line of the definition after it (a commit that only adds
+`CXXOPTS_NODISCARD` above a method changes its class), and a macro on the line of a function's
+return type (`API std::string f()`) is not blanked. Whether a word alone on its line is blanked
+depends on the next line, which belongs to the same declaration either way: an edit of that
+line makes an incremental parse read the word again too.
 """
 
 from __future__ import annotations
@@ -16,9 +34,49 @@ _CPP_MARKS = re.compile(
     rb"(?:public|private|protected)[ \t]*:(?!:)|using[ \t]+namespace\b|"
     rb"#[ \t]*include[ \t]*<\w+>)", re.M)
 
+_WORD = rb"(?=[A-Z0-9_]*[A-Z])[A-Z_][A-Z0-9_]+"   # upper case, two characters at least
+# `class MACRO... Name` then a base clause, a body, `final`, or the end of the line.
+_CLASS_MACROS = re.compile(
+    rb"\b(?:class|struct|union)[ \t]+((?:(?:" + _WORD + rb")[ \t]+)+)"
+    rb"(?!final\b)[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?(?=:(?!:)|\{|//|/\*|\r?$)", re.M)
+_ALONE = re.compile(rb"^[ \t]*(" + _WORD + rb")[ \t]*(?://[^\n]*)?\r?$", re.M)
+_RETURN_TYPE_OF = re.compile(rb"[ \t]*[*&]*[ \t]*[A-Za-z_][\w:]*[ \t]*\(")
+_BLANK_LINE = re.compile(rb"[ \t]*(?://[^\n]*)?\r?\n")
+
 
 def dialect(language: str, source: bytes) -> str:
     """The grammar to read `source` with: "cpp" for a C header that holds C++."""
     if language == "c" and _CPP_MARKS.search(source) is not None:
         return "cpp"
     return language
+
+
+def macro_spans(language: str, source: bytes) -> list[tuple[int, int]]:
+    """The byte spans of the macros blanked before parsing, in order (none outside C and C++)."""
+    if language not in ("c", "cpp"):
+        return []
+    spans = [m.span(1) for m in _CLASS_MACROS.finditer(source)]
+    for m in _ALONE.finditer(source):
+        at = m.end()
+        while at < len(source):   # the next line that holds code
+            if source[at:at + 1] == b"\n":
+                at += 1
+                continue
+            blank = _BLANK_LINE.match(source, at)
+            if blank is None:
+                break
+            at = blank.end()
+        if _RETURN_TYPE_OF.match(source, at) is None:
+            spans.append(m.span(1))
+    spans.sort()
+    return spans
+
+
+def blanked(source: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """`source` with the spans replaced by as many spaces."""
+    if not spans:
+        return source
+    out = bytearray(source)
+    for start, end in spans:
+        out[start:end] = b" " * (end - start)
+    return bytes(out)

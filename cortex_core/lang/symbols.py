@@ -30,7 +30,8 @@ Per-language decisions:
   "new Runnable" and local classes are classes, at any depth of statements and expressions
   (found by one tree-sitter query per file, so the walk still never enters expressions); their
   methods are symbols under it and roll up into it. Enum constant bodies are skipped.
-- C/C++: a `.h` file that holds C++ is read as C++ (lang/c_text.py). Only definitions with a
+- C/C++: a `.h` file that holds C++ is read as C++, and annotation and export macros are
+  blanked before parsing (lang/c_text.py). Only definitions with a
   body (no prototypes, no forward declarations); a typedef'd
   struct is named by its tag when it has one, else by the typedef name, and its range is the
   whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
@@ -107,7 +108,7 @@ from typing import Callable, Iterable, NamedTuple
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range, Tree
 from tree_sitter_language_pack import get_language, get_parser
 
-from cortex_core.lang.c_text import dialect
+from cortex_core.lang.c_text import blanked, dialect, macro_spans
 from cortex_core.lang.conflicts import conflict_sides
 
 __all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols"]
@@ -1447,7 +1448,7 @@ class SymbolParser:
             # its boundaries are kept: the next version's hunks are of the text with markers.
             self._parses += 1
             before = self._cache.get((language, base[0])) if base is not None else None
-            symbols = _one_side(walker, self._parser(language), sides, before)
+            symbols = _one_side(walker, self._parser(language), language, sides, before)
             self._remember_symbols(key, symbols)
             return list(symbols)
         lines = _Lines(_line_starts(source), len(source))
@@ -1459,7 +1460,11 @@ class SymbolParser:
                 self._regions += 1
                 self._remember_symbols(key, symbols, _segments(symbols, source))
                 return list(symbols)
-        tree, reuse = self._parse(language, source, edited)
+        # Blanked (lang/c_text.py) whether parsed in full or incrementally: a word alone on its
+        # line is blanked or not by the next line, which an incremental parse reads again
+        # either way (the word is that line's return type, or the padding before its token).
+        text = blanked(source, macro_spans(language, source))
+        tree, reuse = self._parse(language, text, edited)
         self._parses += 1
         found = walker.extract(tree.root_node, reuse)
         if edited is not None:
@@ -1730,11 +1735,12 @@ def extract_symbols(language: str, source: bytes) -> list[Symbol]:
     sides = conflict_sides(source)
     parser = get_parser(language)
     if sides is not None:
-        return _one_side(walker, parser, sides)
-    return walker.extract(parser.parse(source).root_node).symbols
+        return _one_side(walker, parser, language, sides)
+    text = blanked(source, macro_spans(language, source))
+    return walker.extract(parser.parse(text).root_node).symbols
 
 
-def _one_side(walker: _Walker, parser: Parser, sides: tuple[bytes, bytes],
+def _one_side(walker: _Walker, parser: Parser, language: str, sides: tuple[bytes, bytes],
               before: list[Symbol] | None = None) -> list[Symbol]:
     """The symbols of the side of a conflicted text that parses (a block may start inside a
     definition that only one side closes); of two that do, the one that keeps more of the
@@ -1742,7 +1748,7 @@ def _one_side(walker: _Walker, parser: Parser, sides: tuple[bytes, bytes],
     kept = {s.qualname for s in before or ()}
     read = []
     for preference, side in enumerate(sides):
-        tree = parser.parse(side)
+        tree = parser.parse(blanked(side, macro_spans(language, side)))
         symbols = walker.extract(tree.root_node).symbols
         score = sum(s.qualname in kept for s in symbols)
         read.append((not tree.root_node.has_error, score, -preference, symbols))
