@@ -133,3 +133,24 @@ def test_an_incremental_parse_reads_a_macro_line_as_a_full_parse_does():
     got = parser.symbols("cpp", "new", new, base=("old", [(3, 1, 3, 1)]))
     assert [(s.qualname, s.start_line) for s in got] == [
         (s.qualname, s.start_line) for s in extract_symbols("cpp", new)]
+
+
+def test_a_method_declared_in_a_header_suggests_its_definition_in_the_source(repo, cortex):
+    # The header declares Shape::area, shape.cpp defines it: `shape.h::Shape.area` said
+    # "no symbol 'Shape.area' in shape.h" and suggested the header's other names only, though
+    # the docs promise a prototype's definition elsewhere (a C function's was found: its
+    # qualname is its name; a C++ method's holds its namespace, class and parameters).
+    import pytest
+
+    from cortex_core.errors import NotFound
+    repo.write("shape.h", "namespace geo {\nclass Shape {\n public:\n  double area() const;\n"
+                          "  int sides() const { return 0; }\n};\n}\n")
+    repo.write("shape.cpp", '#include "shape.h"\nnamespace geo {\n'
+                            "double Shape::area() const {\n  return 1.0;\n}\n}\n")
+    repo.commit("add shapes", days_ago=3)
+    cortex.index()
+    con = cortex.reader()
+    for name in ("Shape.area", "area", "geo::Shape::area"):
+        with pytest.raises(NotFound, match=r"did you mean: .*shape\.cpp::geo\.Shape\.area\(\) "
+                                           r"const"):
+            history(con, TargetSpec("shape.h", name.replace("::", ".")))

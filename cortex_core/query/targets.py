@@ -197,6 +197,13 @@ def _pick(rows: list, name: str, path: str):
     return None
 
 
+def _answers_to(qualname: str, name: str) -> bool:
+    """Whether `name` names the symbol `qualname` as `_pick` reads it, ambiguity aside."""
+    structural = structural_name(qualname)
+    return (qualname.replace(" ", "") == name.replace(" ", "") or structural == name
+            or qualname.endswith("." + name) or structural.endswith("." + name))
+
+
 def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) -> Target:
     rows = con.execute(
         "select s.id, s.qualname, s.kind, s.alive, min(sp.start_line), max(sp.end_line)"
@@ -216,10 +223,15 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
     cased = [q for q in names if q.lower() == lower or q.lower().endswith("." + lower)]
     close = [r[1] for r in suffix][:5] or (cased + [
         q for q in difflib.get_close_matches(name, names, n=5, cutoff=0.5) if q not in cased])[:5]
-    elsewhere = [p for (p,) in con.execute(
-        "select f.path from symbols s join files f on f.id = s.file_id"
-        " where s.qualname = ? and s.alive = 1 limit 3", (name,))]
-    hints = [f"{path}::{q}" for q in close] + [f"{p}::{name}" for p in elsewhere]
+    # A declaration is no symbol (a prototype, a C++ method declared in its class): its
+    # definition is in another file, under the name `_pick` would read there (`Shape.area` is
+    # source.cpp's `geo.Shape.area() const`).
+    last = structural_name(name).rsplit(".", 1)[-1]
+    elsewhere = [f"{p}::{q}" for p, q in con.execute(
+        "select f.path, s.qualname from symbols s join files f on f.id = s.file_id"
+        " where s.name = ? and s.alive = 1 and s.file_id != ? order by f.path, s.qualname",
+        (last, file_id)) if _answers_to(q, name)][:3]
+    hints = [f"{path}::{q}" for q in close] + elsewhere
     hint = f"; did you mean: {', '.join(_shown(h) for h in hints)}" if hints else ""
     level = file_level_reason(con, file_id)
     if level is not None:  # the reason, rather than guesses among symbols it never had
