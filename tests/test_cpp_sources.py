@@ -154,3 +154,23 @@ def test_a_method_declared_in_a_header_suggests_its_definition_in_the_source(rep
         with pytest.raises(NotFound, match=r"did you mean: .*shape\.cpp::geo\.Shape\.area\(\) "
                                            r"const"):
             history(con, TargetSpec("shape.h", name.replace("::", ".")))
+
+
+def test_what_a_function_added_after_the_last_one_does_not_touch_it(repo, cortex):
+    # Appending `brand_new()` after the file's last function: `cortex what` listed that
+    # function (and its namespace) as hot spots being touched. git puts the insertion after
+    # its closing line, which a brace language's definition never reaches past; a Python
+    # body's new last line is the only insertion after a definition's last line inside it.
+    from cortex_core.features.what import what
+    source = "namespace v1 {\nint old(int x) {\n  return x;\n}\n}\nint last() {\n  return 1;\n}\n"
+    for n in range(3):
+        repo.write("lib.cpp", source.replace("return x;", f"return x + {n};")
+                   .replace("return 1;", f"return {n};"))
+        repo.commit(f"change {n}", days_ago=3 - n)
+    cortex.index()
+    (repo.path / "lib.cpp").write_text(source.replace("return x;", "return x + 9;")
+                                       .replace("return 1;", "return 2;")
+                                       + "int brand_new() {\n  return 5;\n}\n")
+    found = what(cortex.reader(), repo.path)
+    assert {(h.path, h.qualname) for h in found.hotspots} == {
+        ("lib.cpp", None), ("lib.cpp", "v1"), ("lib.cpp", "v1.old(int)")}

@@ -139,6 +139,7 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
     sides, as working_changes does, took a review's 40 files of 3,000 functions 26 s)."""
     from cortex_core.errors import CortexError
     from cortex_core.git.git_reads import indexed_head_blob
+    from cortex_core.lang.languages import language_for_path
     from cortex_core.query.blame import MAX_BUFFER_BYTES, buffer_hunks
     moved = {old: new for new, old in renamed}   # a staged rename: the file is on disk there
     out: dict[str, set[str]] = {}
@@ -159,9 +160,13 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
             continue
         spans = symbol_spans(con, path)
         # Lines old_start.. replaced; or, none replaced, an insertion after old_start, which a
-        # symbol holds from its first line to its last (a Python body's new last line). The
-        # hunks do not overlap: sorted by start, their ends are sorted too.
-        edits = sorted((start, start + count - 1 if count else start)
+        # symbol holds from its first line to its last in Python (a body's new last line), and
+        # before its last elsewhere: a definition in braces (or Ruby's `end`) ends on its
+        # closing line, so what git inserts after it is outside (a function appended after
+        # the file's last one did not touch it). The hunks do not overlap: sorted by start,
+        # their ends are sorted too.
+        after = 0.0 if language_for_path(path) == "python" else 0.5
+        edits = sorted((start, start + count - 1) if count else (start + after, start + after)
                        for start, count, _, _ in hunks)
         ends = [end for _, end in edits]
         touched: set[str] = set()
