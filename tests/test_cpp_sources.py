@@ -3,6 +3,7 @@ annotation and export macros."""
 
 from __future__ import annotations
 
+from cortex_core.lang.c_text import dialect, macro_spans
 from cortex_core.lang.symbols import extract_symbols
 from cortex_core.query.history import history
 from cortex_core.query.targets import TargetSpec
@@ -56,6 +57,15 @@ def test_a_c_header_stays_c():
               b"static inline int get(struct value *v) { return v->public_; }\n"
               b"#ifdef __cplusplus\n}\n#endif\n")
     assert [s.qualname for s in extract_symbols("c", header)] == ["value", "get"]
+    # A review: C++ only in a C header's `#ifdef __cplusplus` section (a namespace, the usual
+    # `#include <cstddef>` guard) or in a comment turned the file C++, and every function's
+    # identity with it (`get` became `get(struct value*)` in the commit that added the guard).
+    guarded = (b"struct value { int x; };\nint get(struct value *v) { return v->x; }\n"
+               b"#ifdef __cplusplus\nnamespace v { int h(); }\n#include <cstddef>\n#else\n"
+               b"#include <stddef.h>\n#endif\n/*\n   template <int N> works only in C++\n*/\n"
+               b"#if defined(__cplusplus)\ntemplate <class T> T id(T t) { return t; }\n#endif\n")
+    assert dialect("c", guarded) == "c"
+    assert [s.qualname for s in extract_symbols("c", guarded)][:2] == ["value", "get"]
 
 
 OPTIONS = """\
@@ -120,6 +130,17 @@ def test_a_return_type_on_its_own_line_stays_the_functions():
     # GNU style puts the return type on a line of its own: `BOOL` there is no annotation.
     source = b"BOOL\nready(void)\n{\n    return TRUE;\n}\n"
     assert [(s.qualname, s.start_line) for s in extract_symbols("c", source)] == [("ready", 1)]
+
+
+def test_a_return_type_and_calling_convention_words_stay_the_functions():
+    """A review: `DWORD` above `WINAPI worker(`, `EFI_STATUS` and `EFIAPI` above `Entry (`
+    (Windows, EDK2) were blanked as macros, so a changed return type was no change of the
+    function and its line no line of it."""
+    source = (b"DWORD\nWINAPI worker(void *p)\n{\n    return 0;\n}\n\n"
+              b"EFI_STATUS\nEFIAPI\nEntry (\n  VOID\n  )\n{\n  return 0;\n}\n")
+    assert macro_spans("c", source) == [(source.index(b"VOID"), source.index(b"VOID") + 4)]
+    assert [(s.start_line, s.end_line) for s in extract_symbols("c", source)] == [
+        (1, 5), (7, 14)]
 
 
 def test_an_incremental_parse_reads_a_macro_line_as_a_full_parse_does():

@@ -2,8 +2,10 @@
 
 Which grammar. A `.h` file is C or C++: its suffix says nothing. Read by the C grammar, C++ is
 garbage: robin-map's headers were one function `tsl` (the namespace) holding the whole file, its
-classes and methods gone. A C header never holds a namespace, a template, an access specifier or
-a standard header included without `.h`, so a `.h` text with one of them is read as C++.
+classes and methods gone. C never holds a namespace, a template, an access specifier or `using
+namespace` outside its comments and its `#ifdef __cplusplus` sections (where a C header keeps
+what C++ readers need: `namespace`, `#include <cstddef>`), so a C text with one of them there
+is read as C++.
 
 Which macros. tree-sitter does not expand macros, and an annotation macro where a declaration
 starts derails its recovery: a C++ method after `CXXOPTS_NODISCARD` alone on its line was named
@@ -14,8 +16,9 @@ and line keeps its place, as conflict sides are: lang/conflicts.py):
 - an upper-case word between `class`, `struct` or `union` and the name of a definition
   (`class Q_CORE_EXPORT QObject {`, `struct API Bar : Base`);
 - an upper-case word alone on its line (`CXXOPTS_NODISCARD`, `Q_OBJECT`, `BEGIN_NAMESPACE`)
-  unless the next line starts with a name and `(`: there it is the return type that GNU style
-  puts on a line of its own (`BOOL` above `foo(void)`), which the grammar reads as such.
+  unless the next line of code (past more words alone: `EFI_STATUS`, `EFIAPI`) starts with a
+  name and `(`, after calling-convention words (`WINAPI worker(`): there it is the return type
+  that GNU style puts on a line of its own (`BOOL` above `foo(void)`), which the grammar reads.
 A word alone on its line elsewhere (an enumerator, an operand) is code the walk does not read.
 A blanked macro's line is no line of the definition after it (a commit that only adds
 `CXXOPTS_NODISCARD` above a method changes its class), and a macro on the line of a function's
@@ -28,11 +31,17 @@ from __future__ import annotations
 
 import re
 
-# Line-start markers of C++ (see the module docstring); `namespace` with a body, not a word.
+# Line-start markers of C++ (see the module docstring); `namespace` with a body, not a word. Not
+# `#include <vector>`: C headers include such in their `#ifdef __cplusplus` guards.
 _CPP_MARKS = re.compile(
     rb"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|"
-    rb"(?:public|private|protected)[ \t]*:(?!:)|using[ \t]+namespace\b|"
-    rb"#[ \t]*include[ \t]*<\w+>)", re.M)
+    rb"(?:public|private|protected)[ \t]*:(?!:)|using[ \t]+namespace\b)", re.M)
+_COMMENTS = re.compile(rb"/\*.*?(?:\*/|\Z)|//[^\n]*", re.S)
+_IF = re.compile(rb"[ \t]*#[ \t]*if")
+_IF_CPLUSPLUS = re.compile(rb"[ \t]*#[ \t]*(?:ifdef[ \t]+__cplusplus\b|if[ \t]+(?:defined[ \t]*\(?[ \t]*)?"
+                           rb"__cplusplus\b)")
+_ELSE_OR_END = re.compile(rb"[ \t]*#[ \t]*(?:else|elif|endif)\b")
+_END = re.compile(rb"[ \t]*#[ \t]*endif\b")
 
 _WORD = rb"(?=[A-Z0-9_]*[A-Z])[A-Z_][A-Z0-9_]+"   # upper case, two characters at least
 # `class MACRO... Name` then a base clause, a body, `final`, or the end of the line.
@@ -40,15 +49,44 @@ _CLASS_MACROS = re.compile(
     rb"\b(?:class|struct|union)[ \t]+((?:(?:" + _WORD + rb")[ \t]+)+)"
     rb"(?!final\b)[A-Za-z_]\w*[ \t]*(?:final\b[ \t]*)?(?=:(?!:)|\{|//|/\*|\r?$)", re.M)
 _ALONE = re.compile(rb"^[ \t]*(" + _WORD + rb")[ \t]*(?://[^\n]*)?\r?$", re.M)
-_RETURN_TYPE_OF = re.compile(rb"[ \t]*[*&]*[ \t]*[A-Za-z_][\w:]*[ \t]*\(")
+_ALONE_HERE = re.compile(rb"[ \t]*" + _WORD + rb"[ \t]*(?://[^\n]*)?\r?(?:\n|\Z)")
+# The line of a function's name after its return type on a line of its own: calling-convention
+# and export words first (`WINAPI worker(`), a pointer, the name (`Counter::operator==(` too).
+_RETURN_TYPE_OF = re.compile(
+    rb"[ \t]*(?:" + _WORD + rb"[ \t]+)*[*&]*[ \t]*[A-Za-z_~][\w:~]*"
+    rb"(?:(?<=operator)(?:\(\)|\[\]|[=!<>+\-*/%^&|~,]+))?[ \t]*\(")
 _BLANK_LINE = re.compile(rb"[ \t]*(?://[^\n]*)?\r?\n")
+LOOK_AHEAD = 8   # lines of words alone (`EFI_STATUS`, `EFIAPI`) read before the function's name
 
 
 def dialect(language: str, source: bytes) -> str:
-    """The grammar to read `source` with: "cpp" for a C header that holds C++."""
-    if language == "c" and _CPP_MARKS.search(source) is not None:
-        return "cpp"
-    return language
+    """The grammar to read `source` with: "cpp" for C text that holds C++ outside its comments
+    and its `#ifdef __cplusplus` sections (a C header's guards: `namespace`, `#include <cstddef>`
+    there are for C++ readers of a C header)."""
+    if language != "c" or _CPP_MARKS.search(source) is None:
+        return language
+    return "cpp" if _CPP_MARKS.search(_plain_c(source)) is not None else language
+
+
+def _plain_c(source: bytes) -> bytes:
+    """`source` without its comments and its `#if(def) __cplusplus` sections."""
+    text = _COMMENTS.sub(b" ", source)
+    out: list[bytes] = []
+    skipping = 0   # depth of #if inside the section skipped; 0: not skipping
+    for line in text.split(b"\n"):
+        if skipping:
+            if _IF.match(line):
+                skipping += 1
+            elif skipping == 1 and _ELSE_OR_END.match(line):
+                skipping = 0
+            elif _END.match(line):
+                skipping -= 1
+            continue
+        if _IF_CPLUSPLUS.match(line):
+            skipping = 1
+            continue
+        out.append(line)
+    return b"\n".join(out)
 
 
 def macro_spans(language: str, source: bytes) -> list[tuple[int, int]]:
@@ -58,18 +96,29 @@ def macro_spans(language: str, source: bytes) -> list[tuple[int, int]]:
     spans = [m.span(1) for m in _CLASS_MACROS.finditer(source)]
     for m in _ALONE.finditer(source):
         at = m.end()
-        while at < len(source):   # the next line that holds code
-            if source[at:at + 1] == b"\n":
-                at += 1
-                continue
-            blank = _BLANK_LINE.match(source, at)
-            if blank is None:
+        for _ in range(LOOK_AHEAD):   # past blank lines and more words alone (`EFIAPI`)
+            at = _next_code_line(source, at)
+            alone = _ALONE_HERE.match(source, at)
+            if alone is None:
                 break
-            at = blank.end()
+            at = alone.end()
         if _RETURN_TYPE_OF.match(source, at) is None:
             spans.append(m.span(1))
     spans.sort()
     return spans
+
+
+def _next_code_line(source: bytes, at: int) -> int:
+    """Where the next line that holds code starts, from `at` (the end of a line)."""
+    while at < len(source):
+        if source[at:at + 1] == b"\n":
+            at += 1
+            continue
+        blank = _BLANK_LINE.match(source, at)
+        if blank is None:
+            break
+        at = blank.end()
+    return at
 
 
 def blanked(source: bytes, spans: list[tuple[int, int]]) -> bytes:

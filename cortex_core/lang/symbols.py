@@ -1422,6 +1422,7 @@ class SymbolParser:
         self._tree_bytes = 0
         self._cached_symbols = 0
         self._cache: OrderedDict[tuple[str, str], list[Symbol]] = OrderedDict()
+        self._dialects: dict[str, str] = {}   # a C blob's grammar (c_text.dialect), by blob id
         # Lines of the cached blobs whose symbols came from a parse without errors, in the
         # languages read by regions (_REGIONS): what a successor's region parse needs to know.
         self._clean: dict[tuple[str, str], _Segments] = {}
@@ -1435,7 +1436,13 @@ class SymbolParser:
         """Symbols of a blob. `base` = (old blob id, git zero-context hunks from the old blob to
         this one): when the old blob's tree is still cached, only the edited regions are
         re-parsed."""
-        language = dialect(language, source)
+        if language == "c":   # which grammar, read once per blob (a scan of the whole text)
+            known = self._dialects.get(blob_id)
+            if known is None:
+                if len(self._dialects) >= DIALECTS_KEPT:
+                    self._dialects.clear()
+                known = self._dialects[blob_id] = dialect(language, source)
+            language = known
         key = (language, blob_id)
         cached = self._cache.get(key)
         if cached is not None:
@@ -1726,6 +1733,9 @@ def _moved(s: Symbol, rows: int, offset: int, reindex: int) -> Symbol:
     return Symbol(s.qualname, s.name, s.kind, s.start_line + rows, s.end_line + rows,
                   s.parent + reindex if s.parent >= 0 else -1, s.start_byte + offset,
                   s.end_byte + offset, s.tag, s.structural)
+
+
+DIALECTS_KEPT = 16_384   # C blob ids whose grammar is kept (about 2 MB), then forgotten at once
 
 
 def extract_symbols(language: str, source: bytes) -> list[Symbol]:
