@@ -248,6 +248,11 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
      "const f: Fn<(a: A) => B> = (c) => g(c)", "signature"),
     ("typescript", "const f: Fn<(a: A) => B> = (b) => g(b)",
      "const f: Fn<(a: A) => B> = (b) => h(b)", "body"),
+    # No declaration's `=` after the arrow: `>=` in the body is none (a third review).
+    ("typescript", "export default (a, b) => a >= b;", "export default (a, b) => a >= b + 1;",
+     "body"),
+    ("typescript", "export default (a: number): boolean => a >= 0;",
+     "export default (a: number): boolean => a >= 1;", "body"),
     ("javascript", "const o = { a: () => 1 }", "const o = { a: () => 2 }", "body"),
     # A type alias's `=>` is part of the type it names.
     ("typescript", "export type Hook = (s: S) => void;",

@@ -373,15 +373,28 @@ def _arrow_end(code: list[str]) -> int | None:
     annotation's `=>` is part of a type), and after the function types of a return type
     (`(a): (b: B) => C => ...`): a `=>` right after a `(...)` that starts a type (after the
     `:` or a type's `=>`) is that type's."""
-    depth, start = 0, 0
-    for i, t in enumerate(code):
+    # The declaration's `=`, read with type arguments as brackets (`f: Fn<(a: A) => B> = ...`):
+    # before it, a declaration compares nothing.
+    depth, angle, start, i = 0, 0, 0, 0
+    while i < len(code):
+        t = code[i]
+        if t == "=" and code[i + 1:i + 2] == [">"]:
+            if depth == 0 and angle == 0:
+                break   # an arrow before any `=`: no declaration (`export default (a) => a >= 1`)
+            i += 2
+            continue
         if t in _OPEN:
             depth += 1
         elif t in _CLOSE:
             depth = max(0, depth - 1)
-        elif depth == 0 and t == "=" and _assigns(code, i):
+        elif t == "<":
+            angle += 1
+        elif t == ">":
+            angle = max(0, angle - 1)
+        elif depth == 0 and angle == 0 and t == "=" and _assigns(code, i):
             start = i + 1
             break
+        i += 1
     # A value in parentheses, `((a) => a) as T` (a TypeScript assertion): the arrow inside.
     for skip in range(4):
         if skip and code[start + skip - 1:start + skip] != ["("]:
