@@ -278,3 +278,28 @@ def test_what_touches_the_symbols_an_edit_is_in_also_after_a_staged_rename(repo,
                                                                         "        # more\n"))
     hot = {h.qualname for h in what(cortex.reader(), repo.path).hotspots if h.qualname}
     assert hot == {"K", "K.b"}
+
+
+def test_what_reads_a_python_insertion_after_a_definition_by_its_indentation(repo, cortex):
+    """A third review: appending a function after a Python file's last one touched that last
+    function, and a method added after a class's last one touched neither the class nor its
+    method before. An insertion right after a definition's last line (blank lines between)
+    extends it when its code is indented deeper than the definition's first line."""
+    from cortex_core.features.what import what
+    source = ("class A:\n    def f(self):\n        return 1\n\n    def g(self):\n"
+              "        return 2\n\n\ndef h():\n    return 3\n")
+    for n in range(3):
+        repo.write("a.py", source.replace("return 3", f"return {3 + n}"))
+        repo.commit(f"change {n}", days_ago=5 - n)
+    cortex.index()
+    head = source.replace("return 3", "return 5")
+
+    def touched(text: str) -> set[str]:
+        (repo.path / "a.py").write_text(text)
+        return {h.qualname for h in what(cortex.reader(), repo.path, top_k=50).hotspots
+                if h.qualname}
+    assert touched(head + "\n\ndef z():\n    return 0\n") == set()
+    assert touched(head + "    print(3)\n") == {"h"}
+    method = head.replace("        return 2\n", "        return 2\n\n    def k(self):\n"
+                                               "        return 9\n")
+    assert touched(method) == {"A"}

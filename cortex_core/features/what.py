@@ -160,13 +160,11 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
             continue
         spans = symbol_spans(con, path)
         # Lines old_start.. replaced; or, none replaced, an insertion after old_start, which a
-        # symbol holds from its first line to its last in Python (a body's new last line), and
-        # before its last elsewhere: a definition in braces (or Ruby's `end`) ends on its
-        # closing line, so what git inserts after it is outside (a function appended after
-        # the file's last one did not touch it). The hunks do not overlap: sorted by start,
-        # their ends are sorted too.
-        after = 0.0 if language_for_path(path) == "python" else 0.5
-        edits = sorted((start, start + count - 1) if count else (start + after, start + after)
+        # definition holds when it goes on after that line: one in braces (or Ruby's `end`)
+        # ends on its closing line, so what git inserts after it is outside (a function
+        # appended after the file's last one did not touch it). The hunks do not overlap:
+        # sorted by start, their ends are sorted too.
+        edits = sorted((start, start + count - 1) if count else (start + 0.5, start + 0.5)
                        for start, count, _, _ in hunks)
         ends = [end for _, end in edits]
         touched: set[str] = set()
@@ -174,7 +172,36 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
             i = bisect_left(ends, start)   # the first edit ending at or after the symbol's start
             if i < len(edits) and edits[i][0] <= end:
                 touched.add(qualname)
+        if language_for_path(path) == "python":
+            touched |= _python_tails(head, buffer, hunks, spans)
         out[path] = touched
+    return out
+
+
+def _python_tails(head: bytes, buffer: bytes, hunks, spans) -> set[str]:
+    """Python definitions that an insertion right after their last line (blank lines between)
+    extends: its first line that is not blank is indented deeper than their first line (a
+    body's new last statement or comment, a class's new last method), as Python reads it."""
+    old_lines, new_lines = head.split(b"\n"), buffer.split(b"\n")
+    by_end: dict[int, list[tuple[str, int]]] = {}
+    for qualname, start, end in spans:
+        by_end.setdefault(end, []).append((qualname, start))
+    out: set[str] = set()
+    for old_start, count, new_start, new_count in hunks:
+        if count:
+            continue
+        last = old_start   # the last line of code at or before the insertion point
+        while last > 0 and last <= len(old_lines) and not old_lines[last - 1].strip():
+            last -= 1
+        code = next((line for line in new_lines[new_start - 1:new_start - 1 + new_count]
+                     if line.strip()), None)
+        if code is None:
+            continue
+        depth = len(code) - len(code.lstrip())
+        for qualname, start in by_end.get(last, ()):
+            line = old_lines[start - 1] if 0 < start <= len(old_lines) else b""
+            if depth > len(line) - len(line.lstrip()):
+                out.add(qualname)
     return out
 
 
