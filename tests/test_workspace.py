@@ -303,3 +303,10 @@ def test_what_reads_a_python_insertion_after_a_definition_by_its_indentation(rep
     method = head.replace("        return 2\n", "        return 2\n\n    def k(self):\n"
                                                "        return 9\n")
     assert touched(method) == {"A"}
+    # A symlink in its place: its target is other text, so nothing says which were touched.
+    (repo.path / "other.py").write_text("def h():\n    return 0\n")
+    (repo.path / "a.py").unlink()
+    (repo.path / "a.py").symlink_to("other.py")
+    hot = {h.qualname for h in what(cortex.reader(), repo.path, top_k=50).hotspots
+           if h.qualname}
+    assert hot == {"A", "A.f", "A.g", "h"}

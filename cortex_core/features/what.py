@@ -146,7 +146,9 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
     for path in paths:
         on_disk = repo_root / moved.get(path, path)
         try:
-            if not on_disk.is_file() or on_disk.stat().st_size > MAX_BUFFER_BYTES:
+            # A symlink's target is other text than the file the index knows (kept whole).
+            if on_disk.is_symlink() or not on_disk.is_file() \
+                    or on_disk.stat().st_size > MAX_BUFFER_BYTES:
                 continue
             buffer = on_disk.read_bytes()
         except OSError:
