@@ -248,6 +248,14 @@ def test_python_overload_stubs_belong_to_the_implementation(repo, cortex):
      "const f: Fn<(a: A) => B> = (c) => g(c)", "signature"),
     ("typescript", "const f: Fn<(a: A) => B> = (b) => g(b)",
      "const f: Fn<(a: A) => B> = (b) => h(b)", "body"),
+    # An annotation's own arrows, generic or returning a union of object types, come before
+    # the declaration's `=` (a fourth review).
+    ("typescript", "const f: <T>(a: T) => T = (a) => g(a)",
+     "const f: <T>(a: T) => T = (a, b) => g(a)", "signature"),
+    ("typescript", "const f: (x: X) => { ok: true } | { ok: false } = (x) => g(x)",
+     "const f: (x: X) => { ok: true } | { ok: false } = (x, y) => g(x)", "signature"),
+    ("typescript", "const f: <T>(a: T) => T = (a) => g(a)",
+     "const f: <T>(a: T) => T = (a) => h(a)", "body"),
     # No declaration's `=` after the arrow: `>=` in the body is none (a third review).
     ("typescript", "export default (a, b) => a >= b;", "export default (a, b) => a >= b + 1;",
      "body"),

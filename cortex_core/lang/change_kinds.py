@@ -376,13 +376,16 @@ def _arrow_end(code: list[str]) -> int | None:
     # The declaration's `=`, read with type arguments as brackets (`f: Fn<(a: A) => B> = ...`):
     # before it, a declaration compares nothing.
     depth, angle, start, i = 0, 0, 0, 0
+    annotated = False   # after a variable's or field's `:`, whose type may hold arrows
     while i < len(code):
         t = code[i]
         if t == "=" and code[i + 1:i + 2] == [">"]:
-            if depth == 0 and angle == 0:
+            if depth == 0 and angle == 0 and not annotated:
                 break   # an arrow before any `=`: no declaration (`export default (a) => a >= 1`)
             i += 2
             continue
+        if depth == 0 and angle == 0 and t == ":" and code[i - 1:i] != [")"]:
+            annotated = True   # `f: <T>(a: T) => T = ...`; after a `)` it is a return type
         if t in _OPEN:
             depth += 1
         elif t in _CLOSE:
