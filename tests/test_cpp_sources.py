@@ -57,15 +57,25 @@ def test_a_c_header_stays_c():
               b"static inline int get(struct value *v) { return v->public_; }\n"
               b"#ifdef __cplusplus\n}\n#endif\n")
     assert [s.qualname for s in extract_symbols("c", header)] == ["value", "get"]
-    # A review: C++ only in a C header's `#ifdef __cplusplus` section (a namespace, the usual
-    # `#include <cstddef>` guard) or in a comment turned the file C++, and every function's
-    # identity with it (`get` became `get(struct value*)` in the commit that added the guard).
+    # A review: `#include <cstddef>` in the usual `#ifdef __cplusplus` guard, or `template <`
+    # in a comment, turned a C header C++, and every function's identity with it (`get` became
+    # `get(struct value*)`); a string holding `/*` hides nothing.
     guarded = (b"struct value { int x; };\nint get(struct value *v) { return v->x; }\n"
-               b"#ifdef __cplusplus\nnamespace v { int h(); }\n#include <cstddef>\n#else\n"
-               b"#include <stddef.h>\n#endif\n/*\n   template <int N> works only in C++\n*/\n"
-               b"#if defined(__cplusplus)\ntemplate <class T> T id(T t) { return t; }\n#endif\n")
+               b"#ifdef __cplusplus\n#include <cstddef>\n#else\n#include <stddef.h>\n#endif\n"
+               b"/*\n   template <int N> works only in C++\n*/\n")
     assert dialect("c", guarded) == "c"
-    assert [s.qualname for s in extract_symbols("c", guarded)][:2] == ["value", "get"]
+    assert [s.qualname for s in extract_symbols("c", guarded)] == ["value", "get"]
+    # A fourth review: a C++ API in a C header's `#ifdef __cplusplus` section (mimalloc's STL
+    # allocators) is C++ to its readers; read as C it was garbage. So are `std::` and a
+    # standard header without `.h` outside such a section.
+    api = (b"int c_api(int x);\n#ifdef __cplusplus\nnamespace api {\nclass W {\npublic:\n"
+           b"  int call(int x) const { return x; }\n};\n}\n#endif\n")
+    assert [s.qualname for s in extract_symbols("c", api)] == [
+        "api", "api.W", "api.W.call(int) const"]
+    assert dialect("c", b'static const char *glob = "src/*";\nnamespace foo {\n}\n/* end */\n') \
+        == "cpp"
+    assert dialect("c", b"#include <string>\nstruct Item {\n  int size() const { return 1; }\n};\n") \
+        == "cpp"
 
 
 OPTIONS = """\

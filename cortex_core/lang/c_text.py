@@ -2,10 +2,11 @@
 
 Which grammar. A `.h` file is C or C++: its suffix says nothing. Read by the C grammar, C++ is
 garbage: robin-map's headers were one function `tsl` (the namespace) holding the whole file, its
-classes and methods gone. C never holds a namespace, a template, an access specifier or `using
-namespace` outside its comments and its `#ifdef __cplusplus` sections (where a C header keeps
-what C++ readers need: `namespace`, `#include <cstddef>`), so a C text with one of them there
-is read as C++.
+classes and methods gone. C never holds a namespace, a template, an access specifier, `using
+namespace` or `std::` outside its comments, nor a standard header included without `.h`
+outside its `#ifdef __cplusplus` sections (where C headers include `<cstddef>` for their C++
+readers), so a C text with one of them there is read as C++: a header whose `#ifdef
+__cplusplus` section holds a C++ API (mimalloc's STL allocators) is C++ to whoever reads it.
 
 Which macros. tree-sitter does not expand macros, and an annotation macro where a declaration
 starts derails its recovery: a C++ method after `CXXOPTS_NODISCARD` alone on its line was named
@@ -31,12 +32,19 @@ from __future__ import annotations
 
 import re
 
-# Line-start markers of C++ (see the module docstring); `namespace` with a body, not a word. Not
-# `#include <vector>`: C headers include such in their `#ifdef __cplusplus` guards.
+# Markers of C++ (see the module docstring): `namespace` with a body, a template, an access
+# specifier, `using namespace`, a name of `std::`. Read in the whole text but its comments: a
+# C header's `#ifdef __cplusplus` section that holds them is C++ a C++ reader compiles
+# (mimalloc's STL allocators), read as C it was garbage.
 _CPP_MARKS = re.compile(
     rb"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|"
-    rb"(?:public|private|protected)[ \t]*:(?!:)|using[ \t]+namespace\b)", re.M)
-_COMMENTS = re.compile(rb"/\*.*?(?:\*/|\Z)|//[^\n]*", re.S)
+    rb"(?:public|private|protected)[ \t]*:(?!:)|using[ \t]+namespace\b)|\bstd::", re.M)
+# A standard header without `.h` is C++ too, but outside `#ifdef __cplusplus` sections only: C
+# headers include `<cstddef>` there for their C++ readers.
+_CPP_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*<\w+>", re.M)
+# Comments, and the strings that may hold what looks like one (`"src/*"`).
+_COMMENTS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|/\*.*?(?:\*/|\Z)|//[^\n]*',
+                       re.S)
 _IF = re.compile(rb"[ \t]*#[ \t]*if")
 _IF_CPLUSPLUS = re.compile(rb"[ \t]*#[ \t]*(?:ifdef[ \t]+__cplusplus\b|if[ \t]+(?:defined[ \t]*\(?[ \t]*)?"
                            rb"__cplusplus\b)")
@@ -61,16 +69,25 @@ LOOK_AHEAD = 8   # lines of words alone (`EFI_STATUS`, `EFIAPI`) read before the
 
 def dialect(language: str, source: bytes) -> str:
     """The grammar to read `source` with: "cpp" for C text that holds C++ outside its comments
-    and its `#ifdef __cplusplus` sections (a C header's guards: `namespace`, `#include <cstddef>`
-    there are for C++ readers of a C header)."""
-    if language != "c" or _CPP_MARKS.search(source) is None:
+    (an `#include <vector>` outside its `#ifdef __cplusplus` sections)."""
+    if language != "c":
         return language
-    return "cpp" if _CPP_MARKS.search(_plain_c(source)) is not None else language
+    quick = _CPP_MARKS.search(source) is not None
+    if not quick and _CPP_INCLUDE.search(source) is None:
+        return language
+    text = _COMMENTS.sub(_keep_strings, source)
+    if quick and _CPP_MARKS.search(text) is not None:
+        return "cpp"
+    return "cpp" if _CPP_INCLUDE.search(_outside_cplusplus(text)) is not None else language
 
 
-def _plain_c(source: bytes) -> bytes:
-    """`source` without its comments and its `#if(def) __cplusplus` sections."""
-    text = _COMMENTS.sub(b" ", source)
+def _keep_strings(match: re.Match) -> bytes:
+    token = match.group(0)
+    return token if token[:1] in (b'"', b"'") else b" "
+
+
+def _outside_cplusplus(text: bytes) -> bytes:
+    """`text` without its `#if(def) __cplusplus` sections."""
     out: list[bytes] = []
     skipping = 0   # depth of #if inside the section skipped; 0: not skipping
     for line in text.split(b"\n"):
