@@ -205,3 +205,25 @@ def test_what_a_function_added_after_the_last_one_does_not_touch_it(repo, cortex
     found = what(cortex.reader(), repo.path)
     assert {(h.path, h.qualname) for h in found.hotspots} == {
         ("lib.cpp", None), ("lib.cpp", "v1"), ("lib.cpp", "v1.old(int)")}
+
+
+def test_a_c_header_gaining_a_cplusplus_section_keeps_its_functions_histories(repo, cortex):
+    """Read as C++ from the commit that adds a C++ API to its `#ifdef __cplusplus` section, a C
+    header's `get` becomes `get(struct value*)`: the name as typed answers with the function
+    alive at HEAD, whose history holds its C past (a review found it answered with the gone
+    identity)."""
+    head = "struct value { int x; };\nint get(struct value *v) {\n  return v->x;\n}\n"
+    repo.write("v.h", head)
+    repo.commit("add v.h", days_ago=5)
+    repo.write("v.h", head.replace("v->x", "v->x + 1"))
+    repo.commit("get: plus one", days_ago=4)
+    api = "#ifdef __cplusplus\nnamespace v {\nclass W {\npublic:\n  int n() const { return 1; }\n};\n}\n#endif\n"
+    repo.write("v.h", head.replace("v->x", "v->x + 1") + api)
+    repo.commit("C++ wrapper", days_ago=3)
+    repo.write("v.h", head.replace("v->x", "v->x + 2") + api)
+    repo.commit("get: plus two", days_ago=2)
+    cortex.index()
+    found = history(cortex.reader(), TargetSpec("v.h", "get"))
+    assert found.target.qualname == "get(struct value*)" and found.target.alive
+    subjects = [e.commit.subject for e in found.entries]
+    assert subjects[0] == "get: plus two" and subjects[-1] == "add v.h" and "get: plus one" in subjects

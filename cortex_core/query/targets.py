@@ -176,6 +176,13 @@ def _pick(rows: list, name: str, path: str):
     symbol alive at HEAD answers to it. Several: Ambiguous, listing them."""
     exact = [r for r in rows if r[1] == name]
     if exact:
+        if not exact[0][3]:
+            # Gone at HEAD, where one symbol alive answers to the name without its tags: the
+            # same definition renamed by them (a C header read as C++ from a commit on:
+            # `get` became `get(struct value*)`), whose history holds the gone one's.
+            alive = [r for r in rows if r[3] and structural_name(r[1]) == name]
+            if len(alive) == 1:
+                return alive[0]
         return exact[0]
     squeezed = name.replace(" ", "")
     exact = [r for r in rows if r[1].replace(" ", "") == squeezed]
