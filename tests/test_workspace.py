@@ -303,6 +303,13 @@ def test_what_reads_a_python_insertion_after_a_definition_by_its_indentation(rep
     method = head.replace("        return 2\n", "        return 2\n\n    def k(self):\n"
                                                "        return 9\n")
     assert touched(method) == {"A"}
+    # A fourth review: code written on a blank line after a body, a comment at column 0 between
+    # the body and the new line, and a decorator added above a method.
+    assert touched(head.replace("        return 2\n\n", "        return 2\n        x = 1\n", 1)) \
+        == {"A", "A.g"}
+    assert touched(head + "# note\n    print(3)\n") == {"h"}
+    assert touched(head.replace("    def g(self):", "    @property\n    def g(self):")) == {
+        "A", "A.g"}
     # A symlink in its place: its target is other text, so nothing says which were touched.
     (repo.path / "other.py").write_text("def h():\n    return 0\n")
     (repo.path / "a.py").unlink()

@@ -181,28 +181,48 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
 
 
 def _python_tails(head: bytes, buffer: bytes, hunks, spans) -> set[str]:
-    """Python definitions that an insertion right after their last line (blank lines between)
-    extends: its first line that is not blank is indented deeper than their first line (a
-    body's new last statement or comment, a class's new last method), as Python reads it."""
+    """Python definitions that an insertion right after their last line extends, as Python
+    reads it: blank lines and comments between, its first line that is not blank indented
+    deeper than their first line (a body's new last statement, a class's new last method). And
+    a definition that a decorator inserted right above it, at its indentation, changes. Blank
+    lines replaced count as an insertion (git's hunk for `x = 2` written on a blank line)."""
     old_lines, new_lines = head.split(b"\n"), buffer.split(b"\n")
     by_end: dict[int, list[tuple[str, int]]] = {}
+    by_start: dict[int, list[str]] = {}
     for qualname, start, end in spans:
         by_end.setdefault(end, []).append((qualname, start))
+        by_start.setdefault(start, []).append(qualname)
+
+    def blank(n: int) -> bool:   # old line n (1-based) holds no code
+        text = old_lines[n - 1].strip() if 0 < n <= len(old_lines) else b""
+        return not text or text.startswith(b"#")
+
+    def indent(line: bytes) -> int:
+        return len(line) - len(line.lstrip())
     out: set[str] = set()
     for old_start, count, new_start, new_count in hunks:
-        if count:
+        if count and not all(blank(n) for n in range(old_start, old_start + count)):
             continue
-        last = old_start   # the last line of code at or before the insertion point
-        while last > 0 and last <= len(old_lines) and not old_lines[last - 1].strip():
-            last -= 1
-        code = next((line for line in new_lines[new_start - 1:new_start - 1 + new_count]
-                     if line.strip()), None)
+        after = old_start - 1 if count else old_start   # the insertion follows this old line
+        added = [line for line in new_lines[new_start - 1:new_start - 1 + new_count]
+                 if line.strip()]
+        # Its first line of code says where it belongs (a comment at column 0 may precede it),
+        # else its first comment.
+        code = next((line for line in added if not line.lstrip().startswith(b"#")),
+                    added[0] if added else None)
         if code is None:
             continue
-        depth = len(code) - len(code.lstrip())
+        if code.lstrip().startswith(b"@"):   # a decorator, of the definition right below
+            for qualname in by_start.get(after + 1, ()):
+                line = old_lines[after] if after < len(old_lines) else b""
+                if indent(code) == indent(line):
+                    out.add(qualname)
+        last = after   # the last line of code at or before the insertion point
+        while last > 0 and blank(last):
+            last -= 1
         for qualname, start in by_end.get(last, ()):
             line = old_lines[start - 1] if 0 < start <= len(old_lines) else b""
-            if depth > len(line) - len(line.lstrip()):
+            if indent(code) > indent(line):
                 out.add(qualname)
     return out
 
