@@ -180,6 +180,11 @@ def _touched(con, repo_root: Path, paths: set[str], renamed: tuple[tuple[str, st
     return out
 
 
+# Blank and comment lines looked through between a Python definition's last line and an
+# insertion (a bound: each insertion's look back would be quadratic in a file of blank lines).
+TAIL_GAP = 200
+
+
 def _python_tails(head: bytes, buffer: bytes, hunks, spans) -> set[str]:
     """Python definitions that an insertion right after their last line extends, as Python
     reads it: blank lines and comments between, its first line that is not blank indented
@@ -217,8 +222,8 @@ def _python_tails(head: bytes, buffer: bytes, hunks, spans) -> set[str]:
                 line = old_lines[after] if after < len(old_lines) else b""
                 if indent(code) == indent(line):
                     out.add(qualname)
-        last = after   # the last line of code at or before the insertion point
-        while last > 0 and blank(last):
+        last = after   # the last line of code at or before the insertion point, not far
+        while last > 0 and blank(last) and after - last < TAIL_GAP:
             last -= 1
         for qualname, start in by_end.get(last, ()):
             line = old_lines[start - 1] if 0 < start <= len(old_lines) else b""
