@@ -987,17 +987,19 @@ class Lineage:
     def peek_all(self, ident: int, commit_id: int) -> list[int]:
         """`at_all`, recording nothing (as `peek`)."""
         out: list[int] = []
-        self._walk(ident, self.position.get(commit_id, -1), out, SPLITS_FOLLOWED)
+        self._walk(ident, self.position.get(commit_id, -1), out, [SPLITS_FOLLOWED])
         return out
 
-    def _walk(self, ident: int, pos: int, out: list[int], budget: int) -> None:
+    def _walk(self, ident: int, pos: int, out: list[int], budget: list[int]) -> None:
+        # `budget` is shared by every branch: the splits followed in all, not per branch (which
+        # doubled the walk with each split of a pathological history).
         while ident in self.renames:
             at, to = self.renames[ident]
             i = bisect_right(at, pos)
             if i == len(at):
                 break
-            if budget > 0 and at[i] in self.splits.get(ident, ()):
-                budget -= 1
+            if budget[0] > 0 and at[i] in self.splits.get(ident, ()):
+                budget[0] -= 1
                 self._walk(ident, at[i], out, budget)   # it lived on past the split
             pos, ident = at[i], to[i]
         if ident not in out:
@@ -1014,8 +1016,8 @@ class Lineage:
         return ident
 
 
-# How many splits of one lineage a change is followed through (each one more life it counts
-# for); bounds the walk on a pathological history.
+# How many splits a change is followed through in all (each one more life it counts for);
+# bounds the walk on a pathological history.
 SPLITS_FOLLOWED = 16
 
 
