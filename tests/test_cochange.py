@@ -675,25 +675,34 @@ def test_a_function_that_lived_on_as_a_wrapper_keeps_its_past_in_co_change(repo,
         ("K.run", 2)]
 
 
+_WORK_BODY = "".join(f"    x{i} = {i} * 7 + (a >> {i % 3}) - b\n" for i in range(12))
+
+
+def _write_work(repo, n: int, split: bool, name: str = "work") -> None:
+    """a.py: `work` (the wrapper `name` of `_work_impl` once split) and `other`, version n."""
+    code = _WORK_BODY + f"    return a + b + {n}\n"
+    work = (f"def {name}(a, b):\n    log('x')\n    return _work_impl(a, b)\n\n\n"
+            f"def _work_impl(a, b):\n{code}" if split else f"def {name}(a, b):\n{code}")
+    repo.write("a.py", f"{work}\n\ndef other():\n    return {n}\n")
+
+
+def _split_work(repo) -> None:
+    """Four commits changing `work` and `other`, then `_work_impl` split out of `work`."""
+    for n in range(4):
+        _write_work(repo, n, False)
+        repo.commit(f"work and other {n}", days_ago=30 - n)
+    _write_work(repo, 4, True)
+    repo.commit("split _work_impl out of work", days_ago=20)
+
+
 @pytest.mark.parametrize("aggregate", ["max", "share"])
 def test_a_split_half_leaves_only_its_own_rule_in_a_set(repo, cortex, aggregate):
     """A review: with `work` (a wrapper of `_work_impl` since a split) in a set beside `other`,
     `_work_impl` lost the commits it shares with `other` from before the split (7 → 3): the
     split halves' shared past was dropped from every item's rule, not from `work`'s alone."""
-    body = "".join(f"    x{i} = {i} * 7 + (a >> {i % 3}) - b\n" for i in range(12))
-
-    def write(n: int, split: bool) -> None:
-        code = body + f"    return a + b + {n}\n"
-        work = (f"def work(a, b):\n    log('x')\n    return _work_impl(a, b)\n\n\n"
-                f"def _work_impl(a, b):\n{code}" if split else f"def work(a, b):\n{code}")
-        repo.write("a.py", f"{work}\n\ndef other():\n    return {n}\n")
-    for n in range(4):
-        write(n, False)
-        repo.commit(f"work and other {n}", days_ago=30 - n)
-    write(4, True)
-    repo.commit("split _work_impl out of work", days_ago=20)
+    _split_work(repo)
     for n in (5, 6):
-        write(n, True)
+        _write_work(repo, n, True)
         repo.commit(f"work and other {n}", days_ago=20 - n)
     cortex.index()
     con = cortex.reader()
@@ -711,21 +720,10 @@ def test_a_wrapper_renamed_after_its_split_keeps_its_past(repo, cortex):
     """A second review: a wrapper renamed after the split (work -> work2) is dead under its old
     identity, and the split was dropped with it: `other`'s partner work2 had 1 shared commit
     where its history shows 5."""
-    body = "".join(f"    x{i} = {i} * 7 + (a >> {i % 3}) - b\n" for i in range(12))
-
-    def write(n: int, split: bool, name: str = "work") -> None:
-        code = body + f"    return a + b + {n}\n"
-        work = (f"def {name}(a, b):\n    log('x')\n    return _work_impl(a, b)\n\n\n"
-                f"def _work_impl(a, b):\n{code}" if split else f"def {name}(a, b):\n{code}")
-        repo.write("a.py", f"{work}\n\ndef other():\n    return {n}\n")
-    for n in range(4):
-        write(n, False)
-        repo.commit(f"work and other {n}", days_ago=30 - n)
-    write(4, True)
-    repo.commit("split _work_impl out of work", days_ago=20)
-    write(5, True)
+    _split_work(repo)
+    _write_work(repo, 5, True)
     repo.commit("work and other 5", days_ago=15)
-    write(5, True, "work2")
+    _write_work(repo, 5, True, "work2")
     repo.commit("rename work", days_ago=10)
     cortex.index()
     con = cortex.reader()

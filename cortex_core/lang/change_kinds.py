@@ -156,11 +156,9 @@ def tokens(text: str, language: str) -> Tokens:
     return found
 
 
-# A PHP heredoc or nowdoc's opening line: `<<<EOT`, `<<<"EOT"`, `<<<'EOT'`. Its text runs to the
-# first line that starts (after blanks: PHP 7.3) with the identifier not followed by a word
-# character. The lexer's patterns have no back references (one group, for findall), so such a
-# string is cut out before lexing the text around it.
-# A line that starts with a label, as a heredoc's closing line does (PHP 7.3: indented too).
+# A heredoc's text runs to the first line that starts (after blanks: PHP 7.3) with its label.
+# The lexer's patterns have no back references (one group, for findall), so _php_raw finds that
+# line itself, with this one pattern for every label.
 _LABEL_LINE = re.compile(rf"^[ \t]*({_LABEL})", re.M)
 
 

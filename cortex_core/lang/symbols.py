@@ -31,19 +31,18 @@ Per-language decisions:
   (found by one tree-sitter query per file, so the walk still never enters expressions); their
   methods are symbols under it and roll up into it. Enum constant bodies are skipped.
 - C/C++: a `.h` file that holds C++ is read as C++, and annotation and export macros are
-  blanked before parsing (lang/c_text.py). Only definitions with a
-  body (no prototypes, no forward declarations); a typedef'd
-  struct is named by its tag when it has one, else by the typedef name, and its range is the
-  whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
+  blanked before parsing (lang/c_text.py). Only definitions with a body (no prototypes, no
+  forward declarations); a typedef'd struct is named by its tag when it has one, else by the
+  typedef name, and its range is the whole typedef. Definitions inside #if/#ifdef/#else are read. Function bodies are not walked
   (C has no nested functions; C++ local classes are rare). C++ out-of-line `ns::Foo::bar` is
   qualified by its written scope and is a method unless that scope is a namespace defined in the
   same file; the range of a template includes its `template<...>` line.
 - Ruby: `def self.x` and methods of `class << self` are "Class.x" (with the tag `[self]`, see
   Identity), and so is `def A.x` inside `class A`; `def obj.x` and methods of `class << obj`
   are tagged `[obj]`; `def Foo.x` is "Foo.x" under the enclosing scope; a top-level def is a
-  function, a def in a class or module a method, also under a condition (`unless method_defined? :x`,
-  `def x ... end if cond`). `[]` and `[]=` are names. A definition takes the
-  comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
+  function, a def in a class or module a method, also under a condition (`unless
+  method_defined? :x`, `def x ... end if cond`). `[]` and `[]=` are names. A definition takes
+  the comment lines right above it into its range, as Go's do (RDoc and YARD read them so).
 - PHP: namespaces are not symbols and do not qualify names (one class per file: the path already
   says it); braced namespace bodies and `if (!function_exists(...)) { function f() {} }` are read.
   A DocBlock right above a definition (no blank line between) belongs to its range, attributes
