@@ -26,6 +26,8 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
 
+from cortex_core.lang.go_build import compatible
+
 CONF_IMPORT = 1.0      # through an import or a module qualifier, the definition found
 CONF_LOCAL = 1.0       # the same file
 CONF_CLASS = 0.9       # self.x() / this.x() in the enclosing class or a base
@@ -49,8 +51,10 @@ LOOKUPS_PER_ASKER = 1_000
 # a class of its package, `Dates.parse()`, under any source root; a java.lang class is external;
 # Rust modules, inline ones included, the crates of the repository by name, and `T::f()`
 # qualified by `T`; 7: a Rust path through a module a `use` names, `use crate::sys; sys::f()`;
-# 8: a JavaScript private name, `x.#send()`, is the member of the class around it).
-RESOLVER_VERSION = "8"
+# 8: a JavaScript private name, `x.#send()`, is the member of the class around it; 9: a Go
+# call reaches only the definitions of files built beside its own (lang/go_build.py), and a dot
+# import binds each file of the package that defines the name).
+RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
@@ -138,10 +142,10 @@ class Resolver:
         self._java_classes: dict[str, list[int]] | None = None   # class name -> its files
         self._globs: dict[Place, dict[str, str]] = {}   # what a wildcard import binds (glob)
         # file -> its imports by the local name they bind (with their place in the file), and
-        # the definitions its wildcard imports bind: name -> (place of that import, its file,
-        # the definition's qualname)
+        # the definitions its wildcard imports bind: name -> (place of that import, [(its file,
+        # the definition's qualname)])
         self._imports: dict[int, tuple[dict[str, list[tuple[int, RefRow]]],
-                                       dict[str, tuple[int, int, str]]]] = {}
+                                       dict[str, tuple[int, list[tuple[int, str]]]]]] = {}
         # (file, local name) -> what the file's imports bind it to (None: nothing), how deep
         # that answer went, and the lookups under way with their place on the stack (_binding)
         self._bindings: dict[tuple[int, str], list[Target] | None] = {}
@@ -154,6 +158,9 @@ class Resolver:
         self._crate_folders: dict[str, list[str]] = defaultdict(list)
         self._roots: dict[str, bool] = {}
         self._rust_names: set[str] | None = None
+        # Go files' build constraints (lang/go_build.py), by file id, from the structure pass.
+        row = con.execute("select value from meta where key = 'go_build'").fetchone()
+        self.go_builds = {int(f): b for f, b in json.loads(row[0]).items()} if row else {}
 
     # -- modules -----------------------------------------------------------------------------
 
@@ -759,14 +766,14 @@ class Resolver:
         return status
 
     def _file_imports(self, file_id: int):
-        """(local name -> [(place, import)], name -> (place, file, qualname) of the first
+        """(local name -> [(place, import)], name -> (place, [(file, qualname)]) of the first
         wildcard import whose module defines it): read once per file, so that a lookup does not
         go through every wildcard import again (a TypeScript barrel has thousands of
         `export *`)."""
         cached = self._imports.get(file_id)
         if cached is None:
             by_local: dict[str, list[tuple[int, RefRow]]] = defaultdict(list)
-            wildcard: dict[str, tuple[int, int, str]] = {}
+            wildcard: dict[str, tuple[int, list[tuple[int, str]]]] = {}
             java = self.lang.get(file_id) == "java"
             expanded: set = set()   # a place globbed again adds nothing (the first one wins):
             # 11,000 modules of a file each with `use super::*` took 242M steps (a review)
@@ -785,7 +792,12 @@ class Resolver:
                             continue
                         expanded.add(place)
                         for bound, qualname in self.glob(place).items():
-                            wildcard.setdefault(bound, (n, place[0], qualname))
+                            # The first import binding the name; all of its files that define
+                            # it (a Go package's, one per platform: `read_unix.go`'s `Read`
+                            # and `read_windows.go`'s).
+                            first = wildcard.setdefault(bound, (n, []))
+                            if first[0] == n:
+                                first[1].append((place[0], qualname))
             cached = self._imports[file_id] = (dict(by_local), wildcard)
         return cached
 
@@ -839,7 +851,7 @@ class Resolver:
             stack.pop()
             del self._open[key]
         if found is None and starred is not None:
-            found = [(starred[1], starred[2], CONF_IMPORT * 0.9)]
+            found = [(f, qualname, CONF_IMPORT * 0.9) for f, qualname in starred[1]]
         need = min(need + 1, _CUT)
         if low > place and need < _CUT:
             self._bindings[key] = found
@@ -849,6 +861,18 @@ class Resolver:
     # -- references ----------------------------------------------------------------------------
 
     def resolve(self, ref: RefRow) -> tuple[str, list[Target]]:
+        status, targets = self._resolve(ref)
+        if len(targets) > 1 and self.go_builds and self.lang.get(ref.file_id) == "go":
+            # Of the definitions a Go call could mean (one per platform's file), those built
+            # beside the calling file: `util.Read()` in a file built only off Windows is not
+            # `util_windows.go`'s. None left (a constraint read wrong): all of them.
+            here = self.go_builds.get(ref.file_id)
+            built = [t for t in targets if compatible(here, self.go_builds.get(t[0]))]
+            if built and len(built) < len(targets):
+                return ("resolved" if len(built) == 1 and status == "ambiguous" else status), built
+        return status, targets
+
+    def _resolve(self, ref: RefRow) -> tuple[str, list[Target]]:
         if ref.kind == "import":
             return self.resolve_import(ref)
         if not ref.name:

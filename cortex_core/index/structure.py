@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, read_blob
+from cortex_core.lang import go_build
 from cortex_core.lang.languages import language_for_path
 from cortex_core.lang.test_paths import is_test_path
 from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
@@ -65,12 +66,14 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     wildcards: set[_Wildcard] = set()   # (file, module, level, scope) of `import *`
     bases_changed = False   # then everything is resolved again: rare, and subclasses anywhere
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
+    builds = _go_builds(con)
     with con:
         for fid in removed:
             shape = _shape(con, fid)
             names_touched |= _changes(fid, shape, _EMPTY)[0]
             bases_changed = bases_changed or bool(shape[2])
             _forget(con, fid)
+            _set_go_build(con, builds, fid, None)
             con.execute("delete from struct_files where file_id = ?", (fid,))
         go_moved = _record_go_module(con, repo)
         crates_moved = _record_rust_crates(con, repo)
@@ -97,6 +100,11 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
                                      extract_structure, all_tests)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
+            build = go_build.constraint(path, data) if (
+                language == "go" and reason is None and data is not None) else None
+            if _set_go_build(con, builds, fid, build):
+                # Calls elsewhere may reach its definitions now, or no longer.
+                defined |= {name for _, name, _ in before[0] | after[0]}
             # A class's bases changed, or one resolves through a name that changed here.
             bases = {n for _, name, q in after[2] for n in (name, (q or "").split(".")[0]) if n}
             bases_changed = bases_changed or before[2] != after[2] or bool(
@@ -201,6 +209,24 @@ def _modified_files(repo, settings):
             yield path, None, "too large"
             continue
         yield path, data, None
+
+
+def _go_builds(con) -> dict[str, str]:
+    """Each Go file's build constraint (lang/go_build.py), by file id, for the files that
+    have one (meta `go_build`)."""
+    return json.loads(get_meta(con, "go_build") or "{}")
+
+
+def _set_go_build(con, builds: dict[str, str], fid: int, build: str | None) -> bool:
+    """Record a file's build constraint (None: built everywhere); whether it changed."""
+    if builds.get(str(fid)) == build:
+        return False
+    if build is None:
+        del builds[str(fid)]
+    else:
+        builds[str(fid)] = build
+    set_meta(con, "go_build", json.dumps(builds, sort_keys=True))
+    return True
 
 
 def _record_go_module(con, repo) -> bool:

@@ -535,8 +535,9 @@ def _go_call(out: _Out, node: Node) -> None:
 # qualified by its declared type, _go_declared_type; 3: a Java call on a variable qualified by
 # its declared type, _java_declared_type; Rust test code, FileStructure.tests, a Rust path
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
-# `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case).
-EXTRACT_VERSION = "4"
+# `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
+# 5: a Go file's build constraint, meta `go_build`, index/structure.py).
+EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
