@@ -5,7 +5,7 @@ stores (junegunn/fzf, found by a tester)."""
 from __future__ import annotations
 
 from cortex_core.query.blast import callers, callees
-from cortex_core.query.targets import TargetSpec
+from cortex_core.query.targets import TargetSpec, parse_target
 
 READ_UNIX = "//go:build !windows\n\npackage util\n\nfunc Read() int {\n\treturn 1\n}\n"
 READ_WINDOWS = "//go:build windows\n\npackage util\n\nfunc Read() int {\n\treturn 2\n}\n"
@@ -82,3 +82,28 @@ def test_go_build_constraints_as_go_build_reads_them():
     assert compatible("linux", "android")         # android builds linux's files
     assert compatible("tcell || windows", "!windows")
     assert compatible(None, "windows") and compatible("(", "windows")
+
+
+def test_a_go_method_target_written_as_go_writes_it(repo, cortex):
+    """`(*Executor).Become` (a method expression, as gopls and pprof print it), with a stack
+    trace's package before it (`util.(*Executor).Become`), and a generic type's parameters
+    (`(*List[T]).Push`, `Pair[K, V].Key`) name the method `Executor.Become`: the first was
+    "bad target: expected PATH::SYMBOL", the last "no symbol" (fzf's `ConcurrentSet[T].Add`)."""
+    from cortex_core.query.targets import resolve
+    repo.write("go.mod", "module example.com/g\n\ngo 1.22\n")
+    repo.write("util/x.go", "package util\n\ntype Executor struct{}\n\n"
+               "func (x *Executor) Become() {}\n\ntype List[T any] struct{ items []T }\n\n"
+               "func (l *List[T]) Push(v T) { l.items = append(l.items, v) }\n\n"
+               "type Pair[K comparable, V any] struct{ k K }\n\n"
+               "func (p Pair[K, V]) Key() K { return p.k }\n")
+    repo.commit("methods", days_ago=3)
+    cortex.index(model="none")
+    con = cortex.reader()
+    for written, meant in [("(*Executor).Become", "Executor.Become"),
+                           ("(Executor).Become", "Executor.Become"),
+                           ("util.(*Executor).Become", "Executor.Become"),
+                           ("example.com/g/util.(*Executor).Become", "Executor.Become"),
+                           ("(*List[T]).Push", "List.Push"), ("List[T].Push", "List.Push"),
+                           ("Pair[K, V].Key", "Pair.Key"), ("(Pair[K,V]).Key", "Pair.Key")]:
+        spec = parse_target(f"util/x.go::{written}")
+        assert resolve(con, spec).qualname == meant, written

@@ -18,6 +18,11 @@ _LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 # PHP's `->` separates, but not in C++'s `operator->` and `operator->*`, which are names.
 _ARROW_SEPARATOR = re.compile(r"(?<!operator)->")
 _HASH_SEPARATOR = re.compile(r"(?<=[\w$])#")
+# Go's method expression, as gopls, pprof and stack traces print a method: `(*Executor).Become`,
+# `(List[T]).Push`, after a package (`util.`, `example.com/m/util.`) in a trace.
+_GO_RECEIVER = re.compile(r"^(?:[\w./-]*\.)?\(\*?(\w+)(?:\[[^\]]*\])?\)\.(?=\w)")
+# A Go generic type's parameters before its method: `List[T].Push`, `Pair[K, V].Key`.
+_TYPE_PARAMETERS = re.compile(r"\[[\w\s,.*\[\]]*?\](?=\.\w)")
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def parse_target(text: str) -> TargetSpec:
             raise CortexError(f"bad target {quoted(text)}: expected PATH::SYMBOL")
         # Accept the separators other tools print: `Class::method`, `Class#method`, PHP's
         # `Class->method` (its stack traces).
-        symbol = symbol.strip()
+        symbol = _GO_RECEIVER.sub(r"\1.", symbol.strip())
         # Outside a tag (a C++ parameter list keeps its `::`).
         cut = min((i for i in (symbol.find("("), symbol.find("[")) if i >= 0), default=len(symbol))
         # A `#` after a name separates; any other is part of the name: a JavaScript private
@@ -218,6 +223,10 @@ def _resolve_symbol(con: apsw.Connection, file_id: int, path: str, name: str) ->
         " where s.file_id = ? group by s.id order by s.alive desc, s.qualname",
         (file_id,)).fetchall()
     found = _pick(rows, name, path)
+    if found is None and (go := _TYPE_PARAMETERS.sub("", name)) != name:
+        # No identity has tags before a member (`f[2].inner` would have matched above): a Go
+        # generic type's parameters, which its methods' names leave out.
+        found = _pick(rows, go, path)
     if found is not None:
         sid, qualname, kind, alive, start, end = found
         return Target(file_id, path, sid, qualname, kind, bool(alive), start, end)
