@@ -159,8 +159,8 @@ class Resolver:
         self._roots: dict[str, bool] = {}
         self._rust_names: set[str] | None = None
         # Go files' build constraints (lang/go_build.py), by file id, from the structure pass.
-        row = con.execute("select value from meta where key = 'go_build'").fetchone()
-        self.go_builds = {int(f): b for f, b in json.loads(row[0]).items()} if row else {}
+        self.go_builds = {int(f): b for f, b in con.execute(
+            "select substr(key, 10), value from meta where key like 'go\\_build:%' escape '\\'")}
 
     # -- modules -----------------------------------------------------------------------------
 

@@ -213,8 +213,10 @@ def _modified_files(repo, settings):
 
 def _go_builds(con) -> dict[str, str]:
     """Each Go file's build constraint (lang/go_build.py), by file id, for the files that
-    have one (meta `go_build`)."""
-    return json.loads(get_meta(con, "go_build") or "{}")
+    have one (meta `go_build:<file id>`, a row each: a first run over a repository of
+    thousands of platform files writes each once)."""
+    return dict(con.execute("select substr(key, 10), value from meta where key like"
+                            " 'go\\_build:%' escape '\\'"))
 
 
 def _set_go_build(con, builds: dict[str, str], fid: int, build: str | None) -> bool:
@@ -223,9 +225,10 @@ def _set_go_build(con, builds: dict[str, str], fid: int, build: str | None) -> b
         return False
     if build is None:
         del builds[str(fid)]
+        con.execute("delete from meta where key = ?", (f"go_build:{fid}",))
     else:
         builds[str(fid)] = build
-    set_meta(con, "go_build", json.dumps(builds, sort_keys=True))
+        set_meta(con, f"go_build:{fid}", build)
     return True
 
 

@@ -536,7 +536,7 @@ def _go_call(out: _Out, node: Node) -> None:
 # its declared type, _java_declared_type; Rust test code, FileStructure.tests, a Rust path
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
 # `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
-# 5: a Go file's build constraint, meta `go_build`, index/structure.py).
+# 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py).
 EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
