@@ -37,13 +37,16 @@ class Defs:
         return best[2] if best else None
 
 
-def sample_functions(con, clone: Path, n: int, seed: int) -> tuple[list[dict], dict]:
-    """Python functions and methods at HEAD outside tests, with the position of their name."""
+def sample_functions(con, clone: Path, n: int, seed: int,
+                     kinds: tuple[str, ...] = ("function", "method")) -> tuple[list[dict], dict]:
+    """Python definitions of `kinds` at HEAD outside tests (functions and methods unless asked
+    otherwise: `class`), with the position of their name."""
+    marks = ",".join("?" * len(kinds))
     rows = con.execute(
         "select f.path, d.qualname, d.name, d.kind, d.start_line, d.end_line from defs d"
         " join files f on f.id = d.file_id join struct_files s on s.file_id = d.file_id"
         " where s.language = 'python' and s.is_test = 0 and s.skip_reason is null"
-        " and d.kind in ('function', 'method') order by f.path, d.qualname").fetchall()
+        f" and d.kind in ({marks}) order by f.path, d.qualname", kinds).fetchall()
     from cortex_core.lang.test_paths import is_test_path
     stats = Counter(candidates=len(rows))
     pool = []
@@ -68,7 +71,8 @@ def sample_functions(con, clone: Path, n: int, seed: int) -> tuple[list[dict], d
             except (OSError, UnicodeDecodeError):
                 texts[path] = []
         lines = texts[path]
-        pattern = re.compile(r"^\s*(?:async\s+)?def\s+(" + re.escape(name) + r")\s*[(\[]")
+        pattern = re.compile(r"^\s*(?:async\s+def|def|class)\s+(" + re.escape(name)
+                             + r")\s*[(\[:]")
         pos = None
         for i in range(start - 1, min(end, len(lines))):
             m = pattern.match(lines[i])

@@ -7,7 +7,8 @@ REPO's HEAD. Four parts (`--parts`, default all):
 
   callers    Accuracy of `cortex_core.query.blast.callers` against Jedi (jedi 0.20.1, installed
              in the venv for this benchmark only). N Python functions and methods defined at
-             HEAD are sampled from the store's `defs` table (kinds function/method, not in test files,
+             HEAD are sampled from the store's `defs` table (kinds function/method, or those of
+             --kinds, such as class: not in test files,
              no dunders `__x__` and no name-mangled `__x`; shuffled with --seed, keeping those
              whose `def NAME` line is found in the definition's range). For each, Jedi's
              `Script(path, project=Project(clone)).get_references(line, column)` at the
@@ -85,6 +86,9 @@ def parse_args(argv=None):
     p.add_argument("--sample", type=int, default=60,
                    help="functions sampled for callers and blast (default 60)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--kinds", default="function,method",
+                   help="kinds of definition the callers part samples (default function,method;"
+                   " class: who uses a class, type annotations included)")
     p.add_argument("--split", help="split commit for the co-change part (default: 80%% of the "
                    "first-parent history)")
     p.add_argument("--split-commits", type=int, default=300,
@@ -151,7 +155,8 @@ def main(argv=None) -> int:
         if {"callers", "blast", "structure"} & set(args.parts):
             from cortex_core.store.store import open_reader
             con = open_reader(db)
-            sample, stats = sample_functions(con, clone, args.sample, args.seed)
+            sample, stats = sample_functions(con, clone, args.sample, args.seed,
+                                             tuple(args.kinds.split(",")))
             report["sample"] = {"stats": stats,
                                 "functions": [f"{f['path']}::{f['qualname']}" for f in sample]}
             log(f"sample: {len(sample)} functions ({stats})")

@@ -209,6 +209,38 @@ def test_javascript_and_typescript_imports(repo, cortex):
     assert ("src/app.ts", "Sub") in labels(blast(con, TargetSpec("src/db.ts", "Store")).dependents)
 
 
+def test_type_annotations_are_references(repo, cortex):
+    """A class used only in annotations has dependents: the functions whose parameters,
+    returns, variables or attributes name it, through imports, a module qualifier or a string
+    (Python), a namespace (TypeScript). A TypeScript global type (`Promise`) is outside the
+    repository even where the repository has a class of that name, and a type parameter is no
+    use of a class that shares its name."""
+    repo.write("app/models.py", "class User:\n    pass\n\n\nclass Order:\n    pass\n")
+    repo.write("app/service.py", "from app.models import User\nimport app.models as m\n\n\n"
+                                 "def load(uid) -> User:\n    return fetch(uid)\n\n\n"
+                                 "def ship(order: 'm.Order', who: User | None = None):\n"
+                                 "    pass\n\n\nclass Cart:\n    items: list[m.Order]\n")
+    repo.write("web/types.ts", "export interface Props { id: string }\nexport class Promise {}\n"
+                               "export class T {}\n")
+    repo.write("web/view.ts", 'import { Props } from "./types";\nimport * as t from "./types";\n'
+                              "export function render(p: Props): Promise<string> { return go(p); }\n"
+                              "export function wrap<T>(x: T, y: t.Props): T { return x; }\n")
+    repo.commit("Typed code", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    user = callers(con, TargetSpec("app/models.py", "User"))
+    assert {(n.path, n.qualname, n.relation) for n in user.items} == {
+        ("app/service.py", "load", "reference"), ("app/service.py", "ship", "reference")}
+    assert labels(callers(con, TargetSpec("app/models.py", "Order")).items) == {
+        ("app/service.py", "ship"), ("app/service.py", "Cart")}
+    assert labels(blast(con, TargetSpec("web/types.ts", "Props")).dependents) == {
+        ("web/view.ts", None), ("web/view.ts", "render"), ("web/view.ts", "wrap")}
+    assert callers(con, TargetSpec("web/types.ts", "Promise")).items == []
+    assert callers(con, TargetSpec("web/types.ts", "T")).items == []
+    assert {(n.path, n.relation) for n in callees(con, TargetSpec("web/view.ts", "render")).items
+            } >= {("web/types.ts", "reference")}
+
+
 def test_fused_related_ranks_structure_and_history(py_project, indexed):
     for n in range(3):
         py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")

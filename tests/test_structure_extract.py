@@ -27,7 +27,7 @@ def assert_well_formed(found: FileStructure, data: bytes) -> None:
     assert [r.byte for r in found.refs] == sorted(r.byte for r in found.refs)
     newlines = [i for i, c in enumerate(data) if c == 10]
     for r in found.refs:
-        assert r.kind in ("call", "inherits", "ref")
+        assert r.kind in ("call", "inherits", "ref", "type")
         assert r.line == bisect_left(newlines, r.byte) + 1
         assert (r.owner is not None) <= (r.kind == "inherits")
     assert all(i.line >= 1 for i in found.imports)
@@ -165,9 +165,12 @@ export class UserStore extends Base implements Store<User>, Disposable {
     ("Emitter", "events", "inherits", 6, "Store"),
     ("Base", None, "inherits", 11, "UserStore"),
     ("Store", None, "inherits", 11, "UserStore"),
+    ("User", None, "type", 11, None),
     ("Disposable", None, "inherits", 11, "UserStore"),
+    ("Repo", None, "type", 12, None),
     ("memoize", None, "call", 13, None),
     ("find", "this.repo", "call", 16, None),
+    ("User", None, "type", 16, None),
     ("noop", "lodash", "call", 16, None),
 ])
 
@@ -183,6 +186,7 @@ export function View({ items }: Props) {
     ("react", "useMemo", None, 1, 0, False),
     ("./Button", "default", "Button", 2, 0, False),
 ], [
+    ("Props", None, "type", 4, None),
     ("useMemo", None, "call", 5, None),
     ("sortBy", None, "call", 5, None),
     ("track", None, "call", 6, None),
@@ -372,6 +376,29 @@ SMALL = [
         ("f", "super", "call", 2, None), ("g", "?", "call", 3, None),
         ("f", None, "call", 4, None)]),
     ("python", "@a.b.cached\ndef f(): pass\n", [], [("cached", "a.b", "ref", 1, None)]),
+    # Type annotations name the classes they use: parameters, defaults, returns, variables,
+    # class attributes; a string holding a dotted name is a forward reference (at its name); a
+    # string that is no name, and None, are nothing.
+    ("python", 'def f(a: User, b: m.Order | None = None, *c: "pkg.Item") -> Optional[Res]:\n'
+               '    x: list["Foo"] = []\nclass A:\n    y: ClassVar[Bar]\n    z: "not a name"\n',
+     [], [
+        ("User", None, "type", 1, None), ("Order", "m", "type", 1, None),
+        ("Item", "pkg", "type", 1, None), ("Optional", None, "type", 1, None),
+        ("Res", None, "type", 1, None), ("list", None, "type", 2, None),
+        ("Foo", None, "type", 2, None), ("ClassVar", None, "type", 4, None),
+        ("Bar", None, "type", 4, None)]),
+    # TypeScript: what annotations, type arguments, aliases, `as` and `satisfies` name; not the
+    # names declarations declare, nor a type parameter where it is declared (`T` of f and of
+    # Box), nor a heritage clause's own type (an "inherits" ref).
+    ("typescript", "function f<T>(a: T, b: ns.Order): Promise<Res> { return g() as Bar; }\n"
+                   "type Alias<K> = Map<K, Item> | Qux;\nconst t: T = x satisfies Baz;\n"
+                   "class Box<T> implements Holder<T> { v: T; w: Field }\n", [], [
+        ("Order", "ns", "type", 1, None), ("Promise", None, "type", 1, None),
+        ("Res", None, "type", 1, None), ("g", None, "call", 1, None),
+        ("Bar", None, "type", 1, None), ("Map", None, "type", 2, None),
+        ("Item", None, "type", 2, None), ("Qux", None, "type", 2, None),
+        ("T", None, "type", 3, None), ("Baz", None, "type", 3, None),
+        ("Holder", None, "inherits", 4, "Box"), ("Field", None, "type", 4, None)]),
     ("javascript", 'const cfg = require("./cfg").settings;\nrequire("./side");\n'
                    'const K = class extends Base {};\nexport default class extends Other {}\n', [
         ("./cfg", "settings", "cfg", 1, 0, False), ("./side", None, None, 2, 0, False)], [
@@ -382,8 +409,8 @@ SMALL = [
         ("c", "a.b", "call", 2, None), ("#secret", "this", "call", 2, None),
         ("init", "super", "call", 2, None)]),
     ("typescript", "interface A extends B<C>, ns.D {}\nnew Map<string, number>();\n", [], [
-        ("B", None, "inherits", 1, "A"), ("D", "ns", "inherits", 1, "A"),
-        ("Map", None, "call", 2, None)]),
+        ("B", None, "inherits", 1, "A"), ("C", None, "type", 1, None),
+        ("D", "ns", "inherits", 1, "A"), ("Map", None, "call", 2, None)]),
     ("go", 'package p\nimport "gopkg.in/yaml.v3"\nimport raw `a/b`\n'
            "func f() { a().b(); x.y.Z() }\n", [
         ("gopkg.in/yaml.v3", None, "yaml", 2, 0, False), ("a/b", None, "raw", 3, 0, False)], [

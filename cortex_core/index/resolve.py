@@ -52,8 +52,9 @@ LOOKUPS_PER_ASKER = 1_000
 # Rust modules, inline ones included, the crates of the repository by name, and `T::f()`
 # qualified by `T`; 7: a Rust path through a module a `use` names, `use crate::sys; sys::f()`;
 # 8: a JavaScript private name, `x.#send()`, is the member of the class around it; 9: a Go
-# call reaches only the definitions of files built beside its own (lang/go_build.py), and a dot
-# import binds each file of the package that defines the name).
+# call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
+# import binds each file of the package that defines the name, type annotations' refs, and
+# TypeScript's global types outside the repository).
 RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -74,6 +75,21 @@ _RUST_TARGET_FOLDERS = frozenset({"examples", "tests", "benches"})   # a crate p
 # `mod`s took minutes to resolve without it).
 _RUST_NESTING = 32
 PY_BUILTINS = frozenset(dir(builtins))
+# The types TypeScript code names without an import (its standard library and the DOM's most
+# used): a type annotation naming one, with no definition of the name in its file or imports,
+# is outside the repository, not a guess at a same-named class of the project.
+TS_GLOBAL_TYPES = frozenset({
+    "Array", "ReadonlyArray", "Promise", "PromiseLike", "Map", "ReadonlyMap", "Set",
+    "ReadonlySet", "WeakMap", "WeakSet", "Record", "Partial", "Required", "Readonly", "Pick",
+    "Omit", "Exclude", "Extract", "NonNullable", "Parameters", "ReturnType", "InstanceType",
+    "ConstructorParameters", "Awaited", "Uppercase", "Lowercase", "Capitalize", "Uncapitalize",
+    "ThisType", "Date", "Error", "TypeError", "RangeError", "SyntaxError", "RegExp", "Function",
+    "Object", "String", "Number", "Boolean", "Symbol", "BigInt", "Iterable", "Iterator",
+    "IterableIterator", "AsyncIterable", "AsyncIterator", "AsyncIterableIterator", "Generator",
+    "AsyncGenerator", "ArrayLike", "ArrayBuffer", "Uint8Array", "DataView", "JSON", "Math",
+    "Element", "HTMLElement", "Event", "Node", "Document", "Window", "Response", "Request",
+    "Headers", "URL", "URLSearchParams", "Blob", "File", "FormData", "AbortSignal",
+    "AbortController", "ReadableStream", "WritableStream", "TextEncoder", "TextDecoder"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
 
@@ -940,6 +956,9 @@ class Resolver:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
         if self.lang.get(ref.file_id) == "python" and ref.name in PY_BUILTINS:
             return "external", []      # len(), isinstance(), ValueError...
+        if ref.kind == "type" and ref.name in TS_GLOBAL_TYPES \
+                and self.lang.get(ref.file_id) in JS_LIKE:
+            return "external", []      # Promise<T>, Record<K, V>, HTMLElement...
         if self.lang.get(ref.file_id) in ("go", "java"):
             directory = posixpath.dirname(self.path[ref.file_id])
             same = [(f, ref.name, CONF_PACKAGE) for f in self.by_dir.get(directory, [])

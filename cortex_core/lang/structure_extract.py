@@ -113,7 +113,8 @@ class FileStructure:
 
 
 class _Out:
-    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests")
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests",
+                 "type_params")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -125,6 +126,9 @@ class _Out:
         self.skip: list[tuple[int, int]] = []
         self.skip_sorted = False
         self.tests: list[tuple[int, int]] = []
+        # A TypeScript type parameter's name -> the byte ranges of the declarations that
+        # declare it (_ts_type_param), read before the type refs (_ts_type_ref).
+        self.type_params: dict[str, list[tuple[int, int]]] = {}
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -267,6 +271,37 @@ def _py_class(out: _Out, node: Node) -> None:
         _py_named(out, base, "inherits", owner)
 
 
+def _py_type(out: _Out, node: Node) -> None:
+    """The classes a type annotation names: `User`, `models.Order | None`, `Optional["Item"]`
+    (a string holding a dotted name is a forward reference). A `type` nested in this one is
+    captured, and read, on its own."""
+    stack = list(reversed(node.named_children))
+    while stack:
+        n = stack.pop()
+        if n.type in ("identifier", "attribute"):
+            _py_named(out, n, "type")
+        elif n.type == "string":
+            _py_forward_ref(out, n)
+        elif n.type != "type":
+            stack.extend(reversed(n.named_children))
+
+
+def _py_forward_ref(out: _Out, string: Node) -> None:
+    """A string annotation holding a dotted name ("models.User"), as a ref at its last part."""
+    content = [c for c in string.named_children if c.type == "string_content"]
+    if len(content) != 1:
+        return   # empty, or split by an escape or an interpolation: no plain name
+    raw = out.src[content[0].start_byte:content[0].end_byte]
+    name = raw.strip()
+    parts = name.decode("utf-8", "replace").split(".")
+    if not all(part.isidentifier() for part in parts):
+        return
+    lead = len(raw) - len(raw.lstrip())
+    at = content[0].start_byte + lead + len(name) - len(name.rsplit(b".", 1)[-1])
+    out.refs.append(Ref(parts[-1], ".".join(parts[:-1]) or None, "type",
+                        content[0].start_point[0] + 1 + raw[:lead].count(b"\n"), at, None))
+
+
 def _py_decorator(out: _Out, node: Node) -> None:
     for c in node.named_children:
         if c.type != "comment":
@@ -313,6 +348,49 @@ def _js_type(out: _Out, node: Node, kind: str, owner: str | None) -> None:
                     out.text(module).replace(" ", "") if module is not None else None, kind, owner)
     else:
         _js_member(out, node, kind, owner)
+
+
+# Declarations whose `name` is a type_identifier that they declare, not use.
+_TS_DECLARING = frozenset({"class_declaration", "abstract_class_declaration", "class",
+                           "interface_declaration", "type_alias_declaration", "type_parameter"})
+# Heritage clauses: their types are recorded as "inherits" (_js_class, _js_interface).
+_TS_HERITAGE = frozenset({"implements_clause", "extends_type_clause", "extends_clause",
+                          "class_heritage"})
+
+
+def _ts_type_ref(out: _Out, node: Node) -> None:
+    """A TypeScript type named in an annotation, a return type, a type argument, an alias, a
+    constraint, `as T` or `satisfies T`: `User`, `m.Order`. Not the name a declaration
+    declares, not a heritage clause's own type (an "inherits" ref already), not a type
+    parameter of an enclosing declaration (`T` in `class Box<T> { v: T }`: a lookup in the
+    ranges _ts_type_param read, not a walk up the tree, which nested types make quadratic)."""
+    parent = node.parent
+    if parent is None or parent.type == "nested_type_identifier":
+        return   # its parent is captured and read
+    if parent.type in _TS_DECLARING and parent.child_by_field_name("name") == node:
+        return
+    if parent.type in _TS_HERITAGE or (
+            parent.type == "generic_type" and parent.child_by_field_name("name") == node
+            and parent.parent is not None and parent.parent.type in _TS_HERITAGE):
+        return
+    if node.type == "nested_type_identifier":
+        name, module = node.child_by_field_name("name"), node.child_by_field_name("module")
+        if name is not None:
+            out.ref(name, out.text(name),
+                    out.text(module).replace(" ", "") if module is not None else None, "type")
+        return
+    text = out.text(node)
+    if any(start <= node.start_byte < end for start, end in out.type_params.get(text, ())):
+        return
+    out.ref(node, text, None, "type")
+
+
+def _ts_type_param(out: _Out, name: Node) -> None:
+    """`T` of `<T>`: a name the declaration holding the type parameters declares."""
+    params = name.parent.parent if name.parent is not None else None
+    scope = params.parent if params is not None else None
+    if scope is not None:
+        out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
 
 
 def _js_import(out: _Out, node: Node) -> None:
@@ -536,7 +614,8 @@ def _go_call(out: _Out, node: Node) -> None:
 # its declared type, _java_declared_type; Rust test code, FileStructure.tests, a Rust path
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
 # `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
-# 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py).
+# 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py; Python and
+# TypeScript type annotations, refs of kind "type").
 EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -1261,6 +1340,7 @@ _PYTHON: _Spec = {
     "call": ("(call) @call", _py_call),
     "class": ("(class_definition) @class", _py_class),
     "decorator": ("(decorator) @decorator", _py_decorator),
+    "type": ("(type) @type", _py_type),
 }
 
 _JS: _Spec = {
@@ -1281,6 +1361,8 @@ _TS: _Spec = {
     **_JS,
     "class": ("[(class_declaration) (class) (abstract_class_declaration)] @class", _js_class),
     "interface": ("(interface_declaration) @interface", _js_interface),
+    "type_param": ("(type_parameter name: (type_identifier) @type_param)", _ts_type_param),
+    "type_ref": ("[(type_identifier) (nested_type_identifier)] @type_ref", _ts_type_ref),
 }
 
 _TSX: _Spec = {**_TS, "element": _JSX["element"]}
