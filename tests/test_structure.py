@@ -241,6 +241,28 @@ def test_type_annotations_are_references(repo, cortex):
             } >= {("web/types.ts", "reference")}
 
 
+def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
+    """A class or function passed along, caught or raised is used there: `callers` lists the
+    function that does it, and a local variable of the same name elsewhere is no use."""
+    repo.write("app/__init__.py", "")
+    repo.write("app/errors.py", "class Closed(Exception):\n    pass\n")
+    repo.write("app/handlers.py", "def home(request):\n    return 1\n")
+    repo.write("app/routes.py", "from app.errors import Closed\nfrom app import handlers\n\n\n"
+                                "def routes(register):\n    register('/', handlers.home)\n\n\n"
+                                "def serve(conn):\n    try:\n        conn.run()\n"
+                                "    except Closed:\n        raise\n\n\n"
+                                "def other(home):\n    return wrap(home)\n")
+    repo.commit("Routes", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert {(n.path, n.qualname, n.relation) for n in callers(
+        con, TargetSpec("app/errors.py", "Closed")).items} == {
+        ("app/routes.py", "serve", "reference")}
+    assert {(n.path, n.qualname, n.relation) for n in callers(
+        con, TargetSpec("app/handlers.py", "home")).items} == {
+        ("app/routes.py", "routes", "reference")}
+
+
 def test_fused_related_ranks_structure_and_history(py_project, indexed):
     for n in range(3):
         py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")

@@ -387,6 +387,22 @@ SMALL = [
         ("Res", None, "type", 1, None), ("list", None, "type", 2, None),
         ("Foo", None, "type", 2, None), ("ClassVar", None, "type", 4, None),
         ("Bar", None, "type", 4, None)]),
+    # A function or class named as a value (an argument, `except`, `raise`) when the module
+    # imports or defines it; not a local, not super()'s arguments, not a class's bases twice.
+    ("python", "from app.errors import Closed, Timeout\nimport app.models as m\n"
+               "def home(): pass\nclass Row: pass\n"
+               "def f(x, local):\n    reg(home, key=m.slug, other=local, n=local.x)\n"
+               "    try: isinstance(x, Row)\n    except (Timeout, m.Bad) as e: raise Closed from e\n"
+               "    except Other: raise local\nclass A(Row, metaclass=m.Meta):\n"
+               "    def g(self): super(A, self).g()\n", [
+        ("app.errors", "Closed", None, 1, 0, False), ("app.errors", "Timeout", None, 1, 0, False),
+        ("app.models", None, "m", 2, 0, False)], [
+        ("reg", None, "call", 6, None), ("home", None, "ref", 6, None),
+        ("slug", "m", "ref", 6, None), ("isinstance", None, "call", 7, None),
+        ("Row", None, "ref", 7, None), ("Timeout", None, "ref", 8, None),
+        ("Bad", "m", "ref", 8, None), ("Closed", None, "ref", 8, None),
+        ("Row", None, "inherits", 10, "A"), ("super", None, "call", 11, None),
+        ("g", "super", "call", 11, None)]),
     # TypeScript: what annotations, type arguments, aliases, `as` and `satisfies` name; not the
     # names declarations declare, nor a type parameter where it is declared (`T` of f and of
     # Box), nor a heritage clause's own type (an "inherits" ref).

@@ -114,7 +114,7 @@ class FileStructure:
 
 class _Out:
     __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests",
-                 "type_params")
+                 "type_params", "module_names")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -129,6 +129,8 @@ class _Out:
         # A TypeScript type parameter's name -> the byte ranges of the declarations that
         # declare it (_ts_type_param), read before the type refs (_ts_type_ref).
         self.type_params: dict[str, list[tuple[int, int]]] = {}
+        # The names a Python module binds at its top level (_py_module_names), read on first use.
+        self.module_names: frozenset[str] | None = None
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -300,6 +302,73 @@ def _py_forward_ref(out: _Out, string: Node) -> None:
     at = content[0].start_byte + lead + len(name) - len(name.rsplit(b".", 1)[-1])
     out.refs.append(Ref(parts[-1], ".".join(parts[:-1]) or None, "type",
                         content[0].start_point[0] + 1 + raw[:lead].count(b"\n"), at, None))
+
+
+def _py_module_names(out: _Out, node: Node) -> frozenset[str]:
+    """What the module binds by name: its imports' local names (read before: the imports'
+    handlers run first), its functions and classes."""
+    if out.module_names is None:
+        names = {imp.alias or imp.name or "" for _, imp in out.imports if not imp.wildcard}
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        for top in root.named_children:
+            if top.type == "decorated_definition":
+                top = top.child_by_field_name("definition") or top
+            if top.type in ("function_definition", "class_definition"):
+                name = top.child_by_field_name("name")
+                if name is not None:
+                    names.add(out.text(name))
+        names.discard("")
+        out.module_names = frozenset(names)
+    return out.module_names
+
+
+def _py_value(out: _Out, node: Node) -> None:
+    """A function or class named as a value, not called: `Middleware(GZipMiddleware)`,
+    `isinstance(x, Row)`, `key=utils.slug`, `except Timeout`, `raise Closed`. Only a name the
+    module imports or defines (or a chain starting at one): every local variable passed along
+    would otherwise be a reference to resolve, or a guess at a definition of its name."""
+    head = node
+    while head.type == "attribute":
+        obj = head.child_by_field_name("object")
+        if obj is None:
+            return
+        head = obj
+    if head.type == "identifier" and out.text(head) in _py_module_names(out, node):
+        _py_named(out, node, "ref")
+
+
+def _py_arguments(out: _Out, node: Node) -> None:
+    if node.parent is not None and node.parent.type == "class_definition":
+        return   # its bases: "inherits" refs (_py_class)
+    fn = node.parent.child_by_field_name("function") if node.parent is not None else None
+    if fn is not None and fn.type == "identifier" and out.text(fn) == "super":
+        return   # super(Class, self): the class around the call
+    for arg in node.named_children:
+        if arg.type == "keyword_argument":
+            value = arg.child_by_field_name("value")
+            if value is not None and value.type in ("identifier", "attribute"):
+                _py_value(out, value)
+        elif arg.type in ("identifier", "attribute"):
+            _py_value(out, arg)
+
+
+def _py_except(out: _Out, node: Node) -> None:
+    caught = node.named_children[0] if node.named_children else None
+    if caught is not None and caught.type == "as_pattern":
+        caught = caught.named_children[0] if caught.named_children else None
+    if caught is None:
+        return
+    for item in (caught.named_children if caught.type == "tuple" else [caught]):
+        if item.type in ("identifier", "attribute"):
+            _py_value(out, item)
+
+
+def _py_raise(out: _Out, node: Node) -> None:
+    raised = node.named_children[0] if node.named_children else None
+    if raised is not None and raised.type in ("identifier", "attribute"):
+        _py_value(out, raised)
 
 
 def _py_decorator(out: _Out, node: Node) -> None:
@@ -615,7 +684,8 @@ def _go_call(out: _Out, node: Node) -> None:
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
 # `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
 # 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py; Python and
-# TypeScript type annotations, refs of kind "type").
+# TypeScript type annotations, refs of kind "type"; a Python function or class the module
+# imports or defines, named as a value: an argument, `except`, `raise`).
 EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -1341,6 +1411,9 @@ _PYTHON: _Spec = {
     "class": ("(class_definition) @class", _py_class),
     "decorator": ("(decorator) @decorator", _py_decorator),
     "type": ("(type) @type", _py_type),
+    "arguments": ("(argument_list) @arguments", _py_arguments),
+    "except": ("(except_clause) @except", _py_except),
+    "raise": ("(raise_statement) @raise", _py_raise),
 }
 
 _JS: _Spec = {
