@@ -243,8 +243,8 @@ def test_type_annotations_are_references(repo, cortex):
 
 def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
     """A class or function passed along, caught or raised is used there: `callers` lists the
-    function that does it, and a local variable of the same name elsewhere is no use."""
-    repo.write("app/__init__.py", "")
+    function that does it, and a local variable of the same name elsewhere is no use. `app` is
+    a namespace package (no __init__.py): `from app import handlers` is its module."""
     repo.write("app/errors.py", "class Closed(Exception):\n    pass\n")
     repo.write("app/handlers.py", "def home(request):\n    return 1\n")
     repo.write("app/routes.py", "from app.errors import Closed\nfrom app import handlers\n\n\n"
@@ -252,6 +252,7 @@ def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
                                 "def serve(conn):\n    try:\n        conn.run()\n"
                                 "    except Closed:\n        raise\n\n\n"
                                 "def other(home):\n    return wrap(home)\n")
+    repo.write("app/cli.py", "from . import handlers\n\n\ndef main():\n    handlers.home(1)\n")
     repo.commit("Routes", days_ago=1)
     cortex.index(model="none")
     con = cortex.reader()
@@ -260,7 +261,7 @@ def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
         ("app/routes.py", "serve", "reference")}
     assert {(n.path, n.qualname, n.relation) for n in callers(
         con, TargetSpec("app/handlers.py", "home")).items} == {
-        ("app/routes.py", "routes", "reference")}
+        ("app/routes.py", "routes", "reference"), ("app/cli.py", "main", "caller")}
 
 
 def test_fused_related_ranks_structure_and_history(py_project, indexed):

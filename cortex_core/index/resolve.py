@@ -53,8 +53,8 @@ LOOKUPS_PER_ASKER = 1_000
 # qualified by `T`; 7: a Rust path through a module a `use` names, `use crate::sys; sys::f()`;
 # 8: a JavaScript private name, `x.#send()`, is the member of the class around it; 9: a Go
 # call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
-# import binds each file of the package that defines the name, type annotations' refs, and
-# TypeScript's global types outside the repository).
+# import binds each file of the package that defines the name, type annotations' refs,
+# TypeScript's global types outside the repository, and a Python namespace package's modules).
 RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -705,6 +705,13 @@ class Resolver:
 
     def _resolve_import(self, ref: RefRow, stack: list) -> tuple[str, list[Target], int, int]:
         """(status, targets, low, need), `low` and `need` as _binding's."""
+        if self.lang.get(ref.file_id) == "python" and ref.name and ref.name != "*":
+            # `from pkg import sub`: a submodule first, also of a namespace package (a folder
+            # with no __init__.py, which is no module file of its own).
+            sub = self._python_module(self.path[ref.file_id],
+                                      ".".join(p for p in (ref.module, ref.name) if p), ref.level)
+            if sub:
+                return "resolved", [(sub[0], None, CONF_IMPORT)], _NO_CYCLE, 0
         places = self.module_places(ref.file_id, ref.module, ref.level, ref.scope)
         if places is None:
             return "external", [], _NO_CYCLE, 0
@@ -716,11 +723,6 @@ class Resolver:
                 share = CONF_IMPORT / len(places)
                 return "ambiguous", [(f, q, share) for f, q in places], _NO_CYCLE, 0
             return "resolved", [(f, q, CONF_IMPORT) for f, q in places], _NO_CYCLE, 0
-        if self.lang.get(ref.file_id) == "python":   # `from pkg import sub`: a submodule first
-            sub = self._python_module(self.path[ref.file_id],
-                                      ".".join(p for p in (ref.module, ref.name) if p), ref.level)
-            if sub:
-                return "resolved", [(sub[0], None, CONF_IMPORT)], _NO_CYCLE, 0
         for f, q in places:
             member = f"{q}.{ref.name}" if q else ref.name
             if member in self.defs.get(f, {}):
