@@ -676,6 +676,25 @@ def test_a_file_renamed_away_names_its_successor(repo, cortex):
         "structure")
 
 
+def test_a_symbol_renamed_away_names_its_successor(repo, cortex):
+    """blast and callers of a function renamed since say where its code lives at HEAD, as its
+    history does (a hostile test on junegunn/fzf's indexByteTwo, now IndexByteTwo); a function
+    deleted says only that it is gone."""
+    repo.write("m.py", "def old_name(x):\n    return x + 1\n\n\ndef gone():\n    return 0\n\n\n"
+                       "def user():\n    return old_name(2)\n")
+    repo.commit("start", days_ago=2)
+    repo.write("m.py", "def new_name(x):\n    return x + 1\n\n\ndef user():\n"
+                       "    return new_name(2)\n")
+    sha = repo.commit("rename, and gone is gone", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    moved = (f"m.py::old_name is gone at HEAD (moved to m.py::new_name in {sha[:10]}, which has "
+             "its structure)")
+    assert blast(con, TargetSpec("m.py", "old_name")).note == moved
+    assert callers(con, TargetSpec("m.py", "old_name")).note == moved
+    assert blast(con, TargetSpec("m.py", "gone")).note == "m.py::gone is gone at HEAD"
+
+
 def test_a_head_without_structure_is_not_told_to_index_again(repo, cortex):
     """Every file deleted: no structure at HEAD after a run that read it, and blast said "no
     structure indexed yet (an index run builds it)", which another run would not change."""

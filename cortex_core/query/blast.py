@@ -37,7 +37,7 @@ from cortex_core.query.coupling import (DECAY, FILE_PRIOR, FOLDER_PRIOR, HALF_LI
                                         MAX_CHANGESET, MIN_SUPPORT, SIZE_EXPONENT,
                                         SYMBOL_TWIN_MAX, SYMBOL_TWIN_WEIGHT, decay_text,
                                         evidence_of, file_scores, folder_scores, name_twins, related)
-from cortex_core.query.history import CommitRef
+from cortex_core.query.history import CommitRef, moved_to
 from cortex_core.lang.languages import STRUCTURE_LANGUAGES
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.query.targets import Target, TargetSpec, no_symbol_at, resolve
@@ -489,7 +489,11 @@ def _structure_note(con, target: Target) -> str | None:
             "select 1 from meta where key = 'extract_version'").fetchone():
         return "no structure indexed yet (an index run builds it)"
     if target.qualname and not target.alive:
-        return f"{target.label} is gone at HEAD"
+        # Renamed or moved away: its code, and its structure, live on under another name.
+        found = moved_to(con, target.symbol_id) if target.symbol_id is not None else None
+        return f"{target.label} is gone at HEAD" + (
+            f" (moved to {found[0]} in {found[1].sha[:10]}, which has its structure)"
+            if found else "")
     row = con.execute("select skip_reason from struct_files where file_id = ?",
                       (target.file_id,)).fetchone()
     if row is None and not _at_head(con, target.file_id):
