@@ -174,3 +174,87 @@ def test_a_rebuild_stopped_early_claims_nothing_gone(repo, cortex, monkeypatch):
     [note] = list_notes(cortex.reader(), repo.path)
     assert not note.stale and len(history(cortex.reader(), TargetSpec(
         "pkg/core.py", "compute")).entries) == 4
+
+
+def _long_history(path, commits: int) -> None:
+    """`commits` commits of `app.py` made with one `git fast-import`: enough that `--jobs 2`
+    reads them in worker processes (ingest.PARALLEL_MIN_COMMITS)."""
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True)
+    stream = []
+    for n in range(1, commits + 1):
+        data = f"def step():\n    return {n}\n".encode()
+        stream.append(f"commit refs/heads/main\nmark :{n}\n"
+                      f"committer Ann <ann@example.com> {1_600_000_000 + n * 60} +0000\n"
+                      f"data <<EOF\nchange {n}\nEOF\n" + (f"from :{n - 1}\n" if n > 1 else "")
+                      + f"M 100644 inline app.py\ndata {len(data)}\n{data.decode()}\n")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=path, check=True,
+                   input="".join(stream).encode())
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=path, check=True)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    from pathlib import Path
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, uses pidfd")
+def test_a_killed_run_leaves_no_worker_behind(tmp_path):
+    """`kill -9` of `cortex index` (or the OOM killer) while worker processes read the history:
+    the workers waited on their task queue for ever, each holding its memory and the packs
+    open; each killed run left them behind. They exit with the parent, and the next run
+    finishes the history."""
+    import json
+    import os
+    import select
+    import signal
+    from pathlib import Path
+    project = Path(__file__).resolve().parent.parent
+    repo = tmp_path / "long"
+    _long_history(repo, 600)
+    run = subprocess.Popen([sys.executable, "-m", "cortex_cli.cli", "index", "--jobs", "2",
+                            "--model", "none", "--progress-json"], cwd=repo,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(project)))
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:   # the first commit read back from a worker
+            event = json.loads(line)
+            if event.get("phase") == "commits" and event.get("done", 0) > 0:
+                break
+        workers = [pid for pid in _children(run.pid)
+                   if b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert workers
+        handles = [os.pidfd_open(pid) for pid in workers]
+    finally:
+        run.kill()
+        run.wait()
+    try:
+        waiting, deadline = set(handles), time.monotonic() + 60
+        while waiting and time.monotonic() < deadline:   # woken as each one exits
+            ready, _, _ = select.select(list(waiting), [], [], deadline - time.monotonic())
+            waiting -= set(ready)
+        left = [pid for pid, fd in zip(workers, handles) if fd in waiting]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)   # not left running after a failure
+        assert not left, "worker processes outlived the killed run"
+    finally:
+        for fd in handles:
+            os.close(fd)
+    done = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "index", "--json", "-q",
+                           "--model", "none"], cwd=repo, capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, PYTHONPATH=str(project)))
+    assert done.returncode == 0, done.stderr
+    answered = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "status", "--json"],
+                              cwd=repo, capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=str(project)))
+    assert json.loads(answered.stdout)["commits"] == 600

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import os
+import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Callable, Iterator, NamedTuple
@@ -78,12 +80,29 @@ def _start(repo_path: str, settings: IndexSettings, fetch: bool = False,
     worker's memory budget in bytes (0: none), which sizes its parser's caches. `damaged`:
     loose objects the parent found unreadable (loose_objects), read as missing."""
     global _reader
+    _exit_with_parent()
     pygit2.settings.cache_max_size(GIT_CACHE_BYTES)
     pygit2.settings.mwindow_size = PACK_WINDOW_BYTES
     pygit2.settings.mwindow_mapped_limit = PACK_MAPPED_BYTES
     repo = hide(pygit2.Repository(repo_path), damaged)
     _reader = CommitReader(repo, settings, parser=_parser(budget),
                            objects=ObjectSource(repo_path, True) if fetch else None, roots=roots)
+
+
+def _exit_with_parent() -> None:
+    """Exit when the parent dies. A worker waits for tasks on a queue whose write end it holds
+    too, so a parent killed outright (`kill -9`, the OOM killer) left it waiting for ever,
+    holding its memory and the packs open. The parent's end of the spawn pipe closes when it
+    dies, whatever killed it; a thread waits on that."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="cortex-parent", daemon=True).start()
 
 
 # What of a worker's budget its parser's caches may fill: a tree takes 50-110x its text, so the
