@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 
 import pytest
@@ -114,6 +115,37 @@ def test_not_a_repository(tmp_path):
     from cortex_core.index.ingest import index_repository
     with pytest.raises(NotARepository):
         index_repository(tmp_path, tmp_path / "x.db", Settings())
+
+
+def test_a_sha256_repository_says_what_it_is(tmp_path):
+    """libgit2 cannot open a repository whose objects are named by SHA-256: it was called "not a
+    git repository", which it is."""
+    from cortex_core.index.ingest import index_repository
+    made = subprocess.run(["git", "init", "-q", "--object-format=sha256", str(tmp_path / "r")],
+                          capture_output=True)
+    if made.returncode:
+        pytest.skip("this git makes no SHA-256 repositories")
+    (tmp_path / "r" / "a.py").write_text("def f():\n    return 1\n")
+    subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@example.com", "commit",
+                    "-qm", "f"], cwd=tmp_path / "r", check=False)
+    with pytest.raises(NotARepository) as caught:
+        index_repository(tmp_path / "r", tmp_path / "x.db", Settings())
+    assert "SHA-256" in str(caught.value)
+    assert "not a git repository" not in str(caught.value)
+
+
+def test_a_worktree_whose_git_folder_is_gone_names_it(repo, tmp_path):
+    """A linked worktree whose main repository moved: its `.git` file points nowhere. It was
+    called "not a git repository", with nothing to say where to look."""
+    from cortex_core.index.ingest import index_repository
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("f")
+    repo.git("worktree", "add", "-q", str(tmp_path / "wt"))
+    gone = repo.path / ".git" / "worktrees" / "wt"
+    repo.path.rename(tmp_path / "moved")
+    with pytest.raises(NotARepository) as caught:
+        index_repository(tmp_path / "wt", tmp_path / "x.db", Settings())
+    assert str(gone) in str(caught.value) and "git worktree repair" in str(caught.value)
 
 
 def test_non_utf8_content_names_and_messages(repo, cortex):

@@ -137,13 +137,37 @@ def full_store_path(db_path: Path) -> Path:
 def open_repository(repo_root: Path) -> pygit2.Repository:
     try:
         repo = pygit2.Repository(str(repo_root))
-    except pygit2.GitError:
-        raise NotARepository(f"{repo_root} is not a git repository") from None
+    except pygit2.GitError as exc:
+        raise NotARepository(_unopened(repo_root, str(exc))) from None
     if repo.is_bare:
         raise NotARepository(f"{repo_root} is a bare repository; Cortex indexes a working copy")
     if repo.head_is_unborn:
         raise EmptyRepository(f"{repo_root} has no commits yet; commit something, then index")
     return repo
+
+
+def _unopened(repo_root: Path, reason: str) -> str:
+    """Why libgit2 could not open the repository at `repo_root`, in words that say what to do."""
+    if "object format" in reason:   # libgit2: "unknown object format 'sha256'"
+        return (f"{repo_root} is a repository whose objects are named by SHA-256, which the git"
+                f" library Cortex reads with (libgit2 {pygit2.LIBGIT2_VERSION}) cannot open"
+                f" ({reason}); Cortex indexes SHA-1 repositories")
+    dot = repo_root / ".git"
+    try:
+        line = dot.read_text(encoding="utf-8", errors="replace")[:4096].strip() \
+            if dot.is_file() else ""
+    except OSError:
+        line = ""
+    if line.startswith("gitdir:"):
+        target = (repo_root / line[len("gitdir:"):].strip()).resolve()
+        if not target.is_dir():
+            return (f"{dot} points to {target}, which does not exist: the git folder of this"
+                    " linked worktree or submodule moved or was removed (`git worktree repair`"
+                    " in the main working copy mends a moved worktree; `git submodule update`"
+                    " in its superproject checks a submodule out again)")
+    if dot.exists():
+        return f"{repo_root} is a git repository Cortex cannot open ({reason})"
+    return f"{repo_root} is not a git repository"
 
 
 def index_repository(repo_root: Path, db_path: Path, settings: Settings, *,
