@@ -473,10 +473,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.parse_args(argv)   # the usual error, and its exit status
 
     # Arguments that are not valid UTF-8 (a file name, a pasted byte) arrive with surrogates,
-    # which SQLite and the tokenizers refuse: carry them as replacement characters.
+    # which SQLite and the tokenizers refuse: carry them as replacement characters, and in a
+    # target or a path each such byte as `\xNN`, as the index keeps it (git_reads.path_text).
     for name, value in vars(args).items():
         if isinstance(value, str):
-            setattr(args, name, value.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+            setattr(args, name, value.encode("utf-8", "surrogateescape").decode(
+                "utf-8", "backslashreplace" if name in ("target", "path", "at") else "replace"))
     try:
         command = COMMANDS[args.command]
         return command(args) if callable(command) else run_operation(command, args)

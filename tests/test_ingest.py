@@ -159,6 +159,36 @@ def test_non_utf8_content_names_and_messages(repo, cortex):
     assert [e.commit.subject for e in entries] == ["caf\ufffd \ufffd broken bytes"]
 
 
+def test_file_names_that_are_not_utf8_stay_apart(repo, cortex):
+    """Two file names that differ only in bytes that are not UTF-8 were both stored as
+    `caf\ufffd.py`: one file, with both files' commits, and the symbols of one of them "gone at
+    HEAD". Each byte that is not UTF-8 is now kept as `\\xNN`, which the command line reads
+    from the raw name too."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+    e9, e8 = os.fsdecode(b"caf\xe9.py"), os.fsdecode(b"caf\xe8.py")
+    repo.write(e9, "def f():\n    return 1\n")
+    repo.write(e8, "def h():\n    return 1\n")
+    repo.commit("both", days_ago=3)
+    repo.write(e8, "def h():\n    return 2\n")
+    repo.commit("only e8", days_ago=2)
+    cortex.index()
+    con = cortex.reader()
+    assert status(con, cortex.db).files_at_head == 2
+    assert sorted(p for (p,) in con.execute("select path from files")) == \
+        ["caf\\xe8.py", "caf\\xe9.py"]
+    assert subjects(con, "caf\\xe8.py", "h") == ["only e8", "both"]
+    assert subjects(con, "caf\\xe9.py") == ["both"]
+    assert history(con, TargetSpec("caf\\xe8.py", "h")).target.alive
+    asked = subprocess.run([sys.executable, "-m", "cortex_cli.cli", "history", e9, "--json",
+                            "--db", str(cortex.db)], cwd=repo.path, capture_output=True,
+                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+    assert asked.returncode == 0, asked.stderr
+    assert [e["commit"]["subject"] for e in json.loads(asked.stdout)["entries"]] == ["both"]
+
+
 def test_binary_lockfile_vendored_generated_are_file_level(repo, cortex):
     repo.write("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 4)
     repo.write("package-lock.json", '{"lockfileVersion": 3}\n')

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from cortex_core.git.git_reads import blob_bytes
+from cortex_core.git.git_reads import blob_bytes, path_text
 from cortex_core.config import IndexSettings
 from cortex_core.lang.languages import language_for_path
 from cortex_core.memory.code_words import changed_lines, merge_words, words_of
@@ -137,7 +137,7 @@ class CommitReader:
 
     def _parsed_size(self, side: pygit2.DiffFile) -> int:
         """The size of one side of a delta if the reader may parse it, else 0."""
-        path = text(side.raw_path)
+        path = path_text(side.raw_path)
         # A zero id: no such side (an added file's old one, a deleted file's new one).
         if (not side.id or language_for_path(path) is None
                 or skip_by_path(path, self.settings) is not None):
@@ -192,7 +192,7 @@ class CommitReader:
             return []
         groups = []
         for delta in diff.deltas:
-            path = text(delta.new_file.raw_path if delta.status_char() != "D"
+            path = path_text(delta.new_file.raw_path if delta.status_char() != "D"
                         else delta.old_file.raw_path)
             if (language_for_path(path) is None or skip_by_path(path, self.settings) is not None
                     or max(delta.old_file.size, delta.new_file.size) > self.settings.max_file_bytes):
@@ -246,8 +246,8 @@ class CommitReader:
     def _read_file(self, delta, over_limit: bool, commit: pygit2.Commit | None = None
                    ) -> tuple[FileRecord, FileSymbols | None]:
         status = delta.status_char()
-        old_path = text(delta.old_file.raw_path)
-        new_path = text(delta.new_file.raw_path)
+        old_path = path_text(delta.old_file.raw_path)
+        new_path = path_text(delta.new_file.raw_path)
         path = old_path if status == "D" else new_path
         if over_limit:
             reason = "commit too large"
@@ -312,7 +312,7 @@ class CommitReader:
         born here. Without this, a file that turned back to text had its definitions' births
         and changes lost."""
         status = delta.status_char()
-        old_path = text(delta.old_file.raw_path)
+        old_path = path_text(delta.old_file.raw_path)
         record = FileRecord(path, old_path if status in ("R", "C") else None, status, None, None,
                             WAS + reason)
         new_blob = self.blob(delta.new_file.id)
@@ -374,8 +374,8 @@ class CommitReader:
         except pygit2.GitError:
             return None
         find_renames(diff)
-        return next((text(d.old_file.raw_path) for d in diff.deltas
-                     if d.status_char() == "R" and text(d.new_file.raw_path) == path), None)
+        return next((path_text(d.old_file.raw_path) for d in diff.deltas
+                     if d.status_char() == "R" and path_text(d.new_file.raw_path) == path), None)
 
     def _content(self, reason: str | None, old_blob, new_blob) -> tuple[bytes, bytes, str | None]:
         """(old bytes, new bytes, reason). A file is judged by its new content (its old one when

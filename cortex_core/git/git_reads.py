@@ -24,6 +24,13 @@ if TYPE_CHECKING:  # only a type here: importing pygit2 costs a command's start
     import pygit2
 
 
+def path_text(raw: bytes | str) -> str:
+    """A path as git names it (bytes, untrusted), as the index keys it: UTF-8, with each byte
+    that is not UTF-8 as `\\xNN`. Lossless, so two names that differ only in such bytes stay
+    two files (as U+FFFD they were one); the command line reads a raw argument the same way."""
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class Head:
     """What HEAD is: a branch at a commit, a detached commit, or unborn (no commit yet)."""

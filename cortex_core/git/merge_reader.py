@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pygit2
 from pygit2.enums import DiffFind
 
-from cortex_core.git.git_reads import blob_bytes
+from cortex_core.git.git_reads import blob_bytes, path_text
 from cortex_core.index.skip_rules import skip_by_path
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def read_merge(reader: CommitReader, commit: pygit2.Commit) -> list[MergeFile]:
         if GITLINK_MODE in (delta.old_file.mode, delta.new_file.mode):
             continue   # a submodule: no lines
         status = delta.status_char()
-        old_path, path = _text(delta.old_file.raw_path), _text(delta.new_file.raw_path)
+        old_path, path = path_text(delta.old_file.raw_path), path_text(delta.new_file.raw_path)
         if status == "D":
             out.append(MergeFile(old_path, None, "D", None, None))
             continue
@@ -193,7 +193,7 @@ class _Origins:
                 self.renames[index] = {}
                 return None
             find_renames(diff)
-            self.renames[index] = {_text(d.new_file.raw_path): (_text(d.old_file.raw_path),
+            self.renames[index] = {path_text(d.new_file.raw_path): (path_text(d.old_file.raw_path),
                                                                  d.old_file.id)
                                    for d in diff.deltas if d.status_char() == "R"}
         return self.renames[index].get(path)
@@ -241,7 +241,3 @@ def _hunks(reader: CommitReader, path: str, old_blob, new_blob,
 
 def _line_count(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
-def _text(raw: bytes | str) -> str:
-    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")

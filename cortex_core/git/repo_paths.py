@@ -4,9 +4,12 @@ commands start fast."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from cortex_core.errors import Hint, NotARepository
+
+_SEPARATOR = re.compile(r"\\(?!x[89a-f][0-9a-f])")
 
 
 def find_repo_root(start: str | os.PathLike | None = None) -> Path:
@@ -42,7 +45,9 @@ def repo_relative(path: str, repo_root: Path, cwd: Path | None = None) -> str:
     Accepts a path relative to the root, relative to the current directory, or absolute. A
     symlink is named as itself, not as what it points to: git tracks the link. A path that
     leads outside the repository is an error, however it is spelled."""
-    cleaned = path.strip().replace("\\", "/")
+    # A backslash is a separator, as Windows writes paths, except in `\\xNN` of a byte that is
+    # not UTF-8 (git_reads.path_text): a folder named x80 to xff must then be written with `/`.
+    cleaned = _SEPARATOR.sub("/", path.strip())
     candidate = Path(cleaned)
     if candidate.is_absolute():
         inside = _within(candidate, repo_root)

@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from cortex_core.git.git_reads import path_text
 from cortex_core.memory.tokens import query_terms
 
 _TRUNK = {"main", "master", "trunk", "develop", "development", "dev", "head", "default"}
@@ -104,8 +105,8 @@ def staged_renames(repo_root: Path | str, timeout: float = STATUS_TIMEOUT
     found = []
     for at in range(0, len(fields) - 2, 3):
         if fields[at][:1] == b"R":
-            old = fields[at + 1].decode("utf-8", "replace")
-            found.append((fields[at + 2].decode("utf-8", "replace"), old))
+            old = path_text(fields[at + 1])
+            found.append((path_text(fields[at + 2]), old))
     return tuple(sorted(found))
 
 
@@ -271,7 +272,7 @@ def parse_status(out: bytes) -> Workspace:
             origin = next(records, None) if kind == b"2 " else None
             if len(fields) <= before or len(fields[1]) != 2:
                 continue   # not git's format: skip rather than guess
-            path = fields[-1].decode("utf-8", "replace")   # what the index stores, replaced
+            path = path_text(fields[-1])   # as the index stores it
             xy = fields[1].decode("ascii", "replace")
             if kind == b"u " or xy[1:2] != ".":
                 modified.append(path)
@@ -279,11 +280,11 @@ def parse_status(out: bytes) -> Workspace:
                 staged.append(path)
             if origin and xy[:1] == "R":
                 # Counted as git without renames counts it, the old path deleted, and kept.
-                old = origin.decode("utf-8", "replace")
+                old = path_text(origin)
                 staged.append(old)
                 renamed.append((path, old))
         elif kind == b"? ":
-            untracked.append(record[2:].decode("utf-8", "replace"))
+            untracked.append(path_text(record[2:]))
     return Workspace(branch if born else None, tuple(sorted(modified)), tuple(sorted(staged)),
                      tuple(sorted(untracked)), tuple(sorted(renamed)))
 

@@ -39,7 +39,8 @@ from pygit2.enums import SortMode
 
 from cortex_core.index.areas import update_areas
 from cortex_core.child_process import OLDER, RECENT
-from cortex_core.git.commit_reader import CommitReader, CommitRecord, text
+from cortex_core.git.commit_reader import CommitReader, CommitRecord
+from cortex_core.git.git_reads import path_text
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.memory.embeddings import (LIGHT_TEXTS, ModelUnavailable, choose_model,
                                            load_model, load_query_model, model_fingerprint)
@@ -1113,7 +1114,7 @@ def _tree_blobs(repo: pygit2.Repository, tree_id, missing: set[str]):
     while stack:
         oid, base = stack.pop()
         try:
-            entries = [(text(e.raw_name), e.type_str, e.id) for e in repo[oid]]
+            entries = [(path_text(e.raw_name), e.type_str, e.id) for e in repo[oid]]
         except (KeyError, ValueError, pygit2.GitError):
             missing.add(str(oid))
             continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import apsw
 
-READER_VERSION = 5
+READER_VERSION = 6
 # What each version reads differently from the one before: said to the user of an older store.
 CHANGES = {
     2: "Go declarations take the doc comment above them; functions renamed behind a new wrapper "
@@ -26,6 +26,8 @@ CHANGES = {
        "methods (`x[self]`), doc comments, one-line and conditional methods; JavaScript arrow "
        "functions' headers, and functions in a TypeScript assertion (`as T`); PHP attributes, "
        "DocBlocks and heredocs",
+    6: "a file name's bytes that are not UTF-8 are kept, as `\\xNN` (two names that differ in "
+       "them were one file)",
 }
 
 

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from cortex_core.git.git_reads import head_commit, path_blob, read_blob
+from cortex_core.git.git_reads import head_commit, path_blob, path_text, read_blob
 from cortex_core.lang import go_build
 from cortex_core.lang.languages import language_for_path
 from cortex_core.lang.test_paths import is_test_path
@@ -184,7 +184,7 @@ def _modified_files(repo, settings):
         from cortex_core.git.workspace import skip_worktree_paths
         sparse = skip_worktree_paths(workdir)
     for raw, flags in status.items():
-        path = os.fsencode(raw).decode("utf-8", "replace")
+        path = path_text(os.fsencode(raw))
         if flags & FileStatus.WT_DELETED:
             if raw not in sparse:
                 yield path, None, None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cortex_core.lang.change_kinds import NOT_SUBSTANTIVE
 from cortex_core.config import IndexSettings
-from cortex_core.git.git_reads import commit, head_commit, path_blob
+from cortex_core.git.git_reads import commit, head_commit, path_blob, path_text
 from cortex_core.lang.languages import language_for_path
 from cortex_core.lang.live import MAX_BYTES as LIVE_MAX_BYTES, buffer_symbols
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
@@ -94,8 +94,8 @@ def working_changes(con, repo_root: Path, settings: IndexSettings | None = None,
             unindexed = 0
         try:
             diff = repo.diff(base.tree, head.tree)
-            paths += [d.new_file.path if d.status_char() != "D" else d.old_file.path
-                      for d in diff.deltas]
+            paths += [path_text(d.new_file.raw_path if d.status_char() != "D"
+                                else d.old_file.raw_path) for d in diff.deltas]
         except pygit2.GitError:
             pass
         paths = list(dict.fromkeys(paths))
