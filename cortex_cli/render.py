@@ -231,7 +231,7 @@ def missing_objects(count: int, cause: str) -> str:
 
 def status(s: Status, root: Path, now: float) -> str:
     span = ""
-    if s.first_commit_time:
+    if s.first_commit_time is not None:   # 0 is a date: 1970-01-01
         # UTC days: the store keeps the span's times, not their authors' zones, which history
         # rows show (a commit of 2013-01-19 23:00 -0800 is 2013-01-20 here).
         span = f" from {date(s.first_commit_time)} to {date(s.last_commit_time)} (UTC)"
@@ -331,7 +331,7 @@ def search(result, now: float, explain: bool) -> str:
     if result.note:
         lines.append(f"note: {result.note}")
     for n, hit in enumerate(result.hits, 1):
-        when = relative_time(hit.time, now) if hit.time else ""
+        when = relative_time(hit.time, now) if hit.time is not None else ""
         lines.append(f"{n:2d}. [{hit.citation}] {hit.kind:<6} {when:>14}  {_clip(hit.title, 70)}")
         if hit.text and not (hit.kind == "commit" and hit.segment == 0 and not hit.text.strip()):
             lines.append(f"      {_snippet(hit.text)}")
@@ -424,7 +424,8 @@ def areas(items, now: float) -> str:
         return "no areas yet (too few items, or run `cortex index`)"
     lines = [f"{len(items)} areas (spectral clusters of commits, docs and notes)"]
     for a in items:
-        span = f"{date(a.first_time)} – {date(a.last_time)}" if a.first_time else ""
+        span = (f"{date(a.first_time)} – {date(a.last_time)}" if a.first_time is not None
+                else "")
         lines.append(f"\n#{a.id}  {terminal(a.label)}  —  {a.size} items ({a.commits} commit segments, "
                      f"{a.docs} doc sections, {a.notes} notes)  {span}")
         if a.terms:

@@ -219,7 +219,7 @@ def search(result) -> list[str]:
     lines = [f"**{plural(len(result.hits), 'result')} for** {markdown_code(result.query[:100])} "
              f"({result.mode}{', semantic' if result.semantic else ''})"]
     for n, hit in enumerate(result.hits, 1):
-        when = f" {date(hit.time)}" if hit.time else ""
+        when = f" {date(hit.time)}" if hit.time is not None else ""
         who = f" {markdown(hit.author, 40)}" if hit.author else ""
         lines.append(f"{n}. [{markdown(hit.citation)}] {hit.kind}{when}{who}: {markdown(hit.title, 120)}")
         text = " ".join(hit.text.split()) if hit.text else ""
@@ -234,7 +234,7 @@ def status(s, head: str | None, run) -> list[str]:
     lines = [f"**Index** of {markdown_code(str(s.db_path))}: {plural(s.commits, 'commit')} by "
              f"{plural(s.authors, 'author')}"
              + (f", {date(s.first_commit_time)} to {date(s.last_commit_time)}"
-                if s.first_commit_time else "")]
+                if s.first_commit_time is not None else "")]
     if s.store_reason:
         lines.append(f"- not in `.cortex`: {markdown(s.store_reason)}")
     indexed = s.head[:10] if s.head else "nothing"
