@@ -364,7 +364,9 @@ def what(result, now: float) -> str:
         head = "branch: not known; " + (f"{terminal(operation)}; " if operation else "") \
             + "changed files not known"
     else:
-        head = (f"branch: {terminal(result.branch or '(detached)')}; "
+        unborn = getattr(result, "unborn", None)
+        name = result.branch or (f"{unborn} (no commits yet)" if unborn else "(detached)")
+        head = (f"branch: {terminal(name)}; "
                 + (f"{terminal(operation)}; " if operation else "")
                 + f"{len(result.changed)} changed file{'s' if len(result.changed) != 1 else ''}"
                 + (f", {len(result.untracked)} untracked" if result.untracked else ""))

@@ -268,6 +268,11 @@ def test_what_reads_the_working_tree(shop):
     assert "shop/pay.py::pay" in hot
     data = json.loads(cortex("what", "--json", cwd=shop.path).stdout)
     assert data["changed"] == ["shop/pay.py"]
+    # An orphan branch has no commit yet: it is that branch, not a detached HEAD.
+    shop.git("checkout", "-q", "--orphan", "fresh")
+    out = cortex("what", cwd=shop.path)
+    assert out.returncode == 0 and out.stdout.startswith("branch: fresh (no commits yet); ")
+    assert json.loads(cortex("what", "--json", cwd=shop.path).stdout)["unborn"] == "fresh"
 
 
 def test_what_says_when_git_cannot_read_the_working_copy(shop, tmp_path):

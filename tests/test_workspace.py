@@ -24,11 +24,14 @@ TREE = (FileStatus.WT_MODIFIED | FileStatus.WT_DELETED | FileStatus.WT_RENAMED
 def libgit2_view(root) -> Workspace:
     repo = pygit2.Repository(str(root))
     branch = None if repo.head_is_unborn or repo.head_is_detached else repo.head.shorthand
+    unborn = None
+    if repo.head_is_unborn:   # HEAD names the branch its first commit will make
+        unborn = repo.references["HEAD"].target.removeprefix("refs/heads/")
     status = sorted((os.fsencode(p).decode("utf-8", "backslashreplace"), f)   # as the index
                     for p, f in repo.status(untracked_files="normal", ignored=False).items())
     return Workspace(branch, tuple(p for p, f in status if f & TREE or f & FileStatus.CONFLICTED),
                      tuple(p for p, f in status if f & INDEX),
-                     tuple(p for p, f in status if f & FileStatus.WT_NEW))
+                     tuple(p for p, f in status if f & FileStatus.WT_NEW), unborn=unborn)
 
 
 @pytest.fixture
@@ -70,7 +73,12 @@ def test_detached_unborn_and_conflicted(repo, tmp_path):
     empty = ScriptedRepo(tmp_path / "empty")
     (empty.path / "first.py").write_text("x = 1\n")
     assert read_workspace(empty.path) == libgit2_view(empty.path) == Workspace(
-        None, (), (), ("first.py",))
+        None, (), (), ("first.py",), unborn="main")
+    # An orphan branch in a repository with history: on a branch with no commit, not detached.
+    repo.git("checkout", "-q", "--orphan", "fresh")
+    assert read_workspace(repo.path).unborn == "fresh" == libgit2_view(repo.path).unborn
+    assert read_workspace(repo.path).branch is None
+    repo.git("checkout", "-q", "-f", "fix/retry-budget")
     repo.git("checkout", "-q", "-b", "other")
     repo.write("a.py", "a = 'theirs'\n")
     repo.commit("theirs")

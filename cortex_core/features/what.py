@@ -52,6 +52,7 @@ class What:
     # Why the working copy could not be read (git timed out or failed): `changed` is then
     # unknown, not empty.
     unread: str | None = None
+    unborn: str | None = None    # the branch checked out, when it has no commit yet
 
 
 def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
@@ -70,7 +71,7 @@ def what(con, repo_root: Path, *, top_k: int = 5, half_life_days: float = 90.0,
                 _hot(con, repo_root, set(ids), half_life_days, top_k, used.now, ws.renamed),
                 tuple(p for p in changed if p not in ids and ws.renamed_from(p) not in ids),
                 used, operation_in_progress(repo_root),   # a staged rename: its old path
-                ws.unread)
+                ws.unread, ws.unborn)
 
 
 def _unique_notes(notes: list[Note]) -> list[Note]:

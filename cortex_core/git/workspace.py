@@ -26,6 +26,9 @@ class Workspace:
     # Why git could not say (a timeout, an error): the lists above are then empty, not known
     # to be empty. None when git answered.
     unread: str | None = None
+    # The branch checked out when it has no commit yet (`git checkout --orphan`, a new
+    # repository): `branch` is None then, as for a detached HEAD, which this is not.
+    unborn: str | None = None
 
     @property
     def changed(self) -> tuple[str, ...]:
@@ -286,7 +289,8 @@ def parse_status(out: bytes) -> Workspace:
         elif kind == b"? ":
             untracked.append(path_text(record[2:]))
     return Workspace(branch if born else None, tuple(sorted(modified)), tuple(sorted(staged)),
-                     tuple(sorted(untracked)), tuple(sorted(renamed)))
+                     tuple(sorted(untracked)), tuple(sorted(renamed)),
+                     unborn=None if born else branch)
 
 
 # -- what git is in the middle of -------------------------------------------------------------
