@@ -213,8 +213,33 @@ class Engine:
             path = working
         else:
             self._not_new(con, path)
+            if spec.symbol is not None:
+                self._not_new_symbol(con, TargetSpec(path, spec.symbol), working)
         spec = TargetSpec(path, spec.symbol, spec.line)
         return self._at_head(spec, working) if spec.line is not None else spec
+
+    def _not_new_symbol(self, con, spec: TargetSpec, working: str) -> None:
+        """Raises NotFound, saying why, for a symbol the indexed HEAD does not have but the
+        working tree's file defines (written since the last commit or index run): the lookup
+        alone said "no symbol" and guessed at other names (a hostile test on junegunn/fzf)."""
+        from cortex_core.query.targets import quoted, resolve
+        try:
+            resolve(con, spec)
+            return
+        except CortexError:   # not found (the query says why, unless this can), ambiguous...
+            pass
+        from cortex_core.lang.live import buffer_symbols
+        try:
+            source = (self.root / working).read_bytes()
+        except OSError:
+            return
+        symbols = buffer_symbols(working, source) or []
+        name = spec.symbol or ""
+        if not any(name in (s.qualname, s.name) for s in symbols):
+            return
+        raise NotFound(f"no symbol {quoted(name)} in {spec.path}: the working tree's version "
+                       "of the file defines it, but no commit has it yet, so it has no history "
+                       "(it will once committed and indexed)")
 
     def _not_new(self, con, path: str) -> None:
         """Raises NotFound, saying why, for a file of the working tree that no indexed commit

@@ -373,7 +373,11 @@ def test_a_line_in_a_function_the_working_tree_added_is_not_its_neighbours(shop)
                     ("context", "--at", "shop/pay.py:6", "--budget", "300")):
         out = cortex(*command, cwd=shop.path)
         assert_clean_error(out, "line 6 of shop/pay.py is in refund, which is not in the index")
-    # Once indexed (the structure pass reads the working tree), its name says the same.
+    # By its name, before an index run (a hostile test found a bare "no symbol"), and after.
+    for command in (("history", "shop/pay.py::refund"), ("blast", "shop/pay.py::refund"),
+                    ("context", "--at", "shop/pay.py::refund")):
+        out = cortex(*command, cwd=shop.path)
+        assert_clean_error(out, "the working tree's version of the file defines it, but no commit")
     assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
     named = cortex("history", "shop/pay.py::refund", cwd=shop.path)
     assert_clean_error(named, "the working tree's version of the file defines it, but no commit")
