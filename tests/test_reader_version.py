@@ -62,6 +62,22 @@ def test_a_store_says_which_reader_read_it_until_it_is_rebuilt(repo, cortex):
     assert "earlier version" not in cli(repo, cortex.db, "status").stdout
 
 
+def test_a_change_that_does_not_apply_to_a_store_is_not_told(repo, cortex):
+    """Version 6 changed only file names that are not UTF-8: a store read by version 5 whose
+    paths hold no U+FFFD (what version 5 made of such bytes) reads the same, and says nothing;
+    one whose paths do is told to rebuild."""
+    go_commits(repo, 2)
+    cortex.index()
+    read_by(cortex.db, 5)
+    assert earlier_reader(cortex.reader()) is None
+    con = apsw.Connection(str(cortex.db))
+    con.execute("update files set path = 'caf\ufffd.go' where path = 'a.go'")
+    con.close()
+    found = earlier_reader(cortex.reader())
+    assert found is not None and found.version == 5 and len(found.since) == 1
+    assert "not UTF-8" in found.since[0]
+
+
 def test_an_older_cortex_extending_a_store_is_seen_and_a_newer_one_too(repo, cortex):
     """A review: the first form recorded only who read the oldest commits, so a store an older
     Cortex extended (the same schema, no record) said nothing."""

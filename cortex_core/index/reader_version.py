@@ -31,6 +31,14 @@ CHANGES = {
 }
 
 
+# Changes that can be told not to apply to a store: where one does not, the version before it
+# read the store the same, and says nothing. Version 6 changed only paths that held U+FFFD.
+_APPLIES = {
+    6: lambda con: con.execute("select 1 from files where instr(path, char(65533)) > 0"
+                               " limit 1").fetchone() is not None,
+}
+
+
 @dataclass(frozen=True)
 class EarlierReader:
     """A store whose reachable commits another version of the reader read (also a later one:
@@ -48,6 +56,8 @@ def earlier_reader(con: apsw.Connection) -> EarlierReader | None:
     if oldest is None or oldest == newest == READER_VERSION:
         return None
     version = oldest if oldest < READER_VERSION else newest
-    return EarlierReader(version, READER_VERSION,
-                         [CHANGES[v] for v in range(version + 1, READER_VERSION + 1)
-                          if v in CHANGES])
+    since = [v for v in range(version + 1, READER_VERSION + 1)
+             if v in CHANGES and (v not in _APPLIES or _APPLIES[v](con))]
+    if version < READER_VERSION and not since:
+        return None   # read alike: what changed since does not apply to this store
+    return EarlierReader(version, READER_VERSION, [CHANGES[v] for v in since])
