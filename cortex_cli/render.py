@@ -99,6 +99,12 @@ def history(result: History, now: float) -> str:
     return "\n".join(lines)
 
 
+def replaced_note(count: int) -> str:
+    return (f"{count} object{'s' if count != 1 else ''} replaced by `git replace`: the index "
+            "reads the history as recorded, where `git log` shows the replacements (a graft "
+            "that joins or cuts histories, a rewritten commit)")
+
+
 def shallow_note(shallow_from: int) -> str:
     return (f"note: {shallow_reach(shallow_from)} (`git fetch --unshallow`, then `cortex index`,"
             " for the rest)")
@@ -253,6 +259,7 @@ def status(s: Status, root: Path, now: float) -> str:
         *([shallow_note(s.shallow_from)] if s.shallow_from is not None else []),
         *([f"note: {earlier_reader(s.earlier_reader)}"] if s.earlier_reader is not None
           else []),
+        *([f"note: {replaced_note(s.replaced_objects)}"] if s.replaced_objects else []),
         f"files at HEAD: {s.files_at_head}; file changes: {s.file_changes}",
         f"symbols: {s.symbols_alive} at HEAD ({s.symbols_total} ever); symbol changes: {s.symbol_changes}",
         "languages:" + ("" if s.languages else " none with symbols"),

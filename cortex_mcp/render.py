@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cortex_core.text.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
-from cortex_cli.render import earlier_reader, missing_objects
+from cortex_cli.render import earlier_reader, missing_objects, replaced_note
 
 
 def plural(count: int, word: str) -> str:
@@ -251,6 +251,8 @@ def status(s, head: str | None, run) -> list[str]:
         lines.append("- " + missing_objects(s.missing.objects, s.missing.cause))  # our text
     if s.earlier_reader is not None:   # our text
         lines.append("- " + earlier_reader(s.earlier_reader, "`sync` with `rebuild=true`"))
+    if s.replaced_objects:   # our text
+        lines.append("- " + replaced_note(s.replaced_objects))
     m = s.memory
     if m is not None:
         lines.append(f"- memory: {m.commit_items} commit segments, {m.doc_items} doc sections, "

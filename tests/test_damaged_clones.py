@@ -293,6 +293,26 @@ def test_a_shallow_clone_says_where_its_history_starts(served, tmp_path):
     assert "shallow" not in cortex("history", "app.py::step", cwd=clone).stdout
 
 
+def test_replaced_objects_are_said(tmp_path):
+    """`git replace --graft` cuts a history for `git log` (4 commits of 6), which libgit2 does
+    not apply: the index reads all 6, and status says that git shows replacements (a hostile
+    test found it silent). Without replacements, nothing is said."""
+    repo = ScriptedRepo(tmp_path / "r")
+    for n in range(6):
+        repo.write("a.py", f"def f():\n    return {n}\n")
+        repo.commit(f"c{n}", days_ago=10 - n)
+    index(repo.path, 1)
+    assert status(repo.path)["replaced_objects"] == 0
+    assert "git replace" not in cortex("status", cwd=repo.path).stdout
+    git(repo.path, "replace", "--graft", "HEAD~2", "HEAD~5")
+    assert git(repo.path, "rev-list", "--count", "HEAD").strip() == "4"
+    index(repo.path, 1)
+    found = status(repo.path)
+    assert found["replaced_objects"] == 1 and found["commits"] == 6
+    assert "note: 1 object replaced by `git replace`: the index reads the history as recorded" \
+        in cortex("status", cwd=repo.path).stdout
+
+
 def test_a_shallow_clone_deepened_later_gets_its_older_history(served, tmp_path):
     clone = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))

@@ -503,6 +503,16 @@ def shallow_commits(repo: pygit2.Repository) -> set[str]:
     return set(lines)
 
 
+def replaced_objects(repo: pygit2.Repository) -> int:
+    """How many objects `git replace` replaces (refs under refs/replace/). libgit2 reads the
+    objects as recorded, where `git log` shows their replacements (a graft joins two
+    histories, a replaced commit rewrites one): the answers then differ from git's."""
+    try:
+        return sum(1 for name in repo.references if name.startswith("refs/replace/"))
+    except pygit2.GitError:
+        return 0
+
+
 def _deepened(con, repo: pygit2.Repository) -> bool:
     """A boundary commit the last run saw is no longer one (`git fetch --deepen`, --unshallow)."""
     try:
@@ -669,6 +679,7 @@ class _Indexer:
             update_pruned(con, flipped=again + gone)
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
+            set_meta(con, "replaced", str(replaced_objects(self.repo)))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
             record_loose_check(con, self.loose.checked_ns, self.loose.damaged)

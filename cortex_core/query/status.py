@@ -66,6 +66,9 @@ class Status:
     shallow_from: int | None = None
     # Set when an earlier version of Cortex read the store's oldest commits (reader_version).
     earlier_reader: EarlierReader | None = None
+    # Objects `git replace` replaced at the last index run (ingest.replaced_objects): git's log
+    # shows their replacements, the index the objects as recorded.
+    replaced_objects: int = 0
     # The working copy's HEAD commit, None when git cannot say (unborn, unreadable). Answers are
     # of `head`, the last indexed commit: the two differ until an index run catches up.
     working_head: str | None = None
@@ -152,6 +155,7 @@ def status(con: apsw.Connection, db_path: Path, store_reason: str | None = None)
         languages=[LanguageCount(*row) for row in langs],
         skipped=skipped, memory=_memory(con), structure=_structure(con),
         store_reason=store_reason, earlier_reader=earlier_reader(con),
+        replaced_objects=int(get_meta(con, "replaced") or 0),
         missing=_missing(con, head_skips.get("missing object", 0),
                          history_skips.get("missing object", 0)))
 
