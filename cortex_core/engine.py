@@ -233,10 +233,16 @@ class Engine:
             source = (self.root / working).read_bytes()
         except OSError:
             return
-        symbols = buffer_symbols(working, source) or []
         name = spec.symbol or ""
-        if not any(name in (s.qualname, s.name) for s in symbols):
+
+        def defines(text: bytes) -> bool:
+            return any(name in (s.qualname, s.name) for s in buffer_symbols(working, text) or [])
+        if not defines(source):
             return
+        from cortex_core.git.git_reads import indexed_head_blob
+        head = indexed_head_blob(con, self.root, spec.path)
+        if head is not None and defines(head):
+            return   # not new: the index keeps the file at file level, or another reason
         raise NotFound(f"no symbol {quoted(name)} in {spec.path}: the working tree's version "
                        "of the file defines it, but no commit has it yet, so it has no history "
                        "(it will once committed and indexed)")
