@@ -241,6 +241,40 @@ def test_type_annotations_are_references(repo, cortex):
             } >= {("web/types.ts", "reference")}
 
 
+def test_java_types_where_they_are_named_are_references(repo, cortex):
+    """A Java class used in a field, a parameter, a catch or a type argument, through an
+    import or from its package, is used there; a nested class by its short name in its outer
+    class; a type parameter that shares a class's name is no use of it, and `String` is
+    java.lang's."""
+    base = "src/main/java/com/acme/"
+    repo.write(base + "core/Repo.java", "package com.acme.core;\n\npublic class Repo {\n"
+                                        "    public static class Page {}\n"
+                                        "    Page first() { return null; }\n}\n")
+    repo.write(base + "core/Gone.java", "package com.acme.core;\n\n"
+                                        "public class Gone extends RuntimeException {}\n")
+    repo.write(base + "shop/Cart.java", "package com.acme.shop;\n\nimport com.acme.core.Repo;\n"
+                                        "import com.acme.core.Gone;\nimport java.util.List;\n\n"
+                                        "public class Cart {\n    private final Repo repo;\n"
+                                        "    Cart(Repo repo) { this.repo = repo; }\n"
+                                        "    List<Repo> all(String s) {\n"
+                                        "        try { return null; } catch (Gone e) { return null; }\n"
+                                        "    }\n}\n")
+    repo.write(base + "shop/Box.java", "package com.acme.shop;\n\n"
+                                       "class Box<Repo> { Repo held; Cart cart; }\n")
+    repo.commit("Java types", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec(base + "core/Repo.java", "Repo")).items) == {
+        (base + "shop/Cart.java", "Cart"), (base + "shop/Cart.java", "Cart.Cart"),
+        (base + "shop/Cart.java", "Cart.all")}
+    assert labels(callers(con, TargetSpec(base + "core/Repo.java", "Repo.Page")).items) == {
+        (base + "core/Repo.java", "Repo.first")}
+    assert labels(callers(con, TargetSpec(base + "core/Gone.java", "Gone")).items) == {
+        (base + "shop/Cart.java", "Cart.all")}
+    assert labels(callers(con, TargetSpec(base + "shop/Cart.java", "Cart")).items) == {
+        (base + "shop/Box.java", "Box")}
+
+
 def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
     """A class or function passed along, caught or raised is used there: `callers` lists the
     function that does it, and a local variable of the same name elsewhere is no use. `app` is

@@ -271,9 +271,14 @@ interface Service extends Closeable {}
     ("com.acme.core", "BaseService", None, 6, 0, False),
 ], [
     ("BaseService", None, "inherits", 8, "OrderService"),
+    ("Order", None, "type", 8, None),
     ("Service", None, "inherits", 8, "OrderService"),
     ("Auditable", "com.acme", "inherits", 8, "OrderService"),
+    ("Repo", None, "type", 9, None),
+    ("Repo", None, "type", 11, None),
     ("requireNonNull", None, "call", 13, None),  # super(repo) is not recorded
+    ("List", None, "type", 16, None),
+    ("Order", None, "type", 16, None),
     ("findAll", "Repo", "call", 17, None),   # the field `repo`'s declared type
     ("stream", "?", "call", 17, None),
     ("filter", "?", "call", 17, None),
@@ -461,6 +466,22 @@ SMALL = [
         ("g", "Outer.this", "call", 2, None), ("use", None, "call", 2, None),
         ("Foo", None, "ref", 2, None), ("h", "this", "ref", 2, None),
         ("D", "a.b", "call", 2, None)]),
+    # Java types where they are named: fields, parameters, returns, locals, casts, instanceof,
+    # catch, throws, class literals, type arguments and bounds; not a type parameter, `var`,
+    # a heritage clause's own type or a constructed one.
+    ("java", "class A<T extends Base> extends B<Arg> {\n"
+             "  <U> Res<U> f(User u, Map.Entry<K, V> e, T t) throws Bad {\n"
+             "    var x = (Cast) g(); if (x instanceof Inst i) {} var c = Lit.class;\n"
+             "    try {} catch (E1 | E2 e2) {} new Made<Arg2>(); return null; } }\n", [], [
+        ("Base", None, "type", 1, None), ("B", None, "inherits", 1, "A"),
+        ("Arg", None, "type", 1, None), ("Res", None, "type", 2, None),
+        ("User", None, "type", 2, None), ("Entry", "Map", "type", 2, None),
+        ("K", None, "type", 2, None), ("V", None, "type", 2, None),
+        ("Bad", None, "type", 2, None), ("Cast", None, "type", 3, None),
+        ("g", None, "call", 3, None), ("Inst", None, "type", 3, None),
+        ("Lit", None, "type", 3, None), ("E1", None, "type", 4, None),
+        ("E2", None, "type", 4, None), ("Made", None, "call", 4, None),
+        ("Arg2", None, "type", 4, None)]),
     ("java", "enum E implements I { X }\nrecord R(int x) implements J {}\n", [], [
         ("I", None, "inherits", 1, "E"), ("J", None, "inherits", 2, "R")]),
     ("rust", "use a::{b::{c, d as e}, f::*, self};\nuse ::std::fs;\nuse serde;\n"

@@ -54,7 +54,8 @@ LOOKUPS_PER_ASKER = 1_000
 # 8: a JavaScript private name, `x.#send()`, is the member of the class around it; 9: a Go
 # call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
 # import binds each file of the package that defines the name, type annotations' refs,
-# TypeScript's global types outside the repository, and a Python namespace package's modules).
+# TypeScript's global types outside the repository, Java's types by their class in scope, and
+# a Python namespace package's modules).
 RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -292,6 +293,27 @@ class Resolver:
         files = self._java_package_class(ref.file_id, q)
         if files:
             return self._member([(f, q, CONF_PACKAGE) for f in files], ref.name, q)
+        return None
+
+    def _java_type(self, ref: RefRow) -> tuple[str, list[Target]] | None:
+        """A Java type named without an import: a class of the file in scope where it is named
+        (a nested one too: `Builder` in `User` is `User.Builder`; the innermost), else a class
+        of the package, else java.lang's (outside); None to go on as for any name."""
+        own = self.defs.get(ref.file_id, {})
+        scope = ref.scope or ""
+        name = ref.name
+        seen = [c for c, kind in own.items() if kind in _CLASS_KINDS and (
+                c == name or (c.endswith("." + name) and _encloses(c[:-len(name) - 1], scope)))]
+        if seen:
+            return "resolved", [(ref.file_id, max(seen, key=lambda c: (c.count("."), c)),
+                                 CONF_LOCAL)]
+        files = [f for f in self._java_package_class(ref.file_id, name) if f != ref.file_id
+                 and name in self.defs.get(f, {})]
+        if files:
+            return ("resolved" if len(files) == 1 else "ambiguous"), [
+                (f, name, CONF_PACKAGE / len(files)) for f in files]
+        if name in JAVA_LANG:
+            return "external", []
         return None
 
     def _java_package_class(self, file_id: int, cls: str) -> list[int]:
@@ -938,6 +960,8 @@ class Resolver:
                         if member in self.defs.get(f, {})]
                 if same:
                     return ("resolved" if len(same) == 1 else "ambiguous"), same
+            if ref.kind == "type":
+                return "unresolved", []   # `ns.T` none of whose parts is known: no method guess
             return self._by_name(ref.name, methods=True)
         if q == "?":
             return self._by_name(ref.name, methods=True)
@@ -947,7 +971,11 @@ class Resolver:
         outside = self.external(ref.file_id, ref.name)
         if outside:
             return outside, []
-        if self.lang.get(ref.file_id) == "java":
+        if self.lang.get(ref.file_id) == "java" and ref.kind == "type":
+            typed = self._java_type(ref)
+            if typed is not None:
+                return typed
+        elif self.lang.get(ref.file_id) == "java":
             # An unqualified call in a method is a call of a method of its class, or of one it
             # inherits (this.run(), with `this` left out): Java has no functions outside classes.
             found = self._in_class(ref, include_own=True)

@@ -684,8 +684,8 @@ def _go_call(out: _Out, node: Node) -> None:
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
 # `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
 # 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py; Python and
-# TypeScript type annotations, refs of kind "type"; a Python function or class the module
-# imports or defines, named as a value: an argument, `except`, `raise`).
+# TypeScript type annotations, and Java's types, refs of kind "type"; a Python function or
+# class the module imports or defines, named as a value: an argument, `except`, `raise`).
 EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -1100,6 +1100,49 @@ def _java_class(out: _Out, node: Node) -> None:
                     _java_type(out, t, "inherits", owner)
 
 
+# Where a Java type is recorded already: a heritage clause's ("inherits", _java_class) and a
+# constructed one's ("call", _java_new).
+_JAVA_RECORDED = frozenset({"superclass", "super_interfaces", "extends_interfaces",
+                            "object_creation_expression"})
+
+
+def _java_type_ref(out: _Out, node: Node) -> None:
+    """A Java type named in a field, a parameter, a return type, a local, a cast, `instanceof`,
+    a catch, `throws`, a class literal or a type argument: `User`, `Map.Entry`. Not a type
+    parameter (`T` of `class Box<T>`, where it is declared or used), not `var`, not what a
+    heritage clause or `new` names (recorded as "inherits" and "call")."""
+    parent = node.parent
+    if parent is None or parent.type == "scoped_type_identifier" or parent.type == "type_parameter":
+        return   # a part of a longer name (its outermost is read), or a declared parameter
+    up: Node | None = parent
+    if up.type == "generic_type" and up.named_children and up.named_children[0] == node:
+        up = up.parent   # `B<Arg>`'s B is what the generic's own parent makes of it
+    if up is not None and up.type == "type_list":
+        up = up.parent
+    if up is not None and up.type in _JAVA_RECORDED:
+        return
+    if node.type == "scoped_type_identifier":
+        name = node.named_children[-1] if node.named_children else None
+        if name is None or name.type != "type_identifier":
+            return
+        qualifier = out.src[node.start_byte:name.start_byte].decode("utf-8", "replace")
+        out.ref(name, out.text(name), "".join(qualifier.split()).rstrip(".") or None, "type")
+        return
+    text = out.text(node)
+    if text == "var" or any(start <= node.start_byte < end
+                            for start, end in out.type_params.get(text, ())):
+        return
+    out.ref(node, text, None, "type")
+
+
+def _java_type_param(out: _Out, node: Node) -> None:
+    """`T` of `<T extends Base>`: a name the declaration holding the parameters declares."""
+    name = next((c for c in node.named_children if c.type == "type_identifier"), None)
+    scope = node.parent.parent if node.parent is not None else None
+    if name is not None and scope is not None:
+        out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
+
+
 def _java_method_reference(out: _Out, node: Node) -> None:
     kids = node.children
     if len(kids) < 3:
@@ -1455,6 +1498,8 @@ _JAVA: _Spec = {
     "class": ("[(class_declaration) (interface_declaration) (enum_declaration)"
               " (record_declaration)] @class", _java_class),
     "method_reference": ("(method_reference) @method_reference", _java_method_reference),
+    "type_param": ("(type_parameter) @type_param", _java_type_param),
+    "type_ref": ("[(type_identifier) (scoped_type_identifier)] @type_ref", _java_type_ref),
 }
 
 _RUST: _Spec = {
