@@ -280,6 +280,26 @@ def test_java_types_where_they_are_named_are_references(repo, cortex):
     assert relation() is None and relation(type_refs=True) == "dependent"
 
 
+def test_go_types_where_they_are_named_are_references(repo, cortex):
+    """A Go type named in a parameter, a field or a composite literal, in its package or
+    through an import, is used there; a method's receiver is its own type's code, and a type
+    of another package of the same name is not it."""
+    repo.write("go.mod", "module example.com/app\n\ngo 1.22\n")
+    repo.write("conf/conf.go", "package conf\n\ntype Config struct{ Name string }\n\n"
+                               "func (c *Config) Valid() bool { return c.Name != \"\" }\n")
+    repo.write("conf/load.go", "package conf\n\nfunc Load() *Config { return &Config{} }\n")
+    repo.write("server/server.go", "package server\n\nimport \"example.com/app/conf\"\n\n"
+                                   "type Server struct{ cfg conf.Config }\n\n"
+                                   "func Start(c *conf.Config) {}\n")
+    repo.write("other/other.go", "package other\n\ntype Config struct{}\n\n"
+                                 "func Use(c Config) {}\n")
+    repo.commit("Go types", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("conf/conf.go", "Config")).items) == {
+        ("conf/load.go", "Load"), ("server/server.go", "Server"), ("server/server.go", "Start")}
+
+
 def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
     """A class or function passed along, caught or raised is used there: `callers` lists the
     function that does it, and a local variable of the same name elsewhere is no use. `app` is
@@ -1313,8 +1333,9 @@ def test_a_go_call_on_another_packages_type_of_the_repository_is_its_method(repo
     repo.commit("packages", days_ago=3)
     cortex.index()
     con = cortex.reader()
-    assert [(c.path, c.qualname, c.confidence) for c in callees(con, TargetSpec(
-        "sub/s.go", "use")).items] == [("a.go", "Command.Run", 1.0)]
+    assert [(c.path, c.qualname, c.confidence, c.relation) for c in callees(con, TargetSpec(
+        "sub/s.go", "use")).items] == [("a.go", "Command", 1.0, "reference"),   # its parameter
+                                       ("a.go", "Command.Run", 1.0, "callee")]
     assert [(c.path, c.qualname) for c in callers(con, TargetSpec("a.go", "Run")).items] == [
         ("sub/s.go", "top")]
 

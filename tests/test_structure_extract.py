@@ -234,7 +234,11 @@ func (s *Server) Serve(ctx context.Context) error {
 ], [
     ("Handler", "http", "inherits", 14, "Server"),
     ("Logger", None, "inherits", 15, "Server"),
+    ("Store", None, "type", 16, None),
     ("Closer", "io", "inherits", 20, "Store"),
+    ("Context", "context", "type", 21, None),
+    ("Item", None, "type", 21, None),   # not error: a predeclared type
+    ("Context", "context", "type", 24, None),   # not *Server: the receiver's own type
     ("Wrap", "mw", "call", 25, None),
     ("routes", "Server", "call", 25, None),   # s *Server: its declared type
     ("Info", "s.Logger", "call", 26, None),
@@ -447,19 +451,36 @@ SMALL = [
            "  n := New()\n  n.Run()\n  k.Run()\n  k := Command{}\n}\n"
            "func (s Server[K]) Serve() { s.routes() }\n", [
         ("testing", None, "testing", 2, 0, False)], [
-        ("Run", "testing.T", "call", 4, None), ("Run", "T", "call", 4, None),
-        ("Run", "Command", "call", 6, None), ("Set", "pkg.Flag", "call", 8, None),
+        ("T", "testing", "type", 3, None), ("Run", "testing.T", "call", 4, None),
+        ("T", None, "type", 4, None), ("Run", "T", "call", 4, None),
+        ("Command", None, "type", 5, None), ("Run", "Command", "call", 6, None),
+        ("Flag", "pkg", "type", 7, None), ("Set", "pkg.Flag", "call", 8, None),
         ("New", None, "call", 9, None), ("Run", "n", "call", 10, None),
-        ("Run", "k", "call", 11, None), ("routes", "Server", "call", 14, None)]),
+        ("Run", "k", "call", 11, None), ("Command", None, "type", 12, None),
+        ("routes", "Server", "call", 14, None)]),
     # Scopes: a declaration in an inner block, a range variable and a type switch's variable
     # hide the parameter only where they are seen, and say nothing of their own type.
     ("go", "package p\nfunc f(c *Other, v any, cs []Other) {\n"
            "  if true { c := &Command{}; c.A() }\n  c.B()\n"
            "  for _, c := range cs { c.C() }\n  c.D()\n"
            "  switch c := v.(type) { case *Other: c.E() }\n  c.F()\n}\n", [], [
+        ("Other", None, "type", 2, None), ("Other", None, "type", 2, None),
+        ("Command", None, "type", 3, None),
         ("A", "Command", "call", 3, None), ("B", "Other", "call", 4, None),
         ("C", "c", "call", 5, None), ("D", "Other", "call", 6, None),
+        ("Other", None, "type", 7, None),
         ("E", "c", "call", 7, None), ("F", "Other", "call", 8, None)]),
+    # Go types where they are named; not a type's own name, a receiver's type, an embedded
+    # one (an "inherits" ref), a type parameter (of a declaration, or of a generic receiver)
+    # or a predeclared type.
+    ("go", "package p\ntype List[T any] struct { items []T; cfg *Config; Embedded }\n"
+           "type I interface { Other; M(x Arg) error }\n"
+           "func G[T Constraint](t T) T { return t }\n"
+           "func (l *List[T]) Push(v T, w Map[K2], o *util.Opt) {}\n", [], [
+        ("Config", None, "type", 2, None), ("Embedded", None, "inherits", 2, "List"),
+        ("Other", None, "inherits", 3, "I"), ("Arg", None, "type", 3, None),
+        ("Constraint", None, "type", 4, None), ("Map", None, "type", 5, None),
+        ("K2", None, "type", 5, None), ("Opt", "util", "type", 5, None)]),
     ("java", "import static a.B.*;\nclass C { void f() { Outer.this.g(); "
              "use(Foo::new, this::h); new a.b.D<>(); } }\n", [
         ("a.B", None, None, 1, 0, True)], [

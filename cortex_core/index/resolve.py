@@ -54,8 +54,8 @@ LOOKUPS_PER_ASKER = 1_000
 # 8: a JavaScript private name, `x.#send()`, is the member of the class around it; 9: a Go
 # call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
 # import binds each file of the package that defines the name, type annotations' refs,
-# TypeScript's global types outside the repository, Java's types by their class in scope, and
-# a Python namespace package's modules).
+# TypeScript's global types outside the repository, Java's types by their class in scope, Go's
+# by their package, and a Python namespace package's modules).
 RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -995,6 +995,8 @@ class Resolver:
                     if f != ref.file_id and ref.name in self.defs.get(f, {})]
             if same:
                 return ("resolved" if len(same) == 1 else "ambiguous"), same
+            if ref.kind == "type" and self.lang.get(ref.file_id) == "go":
+                return "unresolved", []   # a Go type comes from its package or an import
         return self._by_name(ref.name, methods=False)
 
     def _go_method(self, binding: list[Target], name: str, type_name: str

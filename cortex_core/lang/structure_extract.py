@@ -684,8 +684,9 @@ def _go_call(out: _Out, node: Node) -> None:
 # qualifier's last `::`, and the place of an import: a Rust `use` inside a module starts its
 # `super::` there; 4: Rust's cfg(test) fns and impls, cfg(all(test, ...)), rstest, test_case;
 # 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py; Python and
-# TypeScript type annotations, and Java's types, refs of kind "type"; a Python function or
-# class the module imports or defines, named as a value: an argument, `except`, `raise`).
+# TypeScript type annotations, and Java's and Go's types, refs of kind "type"; a Python
+# function or class the module imports or defines, named as a value: an argument, `except`,
+# `raise`).
 EXTRACT_VERSION = "5"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -825,6 +826,75 @@ def _go_owner(out: _Out, type_node: Node | None) -> str | None:
         if name is not None:
             return out.text(name)
     return None
+
+
+# Go's predeclared types: a name of the language, not of the repository.
+_GO_PREDECLARED = frozenset({
+    "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32",
+    "float64", "int", "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8",
+    "uint16", "uint32", "uint64", "uintptr"})
+
+
+def _go_named_type(out: _Out, node: Node) -> None:
+    """A Go type named in a parameter, a result, a field, a `var`, a composite literal
+    (`&Command{}`), a type assertion or a type argument: `Config`, `util.Opt`. Not the name a
+    `type` declares, not a method's receiver (its own type), not an embedded field or
+    interface (recorded as "inherits"), not a type parameter, not a predeclared type."""
+    parent = node.parent
+    if parent is None or parent.type == "qualified_type":
+        return   # read as the qualified type
+    if parent.type in ("type_spec", "type_alias") and parent.child_by_field_name("name") == node:
+        return
+    up: Node | None = parent
+    for _ in range(4):   # `(l *List[T])`: generic, pointer, parameter_declaration, its list
+        if up is None:
+            break
+        if up.type == "field_declaration" and up.child_by_field_name("name") is None:
+            return   # embedded
+        if up.type == "type_elem" and up.parent is not None and \
+                up.parent.type == "interface_type":
+            return   # an interface's embedded one
+        if up.type == "parameter_list" and up.parent is not None and \
+                up.parent.type == "method_declaration" and \
+                up.parent.child_by_field_name("receiver") == up:
+            return
+        up = up.parent
+    if node.type == "qualified_type":
+        package, name = node.child_by_field_name("package"), node.child_by_field_name("name")
+        if package is not None and name is not None:
+            out.ref(name, out.text(name), out.text(package), "type")
+        return
+    text = out.text(node)
+    if text in _GO_PREDECLARED or any(start <= node.start_byte < end
+                                      for start, end in out.type_params.get(text, ())):
+        return
+    out.ref(node, text, None, "type")
+
+
+def _go_type_param(out: _Out, node: Node) -> None:
+    """`T` of `[T any]`: names the declaration holding the list declares."""
+    scope = node.parent.parent if node.parent is not None else None
+    if scope is None:
+        return
+    for name in node.children_by_field_name("name"):
+        out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
+
+
+def _go_receiver(out: _Out, receiver: Node) -> None:
+    """`T` of `func (l *List[T]) Push(v T)`: the receiver's type arguments name the method's
+    type parameters."""
+    scope = receiver.parent
+    stack = list(receiver.named_children)
+    while stack and scope is not None:
+        n = stack.pop()
+        if n.type == "type_arguments":
+            for elem in n.named_children:
+                name = elem.named_children[0] if elem.named_children else elem
+                if name.type == "type_identifier":
+                    out.type_params.setdefault(out.text(name), []).append(
+                        (scope.start_byte, scope.end_byte))
+        else:
+            stack.extend(n.named_children)
 
 
 def _go_embedded_field(out: _Out, node: Node) -> None:
@@ -1489,6 +1559,9 @@ _GO: _Spec = {
     "embedded_field": ("(field_declaration !name) @embedded_field", _go_embedded_field),
     "embedded_interface": ("(interface_type (type_elem) @embedded_interface)",
                            _go_embedded_interface),
+    "type_param": ("(type_parameter_declaration) @type_param", _go_type_param),
+    "receiver": ("(method_declaration receiver: (parameter_list) @receiver)", _go_receiver),
+    "type_ref": ("[(type_identifier) (qualified_type)] @type_ref", _go_named_type),
 }
 
 _JAVA: _Spec = {
