@@ -114,7 +114,7 @@ class FileStructure:
 
 class _Out:
     __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests",
-                 "type_params", "module_names")
+                 "type_params", "type_param_spans", "module_names")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -129,6 +129,8 @@ class _Out:
         # A TypeScript type parameter's name -> the byte ranges of the declarations that
         # declare it (_ts_type_param), read before the type refs (_ts_type_ref).
         self.type_params: dict[str, list[tuple[int, int]]] = {}
+        # Those ranges merged, by name: (starts, ends, how many ranges were merged).
+        self.type_param_spans: dict[str, tuple[list[int], list[int], int]] = {}
         # The names a Python module binds at its top level (_py_module_names), read on first use.
         self.module_names: frozenset[str] | None = None
 
@@ -145,6 +147,27 @@ class _Out:
         if name:
             self.refs.append(Ref(name, qualifier, kind, at.start_point[0] + 1, at.start_byte,
                                  owner))
+
+    def type_param(self, name: str, byte: int) -> bool:
+        """Whether `byte` is in a declaration that declares a type parameter `name`. Its ranges
+        are merged once: checked one by one, each use against every declaration of the name,
+        6,000 generic methods of one file took minutes."""
+        ranges = self.type_params.get(name)
+        if not ranges:
+            return False
+        spans = self.type_param_spans.get(name)
+        if spans is None or spans[2] != len(ranges):
+            starts: list[int] = []
+            ends: list[int] = []
+            for start, end in sorted(ranges):
+                if ends and start <= ends[-1]:
+                    ends[-1] = max(ends[-1], end)
+                else:
+                    starts.append(start)
+                    ends.append(end)
+            spans = self.type_param_spans[name] = (starts, ends, len(ranges))
+        at = bisect_right(spans[0], byte) - 1
+        return at >= 0 and byte < spans[1][at]
 
     def skipped(self, node: Node) -> bool:
         if not self.skip_sorted:
@@ -449,7 +472,7 @@ def _ts_type_ref(out: _Out, node: Node) -> None:
                     out.text(module).replace(" ", "") if module is not None else None, "type")
         return
     text = out.text(node)
-    if any(start <= node.start_byte < end for start, end in out.type_params.get(text, ())):
+    if out.type_param(text, node.start_byte):
         return
     out.ref(node, text, None, "type")
 
@@ -865,8 +888,7 @@ def _go_named_type(out: _Out, node: Node) -> None:
             out.ref(name, out.text(name), out.text(package), "type")
         return
     text = out.text(node)
-    if text in _GO_PREDECLARED or any(start <= node.start_byte < end
-                                      for start, end in out.type_params.get(text, ())):
+    if text in _GO_PREDECLARED or out.type_param(text, node.start_byte):
         return
     out.ref(node, text, None, "type")
 
@@ -1199,8 +1221,7 @@ def _java_type_ref(out: _Out, node: Node) -> None:
         out.ref(name, out.text(name), "".join(qualifier.split()).rstrip(".") or None, "type")
         return
     text = out.text(node)
-    if text == "var" or any(start <= node.start_byte < end
-                            for start, end in out.type_params.get(text, ())):
+    if text == "var" or out.type_param(text, node.start_byte):
         return
     out.ref(node, text, None, "type")
 
