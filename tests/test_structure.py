@@ -280,6 +280,52 @@ def test_java_types_where_they_are_named_are_references(repo, cortex):
     assert relation() is None and relation(type_refs=True) == "dependent"
 
 
+def test_a_java_import_of_a_nested_class_or_a_static_member_names_it(repo, cortex):
+    """`import a.Types.Page;` and `import static a.Types.limit;` bind the class's member, not
+    its file: gson's tests named TestTypes.BagOfPrimitives so 329 times, none a caller of it."""
+    base = "src/main/java/com/acme/"
+    repo.write(base + "core/Types.java", "package com.acme.core;\n\npublic class Types {\n"
+                                         "    public static class Page {}\n"
+                                         "    public static int limit() { return 1; }\n}\n")
+    repo.write(base + "shop/Cart.java", "package com.acme.shop;\n\n"
+                                        "import com.acme.core.Types.Page;\n"
+                                        "import static com.acme.core.Types.limit;\n\n"
+                                        "public class Cart {\n    Page page;\n"
+                                        "    int size() { return limit(); }\n}\n")
+    repo.commit("Nested imports", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec(base + "core/Types.java", "Types.Page")).items) == {
+        (base + "shop/Cart.java", "Cart")}
+    assert labels(callers(con, TargetSpec(base + "core/Types.java", "Types.limit")).items) == {
+        (base + "shop/Cart.java", "Cart.size")}
+
+
+def test_a_java_type_is_not_guessed_by_its_name_alone(repo, cortex):
+    """A Java type named without an import is of its file, its package, a wildcard import or
+    java.lang: `List` under `import java.util.*;` is not the repository's `util.List` of
+    another package, `IllegalStateException` is java.lang's (outside, not unresolved), and a
+    fully qualified `com.acme.other.User` is that class."""
+    base = "src/main/java/com/acme/"
+    repo.write(base + "util/List.java", "package com.acme.util;\n\npublic class List {}\n")
+    repo.write(base + "other/User.java", "package com.acme.other;\n\npublic class User {\n"
+                                         "    public static class Id {}\n}\n")
+    repo.write(base + "app/Names.java", "package com.acme.app;\n\nimport java.util.*;\n\n"
+                                        "public class Names {\n    List<String> names;\n"
+                                        "    com.acme.other.User owner;\n"
+                                        "    com.acme.other.User.Id id;\n"
+                                        "    void check() throws IllegalStateException {}\n}\n")
+    repo.commit("Names", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec(base + "util/List.java", "List")).items) == set()
+    assert labels(callers(con, TargetSpec(base + "other/User.java", "User")).items) == {
+        (base + "app/Names.java", "Names")}
+    assert labels(callers(con, TargetSpec(base + "other/User.java", "User.Id")).items) == {
+        (base + "app/Names.java", "Names")}
+    assert _ref_status(con, base + "app/Names.java", "IllegalStateException") == ["external"]
+
+
 def test_go_types_where_they_are_named_are_references(repo, cortex):
     """A Go type named in a parameter, a field or a composite literal, in its package or
     through an import, is used there; a method's receiver is its own type's code, and a type

@@ -55,8 +55,9 @@ LOOKUPS_PER_ASKER = 1_000
 # call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
 # import binds each file of the package that defines the name, type annotations' refs,
 # TypeScript's global types outside the repository, Java's types by their class in scope, Go's
-# by their package, and a Python namespace package's modules).
-RESOLVER_VERSION = "9"
+# by their package, and a Python namespace package's modules; 10: a Java import of a nested
+# class or a static member binds it, a Java type by its full name, none by its name alone).
+RESOLVER_VERSION = "10"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
@@ -68,7 +69,27 @@ JAVA_LANG = frozenset({
     "Integer", "Long", "Short", "Byte", "Double", "Float", "Boolean", "Character", "Number",
     "Math", "StrictMath", "System", "Thread", "Runtime", "Process", "ProcessBuilder", "Iterable",
     "Comparable", "Runnable", "AutoCloseable", "Throwable", "Exception", "RuntimeException",
-    "Error", "ClassLoader", "ThreadLocal", "Void", "Record", "Appendable", "Readable"})
+    "Error", "ClassLoader", "ThreadLocal", "Void", "Record", "Appendable", "Readable",
+    # its exceptions and errors, which a `catch` or `throws` names (gson: 400 of 474 types
+    # stored unresolved), and more of its classes
+    "ArithmeticException", "ArrayIndexOutOfBoundsException", "ArrayStoreException",
+    "ClassCastException", "ClassNotFoundException", "CloneNotSupportedException",
+    "EnumConstantNotPresentException", "IllegalAccessException", "IllegalArgumentException",
+    "IllegalCallerException", "IllegalMonitorStateException", "IllegalStateException",
+    "IllegalThreadStateException", "IndexOutOfBoundsException", "InstantiationException",
+    "InterruptedException", "NegativeArraySizeException", "NoSuchFieldException",
+    "NoSuchMethodException", "NullPointerException", "NumberFormatException",
+    "ReflectiveOperationException", "SecurityException", "StringIndexOutOfBoundsException",
+    "TypeNotPresentException", "UnsupportedOperationException", "AbstractMethodError",
+    "AssertionError", "BootstrapMethodError", "ClassCircularityError", "ClassFormatError",
+    "ExceptionInInitializerError", "IllegalAccessError", "IncompatibleClassChangeError",
+    "InstantiationError", "InternalError", "LinkageError", "NoClassDefFoundError",
+    "NoSuchFieldError", "NoSuchMethodError", "OutOfMemoryError", "StackOverflowError",
+    "ThreadDeath", "UnknownError", "UnsatisfiedLinkError", "UnsupportedClassVersionError",
+    "VerifyError", "VirtualMachineError", "Cloneable", "ClassValue", "InheritableThreadLocal",
+    "SecurityManager", "StackTraceElement", "StackWalker", "ThreadGroup"})
+# The packages of the JDK: a type named by its full name there (`java.sql.Date`) is outside.
+_JDK_PACKAGES = frozenset({"java", "javax", "jdk"})
 _RUST_ROOTS = ("lib.rs", "main.rs")
 _RUST_TARGET_FOLDERS = frozenset({"examples", "tests", "benches"})   # a crate per file
 # Inline modules (and a path's types) followed around a Rust reference at most: each level costs
@@ -314,6 +335,33 @@ class Resolver:
                 (f, name, CONF_PACKAGE / len(files)) for f in files]
         if name in JAVA_LANG:
             return "external", []
+        return None
+
+    def _java_qualified_type(self, q: str, name: str) -> tuple[str, list[Target]] | None:
+        """A Java type named by its full name, `com.acme.User` (`q` its package) or
+        `com.acme.User.Id` (`q` its class); None to go on as for any name."""
+        files = self._java_module(q)
+        for f in files or ():
+            nested = self._java_class_member(f, q, name)
+            if nested is not None:
+                return "resolved", [(f, nested, CONF_IMPORT)]
+        found = [(f, name, CONF_IMPORT) for f in files or () if name in self.defs.get(f, {})]
+        if found:
+            return ("resolved" if len(found) == 1 else "ambiguous"), found
+        if q.split(".")[0] in _JDK_PACKAGES:
+            return "external", []
+        return None
+
+    def _java_class_member(self, file_id: int, module: str | None, name: str) -> str | None:
+        """`Outer.name` when `module` (`a.b.Outer`) names the class of the Java file `file_id`
+        and it defines `name`: `import a.b.Outer.Inner;`, `import static a.b.Outer.max;`."""
+        if self.lang.get(file_id) != "java" or not module:
+            return None
+        cls = module.rsplit(".", 1)[-1]
+        member = f"{cls}.{name}"
+        if posixpath.basename(self.path[file_id]) == f"{cls}.java" and \
+                member in self.defs.get(file_id, {}):
+            return member
         return None
 
     def _java_package_class(self, file_id: int, cls: str) -> list[int]:
@@ -749,6 +797,9 @@ class Resolver:
             member = f"{q}.{ref.name}" if q else ref.name
             if member in self.defs.get(f, {}):
                 return "resolved", [(f, member, CONF_IMPORT)], _NO_CYCLE, 0
+            nested = None if q else self._java_class_member(f, ref.module, ref.name)
+            if nested is not None:
+                return "resolved", [(f, nested, CONF_IMPORT)], _NO_CYCLE, 0
         low, need = _NO_CYCLE, 0
         files = [f for f, q in places if q is None]
         for f in files:   # a re-export: the name imported into that module from elsewhere
@@ -930,6 +981,10 @@ class Resolver:
                 return "resolved", found
             return self._by_name(ref.name, methods=True)
         if q and q != "?":
+            if self.lang.get(ref.file_id) == "java" and ref.kind == "type" and "." in q:
+                qualified = self._java_qualified_type(q, ref.name)
+                if qualified is not None:
+                    return qualified
             if self.lang.get(ref.file_id) == "java" and "." not in q:
                 # Java's order: a class of the file (a nested one too), a class imported by
                 # name, a class of the package, then a wildcard import's.
@@ -995,8 +1050,11 @@ class Resolver:
                     if f != ref.file_id and ref.name in self.defs.get(f, {})]
             if same:
                 return ("resolved" if len(same) == 1 else "ambiguous"), same
-            if ref.kind == "type" and self.lang.get(ref.file_id) == "go":
-                return "unresolved", []   # a Go type comes from its package or an import
+            if ref.kind == "type":
+                # A Go type comes from its package or an import; a Java one also from a
+                # wildcard import of outside code (`List` of `java.util.*`) or a base class:
+                # a class of its name elsewhere in the repository is not it.
+                return "unresolved", []
         return self._by_name(ref.name, methods=False)
 
     def _go_method(self, binding: list[Target], name: str, type_name: str
