@@ -326,6 +326,26 @@ def test_a_java_type_is_not_guessed_by_its_name_alone(repo, cortex):
     assert _ref_status(con, base + "app/Names.java", "IllegalStateException") == ["external"]
 
 
+def test_a_java_nested_class_a_base_declares_is_named_by_its_short_name(repo, cortex):
+    """A subclass names its base's nested classes without a qualifier (junit4's
+    `CouldNotGenerateValueException` of PotentialAssignment): they are the base's."""
+    base = "src/main/java/com/acme/"
+    repo.write(base + "core/Node.java", "package com.acme.core;\n\npublic class Node {\n"
+                                        "    public static class Builder {}\n"
+                                        "    public enum Kind { LEAF, BRANCH }\n}\n")
+    repo.write(base + "tree/Leaf.java", "package com.acme.tree;\n\nimport com.acme.core.Node;\n\n"
+                                        "public class Leaf extends Node {\n"
+                                        "    Kind kind() { return null; }\n"
+                                        "    void fill(Builder b) {}\n}\n")
+    repo.commit("Nested of a base", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec(base + "core/Node.java", "Node.Builder")).items) == {
+        (base + "tree/Leaf.java", "Leaf.fill")}
+    assert labels(callers(con, TargetSpec(base + "core/Node.java", "Node.Kind")).items) == {
+        (base + "tree/Leaf.java", "Leaf.kind")}
+
+
 def test_go_types_where_they_are_named_are_references(repo, cortex):
     """A Go type named in a parameter, a field or a composite literal, in its package or
     through an import, is used there; a method's receiver is its own type's code, and a type

@@ -56,7 +56,8 @@ LOOKUPS_PER_ASKER = 1_000
 # import binds each file of the package that defines the name, type annotations' refs,
 # TypeScript's global types outside the repository, Java's types by their class in scope, Go's
 # by their package, and a Python namespace package's modules; 10: a Java import of a nested
-# class or a static member binds it, a Java type by its full name, none by its name alone).
+# class or a static member binds it, a Java type by its full name or nested in a base class,
+# none by its name alone).
 RESOLVER_VERSION = "10"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -318,8 +319,9 @@ class Resolver:
 
     def _java_type(self, ref: RefRow) -> tuple[str, list[Target]] | None:
         """A Java type named without an import: a class of the file in scope where it is named
-        (a nested one too: `Builder` in `User` is `User.Builder`; the innermost), else a class
-        of the package, else java.lang's (outside); None to go on as for any name."""
+        (a nested one too: `Builder` in `User` is `User.Builder`; the innermost), else one
+        nested in a base of the class around it, else a class of the package, else
+        java.lang's (outside); None to go on as for any name."""
         own = self.defs.get(ref.file_id, {})
         scope = ref.scope or ""
         name = ref.name
@@ -328,6 +330,10 @@ class Resolver:
         if seen:
             return "resolved", [(ref.file_id, max(seen, key=lambda c: (c.count("."), c)),
                                  CONF_LOCAL)]
+        inherited = [t for t in self._in_class(ref, include_own=False)
+                     if self.defs.get(t[0], {}).get(t[1]) in _CLASS_KINDS]
+        if inherited:   # a nested class of a base: `Builder` in a subclass of `Node`
+            return "resolved", inherited
         files = [f for f in self._java_package_class(ref.file_id, name) if f != ref.file_id
                  and name in self.defs.get(f, {})]
         if files:
