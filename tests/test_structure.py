@@ -324,6 +324,7 @@ def test_a_java_type_is_not_guessed_by_its_name_alone(repo, cortex):
     assert labels(callers(con, TargetSpec(base + "other/User.java", "User.Id")).items) == {
         (base + "app/Names.java", "Names")}
     assert _ref_status(con, base + "app/Names.java", "IllegalStateException") == ["external"]
+    assert _ref_status(con, base + "app/Names.java", "List") == ["external"]   # java.util.*
 
 
 def test_a_java_nested_class_a_base_declares_is_named_by_its_short_name(repo, cortex):

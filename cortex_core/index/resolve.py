@@ -179,6 +179,7 @@ class Resolver:
         self._go_module = None
         self._java_modules: dict[str, list[int] | None] = {}
         self._java_classes: dict[str, list[int]] | None = None   # class name -> its files
+        self._java_wildcards: dict[int, bool] = {}   # file -> imports an outside package whole
         self._globs: dict[Place, dict[str, str]] = {}   # what a wildcard import binds (glob)
         # file -> its imports by the local name they bind (with their place in the file), and
         # the definitions its wildcard imports bind: name -> (place of that import, [(its file,
@@ -357,6 +358,19 @@ class Resolver:
         if q.split(".")[0] in _JDK_PACKAGES:
             return "external", []
         return None
+
+    def _java_wildcard_outside(self, file_id: int) -> bool:
+        """Whether a Java file imports a package from outside the repository whole
+        (`import java.util.*;`), which a type it names may then come from."""
+        if self.lang.get(file_id) != "java":
+            return False
+        found = self._java_wildcards.get(file_id)
+        if found is None:
+            found = self._java_wildcards[file_id] = any(
+                self.module_files(file_id, module, 0) is None for module, in self.con.execute(
+                    "select module from refs where file_id = ? and kind = 'import'"
+                    " and (name = '*' or name is null)", (file_id,)))
+        return found
 
     def _java_class_member(self, file_id: int, module: str | None, name: str) -> str | None:
         """`Outer.name` when `module` (`a.b.Outer`) names the class of the Java file `file_id`
@@ -1058,9 +1072,10 @@ class Resolver:
                 return ("resolved" if len(same) == 1 else "ambiguous"), same
             if ref.kind == "type":
                 # A Go type comes from its package or an import; a Java one also from a
-                # wildcard import of outside code (`List` of `java.util.*`) or a base class:
-                # a class of its name elsewhere in the repository is not it.
-                return "unresolved", []
+                # wildcard import of outside code (`List` of `java.util.*`): a class of its
+                # name elsewhere in the repository is not it.
+                return ("external" if self._java_wildcard_outside(ref.file_id)
+                        else "unresolved"), []
         return self._by_name(ref.name, methods=False)
 
     def _go_method(self, binding: list[Target], name: str, type_name: str
