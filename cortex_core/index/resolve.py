@@ -55,10 +55,10 @@ LOOKUPS_PER_ASKER = 1_000
 # call reaches only the definitions of files built beside its own (lang/go_build.py), a dot
 # import binds each file of the package that defines the name, type annotations' refs,
 # TypeScript's global types outside the repository, Java's types by their class in scope, Go's
-# by their package, and a Python namespace package's modules; 10: a Java import of a nested
-# class or a static member binds it, a Java type by its full name or nested in a base class,
-# none by its name alone).
-RESOLVER_VERSION = "10"
+# by their package, a Python namespace package's modules, a Java import of a nested class or
+# a static member binds it, a Java type by its full name or nested in a base class, none by
+# its name alone).
+RESOLVER_VERSION = "9"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
