@@ -476,7 +476,7 @@ def blast(result) -> str:
                                                     if not result.dependents_known else "")]
     if result.note:
         lines.append(f"note: {result.note}")
-    counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in s.by_relation.items())
+    counts = ", ".join(f"{n} {plural_noun(k, n)}" for k, n in s.by_relation.items())
     if not result.dependents_known:   # zero would claim that nothing depends on it
         lines.append("  dependents and covering tests not known")
     else:
@@ -645,3 +645,10 @@ def fused_related(result, explain: bool = False) -> str:
         lines.append("  nothing")
     lines.append(f"\n{result.formula}")
     return "\n".join(lines)
+
+
+def plural_noun(noun: str, n: int) -> str:
+    """A relation's name for n of them: "1 caller", "2 callers", "5 subclasses"."""
+    if n == 1:
+        return noun
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")

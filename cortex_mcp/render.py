@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from cortex_core.text.sanitize import markdown, markdown_code
 from cortex_core.dates import date, on_clock, window
-from cortex_cli.render import earlier_reader, missing_objects, replaced_note
+from cortex_cli.render import earlier_reader, missing_objects, plural_noun, replaced_note
 
 
 def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+    return f"{count} {plural_noun(word, count)}"
 
 
 def _where(path: str, qualname: str | None) -> str:

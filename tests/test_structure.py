@@ -427,6 +427,9 @@ def test_cli_blast_callers_callees(indexed, py_project):
     assert bad.returncode == 1 and "no symbol 'nope'" in bad.stderr
     rel = json.loads(run("related", "pkg/db.py", "--json", *db).stdout)
     assert rel["files"] and "score" in rel["files"][0]
+    from cortex_cli.render import plural_noun   # a review saw "5 subclasss" in a summary
+    assert [plural_noun(w, n) for w, n in (("subclass", 5), ("caller", 2), ("test", 1))] == [
+        "subclasses", "callers", "test"]
 
 
 def test_unknown_targets_are_errors(indexed):
