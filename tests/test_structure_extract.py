@@ -425,6 +425,11 @@ SMALL = [
         ("Item", None, "type", 2, None), ("Qux", None, "type", 2, None),
         ("T", None, "type", 3, None), ("Baz", None, "type", 3, None),
         ("Holder", None, "inherits", 4, "Box"), ("Field", None, "type", 4, None)]),
+    # A mapped type's key and an `infer`red name are declared where they are written.
+    ("typescript", "type M<T> = { [K in keyof T]: T[K] extends infer U ? U | Other : K };\n"
+                   "type N = K | U;\n", [], [
+        ("Other", None, "type", 1, None), ("K", None, "type", 2, None),
+        ("U", None, "type", 2, None)]),
     ("javascript", 'const cfg = require("./cfg").settings;\nrequire("./side");\n'
                    'const K = class extends Base {};\nexport default class extends Other {}\n', [
         ("./cfg", "settings", "cfg", 1, 0, False), ("./side", None, None, 2, 0, False)], [

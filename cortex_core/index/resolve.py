@@ -112,7 +112,11 @@ TS_GLOBAL_TYPES = frozenset({
     "AsyncGenerator", "ArrayLike", "ArrayBuffer", "Uint8Array", "DataView", "JSON", "Math",
     "Element", "HTMLElement", "Event", "Node", "Document", "Window", "Response", "Request",
     "Headers", "URL", "URLSearchParams", "Blob", "File", "FormData", "AbortSignal",
-    "AbortController", "ReadableStream", "WritableStream", "TextEncoder", "TextDecoder"})
+    "AbortController", "ReadableStream", "WritableStream", "TextEncoder", "TextDecoder",
+    "PropertyKey", "PropertyDescriptor", "TemplateStringsArray", "NoInfer", "ThisParameterType",
+    "OmitThisParameter", "WeakRef", "SharedArrayBuffer", "Int8Array", "Int16Array",
+    "Int32Array", "Uint16Array", "Uint32Array", "Uint8ClampedArray", "Float32Array",
+    "Float64Array", "BigInt64Array", "BigUint64Array", "Console", "Intl"})
 JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
 

@@ -461,6 +461,9 @@ def _ts_type_ref(out: _Out, node: Node) -> None:
         return   # its parent is captured and read
     if parent.type in _TS_DECLARING and parent.child_by_field_name("name") == node:
         return
+    if parent.type == "infer_type" or (parent.type == "mapped_type_clause"
+                                       and parent.child_by_field_name("name") == node):
+        return   # `infer U`, `[K in keyof T]`: declared there (_ts_local_type)
     if parent.type in _TS_HERITAGE or (
             parent.type == "generic_type" and parent.child_by_field_name("name") == node
             and parent.parent is not None and parent.parent.type in _TS_HERITAGE):
@@ -481,6 +484,21 @@ def _ts_type_param(out: _Out, name: Node) -> None:
     """`T` of `<T>`: a name the declaration holding the type parameters declares."""
     params = name.parent.parent if name.parent is not None else None
     scope = params.parent if params is not None else None
+    if scope is not None:
+        out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
+
+
+def _ts_local_type(out: _Out, name: Node) -> None:
+    """`K` of a mapped type `{[K in keyof T]: ...}`, used in its index signature, and `U` of
+    `infer U`, used in its conditional type: type names declared where they are written."""
+    scope: Node | None = name.parent
+    if scope is not None and scope.type == "mapped_type_clause":
+        scope = scope.parent
+    else:
+        for _ in range(32):   # the conditional type whose `extends` clause infers it
+            if scope is None or scope.type == "conditional_type":
+                break
+            scope = scope.parent
     if scope is not None:
         out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
 
@@ -1569,6 +1587,8 @@ _TS: _Spec = {
     "class": ("[(class_declaration) (class) (abstract_class_declaration)] @class", _js_class),
     "interface": ("(interface_declaration) @interface", _js_interface),
     "type_param": ("(type_parameter name: (type_identifier) @type_param)", _ts_type_param),
+    "local_type": ("[(mapped_type_clause name: (type_identifier) @local_type)"
+                   " (infer_type (type_identifier) @local_type)]", _ts_local_type),
     "type_ref": ("[(type_identifier) (nested_type_identifier)] @type_ref", _ts_type_ref),
 }
 
