@@ -435,6 +435,18 @@ SMALL = [
                    "type U<T> = T extends Promise<infer R> ? Box<R> : T;\n", [], [
         ("Item", None, "type", 1, None), ("Promise", None, "type", 2, None),
         ("Box", None, "type", 2, None)]),
+    # Python: what Literal holds is values, Annotated's metadata is no type, a PEP 695 alias
+    # declares its name; a quoted annotation with subscripts or a union names its types.
+    ("python", 'def f(a: Literal["pending", "done"], b: typing.Literal["x"],\n'
+               '      c: Annotated[Foo, "meta"], d: "list[Item]", e: "Optional[m.User] | None",\n'
+               '      g: "Literal[\'x\']") -> "dict[str, Bar]": pass\ntype Alias = Baz\n',
+     [], [
+        ("Literal", None, "type", 1, None), ("Literal", "typing", "type", 1, None),
+        ("Annotated", None, "type", 2, None), ("Foo", None, "type", 2, None),
+        ("list", None, "type", 2, None), ("Item", None, "type", 2, None),
+        ("Optional", None, "type", 2, None), ("User", "m", "type", 2, None),
+        ("dict", None, "type", 3, None), ("str", None, "type", 3, None),
+        ("Bar", None, "type", 3, None), ("Baz", None, "type", 4, None)]),
     ("javascript", 'const cfg = require("./cfg").settings;\nrequire("./side");\n'
                    'const K = class extends Base {};\nexport default class extends Other {}\n', [
         ("./cfg", "settings", "cfg", 1, 0, False), ("./side", None, None, 2, 0, False)], [

@@ -298,8 +298,18 @@ def _py_class(out: _Out, node: Node) -> None:
 
 def _py_type(out: _Out, node: Node) -> None:
     """The classes a type annotation names: `User`, `models.Order | None`, `Optional["Item"]`
-    (a string holding a dotted name is a forward reference). A `type` nested in this one is
-    captured, and read, on its own."""
+    (a string holding a dotted name is a forward reference, "list[Item]" names its types).
+    A `type` nested in this one is captured, and read, on its own. Not what `Literal[...]`
+    holds (values), nor `Annotated[T, ...]`'s metadata, nor the name `type X = ...` declares."""
+    parent = node.parent
+    if parent is not None:
+        if parent.type == "type_alias_statement" and parent.child_by_field_name("left") == node:
+            return
+        if parent.type == "type_parameter" and parent.parent is not None \
+                and parent.parent.type == "generic_type":
+            generic = parent.parent.named_children[0]
+            if not _py_type_argument(out, generic, parent.named_children.index(node)):
+                return
     stack = list(reversed(node.named_children))
     while stack:
         n = stack.pop()
@@ -307,24 +317,54 @@ def _py_type(out: _Out, node: Node) -> None:
             _py_named(out, n, "type")
         elif n.type == "string":
             _py_forward_ref(out, n)
+        elif n.type == "subscript":
+            value = n.child_by_field_name("value")
+            if value is None:
+                continue
+            arguments = n.children_by_field_name("subscript")
+            stack.extend(reversed([value] + [a for i, a in enumerate(arguments)
+                                             if _py_type_argument(out, value, i)]))
         elif n.type != "type":
             stack.extend(reversed(n.named_children))
 
 
+def _py_type_argument(out: _Out, generic: Node, i: int) -> bool:
+    """Whether the `i`th argument of `generic[...]` is a type: none of `Literal`'s (values,
+    `Literal["pending"]` is no use of a function `pending`), only the first of `Annotated`'s."""
+    name = out.text(generic).rsplit(".", 1)[-1]
+    return name != "Literal" and (i == 0 or name != "Annotated")
+
+
+# A quoted annotation that is dotted names, subscripts, commas and unions ("dict[str, m.User]
+# | None"), with no two names side by side ("not a name"): its dotted names, and between them.
+_PY_DOTTED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+_PY_BETWEEN_NAMES = re.compile(r"[\[\],|\s]*")
+_PY_NAMES_APART = re.compile(r"\w\s+\w")
+_PY_NOT_TYPES = frozenset({"None", "True", "False"})
+
+
 def _py_forward_ref(out: _Out, string: Node) -> None:
-    """A string annotation holding a dotted name ("models.User"), as a ref at its last part."""
+    """A string annotation: each dotted name it holds ("models.User", "list[Item] | None") as
+    a ref at its last part; nothing when it holds anything else (a literal, a call), or a
+    `Literal` or `Annotated` (values and metadata, not types)."""
     content = [c for c in string.named_children if c.type == "string_content"]
     if len(content) != 1:
         return   # empty, or split by an escape or an interpolation: no plain name
     raw = out.src[content[0].start_byte:content[0].end_byte]
-    name = raw.strip()
-    parts = name.decode("utf-8", "replace").split(".")
-    if not all(part.isidentifier() for part in parts):
+    text = raw.decode("utf-8", "replace")
+    if not _PY_BETWEEN_NAMES.fullmatch(_PY_DOTTED.sub("", text)) or _PY_NAMES_APART.search(text):
         return
-    lead = len(raw) - len(raw.lstrip())
-    at = content[0].start_byte + lead + len(name) - len(name.rsplit(b".", 1)[-1])
-    out.refs.append(Ref(parts[-1], ".".join(parts[:-1]) or None, "type",
-                        content[0].start_point[0] + 1 + raw[:lead].count(b"\n"), at, None))
+    names = [(m.start(), m.group()) for m in _PY_DOTTED.finditer(text)]
+    if any(name.rsplit(".", 1)[-1] in ("Literal", "Annotated") for _, name in names):
+        return
+    for start, name in names:
+        last = name.rsplit(".", 1)[-1]
+        if last in _PY_NOT_TYPES:
+            continue
+        before = text[:start + len(name) - len(last)].encode()
+        out.refs.append(Ref(last, name[:-len(last) - 1] or None, "type",
+                            content[0].start_point[0] + 1 + before.count(b"\n"),
+                            content[0].start_byte + len(before), None))
 
 
 def _py_module_names(out: _Out, node: Node) -> frozenset[str]:
