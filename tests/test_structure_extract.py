@@ -435,6 +435,12 @@ SMALL = [
                    "type U<T> = T extends Promise<infer R> ? Box<R> : T;\n", [], [
         ("Item", None, "type", 1, None), ("Promise", None, "type", 2, None),
         ("Box", None, "type", 2, None)]),
+    # A type, interface or class declared in a block is that block's: no use of a top-level
+    # definition of its name elsewhere (zod's tests each declare their own `type t1`).
+    ("typescript", 'test("x", () => {\n  type t1 = string;\n  interface L { a: t1 }\n'
+                   '  class C {}\n  const v: L | C = f();\n});\nlet w: t1;\n', [], [
+        ("test", None, "call", 1, None), ("f", None, "call", 5, None),
+        ("t1", None, "type", 7, None)]),
     # Python: what Literal holds is values, Annotated's metadata is no type, a PEP 695 alias
     # declares its name; a quoted annotation with subscripts or a union names its types.
     ("python", 'def f(a: Literal["pending", "done"], b: typing.Literal["x"],\n'

@@ -543,6 +543,15 @@ def _ts_local_type(out: _Out, name: Node) -> None:
         out.type_params.setdefault(out.text(name), []).append((scope.start_byte, scope.end_byte))
 
 
+def _ts_block_type(out: _Out, name: Node) -> None:
+    """A type alias, interface or class declared in a block (a function's body, a test's
+    callback): a name the block declares, as a type parameter is, and no definition of the
+    file's symbols, which are those of its top level."""
+    block = name.parent.parent if name.parent is not None else None
+    if block is not None:
+        out.type_params.setdefault(out.text(name), []).append((block.start_byte, block.end_byte))
+
+
 def _js_import(out: _Out, node: Node) -> None:
     module = _js_string(out, node.child_by_field_name("source"))
     clauses = [c for c in node.named_children
@@ -1629,6 +1638,9 @@ _TS: _Spec = {
     "type_param": ("(type_parameter name: (type_identifier) @type_param)", _ts_type_param),
     "local_type": ("[(mapped_type_clause name: (type_identifier) @local_type)"
                    " (infer_type (type_identifier) @local_type)]", _ts_local_type),
+    "block_type": ("(statement_block [(type_alias_declaration name: (type_identifier) @block_type)"
+                   " (interface_declaration name: (type_identifier) @block_type)"
+                   " (class_declaration name: (type_identifier) @block_type)])", _ts_block_type),
     "type_ref": ("[(type_identifier) (nested_type_identifier)] @type_ref", _ts_type_ref),
 }
 
