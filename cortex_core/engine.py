@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from cortex_core.errors import (CortexError, DamagedStore, Hint, NotFound, StoreBusy,
-                                StoreError, StoreIOError)
+from cortex_core.errors import (Ambiguous, CortexError, DamagedStore, Hint, NotFound,
+                                StoreBusy, StoreError, StoreIOError)
 from cortex_core.operations import BY_REQUEST
 
 if TYPE_CHECKING:
@@ -226,7 +226,9 @@ class Engine:
         try:
             resolve(con, spec)
             return
-        except CortexError:   # not found (the query says why, unless this can), ambiguous...
+        except Ambiguous:   # indexed, under several names: the query lists them
+            return
+        except CortexError:   # not found (the query says why, unless this can)
             pass
         from cortex_core.lang.live import buffer_symbols
         try:

@@ -387,6 +387,18 @@ def test_a_line_in_a_function_the_working_tree_added_is_not_its_neighbours(shop)
     assert pack.stdout.startswith("# Context: shop/pay.py::pay"), pack
 
 
+def test_an_ambiguous_short_name_is_still_said_to_be_ambiguous(repo):
+    """Two classes' `run`, both committed and indexed: `PATH::run` names both, as before the
+    working tree's own definitions were looked at, not "no commit has it yet"."""
+    repo.write("m.py", "class A:\n    def run(self):\n        return 1\n\n\n"
+                       "class B:\n    def run(self):\n        return 2\n")
+    repo.commit("two runs", days_ago=1)
+    assert cortex("index", "--model", "none", cwd=repo.path).returncode == 0
+    for command in ("history", "callers", "blast"):
+        out = cortex(command, "m.py::run", cwd=repo.path)
+        assert_clean_error(out, "m.py::run names 2 symbols: A.run (line 2); B.run (line 7)")
+
+
 def test_a_line_of_an_edited_definition_is_still_that_definition(shop):
     """A review's cases, each answered before the working tree's definitions were read and
     refused after ("added since the indexed HEAD"): a function renamed in the working tree, a
