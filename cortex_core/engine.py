@@ -222,7 +222,7 @@ class Engine:
         """Raises NotFound, saying why, for a symbol the indexed HEAD does not have but the
         working tree's file defines (written since the last commit or index run): the lookup
         alone said "no symbol" and guessed at other names (a hostile test on junegunn/fzf)."""
-        from cortex_core.query.targets import quoted, resolve
+        from cortex_core.query.targets import find, quoted, resolve
         try:
             resolve(con, spec)
             return
@@ -230,6 +230,12 @@ class Engine:
             return
         except CortexError:   # not found (the query says why, unless this can)
             pass
+        from cortex_core.query.targets import file_level_reason
+        from cortex_core.store.store import history_until
+        found = find(con, spec.path)
+        if found is None or file_level_reason(con, found.file_id) is not None \
+                or history_until(con) is not None:
+            return   # at file level only, or the first run short of HEAD: the query says so
         from cortex_core.lang.live import buffer_symbols
         try:
             source = (self.root / working).read_bytes()

@@ -399,6 +399,19 @@ def test_an_ambiguous_short_name_is_still_said_to_be_ambiguous(repo):
         assert_clean_error(out, "m.py::run names 2 symbols: A.run (line 2); B.run (line 7)")
 
 
+def test_a_symbol_of_a_file_kept_at_file_level_says_why(repo):
+    """A committed file over `max_file_bytes` has no symbols in the index: asked for one of
+    them, the answer is that limit and its setting, as before the working tree's own
+    definitions were looked at, not "no commit has it yet"."""
+    (repo.path / ".cortex").mkdir()
+    (repo.path / ".cortex" / "config.toml").write_text("[index]\nmax_file_bytes = 1000\n")
+    repo.write("big.py", "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(100)))
+    repo.commit("a big file", days_ago=1)
+    assert cortex("index", "--model", "none", cwd=repo.path).returncode == 0
+    out = cortex("history", "big.py::f5", cwd=repo.path)
+    assert_clean_error(out, "the file is recorded at file level only, too large (over 1 kB;")
+
+
 def test_a_line_of_an_edited_definition_is_still_that_definition(shop):
     """A review's cases, each answered before the working tree's definitions were read and
     refused after ("added since the indexed HEAD"): a function renamed in the working tree, a
