@@ -441,6 +441,9 @@ SMALL = [
                    '  class C {}\n  const v: L | C = f();\n});\nlet w: t1;\n', [], [
         ("test", None, "call", 1, None), ("f", None, "call", 5, None),
         ("t1", None, "type", 7, None)]),
+    # `bigint`, which the grammar reads as a type's name, is a primitive (zod's coerce.ts and
+    # schemas.ts define functions `bigint`).
+    ("typescript", "let a: bigint | Big = 1n;\n", [], [("Big", None, "type", 1, None)]),
     # Python: what Literal holds is values, Annotated's metadata is no type, a PEP 695 alias
     # declares its name; a quoted annotation with subscripts or a union names its types.
     ("python", 'def f(a: Literal["pending", "done"], b: typing.Literal["x"],\n'

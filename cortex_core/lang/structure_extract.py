@@ -515,8 +515,8 @@ def _ts_type_ref(out: _Out, node: Node) -> None:
                     out.text(module).replace(" ", "") if module is not None else None, "type")
         return
     text = out.text(node)
-    if out.type_param(text, node.start_byte):
-        return
+    if text == "bigint" or out.type_param(text, node.start_byte):
+        return   # a primitive, as `number` (which the grammar reads as one)
     out.ref(node, text, None, "type")
 
 
