@@ -690,6 +690,17 @@ def test_a_100k_line_file() -> None:
     assert found.refs[-1] == Ref("f", "os", "call", 100_001, 10 + 8 * 99_999 + 3)
 
 
+@pytest.mark.timeout(120, method="thread")
+@pytest.mark.parametrize("language, source", [
+    ("python", "x: Union[" + ", ".join(f"T{i}" for i in range(20_000)) + "]\n"),
+    ("typescript", "type X = " + " | ".join(f"T{i}<K>" for i in range(20_000)) + ";\n")])
+def test_a_union_of_20000_types_stays_linear(language: str, source: str) -> None:
+    """Each name of a long union is as deep in the tree as its place: a look at each one's
+    parent (found from the root down) took 353 s in TypeScript, 267 s in Python."""
+    found = extract(language, source)   # no wall clock: the timeout stops a hang
+    assert {f"T{i}" for i in range(20_000)} <= {r.name for r in found.refs}
+
+
 def test_threads_share_parsers_safely() -> None:
     cases = [(case[0], case[1].encode()) for case in REALISTIC] * 4
     expected = [extract_structure(language, data) for language, data in cases]

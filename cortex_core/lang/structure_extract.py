@@ -114,7 +114,7 @@ class FileStructure:
 
 class _Out:
     __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests",
-                 "type_params", "type_param_spans", "module_names")
+                 "type_params", "type_param_spans", "module_names", "not_types")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -133,6 +133,8 @@ class _Out:
         self.type_param_spans: dict[str, tuple[list[int], list[int], int]] = {}
         # The names a Python module binds at its top level (_py_module_names), read on first use.
         self.module_names: frozenset[str] | None = None
+        # Type nodes that name no type, by byte range (_py_not_type, _ts_not_type).
+        self.not_types: set[tuple[int, int]] = set()
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
@@ -301,15 +303,8 @@ def _py_type(out: _Out, node: Node) -> None:
     (a string holding a dotted name is a forward reference, "list[Item]" names its types).
     A `type` nested in this one is captured, and read, on its own. Not what `Literal[...]`
     holds (values), nor `Annotated[T, ...]`'s metadata, nor the name `type X = ...` declares."""
-    parent = node.parent
-    if parent is not None:
-        if parent.type == "type_alias_statement" and parent.child_by_field_name("left") == node:
-            return
-        if parent.type == "type_parameter" and parent.parent is not None \
-                and parent.parent.type == "generic_type":
-            generic = parent.parent.named_children[0]
-            if not _py_type_argument(out, generic, parent.named_children.index(node)):
-                return
+    if (node.start_byte, node.end_byte) in out.not_types:
+        return
     stack = list(reversed(node.named_children))
     while stack:
         n = stack.pop()
@@ -326,6 +321,12 @@ def _py_type(out: _Out, node: Node) -> None:
                                              if _py_type_argument(out, value, i)]))
         elif n.type != "type":
             stack.extend(reversed(n.named_children))
+
+
+def _py_not_type(out: _Out, node: Node) -> None:
+    """A `type` node that names no type (_PYTHON's "not_type" patterns: matched by the query,
+    not by a walk up from each `type`, which a union of 20,000 made quadratic)."""
+    out.not_types.add((node.start_byte, node.end_byte))
 
 
 def _py_type_argument(out: _Out, generic: Node, i: int) -> bool:
@@ -483,11 +484,22 @@ def _js_type(out: _Out, node: Node, kind: str, owner: str | None) -> None:
 
 
 # Declarations whose `name` is a type_identifier that they declare, not use.
-_TS_DECLARING = frozenset({"class_declaration", "abstract_class_declaration", "class",
-                           "interface_declaration", "type_alias_declaration", "type_parameter"})
+_TS_DECLARING = ("class_declaration", "abstract_class_declaration", "class",
+                 "interface_declaration", "type_alias_declaration", "type_parameter")
 # Heritage clauses: their types are recorded as "inherits" (_js_class, _js_interface).
-_TS_HERITAGE = frozenset({"implements_clause", "extends_type_clause", "extends_clause",
-                          "class_heritage"})
+_TS_HERITAGE = ("implements_clause", "extends_type_clause")
+# The type names that are no use of a type (_ts_not_type), matched by the query rather than by
+# a look at each name's parent, which tree-sitter finds from the root down (a union of 20,000
+# types, each name as deep as its place in the union, took minutes).
+_TS_NOT_TYPES = "\n".join(
+    [f"({d} name: (type_identifier) @not_type)" for d in _TS_DECLARING]
+    + [f"({h} [(type_identifier) (nested_type_identifier)] @not_type)\n"
+       f"({h} (generic_type name: (_) @not_type))" for h in _TS_HERITAGE]
+    + ["(nested_type_identifier name: (type_identifier) @not_type)"])
+
+
+def _ts_not_type(out: _Out, node: Node) -> None:
+    out.not_types.add((node.start_byte, node.end_byte))
 
 
 def _ts_type_ref(out: _Out, node: Node) -> None:
@@ -496,17 +508,7 @@ def _ts_type_ref(out: _Out, node: Node) -> None:
     declares, not a heritage clause's own type (an "inherits" ref already), not a type
     parameter of an enclosing declaration (`T` in `class Box<T> { v: T }`: a lookup in the
     ranges _ts_type_param read, not a walk up the tree, which nested types make quadratic)."""
-    parent = node.parent
-    if parent is None or parent.type == "nested_type_identifier":
-        return   # its parent is captured and read
-    if parent.type in _TS_DECLARING and parent.child_by_field_name("name") == node:
-        return
-    if parent.type == "infer_type" or (parent.type == "mapped_type_clause"
-                                       and parent.child_by_field_name("name") == node):
-        return   # `infer U`, `[K in keyof T]`: declared there (_ts_local_type)
-    if parent.type in _TS_HERITAGE or (
-            parent.type == "generic_type" and parent.child_by_field_name("name") == node
-            and parent.parent is not None and parent.parent.type in _TS_HERITAGE):
+    if (node.start_byte, node.end_byte) in out.not_types:
         return
     if node.type == "nested_type_identifier":
         name, module = node.child_by_field_name("name"), node.child_by_field_name("module")
@@ -1611,6 +1613,12 @@ _PYTHON: _Spec = {
     "call": ("(call) @call", _py_call),
     "class": ("(class_definition) @class", _py_class),
     "decorator": ("(decorator) @decorator", _py_decorator),
+    # Literal's arguments, Annotated's metadata, the name `type X = ...` declares (_py_type).
+    "not_type": ('(generic_type (identifier) @_literal (type_parameter (type) @not_type)'
+                 ' (#eq? @_literal "Literal"))\n'
+                 '(generic_type (identifier) @_annotated (type_parameter . (type) (type) @not_type)'
+                 ' (#eq? @_annotated "Annotated"))\n'
+                 "(type_alias_statement left: (type) @not_type)", _py_not_type),
     "type": ("(type) @type", _py_type),
     "arguments": ("(argument_list) @arguments", _py_arguments),
     "except": ("(except_clause) @except", _py_except),
@@ -1641,6 +1649,7 @@ _TS: _Spec = {
     "block_type": ("(statement_block [(type_alias_declaration name: (type_identifier) @block_type)"
                    " (interface_declaration name: (type_identifier) @block_type)"
                    " (class_declaration name: (type_identifier) @block_type)])", _ts_block_type),
+    "not_type": (_TS_NOT_TYPES, _ts_not_type),
     "type_ref": ("[(type_identifier) (nested_type_identifier)] @type_ref", _ts_type_ref),
 }
 
