@@ -365,6 +365,23 @@ def test_go_types_where_they_are_named_are_references(repo, cortex):
     con = cortex.reader()
     assert labels(callers(con, TargetSpec("conf/conf.go", "Config")).items) == {
         ("conf/load.go", "Load"), ("server/server.go", "Server"), ("server/server.go", "Start")}
+def test_a_typescript_namespace_member_is_named_bare_inside_it(repo, cortex):
+    """Inside `namespace util`, `Deep` and `helper()` are util's own (zod's partialUtil's
+    DeepPartial, StandardSchemaV1's Types): not another file's top-level ones, which a guess by
+    name picked (0.25 to 0.5 each)."""
+    repo.write("web/a.ts", "export namespace util {\n  export type Deep<T> = { v: Deep<T> };\n"
+                           "  export function helper() { return 1; }\n"
+                           "  export function run(d: Deep<number>) { return helper(); }\n}\n")
+    repo.write("web/b.ts", "export type Deep = number;\nexport function helper() { return 2; }\n")
+    repo.commit("Namespaces", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert callers(con, TargetSpec("web/b.ts", "Deep")).items == []
+    assert callers(con, TargetSpec("web/b.ts", "helper")).items == []
+    assert labels(callers(con, TargetSpec("web/a.ts", "util.helper")).items) == {
+        ("web/a.ts", "util.run")}
+    assert labels(callers(con, TargetSpec("web/a.ts", "util.Deep")).items) == {
+        ("web/a.ts", "util.run")}
 
 
 def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):

@@ -1061,6 +1061,14 @@ class Resolver:
             if found:
                 return "resolved", found
         own = self.defs.get(ref.file_id, {})
+        if ref.scope and self.lang.get(ref.file_id) in JS_LIKE:
+            # Inside a TypeScript namespace, its members are named bare: `helper()` in
+            # `namespace util` is `util.helper` (the innermost namespace that has it).
+            parts = ref.scope.split(".")
+            for k in range(len(parts), 0, -1):
+                space = ".".join(parts[:k])
+                if own.get(space) == "namespace" and f"{space}.{ref.name}" in own:
+                    return "resolved", [(ref.file_id, f"{space}.{ref.name}", CONF_LOCAL)]
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
         if self.lang.get(ref.file_id) == "python" and ref.name in PY_BUILTINS:
