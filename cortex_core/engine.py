@@ -251,9 +251,20 @@ class Engine:
         head = indexed_head_blob(con, self.root, spec.path)
         if head is not None and defines(head):
             return   # not new: the index keeps the file at file level, or another reason
+        if self._at_git_head(working, name):
+            raise NotFound(f"no symbol {quoted(name)} in {spec.path} in the index: HEAD has it, "
+                           "committed since the last index run (an index run reads it)")
         raise NotFound(f"no symbol {quoted(name)} in {spec.path}: the working tree's version "
                        "of the file defines it, but no commit has it yet, so it has no history "
                        "(it will once committed and indexed)")
+
+    def _at_git_head(self, path: str, name: str) -> bool:
+        """Whether the repository's HEAD (not the indexed one) defines `name` in `path`."""
+        from cortex_core.git.git_reads import head_blob_at
+        from cortex_core.lang.live import buffer_symbols
+        data = head_blob_at(self.root, path)
+        return data is not None and any(
+            name in (s.qualname, s.name) for s in buffer_symbols(path, data) or [])
 
     def _not_new(self, con, path: str) -> None:
         """Raises NotFound, saying why, for a file of the working tree that no indexed commit

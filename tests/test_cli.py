@@ -412,6 +412,17 @@ def test_a_symbol_of_a_file_kept_at_file_level_says_why(repo):
     assert_clean_error(out, "the file is recorded at file level only, too large (over 1 kB;")
 
 
+def test_a_symbol_committed_since_the_index_run_is_not_said_uncommitted(shop):
+    """A function committed after the last index run: HEAD has it, the index does not yet. The
+    answer said no commit had it; it says an index run reads it."""
+    assert cortex("index", "--model", "none", cwd=shop.path).returncode == 0
+    shop.write("shop/pay.py", "def pay(cart):\n    return cart.total() + 1\n\n\n"
+                              "def refund(cart):\n    return -cart.total()\n")
+    shop.commit("feat: refunds", days_ago=0)
+    out = cortex("history", "shop/pay.py::refund", cwd=shop.path)
+    assert_clean_error(out, "committed since the last index run (an index run reads it)")
+
+
 def test_a_line_of_an_edited_definition_is_still_that_definition(shop):
     """A review's cases, each answered before the working tree's definitions were read and
     refused after ("added since the indexed HEAD"): a function renamed in the working tree, a

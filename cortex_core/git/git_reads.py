@@ -152,6 +152,17 @@ def path_blob(repo: pygit2.Repository, at: pygit2.Commit | None, path: str) -> b
     return read_blob(repo, entry.id)
 
 
+def head_blob_at(repo_root: Path | str, path: str) -> bytes | None:
+    """The bytes of `path` at the repository's HEAD (which may be ahead of the indexed one);
+    None when the repository, HEAD or the file there cannot be read."""
+    import pygit2
+    try:
+        repo = pygit2.Repository(str(repo_root))
+    except pygit2.GitError:
+        return None
+    return path_blob(repo, head_commit(repo), path)
+
+
 def indexed_head_blob(con, repo_root: Path | str, path: str) -> bytes | None:
     """The bytes of `path` at the indexed HEAD: the commit the index last recorded (its
     `head_files`), not the repository's HEAD, which may be ahead. None when the index has no
