@@ -126,8 +126,8 @@ class _Out:
         self.skip: list[tuple[int, int]] = []
         self.skip_sorted = False
         self.tests: list[tuple[int, int]] = []
-        # A TypeScript type parameter's name -> the byte ranges of the declarations that
-        # declare it (_ts_type_param), read before the type refs (_ts_type_ref).
+        # A type parameter's name (TypeScript, Java, Go; a mapped key, an `infer`, a type of a
+        # block) -> the byte ranges of the code that declares it, read before the type refs.
         self.type_params: dict[str, list[tuple[int, int]]] = {}
         # Those ranges merged, by name: (starts, ends, how many ranges were merged).
         self.type_param_spans: dict[str, tuple[list[int], list[int], int]] = {}
