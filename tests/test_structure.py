@@ -384,6 +384,25 @@ def test_a_typescript_namespace_member_is_named_bare_inside_it(repo, cortex):
         ("web/a.ts", "util.run")}
 
 
+def test_a_type_declared_in_a_function_is_that_functions(repo, cortex):
+    """A test's own `class State` (Python) or `type key struct{}` (Go), named in an annotation
+    or a `var` in the function that declares it, is that one: a review found starlette's
+    guessed at datastructures.State, and cobra's Go types declared in tests unresolved."""
+    repo.write("go.mod", "module example.com/p\n\ngo 1.22\n")
+    repo.write("app/datastructures.py", "class State:\n    pass\n")
+    repo.write("app/test_local.py", "def test_x():\n    class State(dict):\n        pass\n\n"
+                                    "    def inner(s: State) -> None:\n        pass\n")
+    repo.write("p.go", "package p\n\nfunc TestCtx() {\n\ttype key struct{}\n\tvar k key\n"
+                       "\t_ = k\n}\n\ntype key int\n\nfunc other(k key) {}\n")
+    repo.commit("local types", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert callers(con, TargetSpec("app/datastructures.py", "State")).items == []
+    assert labels(callers(con, TargetSpec("app/test_local.py", "test_x.State")).items) == {
+        ("app/test_local.py", "test_x.inner")}
+    assert labels(callers(con, TargetSpec("p.go", "key")).items) == {("p.go", "other")}
+
+
 def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
     """A class or function passed along, caught or raised is used there: `callers` lists the
     function that does it, and a local variable of the same name elsewhere is no use. `app` is

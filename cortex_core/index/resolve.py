@@ -57,8 +57,8 @@ LOOKUPS_PER_ASKER = 1_000
 # TypeScript's global types outside the repository, Java's types by their class in scope, Go's
 # by their package, a Python namespace package's modules, a Java import of a nested class or
 # a static member binds it, a Java type by its full name or nested in a base class, none by
-# its name alone).
-RESOLVER_VERSION = "9"
+# its name alone; 10: a Python or Go type declared in the definition around its use).
+RESOLVER_VERSION = "10"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
@@ -1069,6 +1069,14 @@ class Resolver:
                 space = ".".join(parts[:k])
                 if own.get(space) == "namespace" and f"{space}.{ref.name}" in own:
                     return "resolved", [(ref.file_id, f"{space}.{ref.name}", CONF_LOCAL)]
+        if ref.kind == "type" and ref.scope and self.lang.get(ref.file_id) in ("python", "go"):
+            # A class or type declared in the definition around the annotation (a test's own
+            # `State`), the innermost first: not a top-level one of its name elsewhere.
+            parts = ref.scope.split(".")
+            for k in range(len(parts), 0, -1):
+                local = ".".join(parts[:k]) + "." + ref.name
+                if own.get(local) in _CLASS_KINDS:
+                    return "resolved", [(ref.file_id, local, CONF_LOCAL)]
         if ref.name in own:
             return "resolved", [(ref.file_id, ref.name, CONF_LOCAL)]
         if self.lang.get(ref.file_id) == "python" and ref.name in PY_BUILTINS:
