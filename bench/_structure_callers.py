@@ -94,6 +94,29 @@ class _Timeout(Exception):
     pass
 
 
+_IMPORT_LINE = re.compile(r"^\s*(?:import\s|from\s+\S+\s+import\s|export\s.*\sfrom\s)")
+
+
+def grep_pairs(clone: Path, defs: Defs, name: str, path: str, start: int, end: int,
+               pathspec: tuple[str, ...]) -> set[tuple[str, str | None]]:
+    """The baseline a user has without an index: `git grep -n -w NAME` over the language's
+    files, import lines and the target's own lines left out, each hit mapped to its enclosing
+    definition as the reference's sites are."""
+    out = bl.git(clone, "grep", "-n", "-w", "-I", "-F", "-e", name, "--", *pathspec,
+                 check=False, strip=False)
+    pairs = set()
+    for line in out.splitlines():
+        where, _, rest = line.partition(":")
+        number, _, text = rest.partition(":")
+        if not number.isdigit() or _IMPORT_LINE.match(text):
+            continue
+        n = int(number)
+        if where == path and start <= n <= end:
+            continue
+        pairs.add((where, defs.enclosing(where, n)))
+    return pairs
+
+
 def _alarm(seconds: float):
     def handler(*_):
         raise _Timeout()
@@ -183,6 +206,8 @@ def part_callers(con, clone: Path, sample: list[dict], args) -> dict:
         except Exception as exc:  # noqa: BLE001 - Jedi's internal errors are counted
             failures[f"jedi: {type(exc).__name__}: {str(exc)[:80]}"] += 1
             continue
+        grepped = grep_pairs(clone, defs, fn["name"], fn["path"], fn["start_line"],
+                             fn["end_line"], ("*.py",))
         jedi_pairs: dict[tuple, list] = defaultdict(list)
         for path, line, col, _ in sites:
             text = _line_text(clone, path, line, cache)
@@ -201,6 +226,7 @@ def part_callers(con, clone: Path, sample: list[dict], args) -> dict:
         per_fn.append({"function": fn, "jedi_seconds": jedi_s, "cortex_seconds": cortex_s,
                        "jedi": {f"{p}::{q or ''}": v for (p, q), v in jedi_pairs.items()},
                        "cortex": {f"{p}::{q or ''}": v for (p, q), v in cortex_pairs.items()},
+                       "grep": sorted(f"{p}::{q or ''}" for p, q in grepped),
                        "scope_mismatch": scope_mismatch})
         log(f"callers {k}/{len(sample)} {fn['path']}::{fn['qualname']}: jedi {len(jedi_pairs)} "
             f"({bl.fmt_seconds(jedi_s)}), cortex {len(cortex_pairs)} "
@@ -243,8 +269,13 @@ def part_callers(con, clone: Path, sample: list[dict], args) -> dict:
             b[1] += key in r["jedi"]
     high_in_jedi = sum(1 for r in per_fn for key in r["cortex"] if key in r["jedi"] and
                        max(i["confidence"] for i in r["cortex"][key]) >= HIGH_CONFIDENCE)
+    g_total = sum(len(r["grep"]) for r in per_fn)
+    g_both = sum(len(set(r["grep"]) & set(r["jedi"])) for r in per_fn)
     agreement = {
         "functions": len(per_fn), "failures": dict(failures),
+        # The baseline, `git grep -w NAME` (grep_pairs), against the same reference.
+        "grep_pairs": g_total, "grep_precision": g_both / g_total if g_total else None,
+        "grep_recall": g_both / j_total if j_total else None,
         "pairs_jedi": j_total, "pairs_cortex": c_total, "pairs_both": tp,
         "precision": tp / c_total if c_total else None,
         "recall": tp / j_total if j_total else None,

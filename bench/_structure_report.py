@@ -66,6 +66,8 @@ def render_callers(c: dict, examples: int) -> list[str]:
          _f(a["precision_conf_low"]), ""],
         ["Jedi pairs with a call site", "", str(a["pairs_jedi_with_call"]), "", "",
          _f(a["recall_call_sites"])],
+        ["baseline: git grep -w NAME", str(a.get("grep_pairs", "")), "", "",
+         _f(a.get("grep_precision")), _f(a.get("grep_recall"))],
     ], ["", "cortex pairs", "jedi pairs", "both", "precision", "recall"]))
     out.append("Cortex pairs by the confidence of their best edge: " + "; ".join(
         f"{k}: {v['in_jedi']}/{v['pairs']} in Jedi's" for k, v in a["by_confidence"].items()))

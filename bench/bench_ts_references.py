@@ -9,8 +9,10 @@ Cortex), every .ts file of the clone outside node_modules given to its language 
 `cortex_core.query.blast.callers` in this process. Each reference site and each caller is
 mapped to its innermost enclosing definition in the store's `defs` (module level when none),
 and the two sets of (path, definition) pairs are compared: recall and precision of Cortex
-against TypeScript, micro-averaged, also for Cortex's edges of confidence 0.9 or more. Sites
-inside the target's own definition are left out of both.
+against TypeScript, micro-averaged, also for Cortex's edges of confidence 0.9 or more; and of
+the baseline a user has without an index, `git grep -w NAME` over the .ts files, import lines
+left out (_structure_callers.grep_pairs). Sites inside the target's own definition are left
+out of all three.
 
 usage: bench_ts_references.py CLONE --db DB --typescript PATH/typescript.js [--sample N]
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import subprocess
@@ -26,9 +29,8 @@ import sys
 from pathlib import Path
 
 import _benchlib as bl
-from _structure_callers import Defs
+from _structure_callers import HIGH_CONFIDENCE, Defs, grep_pairs
 
-HIGH_CONFIDENCE = 0.9
 KINDS = ("class", "interface", "type", "enum")
 
 
@@ -80,7 +82,7 @@ def typescript_references(clone: Path, typescript: Path, sample: list[dict]) -> 
                "targets": [[t["path"], t["line"], t["column"]] for t in sample]}
     done = subprocess.run(["node", str(Path(__file__).with_name("_ts_references.js"))],
                           input=json.dumps(request), capture_output=True, text=True,
-                          env={"TYPESCRIPT": str(typescript.resolve()), "PATH": "/usr/bin:/bin"},
+                          env={**os.environ, "TYPESCRIPT": str(typescript.resolve())},
                           timeout=3600)
     if done.returncode:
         sys.exit(f"TypeScript's references failed: {done.stderr[-2000:]}")
@@ -96,7 +98,8 @@ def main(argv=None) -> int:
     sample = sample_types(con, args.clone, args.sample, args.seed)
     found = typescript_references(args.clone, args.typescript, sample)
     defs = Defs(con)
-    totals = {"typescript": 0, "cortex": 0, "both": 0, "cortex_high": 0, "both_high": 0}
+    totals = {"typescript": 0, "cortex": 0, "both": 0, "cortex_high": 0, "both_high": 0,
+              "grep": 0, "grep_both": 0}
     per = []
     for target, refs in zip(sample, found):
         if refs is None:
@@ -107,6 +110,10 @@ def main(argv=None) -> int:
         ours = {(i.path, defs.enclosing(i.path, i.line)) for i in items}
         high = {(i.path, defs.enclosing(i.path, i.line)) for i in items
                 if i.confidence >= HIGH_CONFIDENCE}
+        grepped = grep_pairs(args.clone, defs, target["qualname"], target["path"],
+                             target["start"], target["end"], ("*.ts",))
+        totals["grep"] += len(grepped)
+        totals["grep_both"] += len(theirs & grepped)
         totals["typescript"] += len(theirs)
         totals["cortex"] += len(ours)
         totals["both"] += len(theirs & ours)
@@ -124,6 +131,8 @@ def main(argv=None) -> int:
               "precision": share(totals["both"], totals["cortex"]),
               "recall_high": share(totals["both_high"], totals["typescript"]),
               "precision_high": share(totals["both_high"], totals["cortex_high"]),
+              "grep_recall": share(totals["grep_both"], totals["typescript"]),
+              "grep_precision": share(totals["grep_both"], totals["grep"]),
               "per_target": per}
     if args.json:
         bl.dump_json(report)
@@ -134,6 +143,9 @@ def main(argv=None) -> int:
     print(f"recall {report['recall']}, precision {report['precision']}; edges of confidence "
           f">= {HIGH_CONFIDENCE}: recall {report['recall_high']}, precision "
           f"{report['precision_high']}")
+    print(f"baseline, `git grep -w NAME` over *.ts (imports and the definition left out): "
+          f"{totals['grep']} pairs, recall {report['grep_recall']}, precision "
+          f"{report['grep_precision']}")
     return 0
 
 
