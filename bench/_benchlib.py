@@ -233,7 +233,7 @@ def cortex_command() -> list[str]:
     script = Path(sys.executable).parent / "cortex"
     if script.exists():
         return [str(script)]
-    return python_module("cortex_cli.cli")
+    return python_module("cortex_cli.quick")
 
 
 def work_dir(prefix: str, keep: bool) -> Path:

@@ -17,7 +17,12 @@ busy moment of a shared machine falls on all of them alike), with the venv's int
 - `cortex history FILE:LINE` on the most changed symbol of REPO (`cortex hotspots`' first);
 - `cortex search WORDS --mode lexical`;
 - with `--model NAME`: `cortex search WORDS` (hybrid: BM25 and the model's vectors), and what a
-  user runs instead, `git log -i --grep=WORD | head` (the query's longest word).
+  user runs instead, `git log -i --grep=WORD | head` (the query's longest word);
+- the history and the searches again through a `cortex daemon` (cortex_cli/daemon.py) that the
+  script starts in a private folder of its own and stops at the end (`--no-daemon`: not). The
+  other `cortex` rows run with CORTEX_DAEMON=off, so that a daemon the user runs does not
+  answer them. The report says how many commands the daemon answered and refused: a refused
+  one ran in its own process, and its row would not measure the daemon.
 
 and prints each as a ratio to the baseline, with the number of modules each imports (`python -X
 importtime`). Without `--db`, REPO is indexed into a temporary store under bench/.work/ first
@@ -33,6 +38,7 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 from _benchlib import (cortex_command, dump_json, environment, environment_lines, fmt_seconds,
@@ -69,10 +75,13 @@ def main() -> int:
                         "and time hybrid search too")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the temporary store")
+    parser.add_argument("--no-daemon", action="store_true",
+                        help="leave out the rows through a `cortex daemon`")
     args = parser.parse_args()
     repo = args.repo.resolve()
     cortex = cortex_command()
     work = None
+    daemon_env: dict | None = None
     db = args.db
     try:
         if db is None:
@@ -107,6 +116,8 @@ def main() -> int:
             commands[f"cortex search {words!r}"] = [*cortex, "search", words, "--db", str(db)]
             commands[f"git log -i --grep={word} | head"] = [
                 "sh", "-c", f"git log -i --grep={shlex.quote(word)} | head"]
+        through = {name: cmd for name, cmd in commands.items()
+                   if name.startswith(("cortex history", "cortex search"))}
         if args.model:
             done = json.loads(run([*cortex, "search", words, "--db", str(db), "--json"],
                                   cwd=repo).stdout)
@@ -117,25 +128,36 @@ def main() -> int:
         # Bytecode as a user has it: written on the first run (a PYTHONDONTWRITEBYTECODE in the
         # environment would make every run compile the modules edited since the last write).
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        for cmd in commands.values():
-            run(cmd, cwd=repo, env=env)
+        env_of = {name: dict(env, CORTEX_DAEMON="off") for name in commands}
+        if not args.no_daemon:
+            folder = tempfile.mkdtemp(prefix="cortex-bench-")   # mode 700; a short socket path
+            daemon_env = dict(env, CORTEX_DAEMON_DIR=folder)
+            run([*cortex, "daemon", "start"], cwd=repo, env=daemon_env)
+            for name, cmd in through.items():
+                commands[name + ", through the daemon"] = cmd
+                env_of[name + ", through the daemon"] = daemon_env
+        for name, cmd in commands.items():
+            run(cmd, cwd=repo, env=env_of[name])
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, cmd in commands.items():
-                times[name].append(run(cmd, cwd=repo, env=env).seconds)
+                times[name].append(run(cmd, cwd=repo, env=env_of[name]).seconds)
         base = min(times["python -c pass"])
         report = {"environment": environment(repo), "db": str(db), "runs": args.runs,
                   "commands": {}}
         rows = []
         for name, cmd in commands.items():
             best = min(times[name])
-            modules = importtime_modules(cmd, repo, env) if cmd[0] != "sh" else "-"
+            modules = importtime_modules(cmd, repo, env_of[name]) if cmd[0] != "sh" else "-"
             report["commands"][name] = {"best_seconds": best, "ratio": best / base,
                                         "median_seconds": sorted(times[name])[len(times[name]) // 2],
                                         "modules_imported": modules}
             rows.append([name, fmt_seconds(best),
                          fmt_seconds(report["commands"][name]["median_seconds"]),
                          f"{best / base:.2f}x", str(modules)])
+        if daemon_env is not None:
+            report["daemon"] = json.loads(run([*cortex, "daemon", "status", "--json"], cwd=repo,
+                                              env=daemon_env).stdout)
         if args.json:
             dump_json(report)
         else:
@@ -143,8 +165,15 @@ def main() -> int:
             print(f"best and median of {args.runs} rounds, process start included\n")
             print(table(rows, ["command", "best", "median", "best / python -c pass",
                                "modules imported"]))
+            if daemon_env is not None:
+                d = report["daemon"]
+                print(f"\nthe daemon answered {d.get('served')} commands and refused "
+                      f"{sum((d.get('refused') or {}).values())} {d.get('refused') or ''}")
         return 0
     finally:
+        if daemon_env is not None:
+            run([*cortex, "daemon", "stop"], cwd=repo, env=daemon_env)
+            remove(Path(daemon_env["CORTEX_DAEMON_DIR"]))
         if work is not None and not args.keep:
             remove(work)
 

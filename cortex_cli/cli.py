@@ -328,6 +328,35 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     where.add_argument("--repo", metavar="PATH",
                        help="the git repository (default: the one around the current directory)")
     where.add_argument("--json", action="store_true", help="print JSON for machines")
+    p = command("daemon", help="answer queries from a process kept running (faster starts)",
+                formatter_class=_Raw,
+                description="A process per user that keeps Cortex loaded and its indexes "
+                "open. While it runs, the\nqueries (history, blast, search, context...) typed "
+                "in any repository are answered by it,\nas they would be here: the command "
+                "starts as fast as a bare Python and a search keeps its\nmodel loaded. It "
+                "refuses, and the command runs here as usual, when it could answer\n"
+                "otherwise: another installation, Cortex's files changed, another HOME, cache "
+                "folder,\nCORTEX_* or GIT_* setting. `status` counts what it answered and "
+                "refused, and why.",
+                epilog="Its folder: CORTEX_DAEMON_DIR, else $XDG_RUNTIME_DIR/cortex, else "
+                "$TMPDIR/cortex-UID (mode 700;\nthe socket, a lock and daemon.log). "
+                "CORTEX_DAEMON=off in a command's environment runs it here.")
+    actions = p.add_subparsers(dest="daemon_command", metavar="ACTION")
+    actions.required = True
+    idle = _Parser(add_help=False)
+    idle.add_argument("--idle-minutes", type=_non_negative_float, default=0.0, metavar="N",
+                      help="stop after N minutes without a command (default: 0, never)")
+    actions.add_parser("start", parents=[idle], help="start it in the background (if not running)",
+                       description="Start the daemon in the background, or say that it runs.")
+    actions.add_parser("stop", help="stop it", description="Stop the running daemon.")
+    d = actions.add_parser("status", help="whether it runs; what it answered and refused",
+                           description="Its process, socket, memory, the repositories it holds "
+                           "open, the commands it answered and those it refused, by reason.")
+    d.add_argument("--json", action="store_true", help="print JSON for machines")
+    actions.add_parser("run", parents=[idle], help="run it in this terminal (Ctrl-C stops it)",
+                       description="Serve in the foreground, logging to stderr (for a service "
+                       "manager, or to watch it).")
+
     p = command("hooks", help="git hooks that keep the index fresh",
                 formatter_class=_Raw,
                 description="post-commit, post-merge, post-checkout and post-rewrite hooks "
@@ -459,7 +488,7 @@ WORDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(_asked(argv))
+    parser = _parser(_asked(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
         # A query's words after an option (`cortex search signer --top-k 1 key`) are its words:
@@ -499,6 +528,29 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- plumbing -------------------------------------------------------------------------------------
 
+# The daemon's engines (cortex_cli/daemon.py), kept open from one command to the next; None in
+# a process that runs one command.
+POOL: Callable[[Any], Any] | None = None
+
+
+_PARSERS: dict = {}
+
+
+def _parser(only: str | None) -> argparse.ArgumentParser:
+    """build_parser(only); the daemon keeps each one it built (half of a history's time there).
+    A help formatter reads the terminal's width when it is made, at each --help."""
+    if POOL is None:
+        return build_parser(only)
+    if only not in _PARSERS:
+        _PARSERS[only] = build_parser(only)
+    return _PARSERS[only]
+
+
+def _opened(args):
+    """The engine of a query, as a context: closed at its end, or kept by the daemon's pool."""
+    return POOL(args) if POOL is not None else _engine(args)
+
+
 def _engine(args, for_writing: bool = False) -> Engine:
     """The engine of the repository the command is about; one per command."""
     from cortex_core.engine import Engine
@@ -536,7 +588,7 @@ class Command(NamedTuple):
 
 
 def run_operation(command: Command, args) -> int:
-    with _engine(args) as engine, engine.snapshot() as snap:   # the note reads what the answer did
+    with _opened(args) as engine, engine.snapshot() as snap:   # the note reads what the answer did
         result = engine.run(command.request(args, engine))
         if args.json:
             _emit_json(result)
@@ -717,7 +769,7 @@ def cmd_related(args) -> int:
     """`related TARGET` is the related operation; without a target, changes_related."""
     from cortex_core.api import ChangesRelatedRequest, RelatedRequest
     from cortex_cli import render
-    with _engine(args) as engine, engine.snapshot() as snap:
+    with _opened(args) as engine, engine.snapshot() as snap:
         chosen = {"top_k": args.top_k, "min_support": args.min_support,
                   "half_life_days": args.half_life}
         if args.target is None:
@@ -740,7 +792,7 @@ def cmd_related(args) -> int:
 
 def cmd_context(args) -> int:
     from cortex_core.api import ContextPackRequest
-    with _engine(args) as engine, engine.snapshot() as snap:
+    with _opened(args) as engine, engine.snapshot() as snap:
         # The target read as every command reads it (Engine.target: the working tree's
         # lines, a staged rename), then handed on as the index names it.
         pack = engine.run(ContextPackRequest(
@@ -829,6 +881,35 @@ def cmd_mcp(args) -> int:
     return 0
 
 
+def cmd_daemon(args) -> int:
+    from cortex_cli import daemon
+    action = args.daemon_command
+    if action == "run":
+        def ready(pid: int) -> None:
+            print(f"cortex daemon {pid}: listening in {quick_folder()} (Ctrl-C stops it)",
+                  file=sys.stderr, flush=True)
+        return daemon.run(args.idle_minutes, ready)
+    if action == "start":
+        status = daemon.start(args.idle_minutes)
+        word = "already running" if status["already"] else "started"
+        return _print(f"cortex daemon: {word} (pid {status['pid']}), at {status['socket']}\n"
+                      "queries in any repository are answered by it; `cortex daemon stop` "
+                      "stops it")
+    if action == "stop":
+        stopped = daemon.stop()
+        return _print("cortex daemon: stopped" if stopped else "cortex daemon: not running")
+    status = daemon.running_status()
+    if args.json:
+        return _emit_json(status or {"running": False, "folder": quick_folder()})
+    from cortex_cli import render
+    return _print(render.daemon_status(status, quick_folder()))
+
+
+def quick_folder() -> str:
+    from cortex_cli.quick import folder
+    return folder()
+
+
 def cmd_hooks(args) -> int:
     from cortex_cli import hooks
     from cortex_core.engine import Engine
@@ -862,7 +943,7 @@ COMMANDS: dict[str, Command | Callable[[Any], int]] = {
     "status": STATUS, "search": SEARCH, "what": WHAT, "related-commits": RELATED_COMMITS,
     "areas": AREAS, "context": cmd_context, "note": cmd_note, "model": cmd_model,
     "blast": BLAST, "callers": NEIGHBOURS, "callees": NEIGHBOURS, "mcp": cmd_mcp,
-    "hooks": cmd_hooks}
+    "hooks": cmd_hooks, "daemon": cmd_daemon}
 
 # The engine operations each command runs (tests/test_operations.py checks them).
 OPERATIONS_OF = {
@@ -872,7 +953,7 @@ OPERATIONS_OF = {
     "context": ("context_pack",), "blast": ("blast",), "callers": ("callers",),
     "callees": ("callees",),
     "note": ("add_note", "supersede_note", "notes", "export_notes", "import_notes"),
-    "model": (), "mcp": (), "hooks": ()}
+    "model": (), "mcp": (), "hooks": (), "daemon": ()}
 
 
 if __name__ == "__main__":

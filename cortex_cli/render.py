@@ -36,6 +36,8 @@ def _column(text: str, width: int) -> str:
 
 def _cells(text: str) -> int:
     """Terminal columns of `text`."""
+    if text.isascii():    # most subjects and names: one column a character
+        return len(text)
     import unicodedata
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in (
         "W", "F") else 1 for c in text)
@@ -652,3 +654,24 @@ def plural_noun(noun: str, n: int) -> str:
     if n == 1:
         return noun
     return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def daemon_status(status: dict | None, folder: str) -> str:
+    """`cortex daemon status`: the running daemon, or where one would run."""
+    if status is None:
+        return f"cortex daemon: not running (its folder: {folder}); `cortex daemon start` starts it"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["started"]))
+    memory = f", {status['memory_mb']:g} MB resident" if status.get("memory_mb") else ""
+    idle = (f"; stops after {status['idle_minutes']:g} idle minutes"
+            if status.get("idle_minutes") else "")
+    lines = [f"cortex daemon: running (pid {status['pid']}{memory}), since {started}{idle}",
+             f"  socket: {status['socket']}",
+             f"  answered: {status['served']} {plural_noun('command', status['served'])}"]
+    refused = status.get("refused") or {}
+    if refused:
+        lines.append(f"  refused: {sum(refused.values())} (the command ran in its own process)")
+        lines += [f"    {count} × {terminal(why)}" for why, count in
+                  sorted(refused.items(), key=lambda kv: -kv[1])]
+    held = status.get("repositories") or []
+    lines.append(f"  indexes open: {len(held)}" + "".join(f"\n    {terminal(r)}" for r in held))
+    return "\n".join(lines)

@@ -1,0 +1,546 @@
+"""`cortex daemon`: one process per user that keeps Cortex imported and its stores open, and
+answers the command line's queries (cortex_cli/quick.py is the other end).
+
+A `cortex history` that starts its own Python spends about 50 ms importing and opening before a
+query of under a millisecond; through the daemon it costs a bare interpreter's start and one
+round trip (docs/numbers.md, "Command start"). A search keeps its model loaded.
+
+It answers as the command would have: the same code (`cli.main`) runs in the client's working
+folder with its terminal's width, encoding, PATH and time zone, and what it prints comes back
+in order. It refuses, and the client answers itself, when it could answer otherwise:
+- another installation of Cortex asks (its package folder differs);
+- Cortex's own files changed since the daemon started (it exits after saying so);
+- the environment differs where Cortex reads it (HOME, the cache folders, CORTEX_*, GIT_*,
+  PYTHONPATH): settings, store places and models come from there;
+- a command that writes (index, note), or that is not a query (model, mcp, hooks, daemon).
+Refusals are counted by reason in `cortex daemon status`.
+
+One request at a time, in this process's main thread: commands change the working folder and
+the standard streams, which are the process's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cortex_cli import quick
+from cortex_core.api import CortexError
+
+# What must be the same in the client's environment and the daemon's (settings, where stores,
+# caches and models are, which code is imported); CORTEX_* and GIT_* too, but for these two.
+IDENTITY = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HF_HOME", "HF_HUB_CACHE", "PYTHONPATH")
+IDENTITY_PREFIXES = ("CORTEX_", "GIT_")
+NOT_IDENTITY = ("CORTEX_DAEMON", "CORTEX_DAEMON_DIR")
+# What a command takes from its own environment, set for it alone: which git runs, the time
+# zone dates are shown in, the language of git's messages, the terminal.
+PER_REQUEST = ("PATH", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "NO_COLOR")
+MAX_REQUEST = 4 << 20          # bytes; arguments and environment are far smaller
+REQUEST_SECONDS = 5.0          # for a client to send its request
+ENGINES = 8                    # stores kept open, the least recently used closed first
+LOG_NAME = "daemon.log"
+LOCK_NAME = "daemon.lock"
+
+
+class DaemonError(CortexError):
+    pass
+
+
+class _Stop(BaseException):
+    """SIGTERM, or Ctrl-C in `cortex daemon run`: through a command too (cli.main turns a
+    KeyboardInterrupt into an answer, "interrupted"), and out of the loop."""
+
+
+@dataclass
+class Request:
+    kind: str
+    package: str
+    cwd: str
+    encoding: str
+    errors: str
+    columns: int
+    env: dict[str, str]
+    argv: list[str]
+
+
+def decode_request(data: bytes) -> Request:
+    """The fields of quick.encode_request; ValueError when they are not that."""
+    fields = data.split(b"\0")
+    head = fields[0].split(b" ")
+    if len(fields) < 7 or len(head) != 2 or head[0] != quick.MAGIC:
+        raise ValueError("not a request of this version")
+    count = int(fields[6])
+    if count < 0 or 7 + count > len(fields):
+        raise ValueError("a wrong count of environment entries")
+    env = {}
+    for entry in fields[7:7 + count]:
+        key, sep, value = entry.partition(b"=")
+        if not sep:
+            raise ValueError("an environment entry without '='")
+        env[os.fsdecode(key)] = os.fsdecode(value)
+    return Request(head[1].decode("ascii"), os.fsdecode(fields[1]), os.fsdecode(fields[2]),
+                   fields[3].decode("ascii"), fields[4].decode("ascii"), int(fields[5]), env,
+                   [os.fsdecode(word) for word in fields[7 + count:]])
+
+
+class _Stream(io.TextIOBase):
+    """A standard stream of one command: what it writes, encoded as the client's terminal
+    would, goes to the shared list of frames in the order written."""
+
+    def __init__(self, kind: bytes, out: list, encoding: str, errors: str):
+        self._kind, self._out, self._encoding, self._errors = kind, out, encoding, errors
+        self.buffer = _Bytes(kind, out)
+
+    @property
+    def encoding(self) -> str:   # type: ignore[override]
+        return self._encoding
+
+    @property
+    def errors(self) -> str:     # type: ignore[override]
+        return self._errors
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        self._out.append((self._kind, text.encode(self._encoding, self._errors)))
+        return len(text)
+
+
+class _Bytes(io.RawIOBase):
+    def __init__(self, kind: bytes, out: list):
+        self._kind, self._out = kind, out
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._out.append((self._kind, bytes(data)))
+        return len(data)
+
+
+class _Kept:
+    """An engine for one command that stays open after it (cli._opened)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def __enter__(self):
+        return self.engine
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+class Pool:
+    """The engines of the stores asked about, by repository root and explicit --db."""
+
+    def __init__(self, size: int = ENGINES):
+        self.size = size
+        self._engines: OrderedDict[tuple, Any] = OrderedDict()
+
+    def __call__(self, args) -> _Kept:
+        from cortex_core.engine import Engine
+        root = Engine.find_root(args.repo)
+        db = Path(args.db).expanduser().resolve() if args.db else None
+        key = (root, db)
+        engine = self._engines.pop(key, None)
+        if engine is None:
+            engine = Engine.open(root, db=db, source="the command line")
+        else:
+            engine.relocate()   # an index run may have made the per-user store since
+        self._engines[key] = engine
+        while len(self._engines) > self.size:
+            self._engines.popitem(last=False)[1].close()
+        return _Kept(engine)
+
+    def roots(self) -> list[str]:
+        return [str(root) for root, _ in self._engines]
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            engine.close()
+        self._engines.clear()
+
+
+class CodeStamp:
+    """When Cortex's own files last changed: a daemon whose code was edited or upgraded under
+    it would answer with the old code. The files found at the start are stat-ed again at each
+    request (a fraction of a millisecond), their folders too: a file added or removed changes
+    its folder's time."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        for package in ("cortex_core", "cortex_cli"):
+            top = os.path.dirname(sys.modules[package].__file__ or "")
+            for folder, names, files in os.walk(top):
+                names[:] = [n for n in names if n != "__pycache__"]
+                self.paths.append(folder)
+                self.paths += [os.path.join(folder, n) for n in files if n.endswith(".py")]
+        self.first = self.now()
+
+    def now(self) -> tuple:
+        stamps: list[tuple[int, int] | None] = []
+        for path in self.paths:
+            try:
+                st = os.stat(path)
+            except OSError:
+                stamps.append(None)
+                continue
+            stamps.append((st.st_mtime_ns, st.st_size))
+        return tuple(stamps)
+
+    def changed(self) -> bool:
+        return self.now() != self.first
+
+
+@dataclass
+class Daemon:
+    place: str
+    idle_seconds: float = 0.0
+    pool: Pool = field(default_factory=Pool)
+    started: float = field(default_factory=time.time)
+    served: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    stamp: CodeStamp = field(default_factory=CodeStamp)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    stopping: bool = False
+
+    # -- one request --------------------------------------------------------------------------
+
+    def answer(self, data: bytes) -> bytes:
+        try:
+            request = decode_request(data)
+        except (ValueError, UnicodeDecodeError, IndexError) as exc:
+            return self._refuse(f"a malformed request ({exc})")
+        if request.kind == "status":
+            return quick.frame(b"s", json.dumps(self.status()).encode()) + quick.frame(b"x", b"0")
+        if request.kind == "stop":
+            self.stopping = True
+            return quick.frame(b"x", b"0")
+        if request.kind != "run":
+            return self._refuse(f"an unknown request ({request.kind[:40]})")
+        why = self._why_not(request)
+        if why:
+            return self._refuse(why)
+        self.served += 1
+        return self._run(request)
+
+    def _refuse(self, why: str) -> bytes:
+        self.refused[why] = self.refused.get(why, 0) + 1
+        return quick.frame(b"r", why.encode())
+
+    def _why_not(self, request: Request) -> str | None:
+        if request.package != quick.package_dir():
+            return "another installation of Cortex asked"
+        if self.stamp.changed():
+            self.stopping = True
+            return "Cortex's files changed since the daemon started (it stopped)"
+        if not request.argv or request.argv[0] not in quick.SERVED:
+            return "not a query the daemon answers"
+        keys = {k for k in (*self.env, *request.env)
+                if k in IDENTITY or (k.startswith(IDENTITY_PREFIXES) and k not in NOT_IDENTITY)}
+        differ = sorted(k for k in keys if self.env.get(k) != request.env.get(k))
+        if differ:
+            return "the environment differs in " + ", ".join(differ[:5])
+        return None
+
+    def _run(self, request: Request) -> bytes:
+        from cortex_cli import cli
+        out: list[tuple[bytes, bytes]] = []
+        saved = {k: os.environ.get(k) for k in (*PER_REQUEST, "COLUMNS")}
+        streams = sys.stdout, sys.stderr
+        try:
+            os.chdir(request.cwd)
+        except OSError as exc:
+            return self._refuse(f"cannot enter the working folder ({exc.strerror})")
+        try:
+            for key in PER_REQUEST:
+                _set_env(key, request.env.get(key))
+            _set_env("COLUMNS", str(request.columns) if request.columns > 0 else None)
+            time.tzset()
+            sys.stdout = _Stream(b"o", out, request.encoding, request.errors)
+            sys.stderr = _Stream(b"e", out, request.encoding, request.errors)
+            cli.POOL = self.pool
+            try:
+                status = cli.main(request.argv)
+            except SystemExit as exc:   # argparse: --help (0), a usage error (2)
+                status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if isinstance(exc.code, str):
+                    sys.stderr.write(exc.code + "\n")
+            except Exception:     # as Python ends a command with an error it did not expect
+                sys.stderr.write(traceback.format_exc())
+                status = 1
+        finally:
+            cli.POOL = None
+            sys.stdout, sys.stderr = streams
+            for key, value in saved.items():
+                _set_env(key, value)
+            time.tzset()
+            os.chdir(self.place)
+        return b"".join(quick.frame(kind, body) for kind, body in _merged(out)) + \
+            quick.frame(b"x", str(status).encode())
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "socket": os.path.join(self.place, quick.SOCKET_NAME),
+                "started": self.started, "served": self.served, "refused": self.refused,
+                "repositories": self.pool.roots(), "memory_mb": _resident_mb(),
+                "idle_minutes": self.idle_seconds / 60, "package": quick.package_dir()}
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def serve(self, listener: socket.socket) -> None:
+        listener.settimeout(self.idle_seconds or None)
+        while not self.stopping:
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                print(f"cortex daemon: idle for {self.idle_seconds / 60:g} minutes: stopping",
+                      file=sys.stderr, flush=True)
+                return
+            with conn:
+                self._one(conn)
+
+    def _one(self, conn: socket.socket) -> None:
+        if not _same_user(conn):
+            return
+        conn.settimeout(REQUEST_SECONDS)
+        chunks, size = [], 0
+        try:
+            while size <= MAX_REQUEST:
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError:    # a client that sends nothing, or left
+            return
+        answer = self._refuse("a request too large") if size > MAX_REQUEST \
+            else self.answer(b"".join(chunks))
+        conn.settimeout(quick.ANSWER_SECONDS)
+        try:
+            conn.sendall(answer)
+        except OSError:    # the client left (Ctrl-C): nothing to undo, commands only read
+            pass
+
+
+def _merged(out: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Consecutive writes to one stream as one frame."""
+    merged: list[tuple[bytes, bytes]] = []
+    for kind, body in out:
+        if merged and merged[-1][0] == kind:
+            merged[-1] = (kind, merged[-1][1] + body)
+        else:
+            merged.append((kind, body))
+    return merged
+
+
+def _set_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """The peer runs as this user (Linux tells; elsewhere the folder's mode keeps others out)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    import struct
+    try:
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
+                                                              struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()
+
+
+def _resident_mb() -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+# -- the place ----------------------------------------------------------------------------------
+
+def prepare(place: str) -> None:
+    """Make the daemon's folder (mode 0700), or say why it cannot be used."""
+    if not hasattr(socket, "AF_UNIX"):
+        raise DaemonError("the daemon needs Unix sockets, which this system does not have")
+    if len(os.fsencode(os.path.join(place, quick.SOCKET_NAME))) > quick.MAX_SOCKET_PATH:
+        raise DaemonError(f"the daemon's folder {place} is too long a path for a socket; set "
+                          "CORTEX_DAEMON_DIR to a shorter one")
+    try:
+        os.makedirs(place, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise DaemonError(f"cannot make the daemon's folder {place}: {exc.strerror}") from None
+    why = quick.private(place)
+    if why:
+        raise DaemonError(f"the daemon's folder cannot be used: {why}; set CORTEX_DAEMON_DIR "
+                          "to a folder of your own (mode 700)")
+
+
+def ask(kind: str) -> list[tuple[bytes, bytes]] | None:
+    """A control request (status, stop) to the running daemon; None when none answers."""
+    return quick.exchange(quick.encode_request(kind, [], os.getcwd(), "utf-8", "strict", 0, {}),
+                          timeout=REQUEST_SECONDS + quick.ANSWER_SECONDS)
+
+
+def running_status() -> dict | None:
+    answer = ask("status")
+    for kind, body in answer or ():
+        if kind == b"s":
+            return json.loads(body)
+    return None
+
+
+def run(idle_minutes: float, ready=None) -> int:
+    """Serve in this process until stopped, idle for `idle_minutes` (0: never) or killed.
+    `ready(pid)` is called once the socket listens."""
+    import fcntl
+    place = quick.folder()
+    prepare(place)
+    lock = open(os.path.join(place, LOCK_NAME), "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise DaemonError(f"a daemon is already running for this user ({place})") from None
+    path = os.path.join(place, quick.SOCKET_NAME)
+    try:
+        os.unlink(path)     # a daemon that was killed left it; the lock says none runs
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    signal.signal(signal.SIGINT, _stop_on_signal)
+    daemon = Daemon(place, idle_seconds=idle_minutes * 60)
+    os.chdir(place)
+    try:
+        if ready is not None:
+            ready(os.getpid())
+        daemon.serve(listener)
+    except _Stop:
+        print("cortex daemon: stopped by a signal", file=sys.stderr, flush=True)
+    finally:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        listener.close()
+        daemon.pool.close()
+        lock.close()
+    return 0
+
+
+def _stop_on_signal(signum, frame) -> None:
+    raise _Stop
+
+
+def start(idle_minutes: float, wait_seconds: float = 60.0) -> dict:
+    """Start a daemon in the background and wait until it listens; the running one's status
+    if there is one already."""
+    import select
+    import subprocess
+    status = running_status()
+    if status is not None:
+        return dict(status, already=True)
+    place = quick.folder()
+    prepare(place)
+    log = open(os.path.join(place, LOG_NAME), "ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cortex_cli.daemon", "--idle-minutes", str(idle_minutes)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=place,
+        start_new_session=True)
+    log.close()
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], wait_seconds)
+    line = proc.stdout.readline().decode(errors="replace") if ready else ""
+    proc.stdout.close()
+    if not line.startswith("ready"):
+        if proc.poll() is None and not ready:
+            proc.kill()
+        tail = _log_tail(os.path.join(place, LOG_NAME))
+        raise DaemonError("the daemon did not start" + (f": {tail}" if tail else ""))
+    status = running_status()
+    if status is None:
+        raise DaemonError("the daemon started but does not answer")
+    return dict(status, already=False)
+
+
+def stop(wait_seconds: float = 30.0) -> bool:
+    """Stop the running daemon and wait until it has let go of its lock (so that a `start`
+    right after starts a new one); False when none was running."""
+    import fcntl
+    if ask("stop") is None:
+        return False
+    try:
+        lock = open(os.path.join(quick.folder(), LOCK_NAME), "a")
+    except OSError:
+        return True
+    with lock:
+        deadline = time.monotonic() + wait_seconds
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except OSError:    # still closing its stores
+                time.sleep(0.02)
+    return True
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def _main() -> int:
+    """`python -m cortex_cli.daemon --idle-minutes N`: what `cortex daemon start` runs. It says
+    `ready PID` on stdout once it listens; from then on stdout is the log too."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m cortex_cli.daemon")
+    parser.add_argument("--idle-minutes", type=float, default=0.0)
+    args = parser.parse_args()
+
+    def ready(pid: int) -> None:
+        sys.stdout.write(f"ready {pid}\n")
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        print(f"cortex daemon {pid}: listening since {time.strftime('%Y-%m-%d %H:%M:%S')}",
+              file=sys.stderr, flush=True)
+
+    try:
+        return run(args.idle_minutes, ready)
+    except CortexError as exc:
+        print(f"cortex daemon: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -1,0 +1,330 @@
+"""`cortex daemon`: queries typed at the command line answered by a process kept running
+(cortex_cli/daemon.py), through the `cortex` script's client (cortex_cli/quick.py).
+
+Every test runs the real script, a real daemon in a folder of its own and a real indexed
+repository; an answer through the daemon must be byte for byte the answer of the command run
+in its own process (CORTEX_DAEMON=off), exit status and standard error included."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_repo import ScriptedRepo, sample_core, sample_use  # noqa: E402
+
+from cortex_core.config import Settings  # noqa: E402
+from cortex_core.index.ingest import index_repository  # noqa: E402
+
+PROJECT = Path(__file__).resolve().parent.parent
+SCRIPT = PROJECT / "bin" / "cortex"
+
+pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets here")
+
+
+class Daemon:
+    """A daemon folder and the environment every command of a test runs with."""
+
+    def __init__(self, folder: Path, code: Path = PROJECT, **env: str):
+        self.folder = folder
+        self.env = {k: v for k, v in os.environ.items() if k not in ("CORTEX_DAEMON", "COLUMNS")}
+        self.env.update({"PYTHONPATH": str(code), "CORTEX_DAEMON_DIR": str(folder),
+                         "CORTEX_MODEL": "none", **env})
+        self.script = code / "bin" / "cortex"
+
+    def run(self, *args: str, cwd: Path, here: bool = False, **env: str):
+        """The script run with this environment; `here`: with CORTEX_DAEMON=off."""
+        extra = dict(env, CORTEX_DAEMON="off") if here else env
+        return subprocess.run([sys.executable, str(self.script), *args], cwd=cwd,
+                              capture_output=True, timeout=120, env=dict(self.env, **extra))
+
+    def status(self, cwd: Path) -> dict:
+        proc = self.run("daemon", "status", "--json", cwd=cwd)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> ScriptedRepo:
+    repo = ScriptedRepo(tmp_path / "widgets")
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/core.py", sample_core(1))
+    repo.write("pkg/use.py", sample_use())
+    repo.commit("add the core")
+    repo.write("pkg/core.py", sample_core(2))
+    repo.write("pkg/use.py", sample_use() + "\n# tuned\n")
+    repo.commit("tune compute", days_ago=2)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model="none")
+    return repo
+
+
+@pytest.fixture
+def daemon(tmp_path: Path):
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder)
+    yield d
+    _stop(d, tmp_path)
+
+
+def _stop(d: Daemon, cwd: Path) -> None:
+    d.run("daemon", "stop", cwd=cwd)
+    pid = _pid_holding(d.folder / "daemon.lock")
+    if pid:    # a test that failed midway: no process outlives it
+        os.kill(pid, signal.SIGKILL)
+
+
+def _pid_holding(lock: Path) -> int | None:
+    """The daemon that holds its lock, from /proc/locks; None if none does (or no /proc)."""
+    try:
+        inode = lock.stat().st_ino
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 5 and parts[5].endswith(f":{inode}"):
+            return int(parts[4])
+    return None
+
+
+def _started(d: Daemon, cwd: Path) -> dict:
+    proc = d.run("daemon", "start", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert b"started (pid" in proc.stdout, proc.stdout
+    return d.status(cwd)
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_answers_through_the_daemon_are_the_commands_own(indexed: ScriptedRepo, daemon: Daemon):
+    root = indexed.path
+    line = line_of(root / "pkg/core.py", "def compute")
+    commands = [
+        ("history", f"pkg/core.py:{line}"),
+        ("history", "pkg/core.py::compute", "--json"),
+        ("history", "core.py::compute"),                    # relative to the working folder
+        ("blast", "pkg/core.py::compute"),
+        ("callers", "pkg/core.py::compute", "--json"),
+        ("related", "pkg/core.py"),
+        ("hotspots",),
+        ("search", "tune", "--mode", "lexical"),
+        ("status",),
+        ("context", "pkg/core.py::compute", "--budget", "600"),
+        ("history", "pkg/nothing.py::gone"),                # an error: exit 1, on stderr
+        ("history", "--no-such-option"),                    # a usage error: exit 2
+        ("blast", "--help"),
+    ]
+    def cwd(c):
+        return root / "pkg" if c[1:2] == ("core.py::compute",) else root
+
+    here = {c: daemon.run(*c, cwd=cwd(c), here=True) for c in commands}
+    assert here[("history", "pkg/nothing.py::gone")].returncode == 1
+    assert here[("history", "--no-such-option")].returncode == 2
+    assert b"tune compute" in here[commands[0]].stdout
+
+    assert _started(daemon, root)["served"] == 0
+    for c in commands:
+        there = daemon.run(*c, cwd=cwd(c))
+        assert (there.returncode, there.stdout, there.stderr) == (
+            here[c].returncode, here[c].stdout, here[c].stderr), c
+    status = daemon.status(root)
+    assert status["served"] == len(commands), status     # all of them went through it
+    assert status["refused"] == {}
+    assert status["repositories"] == [str(root)]
+
+
+def test_the_client_loads_no_cortex_beyond_itself(indexed: ScriptedRepo, daemon: Daemon):
+    _started(daemon, indexed.path)
+    proc = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPT), "history",
+                           "pkg/core.py::compute"], cwd=indexed.path, capture_output=True,
+                          text=True, timeout=120, env=daemon.env)
+    assert proc.returncode == 0 and "tune compute" in proc.stdout, proc.stderr[-2000:]
+    modules = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+               if line.startswith("import time:") and "self [us]" not in line}
+    assert "cortex_cli.quick" in modules
+    assert modules.isdisjoint({"cortex_cli.cli", "cortex_core", "apsw", "re", "argparse",
+                               "json", "socket"}), sorted(modules)
+
+
+def test_the_width_of_the_terminal_is_the_clients(indexed: ScriptedRepo, daemon: Daemon):
+    _started(daemon, indexed.path)
+    helps = []
+    for columns in ("50", "130"):
+        there = daemon.run("history", "--help", cwd=indexed.path, COLUMNS=columns)
+        here = daemon.run("history", "--help", cwd=indexed.path, here=True, COLUMNS=columns)
+        assert there.stdout == here.stdout
+        helps.append(there.stdout)
+    assert helps[0] != helps[1]           # argparse wrapped them to each width
+    assert daemon.status(indexed.path)["served"] == 2
+
+
+def test_another_environment_is_refused_and_answered_here(indexed: ScriptedRepo,
+                                                          daemon: Daemon):
+    root = indexed.path
+    _started(daemon, root)
+    here = daemon.run("history", "pkg/core.py::compute", cwd=root, here=True)
+    for env in ({"CORTEX_TEST_MARK": "3"}, {"HOME": str(root)}, {"GIT_DIR": str(root / ".git")}):
+        there = daemon.run("history", "pkg/core.py::compute", cwd=root, **env)
+        assert (there.returncode, there.stdout) == (0, here.stdout), env
+    status = daemon.status(root)
+    assert status["served"] == 0
+    assert status["refused"] == {"the environment differs in CORTEX_TEST_MARK": 1,
+                                 "the environment differs in HOME": 1,
+                                 "the environment differs in GIT_DIR": 1}
+    # What a command only reads for itself (PATH: which git) is set for it alone.
+    there = daemon.run("history", "pkg/core.py::compute", cwd=root,
+                       PATH=os.pathsep.join([str(root), os.environ.get("PATH", "")]))
+    assert there.stdout == here.stdout and daemon.status(root)["served"] == 1
+
+
+def test_what_writes_or_is_not_a_query_runs_here(indexed: ScriptedRepo, daemon: Daemon):
+    root = indexed.path
+    _started(daemon, root)
+    indexed.write("pkg/more.py", "def more():\n    return 1\n")
+    indexed.commit("add more")
+    proc = daemon.run("index", "--jobs", "2", cwd=root)    # workers import the script too
+    assert proc.returncode == 0, proc.stderr
+    assert b"add more" in daemon.run("history", "pkg/more.py", cwd=root).stdout
+    assert b"added" in daemon.run("note", "add", "pkg/core.py", "keep it small",
+                                       cwd=root).stdout
+    status = daemon.status(root)
+    assert status["served"] == 1 and status["refused"] == {}   # index and note never asked
+
+
+def test_a_search_keeps_its_model_and_answers_the_same(tmp_path: Path, tiny_model):
+    repo = ScriptedRepo(tmp_path / "w")
+    repo.write("client.py", "def fetch(url):\n    return get(url, timeout=30)\n")
+    repo.commit("Fix timeout in fetch")
+    repo.write("server.py", "def serve(port):\n    return listen(port)\n")
+    repo.commit("Listen on the given port")
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model=tiny_model)
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder, CORTEX_MODEL=tiny_model)
+    try:
+        _started(d, repo.path)
+        for query in ("deadline", "port number", "deadline"):
+            here = d.run("search", query, "--json", cwd=repo.path, here=True)
+            there = d.run("search", query, "--json", cwd=repo.path)
+            assert here.returncode == 0 and b'"mode": "hybrid"' in here.stdout, here.stderr
+            import difflib
+            assert there.stdout == here.stdout, "".join(difflib.unified_diff(
+                here.stdout.decode().splitlines(True), there.stdout.decode().splitlines(True)))
+            assert (there.returncode, there.stderr) == (here.returncode, here.stderr)
+        assert d.status(repo.path)["served"] == 3
+    finally:
+        _stop(d, tmp_path)
+
+
+def test_changed_code_is_refused_and_stops_the_daemon(indexed: ScriptedRepo, tmp_path: Path):
+    code = tmp_path / "code"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for part in ("cortex_core", "cortex_cli", "bin"):
+        shutil.copytree(PROJECT / part, code / part, ignore=ignore)
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder, code=code)
+    try:
+        _started(d, indexed.path)
+        here = d.run("history", "pkg/core.py::compute", cwd=indexed.path, here=True)
+        render = code / "cortex_cli" / "render.py"
+        render.write_text(render.read_text().replace(
+            'f"{terminal(t.label)}"', 'f"{terminal(t.label)} (edited)"'))
+        there = d.run("history", "pkg/core.py::compute", cwd=indexed.path)
+        assert there.returncode == 0
+        assert b"(edited)" in there.stdout and there.stdout != here.stdout   # the new code's
+        status = d.run("daemon", "status", "--json", cwd=indexed.path)
+        assert json.loads(status.stdout).get("running") is False
+    finally:
+        _stop(d, tmp_path)
+
+
+def test_a_killed_daemon_leaves_nothing_in_the_way(indexed: ScriptedRepo, daemon: Daemon):
+    root = indexed.path
+    pid = _started(daemon, root)["pid"]
+    again = daemon.run("daemon", "start", cwd=root)
+    assert b"already running (pid %d)" % pid in again.stdout
+    os.kill(pid, signal.SIGKILL)    # its lock goes with it; its socket file stays
+    assert (daemon.folder / "daemon.sock").exists()        # left behind
+    here = daemon.run("history", "pkg/core.py::compute", cwd=root, here=True)
+    there = daemon.run("history", "pkg/core.py::compute", cwd=root)
+    assert (there.returncode, there.stdout, there.stderr) == (0, here.stdout, here.stderr)
+    assert b"not running" in daemon.run("daemon", "status", cwd=root).stdout
+    assert _started(daemon, root)["pid"] != pid
+
+
+def test_a_folder_others_can_use_is_not(indexed: ScriptedRepo, tmp_path: Path):
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o755)
+    d = Daemon(folder)
+    proc = d.run("daemon", "start", cwd=indexed.path)
+    assert proc.returncode == 1
+    assert b"can be entered by other users (mode 755)" in proc.stderr
+    assert not (folder / "daemon.sock").exists()
+    # A socket someone else put there is not asked.
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / "daemon.sock"))
+    listener.listen(1)
+    listener.settimeout(0)
+    try:
+        there = d.run("history", "pkg/core.py::compute", cwd=indexed.path)
+        assert there.returncode == 0 and b"tune compute" in there.stdout
+        with pytest.raises(BlockingIOError):
+            listener.accept()                               # nobody connected
+    finally:
+        listener.close()
+
+
+def test_a_malformed_request_is_refused_and_the_daemon_goes_on(indexed: ScriptedRepo,
+                                                               daemon: Daemon):
+    root = indexed.path
+    _started(daemon, root)
+    for junk in (b"", b"hello", b"cortex-daemon/1 run\0x", b"\xff" * 70000,
+                 b"cortex-daemon/1 run\0a\0b\0utf-8\0strict\0" + b"80\0" + b"99\0A=1"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(daemon.folder / "daemon.sock"))
+            s.sendall(junk)
+            s.shutdown(socket.SHUT_WR)
+            answer = b"".join(iter(lambda: s.recv(65536), b""))
+        assert answer[:1] == b"r" and b"malformed" in answer, (junk[:40], answer)
+    there = daemon.run("history", "pkg/core.py::compute", cwd=root)
+    assert there.returncode == 0 and b"tune compute" in there.stdout
+    assert daemon.status(root)["served"] == 1
+
+
+def _wait_for_exit(d: Daemon) -> None:
+    """Until the daemon has let go of its lock: its last step, after its socket is gone."""
+    import fcntl
+    with open(d.folder / "daemon.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)     # blocks; the test's timeout guards a hang
+
+
+def test_sigterm_stops_it_and_leaves_a_clean_folder(indexed: ScriptedRepo, daemon: Daemon):
+    pid = _started(daemon, indexed.path)["pid"]
+    os.kill(pid, signal.SIGTERM)
+    _wait_for_exit(daemon)
+    assert not (daemon.folder / "daemon.sock").exists()
+    assert b"stopped by a signal" in (daemon.folder / "daemon.log").read_bytes()
+    assert b"not running" in daemon.run("daemon", "status", cwd=indexed.path).stdout
+
+
+def test_an_idle_daemon_stops_by_itself(indexed: ScriptedRepo, daemon: Daemon):
+    proc = daemon.run("daemon", "start", "--idle-minutes", "0.005", cwd=indexed.path)
+    assert proc.returncode == 0 and b"started" in proc.stdout, proc.stderr
+    _wait_for_exit(daemon)
+    assert b"idle for 0.005 minutes: stopping" in (daemon.folder / "daemon.log").read_bytes()
+    assert not (daemon.folder / "daemon.sock").exists()
