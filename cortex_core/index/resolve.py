@@ -57,8 +57,10 @@ LOOKUPS_PER_ASKER = 1_000
 # TypeScript's global types outside the repository, Java's types by their class in scope, Go's
 # by their package, a Python namespace package's modules, a Java import of a nested class or
 # a static member binds it, a Java type by its full name or nested in a base class, none by
-# its name alone; 10: a Python or Go type declared in the definition around its use).
-RESOLVER_VERSION = "10"
+# its name alone; 10: a Python or Go type declared in the definition around its use; 11: a
+# Python call qualified by a class finds the methods it inherits, and by a builtin value type
+# is outside the repository).
+RESOLVER_VERSION = "11"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
@@ -98,6 +100,11 @@ _RUST_TARGET_FOLDERS = frozenset({"examples", "tests", "benches"})   # a crate p
 # `mod`s took minutes to resolve without it).
 _RUST_NESTING = 32
 PY_BUILTINS = frozenset(dir(builtins))
+# The builtin classes of values, which a call's qualifier names when its variable is declared
+# one (`text: str`, `parts = list(...)` is not: the name tells a class only when capitalised),
+# and which no variable is named after.
+PY_VALUE_TYPES = frozenset({"str", "bytes", "bytearray", "dict", "list", "set", "frozenset",
+                            "tuple", "int", "float", "bool", "complex"})
 # The types TypeScript code names without an import (its standard library and the DOM's most
 # used): a type annotation naming one, with no definition of the name in its file or imports,
 # is outside the repository, not a guess at a same-named class of the project.
@@ -1029,6 +1036,12 @@ class Resolver:
                 member = f"{q}.{ref.name}"
                 if member in self.defs[ref.file_id]:
                     return "resolved", [(ref.file_id, member, CONF_LOCAL)]
+                if local_class in _CLASS_KINDS:   # or one it inherits
+                    found = self._inherited(self.bases(ref.file_id, q), ref.name)
+                    if found:
+                        return "resolved", found
+            if self.lang.get(ref.file_id) == "python" and q in PY_VALUE_TYPES:
+                return "external", []   # `text.split()` with `text: str`: no method of ours
             if self.lang.get(ref.file_id) == "java" and "." not in q and q in JAVA_LANG:
                 return "external", []   # `s.length()` with `String s`: no method of ours
             if self.lang.get(ref.file_id) == "go" and "." not in q:
@@ -1122,6 +1135,11 @@ class Resolver:
             member = f"{qual}.{name}" if qual else name
             if member in self.defs.get(f, {}):
                 out.append((f, member, conf))
+            elif qual and self.defs.get(f, {}).get(qual) in _CLASS_KINDS:
+                # A method the class inherits (`request.url_for()`, `request: Request`, is
+                # HTTPConnection's url_for).
+                out.extend((g, m, min(conf, CONF_CLASS)) for g, m, _ in
+                           self._inherited(self.bases(f, qual), name))
             elif qual is None and self.lang.get(f) == "go":   # a Go package: any of its files
                 directory = posixpath.dirname(self.path[f])
                 out.extend((g, name, conf) for g in self.by_dir.get(directory, [])
@@ -1161,9 +1179,13 @@ class Resolver:
         if not classes:
             return []
         cls = classes[0]
-        seen: set[tuple[int, str]] = set()
         start = [(ref.file_id, cls)] if include_own else self.bases(ref.file_id, cls)
-        frontier: list[tuple[int, str]] = [(f, c) for f, c, *_ in start]
+        return self._inherited([(f, c) for f, c, *_ in start], ref.name)
+
+    def _inherited(self, start: list[tuple[int, str]], name: str) -> list[Target]:
+        """The member `name` of the first of these classes, or of their bases, that has it."""
+        seen: set[tuple[int, str]] = set()
+        frontier = start
         depth = 0
         while frontier and depth < 10:
             nxt: list[tuple[int, str]] = []
@@ -1171,7 +1193,7 @@ class Resolver:
                 if (f, c) in seen:
                     continue
                 seen.add((f, c))
-                member = f"{c}.{ref.name}"
+                member = f"{c}.{name}"
                 if member in self.defs.get(f, {}):
                     return [(f, member, CONF_CLASS)]
                 nxt.extend((g, d) for g, d, _ in self.bases(f, c))

@@ -67,6 +67,7 @@ from __future__ import annotations
 import re
 import threading
 from bisect import bisect_right
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -113,13 +114,15 @@ class FileStructure:
 
 
 class _Out:
-    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "tests",
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "py_locals", "tests",
                  "type_params", "type_param_spans", "module_names", "not_types")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
         # A Go function's typed local variables, read once per function (_go_locals).
         self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
+        # A Python function's (or module's) assigned names, read once per scope (_py_locals).
+        self.py_locals: dict[int, dict[str, list[tuple[int, str]]]] = {}
         self.imports: list[tuple[int, Import]] = []
         self.refs: list[Ref] = []
         # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
@@ -268,13 +271,171 @@ def _py_import_from(out: _Out, node: Node) -> None:
 
 
 def _py_named(out: _Out, node: Node, kind: str, owner: str | None = None) -> None:
-    """A name or attribute expression as a ref of `kind`; anything else is skipped."""
+    """A name or attribute expression as a ref of `kind`; anything else is skipped. A call on
+    a variable whose type is in sight (_py_declared_type) is qualified by that type."""
     if node.type == "identifier":
         out.ref(node, out.text(node), None, kind, owner)
     elif node.type == "attribute":
         attr, obj = node.child_by_field_name("attribute"), node.child_by_field_name("object")
         if attr is not None and obj is not None:
-            out.ref(attr, out.text(attr), _py_qualifier(out, obj), kind, owner)
+            qualifier = None
+            if kind == "call" and obj.type == "identifier" and out.text(obj) not in _PY_SELF:
+                qualifier = _py_declared_type(out, obj)
+            out.ref(attr, out.text(attr), qualifier or _py_qualifier(out, obj), kind, owner)
+
+
+_PY_SELF = frozenset({"self", "cls"})
+_PY_SCOPES = frozenset({"function_definition", "lambda", "class_definition", "module"})
+# Where a walk for a function's locals does not go: scopes of their own.
+_PY_OWN_SCOPES = frozenset({"function_definition", "class_definition", "lambda",
+                            "list_comprehension", "set_comprehension", "dictionary_comprehension",
+                            "generator_expression"})
+# Annotations that say nothing of a class: a call on such a variable stays a guess by name.
+_PY_UNTYPED = frozenset({"Any", "object", "None"})
+
+
+def _py_declared_type(out: _Out, ident: Node) -> str | None:
+    """The class of the variable `ident` where a call on it is (`request.url_for()` with
+    `request: Request` a parameter is a call of Request's url_for, not of every `url_for` of the
+    repository), as the call's qualifier: the annotation of a parameter of the innermost
+    function that has one of that name, or the last assignment to it before the call in that
+    function (`x = Client(...)`, `x: Client = ...`), else in the functions around it, else at
+    the module's top level. A class is told from a function by its name (PEP 8: `Client()`,
+    not `make()`). None when the nearest binding gives no class (an untyped parameter, another
+    assignment, a loop variable): the call keeps the variable's name, as before."""
+    name = out.text(ident)
+    here = ident.start_byte
+    n = ident.parent
+    while n is not None:
+        if n.type == "lambda":
+            params = n.child_by_field_name("parameters")
+            if params is not None and any(out.text(p) == name for p in params.named_children
+                                          if p.type == "identifier"):
+                return None
+        elif n.type in ("function_definition", "module"):
+            seen = [t for at, t in _py_locals(out, n).get(name, ()) if at < here]
+            if seen:
+                return seen[-1] or None
+            if n.type == "function_definition":
+                found = _py_parameter(out, n, name)
+                if found is not None:
+                    return found or None
+        n = n.parent
+    return None
+
+
+def _py_parameter(out: _Out, fn: Node, name: str) -> str | None:
+    """The class a parameter `name` of `fn` is annotated with, "" for a parameter with no class
+    in sight, None when `fn` has no such parameter."""
+    params = fn.child_by_field_name("parameters")
+    for p in params.named_children if params is not None else ():
+        if p.type == "identifier":
+            if out.text(p) == name:
+                return ""
+        elif p.type in ("typed_parameter", "typed_default_parameter", "default_parameter"):
+            first = p.child_by_field_name("name") or (p.named_children[0]
+                                                      if p.named_children else None)
+            if first is None or first.type != "identifier" or out.text(first) != name:
+                continue
+            return _py_type_name(out, p.child_by_field_name("type")) or ""
+        elif p.type in ("list_splat_pattern", "dictionary_splat_pattern"):
+            if any(out.text(c) == name for c in p.named_children):
+                return ""
+    return None
+
+
+def _py_locals(out: _Out, scope: Node) -> dict[str, list[tuple[int, str]]]:
+    """name -> (where, class or "") of each assignment in the function or module `scope`'s own
+    body (not in the functions, classes and comprehensions it holds), in order."""
+    key = scope.id
+    found = out.py_locals.get(key)
+    if found is not None:
+        return found
+    names: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    body = scope.child_by_field_name("body") if scope.type != "module" else scope
+    stack = list(reversed(body.named_children)) if body is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type in _PY_OWN_SCOPES or n.type == "decorated_definition":
+            continue
+        if n.type == "assignment":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                typed = n.child_by_field_name("type")
+                names[out.text(left)].append((n.start_byte, _py_type_name(out, typed) if typed
+                                              else _py_constructed(out, n.child_by_field_name(
+                                                  "right")) or ""))
+            elif left is not None:
+                for target in _py_targets(left):
+                    names[out.text(target)].append((n.start_byte, ""))
+        elif n.type in ("for_statement", "for_in_clause"):
+            left = n.child_by_field_name("left")
+            for target in _py_targets(left) if left is not None else ():
+                names[out.text(target)].append((n.start_byte, ""))
+        elif n.type in ("as_pattern_target", "named_expression"):
+            target = n.named_children[0] if n.type == "as_pattern_target" and n.named_children \
+                else n.child_by_field_name("name")
+            if target is not None and target.type == "identifier":
+                names[out.text(target)].append((n.start_byte, ""))
+        stack.extend(reversed(n.named_children))
+    out.py_locals[key] = names = dict(names)
+    return names
+
+
+def _py_targets(node: Node) -> list[Node]:
+    """The names an assignment's or a loop's target binds (`a, (b, c)`, `*rest`)."""
+    if node.type == "identifier":
+        return [node]
+    if node.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
+                     "list_splat_pattern", "parenthesized_expression"):
+        return [t for c in node.named_children for t in _py_targets(c)]
+    return []
+
+
+def _py_constructed(out: _Out, value: Node | None) -> str | None:
+    """`Client(...)`, `http.Client(...)`: the class a value is made by, told by its name."""
+    if value is None or value.type != "call":
+        return None
+    fn = value.child_by_field_name("function")
+    if fn is None or fn.type not in ("identifier", "attribute"):
+        return None
+    dotted = _chain(out, fn, "attribute", "object", "attribute", _PY_BASES)
+    last = dotted.rsplit(".", 1)[-1]
+    if dotted == "?" or not last[:1].isupper() or last.isupper() or last in _PY_UNTYPED:
+        return None    # a function, or a CONSTANT's call
+    return dotted
+
+
+def _py_type_name(out: _Out, node: Node | None) -> str | None:
+    """The one class an annotation names (`Request`, `m.Request`, `"Request"`,
+    `Optional[Request]`, `Request | None`); None for anything else (`list[Request]`, `Any`)."""
+    while node is not None and node.type == "type" and len(node.named_children) == 1:
+        node = node.named_children[0]
+    if node is None:
+        return None
+    if node.type == "identifier":
+        text = out.text(node)
+        return None if text in _PY_UNTYPED else text
+    if node.type == "attribute":
+        dotted = _chain(out, node, "attribute", "object", "attribute", _PY_BASES)
+        return None if dotted == "?" else dotted
+    if node.type == "string":
+        content = [c for c in node.named_children if c.type == "string_content"]
+        text = out.text(content[0]).strip() if len(content) == 1 else ""
+        return text if _PY_DOTTED.fullmatch(text) and text not in _PY_UNTYPED else None
+    if node.type == "binary_operator":
+        sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        kept = [side for side in sides if side is not None and side.type != "none"
+                and out.text(side) != "None"]
+        return _py_type_name(out, kept[0]) if len(kept) == 1 else None
+    if node.type in ("generic_type", "subscript"):
+        head = node.named_children[0] if node.named_children else None
+        if head is not None and out.text(head) in ("Optional", "typing.Optional"):
+            inner = node.named_children[1] if len(node.named_children) > 1 else None
+            while inner is not None and inner.type == "type_parameter":
+                inner = inner.named_children[0] if inner.named_children else None
+            return _py_type_name(out, inner)
+    return None
 
 
 def _py_call(out: _Out, node: Node) -> None:
@@ -778,8 +939,9 @@ def _go_call(out: _Out, node: Node) -> None:
 # 5: a Go file's build constraint, meta `go_build:<file id>`, index/structure.py; Python and
 # TypeScript type annotations, and Java's and Go's types, refs of kind "type"; a Python
 # function or class the module imports or defines, named as a value: an argument, `except`,
-# `raise`).
-EXTRACT_VERSION = "5"
+# `raise`; 6: a Python call on a variable qualified by its class where it is in sight,
+# _py_declared_type).
+EXTRACT_VERSION = "6"
 
 _GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
