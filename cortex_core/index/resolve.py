@@ -1037,7 +1037,8 @@ class Resolver:
                 if member in self.defs[ref.file_id]:
                     return "resolved", [(ref.file_id, member, CONF_LOCAL)]
                 if local_class in _CLASS_KINDS:   # or one it inherits
-                    found = self._inherited(self.bases(ref.file_id, q), ref.name)
+                    found = self._inherited(
+                        [(g, c) for g, c, _ in self.bases(ref.file_id, q) if c], ref.name)
                     if found:
                         return "resolved", found
             if self.lang.get(ref.file_id) == "python" and q in PY_VALUE_TYPES:
@@ -1138,8 +1139,8 @@ class Resolver:
             elif qual and self.defs.get(f, {}).get(qual) in _CLASS_KINDS:
                 # A method the class inherits (`request.url_for()`, `request: Request`, is
                 # HTTPConnection's url_for).
-                out.extend((g, m, min(conf, CONF_CLASS)) for g, m, _ in
-                           self._inherited(self.bases(f, qual), name))
+                out.extend((g, m, min(conf, CONF_CLASS)) for g, m, _ in self._inherited(
+                    [(g, c) for g, c, _ in self.bases(f, qual) if c], name))
             elif qual is None and self.lang.get(f) == "go":   # a Go package: any of its files
                 directory = posixpath.dirname(self.path[f])
                 out.extend((g, name, conf) for g in self.by_dir.get(directory, [])
@@ -1179,8 +1180,9 @@ class Resolver:
         if not classes:
             return []
         cls = classes[0]
-        start = [(ref.file_id, cls)] if include_own else self.bases(ref.file_id, cls)
-        return self._inherited([(f, c) for f, c, *_ in start], ref.name)
+        start = [(ref.file_id, cls)] if include_own else [
+            (f, c) for f, c, _ in self.bases(ref.file_id, cls) if c]
+        return self._inherited(start, ref.name)
 
     def _inherited(self, start: list[tuple[int, str]], name: str) -> list[Target]:
         """The member `name` of the first of these classes, or of their bases, that has it."""
