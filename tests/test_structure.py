@@ -426,6 +426,44 @@ def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
         ("app/routes.py", "routes", "reference"), ("app/cli.py", "main", "caller")}
 
 
+def test_a_python_call_on_a_variable_of_a_known_class_is_that_classs(repo, cortex):
+    """`request.url_for()` with `request: Request` is Request's url_for, or the one Request
+    inherits; `client = Client()` makes `client.send()` Client's; a `str` has no method of
+    ours; an untyped parameter's call is still a guess by name."""
+    repo.write("web/conn.py", "class HTTPConnection:\n    def url_for(self, name):\n"
+                              "        return name\n")
+    repo.write("web/requests.py", "from web.conn import HTTPConnection\n\n\n"
+                                  "class Request(HTTPConnection):\n    def body(self):\n"
+                                  "        return b''\n")
+    repo.write("web/client.py", "class Client:\n    def send(self):\n        return 1\n\n"
+                                "    def url_for(self, name):\n        return name\n")
+    repo.write("web/text.py", "def split(text):\n    return text\n\n\nclass Words:\n"
+                              "    def split(self):\n        return []\n")
+    repo.write("web/views.py",
+               "from typing import Optional\n\nfrom web.client import Client\n"
+               "from web.requests import Request\n\n\n"
+               "def home(request: Request, other: Optional['Client'] = None):\n"
+               "    request.url_for('home')\n    return request.body()\n\n\n"
+               "def fetch(text: str):\n    client = Client()\n    client.send()\n"
+               "    return text.split()\n\n\n"
+               "def guess(thing):\n    return thing.send()\n")
+    repo.commit("Views", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("web/conn.py", "HTTPConnection.url_for")).items) == {
+        ("web/views.py", "home")}
+    assert labels(callers(con, TargetSpec("web/client.py", "Client.url_for")).items) == set()
+    assert labels(callers(con, TargetSpec("web/requests.py", "Request.body")).items) == {
+        ("web/views.py", "home")}
+    send = {(n.path, n.qualname): n.confidence
+            for n in callers(con, TargetSpec("web/client.py", "Client.send")).items}
+    assert send[("web/views.py", "fetch")] == 1.0
+    assert send[("web/views.py", "guess")] < 0.9      # untyped: the only `send`, by its name
+    assert callers(con, TargetSpec("web/text.py", "Words.split")).items == []
+    assert labels(callees(con, TargetSpec("web/views.py", "fetch")).items) >= {
+        ("web/client.py", "Client.send")}
+
+
 def test_fused_related_ranks_structure_and_history(py_project, indexed):
     for n in range(3):
         py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")
