@@ -464,6 +464,36 @@ def test_a_python_call_on_a_variable_of_a_known_class_is_that_classs(repo, corte
         ("web/client.py", "Client.send")}
 
 
+def test_a_python_call_on_an_attribute_of_a_known_class_is_that_classs(repo, cortex):
+    """`self.router.add()` with `self.router = router` and `router: Router` in __init__ (or
+    `self.client = Client()`, or `client: Client` in the class body) is Router's add; an
+    attribute assigned two classes stays a guess by name."""
+    repo.write("app/routing.py", "class Router:\n    def add(self, path):\n        return path\n")
+    repo.write("app/client.py", "class Client:\n    def add(self, x):\n        return x\n\n"
+                                "    def get(self):\n        return 1\n")
+    repo.write("app/main.py",
+               "from app.client import Client\nfrom app.routing import Router\n\n\n"
+               "class App:\n    backup: Client\n\n"
+               "    def __init__(self, router: Router) -> None:\n        self.router = router\n"
+               "        self.client = None\n        self.client = Client()\n"
+               "        self.either = Client()\n        self.either = Router()\n\n"
+               "    def route(self):\n        self.router.add('/')\n"
+               "        self.client.get()\n        self.backup.get()\n"
+               "        return self.either.add(1)\n")
+    repo.commit("App", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    routes = {(n.path, n.qualname, n.line): n.confidence
+              for n in callers(con, TargetSpec("app/routing.py", "Router.add")).items}
+    assert routes[("app/main.py", "App.route", 16)] == 1.0
+    added = {(n.path, n.qualname, n.line): n.confidence
+             for n in callers(con, TargetSpec("app/client.py", "Client.add")).items}
+    assert added == {("app/main.py", "App.route", 19): 0.2}   # self.either: by its name
+    got = callers(con, TargetSpec("app/client.py", "Client.get")).items
+    assert [(n.path, n.qualname, n.line, n.confidence) for n in got] == [
+        ("app/main.py", "App.route", 17, 1.0), ("app/main.py", "App.route", 18, 1.0)]
+
+
 def test_fused_related_ranks_structure_and_history(py_project, indexed):
     for n in range(3):
         py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")

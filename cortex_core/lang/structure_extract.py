@@ -114,8 +114,9 @@ class FileStructure:
 
 
 class _Out:
-    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "py_locals", "tests",
-                 "type_params", "type_param_spans", "module_names", "not_types")
+    __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "py_locals",
+                 "py_attributes", "tests", "type_params", "type_param_spans", "module_names",
+                 "not_types")
 
     def __init__(self, src: bytes) -> None:
         self.src = src
@@ -123,6 +124,8 @@ class _Out:
         self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
         # A Python function's (or module's) assigned names, read once per scope (_py_locals).
         self.py_locals: dict[int, dict[str, list[tuple[int, str]]]] = {}
+        # A Python class's attributes and the classes assigned to them (_py_class_attributes).
+        self.py_attributes: dict[int, dict[str, list[str]]] = {}
         self.imports: list[tuple[int, Import]] = []
         self.refs: list[Ref] = []
         # Byte ranges whose token trees are not code (Rust attributes); sorted on first use.
@@ -281,6 +284,8 @@ def _py_named(out: _Out, node: Node, kind: str, owner: str | None = None) -> Non
             qualifier = None
             if kind == "call" and obj.type == "identifier" and out.text(obj) not in _PY_SELF:
                 qualifier = _py_declared_type(out, obj)
+            elif kind == "call" and obj.type == "attribute":
+                qualifier = _py_attribute_type(out, obj)
             out.ref(attr, out.text(attr), qualifier or _py_qualifier(out, obj), kind, owner)
 
 
@@ -322,6 +327,83 @@ def _py_declared_type(out: _Out, ident: Node) -> str | None:
                     return found or None
         n = n.parent
     return None
+
+
+def _py_attribute_type(out: _Out, node: Node) -> str | None:
+    """The class of `self.x` where a method calls `self.x.send()`: the one class that every
+    assignment to the attribute in its class gives it (`self.x = Client(...)`, `self.x: Client
+    = ...`, `self.x = client` with `client: Client` a parameter there, or `x: Client` in the
+    class body), `None` assignments aside. None when the attribute is assigned anything else,
+    or not in its class (a base's: not followed)."""
+    obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+    if obj is None or attr is None or obj.type != "identifier" or out.text(obj) != "self":
+        return None
+    cls = node.parent
+    while cls is not None and cls.type != "class_definition":
+        cls = cls.parent
+    if cls is None:
+        return None
+    types = _py_class_attributes(out, cls).get(out.text(attr))
+    return types[0] if types is not None and len(types) == 1 and types[0] else None
+
+
+def _py_class_attributes(out: _Out, cls: Node) -> dict[str, list[str]]:
+    """attribute -> the distinct classes its assignments in the class `cls` give it ("" for
+    an assignment that gives none), from the class body and its methods (and what they hold,
+    not the classes nested in it)."""
+    found = out.py_attributes.get(cls.id)
+    if found is not None:
+        return found
+    kinds: dict[str, list[str]] = defaultdict(list)
+
+    def add(name: str, kind: str | None) -> None:
+        if kind is not None and kind not in kinds[name]:
+            kinds[name].append(kind)
+
+    body = cls.child_by_field_name("body")
+    for top in body.named_children if body is not None else ():
+        n = top.named_children[0] if top.type == "expression_statement" and \
+            top.named_children else top
+        if n.type == "assignment":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                add(out.text(left), _py_assigned_type(out, n, None))
+            continue
+        fn = top.child_by_field_name("definition") if top.type == "decorated_definition" else top
+        if fn is None or fn.type != "function_definition":
+            continue
+        stack = list(fn.named_children)
+        while stack:
+            n = stack.pop()
+            if n.type == "class_definition":
+                continue
+            if n.type == "assignment":
+                left = n.child_by_field_name("left")
+                if left is not None and left.type == "attribute":
+                    target, name = (left.child_by_field_name("object"),
+                                    left.child_by_field_name("attribute"))
+                    if target is not None and name is not None and out.text(target) == "self":
+                        add(out.text(name), _py_assigned_type(out, n, fn))
+            stack.extend(n.named_children)
+    out.py_attributes[cls.id] = found = dict(kinds)
+    return found
+
+
+def _py_assigned_type(out: _Out, assignment: Node, fn: Node | None) -> str | None:
+    """The class an assignment gives its target: its annotation, the class it constructs, or,
+    in a method `fn`, the annotation of the parameter it copies. "None" itself (an attribute
+    set to None before its value comes) is no kind; "" is none in sight."""
+    typed = assignment.child_by_field_name("type")
+    if typed is not None:
+        return _py_type_name(out, typed) or ""
+    right = assignment.child_by_field_name("right")
+    if right is None:
+        return ""
+    if right.type == "none":
+        return None
+    if right.type == "identifier" and fn is not None:
+        return _py_parameter(out, fn, out.text(right)) or ""
+    return _py_constructed(out, right) or ""
 
 
 def _py_parameter(out: _Out, fn: Node, name: str) -> str | None:
