@@ -26,7 +26,7 @@ from cortex_core.config import Settings  # noqa: E402
 from cortex_core.index.ingest import index_repository  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
-SCRIPT = PROJECT / "bin" / "cortex"
+SCRIPT = PROJECT / "cortex_cli" / "bin" / "cortex"
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets here")
 
@@ -39,7 +39,7 @@ class Daemon:
         self.env = {k: v for k, v in os.environ.items() if k not in ("CORTEX_DAEMON", "COLUMNS")}
         self.env.update({"PYTHONPATH": str(code), "CORTEX_DAEMON_DIR": str(folder),
                          "CORTEX_MODEL": "none", **env})
-        self.script = code / "bin" / "cortex"
+        self.script = code / "cortex_cli" / "bin" / "cortex"
 
     def run(self, *args: str, cwd: Path, here: bool = False, **env: str):
         """The script run with this environment; `here`: with CORTEX_DAEMON=off."""
@@ -231,7 +231,7 @@ def test_a_search_keeps_its_model_and_answers_the_same(tmp_path: Path, tiny_mode
 def test_changed_code_is_refused_and_stops_the_daemon(indexed: ScriptedRepo, tmp_path: Path):
     code = tmp_path / "code"
     ignore = shutil.ignore_patterns("__pycache__")
-    for part in ("cortex_core", "cortex_cli", "bin"):
+    for part in ("cortex_core", "cortex_cli"):
         shutil.copytree(PROJECT / part, code / part, ignore=ignore)
     folder = tmp_path / "d"
     folder.mkdir(mode=0o700)
