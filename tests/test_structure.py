@@ -437,22 +437,25 @@ def test_a_python_call_on_a_variable_of_a_known_class_is_that_classs(repo, corte
                                   "        return b''\n")
     repo.write("web/client.py", "class Client:\n    def send(self):\n        return 1\n\n"
                                 "    def url_for(self, name):\n        return name\n")
+    repo.write("web/__init__.py", "from web.client import Client\n")
     repo.write("web/text.py", "def split(text):\n    return text\n\n\nclass Words:\n"
                               "    def split(self):\n        return []\n")
     repo.write("web/views.py",
-               "from typing import Optional\n\nfrom web.client import Client\n"
+               "from typing import Optional\n\nimport web\nfrom web.client import Client\n"
                "from web.requests import Request\n\n\n"
                "def home(request: Request, other: Optional['Client'] = None):\n"
                "    request.url_for('home')\n    return request.body()\n\n\n"
                "def fetch(text: str):\n    client = Client()\n    client.send()\n"
                "    return text.split()\n\n\n"
-               "def guess(thing):\n    return thing.send()\n")
+               "def guess(thing):\n    return thing.send()\n\n\n"
+               "def remote():\n    c = web.Client()\n    return c.url_for('x')\n")
     repo.commit("Views", days_ago=1)
     cortex.index(model="none")
     con = cortex.reader()
     assert labels(callers(con, TargetSpec("web/conn.py", "HTTPConnection.url_for")).items) == {
         ("web/views.py", "home")}
-    assert labels(callers(con, TargetSpec("web/client.py", "Client.url_for")).items) == set()
+    assert labels(callers(con, TargetSpec("web/client.py", "Client.url_for")).items) == {
+        ("web/views.py", "remote")}       # web.Client: the class the package re-exports
     assert labels(callers(con, TargetSpec("web/requests.py", "Request.body")).items) == {
         ("web/views.py", "home")}
     send = {(n.path, n.qualname): n.confidence

@@ -58,8 +58,9 @@ LOOKUPS_PER_ASKER = 1_000
 # by their package, a Python namespace package's modules, a Java import of a nested class or
 # a static member binds it, a Java type by its full name or nested in a base class, none by
 # its name alone; 10: a Python or Go type declared in the definition around its use; 11: a
-# Python call qualified by a class finds the methods it inherits, and by a builtin value type
-# is outside the repository).
+# Python call qualified by a class, `Request` or `wrappers.Response` (a module's, or one it
+# re-exports), finds the methods it defines or inherits, and by a builtin value type is
+# outside the repository).
 RESOLVER_VERSION = "11"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
@@ -1022,6 +1023,19 @@ class Resolver:
                 scoped = self._java_scoped(ref, q)
                 if scoped is not None:
                     return scoped
+            if self.lang.get(ref.file_id) == "python" and q.rsplit(".", 1)[-1][:1].isupper():
+                # `Request`, `wrappers.Response`: a class (a variable's, _py_declared_type),
+                # the method it defines or inherits; the name's other methods if neither.
+                classes = self._python_classes(ref.file_id, q)
+                if classes:
+                    found = [(f, f"{c}.{ref.name}", CONF_IMPORT) for f, c in classes
+                             if f"{c}.{ref.name}" in self.defs.get(f, {})] or [
+                        t for f, c in classes for t in self._inherited(
+                            [(g, d) for g, d, _ in self.bases(f, c) if d], ref.name)]
+                    if found:
+                        return ("resolved" if len(found) == 1 else "ambiguous"), \
+                            found[:MAX_CANDIDATES]
+                    return self._by_name(ref.name, methods=True)
             head = q.split(".")[0].split("::")[0]
             binding = self.binding(ref.file_id, q) or self.binding(ref.file_id, head)
             outside = None if binding else self.external(ref.file_id, head)
@@ -1155,6 +1169,29 @@ class Resolver:
         if files:   # the module is known; the name is not a definition in it
             return "resolved", [(files[0], None, CONF_MODULE_ONLY)]
         return self._by_name(name, methods=True)
+
+    def _python_classes(self, file_id: int, q: str) -> list[tuple[int, str]]:
+        """The classes a dotted name means in a Python file: `Request` (imported, or its own),
+        `wrappers.Response` (a module it imports, then a class of that module or one the module
+        imports and re-exports), `Outer.Inner`."""
+        parts = q.split(".")
+        own = self.defs.get(file_id, {})
+        if own.get(parts[0]) in _CLASS_KINDS:
+            current: list[tuple[int, str | None]] = [(file_id, parts[0])]
+        else:
+            current = [(f, c) for f, c, _ in self.binding(file_id, parts[0]) or ()]
+        for part in parts[1:]:
+            following: list[tuple[int, str | None]] = []
+            for f, c in current:
+                defs = self.defs.get(f, {})
+                if c is None and defs.get(part) in _CLASS_KINDS:
+                    following.append((f, part))
+                elif c is None:      # a submodule, or a class the module imports
+                    following.extend((g, d) for g, d, _ in self.binding(f, part) or ())
+                elif f"{c}.{part}" in defs:
+                    following.append((f, f"{c}.{part}"))
+            current = following[:MAX_CANDIDATES]
+        return [(f, c) for f, c in current if c and self.defs.get(f, {}).get(c) in _CLASS_KINDS]
 
     def _private_member(self, ref: RefRow) -> tuple[str, list[Target]]:
         """`x.#send()`: a JavaScript private name is bound by the class body around it that
