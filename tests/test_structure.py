@@ -497,6 +497,31 @@ def test_a_python_call_on_an_attribute_of_a_known_class_is_that_classs(repo, cor
         ("app/main.py", "App.route", 17, 1.0), ("app/main.py", "App.route", 18, 1.0)]
 
 
+def test_a_bare_call_of_a_nested_function_is_that_function(repo, cortex):
+    """A closure or a test's helper called by its name inside the function that holds it is
+    that one, the innermost first: not an import, nor a top-level function of its name."""
+    repo.write("app/util.py", "def helper():\n    return 0\n")
+    repo.write("app/mod.py", "from app.util import helper\n\n\n"
+                             "def outer():\n    def helper():\n        return 1\n\n"
+                             "    def deeper():\n        return helper()\n\n"
+                             "    return helper() + deeper()\n\n\n"
+                             "def other():\n    return helper()\n")
+    repo.write("web/a.js", "export function inner() {\n  return 0;\n}\n")
+    repo.write("web/b.js", "function outer() {\n  function inner() {\n    return 1;\n  }\n"
+                           "  return inner();\n}\n\nfunction inner() {\n  return 2;\n}\n\n"
+                           "export function top() {\n  return inner();\n}\n")
+    repo.commit("closures", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("app/util.py", "helper")).items) == {
+        ("app/mod.py", "other")}
+    assert labels(callers(con, TargetSpec("app/mod.py", "outer.helper")).items) == {
+        ("app/mod.py", "outer"), ("app/mod.py", "outer.deeper")}
+    assert labels(callers(con, TargetSpec("web/b.js", "outer.inner")).items) == {
+        ("web/b.js", "outer")}
+    assert labels(callers(con, TargetSpec("web/b.js", "inner")).items) == {("web/b.js", "top")}
+
+
 def test_fused_related_ranks_structure_and_history(py_project, indexed):
     for n in range(3):
         py_project.write("pkg/db.py", DB + f"\nVERSION = {n}\n")

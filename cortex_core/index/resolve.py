@@ -60,10 +60,14 @@ LOOKUPS_PER_ASKER = 1_000
 # its name alone; 10: a Python or Go type declared in the definition around its use; 11: a
 # Python call qualified by a class, `Request` or `wrappers.Response` (a module's, or one it
 # re-exports), finds the methods it defines or inherits, and by a builtin value type is
-# outside the repository).
-RESOLVER_VERSION = "11"
+# outside the repository; 12: a bare call of a function nested in one around it, in Python
+# and JavaScript, is that one before an import or a top-level function of its name).
+RESOLVER_VERSION = "12"
 
 JS_LIKE = ("javascript", "typescript", "tsx")
+PY_AND_JS = ("python", *JS_LIKE)
+# Definitions a bare call can mean when one is nested in the function around the call.
+_FUNCTION_KINDS = frozenset({"function", "method"})
 # Definitions whose members `self.x()` / `this.x()` / Rust's `Self::x()` name.
 _CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "impl", "type", "enum",
                           "record"})
@@ -1072,6 +1076,17 @@ class Resolver:
             return self._by_name(ref.name, methods=True)
         if q == "?":
             return self._by_name(ref.name, methods=True)
+        if ref.scope and ref.kind == "call" and self.lang.get(ref.file_id) in PY_AND_JS:
+            # A function nested in one around the call (a closure, a test's helper), the
+            # innermost first: it hides an import or a top-level function of its name. Not a
+            # class's method: a class body's names are not seen from its methods.
+            own = self.defs.get(ref.file_id, {})
+            parts = ref.scope.split(".")
+            for k in range(len(parts), 0, -1):
+                outer = ".".join(parts[:k])
+                if own.get(outer) not in _CLASS_KINDS and \
+                        own.get(f"{outer}.{ref.name}") in _FUNCTION_KINDS:
+                    return "resolved", [(ref.file_id, f"{outer}.{ref.name}", CONF_LOCAL)]
         binding = self.binding(ref.file_id, ref.name)
         if binding:
             return "resolved" if len(binding) == 1 else "ambiguous", binding
