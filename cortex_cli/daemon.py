@@ -328,13 +328,8 @@ class Daemon:
                 size += len(chunk)
         except OSError:    # a client that sends nothing, or left
             return
-        try:
-            answer = self._refuse("a request too large") if size > MAX_REQUEST \
-                else self.answer(b"".join(chunks))
-        except Exception as exc:   # a fault of the daemon's own: the client answers itself
-            print(f"cortex daemon: a request failed:\n{traceback.format_exc()}", file=sys.stderr,
-                  flush=True)
-            answer = self._refuse(f"the daemon failed ({type(exc).__name__})")
+        answer = self._refuse("a request too large") if size > MAX_REQUEST \
+            else self.answer(b"".join(chunks))
         conn.settimeout(quick.ANSWER_SECONDS)
         try:
             conn.sendall(answer)
