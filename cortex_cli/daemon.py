@@ -13,6 +13,8 @@ in order. It refuses, and the client answers itself, when it could answer otherw
 - the environment differs where Cortex reads it (HOME, the cache folders, CORTEX_*, GIT_*,
   PYTHONPATH): settings, store places and models come from there;
 - a command that writes (index, note), or that is not a query (model, mcp, hooks, daemon).
+- the command fails with an error it did not expect (output it cannot encode, say): it is
+  logged, and the client's own run reports it as Python would.
 Refusals are counted by reason in `cortex daemon status`.
 
 One request at a time, in this process's main thread: commands change the working folder and
@@ -21,6 +23,7 @@ the standard streams, which are the process's.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -56,6 +59,10 @@ class DaemonError(CortexError):
     pass
 
 
+class _Refused(Exception):
+    """A request the client is to run itself, for this reason."""
+
+
 class _Stop(BaseException):
     """SIGTERM, or Ctrl-C in `cortex daemon run`: through a command too (cli.main turns a
     KeyboardInterrupt into an answer, "interrupted"), and out of the loop."""
@@ -66,36 +73,41 @@ class Request:
     kind: str
     package: str
     cwd: str
-    encoding: str
-    errors: str
+    streams: tuple[str, str, str, str]   # stdout's encoding and error handler, then stderr's
     columns: int
     env: dict[str, str]
     argv: list[str]
 
 
 def decode_request(data: bytes) -> Request:
-    """The fields of quick.encode_request; ValueError when they are not that."""
+    """The fields of quick.encode_request; ValueError when they are not that (LookupError
+    when an encoding or an error handler is unknown here)."""
     fields = data.split(b"\0")
     head = fields[0].split(b" ")
-    if len(fields) < 7 or len(head) != 2 or head[0] != quick.MAGIC:
+    if len(fields) < 9 or len(head) != 2 or head[0] != quick.MAGIC:
         raise ValueError("not a request of this version")
-    count = int(fields[6])
-    if count < 0 or 7 + count > len(fields):
+    count = int(fields[8])
+    if count < 0 or 9 + count > len(fields):
         raise ValueError("a wrong count of environment entries")
     env = {}
-    for entry in fields[7:7 + count]:
+    for entry in fields[9:9 + count]:
         key, sep, value = entry.partition(b"=")
         if not sep:
             raise ValueError("an environment entry without '='")
         env[os.fsdecode(key)] = os.fsdecode(value)
+    streams = tuple(field.decode("ascii") for field in fields[3:7])
+    for encoding, errors in (streams[:2], streams[2:]):
+        codecs.lookup(encoding)
+        codecs.lookup_error(errors)
     return Request(head[1].decode("ascii"), os.fsdecode(fields[1]), os.fsdecode(fields[2]),
-                   fields[3].decode("ascii"), fields[4].decode("ascii"), int(fields[5]), env,
-                   [os.fsdecode(word) for word in fields[7 + count:]])
+                   (streams[0], streams[1], streams[2], streams[3]), int(fields[7]), env,
+                   [os.fsdecode(word) for word in fields[9 + count:]])
 
 
 class _Stream(io.TextIOBase):
-    """A standard stream of one command: what it writes, encoded as the client's terminal
-    would, goes to the shared list of frames in the order written."""
+    """A standard stream of one command: what it writes, encoded as the client's stream would
+    (stdout's error handler is not stderr's), goes to the shared list of frames in the order
+    written."""
 
     def __init__(self, kind: bytes, out: list, encoding: str, errors: str):
         self._kind, self._out, self._encoding, self._errors = kind, out, encoding, errors
@@ -224,7 +236,7 @@ class Daemon:
     def answer(self, data: bytes) -> bytes:
         try:
             request = decode_request(data)
-        except (ValueError, UnicodeDecodeError, IndexError) as exc:
+        except (ValueError, LookupError, IndexError) as exc:
             return self._refuse(f"a malformed request ({exc})")
         if request.kind == "status":
             return quick.frame(b"s", json.dumps(self.status()).encode()) + quick.frame(b"x", b"0")
@@ -236,8 +248,12 @@ class Daemon:
         why = self._why_not(request)
         if why:
             return self._refuse(why)
+        try:
+            answer = self._run(request)
+        except _Refused as exc:
+            return self._refuse(str(exc))
         self.served += 1
-        return self._run(request)
+        return answer
 
     def _refuse(self, why: str) -> bytes:
         self.refused[why] = self.refused.get(why, 0) + 1
@@ -266,14 +282,14 @@ class Daemon:
         try:
             os.chdir(request.cwd)
         except OSError as exc:
-            return self._refuse(f"cannot enter the working folder ({exc.strerror})")
+            raise _Refused(f"cannot enter the working folder ({exc.strerror})") from None
         try:
             for key in PER_REQUEST:
                 _set_env(key, request.env.get(key))
             _set_env("COLUMNS", str(request.columns) if request.columns > 0 else None)
             time.tzset()
-            sys.stdout = _Stream(b"o", out, request.encoding, request.errors)
-            sys.stderr = _Stream(b"e", out, request.encoding, request.errors)
+            sys.stdout = _Stream(b"o", out, *request.streams[:2])
+            sys.stderr = _Stream(b"e", out, *request.streams[2:])
             cli.POOL = self.pool
             try:
                 status = cli.main(request.argv)
@@ -281,9 +297,12 @@ class Daemon:
                 status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
                 if isinstance(exc.code, str):
                     sys.stderr.write(exc.code + "\n")
-            except Exception:     # as Python ends a command with an error it did not expect
-                sys.stderr.write(traceback.format_exc())
-                status = 1
+            except Exception as exc:
+                # An error the command did not expect (one its output cannot be encoded in,
+                # say): the client runs it, and Python ends it with its own traceback there.
+                print(f"cortex daemon: `{request.argv[0]}` failed; its client runs it itself:\n"
+                      + "".join(traceback.format_exception(exc)), file=streams[1], flush=True)
+                raise _Refused(f"the command failed in the daemon ({type(exc).__name__})") from None
         finally:
             cli.POOL = None
             sys.stdout, sys.stderr = streams
@@ -328,8 +347,12 @@ class Daemon:
                 size += len(chunk)
         except OSError:    # a client that sends nothing, or left
             return
-        answer = self._refuse("a request too large") if size > MAX_REQUEST \
-            else self.answer(b"".join(chunks))
+        try:
+            answer = self._refuse("a request too large") if size > MAX_REQUEST \
+                else self.answer(b"".join(chunks))
+        except Exception as exc:   # a fault of the daemon's own: logged; it goes on
+            traceback.print_exc(file=sys.stderr)
+            answer = self._refuse(f"the daemon failed ({type(exc).__name__})")
         conn.settimeout(quick.ANSWER_SECONDS)
         try:
             conn.sendall(answer)
@@ -401,8 +424,8 @@ def prepare(place: str) -> None:
 
 def ask(kind: str) -> list[tuple[bytes, bytes]] | None:
     """A control request (status, stop) to the running daemon; None when none answers."""
-    return quick.exchange(quick.encode_request(kind, [], os.getcwd(), "utf-8", "strict", 0, {}),
-                          timeout=REQUEST_SECONDS + quick.ANSWER_SECONDS)
+    request = quick.encode_request(kind, [], "/", ("utf-8", "strict", "utf-8", "strict"), 0, {})
+    return quick.exchange(request, timeout=REQUEST_SECONDS + quick.ANSWER_SECONDS)
 
 
 def running_status() -> dict | None:

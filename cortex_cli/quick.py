@@ -19,7 +19,7 @@ shows half an answer.
 import os
 import sys
 
-MAGIC = b"cortex-daemon/1"
+MAGIC = b"cortex-daemon/2"
 # The commands the daemon answers: the read-only queries. `index`, `note`, `model`, `mcp`,
 # `hooks` and `daemon` always run in the process they were typed in.
 SERVED = frozenset(("history", "hotspots", "related", "status", "search", "what",
@@ -63,10 +63,13 @@ def package_dir() -> str:
     return os.path.dirname(os.path.abspath(__file__))
 
 
-def encode_request(kind: str, argv: list[str], cwd: str, encoding: str, errors: str,
+def encode_request(kind: str, argv: list[str], cwd: str, streams: tuple[str, str, str, str],
                    columns: int, env: dict[str, str]) -> bytes:
+    """`streams`: the encoding and error handler of stdout, then of stderr (whose handler is
+    backslashreplace where stdout's is strict)."""
     fields = [MAGIC + b" " + kind.encode(), os.fsencode(package_dir()), os.fsencode(cwd),
-              encoding.encode(), errors.encode(), str(columns).encode(), str(len(env)).encode()]
+              *(word.encode() for word in streams), str(columns).encode(),
+              str(len(env)).encode()]
     fields += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
     fields += [os.fsencode(word) for word in argv]
     return b"\0".join(fields)
@@ -93,6 +96,15 @@ def frames(data: bytes) -> list[tuple[bytes, bytes]] | None:
         out.append((head[:1], body))
         at += 9 + size
     return out
+
+
+def encodings() -> tuple[str, str, str, str]:
+    """The encoding and error handler of stdout and of stderr, as this process writes them."""
+    words: list[str] = []
+    for stream in (sys.stdout, sys.stderr):
+        words += [getattr(stream, "encoding", None) or "utf-8",
+                  getattr(stream, "errors", None) or "strict"]
+    return words[0], words[1], words[2], words[3]
 
 
 def columns() -> int:
@@ -146,10 +158,8 @@ def forward(argv: list[str]) -> int | None:
     when this process is to run it itself."""
     if not argv or argv[0] not in SERVED or os.environ.get("CORTEX_DAEMON") == "off":
         return None
-    out = sys.stdout
-    answer = exchange(encode_request(
-        "run", argv, os.getcwd(), getattr(out, "encoding", None) or "utf-8",
-        getattr(out, "errors", None) or "strict", columns(), dict(os.environ)))
+    answer = exchange(encode_request("run", argv, os.getcwd(), encodings(), columns(),
+                                     dict(os.environ)))
     if not answer or answer[-1][0] != b"x" or not answer[-1][1].isdigit():
         return None    # no daemon, a refusal (its reason is in `cortex daemon status`)
     try:

@@ -328,3 +328,25 @@ def test_an_idle_daemon_stops_by_itself(indexed: ScriptedRepo, daemon: Daemon):
     _wait_for_exit(daemon)
     assert b"idle for 0.005 minutes: stopping" in (daemon.folder / "daemon.log").read_bytes()
     assert not (daemon.folder / "daemon.sock").exists()
+
+
+def test_an_output_that_cannot_be_encoded_is_as_here_and_the_daemon_goes_on(
+        indexed: ScriptedRepo, daemon: Daemon):
+    """stderr's error handler is its own (backslashreplace where stdout's is strict); a command
+    that fails on its output (the em dash of a history in ASCII) ends with Python's traceback,
+    from the client (the daemon, which died of it, once wrote it to its log)."""
+    root = indexed.path
+    _started(daemon, root)
+    cases = [("history", "pkg/caf\u00e9.py", "ascii"),      # the error names it: \xe9
+             ("history", "pkg/core.py::compute", "ascii")]  # stdout strict: UnicodeEncodeError
+    for command, target, encoding in cases:
+        args = (command, target)
+        here = daemon.run(*args, cwd=root, here=True, PYTHONIOENCODING=encoding)
+        there = daemon.run(*args, cwd=root, PYTHONIOENCODING=encoding)
+        assert (there.returncode, there.stdout, there.stderr) == (
+            here.returncode, here.stdout, here.stderr), (args, encoding)
+    assert b"UnicodeEncodeError" in daemon.run(
+        "history", "pkg/core.py::compute", cwd=root, PYTHONIOENCODING="ascii").stderr
+    status = daemon.status(root)                  # still running
+    assert status["served"] == 1
+    assert status["refused"] == {"the command failed in the daemon (UnicodeEncodeError)": 2}
