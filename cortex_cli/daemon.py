@@ -105,13 +105,17 @@ def decode_request(data: bytes) -> Request:
 
 
 class _Stream(io.TextIOBase):
-    """A standard stream of one command: what it writes, encoded as the client's stream would
-    (stdout's error handler is not stderr's), goes to the shared list of frames in the order
-    written."""
+    """A standard stream of one command: each write goes to the shared list of frames, in the
+    order written, as text (UTF-8, lone surrogates kept), which the client writes to its own
+    stream as this one was written (quick.forward): its buffering, hence the order of stdout
+    and stderr in one pipe, and its encoding, with one byte-order mark at most, are the
+    command's own. The text is encoded here too, as the client's stream will, so that what
+    cannot be raises here, where the command runs (stdout's handler is not stderr's)."""
 
     def __init__(self, kind: bytes, out: list, encoding: str, errors: str):
         self._kind, self._out, self._encoding, self._errors = kind, out, encoding, errors
-        self.buffer = _Bytes(kind, out)
+        self._encoder = codecs.getincrementalencoder(encoding)(errors)
+        self.buffer = _Bytes(kind.upper(), out)
 
     @property
     def encoding(self) -> str:   # type: ignore[override]
@@ -128,11 +132,14 @@ class _Stream(io.TextIOBase):
         return False
 
     def write(self, text: str) -> int:
-        self._out.append((self._kind, text.encode(self._encoding, self._errors)))
+        self._encoder.encode(text)
+        self._out.append((self._kind, text.encode("utf-8", "surrogatepass")))
         return len(text)
 
 
 class _Bytes(io.RawIOBase):
+    """A standard stream's `buffer`: bytes, written as they are (frames O and E)."""
+
     def __init__(self, kind: bytes, out: list):
         self._kind, self._out = kind, out
 
@@ -310,7 +317,7 @@ class Daemon:
                 _set_env(key, value)
             time.tzset()
             os.chdir(self.place)
-        return b"".join(quick.frame(kind, body) for kind, body in _merged(out)) + \
+        return b"".join(quick.frame(kind, body) for kind, body in out) + \
             quick.frame(b"x", str(status).encode())
 
     def status(self) -> dict:
@@ -358,17 +365,6 @@ class Daemon:
             conn.sendall(answer)
         except OSError:    # the client left (Ctrl-C): nothing to undo, commands only read
             pass
-
-
-def _merged(out: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """Consecutive writes to one stream as one frame."""
-    merged: list[tuple[bytes, bytes]] = []
-    for kind, body in out:
-        if merged and merged[-1][0] == kind:
-            merged[-1] = (kind, merged[-1][1] + body)
-        else:
-            merged.append((kind, body))
-    return merged
 
 
 def _set_env(key: str, value: str | None) -> None:

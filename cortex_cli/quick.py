@@ -9,8 +9,10 @@ no `re`, no argparse, no json.
 
 The exchange, over a Unix socket in a folder only this user can enter (`folder()`): the
 request is NUL-separated fields (`encode_request`); the answer is frames, a kind byte, eight
-hex digits of length and the bytes (`frame`): stdout and stderr in the order they were written,
-then the exit status, or a refusal with its reason, after which this process answers itself.
+hex digits of length and the bytes (`frame`): each write to stdout (o) and stderr (e) in the
+order made, as UTF-8 text that this process writes to its own streams (O and E: bytes written
+to a stream's buffer), then the exit status (x); or a refusal with its reason (r), after which
+this process answers itself.
 Nothing is printed before the whole answer has arrived, so a refusal or a lost daemon never
 shows half an answer.
 """
@@ -164,10 +166,14 @@ def forward(argv: list[str]) -> int | None:
         return None    # no daemon, a refusal (its reason is in `cortex daemon status`)
     try:
         for kind, body in answer[:-1]:
-            stream = sys.stdout if kind == b"o" else sys.stderr
-            other = sys.stderr if kind == b"o" else sys.stdout
-            other.flush()
-            stream.buffer.write(body)
+            # Each write as the command made it, to a stream like the one it would have made
+            # it to: the same buffering (what a pipe of stdout and stderr shows first), the
+            # same encoding.
+            stream = sys.stdout if kind in b"oO" else sys.stderr
+            if kind in b"oe":
+                stream.write(body.decode("utf-8", "surrogatepass"))
+            else:
+                stream.buffer.write(body)
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:   # `cortex history ... | head`, as cli.main ends it

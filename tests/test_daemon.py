@@ -350,3 +350,30 @@ def test_an_output_that_cannot_be_encoded_is_as_here_and_the_daemon_goes_on(
     status = daemon.status(root)                  # still running
     assert status["served"] == 1
     assert status["refused"] == {"the command failed in the daemon (UnicodeEncodeError)": 2}
+
+
+def test_the_writes_are_replayed_on_the_clients_own_streams(indexed: ScriptedRepo,
+                                                             daemon: Daemon, tmp_path: Path):
+    """stdout and stderr in one pipe show what the command's own process shows (its stdout is
+    block-buffered there: a note on stderr comes first); an encoding with a byte-order mark
+    writes it as that process would (not once per write)."""
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", indexed.path.as_uri(), str(shallow)],
+                   check=True, capture_output=True)
+    index_repository(shallow, shallow / ".cortex" / "cortex.db", Settings(), model="none")
+    _started(daemon, shallow)
+
+    def merged(here: bool):
+        env = dict(daemon.env, PYTHONUNBUFFERED="", **({"CORTEX_DAEMON": "off"} if here else {}))
+        return subprocess.run([sys.executable, str(daemon.script), "blast", "pkg/core.py::compute"],
+                              cwd=shallow, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=120, env=env)
+    here, there = merged(True), merged(False)
+    assert here.returncode == 0 and b"cortex: note: a shallow clone" in here.stdout
+    assert there.stdout == here.stdout
+    for encoding in ("utf-16", "utf-8-sig"):
+        here = daemon.run("hotspots", cwd=shallow, here=True, PYTHONIOENCODING=encoding)
+        there = daemon.run("hotspots", cwd=shallow, PYTHONIOENCODING=encoding)
+        assert (there.returncode, there.stdout, there.stderr) == (
+            here.returncode, here.stdout, here.stderr), encoding
+    assert daemon.status(shallow)["served"] == 3
