@@ -518,8 +518,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("cortex: interrupted (the index stays consistent; run again to continue)",
-              file=sys.stderr)
+        from cortex_cli.quick import INTERRUPTED
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except BrokenPipeError:  # `cortex history ... | head`
         sys.stderr.close()

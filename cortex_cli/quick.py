@@ -29,6 +29,8 @@ SERVED = frozenset(("history", "hotspots", "related", "status", "search", "what"
 # Ask no more of a daemon than this between two reads: then the command runs here.
 ANSWER_SECONDS = 60.0
 SOCKET_NAME = "daemon.sock"
+# What a command interrupted by Ctrl-C says (cli.main too), with exit status 130.
+INTERRUPTED = "cortex: interrupted (the index stays consistent; run again to continue)"
 # sun_path is 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 100
 
@@ -160,8 +162,21 @@ def forward(argv: list[str]) -> int | None:
     when this process is to run it itself."""
     if not argv or argv[0] not in SERVED or os.environ.get("CORTEX_DAEMON") == "off":
         return None
-    answer = exchange(encode_request("run", argv, os.getcwd(), encodings(), columns(),
-                                     dict(os.environ)))
+    if sys.stdout is None or sys.stderr is None:
+        return None    # a closed stream (`>&-`): what the command writes there goes nowhere
+    try:
+        cwd = os.getcwd()
+    except OSError:    # a folder removed under the shell: the command says what it can
+        return None
+    try:
+        return _forward(argv, cwd)
+    except KeyboardInterrupt:   # Ctrl-C while the daemon answers: as cli.main ends a command
+        sys.stderr.write(INTERRUPTED + "\n")
+        return 130
+
+
+def _forward(argv: list[str], cwd: str) -> int | None:
+    answer = exchange(encode_request("run", argv, cwd, encodings(), columns(), dict(os.environ)))
     if not answer or answer[-1][0] != b"x" or not answer[-1][1].isdigit():
         return None    # no daemon, a refusal (its reason is in `cortex daemon status`)
     try:

@@ -377,3 +377,58 @@ def test_the_writes_are_replayed_on_the_clients_own_streams(indexed: ScriptedRep
         assert (there.returncode, there.stdout, there.stderr) == (
             here.returncode, here.stdout, here.stderr), encoding
     assert daemon.status(shallow)["served"] == 3
+
+
+def test_a_closed_stdout_or_a_removed_folder_is_as_here(indexed: ScriptedRepo, daemon: Daemon,
+                                                        tmp_path: Path):
+    """`cortex history X >&-` (what the command prints goes nowhere) and a working folder
+    removed under the shell (`--repo` still names the repository): the command's own answer,
+    not a traceback of the client."""
+    root = indexed.path
+    _started(daemon, root)
+    gone = tmp_path / "gone"
+    cases = {"closed stdout": ('exec "$@" >&-', root),
+             "removed folder": ('cd "$GONE" && rmdir "$GONE" && exec "$@"', tmp_path)}
+    for name, (shell, cwd) in cases.items():
+        results = []
+        for here in (True, False):
+            gone.mkdir()
+            env = dict(daemon.env, GONE=str(gone), **({"CORTEX_DAEMON": "off"} if here else {}))
+            proc = subprocess.run(["sh", "-c", shell, "sh", sys.executable, str(daemon.script),
+                                   "status", "--repo", str(root)], cwd=cwd, env=env,
+                                  capture_output=True, timeout=120)
+            results.append((proc.returncode, proc.stdout, proc.stderr))
+            if gone.exists():
+                gone.rmdir()
+        assert results[0][0] == 0, (name, results[0])
+        assert results[1] == results[0], name
+
+
+def test_ctrl_c_while_the_daemon_answers_ends_as_the_command_would(indexed: ScriptedRepo,
+                                                                   tmp_path: Path):
+    """A daemon that has the request but has not answered yet (here a socket that never
+    answers): Ctrl-C ends the command as cli.main does, not with a traceback of the client."""
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(folder / "daemon.sock"))
+        listener.listen(1)
+        proc = subprocess.Popen([sys.executable, str(d.script), "history", "pkg/core.py"],
+                                cwd=indexed.path, env=d.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            listener.settimeout(60)
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(60)
+                while conn.recv(65536):    # the whole request: the client now waits
+                    pass
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert (proc.returncode, out, err) == (
+        130, b"", b"cortex: interrupted (the index stays consistent; run again to continue)\n")
