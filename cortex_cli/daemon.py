@@ -285,7 +285,7 @@ class Daemon:
         from cortex_cli import cli
         out: list[tuple[bytes, bytes]] = []
         saved = {k: os.environ.get(k) for k in (*PER_REQUEST, "COLUMNS")}
-        streams = sys.stdout, sys.stderr
+        streams, original = (sys.stdout, sys.stderr), sys.__stdout__
         try:
             os.chdir(request.cwd)
         except OSError as exc:
@@ -297,6 +297,9 @@ class Daemon:
             time.tzset()
             sys.stdout = _Stream(b"o", out, *request.streams[:2])
             sys.stderr = _Stream(b"e", out, *request.streams[2:])
+            # The terminal's width is the client's (COLUMNS above), or none: not the one of a
+            # daemon run in a terminal (cli._columns and shutil ask sys.__stdout__).
+            sys.__stdout__ = sys.stdout   # type: ignore[misc,assignment]
             cli.POOL = self.pool
             try:
                 status = cli.main(request.argv)
@@ -313,6 +316,7 @@ class Daemon:
         finally:
             cli.POOL = None
             sys.stdout, sys.stderr = streams
+            sys.__stdout__ = original     # type: ignore[misc]
             for key, value in saved.items():
                 _set_env(key, value)
             time.tzset()

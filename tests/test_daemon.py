@@ -432,3 +432,35 @@ def test_ctrl_c_while_the_daemon_answers_ends_as_the_command_would(indexed: Scri
                 proc.wait()
     assert (proc.returncode, out, err) == (
         130, b"", b"cortex: interrupted (the index stays consistent; run again to continue)\n")
+
+
+def test_a_daemon_run_in_a_terminal_answers_with_the_clients_width(indexed: ScriptedRepo,
+                                                                   tmp_path: Path):
+    """`cortex daemon run` in a terminal 200 columns wide, a command piped without COLUMNS: its
+    help is wrapped at 80 columns as in its own process, not at the daemon's 200."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    proc = subprocess.Popen([sys.executable, str(d.script), "daemon", "run"], cwd=tmp_path,
+                            env=d.env, stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=subprocess.PIPE)
+    os.close(slave)
+    try:
+        assert proc.stderr is not None
+        assert b"listening" in proc.stderr.readline()
+        here = d.run("history", "--help", cwd=indexed.path, here=True)
+        there = d.run("history", "--help", cwd=indexed.path)
+        wide = d.run("history", "--help", cwd=indexed.path, here=True, COLUMNS="200")
+        assert wide.stdout != here.stdout
+        assert there.stdout == here.stdout
+        assert d.status(indexed.path)["served"] == 1
+    finally:
+        _stop(d, tmp_path)
+        proc.wait(timeout=60)
+        os.close(master)
