@@ -198,16 +198,19 @@ class Pool:
 class CodeStamp:
     """When Cortex's own files last changed: a daemon whose code was edited or upgraded under
     it would answer with the old code. The files found at the start are stat-ed again at each
-    request (a fraction of a millisecond), their folders too: a file added or removed changes
-    its folder's time."""
+    request (a fraction of a millisecond), their folders too: a folder whose time changed is
+    listed again, and a module or a sub-folder added or removed there is a change; what else
+    changes a folder's time is not (the `__pycache__` an import makes in a fresh checkout, an
+    editor's swap file)."""
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.folders: dict[str, tuple[int | None, frozenset[str] | None]] = {}
         for package in ("cortex_core", "cortex_cli"):
             top = os.path.dirname(sys.modules[package].__file__ or "")
             for folder, names, files in os.walk(top):
                 names[:] = [n for n in names if n != "__pycache__"]
-                self.paths.append(folder)
+                self.folders[folder] = (_mtime(folder), _modules(folder))
                 self.paths += [os.path.join(folder, n) for n in files if n.endswith(".py")]
         self.first = self.now()
 
@@ -223,7 +226,32 @@ class CodeStamp:
         return tuple(stamps)
 
     def changed(self) -> bool:
-        return self.now() != self.first
+        if self.now() != self.first:
+            return True
+        for folder, (mtime, modules) in self.folders.items():
+            now = _mtime(folder)
+            if now != mtime:
+                if now is None or _modules(folder) != modules:
+                    return True
+                self.folders[folder] = (now, modules)
+        return False
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _modules(folder: str) -> frozenset[str] | None:
+    """The modules and sub-folders of a folder of Cortex's code."""
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(e.name for e in entries if e.name.endswith(".py") or (
+                e.name != "__pycache__" and e.is_dir()))
+    except OSError:
+        return None
 
 
 @dataclass
@@ -241,6 +269,11 @@ class Daemon:
     # -- one request --------------------------------------------------------------------------
 
     def answer(self, data: bytes) -> bytes:
+        if self.stamp.changed():   # first: a client of a newer protocol stops this daemon too
+            self.stopping = True
+            print("cortex daemon: Cortex's files changed: stopping", file=sys.stderr,
+                  flush=True)
+            return self._refuse("Cortex's files changed since the daemon started (it stopped)")
         try:
             request = decode_request(data)
         except (ValueError, LookupError, IndexError) as exc:
@@ -269,9 +302,6 @@ class Daemon:
     def _why_not(self, request: Request) -> str | None:
         if request.package != quick.package_dir():
             return "another installation of Cortex asked"
-        if self.stamp.changed():
-            self.stopping = True
-            return "Cortex's files changed since the daemon started (it stopped)"
         if not request.argv or request.argv[0] not in quick.SERVED:
             return "not a query the daemon answers"
         keys = {k for k in (*self.env, *request.env)
@@ -517,8 +547,13 @@ def stop(wait_seconds: float = 30.0) -> bool:
     """Stop the running daemon and wait until it has let go of its lock (so that a `start`
     right after starts a new one); False when none was running."""
     import fcntl
-    if ask("stop") is None:
+    answer = ask("stop")
+    if answer is None:
         return False
+    if answer[-1][0] == b"r" and b"not a request of this version" in answer[-1][1]:
+        # A daemon of the first protocol, which refuses this one's requests: its own stop.
+        quick.exchange(b"\0".join([b"cortex-daemon/1 stop", b"", b"/", b"utf-8", b"strict",
+                                    b"0", b"0"]), timeout=REQUEST_SECONDS + quick.ANSWER_SECONDS)
     try:
         lock = open(os.path.join(quick.folder(), LOCK_NAME), "a")
     except OSError:

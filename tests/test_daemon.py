@@ -464,3 +464,34 @@ def test_a_daemon_run_in_a_terminal_answers_with_the_clients_width(indexed: Scri
         _stop(d, tmp_path)
         proc.wait(timeout=60)
         os.close(master)
+
+
+def test_the_bytecode_an_import_writes_is_no_change_of_code(indexed: ScriptedRepo,
+                                                            tmp_path: Path):
+    """A fresh checkout (no __pycache__) where Python writes bytecode: the commands' imports
+    make __pycache__ folders, which change their folders' times; the daemon goes on. A module
+    added is a change."""
+    code = tmp_path / "code"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for part in ("cortex_core", "cortex_cli", "bin"):
+        shutil.copytree(PROJECT / part, code / part, ignore=ignore)
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder, code=code, PYTHONDONTWRITEBYTECODE="")
+    try:
+        _started(d, indexed.path)
+        here = d.run("history", "pkg/core.py::compute", cwd=indexed.path, here=True)
+        for command in (("history", "pkg/core.py::compute"), ("hotspots",), ("status",),
+                        ("history", "pkg/core.py::compute")):
+            there = d.run(*command, cwd=indexed.path)
+            assert there.returncode == 0, there.stderr
+        assert there.stdout == here.stdout
+        assert any((code / "cortex_core").rglob("__pycache__"))
+        status = d.status(indexed.path)
+        assert (status["served"], status["refused"]) == (4, {})
+        (code / "cortex_core" / "query" / "added.py").write_text("")
+        d.run("history", "pkg/core.py::compute", cwd=indexed.path)
+        assert d.run("daemon", "status", "--json", cwd=indexed.path).stdout.count(
+            b'"running": false') == 1
+    finally:
+        _stop(d, tmp_path)
