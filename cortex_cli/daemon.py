@@ -8,7 +8,8 @@ round trip (docs/numbers.md, "Command start"). A search keeps its model loaded.
 It answers as the command would have: the same code (`cli.main`) runs in the client's working
 folder with its terminal's width, encoding, PATH and time zone, and what it prints comes back
 in order. It refuses, and the client answers itself, when it could answer otherwise:
-- another installation of Cortex asks (its package folder differs);
+- another installation of Cortex asks (its package folder differs), or another Python (another
+  version, another virtual environment: other packages), or one that imports from elsewhere;
 - Cortex's own files changed since the daemon started (it exits after saying so);
 - the environment differs where Cortex reads it (HOME, the cache folders, CORTEX_*, GIT_*,
   PYTHONPATH): settings, store places and models come from there;
@@ -72,6 +73,7 @@ class _Stop(BaseException):
 class Request:
     kind: str
     package: str
+    interpreter: str
     cwd: str
     streams: tuple[str, str, str, str]   # stdout's encoding and error handler, then stderr's
     columns: int
@@ -84,24 +86,24 @@ def decode_request(data: bytes) -> Request:
     when an encoding or an error handler is unknown here)."""
     fields = data.split(b"\0")
     head = fields[0].split(b" ")
-    if len(fields) < 9 or len(head) != 2 or head[0] != quick.MAGIC:
+    if len(fields) < 10 or len(head) != 2 or head[0] != quick.MAGIC:
         raise ValueError("not a request of this version")
-    count = int(fields[8])
-    if count < 0 or 9 + count > len(fields):
+    count = int(fields[9])
+    if count < 0 or 10 + count > len(fields):
         raise ValueError("a wrong count of environment entries")
     env = {}
-    for entry in fields[9:9 + count]:
+    for entry in fields[10:10 + count]:
         key, sep, value = entry.partition(b"=")
         if not sep:
             raise ValueError("an environment entry without '='")
         env[os.fsdecode(key)] = os.fsdecode(value)
-    streams = tuple(field.decode("ascii") for field in fields[3:7])
+    streams = tuple(field.decode("ascii") for field in fields[4:8])
     for encoding, errors in (streams[:2], streams[2:]):
         codecs.lookup(encoding)
         codecs.lookup_error(errors)
     return Request(head[1].decode("ascii"), os.fsdecode(fields[1]), os.fsdecode(fields[2]),
-                   (streams[0], streams[1], streams[2], streams[3]), int(fields[7]), env,
-                   [os.fsdecode(word) for word in fields[9 + count:]])
+                   os.fsdecode(fields[3]), (streams[0], streams[1], streams[2], streams[3]),
+                   int(fields[8]), env, [os.fsdecode(word) for word in fields[10 + count:]])
 
 
 class _Stream(io.TextIOBase):
@@ -302,6 +304,8 @@ class Daemon:
     def _why_not(self, request: Request) -> str | None:
         if request.package != quick.package_dir():
             return "another installation of Cortex asked"
+        if request.interpreter != quick.interpreter():
+            return "another Python, or one that imports from other places, asked"
         if not request.argv or request.argv[0] not in quick.SERVED:
             return "not a query the daemon answers"
         keys = {k for k in (*self.env, *request.env)

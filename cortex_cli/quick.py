@@ -67,11 +67,19 @@ def package_dir() -> str:
     return os.path.dirname(os.path.abspath(__file__))
 
 
+def interpreter() -> str:
+    """This Python and where it imports from (but the script's own folder, sys.path[0]): a
+    daemon of another one (another virtual environment with the same Cortex, another version,
+    other packages) refuses the command."""
+    return "\n".join((sys.version, sys.prefix, *sys.path[1:]))
+
+
 def encode_request(kind: str, argv: list[str], cwd: str, streams: tuple[str, str, str, str],
                    columns: int, env: dict[str, str]) -> bytes:
     """`streams`: the encoding and error handler of stdout, then of stderr (whose handler is
     backslashreplace where stdout's is strict)."""
-    fields = [MAGIC + b" " + kind.encode(), os.fsencode(package_dir()), os.fsencode(cwd),
+    fields = [MAGIC + b" " + kind.encode(), os.fsencode(package_dir()),
+              os.fsencode(interpreter()), os.fsencode(cwd),
               *(word.encode() for word in streams), str(columns).encode(),
               str(len(env)).encode()]
     fields += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]

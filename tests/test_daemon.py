@@ -495,3 +495,28 @@ def test_the_bytecode_an_import_writes_is_no_change_of_code(indexed: ScriptedRep
             b'"running": false') == 1
     finally:
         _stop(d, tmp_path)
+
+
+def test_another_python_with_the_same_cortex_is_refused(indexed: ScriptedRepo, daemon: Daemon,
+                                                        tmp_path: Path):
+    """A virtual environment without Cortex's dependencies runs the same code (PYTHONPATH): in
+    its own process the command fails to import them, and so it does through the daemon."""
+    import venv
+    root = indexed.path
+    _started(daemon, root)
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False, symlinks=True)
+    python = str(bare / "bin" / "python")
+
+    def run(here: bool):
+        env = dict(daemon.env, **({"CORTEX_DAEMON": "off"} if here else {}))
+        return subprocess.run([python, str(daemon.script), "history", "pkg/core.py::compute"],
+                              cwd=root, env=env, capture_output=True, timeout=120)
+    here, there = run(True), run(False)
+    assert here.returncode == 1 and b"ModuleNotFoundError" in here.stderr, here.stderr
+    assert (there.returncode, there.stdout, there.stderr) == (
+        here.returncode, here.stdout, here.stderr)
+    status = daemon.status(root)
+    assert status["served"] == 0
+    assert status["refused"] == {
+        "another Python, or one that imports from other places, asked": 1}
