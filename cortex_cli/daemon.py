@@ -267,6 +267,7 @@ class Daemon:
     stamp: CodeStamp = field(default_factory=CodeStamp)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     stopping: bool = False
+    models: dict[str, tuple | None] = field(default_factory=dict)   # their files when loaded
 
     # -- one request --------------------------------------------------------------------------
 
@@ -290,10 +291,13 @@ class Daemon:
         why = self._why_not(request)
         if why:
             return self._refuse(why)
+        self._forget_changed_models()
         try:
             answer = self._run(request)
         except _Refused as exc:
             return self._refuse(str(exc))
+        finally:
+            self._forget_changed_models()   # notes the models this command loaded
         self.served += 1
         return answer
 
@@ -357,6 +361,12 @@ class Daemon:
             os.chdir(self.place)
         return b"".join(quick.frame(kind, body) for kind, body in out) + \
             quick.frame(b"x", str(status).encode())
+
+    def _forget_changed_models(self) -> None:
+        """A search's model whose files changed is loaded again, by engines opened again."""
+        embeddings = sys.modules.get("cortex_core.memory.embeddings")   # none loaded without
+        if embeddings is not None and embeddings.forget_changed_models(self.models):
+            self.pool.close()
 
     def status(self) -> dict:
         return {"pid": os.getpid(), "socket": os.path.join(self.place, quick.SOCKET_NAME),

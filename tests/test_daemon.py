@@ -520,3 +520,40 @@ def test_another_python_with_the_same_cortex_is_refused(indexed: ScriptedRepo, d
     assert status["served"] == 0
     assert status["refused"] == {
         "another Python, or one that imports from other places, asked": 1}
+
+
+def test_a_model_written_again_is_loaded_again(tmp_path: Path):
+    """The model folder a search loaded is written again with other weights, and the index
+    embedded again with it: the daemon's search is the new model's, as in its own process."""
+    from tiny_model import build_tiny_model
+    model = tmp_path / "model"
+    build_tiny_model(model, seed=7)
+    repo = ScriptedRepo(tmp_path / "w")
+    for message, name in (("Fix timeout in fetch", "client.py"), ("Listen on the port", "server.py"),
+                          ("cache the session token", "auth.py"), ("parser crash", "parse.py")):
+        repo.write(name, f"x = {message!r}\n")
+        repo.commit(message)
+    index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(), model=str(model))
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    d = Daemon(folder, CORTEX_MODEL=str(model))
+    queries = ("deadline", "login password", "lexer")
+    try:
+        _started(d, repo.path)
+        for query in queries:
+            assert d.run("search", query, "--json", cwd=repo.path).returncode == 0
+        shutil.rmtree(model)
+        build_tiny_model(model, seed=3)      # other weights, the same sizes
+        for entry in model.iterdir():        # a time the index's fingerprint tells apart
+            os.utime(entry, (entry.stat().st_mtime + 100,) * 2)
+        index_repository(repo.path, repo.path / ".cortex" / "cortex.db", Settings(),
+                         model=str(model))
+        for query in queries:
+            here = d.run("search", query, "--json", cwd=repo.path, here=True)
+            there = d.run("search", query, "--json", cwd=repo.path)
+            assert here.returncode == 0 and b'"mode": "hybrid"' in here.stdout, here.stderr
+            assert (there.returncode, there.stdout, there.stderr) == (
+                here.returncode, here.stdout, here.stderr), query
+        assert d.status(repo.path)["served"] == 2 * len(queries)
+    finally:
+        _stop(d, tmp_path)

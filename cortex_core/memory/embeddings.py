@@ -230,6 +230,34 @@ def _fingerprint(folder: Path) -> str:
 _QUERY: dict[str, Embedder] = {}
 
 
+def forget_changed_models(seen: dict[str, tuple | None]) -> bool:
+    """For a process that answers command after command (`cortex daemon`): drop the models
+    loaded here whose files changed since `seen` noted them (a model folder written again, a
+    newer revision pulled into the hub cache), so that the next search loads them again, as a
+    process of its own would; note those not seen yet. True when one was dropped: an engine
+    keeps the one it was given (Engine.embedder), and is to be opened again."""
+    dropped = False
+    with _LOADING:
+        for name in {*_LOADED, *_QUERY}:
+            now = _files_of(name)
+            if seen.setdefault(name, now) != now:
+                _LOADED.pop(name, None)
+                _QUERY.pop(name, None)
+                del seen[name]
+                dropped = True
+    return dropped
+
+
+def _files_of(name: str) -> tuple | None:
+    """The model's folder and its files' names, sizes, times and inodes; None if not there."""
+    try:
+        folder = local_model_path(name)
+        stats = [(entry.name, entry.stat()) for entry in sorted(folder.iterdir())]
+    except (ModelUnavailable, OSError):
+        return None
+    return (str(folder), *((n, st.st_size, st.st_mtime_ns, st.st_ino) for n, st in stats))
+
+
 def load_query_model(name: str, store=None) -> Embedder:
     """The model `name` for answering queries: its light query path when the folder allows it
     (no model2vec, no numpy), else the full model. Raises ModelUnavailable with the reason.
