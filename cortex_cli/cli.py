@@ -548,7 +548,25 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
 
 def _opened(args):
     """The engine of a query, as a context: closed at its end, or kept by the daemon's pool."""
-    return POOL(args) if POOL is not None else _engine(args)
+    if POOL is None:
+        return _engine(args)
+    _in_own_process(args)
+    return POOL(args)
+
+
+class RunHere(Exception):
+    """Raised in the daemon by a command that must run in a process of its own (the reason):
+    the client then runs it (cortex_cli/daemon.py)."""
+
+
+def _in_own_process(args) -> None:
+    """In the daemon, a file written (`context -o`: with the daemon's umask, and /dev/stdout or
+    /dev/tty would be the daemon's) or a --db under /dev or /proc (its own /dev/stdout, /proc/self)
+    is for the command's own process."""
+    if getattr(args, "output", None):
+        raise RunHere("a command that writes a file (--output)")
+    if args.db and os.path.abspath(os.path.expanduser(args.db)).startswith(("/dev/", "/proc/")):
+        raise RunHere("an index under /dev or /proc (--db)")
 
 
 def _engine(args, for_writing: bool = False) -> Engine:

@@ -14,6 +14,8 @@ in order. It refuses, and the client answers itself, when it could answer otherw
 - the environment differs where Cortex reads it (HOME, the cache folders, CORTEX_*, GIT_*,
   PYTHONPATH): settings, store places and models come from there;
 - a command that writes (index, note), or that is not a query (model, mcp, hooks, daemon).
+- a query that writes a file (context -o) or names a process's own file (--db /dev/stdout):
+  cli.RunHere.
 - the command fails with an error it did not expect (output it cannot encode, say): it is
   logged, and the client's own run reports it as Python would.
 Refusals are counted by reason in `cortex daemon status`.
@@ -341,6 +343,8 @@ class Daemon:
             cli.POOL = self.pool
             try:
                 status = cli.main(request.argv)
+            except cli.RunHere as exc:
+                raise _Refused(str(exc)) from None
             except SystemExit as exc:   # argparse: --help (0), a usage error (2)
                 status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
                 if isinstance(exc.code, str):

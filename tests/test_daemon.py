@@ -557,3 +557,40 @@ def test_a_model_written_again_is_loaded_again(tmp_path: Path):
         assert d.status(repo.path)["served"] == 2 * len(queries)
     finally:
         _stop(d, tmp_path)
+
+
+def test_a_file_written_or_a_process_own_path_is_for_the_commands_process(
+        indexed: ScriptedRepo, daemon: Daemon, tmp_path: Path):
+    """`context -o FILE` with umask 077 (the daemon's umask would make it readable by all),
+    `-o /dev/stdout` (the daemon's stdout is its log) and `--db /dev/stdout` run in the
+    command's own process."""
+    root = indexed.path
+    _started(daemon, root)
+
+    def run(here: bool, umask: str, *args: str, to: str = ""):
+        env = dict(daemon.env, **({"CORTEX_DAEMON": "off"} if here else {}))
+        return subprocess.run(["sh", "-c", f'umask {umask}; exec "$@" {to}', "sh",
+                               sys.executable, str(daemon.script), *args], cwd=root, env=env,
+                              capture_output=True, timeout=120)
+    for here in (True, False):
+        pack = tmp_path / f"pack-{here}.md"
+        proc = run(here, "077", "context", "pkg/core.py::compute", "-o", str(pack))
+        assert proc.returncode == 0, proc.stderr
+        assert pack.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "pack-True.md").read_bytes() == (tmp_path / "pack-False.md").read_bytes()
+    out = tmp_path / "out.txt"      # /dev/stdout is the same file in both
+    for args in (("context", "pkg/core.py::compute", "-o", "/dev/stdout"),
+                 ("status", "--db", "/dev/stdout")):
+        answers = []
+        for here in (True, False):
+            proc = run(here, "022", *args, to=f"> {out}")
+            answers.append((proc.returncode, out.read_bytes(), proc.stderr))
+        assert answers[1] == answers[0], args
+    assert b"# " in run(False, "022", "context", "pkg/core.py::compute", "-o",
+                        "/dev/stdout").stdout
+    log = (daemon.folder / "daemon.log").read_bytes()
+    assert b"listening since" in log and b"compute" not in log     # not truncated, not written
+    status = daemon.status(root)
+    assert status["served"] == 0
+    assert status["refused"] == {"a command that writes a file (--output)": 3,
+                                 "an index under /dev or /proc (--db)": 1}
