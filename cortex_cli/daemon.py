@@ -56,6 +56,7 @@ REQUEST_SECONDS = 5.0          # for a client to send its request
 ENGINES = 8                    # stores kept open, the least recently used closed first
 LOG_NAME = "daemon.log"
 LOCK_NAME = "daemon.lock"
+START_LOCK_NAME = "start.lock"   # held by a `cortex daemon start` until its daemon listens
 
 
 class DaemonError(CortexError):
@@ -533,13 +534,24 @@ def _stop_on_signal(signum, frame) -> None:
 def start(idle_minutes: float, wait_seconds: float = 60.0) -> dict:
     """Start a daemon in the background and wait until it listens; the running one's status
     if there is one already."""
-    import select
-    import subprocess
+    import fcntl
     status = running_status()
     if status is not None:
         return dict(status, already=True)
     place = quick.folder()
     prepare(place)
+    # Two starts at once: the second waits for the first's daemon, and says it runs.
+    with open(os.path.join(place, START_LOCK_NAME), "a") as starting:
+        fcntl.flock(starting, fcntl.LOCK_EX)
+        status = running_status()
+        if status is not None:
+            return dict(status, already=True)
+        return _spawn(place, idle_minutes, wait_seconds)
+
+
+def _spawn(place: str, idle_minutes: float, wait_seconds: float) -> dict:
+    import select
+    import subprocess
     log = open(os.path.join(place, LOG_NAME), "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cortex_cli.daemon", "--idle-minutes", str(idle_minutes)],

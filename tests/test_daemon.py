@@ -594,3 +594,15 @@ def test_a_file_written_or_a_process_own_path_is_for_the_commands_process(
     assert status["served"] == 0
     assert status["refused"] == {"a command that writes a file (--output)": 3,
                                  "an index under /dev or /proc (--db)": 1}
+
+
+def test_starts_at_once_start_one_daemon_and_all_say_so(indexed: ScriptedRepo, daemon: Daemon):
+    procs = [subprocess.Popen([sys.executable, str(daemon.script), "daemon", "start"],
+                              cwd=indexed.path, env=daemon.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(6)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    answers = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
+    assert all(code == 0 for code, _, _ in answers), answers
+    pid = daemon.status(indexed.path)["pid"]
+    assert sum(b"started (pid %d)" % pid in out for _, out, _ in answers) == 1, answers
+    assert sum(b"already running (pid %d)" % pid in out for _, out, _ in answers) == 5, answers
