@@ -54,6 +54,7 @@ PER_REQUEST = ("PATH", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM"
 MAX_REQUEST = 4 << 20          # bytes; arguments and environment are far smaller
 REQUEST_SECONDS = 5.0          # for a client to send its request
 ENGINES = 8                    # stores kept open, the least recently used closed first
+CHECK_SECONDS = 60.0           # how often an idle daemon asks whether its socket is still there
 LOG_NAME = "daemon.log"
 LOCK_NAME = "daemon.lock"
 START_LOCK_NAME = "start.lock"   # held by a `cortex daemon start` until its daemon listens
@@ -381,17 +382,34 @@ class Daemon:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def serve(self, listener: socket.socket) -> None:
-        listener.settimeout(self.idle_seconds or None)
+    def serve(self, listener: socket.socket, mine=None,
+              check_seconds: float = CHECK_SECONDS) -> None:
+        """Answer until stopped or idle; and, when `mine()` (whether the socket's path is still
+        this daemon's socket) says no, asked every `check_seconds`: a folder removed (at the
+        end of the user's last session, say) leaves no way to reach or stop this daemon, and
+        another one may run there."""
+        last = time.monotonic()
         while not self.stopping:
+            wait = check_seconds if mine is not None else None
+            if self.idle_seconds:
+                left = max(0.0, last + self.idle_seconds - time.monotonic())
+                wait = left if wait is None else min(wait, left)
+            listener.settimeout(None if wait is None else max(wait, 0.01))   # 0: non-blocking
             try:
                 conn, _ = listener.accept()
             except socket.timeout:
-                print(f"cortex daemon: idle for {self.idle_seconds / 60:g} minutes: stopping",
-                      file=sys.stderr, flush=True)
-                return
+                if self.idle_seconds and time.monotonic() - last >= self.idle_seconds:
+                    print(f"cortex daemon: idle for {self.idle_seconds / 60:g} minutes: "
+                          "stopping", file=sys.stderr, flush=True)
+                    return
+                if mine is not None and not mine():
+                    print("cortex daemon: its socket is gone or another's: stopping",
+                          file=sys.stderr, flush=True)
+                    return
+                continue
             with conn:
                 self._one(conn)
+            last = time.monotonic()
 
     def _one(self, conn: socket.socket) -> None:
         if not _same_user(conn):
@@ -485,9 +503,10 @@ def running_status() -> dict | None:
     return None
 
 
-def run(idle_minutes: float, ready=None) -> int:
-    """Serve in this process until stopped, idle for `idle_minutes` (0: never) or killed.
-    `ready(pid)` is called once the socket listens."""
+def run(idle_minutes: float, ready=None, check_seconds: float = CHECK_SECONDS) -> int:
+    """Serve in this process until stopped, idle for `idle_minutes` (0: never), killed, or
+    its socket is gone (asked every `check_seconds`). `ready(pid)` is called once the socket
+    listens."""
     import fcntl
     place = quick.folder()
     prepare(place)
@@ -506,6 +525,10 @@ def run(idle_minutes: float, ready=None) -> int:
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
+    own = _identity(path)
+
+    def mine() -> bool:
+        return _identity(path) == own
     signal.signal(signal.SIGTERM, _stop_on_signal)
     signal.signal(signal.SIGINT, _stop_on_signal)
     daemon = Daemon(place, idle_seconds=idle_minutes * 60)
@@ -513,18 +536,27 @@ def run(idle_minutes: float, ready=None) -> int:
     try:
         if ready is not None:
             ready(os.getpid())
-        daemon.serve(listener)
+        daemon.serve(listener, mine, check_seconds)
     except _Stop:
         print("cortex daemon: stopped by a signal", file=sys.stderr, flush=True)
     finally:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+        if mine():    # not the socket of a daemon started since in a folder made again
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
         listener.close()
         daemon.pool.close()
         lock.close()
     return 0
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _stop_on_signal(signum, frame) -> None:
@@ -614,6 +646,8 @@ def _main() -> int:
     import argparse
     parser = argparse.ArgumentParser(prog="python -m cortex_cli.daemon")
     parser.add_argument("--idle-minutes", type=float, default=0.0)
+    parser.add_argument("--check-seconds", type=float, default=CHECK_SECONDS,
+                        help=argparse.SUPPRESS)   # how often it asks whether its socket is there
     args = parser.parse_args()
 
     def ready(pid: int) -> None:
@@ -624,7 +658,7 @@ def _main() -> int:
               file=sys.stderr, flush=True)
 
     try:
-        return run(args.idle_minutes, ready)
+        return run(args.idle_minutes, ready, args.check_seconds)
     except CortexError as exc:
         print(f"cortex daemon: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -606,3 +606,48 @@ def test_starts_at_once_start_one_daemon_and_all_say_so(indexed: ScriptedRepo, d
     pid = daemon.status(indexed.path)["pid"]
     assert sum(b"started (pid %d)" % pid in out for _, out, _ in answers) == 1, answers
     assert sum(b"already running (pid %d)" % pid in out for _, out, _ in answers) == 5, answers
+
+
+def _first_daemon(d: Daemon, *options: str) -> subprocess.Popen:
+    """A daemon started as `cortex daemon start` starts it, once it listens."""
+    proc = subprocess.Popen([sys.executable, "-m", "cortex_cli.daemon", *options],
+                            cwd=d.folder, env=d.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(b"ready")
+    return proc
+
+
+def test_a_daemon_whose_folder_was_made_again_spares_the_next_ones_socket(
+        indexed: ScriptedRepo, daemon: Daemon):
+    """The daemon's folder removed (the end of a session removes $XDG_RUNTIME_DIR) and made
+    again, another daemon started there: the first one, stopped, leaves the second's socket."""
+    root = indexed.path
+    first = _first_daemon(daemon)
+    try:
+        shutil.rmtree(daemon.folder)
+        daemon.folder.mkdir(mode=0o700)
+        second = _started(daemon, root)["pid"]
+        first.terminate()
+        first.communicate(timeout=60)
+        assert daemon.status(root)["pid"] == second       # its socket is still there
+        there = daemon.run("history", "pkg/core.py::compute", cwd=root)
+        assert there.returncode == 0 and daemon.status(root)["served"] == 1
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+def test_a_daemon_whose_folder_was_removed_stops_by_itself(indexed: ScriptedRepo,
+                                                           daemon: Daemon):
+    """Nobody can reach or stop it any more: it asks (here every 50 ms) and stops."""
+    first = _first_daemon(daemon, "--check-seconds", "0.05")
+    try:
+        shutil.rmtree(daemon.folder)
+        _, err = first.communicate(timeout=60)
+        assert b"its socket is gone or another's: stopping" in err
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
