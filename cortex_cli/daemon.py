@@ -407,12 +407,12 @@ class Daemon:
                           file=sys.stderr, flush=True)
                     return
                 continue
-            with conn:
-                self._one(conn)
+            self._one(conn)     # which closes it, or hands it to a thread that will
             last = time.monotonic()
 
     def _one(self, conn: socket.socket) -> None:
         if not _same_user(conn):
+            conn.close()
             return
         conn.settimeout(REQUEST_SECONDS)
         chunks, size = [], 0
@@ -424,6 +424,7 @@ class Daemon:
                 chunks.append(chunk)
                 size += len(chunk)
         except OSError:    # a client that sends nothing, or left
+            conn.close()
             return
         try:
             answer = self._refuse("a request too large") if size > MAX_REQUEST \
@@ -431,11 +432,37 @@ class Daemon:
         except Exception as exc:   # a fault of the daemon's own: logged; it goes on
             traceback.print_exc(file=sys.stderr)
             answer = self._refuse(f"the daemon failed ({type(exc).__name__})")
+        _send(conn, answer)
+
+
+def _send(conn: socket.socket, answer: bytes) -> None:
+    """Send the answer and close the connection: what the socket takes at once here (every
+    answer but a large one), the rest from a thread of its own, so that a client that does
+    not read it (stopped with Ctrl-Z, say) keeps no other waiting. A client that left (Ctrl-C)
+    leaves nothing to undo: commands only read."""
+    try:
+        conn.setblocking(False)
+        sent = conn.send(answer)
+    except BlockingIOError:
+        sent = 0
+    except OSError:
+        conn.close()
+        return
+    if sent == len(answer):
+        conn.close()
+        return
+    import threading
+    threading.Thread(target=_send_rest, args=(conn, answer[sent:]), daemon=True).start()
+
+
+def _send_rest(conn: socket.socket, rest: bytes) -> None:
+    try:
         conn.settimeout(quick.ANSWER_SECONDS)
-        try:
-            conn.sendall(answer)
-        except OSError:    # the client left (Ctrl-C): nothing to undo, commands only read
-            pass
+        conn.sendall(rest)
+    except OSError:
+        pass
+    finally:
+        conn.close()
 
 
 def _set_env(key: str, value: str | None) -> None:

@@ -41,11 +41,11 @@ class Daemon:
                          "CORTEX_MODEL": "none", **env})
         self.script = code / "cortex_cli" / "bin" / "cortex"
 
-    def run(self, *args: str, cwd: Path, here: bool = False, **env: str):
+    def run(self, *args: str, cwd: Path, here: bool = False, timeout: float = 120, **env: str):
         """The script run with this environment; `here`: with CORTEX_DAEMON=off."""
         extra = dict(env, CORTEX_DAEMON="off") if here else env
         return subprocess.run([sys.executable, str(self.script), *args], cwd=cwd,
-                              capture_output=True, timeout=120, env=dict(self.env, **extra))
+                              capture_output=True, timeout=timeout, env=dict(self.env, **extra))
 
     def status(self, cwd: Path) -> dict:
         proc = self.run("daemon", "status", "--json", cwd=cwd)
@@ -651,3 +651,29 @@ def test_a_daemon_whose_folder_was_removed_stops_by_itself(indexed: ScriptedRepo
         if first.poll() is None:
             first.kill()
             first.wait()
+
+
+def test_a_client_that_does_not_read_its_answer_keeps_no_other_waiting(
+        indexed: ScriptedRepo, daemon: Daemon):
+    """A client that asked for a large answer (here an error that quotes a 1 MB symbol) and
+    does not read it, as one stopped with Ctrl-Z: the next command is answered by the daemon
+    at once, not once the first one's 60 s are up (the run's timeout guards that)."""
+    root = indexed.path
+    _started(daemon, root)
+    # The request as the client would send it (an argument of 1 MB is more than exec takes).
+    request = ("import os, sys\n"
+               "from cortex_cli import quick\n"
+               "argv = ['history', 'pkg/core.py::' + 'x' * 1_000_000]\n"
+               "sys.stdout.buffer.write(quick.encode_request(\n"
+               "    'run', argv, os.getcwd(), quick.encodings(), 0, dict(os.environ)))\n")
+    proc = subprocess.run([sys.executable, "-c", request], cwd=root, env=daemon.env,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stalled:
+        stalled.settimeout(30)
+        stalled.connect(str(daemon.folder / "daemon.sock"))
+        stalled.sendall(proc.stdout)
+        stalled.shutdown(socket.SHUT_WR)                 # and never reads
+        there = daemon.run("history", "pkg/core.py::compute", cwd=root, timeout=30)
+        assert there.returncode == 0 and b"tune compute" in there.stdout
+        assert daemon.status(root)["served"] == 2
