@@ -414,16 +414,17 @@ class Daemon:
         if not _same_user(conn):
             conn.close()
             return
-        conn.settimeout(REQUEST_SECONDS)
         chunks, size = [], 0
+        deadline = time.monotonic() + REQUEST_SECONDS    # for the whole request, not each read
         try:
             while size <= MAX_REQUEST:
+                conn.settimeout(max(0.001, deadline - time.monotonic()))
                 chunk = conn.recv(1 << 16)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 size += len(chunk)
-        except OSError:    # a client that sends nothing, or left
+        except OSError:    # a client that sends nothing, too slowly, or left
             conn.close()
             return
         try:

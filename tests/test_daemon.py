@@ -677,3 +677,27 @@ def test_a_client_that_does_not_read_its_answer_keeps_no_other_waiting(
         there = daemon.run("history", "pkg/core.py::compute", cwd=root, timeout=30)
         assert there.returncode == 0 and b"tune compute" in there.stdout
         assert daemon.status(root)["served"] == 2
+
+
+def test_a_request_sent_byte_by_byte_is_dropped_after_5_seconds(indexed: ScriptedRepo,
+                                                                daemon: Daemon):
+    """5 s for the whole request (docs/commands.md), not for each read: a client sending a
+    byte a second would hold the daemon for ever. It is dropped, and the daemon goes on."""
+    _started(daemon, indexed.path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.connect(str(daemon.folder / "daemon.sock"))
+        slow.settimeout(1.0)
+        dropped = False
+        for _ in range(15):
+            try:
+                slow.sendall(b"c")
+                dropped = slow.recv(1) == b""
+            except socket.timeout:   # a second went by: the next byte
+                continue
+            except OSError:          # dropped while sending
+                dropped = True
+            if dropped:
+                break
+        assert dropped
+    there = daemon.run("history", "pkg/core.py::compute", cwd=indexed.path)
+    assert there.returncode == 0 and daemon.status(indexed.path)["served"] == 1
