@@ -616,7 +616,7 @@ def _spawn(place: str, idle_minutes: float, wait_seconds: float) -> dict:
     proc = subprocess.Popen(
         [sys.executable, "-m", "cortex_cli.daemon", "--idle-minutes", str(idle_minutes)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, cwd=place,
-        start_new_session=True)
+        start_new_session=True, env=dict(os.environ, CORTEX_DAEMON_DIR=place))
     log.close()
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], wait_seconds)
@@ -629,6 +629,7 @@ def _spawn(place: str, idle_minutes: float, wait_seconds: float) -> dict:
         raise DaemonError("the daemon did not start" + (f": {tail}" if tail else ""))
     status = running_status()
     if status is None:
+        proc.terminate()    # not left running where nothing will find it
         raise DaemonError("the daemon started but does not answer")
     return dict(status, already=False)
 

@@ -37,13 +37,17 @@ MAX_SOCKET_PATH = 100
 
 def folder() -> str:
     """The daemon's folder: CORTEX_DAEMON_DIR, else $XDG_RUNTIME_DIR/cortex, else
-    $TMPDIR/cortex-UID (/tmp without TMPDIR). One daemon per user serves every repository."""
+    $TMPDIR/cortex-UID (/tmp without TMPDIR). One daemon per user serves every repository.
+    A relative path is the current folder's (`daemon start` hands the daemon the absolute
+    one)."""
     env = os.environ
     if env.get("CORTEX_DAEMON_DIR"):
-        return env["CORTEX_DAEMON_DIR"]
-    if env.get("XDG_RUNTIME_DIR"):
-        return os.path.join(env["XDG_RUNTIME_DIR"], "cortex")
-    return os.path.join(env.get("TMPDIR") or "/tmp", f"cortex-{os.getuid()}")
+        place = env["CORTEX_DAEMON_DIR"]
+    elif env.get("XDG_RUNTIME_DIR"):
+        place = os.path.join(env["XDG_RUNTIME_DIR"], "cortex")
+    else:
+        place = os.path.join(env.get("TMPDIR") or "/tmp", f"cortex-{os.getuid()}")
+    return os.path.abspath(place)
 
 
 def private(path: str) -> str | None:

@@ -701,3 +701,17 @@ def test_a_request_sent_byte_by_byte_is_dropped_after_5_seconds(indexed: Scripte
         assert dropped
     there = daemon.run("history", "pkg/core.py::compute", cwd=indexed.path)
     assert there.returncode == 0 and daemon.status(indexed.path)["served"] == 1
+
+
+def test_a_relative_folder_is_the_current_folders(indexed: ScriptedRepo, daemon: Daemon,
+                                                  tmp_path: Path):
+    """CORTEX_DAEMON_DIR=d typed in tmp_path: the daemon, which runs in its folder, listens in
+    tmp_path/d (not in tmp_path/d/d, where no client looks, said "does not answer" and ran on)."""
+    root = indexed.path
+    relative = Daemon(daemon.folder, CORTEX_DAEMON_DIR="d")
+    proc = relative.run("daemon", "start", cwd=tmp_path)
+    assert proc.returncode == 0 and b"started" in proc.stdout, proc.stderr
+    assert (daemon.folder / "daemon.sock").exists()
+    there = daemon.run("history", "pkg/core.py::compute", cwd=root)    # d as an absolute path
+    assert there.returncode == 0 and daemon.status(root)["served"] == 1
+    assert b"stopped" in relative.run("daemon", "stop", cwd=tmp_path).stdout
