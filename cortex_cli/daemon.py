@@ -375,7 +375,8 @@ class Daemon:
             self.pool.close()
 
     def status(self) -> dict:
-        return {"pid": os.getpid(), "socket": os.path.join(self.place, quick.SOCKET_NAME),
+        return {"running": True, "folder": self.place, "pid": os.getpid(),
+                "socket": os.path.join(self.place, quick.SOCKET_NAME),
                 "started": self.started, "served": self.served, "refused": self.refused,
                 "repositories": self.pool.roots(), "memory_mb": _resident_mb(),
                 "idle_minutes": self.idle_seconds / 60, "package": quick.package_dir()}

@@ -134,7 +134,10 @@ def test_answers_through_the_daemon_are_the_commands_own(indexed: ScriptedRepo, 
     assert here[("history", "--no-such-option")].returncode == 2
     assert b"tune compute" in here[commands[0]].stdout
 
-    assert _started(daemon, root)["served"] == 0
+    status = _started(daemon, root)
+    # `daemon status --json` says "running" either way (false, with the folder, when not).
+    assert (status["running"], status["folder"], status["served"]) == (
+        True, str(daemon.folder), 0)
     for c in commands:
         there = daemon.run(*c, cwd=cwd(c))
         assert (there.returncode, there.stdout, there.stderr) == (
