@@ -476,7 +476,7 @@ def test_the_bytecode_an_import_writes_is_no_change_of_code(indexed: ScriptedRep
     added is a change."""
     code = tmp_path / "code"
     ignore = shutil.ignore_patterns("__pycache__")
-    for part in ("cortex_core", "cortex_cli", "bin"):
+    for part in ("cortex_core", "cortex_cli"):
         shutil.copytree(PROJECT / part, code / part, ignore=ignore)
     folder = tmp_path / "d"
     folder.mkdir(mode=0o700)
