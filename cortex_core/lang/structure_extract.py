@@ -123,7 +123,7 @@ class _Out:
         # A Go function's typed local variables, read once per function (_go_locals).
         self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
         # A Python function's (or module's) assigned names, read once per scope (_py_locals).
-        self.py_locals: dict[int, dict[str, list[tuple[int, str]]]] = {}
+        self.py_locals: dict[int, dict[str, tuple[list[int], list[str]]]] = {}
         # A Python class's attributes and the classes assigned to them (_py_class_attributes).
         self.py_attributes: dict[int, dict[str, list[str]]] = {}
         self.imports: list[tuple[int, Import]] = []
@@ -318,9 +318,12 @@ def _py_declared_type(out: _Out, ident: Node) -> str | None:
                                           if p.type == "identifier"):
                 return None
         elif n.type in ("function_definition", "module"):
-            seen = [t for at, t in _py_locals(out, n).get(name, ()) if at < here]
-            if seen:
-                return seen[-1] or None
+            assigned = _py_locals(out, n).get(name)
+            if assigned is not None:
+                # The last assignment before the call (they are in the order of the text).
+                at = bisect_right(assigned[0], here - 1) - 1
+                if at >= 0:
+                    return assigned[1][at] or None
             if n.type == "function_definition":
                 found = _py_parameter(out, n, name)
                 if found is not None:
@@ -426,9 +429,10 @@ def _py_parameter(out: _Out, fn: Node, name: str) -> str | None:
     return None
 
 
-def _py_locals(out: _Out, scope: Node) -> dict[str, list[tuple[int, str]]]:
+def _py_locals(out: _Out, scope: Node) -> dict[str, tuple[list[int], list[str]]]:
     """name -> (where, class or "") of each assignment in the function or module `scope`'s own
-    body (not in the functions, classes and comprehensions it holds), in order."""
+    body (not in the functions, classes and comprehensions it holds), in the order of the text:
+    their starts, and their classes."""
     key = scope.id
     found = out.py_locals.get(key)
     if found is not None:
@@ -460,8 +464,11 @@ def _py_locals(out: _Out, scope: Node) -> dict[str, list[tuple[int, str]]]:
             if target is not None and target.type == "identifier":
                 names[out.text(target)].append((n.start_byte, ""))
         stack.extend(reversed(n.named_children))
-    out.py_locals[key] = names = dict(names)
-    return names
+    for seen in names.values():
+        seen.sort(key=lambda item: item[0])   # a walk in the text's order: sorted already
+    found = out.py_locals[key] = {name: ([at for at, _ in seen], [t for _, t in seen])
+                                  for name, seen in names.items()}
+    return found
 
 
 def _py_targets(node: Node) -> list[Node]:
