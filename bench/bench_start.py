@@ -167,8 +167,12 @@ def main() -> int:
                                "modules imported"]))
             if daemon_env is not None:
                 d = report["daemon"]
-                print(f"\nthe daemon answered {d.get('served')} commands and refused "
-                      f"{sum((d.get('refused') or {}).values())} {d.get('refused') or ''}")
+                if not d.get("running"):
+                    print("\nthe daemon stopped during the run (a file of Cortex changed?): "
+                          "the rows through it may have run in their own process; run again")
+                else:
+                    print(f"\nthe daemon answered {d.get('served')} commands and refused "
+                          f"{sum((d.get('refused') or {}).values())} {d.get('refused') or ''}")
         return 0
     finally:
         if daemon_env is not None:
