@@ -497,6 +497,26 @@ def test_a_python_call_on_an_attribute_of_a_known_class_is_that_classs(repo, cor
         ("app/main.py", "App.route", 17, 1.0), ("app/main.py", "App.route", 18, 1.0)]
 
 
+def test_a_python_variable_assigned_in_branches_keeps_every_class(repo, cortex):
+    """`page = pages[name]()` in a `try` and `page = Missing()` in its `except`: the call
+    after them may be either's, so it is not Missing's alone (werkzeug's cupoftee)."""
+    repo.write("app/pages.py", "class Page:\n    def render(self):\n        return 1\n\n\n"
+                               "class Missing(Page):\n    def render(self):\n        return 2\n"
+                               "\n\nclass Home(Page):\n    def render(self):\n"
+                               "        return 3\n")
+    repo.write("app/main.py", "from app.pages import Home, Missing\n\nPAGES = {'': Home}\n\n\n"
+                              "def serve(name):\n    try:\n        page = PAGES[name]()\n"
+                              "    except KeyError:\n        page = Missing()\n"
+                              "    return page.render()\n")
+    repo.commit("pages", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("app/pages.py", "Home.render")).items) == {
+        ("app/main.py", "serve")}
+    assert all(n.confidence < 1.0 for n in callers(
+        con, TargetSpec("app/pages.py", "Missing.render")).items)
+
+
 def test_a_bare_call_of_a_nested_function_is_that_function(repo, cortex):
     """A closure or a test's helper called by its name inside the function that holds it is
     that one, the innermost first: not an import, nor a top-level function of its name."""

@@ -701,6 +701,73 @@ def test_a_union_of_20000_types_stays_linear(language: str, source: str) -> None
     assert {f"T{i}" for i in range(20_000)} <= {r.name for r in found.refs}
 
 
+PY_BINDINGS = '''\
+client = Client()
+
+
+def branches(flag, items, x: Beta):
+    if flag:
+        a = Alpha()
+    else:
+        a = Beta()
+    a.go()
+    b = None
+    if flag:
+        b = Alpha()
+    b.go()
+    if flag:
+        x = Alpha()
+    x.go()
+    c = Alpha()
+    while flag:
+        c.go()
+        c = Beta()
+    try:
+        d = items[0]()
+    except KeyError:
+        d = Alpha()
+    d.go()
+    if flag:
+        e = Alpha()
+        e.go()
+    with flag:
+        f = Alpha()
+    f.go()
+
+
+def shadows(items):
+    g = Alpha()
+    [g.go() for g in items]
+    (lambda g=None: g.go())()
+    import mod as client
+    client.go()
+
+
+def shadows2():
+    def client():
+        pass
+    client.go()
+
+
+def shadows3():
+    match items:
+        case [client]:
+            client.go()
+'''
+
+
+def test_a_python_variable_has_a_class_only_where_every_binding_that_reaches_gives_it() -> None:
+    """Assignments in an `if`'s branches, a `try` and its `except`, a loop that comes round
+    again, a parameter reassigned in a branch: the call on the variable has a class only when
+    all that can reach it give that one (`None` aside). A comprehension's, a lambda's, an
+    import's, a nested def's or a match's name hides the one around it."""
+    found = extract("python", PY_BINDINGS)
+    calls = [(r.line, r.qualifier) for r in found.refs if r.name == "go"]
+    assert calls == [(9, "a"), (13, "Alpha"), (16, "x"), (19, "c"), (25, "d"), (28, "Alpha"),
+                     (31, "Alpha"), (36, "g"), (37, "g"), (39, "client"), (45, "client"),
+                     (51, "client")]
+
+
 @pytest.mark.timeout(60, method="thread")
 def test_a_variable_assigned_60000_times_is_read_in_linear_time() -> None:
     """Each call on `x` takes the class of the last assignment before it: looked up by bisection,

@@ -123,7 +123,8 @@ class _Out:
         # A Go function's typed local variables, read once per function (_go_locals).
         self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
         # A Python function's (or module's) assigned names, read once per scope (_py_locals).
-        self.py_locals: dict[int, dict[str, tuple[list[int], list[str]]]] = {}
+        self.py_locals: dict[int, dict[str, tuple[list[int], list[str | None],
+                                                  list[tuple[int, int]]]]] = {}
         # A Python class's attributes and the classes assigned to them (_py_class_attributes).
         self.py_attributes: dict[int, dict[str, list[str]]] = {}
         self.imports: list[tuple[int, Import]] = []
@@ -292,9 +293,10 @@ def _py_named(out: _Out, node: Node, kind: str, owner: str | None = None) -> Non
 _PY_SELF = frozenset({"self", "cls"})
 _PY_SCOPES = frozenset({"function_definition", "lambda", "class_definition", "module"})
 # Where a walk for a function's locals does not go: scopes of their own.
+_PY_COMPREHENSIONS = frozenset({"list_comprehension", "set_comprehension",
+                                "dictionary_comprehension", "generator_expression"})
 _PY_OWN_SCOPES = frozenset({"function_definition", "class_definition", "lambda",
-                            "list_comprehension", "set_comprehension", "dictionary_comprehension",
-                            "generator_expression"})
+                            *_PY_COMPREHENSIONS})
 # Annotations that say nothing of a class: a call on such a variable stays a guess by name.
 _PY_UNTYPED = frozenset({"Any", "object", "None"})
 
@@ -303,33 +305,78 @@ def _py_declared_type(out: _Out, ident: Node) -> str | None:
     """The class of the variable `ident` where a call on it is (`request.url_for()` with
     `request: Request` a parameter is a call of Request's url_for, not of every `url_for` of the
     repository), as the call's qualifier: the annotation of a parameter of the innermost
-    function that has one of that name, or the last assignment to it before the call in that
-    function (`x = Client(...)`, `x: Client = ...`), else in the functions around it, else at
-    the module's top level. A class is told from a function by its name (PEP 8: `Client()`,
-    not `make()`). None when the nearest binding gives no class (an untyped parameter, another
-    assignment, a loop variable): the call keeps the variable's name, as before."""
+    function that has one of that name, or the assignments to it there that can reach the call
+    (`x = Client(...)`, `x: Client = ...`: the last one before it, and the ones before that
+    when the last is in a branch the call is not in, and the ones after it in a loop around
+    it; `None` aside, all of one class), else in the functions around it, else at the module's
+    top level. A class is told from a function by its name (PEP 8: `Client()`, not `make()`).
+    None when the binding gives no one class (an untyped parameter, another assignment, a loop
+    variable, a comprehension's, a branch's other class): the call keeps the variable's name,
+    as before."""
     name = out.text(ident)
     here = ident.start_byte
+    loop_end = -1     # the end of the outermost loop around the call in the scope walked
     n = ident.parent
     while n is not None:
-        if n.type == "lambda":
-            params = n.child_by_field_name("parameters")
-            if params is not None and any(out.text(p) == name for p in params.named_children
-                                          if p.type == "identifier"):
+        if n.type in ("for_statement", "while_statement"):
+            loop_end = n.end_byte
+        elif n.type == "lambda":
+            if _py_parameter(out, n, name) is not None:
+                return None
+        elif n.type in _PY_COMPREHENSIONS:
+            if any(out.text(t) == name for c in n.named_children if c.type == "for_in_clause"
+                   for left in (c.child_by_field_name("left"),) if left is not None
+                   for t in _py_targets(left)):
                 return None
         elif n.type in ("function_definition", "module"):
             assigned = _py_locals(out, n).get(name)
             if assigned is not None:
-                # The last assignment before the call (they are in the order of the text).
-                at = bisect_right(assigned[0], here - 1) - 1
-                if at >= 0:
-                    return assigned[1][at] or None
+                reaching = _py_reaching(assigned, here, loop_end)
+                if reaching is not None:
+                    kinds, dominated = reaching
+                    if not dominated and n.type == "function_definition":
+                        kinds.add(_py_parameter(out, n, name))
+                    kinds.discard(None)
+                    return kinds.pop() if len(kinds) == 1 and "" not in kinds else None
             if n.type == "function_definition":
                 found = _py_parameter(out, n, name)
                 if found is not None:
                     return found or None
+            loop_end = -1   # a loop in the function does not run the code around it again
         n = n.parent
     return None
+
+
+# How many assignments of a name are weighed for one call (a hostile file's thousands of
+# branches, each assigning it, are not all read for each of its calls).
+_PY_REACHING = 32
+
+
+def _py_reaching(assigned: tuple[list[int], list[str | None], list[tuple[int, int]]],
+                 here: int, loop_end: int) -> tuple[set[str | None], bool] | None:
+    """The classes the assignments that can reach a use at `here` give (None for `x = None`),
+    and whether one of them is sure to run before it: the last assignment before it, and the
+    ones before it while the last is in a block the use is not in (an `if`'s branch, a loop's
+    body, a `try`), and those after it up to `loop_end` (a loop around the use runs them
+    before its next turn). None when no assignment is before the use, nor in its loop."""
+    starts, kinds, blocks = assigned
+    at = bisect_right(starts, here - 1) - 1
+    after = bisect_right(starts, loop_end - 1) if loop_end > here else at + 1
+    if at < 0 and after <= at + 1:
+        return None
+    if after - at - 1 > _PY_REACHING:
+        return {""}, True
+    found: set[str | None] = set(kinds[at + 1:after])
+    dominated = False
+    for i in range(at, max(-1, at - _PY_REACHING), -1):
+        found.add(kinds[i])
+        if blocks[i][0] <= here < blocks[i][1]:
+            dominated = True
+            break
+    else:
+        if at >= _PY_REACHING:
+            return {""}, True
+    return found, dominated
 
 
 def _py_attribute_type(out: _Out, node: Node) -> str | None:
@@ -429,44 +476,71 @@ def _py_parameter(out: _Out, fn: Node, name: str) -> str | None:
     return None
 
 
-def _py_locals(out: _Out, scope: Node) -> dict[str, tuple[list[int], list[str]]]:
-    """name -> (where, class or "") of each assignment in the function or module `scope`'s own
+def _py_locals(out: _Out, scope: Node
+               ) -> dict[str, tuple[list[int], list[str | None], list[tuple[int, int]]]]:
+    """name -> (where, class, block) of each binding in the function or module `scope`'s own
     body (not in the functions, classes and comprehensions it holds), in the order of the text:
-    their starts, and their classes."""
+    their starts; the classes they give ("" for none in sight, None for `x = None`); the
+    byte ranges of the blocks they are in (the scope's for its own statements)."""
     key = scope.id
     found = out.py_locals.get(key)
     if found is not None:
         return found
-    names: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    names: dict[str, list[tuple[int, str | None, tuple[int, int]]]] = defaultdict(list)
     body = scope.child_by_field_name("body") if scope.type != "module" else scope
-    stack = list(reversed(body.named_children)) if body is not None else []
+    whole = (scope.start_byte, scope.end_byte + 1)
+    stack = [(c, whole) for c in reversed(body.named_children)] if body is not None else []
     while stack:
-        n = stack.pop()
-        if n.type in _PY_OWN_SCOPES or n.type == "decorated_definition":
+        n, block = stack.pop()
+        if n.type == "decorated_definition":
+            n = n.child_by_field_name("definition") or n
+        if n.type in _PY_OWN_SCOPES:
+            named = n.child_by_field_name("name")   # `def x():`, `class x:` bind x
+            if named is not None and n.type in ("function_definition", "class_definition"):
+                names[out.text(named)].append((n.start_byte, "", block))
             continue
         if n.type == "assignment":
             left = n.child_by_field_name("left")
             if left is not None and left.type == "identifier":
-                typed = n.child_by_field_name("type")
-                names[out.text(left)].append((n.start_byte, _py_type_name(out, typed) if typed
-                                              else _py_constructed(out, n.child_by_field_name(
-                                                  "right")) or ""))
+                typed, right = n.child_by_field_name("type"), n.child_by_field_name("right")
+                kind: str | None = _py_type_name(out, typed) or "" if typed else \
+                    None if right is not None and right.type == "none" else \
+                    _py_constructed(out, right) or ""
+                names[out.text(left)].append((n.start_byte, kind, block))
             elif left is not None:
                 for target in _py_targets(left):
-                    names[out.text(target)].append((n.start_byte, ""))
+                    names[out.text(target)].append((n.start_byte, "", block))
         elif n.type in ("for_statement", "for_in_clause"):
             left = n.child_by_field_name("left")
             for target in _py_targets(left) if left is not None else ():
-                names[out.text(target)].append((n.start_byte, ""))
+                names[out.text(target)].append((n.start_byte, "", block))
         elif n.type in ("as_pattern_target", "named_expression"):
             target = n.named_children[0] if n.type == "as_pattern_target" and n.named_children \
                 else n.child_by_field_name("name")
             if target is not None and target.type == "identifier":
-                names[out.text(target)].append((n.start_byte, ""))
-        stack.extend(reversed(n.named_children))
+                names[out.text(target)].append((n.start_byte, "", block))
+        elif n.type in ("import_statement", "import_from_statement"):
+            for item in n.children_by_field_name("name"):
+                alias = item.child_by_field_name("alias") if item.type == "aliased_import" \
+                    else item.named_children[0] if item.named_children else None
+                if alias is not None:   # `import a.b` binds a, `from m import c as d` d
+                    names[out.text(alias)].append((n.start_byte, "", block))
+            continue
+        elif n.type == "case_pattern":   # a match's captures (and classes: no matter)
+            captures = [n]
+            while captures:
+                c = captures.pop()
+                if c.type == "identifier":
+                    names[out.text(c)].append((n.start_byte, "", block))
+                captures.extend(c.named_children)
+            continue
+        if n.type == "block":
+            block = (n.start_byte, n.end_byte)
+        stack.extend((c, block) for c in reversed(n.named_children))
     for seen in names.values():
         seen.sort(key=lambda item: item[0])   # a walk in the text's order: sorted already
-    found = out.py_locals[key] = {name: ([at for at, _ in seen], [t for _, t in seen])
+    found = out.py_locals[key] = {name: ([at for at, _, _ in seen], [t for _, t, _ in seen],
+                                         [b for _, _, b in seen])
                                   for name, seen in names.items()}
     return found
 
