@@ -517,6 +517,31 @@ def test_a_python_variable_assigned_in_branches_keeps_every_class(repo, cortex):
         con, TargetSpec("app/pages.py", "Missing.render")).items)
 
 
+def test_a_python_call_on_a_variable_of_a_base_class_reaches_its_overrides(repo, cortex):
+    """`self.backend.authenticate()` with `backend: Backend` is Backend's, and runs the
+    override of the subclass the object is: a caller of BasicAuth.authenticate too, as the
+    guess by its name made it (starlette's AuthenticationMiddleware). `Backend.check(self)`
+    in the subclass itself is the base's own."""
+    repo.write("app/auth.py", "class Backend:\n    def authenticate(self, conn):\n"
+                              "        raise NotImplementedError\n\n"
+                              "    def check(self):\n        return 0\n")
+    repo.write("app/middleware.py",
+               "from app.auth import Backend\n\n\nclass Middleware:\n"
+               "    def __init__(self, backend: Backend) -> None:\n"
+               "        self.backend = backend\n\n    def __call__(self, conn):\n"
+               "        return self.backend.authenticate(conn)\n\n\n"
+               "def login(backend: Backend, conn):\n    return backend.authenticate(conn)\n")
+    repo.write("app/basic.py", "from app.auth import Backend\n\n\nclass BasicAuth(Backend):\n"
+                               "    def authenticate(self, conn):\n        return conn\n\n"
+                               "    def check(self):\n        return Backend.check(self)\n")
+    repo.commit("auth", days_ago=1)
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert labels(callers(con, TargetSpec("app/basic.py", "BasicAuth.authenticate")).items) == {
+        ("app/middleware.py", "Middleware.__call__"), ("app/middleware.py", "login")}
+    assert callers(con, TargetSpec("app/basic.py", "BasicAuth.check")).items == []
+
+
 def test_a_bare_call_of_a_nested_function_is_that_function(repo, cortex):
     """A closure or a test's helper called by its name inside the function that holds it is
     that one, the innermost first: not an import, nor a top-level function of its name."""

@@ -209,11 +209,31 @@ _CONSTRUCTORS = frozenset(("__init__", "__new__", "constructor"))   # and Java's
 _SELF_RECEIVERS = "(r.qualifier is null or r.qualifier in ('self', 'this', 'cls'))"
 
 
+def _typed_calls(con, b_file: int, b_name: str, method: str, file_id: int,
+                 cls: str) -> list[tuple]:
+    """Python calls of a base's method on a variable or attribute declared (or made) of the
+    base's class (`self.backend.authenticate()` with `backend: AuthenticationBackend`, whose
+    qualifier is the class, structure_extract._py_declared_type): the object may be any of
+    its subclasses, so the call runs the override. Not those in the overriding class itself
+    (`Base.m(self)` there calls the base's own)."""
+    short = b_name.rpartition(".")[2]
+    return con.execute(
+        "select r.file_id, r.scope, r.line, e.confidence, e.dst_qualname"
+        " from edges e join refs r on r.id = e.ref_id join struct_files s"
+        " on s.file_id = r.file_id where e.dst_file_id = ? and e.dst_qualname = ?"
+        " and r.kind = 'call' and s.language = 'python'"
+        " and (r.qualifier = ? or substr(r.qualifier, -length(?) - 1) = '.' || ?)"
+        " and not (r.file_id = ? and (r.scope = ? or (r.scope >= ? and r.scope < ?)))",
+        (b_file, f"{b_name}.{method}", short, short, short, file_id, cls, cls + ".",
+         cls + "/")).fetchall()
+
+
 def _dispatched(con, file_id: int, qualname: str) -> list[tuple]:
     """Calls that reach a method through one it overrides: a base class (or mixin, or abstract
     class) calling `self.m()` on its own `m` runs the subclass's `m` when the object is one.
     Only calls made inside the base class itself count (a sibling subclass's call runs its own
-    class's `m`, never this one); each at the call's confidence times the base edge's, shared
+    class's `m`, never this one), and Python calls on a variable of the base's class
+    (_typed_calls); each at the call's confidence times the base edge's, shared
     among the base's direct subclasses that define `m` (which of them runs depends on the
     object). Their kind is "dispatch"; the row's last column is the overridden method, so a
     chain shows the way."""
@@ -243,7 +263,8 @@ def _dispatched(con, file_id: int, qualname: str) -> list[tuple]:
                 f" and {_SELF_RECEIVERS} and r.file_id = ?"
                 " and (r.scope = ? or (r.scope >= ? and r.scope < ?))",
                 (b_file, f"{b_name}.{method}", b_file, b_name, b_name + ".",
-                 b_name + "/")).fetchall()
+                 b_name + "/")).fetchall() + _typed_calls(con, b_file, b_name, method,
+                                                          file_id, cls)
             if not calls:
                 continue
             sharers = con.execute(
