@@ -69,7 +69,7 @@ import threading
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language, get_parser
@@ -115,11 +115,19 @@ class FileStructure:
 
 class _Out:
     __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "py_locals",
-                 "py_attributes", "tests", "type_params", "type_param_spans", "module_names",
-                 "not_types")
+                 "py_attributes", "py_outer", "py_scopes", "root", "tests", "type_params", "type_param_spans",
+                 "module_names", "not_types")
 
-    def __init__(self, src: bytes) -> None:
+    def __init__(self, src: bytes, root: Node | None = None) -> None:
         self.src = src
+        self.root = root
+        # A Python file's functions, classes, lambdas, comprehensions and loops: their starts,
+        # the nodes, the index of the one around each (-1: none); built on first use
+        # (_py_around). A node's `parent` is found from the root down, so a walk up by it
+        # was quadratic in the depth for each call, cubic in all.
+        self.py_scopes: tuple[list[int], list[Node], list[int]] | None = None
+        # (function, name) -> the class the name has around the function (_py_declared_type).
+        self.py_outer: dict[tuple[int, str], str | None] = {}
         # A Go function's typed local variables, read once per function (_go_locals).
         self.locals: dict[int, dict[str, list[tuple[int, int, int, str]]]] = {}
         # A Python function's (or module's) assigned names, read once per scope (_py_locals).
@@ -316,18 +324,20 @@ def _py_declared_type(out: _Out, ident: Node) -> str | None:
     name = out.text(ident)
     here = ident.start_byte
     loop_end = -1     # the end of the outermost loop around the call in the scope walked
-    n = ident.parent
-    while n is not None:
+    # The functions passed: what is around each is the same for every call in it (_Out.py_outer).
+    passed: list[tuple[int, str]] = []
+    found: str | None = None
+    for n in _py_around(out, ident):
         if n.type in ("for_statement", "while_statement"):
             loop_end = n.end_byte
         elif n.type == "lambda":
             if _py_parameter(out, n, name) is not None:
-                return None
+                break
         elif n.type in _PY_COMPREHENSIONS:
             if any(out.text(t) == name for c in n.named_children if c.type == "for_in_clause"
                    for left in (c.child_by_field_name("left"),) if left is not None
                    for t in _py_targets(left)):
-                return None
+                break
         elif n.type in ("function_definition", "module"):
             assigned = _py_locals(out, n).get(name)
             if assigned is not None:
@@ -337,14 +347,57 @@ def _py_declared_type(out: _Out, ident: Node) -> str | None:
                     if not dominated and n.type == "function_definition":
                         kinds.add(_py_parameter(out, n, name))
                     kinds.discard(None)
-                    return kinds.pop() if len(kinds) == 1 and "" not in kinds else None
+                    found = kinds.pop() if len(kinds) == 1 and "" not in kinds else None
+                    break
             if n.type == "function_definition":
-                found = _py_parameter(out, n, name)
-                if found is not None:
-                    return found or None
+                parameter = _py_parameter(out, n, name)
+                if parameter is not None:
+                    found = parameter or None
+                    break
+                key = (n.id, name)
+                if key in out.py_outer:
+                    found = out.py_outer[key]
+                    break
+                passed.append(key)
             loop_end = -1   # a loop in the function does not run the code around it again
-        n = n.parent
-    return None
+    for key in passed:
+        out.py_outer[key] = found
+    return found
+
+
+_PY_AROUND = "[(function_definition) (class_definition) (lambda) (list_comprehension) " \
+    "(set_comprehension) (dictionary_comprehension) (generator_expression) (for_statement) " \
+    "(while_statement)] @around"
+_py_around_query: list[Query] = []
+
+
+def _py_around(out: _Out, node: Node) -> Iterator[Node]:
+    """The functions, classes, lambdas, comprehensions and loops around `node`, the innermost
+    first, then the module: found by bisection among them all, read once per file by a query
+    (not by `parent`, each of which walks down from the root again)."""
+    if out.py_scopes is None:
+        if not _py_around_query:
+            _py_around_query.append(Query(get_language("python"), _PY_AROUND))
+        found = [n for ns in QueryCursor(_py_around_query[0]).captures(out.root).values()
+                 for n in ns] if out.root is not None else []
+        found.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        parents: list[int] = []
+        open_: list[int] = []
+        for i, n in enumerate(found):
+            while open_ and found[open_[-1]].end_byte <= n.start_byte:
+                open_.pop()
+            parents.append(open_[-1] if open_ else -1)
+            open_.append(i)
+        out.py_scopes = ([n.start_byte for n in found], found, parents)
+    starts, nodes, parents = out.py_scopes
+    i = bisect_right(starts, node.start_byte) - 1
+    while i >= 0:
+        around = nodes[i]
+        if around.end_byte >= node.end_byte and around.id != node.id:
+            yield around
+        i = parents[i]
+    if out.root is not None:
+        yield out.root
 
 
 # How many assignments of a name are weighed for one call (a hostile file's thousands of
@@ -388,9 +441,7 @@ def _py_attribute_type(out: _Out, node: Node) -> str | None:
     obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
     if obj is None or attr is None or obj.type != "identifier" or out.text(obj) != "self":
         return None
-    cls = node.parent
-    while cls is not None and cls.type != "class_definition":
-        cls = cls.parent
+    cls = next((n for n in _py_around(out, node) if n.type == "class_definition"), None)
     if cls is None:
         return None
     types = _py_class_attributes(out, cls).get(out.text(attr))
@@ -2075,7 +2126,7 @@ def extract_structure(language: str, source: bytes) -> FileStructure | None:
         else:
             data, tree = _one_side(lang.parser, sides)
     root = tree.root_node
-    out = _Out(data)
+    out = _Out(data, root)
     captures = QueryCursor(lang.query).captures(root)
     for capture, handler in lang.handlers:
         for node in captures.get(capture, ()):
