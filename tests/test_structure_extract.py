@@ -792,6 +792,18 @@ def test_a_variable_assigned_60000_times_is_read_in_linear_time() -> None:
     assert calls == [f"Foo{i % 7}" for i in range(n)]
 
 
+@pytest.mark.timeout(60, method="thread")
+def test_go_calls_deep_in_blocks_find_their_function_without_walking_up() -> None:
+    """A call on a Go variable looks for its declaration in the functions around the call,
+    found by bisection: by `parent`, each step of which starts at the root again, 400 nested
+    blocks with 2,000 calls took 57 s."""
+    depth, calls = 600, 3000
+    found = extract("go", "package p\n\nfunc F(c *Command) {\n" + "if true {\n" * depth
+                    + "var d Other\n" + "c.Run()\nd.Go()\n" * calls + "}\n" * depth + "}\n")
+    assert [r.qualifier for r in found.refs if r.name == "Run"] == ["Command"] * calls
+    assert [r.qualifier for r in found.refs if r.name == "Go"] == ["Other"] * calls
+
+
 def test_threads_share_parsers_safely() -> None:
     cases = [(case[0], case[1].encode()) for case in REALISTIC] * 4
     expected = [extract_structure(language, data) for language, data in cases]

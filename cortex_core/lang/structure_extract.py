@@ -115,8 +115,8 @@ class FileStructure:
 
 class _Out:
     __slots__ = ("src", "imports", "refs", "skip", "skip_sorted", "locals", "py_locals",
-                 "py_attributes", "py_outer", "py_scopes", "root", "tests", "type_params", "type_param_spans",
-                 "module_names", "not_types")
+                 "py_attributes", "py_outer", "py_scopes", "go_scopes", "root", "tests",
+                 "type_params", "type_param_spans", "module_names", "not_types")
 
     def __init__(self, src: bytes, root: Node | None = None) -> None:
         self.src = src
@@ -126,6 +126,8 @@ class _Out:
         # (_py_around). A node's `parent` is found from the root down, so a walk up by it
         # was quadratic in the depth for each call, cubic in all.
         self.py_scopes: tuple[list[int], list[Node], list[int]] | None = None
+        # A Go file's functions, methods and function literals, as py_scopes (_go_declared_type).
+        self.go_scopes: tuple[list[int], list[Node], list[int]] | None = None
         # (function, name) -> the class the name has around the function (_py_declared_type).
         self.py_outer: dict[tuple[int, str], str | None] = {}
         # A Go function's typed local variables, read once per function (_go_locals).
@@ -376,28 +378,40 @@ def _py_around(out: _Out, node: Node) -> Iterator[Node]:
     first, then the module: found by bisection among them all, read once per file by a query
     (not by `parent`, each of which walks down from the root again)."""
     if out.py_scopes is None:
-        if not _py_around_query:
-            _py_around_query.append(Query(get_language("python"), _PY_AROUND))
-        found = [n for ns in QueryCursor(_py_around_query[0]).captures(out.root).values()
-                 for n in ns] if out.root is not None else []
-        found.sort(key=lambda n: (n.start_byte, -n.end_byte))
-        parents: list[int] = []
-        open_: list[int] = []
-        for i, n in enumerate(found):
-            while open_ and found[open_[-1]].end_byte <= n.start_byte:
-                open_.pop()
-            parents.append(open_[-1] if open_ else -1)
-            open_.append(i)
-        out.py_scopes = ([n.start_byte for n in found], found, parents)
-    starts, nodes, parents = out.py_scopes
+        out.py_scopes = _scope_table(out, "python", _PY_AROUND, _py_around_query)
+    yield from _around(out.py_scopes, node)
+    if out.root is not None:
+        yield out.root
+
+
+def _scope_table(out: _Out, language: str, pattern: str, compiled: list[Query]
+                 ) -> tuple[list[int], list[Node], list[int]]:
+    """The nodes `pattern` captures in the file, sorted by start, with the index of the one
+    around each (-1: none)."""
+    if not compiled:
+        compiled.append(Query(get_language(language), pattern))
+    found = [n for ns in QueryCursor(compiled[0]).captures(out.root).values()
+             for n in ns] if out.root is not None else []
+    found.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    parents: list[int] = []
+    open_: list[int] = []
+    for i, n in enumerate(found):
+        while open_ and found[open_[-1]].end_byte <= n.start_byte:
+            open_.pop()
+        parents.append(open_[-1] if open_ else -1)
+        open_.append(i)
+    return [n.start_byte for n in found], found, parents
+
+
+def _around(table: tuple[list[int], list[Node], list[int]], node: Node) -> Iterator[Node]:
+    """The nodes of a _scope_table that hold `node`, the innermost first."""
+    starts, nodes, parents = table
     i = bisect_right(starts, node.start_byte) - 1
     while i >= 0:
         around = nodes[i]
         if around.end_byte >= node.end_byte and around.id != node.id:
             yield around
         i = parents[i]
-    if out.root is not None:
-        yield out.root
 
 
 # How many assignments of a name are weighed for one call (a hostile file's thousands of
@@ -1170,23 +1184,26 @@ def _go_declared_type(out: _Out, ident: Node) -> str | None:
     New()`) or not a named type."""
     name = out.text(ident)
     here = ident.start_byte
-    n = ident.parent
-    while n is not None:
-        if n.type in _GO_FUNCTIONS:
-            # The innermost declaration before the call whose scope holds the call.
-            seen = [t for at, start, end, t in _go_locals(out, n).get(name, ())
-                    if at < here and start <= here < end]
-            if seen:
-                return seen[-1] or None
-            for field in ("receiver", "parameters"):
-                params = n.child_by_field_name(field)
-                for param in params.named_children if params is not None else ():
-                    if param.type != "parameter_declaration" or not any(
-                            out.text(c) == name for c in param.children_by_field_name("name")):
-                        continue
-                    return _go_type_name(out, param.child_by_field_name("type"))
-        n = n.parent
+    if out.go_scopes is None:   # the functions around, by bisection: `parent` walks from the
+        out.go_scopes = _scope_table(out, "go", _GO_AROUND, _go_around_query)   # root again
+    for n in _around(out.go_scopes, ident):
+        # The innermost declaration before the call whose scope holds the call.
+        seen = [t for at, start, end, t in _go_locals(out, n).get(name, ())
+                if at < here and start <= here < end]
+        if seen:
+            return seen[-1] or None
+        for field in ("receiver", "parameters"):
+            params = n.child_by_field_name(field)
+            for param in params.named_children if params is not None else ():
+                if param.type != "parameter_declaration" or not any(
+                        out.text(c) == name for c in param.children_by_field_name("name")):
+                    continue
+                return _go_type_name(out, param.child_by_field_name("type"))
     return None
+
+
+_GO_AROUND = "[(function_declaration) (method_declaration) (func_literal)] @around"
+_go_around_query: list[Query] = []
 
 
 # Where a Go declaration is seen: the block (or the if, for, switch or case clause) holding it.
@@ -1206,19 +1223,16 @@ def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, int, int, str]]
         return found
     found = {}
 
-    def declare(target: Node, at: Node, kind: str, scope: Node | None = None) -> None:
-        if scope is None:
-            scope = at.parent
-            while scope is not None and scope.type not in _GO_SCOPES and scope is not fn:
-                scope = scope.parent
-        scope = scope if scope is not None else fn
+    def declare(target: Node, at: Node, kind: str, scope: Node) -> None:
         found.setdefault(out.text(target), []).append(
             (at.start_byte, scope.start_byte, scope.end_byte, kind))
 
     body = fn.child_by_field_name("body")
-    stack = [body] if body is not None else []
+    # Each node with the innermost scope above it (_GO_SCOPES, else the function), carried
+    # down: a walk up by `parent` from each declaration started at the root each step.
+    stack: list[tuple[Node, Node]] = [(body, fn)] if body is not None else []
     while stack:
-        n = stack.pop()
+        n, scope = stack.pop()
         if n.type == "func_literal":
             continue
         if n.type == "short_var_declaration":
@@ -1227,20 +1241,21 @@ def _go_locals(out: _Out, fn: Node) -> dict[str, list[tuple[int, int, int, str]]
             values = right.named_children if right is not None else []
             for i, target in enumerate(names):
                 value = values[i] if len(values) == len(names) else None
-                declare(target, n, _go_literal_type(out, value) or "")
+                declare(target, n, _go_literal_type(out, value) or "", scope)
         elif n.type == "var_spec":
             kind = _go_type_name(out, n.child_by_field_name("type")) or ""
             for target in n.children_by_field_name("name"):
-                declare(target, n, kind)
+                declare(target, n, kind, scope)
         elif n.type == "range_clause":
             left = n.child_by_field_name("left")
             for target in left.named_children if left is not None else []:
-                declare(target, n, "", n.parent)   # seen in its for statement
+                declare(target, n, "", scope)   # its for statement: seen there
         elif n.type == "type_switch_statement":
             alias = n.child_by_field_name("alias")
             for target in alias.named_children if alias is not None else []:
                 declare(target, alias, "", n)
-        stack.extend(reversed(n.named_children))
+        inner = n if n.type in _GO_SCOPES else scope
+        stack.extend((c, inner) for c in reversed(n.named_children))
     for places in found.values():
         places.sort()
     out.locals[key] = found
