@@ -42,17 +42,10 @@ class _NotAsked:
 
 def _columns() -> int:
     """shutil.get_terminal_size().columns, without importing shutil: argparse's formatter does,
-    once per argument, and shutil brings bz2, lzma and zlib, 2 ms of a short command's start."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
+    once per argument, and shutil brings bz2, lzma and zlib, 2 ms of a short command's start.
+    The width the client sends the daemon is read the same way (quick.columns)."""
+    from cortex_cli.quick import columns
+    return columns() or 80
 
 
 class _Width:

@@ -97,6 +97,15 @@ def _pid_holding(lock: Path) -> int | None:
     return None
 
 
+def _copied_code(tmp_path: Path) -> Path:
+    """Cortex's packages copied (no bytecode), for a daemon whose code a test may change."""
+    code = tmp_path / "code"
+    for part in ("cortex_core", "cortex_cli"):
+        shutil.copytree(PROJECT / part, code / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return code
+
+
 def _started(d: Daemon, cwd: Path) -> dict:
     proc = d.run("daemon", "start", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
@@ -232,10 +241,7 @@ def test_a_search_keeps_its_model_and_answers_the_same(tmp_path: Path, tiny_mode
 
 
 def test_changed_code_is_refused_and_stops_the_daemon(indexed: ScriptedRepo, tmp_path: Path):
-    code = tmp_path / "code"
-    ignore = shutil.ignore_patterns("__pycache__")
-    for part in ("cortex_core", "cortex_cli"):
-        shutil.copytree(PROJECT / part, code / part, ignore=ignore)
+    code = _copied_code(tmp_path)
     folder = tmp_path / "d"
     folder.mkdir(mode=0o700)
     d = Daemon(folder, code=code)
@@ -474,10 +480,7 @@ def test_the_bytecode_an_import_writes_is_no_change_of_code(indexed: ScriptedRep
     """A fresh checkout (no __pycache__) where Python writes bytecode: the commands' imports
     make __pycache__ folders, which change their folders' times; the daemon goes on. A module
     added is a change."""
-    code = tmp_path / "code"
-    ignore = shutil.ignore_patterns("__pycache__")
-    for part in ("cortex_core", "cortex_cli"):
-        shutil.copytree(PROJECT / part, code / part, ignore=ignore)
+    code = _copied_code(tmp_path)
     folder = tmp_path / "d"
     folder.mkdir(mode=0o700)
     d = Daemon(folder, code=code, PYTHONDONTWRITEBYTECODE="")
