@@ -21,6 +21,7 @@ from cortex_core.memory.search import (MAX_BOOST, Focus, PriorWeights, SearchOpt
 from cortex_core.query.status import status
 from cortex_core.store.store import open_writer
 from cortex_core.git.workspace import Workspace
+from conftest import Indexed
 
 
 @pytest.fixture
@@ -838,3 +839,55 @@ def test_documents_are_cut_in_path_order_whatever_their_ids(repo, cortex):
         "select f.path from items i join files f on f.id = i.file_id where i.kind = 'doc'"
         " order by i.id")]
     assert order == ["docs/a.md", "docs/z.md"]
+
+
+_FIXES = ["parser", "socket", "timeout", "cache", "cookie", "header", "proxy", "redirect",
+          "session", "stream", "upload", "retry"]
+
+
+def _changelog(versions: list[tuple[str, list[str]]]) -> str:
+    return "# Changelog\n\n" + "".join(
+        f"## {version}\n\n" + "".join(f"- {entry}\n" for entry in entries) + "\n"
+        for version, entries in versions)
+
+
+def _doc_rows(con) -> list[tuple]:
+    return sorted(con.execute("select title, body, line, end_line, time, blob, text_hash"
+                              " from items where kind = 'doc'"))
+
+
+def test_a_changed_document_keeps_its_unchanged_sections(repo, cortex, tiny_model, tmp_path):
+    """A changelog that gains an entry keeps its other entries' items, vectors and areas: only
+    what changed is added, embedded and placed; what remains is what a fresh index holds."""
+    older = [f"Fix the {w} handler" for w in _FIXES[:6]]
+    newer = [f"Fix the {w} handler" for w in _FIXES[6:]]
+    repo.write("CHANGES.md", _changelog([("1.1", newer), ("1.0", older)]))
+    repo.write("a.py", "x = 1\n")
+    repo.commit("Release 1.1", days_ago=20)
+    cortex.index(model=tiny_model)
+    con = cortex.reader()
+    before = {(t, b): (i, v, c) for i, t, b, v, c in con.execute(
+        "select id, title, body, vector_id, cluster from items where kind = 'doc'")}
+    assert len(before) == 12
+    # An entry added on top (its lines push every other down), one reworded, one dropped.
+    newer2 = ["Fix the cache handler once more"] + newer[:-1]
+    older2 = older[:2] + ["Fix the timeout handler for good"] + older[3:]
+    repo.write("CHANGES.md", _changelog([("1.2", newer2[:1]), ("1.1", newer2[1:]),
+                                         ("1.0", older2)]))
+    repo.commit("Release 1.2", days_ago=1)
+    summary = cortex.index(model=tiny_model)
+    after = {(t, b): (i, v, c) for i, t, b, v, c in con.execute(
+        "select id, title, body, vector_id, cluster from items where kind = 'doc'")}
+    unchanged = before.keys() & after.keys()
+    assert len(unchanged) == 10
+    assert all(after[k] == before[k] for k in unchanged)   # same item, vector, area
+    added = after.keys() - before.keys()
+    assert {b.removeprefix("- ") for _, b in added} == {"Fix the cache handler once more",
+                                                        "Fix the timeout handler for good"}
+    assert summary.items_added == 1 + len(added)    # the commit, and the two new entries
+    assert summary.texts_embedded == 1 + len(added)
+    assert all(c is not None for _, _, c in after.values())
+    # Lines, times and blob as a fresh index gives them.
+    fresh = Indexed(repo, tmp_path / "fresh" / "cortex.db")
+    fresh.index(model=tiny_model)
+    assert _doc_rows(con) == _doc_rows(fresh.reader())

@@ -107,7 +107,9 @@ def _place_new(con, basis: str, block: int) -> None:
 
     from cortex_core.memory.spectral import assign
     pending = [r[0] for r in con.execute("select id from items where cluster is null order by id")]
-    if not pending:
+    if not pending:   # items may have gone, or changed their time (a document's kept sections)
+        with con:
+            _recount(con)
         return
     centroids = [(cid, np.frombuffer(blob, dtype=np.float32)) for cid, blob in
                  con.execute("select id, centroid from clusters order by id")]

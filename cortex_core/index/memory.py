@@ -9,6 +9,7 @@ secret that the history contained.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable, Iterable
 
@@ -157,22 +158,45 @@ def refresh_docs(con, read_blob: Callable[[str], bytes | None]) -> int:
         " where h.skip_reason is null order by f.path")}
     docs = {fid: pb for fid, pb in current.items() if is_doc_path(pb[0])}
     indexed = dict(con.execute("select file_id, blob from items where kind = 'doc' group by file_id"))
-    for fid, blob in indexed.items():
-        if fid not in docs or docs[fid][1] != blob:
-            delete_items(con, "kind = 'doc' and file_id = ?", (fid,))
     added = 0
+    for fid in indexed.keys() - docs.keys():
+        delete_items(con, "kind = 'doc' and file_id = ?", (fid,))
     for fid, (path, blob) in docs.items():
         if indexed.get(fid) == blob:
             continue
         data = read_blob(blob)
         if data is None:
+            delete_items(con, "kind = 'doc' and file_id = ?", (fid,))
             continue
         when = con.execute("select max(c.author_time) from file_changes fc join commits c"
                            " on c.id = fc.commit_id where fc.file_id = ? and c.reachable = 1",
                            (fid,)).get or 0
-        for section in doc_sections(path, data.decode("utf-8", "replace")):
+        added += _recut(con, fid, path, blob, when,
+                        doc_sections(path, data.decode("utf-8", "replace")))
+    return added
+
+
+def _recut(con, fid: int, path: str, blob: str, when: int, sections: list[Section]) -> int:
+    """A changed document's sections: one whose text is unchanged keeps its item (its vector,
+    area and search rows) and gets its new place and time; the others are added or dropped.
+    A changelog grows by an entry at a time: cutting all of it again made every update that
+    touched one (a thousand sections) insert, embed and place a thousand items."""
+    kept: dict[tuple[str, str], list[int]] = {}
+    for item, title, body in con.execute("select id, title, body from items"
+                                         " where kind = 'doc' and file_id = ? order by id", (fid,)):
+        kept.setdefault((title, body), []).append(item)
+    added = 0
+    for section in sections:
+        same = kept.get(redact_pair(section.title, section.text))
+        if same:
+            con.execute("update items set blob = ?, line = ?, end_line = ?, time = ? where id = ?",
+                        (blob, section.line, section.end_line, when, same.pop(0)))
+        else:
             _insert_section(con, fid, path, blob, when, section)
             added += 1
+    gone = [item for items in kept.values() for item in items]
+    if gone:
+        delete_items(con, "id in (select value from json_each(?))", (json.dumps(gone),))
     return added
 
 
