@@ -1185,6 +1185,58 @@ def test_files_that_appear_and_go_resolve_as_a_full_resolution_would(repo, corte
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 
 
+def test_classes_that_appear_and_go_resolve_as_a_full_resolution_would(repo, cortex, tmp_path):
+    """A class with bases that appears or goes whole (a test class added, a file of subclasses
+    removed) resolves again what names it or its members, not everything: a call on a value of
+    the class (`c.base_only()` with `c: Kid`, `k = mod.Kid()`) that reached a method it
+    inherits, an alias of it, a subclass of it elsewhere, and a class that changes its bases
+    while staying (everything again). Each step must leave what a full resolution leaves."""
+    layout = {
+        "pkg/base.py": "class Base:\n    def base_only(self):\n        return 1\n\n\n"
+                       "class Other:\n    def base_only(self):\n        return 2\n",
+        "pkg/kids.py": "from pkg.base import Base\n\n\nclass Kid(Base):\n"
+                       "    def own(self):\n        return 3\n",
+        "use.py": "from pkg import kids\nfrom pkg.kids import Kid, Kid as K2\n\n\n"
+                  "def run(c: Kid, d: K2):\n    k = kids.Kid()\n"
+                  "    return c.base_only() + d.base_only() + k.base_only() + c.own()\n",
+        "sub.py": "from pkg.kids import Kid\n\n\nclass Grand(Kid):\n"
+                  "    def go(self):\n        return self.base_only()\n",
+        "tests/test_x.py": "def test_nothing():\n    assert True\n",
+    }
+    steps = [
+        {"pkg/kids.py": "from pkg.base import Base\n"},                        # Kid goes
+        {"pkg/kids.py": "from pkg.base import Other\n\n\nclass Kid(Other):\n"   # comes back,
+                        "    def own(self):\n        return 3\n"},          # on another base
+        {"tests/test_x.py": "from pkg.base import Base\n\n\nclass TestKid(Base):\n"
+                            "    def test_it(self):\n        assert self.base_only()\n"},
+        {"tests/test_y.py": "from pkg.kids import Kid\n\n\nclass TestMore(Kid):\n"
+                            "    pass\n"},                                  # a new file
+        {"pkg/kids.py": None},                                                # a file goes
+        {"pkg/kids.py": "from pkg.base import Base\n\n\nclass Kid(Base):\n"
+                        "    def own(self):\n        return 3\n"},
+        {"pkg/kids.py": "from pkg.base import Other\n\n\nclass Kid(Other):\n"   # Kid stays,
+                        "    def own(self):\n        return 3\n"},          # its base moves
+    ]
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
+
+
+def test_a_new_test_class_resolves_only_what_names_it(repo, cortex):
+    """Adding a test class with a base used to resolve every reference of the repository
+    again (werkzeug: 15,297 for a commit that dropped one test class)."""
+    for n in range(20):
+        repo.write(f"pkg/m{n}.py", f"def f{n}():\n    return g{n}()\n\n\ndef g{n}():\n"
+                   "    return 0\n")
+    repo.write("pkg/base.py", "class Base:\n    def check(self):\n        return 1\n")
+    repo.commit("Layout", days_ago=3)
+    cortex.index(model="none")
+    everything = cortex.reader().execute("select count(*) from refs").get
+    repo.write("tests/test_base.py", "from pkg.base import Base\n\n\nclass TestBase(Base):\n"
+               "    def test_check(self):\n        assert self.check()\n")
+    repo.commit("A test class", days_ago=2)
+    summary = cortex.index(model="none")
+    assert 0 < summary.structure_refs_resolved < everything / 4
+
+
 def test_many_moved_files_choose_their_imports_without_an_sql_limit(indexed):
     """A thousand files moved give thousands of keys: past what one SQL expression may nest,
     the imports are matched in Python, with the same answer."""

@@ -19,7 +19,7 @@ import tomllib
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, path_text, read_blob
 from cortex_core.lang import go_build
@@ -64,14 +64,17 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     names_touched: set[str] = set()
     imports_touched: set[str] = set()
     wildcards: set[_Wildcard] = set()   # (file, module, level, scope) of `import *`
-    bases_changed = False   # then everything is resolved again: rare, and subclasses anywhere
+    bases_changed = False   # then everything is resolved again: subclasses anywhere
+    classes: set[str] = set()   # classes with bases that appeared or went whole (_whole_classes)
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
     builds = _go_builds(con)
     with con:
         for fid in removed:
             shape = _shape(con, fid)
             names_touched |= _changes(fid, shape, _EMPTY)[0]
-            bases_changed = bases_changed or bool(shape[2])
+            went = _whole_classes(shape, _EMPTY)
+            bases_changed = bases_changed or went is None
+            classes |= went or set()
             _forget(con, fid)
             _set_go_build(con, builds, fid, None)
             con.execute("delete from struct_files where file_id = ?", (fid,))
@@ -105,10 +108,15 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             if _set_go_build(con, builds, fid, build):
                 # Calls elsewhere may reach its definitions now, or no longer.
                 defined |= {name for _, name, _ in before[0] | after[0]}
-            # A class's bases changed, or one resolves through a name that changed here.
-            bases = {n for _, name, q in after[2] for n in (name, (q or "").split(".")[0]) if n}
-            bases_changed = bases_changed or before[2] != after[2] or bool(
-                bases & (defined | imported)) or bool(after[2] and starred)
+            # A class's bases changed, or one resolves through a name that changed here (its
+            # file's answers are new rows: _resolve cannot see them move). A class that appeared
+            # or went whole is no subclass's yet, or no more: _whole_classes.
+            kept = before[2] & after[2]
+            bases = {n for _, name, q in kept for n in (name, (q or "").split(".")[0]) if n}
+            whole = _whole_classes(before, after)
+            bases_changed = bases_changed or whole is None or bool(
+                bases & (defined | imported)) or bool(kept and starred)
+            classes |= whole or set()
             names_touched |= defined
             imports_touched |= imported
             wildcards |= starred
@@ -133,7 +141,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         resolved = resolve_refs(con, changed, names_touched, everything=bool(pending) or
                                 bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
                                 moved_paths=moved_paths, imported=imports_touched,
-                                wildcards=wildcards)
+                                wildcards=wildcards, classes=classes)
     if ran or not current:   # every answer is this resolver's, for these files
         with con:
             _set_resolver_version(con)
@@ -330,6 +338,27 @@ def _shape(con, fid: int) -> _Shape:
                                   " and kind = 'inherits'", (fid,))))
 
 
+def _whole_classes(before: _Shape, after: _Shape) -> set[str] | None:
+    """The names of the classes whose bases changed because the class itself appeared or went
+    (a test class added, a file of subclasses removed); None when a class that stays changed
+    its bases, which resolves everything again.
+
+    What resolved through such a class is named by it or by its members, which are all
+    definitions that appeared or went (_changes): a reference named so, a subclass's base (whose
+    answer then moves, and everything is resolved again), an import of it (what it binds is
+    then resolved again), and a call on a value of the class, whose qualifier names it
+    (resolve_refs, `classes`). A change of one class's bases, by contrast, moves what its
+    subclasses inherit under names nothing else says."""
+    names: set[str] = set()
+    for scope, _name, _qualifier in before[2] ^ after[2]:
+        had = {name for qualname, name, _ in before[0] if qualname == scope}
+        has = {name for qualname, name, _ in after[0] if qualname == scope}
+        if bool(had) == bool(has):   # it stays (or is no definition at all): its bases moved
+            return None
+        names |= had | has
+    return names
+
+
 def _changes(fid: int, before: _Shape, after: _Shape
              ) -> tuple[set[str], set[str], set[_Wildcard]]:
     """From a file's shape before and after: the names of the definitions that appeared, went
@@ -465,14 +494,17 @@ def _scopes(spans: list[tuple[int, int, str]], positions: list[int]) -> list[str
 def resolve_refs(con, changed: list[int], names: set[str], everything: bool = False,
                  moved_paths: Sequence[str] = (),
                  imported: frozenset[str] | set[str] = frozenset(),
-                 wildcards: frozenset | set = frozenset()) -> int:
+                 wildcards: frozenset | set = frozenset(),
+                 classes: frozenset[str] | set[str] = frozenset()) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
     `names`: the definitions the changed files added, removed or changed the kind of (every
     reference of such a name may now find another definition; structure._changes);
     `imported`: what their imports that changed bind or ask for, and `wildcards` the (file,
     module, level) of their `import *` that changed, which bind every name the module
-    defines; `moved_paths`: the files that appeared, went or became (un)readable.
+    defines; `moved_paths`: the files that appeared, went or became (un)readable;
+    `classes`: the classes with bases that appeared or went whole (_whole_classes), whose
+    values' calls name them in their qualifier (`request.url_for()`, `request: Request`).
 
     An import elsewhere can resolve differently only through a name of those sets (a
     definition, or a re-export), through one that an import of such a name binds under an
@@ -507,6 +539,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         found |= naming
     if names:
         found |= _qualified_through_wildcards(con, names)
+    found |= _qualified_by(con, classes)
     if names or imported:   # `shop::Item::new()` goes through lib.rs's `pub use items::Item`
         found |= _rust_paths_naming(con, names | set(imported))
     starred = {n for fid, module, level, scope in wildcards if fid in resolver.path
@@ -671,6 +704,18 @@ def _resolver_mark(files: dict) -> str:
     (blob, worktree, skipped), as update_structure reads them)."""
     digest = zlib.crc32("\n".join(f"{fid} {files[fid]}" for fid in sorted(files)).encode())
     return f"{RESOLVER_VERSION}:{digest:08x}"
+
+
+def _qualified_by(con, classes: Iterable[str]) -> set[int]:
+    """The references whose qualifier holds one of `classes` as a whole part (`Request`,
+    `wrappers.Request`, `Request.Inner`, `crate::Request`)."""
+    found: set[int] = set()
+    for name in classes:
+        pattern = f"%.{_like_prefix(name)}.%"
+        found.update(r[0] for r in con.execute(
+            "select id from refs where qualifier is not null and"
+            " '.' || replace(qualifier, '::', '.') || '.' like ? escape '\\'", (pattern,)))
+    return found
 
 
 def _like_prefix(text: str) -> str:
