@@ -1,5 +1,5 @@
-"""bench/replay_structure.py through the real script: updates replayed on a history agree with
-full resolutions, and the comparison names a difference when there is one."""
+"""bench/replay_structure.py and bench/bench_updates.py through the real scripts: updates
+replayed on a history agree with full resolutions, and are timed for two versions."""
 
 from __future__ import annotations
 
@@ -50,3 +50,25 @@ def test_a_difference_is_named():
     assert replay.differences(same, same) == []
     found = replay.differences(same, other)
     assert len(found) == 1 and found[0].startswith("edges ('a.py', 'call', 'f', 3)")
+
+
+def test_updates_are_timed_step_by_step_for_two_versions(repo, cortex):
+    """bench_updates.py: a store at an older commit, then each next first-parent commit as an
+    update by both versions (here this checkout twice), from the same store."""
+    repo.write("a.py", "def f():\n    return 0\n")
+    repo.commit("one", days_ago=5)
+    cortex.index(model="none")
+    for n in range(2):
+        repo.write("a.py", f"def f():\n    return {n + 1}\n")
+        repo.commit(f"step {n}", days_ago=4 - n)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_updates.py"),
+                           str(repo.path), "--db", str(cortex.db), str(ROOT), str(ROOT),
+                           "--json"], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["steps"] == 2 and [r["files"] for r in report["rows"]] == [1, 1]
+    assert all(r[k]["seconds"] > 0 and r[k]["cpu"] > 0 for r in report["rows"] for k in "ab")
+    assert report["wall"]["a"]["over_1s"] in (0, 1, 2)
+    assert cortex.reader().execute("select value from meta where key = 'head'").get == \
+        repo.git("rev-parse", "HEAD~2").strip()     # the store given is left as it was
