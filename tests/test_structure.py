@@ -2097,3 +2097,19 @@ def test_a_javascript_private_name_is_the_member_of_the_class_around_it(repo, co
     assert [(n.path, n.qualname, n.line, n.confidence) for n in found.items] == [
         ("src/ky.ts", "Ky.again", 13, 1.0), ("src/ky.ts", "Ky.create.run", 8, 1.0)]
     assert callers(con, TargetSpec("src/others.ts", "C0.#retry")).items == []
+
+
+def test_calls_on_a_class_are_found_by_any_part_of_their_qualifier():
+    import apsw
+
+    from cortex_core.index.structure import _qualified_by
+    con = apsw.Connection(":memory:")
+    con.execute("create table refs(id integer primary key, qualifier text)")
+    qualifiers = ["Kid", "mod.Kid", "Kid.Inner", "crate::Kid", "a.Kid.b", "Kidney", "my_Kid",
+                  "mod.Kid_", "Ki%", None, "K_d"]
+    con.executemany("insert into refs(id, qualifier) values (?, ?)", enumerate(qualifiers))
+    assert sorted(_qualified_by(con, {"Kid"})) == [0, 1, 2, 3, 4]
+    assert _qualified_by(con, {"K_d"}) == {10}            # `_` is no wildcard
+    assert _qualified_by(con, set()) == set()
+    many = {f"C{n}" for n in range(450)} | {"Kidney"}     # more names than one query takes
+    assert _qualified_by(con, many) == {5}
