@@ -24,8 +24,11 @@ _PLACES = """
 import json, os
 from cortex_core.memory.embeddings import _hub_cache_repo
 from huggingface_hub import constants
+from pathlib import Path
+# snapshot_download's own cache_dir: Path(constants.HF_HUB_CACHE).expanduser().resolve()
 print(json.dumps([str(_hub_cache_repo("someone/some-model")),
-                  os.path.join(constants.HF_HUB_CACHE, "models--someone--some-model")]))
+                  os.path.join(Path(constants.HF_HUB_CACHE).expanduser().resolve(),
+                               "models--someone--some-model")]))
 """
 
 
@@ -48,6 +51,10 @@ def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     {"HUGGINGFACE_HUB_CACHE": "~/legacy", "HF_HOME": "{t}/hf"},
     {"HF_HUB_CACHE": "{t}/hub", "HUGGINGFACE_HUB_CACHE": "{t}/legacy", "HF_HOME": "{t}/hf"},
     {"HF_HUB_CACHE": "$SOMEWHERE/hub", "SOMEWHERE": "{t}/var"},
+    {"HF_HUB_CACHE": "$SOMEWHERE", "SOMEWHERE": "~/hub-from-a-variable"},
+    {"HUGGINGFACE_HUB_CACHE": "$SOMEWHERE", "SOMEWHERE": "~/legacy-from-a-variable"},
+    {"HF_HUB_CACHE": "{t}/missing/../hub"},
+    {"HF_HUB_CACHE": "relative/hub"},
 ])
 def test_the_cache_folder_is_where_huggingface_hub_puts_it(tmp_path: Path, variables):
     env = _clean_env(tmp_path, **{k: v.format(t=tmp_path) for k, v in variables.items()})
@@ -73,6 +80,21 @@ def test_a_downloaded_model_is_found_under_the_legacy_variable(tmp_path: Path, m
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "legacy"))
     snapshot = _download(tmp_path / "legacy")
+    assert local_model_path(NAME) == snapshot
+
+
+def test_a_model_under_a_home_that_a_variable_names_is_found(tmp_path: Path, monkeypatch):
+    """HF_HUB_CACHE=$CACHE with CACHE=~/hf: huggingface_hub expands the `~` that the variable
+    brought in (snapshot_download's expanduser), and finds the model there; so must the shortcut,
+    rather than say it was never downloaded."""
+    for key in ("HF_HOME", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CACHE", "~/hf")
+    monkeypatch.setenv("HF_HUB_CACHE", "$CACHE")
+    snapshot = _download(tmp_path / "home" / "hf")
+    assert local_model_path(NAME) == snapshot
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "missing" / ".." / "home" / "hf"))
     assert local_model_path(NAME) == snapshot
 
 

@@ -171,7 +171,9 @@ def _hub_cache_repo(name: str) -> Path:
         "huggingface")))
     hub = expand(env.get("HF_HUB_CACHE", env.get("HUGGINGFACE_HUB_CACHE",
                                                  os.path.join(home, "hub"))))
-    return Path(hub) / ("models--" + name.replace("/", "--"))
+    # snapshot_download then takes Path(cache_dir).expanduser().resolve(): a `~` that a variable
+    # brought in (HF_HUB_CACHE=$CACHE, CACHE=~/hf) is the home, `missing/../hub` is `hub`.
+    return Path(hub).expanduser().resolve() / ("models--" + name.replace("/", "--"))
 
 
 def _snapshot_at_main(repo: Path) -> Path | None:
