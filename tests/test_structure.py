@@ -1220,6 +1220,41 @@ def test_classes_that_appear_and_go_resolve_as_a_full_resolution_would(repo, cor
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 
 
+_KIDS = ("from pkg.base import Base, Other\n\n\nclass Kid(Base):\n    pass\n\n\n"
+         "class Outer:\n    class Kid(Other):\n        pass\n")
+
+
+@pytest.mark.parametrize("sub, step", [
+    # Outer.Kid goes: the top-level Kid that G extends loses Other
+    ("class G(Kid):\n    def go(self):\n        return self.o()\n",
+     "from pkg.base import Base, Other\n\n\nclass Kid(Base):\n    pass\n\n\n"
+     "class Outer:\n    pass\n"),
+    # the top-level Kid goes: Outer.Kid, which H extends, loses Base
+    ("class H(Outer.Kid):\n    def go(self):\n        return self.b()\n",
+     "from pkg.base import Base, Other\n\n\nclass Outer:\n    class Kid(Other):\n"
+     "        pass\n"),
+    # a function's own Kid appears: the top-level Kid gains Other
+    ("class G(Kid):\n    def go(self):\n        return self.o()\n",
+     _KIDS.replace("Kid(Other)", "Other2(Other)") + "\n\ndef make():\n    class Kid(Other):\n"
+     "        pass\n    return Kid()\n"),
+], ids=["nested-goes", "top-level-goes", "function-local-appears"])
+def test_a_nested_class_of_a_staying_name_moves_its_bases(repo, cortex, tmp_path, sub, step):
+    """A base row counts for every class of its file of that last name (Resolver.bases reads
+    `owner`): `Outer.Kid(Other)` gives the top-level `Kid` Other's methods too. A nested, a
+    top-level or a function's `Kid` that appears or goes beside another `Kid` is no class
+    appearing or going whole: what a subclass elsewhere inherits moved."""
+    layout = {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "class Base:\n    def b(self):\n        return 1\n\n\n"
+                       "class Other:\n    def o(self):\n        return 2\n",
+        "pkg/kids.py": _KIDS if "make" not in step else _KIDS.replace("Kid(Other)",
+                                                                     "Other2(Other)"),
+        "sub.py": "from pkg.kids import Kid, Outer\n\n\n" + sub,
+    }
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout,
+                                          [{"pkg/kids.py": step}])
+
+
 def test_a_new_test_class_resolves_only_what_names_it(repo, cortex):
     """Adding a test class with a base used to resolve every reference of the repository
     again (werkzeug: 15,297 for a commit that dropped one test class)."""

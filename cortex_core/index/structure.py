@@ -112,7 +112,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             # file's answers are new rows: _resolve cannot see them move). A class that appeared
             # or went whole is no subclass's yet, or no more: _whole_classes.
             kept = before[2] & after[2]
-            bases = {n for _, name, q in kept for n in (name, (q or "").split(".")[0]) if n}
+            bases = {n for _, name, q, _ in kept for n in (name, (q or "").split(".")[0]) if n}
             whole = _whole_classes(before, after)
             bases_changed = bases_changed or whole is None or bool(
                 bases & (defined | imported)) or bool(kept and starred)
@@ -334,8 +334,8 @@ def _shape(con, fid: int) -> _Shape:
                                   (fid,))),
             frozenset(con.execute("select name, alias, module, level, scope from refs where"
                                   " file_id = ? and kind = 'import'", (fid,))),
-            frozenset(con.execute("select scope, name, qualifier from refs where file_id = ?"
-                                  " and kind = 'inherits'", (fid,))))
+            frozenset(con.execute("select scope, name, qualifier, owner from refs where"
+                                  " file_id = ? and kind = 'inherits'", (fid,))))
 
 
 def _whole_classes(before: _Shape, after: _Shape) -> set[str] | None:
@@ -348,15 +348,26 @@ def _whole_classes(before: _Shape, after: _Shape) -> set[str] | None:
     answer then moves, and everything is resolved again), an import of it (what it binds is
     then resolved again), and a call on a value of the class, whose qualifier names it
     (resolve_refs, `classes`). A change of one class's bases, by contrast, moves what its
-    subclasses inherit under names nothing else says."""
+    subclasses inherit under names nothing else says.
+
+    A base row counts for every class of its file whose qualname is its scope or whose last
+    part is its owner (Resolver.bases): `Outer.Kid(Other)` gives the top-level `Kid` of its
+    file that base too. So a class went whole only if no such class is left on the other side
+    (removing `Outer.Kid` changes the bases of a `Kid` that stays)."""
     names: set[str] = set()
-    for scope, _name, _qualifier in before[2] ^ after[2]:
-        had = {name for qualname, name, _ in before[0] if qualname == scope}
-        has = {name for qualname, name, _ in after[0] if qualname == scope}
+    for scope, _name, _qualifier, owner in before[2] ^ after[2]:
+        had = {name for qualname, name, _ in before[0] if _reads(qualname, scope, owner)}
+        has = {name for qualname, name, _ in after[0] if _reads(qualname, scope, owner)}
         if bool(had) == bool(has):   # it stays (or is no definition at all): its bases moved
             return None
         names |= had | has
     return names
+
+
+def _reads(qualname: str, scope: str | None, owner: str | None) -> bool:
+    """Whether Resolver.bases of the class `qualname` reads a base row of this scope and owner
+    (`scope = ? or owner = ?`, with the class's last part)."""
+    return qualname == scope or (owner is not None and qualname.rsplit(".", 1)[-1] == owner)
 
 
 def _changes(fid: int, before: _Shape, after: _Shape
