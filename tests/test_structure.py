@@ -2148,3 +2148,23 @@ def test_calls_on_a_class_are_found_by_any_part_of_their_qualifier():
     assert _qualified_by(con, set()) == set()
     many = {f"C{n}" for n in range(450)} | {"Kidney"}     # more names than one query takes
     assert _qualified_by(con, many) == {5}
+
+
+def test_a_base_reexported_elsewhere_moves_under_a_changed_subclass_file(repo, cortex,
+                                                                         tmp_path):
+    """`class Kid(Base)` in a file changed in the same commit as the re-export its Base comes
+    through (`mid.py`: `from a import Base` became `from x import Base`): Kid's base row was
+    read again, so no answer of it was seen to move, and a subclass of Kid elsewhere kept
+    a.py's method."""
+    layout = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "class Base:\n    def m(self):\n        return 1\n",
+        "pkg/x.py": "class Base:\n    def m(self):\n        return 2\n",
+        "pkg/mid.py": "from pkg.a import Base\n",
+        "pkg/b.py": "from pkg.mid import Base\n\n\nclass Kid(Base):\n    pass\n",
+        "c.py": "from pkg.b import Kid\n\n\nclass G(Kid):\n    def go(self):\n"
+                "        return self.m()\n",
+    }
+    steps = [{"pkg/mid.py": "from pkg.x import Base\n",
+              "pkg/b.py": layout["pkg/b.py"] + "\n\ndef extra():\n    return 0\n"}]
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)

@@ -66,6 +66,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
     wildcards: set[_Wildcard] = set()   # (file, module, level, scope) of `import *`
     bases_changed = False   # then everything is resolved again: subclasses anywhere
     classes: set[str] = set()   # classes with bases that appeared or went whole (_whole_classes)
+    answers: dict[tuple, set] = {}   # what the changed files' base rows resolved to before
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
     builds = _go_builds(con)
     with con:
@@ -88,6 +89,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         path, blob, worktree, language, data, reason = wanted[fid]
         with con:   # one file per transaction: an interrupted pass keeps what it finished
             before = _shape(con, fid)
+            answers.update(_base_answers(con, [fid]))
             _forget(con, fid)
             if data is None:
                 data = read_blob(repo, blob)
@@ -138,10 +140,20 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
         with con:   # a resolution that dies half-way is redone in full by the next run
             con.execute("insert or replace into meta(key, value) values"
                         " ('structure_resolve_pending', '1')")
-        resolved = resolve_refs(con, changed, names_touched, everything=bool(pending) or
-                                bases_changed or len(changed) + len(removed) >= RESOLVE_ALL_AT,
+        everything = bool(pending) or bases_changed or \
+            len(changed) + len(removed) >= RESOLVE_ALL_AT
+        resolved = resolve_refs(con, changed, names_touched, everything=everything,
                                 moved_paths=moved_paths, imported=imports_touched,
                                 wildcards=wildcards, classes=classes)
+        # A changed file's base row that stayed may resolve to another class through another
+        # file's change (a re-export moved in the same commit): its answers are new rows, so
+        # _resolve cannot see them move. Compared here; then subclasses anywhere may inherit
+        # other methods, and everything is resolved again.
+        if not everything and _base_answers(con, changed, answers) != answers:
+            with con:   # the first resolution took the mark away: a run dying now needs it
+                con.execute("insert or replace into meta(key, value) values"
+                            " ('structure_resolve_pending', '1')")
+            resolved = resolve_refs(con, [], set(), everything=True)
     if ran or not current:   # every answer is this resolver's, for these files
         with con:
             _set_resolver_version(con)
@@ -336,6 +348,26 @@ def _shape(con, fid: int) -> _Shape:
                                   " file_id = ? and kind = 'import'", (fid,))),
             frozenset(con.execute("select scope, name, qualifier, owner from refs where"
                                   " file_id = ? and kind = 'inherits'", (fid,))))
+
+
+def _base_answers(con, fids: list[int], only: dict | None = None) -> dict[tuple, set]:
+    """The answers of these files' base rows: (file, scope, name, qualifier, owner) -> the
+    (file, qualname, confidence) they resolve to; with `only`, for its keys alone."""
+    out: dict[tuple, set] = {}
+    for fid in fids:
+        for row in con.execute(
+                "select r.file_id, r.scope, r.name, r.qualifier, r.owner, e.dst_file_id,"
+                " e.dst_qualname, e.confidence from refs r left join edges e on e.ref_id = r.id"
+                " where r.file_id = ? and r.kind = 'inherits'", (fid,)):
+            key = row[:5]
+            if only is not None and key not in only:
+                continue
+            answer = out.setdefault(key, set())
+            if row[5] is not None:
+                answer.add((row[5], row[6], round(row[7], 6)))
+    if only is not None:   # a row gone: no answer (and _whole_classes judged it)
+        out.update({key: only[key] for key in only.keys() - out.keys()})
+    return out
 
 
 def _whole_classes(before: _Shape, after: _Shape) -> set[str] | None:
