@@ -45,7 +45,8 @@ from cortex_core.api import CortexError
 
 # What must be the same in the client's environment and the daemon's (settings, where stores,
 # caches and models are, which code is imported); CORTEX_* and GIT_* too, but for these two.
-IDENTITY = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HF_HOME", "HF_HUB_CACHE", "PYTHONPATH")
+IDENTITY = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HF_HOME", "HF_HUB_CACHE",
+            "HUGGINGFACE_HUB_CACHE", "PYTHONPATH")   # HUGGINGFACE_: the hub's legacy name
 IDENTITY_PREFIXES = ("CORTEX_", "GIT_")
 NOT_IDENTITY = ("CORTEX_DAEMON", "CORTEX_DAEMON_DIR")
 # What a command takes from its own environment, set for it alone: which git runs, the time

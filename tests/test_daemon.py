@@ -187,14 +187,16 @@ def test_another_environment_is_refused_and_answered_here(indexed: ScriptedRepo,
     root = indexed.path
     _started(daemon, root)
     here = daemon.run("history", "pkg/core.py::compute", cwd=root, here=True)
-    for env in ({"CORTEX_TEST_MARK": "3"}, {"HOME": str(root)}, {"GIT_DIR": str(root / ".git")}):
+    for env in ({"CORTEX_TEST_MARK": "3"}, {"HOME": str(root)}, {"GIT_DIR": str(root / ".git")},
+                {"HUGGINGFACE_HUB_CACHE": str(root)}):   # where a model is looked for
         there = daemon.run("history", "pkg/core.py::compute", cwd=root, **env)
         assert (there.returncode, there.stdout) == (0, here.stdout), env
     status = daemon.status(root)
     assert status["served"] == 0
     assert status["refused"] == {"the environment differs in CORTEX_TEST_MARK": 1,
                                  "the environment differs in HOME": 1,
-                                 "the environment differs in GIT_DIR": 1}
+                                 "the environment differs in GIT_DIR": 1,
+                                 "the environment differs in HUGGINGFACE_HUB_CACHE": 1}
     # What a command only reads for itself (PATH: which git) is set for it alone.
     there = daemon.run("history", "pkg/core.py::compute", cwd=root,
                        PATH=os.pathsep.join([str(root), os.environ.get("PATH", "")]))
