@@ -861,6 +861,7 @@ def test_a_changed_document_keeps_its_unchanged_sections(repo, cortex, tiny_mode
     what changed is added, embedded and placed; what remains is what a fresh index holds."""
     older = [f"Fix the {w} handler" for w in _FIXES[:6]]
     newer = [f"Fix the {w} handler" for w in _FIXES[6:]]
+    older[4] += " (the token " + "ghp_" + "a1B2" * 9 + " leaked: revoked)"   # stored masked
     repo.write("CHANGES.md", _changelog([("1.1", newer), ("1.0", older)]))
     repo.write("a.py", "x = 1\n")
     repo.commit("Release 1.1", days_ago=20)
@@ -881,6 +882,7 @@ def test_a_changed_document_keeps_its_unchanged_sections(repo, cortex, tiny_mode
     unchanged = before.keys() & after.keys()
     assert len(unchanged) == 10
     assert all(after[k] == before[k] for k in unchanged)   # same item, vector, area
+    assert any("ghp_" not in b and "leaked" in b for _, b in unchanged)  # kept, masked
     added = after.keys() - before.keys()
     assert {b.removeprefix("- ") for _, b in added} == {"Fix the cache handler once more",
                                                         "Fix the timeout handler for good"}

@@ -187,7 +187,11 @@ def _recut(con, fid: int, path: str, blob: str, when: int, sections: list[Sectio
         kept.setdefault((title, body), []).append(item)
     added = 0
     for section in sections:
-        same = kept.get(redact_pair(section.title, section.text))
+        # Stored text is redacted; redaction is idempotent, so a section equal to a stored text
+        # redacts to it: only a section that is not (a secret masked, or new) is redacted to
+        # be looked up (redacting a thousand unchanged entries took most of this step).
+        same = kept.get((section.title, section.text)) or \
+            kept.get(redact_pair(section.title, section.text))
         if same:
             con.execute("update items set blob = ?, line = ?, end_line = ?, time = ? where id = ?",
                         (blob, section.line, section.end_line, when, same.pop(0)))
