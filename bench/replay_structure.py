@@ -4,7 +4,7 @@
 
 A private clone of REPO is reset to the commit N first-parent steps behind HEAD and indexed
 (`--model none`). Then it steps forward one first-parent commit at a time; after each step's
-`cortex index` (an update: structure_update reads the changed files and resolves again what
+`cortex index` (an update: update_structure reads the changed files and resolves again what
 they can affect), a copy of the store resolves every reference again, and the two must hold the
 same statuses and edges (tests/test_structure.py's comparison, on real code). The report gives,
 per step, the files read and the references resolved against all of them, and every step whose
