@@ -9,11 +9,15 @@ import sys
 
 import pytest
 
+from bench_modules import import_bench
 from cortex_core.query.blast import blast, callees, callers, direct_dependents, fused_related
 from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import NotFound
 from cortex_core.query.status import status
 from cortex_core.query.targets import TargetSpec
+
+# The comparison bench/replay_structure.py makes on real histories, one definition for both.
+resolution = import_bench("replay_structure")[0].resolution
 
 DB = """\
 def save(item):
@@ -1037,19 +1041,6 @@ def test_callers_of_a_file_leave_out_its_own_calls(indexed):
     assert ("pkg/api.py", "handler") in labels(found.items)
 
 
-def _resolution(con) -> tuple[dict, dict]:
-    status = {(p, k, n, q, m, a, line): s for p, k, n, q, m, a, line, s in con.execute(
-        "select f.path, r.kind, r.name, r.qualifier, r.module, r.alias, r.line, r.status"
-        " from refs r join files f on f.id = r.file_id")}
-    edges: dict = {}
-    for p, k, n, line, dst, q, c in con.execute(
-            "select f.path, r.kind, r.name, r.line, d.path, e.dst_qualname, e.confidence"
-            " from edges e join refs r on r.id = e.ref_id join files f on f.id = r.file_id"
-            " join files d on d.id = e.dst_file_id"):
-        edges.setdefault((p, k, n, line), set()).add((dst, q, round(c, 6)))
-    return status, edges
-
-
 def test_an_update_resolves_as_a_full_resolution_would(repo, cortex, tmp_path):
     """A change that adds or removes no file resolves again only what names its definitions
     or imports (resolve_refs): every step below must leave the same statuses and edges as
@@ -1411,7 +1402,7 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
                             copy.with_name(copy.name + ext))
         full = open_writer(copy)
         resolve_refs(full, [], set(), everything=True)
-        assert _resolution(cortex.reader()) == _resolution(full), n
+        assert resolution(cortex.reader()) == resolution(full), n
         full.close()
 
 
