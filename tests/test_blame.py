@@ -490,6 +490,54 @@ def test_a_store_indexed_before_merge_versions_is_upgraded(repo, cortex):
         assert our_blame(con, path, len(expected)) == expected, path
 
 
+def test_a_later_run_walks_back_from_commits_indexed_before(repo, cortex):
+    """A branch forked below the indexed HEAD: the versions its commits start from are found by
+    walking back from the fork (versions._Walker), a change at a time for the first steps of a
+    file's walk and from all of the file's changes after that. Here a.py's walk meets, 43 steps
+    down, a merge that took it from its branch; c.py's goes on past 64 steps to its creation."""
+    days = [300.0]
+
+    def commit(message: str) -> None:
+        days[0] -= 1
+        repo.git("add", "-A")
+        repo.commit(message, days_ago=days[0])
+
+    def noise(count: int) -> None:
+        for _ in range(count):
+            repo.write("n.txt", f"{days[0]}\n")
+            commit("noise")
+
+    repo.write("a.py", lines("a1", "a2", "a3", "a4", "a5"))
+    repo.write("c.py", lines("c1", "c2", "c3", "c4", "c5"))
+    commit("start")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("a.py", lines("a1", "a2 on side", "a3", "a4", "a5"))
+    commit("side changes a")
+    repo.git("checkout", "-q", "main")
+    noise(75)
+    days[0] -= 1
+    stamp = f"{int(repo.now - days[0] * 86400)} +0000"
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side",
+             env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    noise(40)
+    index(cortex)
+    repo.git("checkout", "-q", "-b", "late", "HEAD~3")
+    repo.write("a.py", lines("a1", "a2 on side", "a3", "a4 late", "a5"))
+    repo.write("c.py", lines("c1", "c2", "c3 late", "c4", "c5"))
+    commit("late changes a and c")
+    repo.git("checkout", "-q", "main")
+    noise(1)
+    days[0] -= 1
+    stamp = f"{int(repo.now - days[0] * 86400)} +0000"
+    repo.git("merge", "-q", "--no-ff", "-m", "merge late", "late",
+             env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    con = index(cortex)
+    for path in ("a.py", "c.py"):
+        expected = git_blame(repo, path)
+        assert our_blame(con, path, len(expected)) == expected, path
+    assert len({sha for sha, _, _ in git_blame(repo, "a.py")}) == 3   # start, side, late
+
+
 # -- what cannot be told, and bad requests ------------------------------------------------------
 
 def test_unrecorded_diff_stops_the_walk_with_a_reason(repo, cortex):

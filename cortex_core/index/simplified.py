@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import apsw
 
+from cortex_core.index import commit_graph
 from cortex_core.store.schema import RENAMED_INTO_HEAD
 from cortex_core.store.store import get_meta, set_meta
 
-# A commit's place in history's order (history.ORDER_KEY, not imported: indexing needs no query).
-_ORDER = "c.order_time * 16777216 + min(c.generation, 16777215)"
+_ORDER = commit_graph.ORDER
 _NO_END = 1 << 80   # above every _ORDER
 
 
@@ -217,13 +217,12 @@ def _births(con: apsw.Connection, path: int, reached: set[tuple[int, int]]) -> l
 
 
 class _Graph:
-    """The commits' parents, read once per update and only when a file needs them: git's
-    history simplification walked for one path (`git log -- PATH`, no renames followed)."""
+    """Git's history simplification walked for one path (`git log -- PATH`, no renames
+    followed), over the commit graph, read once per update and only when a file needs it."""
 
     def __init__(self, head: int | None = None) -> None:
         self.head = head   # the indexed HEAD's id
-        self.parents: dict[int, list[int | None]] | None = None
-        self.order: dict[int, int] = {}
+        self.graph: commit_graph.CommitGraph | None = None
         self.removed: dict[int, dict[int, bool]] = {}   # path -> commit -> removed it
         self.absent_at: dict[int, dict[int, bool]] = {}   # path -> commit -> absent there
 
@@ -235,13 +234,8 @@ class _Graph:
         Stops below the order `lowest`: a parent is never above its child in history's order,
         so nothing asked about lies below it (a walk down the whole history per path made the
         pruning of a history whose files were each deleted and re-created grow as its square)."""
-        if self.parents is None:
-            ids = {sha: cid for cid, sha in con.execute("select id, sha from commits")}
-            self.parents, self.order = {}, {}
-            for cid, parents, order in con.execute(
-                    f"select c.id, c.parents, {_ORDER} from commits c"):
-                self.parents[cid] = [ids.get(p) for p in parents.split()]
-                self.order[cid] = order
+        if self.graph is None:
+            self.graph = commit_graph.load(con)
         changed = {c for (c,) in con.execute(
             "select commit_id from file_changes where file_id = ? union select commit_id"
             " from file_changes where old_file_id = ? and status = 'R'", (path, path))}
@@ -254,19 +248,19 @@ class _Graph:
             "select commit_id from merge_files where old_file_id = ?", (path,))}
         listed: set[int] = set()
         seen: set[int] = set()
-        parents_of, order = self.parents, self.order
+        parents_of, order = self.graph.parents, self.graph.order
         stack = list(starts)
         while stack:
             c: int | None = stack.pop()
             # Down a line of single parents without the stack: most of a walk.
             while c is not None and c not in seen:
                 seen.add(c)
-                parents = parents_of.get(c) or []
+                parents = parents_of(c) or []
                 if len(parents) < 2:
                     if c in changed:
                         listed.add(c)
                     c = parents[0] if parents else None
-                    if c is not None and order.get(c, -1) < lowest:
+                    if c is not None and order(c) < lowest:
                         c = None
                     continue
                 if c in deleted or (c in unknown and c not in kept):
@@ -279,7 +273,7 @@ class _Graph:
                 else:
                     via = kept[c][0] if c in kept else 0
                     follow = parents[via:via + 1]
-                stack.extend(p for p in follow if p is not None and order.get(p, -1) >= lowest)
+                stack.extend(p for p in follow if p is not None and order(p) >= lowest)
                 c = None
         return listed
 
@@ -299,13 +293,13 @@ class _Graph:
                     # Renamed away and made again in one commit: there.
                     removed[made] = status == "D" or (old == path and status == "R" and
                                                       removed.get(made, True))
-        parents_of = self.parents
-        assert parents_of is not None   # read by walk()
+        graph = self.graph
+        assert graph is not None   # read by walk()
         known = self.absent_at.setdefault(path, {})
         chain: list[int] = []
         c: int | None = commit
         answer = False   # a parent not stored: cannot be told
-        while c is not None and c in parents_of:
+        while c is not None and c in graph:
             if c in known:
                 answer = known[c]
                 break
@@ -313,7 +307,7 @@ class _Graph:
             if c in removed:
                 answer = removed[c]
                 break
-            parents = parents_of[c]
+            parents = graph.parents(c)
             if not parents:
                 answer = True   # a root: the path was never made
                 break

@@ -484,6 +484,19 @@ MIGRATIONS: list[str] = [
     """
     select 1;
     """,
+    # 17: the commits' parents (as ids) and places in history's order, kept by chunks of
+    # commits for the walks of an index run (index/commit_graph.py), which read them all. A
+    # later migration that changes a stored commit's parents or order empties this table.
+    """
+    drop table if exists commit_graph;   -- derived: whatever has that name is made again
+    create table commit_graph(
+        first_id integer primary key,   -- the chunk holds the commits with ids in
+        last_id integer not null,       -- [first_id, last_id]
+        commits integer not null,
+        data blob not null,             -- int64 little-endian: ids, orders, counts, parents
+        missing text not null           -- parents not stored when it was written (shas)
+    );
+    """,
 ]
 
 

@@ -1,0 +1,114 @@
+"""The commit graph kept by chunks (index/commit_graph.py) is always what `commits` holds: after
+runs that add commits, with many chunks merged, with a parent stored after its child, and with
+chunks that are damaged or do not match the table."""
+
+from __future__ import annotations
+
+import apsw
+
+from cortex_core.index import commit_graph
+from random_lives import random_lives
+
+
+def from_commits(con: apsw.Connection) -> dict[int, tuple[list[int | None], int]]:
+    """Every stored commit's parents and order, read from `commits` as the walks once did."""
+    ids = {sha: cid for cid, sha in con.execute("select id, sha from commits")}
+    return {cid: ([ids.get(p) for p in parents.split()], order) for cid, parents, order in
+            con.execute(f"select c.id, c.parents, {commit_graph.ORDER} from commits c")}
+
+
+def loaded(con: apsw.Connection) -> dict[int, tuple[list[int | None], int]]:
+    with con:
+        graph = commit_graph.load(con)
+    ids = [cid for (cid,) in con.execute("select id from commits")]
+    assert all(cid in graph for cid in ids)
+    assert max(ids, default=0) + 1 not in graph and graph.parents(0) is None
+    return {cid: (graph.parents(cid), graph.order(cid)) for cid in ids}
+
+
+def chunks(con: apsw.Connection) -> int:
+    return con.execute("select count(*) from commit_graph").get
+
+
+def test_the_graph_is_the_commits_table_after_every_run(repo, cortex):
+    seen: list[int] = []
+
+    def run(step=None) -> None:
+        cortex.index(model="none")
+        con = apsw.Connection(str(cortex.db))
+        try:
+            assert loaded(con) == from_commits(con)
+            seen.append(chunks(con))
+        finally:
+            con.close()
+
+    random_lives(repo, 3, every=run)   # merges, `-s ours`, renames: every shape of parents
+    run()
+    assert seen == sorted(seen) and seen[-1] > 1   # appended run after run, not read again
+
+
+def test_many_chunks_become_one(repo, cortex):
+    con = None
+    for n in range(commit_graph.MAX_CHUNKS + 2):
+        repo.write("a.py", f"x = {n}\n")
+        repo.commit(f"change {n}")
+        cortex.index(model="none")
+        con = apsw.Connection(str(cortex.db))
+        assert loaded(con) == from_commits(con)
+        assert chunks(con) == (n + 1 if n < commit_graph.MAX_CHUNKS else
+                               n - commit_graph.MAX_CHUNKS + 1)
+        con.close()
+
+
+def test_a_parent_stored_after_its_child_is_linked(repo, cortex):
+    """A run stopped and resumed can store a child before its parent: the parent is kept as
+    missing, and when a commit with that sha is stored, the chunks are read again and the
+    child's link is made."""
+    for n in range(3):
+        repo.write("a.py", f"x = {n}\n")
+        repo.commit(f"change {n}")
+    cortex.index(model="none")
+    con = apsw.Connection(str(cortex.db))
+    child = con.execute("select max(id) from commits").get
+    parent = "f" * 40   # not stored yet
+    with con:
+        con.execute("delete from commit_graph")
+        con.execute("update commits set parents = ? where id = ?", (parent, child))
+    before = loaded(con)
+    assert before[child][0] == [None] and before == from_commits(con)
+    assert con.execute("select missing from commit_graph").get == parent
+    with con:   # the parent arrives
+        columns = ", ".join(name for _, name, *_ in con.execute("pragma table_info(commits)")
+                            if name not in ("id", "sha", "parents"))
+        con.execute(f"insert into commits(sha, parents, {columns}) select ?, '', {columns}"
+                    " from commits where id = 1", (parent,))
+    after = loaded(con)
+    assert after[child][0] == [max(after)] and after == from_commits(con)
+    assert chunks(con) == 1 and con.execute("select missing from commit_graph").get == ""
+    con.close()
+
+
+def test_chunks_that_do_not_match_are_read_again(repo, cortex):
+    for n in range(5):
+        repo.write("a.py", f"x = {n}\n")
+        repo.commit(f"change {n}")
+    cortex.index(model="none")
+    con = apsw.Connection(str(cortex.db))
+    expected = from_commits(con)
+    assert loaded(con) == expected
+    for damage in ("update commit_graph set data = x'0102'",       # not whole numbers
+                   "update commit_graph set data = zeroblob(80)",  # counts that do not add up
+                   "update commit_graph set data = 'text'",
+                   "update commit_graph set commits = 'many'",
+                   "update commit_graph set missing = 7",
+                   "update commit_graph set commits = commits - 1",
+                   "insert into commit_graph values (1000, 1000, 0, x'', '')",
+                   "update commit_graph set last_id = last_id + 100",
+                   "update commit_graph set first_id = 3"):
+        with con:
+            con.execute(damage)
+        assert loaded(con) == expected, damage
+        assert chunks(con) == 1
+        assert con.execute("select first_id, last_id, commits from commit_graph").fetchone() \
+            == (1, 5, 5)
+    con.close()
