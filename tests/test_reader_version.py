@@ -129,7 +129,7 @@ def test_an_upgraded_store_keeps_what_it_knew_of_its_reader(repo, cortex):
     for recorded, expected in (("2", 2), (None, 1)):
         cortex.index()
         con = open_writer(cortex.db)
-        con.execute("alter table commits drop column reader;"
+        con.execute("drop index commits_reachable; alter table commits drop column reader;"
                     " update meta set value = '15' where key = 'schema_version'")
         if recorded is not None:
             con.execute("insert or replace into meta(key, value) values ('history_reader', ?)",

@@ -676,7 +676,7 @@ class _Indexer:
         with con:
             self._snapshot_head(head)
             versions.write_head(str(head.id))
-            update_pruned(con, flipped=again + gone)
+            update_pruned(con, flipped=again + gone, commits=versions.walker.graph)
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
             set_meta(con, "replaced", str(replaced_objects(self.repo)))

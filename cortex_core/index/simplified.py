@@ -44,10 +44,12 @@ _ORDER = commit_graph.ORDER
 _NO_END = 1 << 80   # above every _ORDER
 
 
-def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = ()) -> int:
+def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = (),
+                  commits: commit_graph.CommitGraph | None = None) -> int:
     """Brings pruned_changes up to date with head_versions; returns how many files were
     recomputed. Call in the transaction that wrote head_versions. `flipped`: the ids of stored
-    commits whose reachability this run changed (their files' pruning is recomputed too)."""
+    commits whose reachability this run changed (their files' pruning is recomputed too).
+    `commits`: the commit graph, if the run has read it since it stored its last commit."""
     head = get_meta(con, "versions_head")
     last = int(get_meta(con, "pruned_commit") or 0)
     newest = con.execute("select coalesce(max(id), 0) from commits").get
@@ -62,7 +64,7 @@ def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = ()) -> int:
     if known and last:   # a first computation recomputes every file anyway
         moved |= _touched(con, last, flipped, now.keys())
         moved |= _handed(con, set(now) ^ set(known), now.keys())
-    graph = _Graph(con.execute("select id from commits where sha = ?", (head,)).get)
+    graph = _Graph(con.execute("select id from commits where sha = ?", (head,)).get, commits)
     for file_id in moved:
         commit_id, version_file_id = map(int, now[file_id].split(":"))
         _recompute(con, file_id, commit_id, version_file_id, graph)
@@ -220,9 +222,10 @@ class _Graph:
     """Git's history simplification walked for one path (`git log -- PATH`, no renames
     followed), over the commit graph, read once per update and only when a file needs it."""
 
-    def __init__(self, head: int | None = None) -> None:
+    def __init__(self, head: int | None = None,
+                 graph: commit_graph.CommitGraph | None = None) -> None:
         self.head = head   # the indexed HEAD's id
-        self.graph: commit_graph.CommitGraph | None = None
+        self.graph = graph
         self.removed: dict[int, dict[int, bool]] = {}   # path -> commit -> removed it
         self.absent_at: dict[int, dict[int, bool]] = {}   # path -> commit -> absent there
 
