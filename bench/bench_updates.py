@@ -10,7 +10,9 @@ reset N first-parent commits behind its tip, indexed); a private clone of REPO i
 for each of the next first-parent commits (at most --commits), the clone moves to it and each
 version (A and B: folders holding `cortex_core`, e.g. git worktrees) runs `cortex index` as an
 update on its own copy of the same store, process start included, `--model none`, the order of
-A and B swapped every step. B's store is the start of the next step for both. Per version: the
+A and B swapped every step. B's store is the start of the next step for both; with
+`--own-stores`, each version's own (when B migrates the store to a schema A cannot open).
+Copies are flushed to disk before they are timed. Per version: the
 wall and CPU time of each update (user + system of the process, from os.wait4), p50, p95 and the
 largest, and how many passed 1 s (issue 17's goal for a one-commit update); per step, B ÷ A.
 The `git log -1 -p --no-merges` of each step is timed too, for scale. DB is not modified.
@@ -37,6 +39,9 @@ def parse_args(argv=None):
     p.add_argument("--commits", type=int, default=30, metavar="N",
                    help="first-parent commits after the store's HEAD, one update each (default "
                    "30)")
+    p.add_argument("--own-stores", action="store_true",
+                   help="each version goes on from its own store, not from B's (needed when B "
+                   "migrates the store to a schema A cannot open)")
     p.add_argument("--work", type=Path, help="work folder (default: a new one under "
                    "bench/.work/); removed at the end unless --keep")
     p.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -96,9 +101,12 @@ def main(argv=None) -> int:
         if not steps:
             raise SystemExit("no first-parent commit after the store's HEAD")
         bl.git(clone, "checkout", "-q", "-B", "bench", start)
-        current = work / "start.db"
-        bl.copy_db(args.db, current)
         versions = {"a": args.a, "b": args.b}
+        # The store each version's next step starts from: B's for both, or each its own.
+        current = {key: work / (f"start-{key}.db" if args.own_stores else "start.db")
+                   for key in versions}
+        for db in set(current.values()):
+            bl.copy_db(args.db, db)
         rows = []
         for n, sha in enumerate(steps):
             bl.git(clone, "reset", "-q", "--hard", sha)
@@ -108,14 +116,16 @@ def main(argv=None) -> int:
             order = ("a", "b") if n % 2 == 0 else ("b", "a")
             for key in order:
                 db = work / f"{key}.db"
-                bl.copy_db(current, db)
+                bl.copy_db(current[key], db)
                 r = update(versions[key], clone, db)
                 row[key] = {"seconds": r.seconds, "cpu": r.user_seconds + r.system_seconds}
             rows.append(row)
-            bl.copy_db(work / "b.db", current)
+            for key in set(versions) if args.own_stores else ("b",):
+                bl.copy_db(work / f"{key}.db", current[key])
             bl.progress(f"{n + 1}/{len(steps)} {sha[:10]} ({row['files']} files): "
                         f"A {row['a']['seconds']:.2f} s, B {row['b']['seconds']:.2f} s")
         report = {"repo": str(args.repo), "start": start, "steps": len(rows),
+                  "own_stores": args.own_stores,
                   "a": str(args.a), "b": str(args.b), "rows": rows,
                   "wall": {k: summary([r[k]["seconds"] for r in rows]) for k in versions},
                   "cpu": {k: summary([r[k]["cpu"] for r in rows]) for k in versions},
