@@ -64,10 +64,14 @@ def child_env(folder: Path) -> dict:
 
 
 def store_head(db: Path) -> str:
-    from cortex_core.store.store import get_meta, open_reader
-    con = open_reader(db)
+    # Read as a plain SQLite file: the store may be of a schema older or newer than the
+    # cortex_core this script imports (each version is timed on what it can open).
+    import apsw
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        head = get_meta(con, "head")
+        head = (con.execute("select value from meta where key = 'head'").fetchone() or [None])[0]
+    except apsw.Error as exc:
+        raise SystemExit(f"{db} is no Cortex store: {exc}") from None
     finally:
         con.close()
     if not head:
