@@ -1372,6 +1372,39 @@ def test_answers_of_an_earlier_resolver_are_resolved_again_once(py_project, inde
     con.close()
 
 
+def test_definitions_after_updates_are_those_of_one_run(repo, cortex, tmp_path):
+    """An update takes the symbols of HEAD's changed files from the commit reader, which has
+    just read them (often by the edited regions alone, from the previous version): the
+    definitions and references stored must be those a store indexed once at the end reads."""
+    def body(names: list[str], edit: int) -> str:
+        return "".join(f"@decorate\ndef {name}(x):\n    y = x + {edit}\n    return y\n\n\n"
+                       if n % 2 else
+                       f"class {name.title()}:\n    def run(self):\n        return {edit}\n\n"
+                       f"    def stop(self):\n        return {name}(1)\n\n\n"
+                       for n, name in enumerate(names))
+    steps = [(["a", "b", "c"], 0), (["a", "b", "c"], 1), (["a", "c"], 1), (["z", "a", "c"], 2),
+             (["z", "a", "c", "d"], 2), (["d", "c"], 3), (["d", "c"], 4)]
+    for n, (names, edit) in enumerate(steps):
+        repo.write("m.py", body(names, edit))
+        repo.write("t.ts", "".join(f"export function {name}(v: number) {{ return v + {edit}; }}\n"
+                                   for name in names))
+        repo.commit(f"step {n}", days_ago=30 - n)
+        cortex.index(model="none")
+    from conftest import Indexed
+    once = Indexed(repo, tmp_path / "once" / "cortex.db")
+    once.index(model="none")
+
+    def stored(con) -> tuple[list, list]:
+        return (sorted(con.execute(
+            "select f.path, d.qualname, d.name, d.kind, d.start_line, d.end_line, d.is_test"
+            " from defs d join files f on f.id = d.file_id")),
+            sorted(con.execute(
+                "select f.path, r.scope, r.kind, r.name, r.qualifier, r.line from refs r"
+                " join files f on f.id = r.file_id")))
+    assert stored(cortex.reader()) == stored(once.reader())
+    assert len(stored(once.reader())[0]) >= 6
+
+
 def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps):
     """Index `layout`, then each step (path -> text, None: removed) as one commit; after each
     update, the statuses and edges must equal a full resolution of a copy of the store."""

@@ -685,7 +685,8 @@ class _Indexer:
             record_loose_check(con, self.loose.checked_ns, self.loose.damaged)
             record_limits(con, self.settings)
         from cortex_core.index.structure import update_structure
-        structure = update_structure(con, self.repo, self.settings, self._phase_progress)
+        structure = update_structure(con, self.repo, self.settings, self._phase_progress,
+                                     known=self.reader.parser)
         if long_run:
             # The areas step is the run's largest: what the commits and the structure pass
             # left (ids at hand, libgit2's caches, free heap pages) is given back before it.

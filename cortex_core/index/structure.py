@@ -19,7 +19,7 @@ import tomllib
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, path_text, read_blob
 from cortex_core.lang import go_build
@@ -28,6 +28,9 @@ from cortex_core.lang.test_paths import is_test_path
 from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 from cortex_core.store.store import get_meta, set_meta
+
+if TYPE_CHECKING:
+    from cortex_core.lang.symbols import SymbolParser
 
 Progress = Callable[[int, int, str], None]
 RESOLVE_ALL_AT = 300     # this many changed files or more: resolve everything again
@@ -42,8 +45,11 @@ class StructureCounts:
     refs_resolved: int
 
 
-def update_structure(con, repo, settings, progress: Progress | None = None) -> StructureCounts:
-    """Bring the structure tables up to date with HEAD and the working tree."""
+def update_structure(con, repo, settings, progress: Progress | None = None,
+                     known: SymbolParser | None = None) -> StructureCounts:
+    """Bring the structure tables up to date with HEAD and the working tree. `known`: a parser
+    whose cached symbols may be taken (the commit reader's, which has just read the new
+    versions of the files changed since the last run)."""
     from cortex_core.lang.structure_extract import EXTRACT_VERSION, SUPPORTED, extract_structure
     from cortex_core.lang.symbols import SymbolParser
 
@@ -103,7 +109,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None) -> S
             errors = 0
             if reason is None:
                 errors = _store_file(con, fid, language, blob, data, test_file, parser,
-                                     extract_structure, all_tests)
+                                     extract_structure, all_tests, known)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
             build = go_build.constraint(path, data) if (
@@ -424,12 +430,13 @@ def _forget(con, fid: int) -> None:
 
 
 def _store_file(con, fid, language, blob, data, test_file, parser, extract,
-                all_tests: bool = False) -> int:
+                all_tests: bool = False, known: SymbolParser | None = None) -> int:
     """Definitions and references of one file version; returns its syntax errors. A test is
     a test file's `test…` function, or test code as the extractor marks it (Rust's `#[test]`
     functions and what `mod tests` or a `#[cfg(test)]` module holds), or any definition of a
     file that is all tests (`all_tests`: a Rust `tests.rs` module)."""
-    symbols = parser.symbols(language, blob, data) if language else []
+    symbols = (known is not None and known.cached(language, blob)
+               or parser.symbols(language, blob, data)) if language else []
     found = extract(language, data)
     ranges = list(found.tests) if found is not None else []
     if all_tests:

@@ -1527,6 +1527,18 @@ class SymbolParser:
         if parsed is not None:
             self._tree_bytes -= parsed.lines.size
 
+    def cached(self, language: str, blob_id: str) -> list[Symbol] | None:
+        """The blob's symbols if they are cached, without parsing and without changing what
+        the caches keep: another reader of the same blob asks (the structure pass, after the
+        commit reader parsed HEAD's new versions)."""
+        if language == "c":
+            known = self._dialects.get(blob_id)
+            if known is None:
+                return None
+            language = known
+        found = self._cache.get((language, blob_id))
+        return list(found) if found is not None else None
+
     def keeps_tree(self, size: int) -> bool:
         """Whether the tree of a blob of `size` bytes would be kept once parsed."""
         return self._keep_oversized or size <= self._tree_cache_bytes
