@@ -112,3 +112,26 @@ def test_chunks_that_do_not_match_are_read_again(repo, cortex):
         assert con.execute("select first_id, last_id, commits from commit_graph").fetchone() \
             == (1, 5, 5)
     con.close()
+
+
+def test_a_commit_dated_beyond_int64_orders_is_walked(repo, cortex):
+    """A commit dated in year 3 billion (a valid object: test_clock.py) has an ORDER past 2**63,
+    which SQLite gives as a float: a later run that walks the graph still indexes, and the
+    graph is what `commits` holds."""
+    import subprocess
+    repo.write("a.py", "def f():\n    return 1\n")
+    first = repo.commit("add f", days_ago=2)
+    stamp = "99999999999999999 +0000"
+    raw = (f"tree {repo.git('write-tree')}\nparent {first}\nauthor A <a@b> {stamp}\n"
+           f"committer A <a@b> {stamp}\n\nfrom the far future\n")
+    sha = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo.path,
+                         input=raw.encode(), check=True, capture_output=True).stdout.decode()
+    repo.git("update-ref", "HEAD", sha.strip())
+    cortex.index(model="none")
+    repo.git("checkout", "-q", "-b", "side", first)   # forked below the indexed HEAD: walked
+    repo.write("b.py", "x = 1\n")
+    repo.commit("side", days_ago=1)
+    cortex.index(model="none")
+    con = apsw.Connection(str(cortex.db))
+    assert chunks(con) == 1 and loaded(con) == from_commits(con)
+    con.close()
