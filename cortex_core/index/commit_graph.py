@@ -27,8 +27,11 @@ from itertools import accumulate
 
 import apsw
 
-# A commit's place in history's order (history.ORDER_KEY, not imported: indexing needs no query).
-ORDER = "c.order_time * 16777216 + min(c.generation, 16777215)"
+# A commit's place in history's order (history.ORDER_KEY, not imported: indexing needs no query),
+# with the time held within 2**39 seconds of 1970: a commit dated in year 3 billion (a valid
+# object) made the product pass 2**63, which SQLite gives as a float the chunks cannot hold.
+ORDER = ("max(min(c.order_time, 549755813887), -549755813888) * 16777216"
+         " + min(c.generation, 16777215)")
 MAX_CHUNKS = 32        # beyond, the chunks are merged into one
 _BY_SHA_BELOW = 2_000  # new commits whose parents are looked up one by one; more read every sha
 _NONE = -1             # a parent that is not stored
