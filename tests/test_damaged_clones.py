@@ -329,6 +329,34 @@ def test_a_shallow_clone_deepened_later_gets_its_older_history(served, tmp_path)
     assert index(clone, 1)["new_commits"] == 0   # once: the next run is incremental again
 
 
+def test_a_shallow_clone_deepened_after_a_stopped_first_run_is_read_again(served, tmp_path,
+                                                                         monkeypatch):
+    """A first run stopped after it stored the boundary commit (read as a root) recorded no
+    boundaries: the clone deepened, the next run must still read the history again."""
+    import cortex_core.index.ingest as ingest
+    from cortex_core.index.ingest import index_repository
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "5", served.as_uri(), str(clone))
+    db = tmp_path / "index" / "cortex.db"
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)   # every commit its own transaction
+
+    def stop(done, total, phase="commits"):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index_repository(clone, db, Settings(), progress=stop, jobs=1, model="none")
+    monkeypatch.undo()
+    git(clone, "fetch", "-q", "--deepen", "20")
+    index_repository(clone, db, Settings(), jobs=1, model="none")
+    con = open_reader(db)
+    roots = con.execute("select count(*) from commits where parents = ''").get
+    assert con.execute("select count(*) from commits").get == 25 and roots == 1
+    added = con.execute("select count(*) from file_changes fc join files f on f.id = fc.file_id"
+                        " where f.path = 'app.py' and fc.status = 'A'").get
+    assert added == 1   # the old boundary changed app.py; it did not add it
+
+
 # -- damaged repositories ----------------------------------------------------------------------
 
 def loose(path: Path) -> None:
