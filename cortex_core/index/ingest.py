@@ -621,6 +621,9 @@ class _Indexer:
         if all_branches is None:
             all_branches = get_meta(con, "all_branches") == "1"
         tips = self._tips(all_branches)
+        # The boundaries the commits are read with, recorded before any is stored: a run
+        # stopped after storing one as a root must leave a deepening to be seen (_deepened).
+        shallow = json.dumps(sorted(shallow_commits(self.repo)))
         old_tips = [sha for sha in json.loads(get_meta(con, "tips", "[]")) if self._exists(sha)]
         # No usable tips: an interrupted run, or tips garbage-collected after a rewrite.
         lost_tips = not old_tips and bool(con.execute("select exists(select 1 from commits)").get)
@@ -642,6 +645,7 @@ class _Indexer:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
             set_meta(con, "all_branches", "1" if all_branches else "0")
+            set_meta(con, "shallow", shallow)
             if self.window is not None:   # before any commit of it: a stopped run is known
                 set_meta(con, "window", self.window.meta())   # to hold a window
             # Forget the tips until this run completes: a run that dies half-way leaves commits
@@ -678,7 +682,6 @@ class _Indexer:
             versions.write_head(str(head.id))
             update_pruned(con, flipped=again + gone, commits=versions.walker.graph)
             set_meta(con, "tips", json.dumps(tips))
-            set_meta(con, "shallow", json.dumps(sorted(shallow_commits(self.repo))))
             set_meta(con, "replaced", str(replaced_objects(self.repo)))
             set_meta(con, "head", str(head.id))
             set_meta(con, "indexed_at", str(int(time.time())))
