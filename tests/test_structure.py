@@ -1548,6 +1548,50 @@ def test_a_long_cycle_of_re_exports_costs_bounded_work(repo, cortex, monkeypatch
     assert counted[5] <= 150 * 6 < counted[default]   # 150 askers; 4,560 without the bound
 
 
+def test_definitions_read_as_asked_give_the_answers_of_definitions_read_whole(
+        repo, cortex, monkeypatch):
+    """An update's resolver reads a file's or a name's definitions when first asked for them,
+    and all of them once it has read READ_ALL_AFTER one at a time; a full resolution reads all
+    at once. Every reference gets one answer whichever way, in Python, Go, Java and Rust (whose
+    module names are gathered over every file), candidates in the order of their paths."""
+    from cortex_core.index import resolve
+    repo.write("z/util.py", "def helper():\n    return 0\n")
+    repo.write("a/util.py", "def helper():\n    return 1\n")
+    repo.write("app.py", "from a.util import helper\n\n\nclass Shop:\n    def save(self):\n"
+                         "        return helper()\n\n    def run(self):\n"
+                         "        return self.save()\n")
+    repo.write("b.py", "def run(shop):\n    return shop.save() + helper() + missing()\n")
+    repo.write("go.mod", "module example.com/shop\n\ngo 1.22\n")
+    repo.write("store/store.go", "package store\n\nfunc Save(x int) int { return x }\n")
+    repo.write("cmd/main.go", 'package main\n\nimport "example.com/shop/store"\n\n'
+                              "func main() { store.Save(1) }\n")
+    repo.write("src/main/java/com/shop/Store.java",
+               "package com.shop;\n\npublic class Store {\n  public void save() {}\n}\n")
+    repo.write("src/main/java/com/shop/app/App.java",
+               "package com.shop.app;\n\nimport com.shop.Store;\n\npublic class App extends Store {\n"
+               "  void run() { new Store().save(); }\n}\n")
+    repo.write("src/lib.rs", "pub mod db;\n\npub fn run() { db::save(); other::f(); }\n\n"
+                             "pub fn make() { Printer::new(); }\n")
+    repo.write("src/db.rs", "pub fn save() {}\n\npub struct Printer;\n\n"
+                            "impl Printer {\n    pub fn new() -> Printer { Printer }\n}\n")
+    repo.commit("Four languages")
+    cortex.index(model="none")
+    con = cortex.reader()
+    rows = [resolve.RefRow(*r) for r in con.execute(
+        "select id, file_id, scope, kind, name, qualifier, module, level, alias, owner"
+        " from refs order by id")]
+    whole = resolve.Resolver(con)
+    expected = {ref.id: whole.resolve(ref) for ref in rows}
+    assert any(status == "ambiguous" for status, _ in expected.values())   # helper(), by path
+    assert any(status == "external" for status, _ in expected.values())    # other::f()
+    printer = next(r for r in rows if r.qualifier == "Printer::")   # defined in another file
+    assert expected[printer.id][0] != "external"
+    for read_all_after in (resolve.READ_ALL_AFTER, 3):
+        monkeypatch.setattr(resolve, "READ_ALL_AFTER", read_all_after)
+        resolver = resolve.Resolver(con, whole=False)
+        assert {ref.id: resolver.resolve(ref) for ref in rows} == expected
+
+
 
 def test_of_two_chains_alike_blast_keeps_the_first_by_place(repo, cortex):
     """run.py reaches t.f through a.py and through z.py, at one confidence: the chain shown goes

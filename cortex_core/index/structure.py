@@ -573,7 +573,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     every import again cost a one-commit update on scrapy half its structure step, and one
     that adds a file to sympy 0.6 s of its 0.9. tests/test_structure.py checks the result
     against a full resolution."""
-    resolver = Resolver(con)
+    resolver = Resolver(con, whole=everything)
     if everything:
         _resolve(con, resolver, [r[0] for r in con.execute("select id from refs")], detect=False)
         with con:
