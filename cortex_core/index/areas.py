@@ -106,7 +106,8 @@ def _place_new(con, basis: str, block: int) -> None:
     import numpy as np
 
     from cortex_core.memory.spectral import assign
-    pending = [r[0] for r in con.execute("select id from items where cluster is null order by id")]
+    pending = [r[0] for r in con.execute(   # through items_cluster: the new items alone
+        "select id from items where cluster is null order by id")]
     if not pending:   # items may have gone, or changed their time (a document's kept sections)
         with con:
             _recount(con)
@@ -125,9 +126,10 @@ def _place_new(con, basis: str, block: int) -> None:
 
 
 def _recount(con) -> None:
-    """Each cluster's size and time span, from one grouped scan of the items: three correlated
-    subqueries per cluster scanned every item 3k times, which made a one-commit update grow with
-    the history (sympy: 67k items, 40 clusters)."""
+    """Each cluster's size and time span, from one grouped scan of the index items_cluster:
+    three correlated subqueries per cluster scanned every item 3k times, which made a one-commit
+    update grow with the history (sympy: 67k items, 40 clusters), and a scan of the items
+    themselves still read every row (40 ms; 10 ms the index)."""
     spans = {cid: (n, first, last) for cid, n, first, last in con.execute(
         "select cluster, count(*), min(time), max(time) from items where cluster >= 0"
         " group by cluster")}

@@ -487,7 +487,11 @@ MIGRATIONS: list[str] = [
     # 17: the commits' parents (as ids) and places in history's order, kept by chunks of
     # commits for the walks of an index run (index/commit_graph.py), which read them all. A
     # later migration that changes a stored commit's parents or order empties this table. And
-    # two indexes for what every run asks of all commits.
+    # indexes for what every run asks of all commits, and of all items: an incremental update
+    # of the areas (areas._place_new) reads the items without a cluster and counts each
+    # cluster's items and time span, which read every item's row (sympy: 67,000 items, 60 ms
+    # of every one-commit update); with items_cluster the first reads the new items alone and
+    # the second the index.
     """
     drop table if exists commit_graph;   -- derived: whatever has that name is made again
     create table commit_graph(
@@ -504,6 +508,7 @@ MIGRATIONS: list[str] = [
     create index if not exists commits_seq on commits(seq);
     create index if not exists merge_files_renamed_from on merge_files(old_file_id)
         where old_file_id is not null;
+    create index if not exists items_cluster on items(cluster, time);
     """,
 ]
 
