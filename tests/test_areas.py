@@ -244,3 +244,45 @@ def test_an_update_reads_the_new_items_not_every_item(repo, cortex):
     assert any("from items" in sql for sql in scans)
     assert {sql: n for sql, n in scans.items() if "from items" in sql and n} == {}
 
+
+def test_new_items_are_placed_in_python_as_numpy_places_them(repo, cortex):
+    """A few new items of the lexical basis are placed in float64 Python, not numpy's float32
+    (which an update would import for them): the same centroid for every item of a real store
+    where the nearest two are far enough apart to tell, and no answer (numpy's then) where they
+    tie, as two equal centroids do."""
+    from cortex_core.index.areas import nearest_in_python
+    from cortex_core.index.areas_stream import stored_df
+    from cortex_core.memory.spectral import assign
+    fast_history(repo, 48)
+    cortex.index(model="none")
+    con = open_writer(cortex.db)
+    df = stored_df(con)
+    blobs = [blob for (blob,) in con.execute("select centroid from clusters order by id")]
+    matrix = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in blobs])
+    texts = [text for (text,) in con.execute("select title || ' ' || body from items order by id")]
+    texts.append("...")   # no terms: no vector, no area
+    numpy_labels = assign(lexical_vectors(texts, df)[0], matrix).tolist()
+    python_labels = [nearest_in_python([text], df, blobs) for text in texts]
+    told = [(label, [want]) for label, want in zip(python_labels, numpy_labels) if label]
+    assert len(told) > 0.9 * len(texts) and all(label == want for label, want in told)
+    assert numpy_labels[-1] == -1 and python_labels[-1] == [-1]
+    assert nearest_in_python(texts[:1], df, [blobs[0], blobs[0]]) is None
+
+
+def test_an_update_without_a_model_places_its_items_without_numpy(repo, cortex):
+    """A one-commit update of a lexical store places its item in Python: numpy is not
+    imported by the run at all."""
+    import sys
+    fast_history(repo, 48)
+    cortex.index(model="none")
+    repo.write("cache.py", "value = 'new'\n")
+    repo.commit("Stale lru eviction", days_ago=0)
+    script = ("import sys; from pathlib import Path; from cortex_core.config import Settings;"
+              " from cortex_core.index.ingest import index_repository;"
+              f" r = index_repository(Path({str(repo.path)!r}), Path({str(cortex.db)!r}),"
+              " Settings(), model='none'); print(r.areas, 'numpy' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True)
+    assert run.stdout.split() == ["None", "False"]
+    con = open_writer(cortex.db)
+    assert con.execute("select count(*) from items where cluster is null").get == 0

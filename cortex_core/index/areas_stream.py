@@ -80,7 +80,7 @@ def lexical_vectors(texts: list[str], df: dict | None = None):
     """Hashed TF-IDF vectors (sublinear tf; idf per hash slot, from `df` = {"n": items, "slots":
     [document frequency per slot]} or from these texts), unit length; and the df used."""
     import numpy as np
-    docs = [Counter(_slot(t) for t in query_terms(text, keep_tails=True)) for text in texts]
+    docs = [term_slots(text) for text in texts]
     if df is None:
         slots = [0] * LEXICAL_DIM
         for doc in docs:
@@ -91,10 +91,21 @@ def lexical_vectors(texts: list[str], df: dict | None = None):
     matrix = np.zeros((len(docs), LEXICAL_DIM), dtype=np.float32)
     for row, doc in enumerate(docs):
         for slot, tf in doc.items():
-            matrix[row, slot] = (1 + math.log(tf)) * math.log((1 + n) / (1 + slots[slot]))
+            matrix[row, slot] = tf_idf(tf, n, slots[slot])
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix, df
+
+
+def term_slots(text: str) -> Counter:
+    """A text's terms by hash slot: slot -> how many times."""
+    return Counter(_slot(t) for t in query_terms(text, keep_tails=True))
+
+
+def tf_idf(tf: int, n: int, df: int) -> float:
+    """The weight of a slot `tf` times in a text, in `df` of `n` texts (before scaling the
+    vector to unit length)."""
+    return (1 + math.log(tf)) * math.log((1 + n) / (1 + df))
 
 
 def document_frequencies(con, block: int = BLOCK):
