@@ -23,9 +23,13 @@ Newer than the oldest version reached, the content changes (status M) are pruned
 follows content, git follows paths, and a rename or a creation whose path HEAD still has can be
 on git's history even where the merge kept the other parent's content (`-X theirs` after a rename
 on a branch): such a change of HEAD's path that the graph did not reach (the same file added on
-two branches) is decided by git's walk from HEAD. Recomputed, after every run,
-only for the files whose version at HEAD moved, or whose lineage the run's commits changed (a
-branch merged with `-s ours` leaves HEAD's version where it was, and its changes are pruned).
+two branches) is decided by git's walk from HEAD. Only reachable commits' changes are ever
+pruned, and only reachable commits' renames and births bound a lineage: a commit that no indexed
+branch reaches any longer (a reset, --all-branches switched off) is on no history, and a store
+indexed once at the end does not have it. Recomputed, after every run, only for the files whose
+version at HEAD moved, or whose lineage the run's commits, or the commits whose reachability
+changed, touched (a branch merged with `-s ours` leaves HEAD's version where it was, and its
+changes are pruned).
 
 Cost: one query per path in a file's lineage, then a walk in memory over its versions; for the
 few paths with an older life or such a creation, the commits' parents (read once per run) and a
@@ -155,7 +159,7 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
         rows = [(c, path, file_id) for c, order in con.execute(
             f"select fc.commit_id, {_ORDER} from file_changes fc"
             " join commits c on c.id = fc.commit_id where fc.file_id = ? and fc.status = 'M'"
-            " and not (fc.added = 0 and fc.deleted = 0)", (path,))
+            " and not (fc.added = 0 and fc.deleted = 0) and c.reachable = 1", (path,))
             if oldest < order < (until[path] if path != file_id else _NO_END)
             and (c, path) not in reached]
         # Older than the walk reached: an earlier life of the path. On git's history only if
@@ -167,7 +171,7 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
         older = {c: order for c, order in con.execute(
             f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
             " on c.id = fc.commit_id where fc.file_id = ? and not (fc.status = 'M'"
-            " and fc.added = 0 and fc.deleted = 0)", (path,))
+            " and fc.added = 0 and fc.deleted = 0) and c.reachable = 1", (path,))
             if handed < order < oldest and (c, path) not in reached}
         if older:
             starts = _births(con, path, reached)
@@ -179,7 +183,8 @@ def _recompute(con: apsw.Connection, file_id: int, commit_id: int, version_file_
             # added on two branches, a cherry-picked addition): git's walk from HEAD decides.
             other = {c: order for c, order in con.execute(
                 f"select fc.commit_id, {_ORDER} from file_changes fc join commits c"
-                " on c.id = fc.commit_id where fc.file_id = ? and fc.status != 'M'", (path,))
+                " on c.id = fc.commit_id where fc.file_id = ? and fc.status != 'M'"
+                " and c.reachable = 1", (path,))
                 if order > oldest and (c, path) not in reached}
             if other:
                 listed = graph.walk(con, path, [graph.head], min(other.values()))
@@ -194,7 +199,7 @@ def _renamed_away(con: apsw.Connection, path: int, below: int) -> int:
     return max((order for (order,) in con.execute(
         f"select {_ORDER} from file_changes fc join commits c on c.id = fc.commit_id"
         " where fc.old_file_id = ? and fc.status = 'R' and fc.file_id != fc.old_file_id"
-        f" and {RENAMED_INTO_HEAD}", (path,)) if order < below), default=-1)
+        f" and c.reachable = 1 and {RENAMED_INTO_HEAD}", (path,)) if order < below), default=-1)
 
 
 def _reborn(con: apsw.Connection, path: int, renames: set[int]) -> int:
@@ -205,7 +210,8 @@ def _reborn(con: apsw.Connection, path: int, renames: set[int]) -> int:
     return min((order for (order,) in con.execute(
         f"select {_ORDER} from file_changes fc join commits c on c.id = fc.commit_id"
         " where fc.file_id = ? and (fc.status in ('A', 'C') or (fc.status = 'R'"
-        " and fc.old_file_id != fc.file_id))", (path,)) if order > renamed), default=_NO_END)
+        " and fc.old_file_id != fc.file_id)) and c.reachable = 1", (path,))
+        if order > renamed), default=_NO_END)
 
 
 def _births(con: apsw.Connection, path: int, reached: set[tuple[int, int]]) -> list[int]:
