@@ -644,6 +644,9 @@ class _Indexer:
         with con:
             con.executemany("update commits set reachable = 1 where id = ?", ((i,) for i in again))
             con.executemany("update commits set reachable = 0 where id = ?", ((i,) for i in gone))
+            # Kept until the pruning has been recomputed for them: a run stopped before that
+            # leaves the flags turned, and the next one, finding nothing to turn, must know.
+            flipped = _pending_flips(con, again + gone)
             set_meta(con, "all_branches", "1" if all_branches else "0")
             set_meta(con, "shallow", shallow)
             if self.window is not None:   # before any commit of it: a stopped run is known
@@ -680,7 +683,8 @@ class _Indexer:
         with con:
             self._snapshot_head(head)
             versions.write_head(str(head.id))
-            update_pruned(con, flipped=again + gone, commits=versions.walker.graph)
+            update_pruned(con, flipped=flipped, commits=versions.walker.graph)
+            con.execute("delete from meta where key = 'pruned_flipped'")
             set_meta(con, "tips", json.dumps(tips))
             set_meta(con, "replaced", str(replaced_objects(self.repo)))
             set_meta(con, "head", str(head.id))
@@ -1112,6 +1116,17 @@ class _Indexer:
                     " returning id", (file_id, symbol.qualname, symbol.name, symbol.kind)).get
             _keep(self.symbol_ids, key, symbol_id)
         return symbol_id
+
+
+def _pending_flips(con, flipped: list[int]) -> list[int]:
+    """The stored commits whose reachability changed since the pruning was last brought up to
+    date: `flipped`, this run's, and those of runs stopped before they got to it (meta
+    `pruned_flipped`, which this records, in the transaction that turned the flags)."""
+    pending = json.loads(get_meta(con, "pruned_flipped") or "[]")
+    if flipped:
+        pending = sorted(set(pending) | set(flipped))
+        set_meta(con, "pruned_flipped", json.dumps(pending, separators=(",", ":")))
+    return pending
 
 
 def _keep(ids: dict, key, value: int) -> None:
