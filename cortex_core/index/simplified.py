@@ -88,16 +88,20 @@ def update_pruned(con: apsw.Connection, flipped: list[int] | tuple = (),
 
 def _touched(con: apsw.Connection, last: int, flipped, at_head) -> set[int]:
     """The files of HEAD whose lineage has changes in the commits stored after the commit id
-    `last` (ids grow as commits are stored) or in `flipped`: the changed paths themselves, and
-    every file a changed path was ever renamed or copied into, through later renames."""
-    changed = {f for (f,) in con.execute(
-        "select distinct file_id from file_changes where commit_id > ?", (last,))}
+    `last` (ids grow as commits are stored) or in `flipped`: the changed paths themselves (a
+    rename's old path too: its changes before a rename into a HEAD file are that file's past,
+    _renamed_away), and every file a changed path was ever renamed or copied into, through
+    later renames."""
+    changed = {f for row in con.execute(
+        "select file_id, case when status = 'R' then old_file_id end from file_changes"
+        " where commit_id > ?", (last,)) for f in row if f is not None}
     flipped = list(flipped)
     for at in range(0, len(flipped), 500):
         step = flipped[at:at + 500]
-        changed |= {f for (f,) in con.execute(
-            f"select file_id from file_changes where commit_id in ({','.join('?' * len(step))})",
-            step)}
+        changed |= {f for row in con.execute(
+            "select file_id, case when status = 'R' then old_file_id end from file_changes"
+            f" where commit_id in ({','.join('?' * len(step))})", step)
+            for f in row if f is not None}
     # Followed even when HEAD has the path: it may be a name used again, whose older life was
     # renamed into another file (a side branch's change merged now is that file's too).
     return _closure(con, changed, "select file_id from file_changes where old_file_id in ({})"
