@@ -14,8 +14,8 @@ A run reads the chunks (a few milliseconds) and adds one for the commits stored 
 A parent not stored when its child's chunk was written (a shallow clone's edge, a run stopped
 and resumed that stored a child before its parent) is kept as a sha in the chunk's `missing`;
 when such a commit is stored later, every chunk is read again from `commits`. The chunks are
-checked against `commits` whenever they are read (their count of commits, their last id), and
-read again from it when they do not match.
+checked whenever they are read (their shape, and the count of commits they and the new chunk
+hold against the table's), and read again from `commits` when they do not match.
 """
 
 from __future__ import annotations

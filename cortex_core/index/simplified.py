@@ -32,8 +32,8 @@ changed, touched (a branch merged with `-s ours` leaves HEAD's version where it 
 changes are pruned).
 
 Cost: one query per path in a file's lineage, then a walk in memory over its versions; for the
-few paths with an older life or such a creation, the commits' parents (read once per run) and a
-walk over the commits, mostly along first parents.
+few paths with an older life or such a creation, the commit graph (commit_graph.py: read once
+per run, kept in the store) and a walk over the commits, mostly along first parents.
 """
 
 from __future__ import annotations
