@@ -507,6 +507,12 @@ def test_a_later_run_walks_back_from_commits_indexed_before(repo, cortex):
             repo.write("n.txt", f"{days[0]}\n")
             commit("noise")
 
+    def merge(branch: str) -> None:
+        days[0] -= 1
+        stamp = f"{int(repo.now - days[0] * 86400)} +0000"
+        repo.git("merge", "-q", "--no-ff", "-m", f"merge {branch}", branch,
+                 env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+
     repo.write("a.py", lines("a1", "a2", "a3", "a4", "a5"))
     repo.write("c.py", lines("c1", "c2", "c3", "c4", "c5"))
     commit("start")
@@ -515,10 +521,7 @@ def test_a_later_run_walks_back_from_commits_indexed_before(repo, cortex):
     commit("side changes a")
     repo.git("checkout", "-q", "main")
     noise(75)
-    days[0] -= 1
-    stamp = f"{int(repo.now - days[0] * 86400)} +0000"
-    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side",
-             env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    merge("side")
     noise(40)
     index(cortex)
     repo.git("checkout", "-q", "-b", "late", "HEAD~3")
@@ -527,10 +530,7 @@ def test_a_later_run_walks_back_from_commits_indexed_before(repo, cortex):
     commit("late changes a and c")
     repo.git("checkout", "-q", "main")
     noise(1)
-    days[0] -= 1
-    stamp = f"{int(repo.now - days[0] * 86400)} +0000"
-    repo.git("merge", "-q", "--no-ff", "-m", "merge late", "late",
-             env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    merge("late")
     con = index(cortex)
     for path in ("a.py", "c.py"):
         expected = git_blame(repo, path)
