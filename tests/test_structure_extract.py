@@ -768,6 +768,48 @@ def test_a_python_variable_has_a_class_only_where_every_binding_that_reaches_giv
                      (51, "client")]
 
 
+PY_BOUND_IN_EXPRESSIONS = '''\
+client = Client()
+
+
+def walrus_in_a_call(data):
+    print(len(client := data))
+    client.go()
+
+
+def walrus_in_a_condition(data):
+    if not (client := data) or flag:
+        client.go()
+
+
+def with_in_parentheses():
+    with (open("x") as client):
+        client.go()
+
+
+def except_as():
+    try:
+        pass
+    except KeyError as client:
+        client.go()
+
+
+def no_binding(data):
+    print(len(data), {"k": data}, data[0] if data else None, "client := 1")
+    client.go()
+'''
+
+
+def test_a_python_name_bound_inside_an_expression_hides_the_one_around_it() -> None:
+    """`:=` deep in a call or a condition, `with (... as x)` and `except E as x` bind the name in
+    the function: its call has no class from the module's `client = Client()`. Where nothing
+    binds it (a ":=" in a string aside), the module's class holds."""
+    found = extract("python", PY_BOUND_IN_EXPRESSIONS)
+    calls = [(r.line, r.qualifier) for r in found.refs if r.name == "go"]
+    assert calls == [(6, "client"), (11, "client"), (16, "client"), (23, "client"),
+                     (28, "Client")]
+
+
 @pytest.mark.timeout(30, method="thread")
 def test_calls_in_1000_nested_functions_do_not_walk_up_to_the_module_each() -> None:
     """A call on a variable looks for its binding in the functions around it: found by

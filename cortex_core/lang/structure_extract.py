@@ -541,6 +541,16 @@ def _py_parameter(out: _Out, fn: Node, name: str) -> str | None:
     return None
 
 
+# Expressions whose subtrees bind no name of the scope they are in, but by `:=` (_py_locals).
+_PY_BINDS_NOTHING = frozenset({
+    "call", "argument_list", "keyword_argument", "attribute", "subscript", "slice",
+    "string", "concatenated_string", "integer", "float", "true", "false", "none", "ellipsis",
+    "binary_operator", "boolean_operator", "comparison_operator", "unary_operator",
+    "not_operator", "conditional_expression", "await", "dictionary", "pair", "set",
+    "return_statement", "assert_statement", "delete_statement",
+    "pass_statement", "break_statement", "continue_statement", "comment"})
+
+
 def _py_locals(out: _Out, scope: Node
                ) -> dict[str, tuple[list[int], list[str | None], list[tuple[int, int]]]]:
     """name -> (where, class, block) of each binding in the function or module `scope`'s own
@@ -554,9 +564,15 @@ def _py_locals(out: _Out, scope: Node
     names: dict[str, list[tuple[int, str | None, tuple[int, int]]]] = defaultdict(list)
     body = scope.child_by_field_name("body") if scope.type != "module" else scope
     whole = (scope.start_byte, scope.end_byte + 1)
+    # Without `:=` in its text, an expression binds nothing here (a lambda's or a
+    # comprehension's names are their own): its subtree is not walked.
+    opaque = frozenset() if b":=" in out.src[scope.start_byte:scope.end_byte] \
+        else _PY_BINDS_NOTHING
     stack = [(c, whole) for c in reversed(body.named_children)] if body is not None else []
     while stack:
         n, block = stack.pop()
+        if n.type in opaque:
+            continue
         if n.type == "decorated_definition":
             n = n.child_by_field_name("definition") or n
         if n.type in _PY_OWN_SCOPES:
@@ -792,13 +808,17 @@ def _py_value(out: _Out, node: Node) -> None:
         _py_named(out, node, "ref")
 
 
-def _py_arguments(out: _Out, node: Node) -> None:
-    if node.parent is not None and node.parent.type == "class_definition":
-        return   # its bases: "inherits" refs (_py_class)
-    fn = node.parent.child_by_field_name("function") if node.parent is not None else None
+def _py_arguments(out: _Out, call: Node) -> None:
+    """A call's arguments that name a function or a class (_py_value). The query captures the
+    call, not its `argument_list`, whose `parent` would walk down from the root again (a
+    class's bases are an `argument_list` too: "inherits" refs, _py_class)."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None or arguments.type != "argument_list":
+        return   # `f(x for x in xs)`: a generator, no names passed
+    fn = call.child_by_field_name("function")
     if fn is not None and fn.type == "identifier" and out.text(fn) == "super":
         return   # super(Class, self): the class around the call
-    for arg in node.named_children:
+    for arg in arguments.named_children:
         if arg.type == "keyword_argument":
             value = arg.child_by_field_name("value")
             if value is not None and value.type in ("identifier", "attribute"):
@@ -2011,7 +2031,7 @@ _PYTHON: _Spec = {
                  ' (#eq? @_annotated "Annotated"))\n'
                  "(type_alias_statement left: (type) @not_type)", _py_not_type),
     "type": ("(type) @type", _py_type),
-    "arguments": ("(argument_list) @arguments", _py_arguments),
+    "arguments": ("(call) @arguments", _py_arguments),
     "except": ("(except_clause) @except", _py_except),
     "raise": ("(raise_statement) @raise", _py_raise),
 }
@@ -2128,18 +2148,22 @@ def _one_side(parser: Parser, sides: tuple[bytes, bytes]) -> tuple[bytes, Tree]:
     return sides[0], ours
 
 
-def extract_structure(language: str, source: bytes) -> FileStructure | None:
-    """The imports and references of `source`, or None when `language` is not supported."""
+def extract_structure(language: str, source: bytes,
+                      tree: Tree | None = None) -> FileStructure | None:
+    """The imports and references of `source`, or None when `language` is not supported.
+    `tree`: `source` already parsed with this language's grammar (the symbol parser's tree of
+    the same blob), read instead of parsing again."""
     lang = _load(language)
     if lang is None:
         return None
     data = bytes(source)
     sides = conflict_sides(data)
-    with lang.lock:
-        if sides is None:
-            tree = lang.parser.parse(data)
-        else:
+    if sides is not None:   # a tree of the text with its markers is not the one read
+        with lang.lock:
             data, tree = _one_side(lang.parser, sides)
+    elif tree is None:
+        with lang.lock:
+            tree = lang.parser.parse(data)
     root = tree.root_node
     out = _Out(data, root)
     captures = QueryCursor(lang.query).captures(root)
