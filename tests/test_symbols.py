@@ -16,6 +16,7 @@ from tree_sitter_language_pack import get_parser
 
 import cortex_core.lang.symbols as symbols_module
 from cortex_core.lang.languages import SUPPORTED_LANGUAGES, language_for_path
+from cortex_core.lang.structure_extract import extract_structure
 from cortex_core.lang.symbols import Symbol, SymbolParser, body_hash, extract_symbols
 
 
@@ -1105,9 +1106,28 @@ def test_incremental_parse_over_random_valid_edits_equals_full_parse(seed, hunks
             new = valid_edit(rng, new, step)
         got = parser.symbols("python", f"v{step}", new, base=(f"v{step - 1}", hunks(source, new)))
         assert got == extract_symbols("python", new), (step, new.decode())
+        # The incremental tree, lent to the structure pass, reads as a fresh parse does.
+        tree = parser.tree("python", f"v{step}")
+        assert tree is not None
+        assert extract_structure("python", new, tree) == extract_structure("python", new)
         source = new
     assert edited == [True] * 39
     assert parser.parse_count() == 40
+
+
+def test_a_tree_is_lent_only_for_a_blob_parsed_as_its_own_text() -> None:
+    """`tree` gives the kept tree of a blob without parsing; none for a blob not parsed, nor
+    for C (its macros were blanked before the parse: the tree is not of the blob's text)."""
+    parser = SymbolParser()
+    parser.symbols("python", "py", b"def f():\n    g()\n")
+    parser.symbols("c", "c", b"int f(void) { return g(); }\n")
+    assert parser.tree("python", "py") is not None
+    assert parser.tree("python", "other") is None
+    assert parser.tree("c", "c") is None and parser.parse_count() == 2
+    # A text with conflict markers is read as one side of them: a tree lent is not that side's.
+    conflicted = b"<<<<<<< ours\nx = a()\n=======\nx = b()\n>>>>>>> theirs\n"
+    assert extract_structure("python", conflicted, parser.tree("python", "py")) == \
+        extract_structure("python", conflicted)
 
 
 RANDOM_LINES = [b"}\n", b"{\n", b"(\n", b"\n", b"  return x;\n", b"def f(:\n", b"/* open\n",

@@ -15,7 +15,6 @@ import json
 import os
 import posixpath
 import re
-import tomllib
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from cortex_core.git.git_reads import head_commit, path_blob, path_text, read_bl
 from cortex_core.lang import go_build
 from cortex_core.lang.languages import language_for_path
 from cortex_core.lang.test_paths import is_test_path
-from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, local_name
+from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, Target, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
 from cortex_core.store.store import get_meta, set_meta
 
@@ -327,6 +326,7 @@ def _cargo_crate(data: bytes) -> list[str] | None:
     without a package (a workspace's root) or one that does not parse."""
     if len(data) > _MANIFEST_BYTES:
         return None
+    import tomllib   # here: only a Rust repository's manifests need it (6 ms of every start)
     try:
         manifest = tomllib.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):   # not TOML, not UTF-8, or nested past the stack
@@ -437,7 +437,10 @@ def _store_file(con, fid, language, blob, data, test_file, parser, extract,
     file that is all tests (`all_tests`: a Rust `tests.rs` module)."""
     symbols = (known is not None and known.cached(language, blob)
                or parser.symbols(language, blob, data)) if language else []
-    found = extract(language, data)
+    # The tree the symbols were read from, when a parser kept it: not parsed a second time.
+    tree = (known is not None and known.tree(language, blob)) or parser.tree(language, blob) \
+        if language else None
+    found = extract(language, data, tree)
     ranges = list(found.tests) if found is not None else []
     if all_tests:
         ranges.append((0, len(data)))
@@ -779,6 +782,9 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+_ANSWERS_KEPT = 8192
+
+
 def _resolve(con, resolver: Resolver, ids: list[int],
              fresh: set[int] | frozenset[int] = frozenset(),
              detect: bool = True) -> tuple[list[tuple], bool]:
@@ -789,6 +795,9 @@ def _resolve(con, resolver: Resolver, ids: list[int],
     compared."""
     moved: list[tuple] = []
     bases_moved = False
+    # A reference's answer is its fields' but for its id: a file's many calls of one name in one
+    # scope are resolved once (sympy's 492k references are 220k distinct). Bounded by count.
+    answers: dict[tuple, tuple[str, list[Target]]] = {}
     with con:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -803,9 +812,15 @@ def _resolve(con, resolver: Resolver, ids: list[int],
                 before.setdefault(ref_id, set()).add((f, q, c))
             statuses: list[tuple[str, int]] = []
             edges: list[tuple] = []
+            if len(answers) > _ANSWERS_KEPT:
+                answers.clear()
             for row in rows:
                 ref = RefRow(*row[:-1])
-                status, targets = resolver.resolve(ref)
+                key = row[1:-1]
+                answer = answers.get(key)
+                if answer is None:
+                    answer = answers[key] = resolver.resolve(ref)
+                status, targets = answer
                 if detect:
                     # Most answers stay as they were: nothing to write for them (an update that
                     # resolves every import again wrote 40,000 rows on sympy for a few changes).

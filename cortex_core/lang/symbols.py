@@ -1539,6 +1539,15 @@ class SymbolParser:
         found = self._cache.get((language, blob_id))
         return list(found) if found is not None else None
 
+    def tree(self, language: str, blob_id: str) -> Tree | None:
+        """The blob's tree if it is cached, without changing what the caches keep: a tree of
+        the blob's own text (not of C's, whose macros were blanked before parsing), for
+        another reader of the same blob (the structure pass's references)."""
+        if language in ("c", "cpp"):
+            return None
+        parsed = self._trees.get((language, blob_id))
+        return parsed.tree if parsed is not None else None
+
     def keeps_tree(self, size: int) -> bool:
         """Whether the tree of a blob of `size` bytes would be kept once parsed."""
         return self._keep_oversized or size <= self._tree_cache_bytes
