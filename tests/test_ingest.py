@@ -877,3 +877,21 @@ def test_a_repository_whose_memory_was_given_back_still_reads(repo):
     assert opened.head.peel(pygit2.Commit).id == head.id
     assert opened.get(str(head.id)).tree["a.py"].data == b"def f():\n    return 1\n"
     assert str(head.id).startswith(sha[:7]) and resident_bytes() > 1024 * 1024
+
+
+def test_a_dead_worker_pool_is_told_as_such_and_other_errors_pass(tmp_path):
+    """A process pool whose worker died (BrokenProcessPool) is a clear error with its hint;
+    the pool's module is looked up only when it was imported (an update with no workers does
+    not import it), and any other error is not swallowed."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from cortex_core.errors import CortexError
+    from cortex_core.index.ingest import _git_and_store_errors
+
+    with pytest.raises(CortexError, match="worker process died") as caught:
+        with _git_and_store_errors(tmp_path, tmp_path / "index.db"):
+            raise BrokenProcessPool("a child process terminated abruptly")
+    assert caught.value.hint is not None
+    with pytest.raises(KeyError):
+        with _git_and_store_errors(tmp_path, tmp_path / "index.db"):
+            raise KeyError("x")

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
-from concurrent.futures import BrokenExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -273,9 +273,15 @@ def _git_and_store_errors(repo_root: Path, db_path: Path) -> Iterator[None]:
     except WorkerError as exc:
         raise CortexError(f"a worker process failed while indexing {repo_root}: {exc}; what"
                           " was stored is kept", Hint("one_worker")) from None
-    except BrokenExecutor:   # a process pool's worker died (BrokenProcessPool)
-        raise CortexError("a worker process died while indexing (out of memory?); what was "
-                          "stored is kept", Hint("one_worker")) from None
+    except Exception as exc:
+        # A process pool's worker died (BrokenProcessPool). Only a pool raises it, and one is
+        # imported only when workers run: an update with no pool does not import the module
+        # (8 ms of every start).
+        pool = sys.modules.get("concurrent.futures")
+        if pool is not None and isinstance(exc, pool.BrokenExecutor):
+            raise CortexError("a worker process died while indexing (out of memory?); what was "
+                              "stored is kept", Hint("one_worker")) from None
+        raise
 
 
 def _named(progress: ProgressFn | None, prefix: str) -> ProgressFn | None:
