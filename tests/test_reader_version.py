@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import apsw
+import pytest
 
 from cortex_core.index.reader_version import READER_VERSION, earlier_reader
 from cortex_core.query.status import status
@@ -91,6 +92,28 @@ def test_an_older_cortex_extending_a_store_is_seen_and_a_newer_one_too(repo, cor
     assert (later.version, later.since) == (READER_VERSION + 1, [])
     assert "history partly read by a later version of Cortex" in cli(
         repo, cortex.db, "status").stdout
+
+
+@pytest.mark.parametrize("readers", [
+    (None, None, None), (None, 2, READER_VERSION), (None, READER_VERSION, READER_VERSION),
+    (None, READER_VERSION + 1, READER_VERSION), (2, 3, READER_VERSION),
+    (READER_VERSION, READER_VERSION + 2, READER_VERSION + 1), (None, None, READER_VERSION + 1)])
+def test_the_oldest_and_newest_readers_are_told_whatever_the_mix(repo, cortex, readers):
+    """The oldest and newest reader are looked up each over the index (a reader not recorded
+    is reader 1): the version told is the oldest when it is older than this one, else the
+    newest, as the minimum and maximum over every commit give them."""
+    go_commits(repo, 3)
+    cortex.index()
+    for cid, reader in zip((1, 2, 3), readers):
+        read_by(cortex.db, reader, f"id = {cid}")
+    counted = [1 if r is None else r for r in readers]
+    oldest, newest = min(counted), max(counted)
+    expected = oldest if oldest < READER_VERSION else newest
+    found = earlier_reader(cortex.reader())
+    if oldest == newest == READER_VERSION:
+        assert found is None
+    elif found is not None or expected >= READER_VERSION:   # an older one may not apply
+        assert found is not None and found.version == expected
 
 
 def test_commits_no_longer_reachable_say_nothing(repo, cortex):

@@ -51,8 +51,16 @@ class EarlierReader:
 def earlier_reader(con: apsw.Connection) -> EarlierReader | None:
     """The other reader that read some of the store's reachable commits; None when this one
     read them all (or there are none)."""
-    oldest, newest = con.execute("select min(coalesce(reader, 1)), max(coalesce(reader, 1))"
-                                 " from commits where reachable = 1").fetchone()
+    # Each aggregate alone, over the index on (reachable, reader): two look-ups where
+    # min(coalesce(...)) read all 62k entries of sympy (9 ms of every run). A commit read
+    # before readers were counted (null) is reader 1's.
+    oldest, newest, uncounted = con.execute(
+        "select (select min(reader) from commits where reachable = 1),"
+        " (select max(reader) from commits where reachable = 1),"
+        " exists(select 1 from commits where reachable = 1 and reader is null)").fetchone()
+    if uncounted:
+        oldest = 1 if oldest is None else min(oldest, 1)
+        newest = 1 if newest is None else max(newest, 1)
     if oldest is None or oldest == newest == READER_VERSION:
         return None
     version = oldest if oldest < READER_VERSION else newest
