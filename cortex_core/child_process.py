@@ -60,6 +60,20 @@ def index_command(repo_root: Path | str, *, python: str | None = None,
     return [python or sys.executable, *CLI_ARGS, *index_arguments(repo_root, **options)]
 
 
+# What a spare indexer is started with (cortex_cli/spare.py): it reads a run's arguments on stdin.
+SPARE_ARGS = (*CLI_ARGS, "--spare")
+
+
+def spare_arguments(command: list[str]) -> list[str] | None:
+    """The arguments a spare started by this interpreter takes for `command` (an
+    `index_command`): what follows the interpreter and CLI_ARGS; None for a command a spare
+    cannot run (another interpreter, another program)."""
+    head = [sys.executable, *CLI_ARGS]
+    if command[:len(head)] != head or command[len(head):len(head) + 1] != ["index"]:
+        return None
+    return command[len(head):]
+
+
 def spawn_options() -> dict[str, Any]:
     """How a server starts the indexer; subprocess.Popen and asyncio.create_subprocess_exec take
     these alike (the caller chooses where stderr goes). No stdin; the progress events on a pipe;

@@ -676,6 +676,13 @@ class Engine:
         return name, path, load_model(name).dim
 
 
+def load_indexer() -> None:
+    """Import what an index run needs, before there is one to run: a spare indexer waits with
+    them loaded (cortex_cli/spare.py), so that a run handed to it starts at once."""
+    from cortex_core.index import ingest, structure   # noqa: F401
+    from cortex_core.lang import structure_extract, symbols   # noqa: F401
+
+
 class Snapshot:
     """One consistent read of a repository's index: one method per read operation. A parameter
     left at None takes the engine's resolved setting."""

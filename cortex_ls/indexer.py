@@ -6,7 +6,8 @@ crash or an out-of-memory kill in indexing cannot take the editor's server down.
 writer lock makes the server and a `cortex index` run from a terminal take turns.
 
 HEAD moves (commit, checkout, pull, rebase) are noticed by `head_state` — from the client's file
-watcher when it has one, and by a cheap poll — and start an incremental run.
+watcher when it has one, and by a cheap poll — and start an incremental run. A run is handed to
+the server's spare indexer when one waits (spare.py): the same command, without the start.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cortex_core import child_process
 from cortex_core.child_process import OLDER, RECENT, last_error, signal_group
 
 from cortex_ls.repos import WORDS, Repo
+from cortex_ls.spare import Spare
 
 if TYPE_CHECKING:
     from cortex_core.engine import Engine
@@ -46,6 +48,7 @@ class Outcome:
     summary: dict | None = None
     error: str | None = None
     busy: bool = False          # another indexer held the store: retried later
+    warm: bool = False          # run by the spare indexer (cortex_ls/spare.py)
 
 
 def head_state(engine: Engine) -> str | None:
@@ -83,8 +86,9 @@ class IndexRun:
     def __init__(self, repo: Repo, command: Callable[[bool], list[str]],
                  on_progress: Callable[[Repo, Progress], None],
                  on_done: Callable[[Repo, Outcome], Awaitable[None]],
-                 on_start: Callable[[Repo], Awaitable[None]]):
+                 on_start: Callable[[Repo], Awaitable[None]], spare: Spare | None = None):
         self.repo = repo
+        self.spare = spare   # the server's spare indexer, shared by its repositories
         self.command = command
         self.on_progress = on_progress
         self.on_done = on_done
@@ -109,6 +113,8 @@ class IndexRun:
     async def _loop(self, rebuild: bool) -> None:
         while not self.closed:
             outcome = await self._run_once(rebuild)
+            if self.spare is not None and not self.closed:
+                await self.spare.refill()   # before the run is told: ready for the next one
             if outcome.busy and not self.closed:
                 await asyncio.sleep(BUSY_RETRY_SECONDS)
                 self.again = True
@@ -121,11 +127,14 @@ class IndexRun:
         state = self.repo.index
         state.running, state.percentage, state.message = True, 0, "starting"
         await self.on_start(self.repo)
+        command = self.command(rebuild)
+        self.proc = await self.spare.take(command) if self.spare is not None else None
+        warm = self.proc is not None
         try:
             # Its own process group: stopping it reaches the worker processes it reads with.
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.command(rebuild), stderr=asyncio.subprocess.PIPE,
-                **child_process.spawn_options())
+            if self.proc is None:
+                self.proc = await asyncio.create_subprocess_exec(
+                    *command, stderr=asyncio.subprocess.PIPE, **child_process.spawn_options())
         except OSError as exc:
             state.running = False
             state.error = f"could not start the indexer: {exc}"
@@ -158,7 +167,7 @@ class IndexRun:
         state.running = False
         if code == 0 and summary is not None:
             state.error = None
-            return Outcome(True, summary)
+            return Outcome(True, summary, warm=warm)
         if failure is not None:     # the fix in this server's words
             message = failure.phrased(WORDS)
             busy = failure.hint is not None and failure.hint.action in ("wait", "retry")

@@ -34,6 +34,7 @@ from cortex_ls.indexer import IndexRun, Outcome, Progress, head_state, index_com
 from cortex_ls.protocol import CortexProtocol, raw_json_converter
 from cortex_ls.repos import WORDS, Repo, Repos
 from cortex_ls.settings import Settings
+from cortex_ls.spare import Spare
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class CortexServer(LanguageServer):
         # Two workers: a slow answer (a context pack, a search) leaves one for hovers.
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="cortex-query")
         self.runs: dict[Path, IndexRun] = {}
+        self.spare = Spare()   # one spare indexer for every repository (cortex_ls/spare.py)
         self.poller: asyncio.Task | None = None
         self.progress_tokens: dict[Path, str] = {}
         self.closing = False
@@ -183,7 +185,8 @@ class CortexServer(LanguageServer):
         run = self.runs.get(repo.root)
         if run is None:
             run = IndexRun(repo, index_command(repo, lambda: self.settings.model),
-                           self._index_progress, self._index_done, self._index_started)
+                           self._index_progress, self._index_done, self._index_started,
+                           self.spare)
             self.runs[repo.root] = run
         return run.request(rebuild)
 
@@ -225,7 +228,8 @@ class CortexServer(LanguageServer):
             repo.engine.preload_lexicon()   # searches find the new postings ready
             self.protocol.notify("cortex/indexUpdated", {
                 "repository": str(repo.root), "newCommits": (outcome.summary or {}).get(
-                    "new_commits", 0), "head": (outcome.summary or {}).get("head")})
+                    "new_commits", 0), "head": (outcome.summary or {}).get("head"),
+                "warm": outcome.warm})
             self.refresh_lenses()
         elif not outcome.busy and not self.closing:
             self.window_log_message(types.LogMessageParams(
@@ -297,6 +301,7 @@ class CortexServer(LanguageServer):
             self.poller.cancel()
         for run in self.runs.values():
             await run.close()
+        await self.spare.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def kill_children(self) -> None:
@@ -307,6 +312,7 @@ class CortexServer(LanguageServer):
             proc = run.proc
             if proc is not None and proc.returncode is None:
                 signal_group(proc.pid, signal.SIGKILL)
+        self.spare.kill()
 
     # -- answering ---------------------------------------------------------------------------
 

@@ -69,6 +69,8 @@ ENTRY_POINTS = {
     (MAIN, "cortex_cli.cli"): "`python -P -m cortex_core ...` is what installed git hooks run; "
                               "it hands over to the command line",
     (MAIN, "cortex_cli.leave"): "and ends the process as the command line's own script does",
+    (MAIN, "cortex_cli.spare"): "`python -P -m cortex_core --spare`: a spare indexer, which a "
+                                "server starts ahead of its next run",
 }
 
 # Modules of cortex_core that hand over to a front end by module name (importlib), and why.

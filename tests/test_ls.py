@@ -209,6 +209,57 @@ async def test_a_new_commit_is_indexed_and_lenses_refreshed(lsp: Session, projec
     assert "6 changes" in await lsp.hover(uri, line_of(text, "def compute"), 5)
 
 
+def _spares(parent: int) -> list[int]:
+    """The pids of the spare indexers (`... -m cortex_core --spare`) that `parent` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):   # gone meanwhile
+            continue
+        if ppid == parent and b"--spare" in argv and b"cortex_core" in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_an_update_is_run_by_the_spare_indexer_and_it_ends_with_the_server(
+        lsp: Session, project: ScriptedRepo):
+    """After a run the server starts a spare indexer, imported and waiting: the next run is
+    that process (`warm` in indexUpdated) and gives what a fresh one gives; a new spare waits
+    for the run after; the server's shutdown ends the spare without running it."""
+    import os
+    import select
+    await lsp.start(project.path)
+    assert plain(lsp.updates[0])["warm"] is False   # the first run: no spare yet
+    server = lsp.client._server.pid
+    first = _spares(server)
+    assert len(first) == 1, "a spare waits once the first run has ended"
+    project.write("pkg/core.py", sample_core(6))
+    project.commit("tune compute once more", days_ago=1)
+    lsp.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=(project.path / ".git/refs/heads/main").as_uri(),
+                        type=types.FileChangeType.Changed)]))
+    await lsp.indexed(2)
+    assert plain(lsp.updates[1])["warm"] is True and plain(lsp.updates[1])["newCommits"] == 1
+    uri = lsp.open(project.path / "pkg/core.py")
+    text = (project.path / "pkg/core.py").read_text()
+    assert "6 changes" in await lsp.hover(uri, line_of(text, "def compute"), 5)
+    second = _spares(server)
+    assert len(second) == 1 and second != first, "the spare ran; another waits"
+    exited = os.pidfd_open(second[0])
+    try:
+        await lsp.client.shutdown_session()
+        lsp.client.cortex_started = False
+        ready, _, _ = await asyncio.to_thread(select.select, [exited], [], [], 30)
+        assert ready, "the spare ends with the server"
+    finally:
+        os.close(exited)
+
+
 async def test_head_moves_are_polled_without_watchers(lsp: Session, project: ScriptedRepo):
     # Neovim on Linux registers no file watchers: the poll notices the commit.
     await lsp.start(project.path, caps="neovim", options={"pollInterval": 0.2})

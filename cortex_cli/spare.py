@@ -1,0 +1,42 @@
+"""A spare indexer: `python -P -m cortex_core --spare`, started ahead of time by a server.
+
+An index run started by the language server paid a new process's start before its first
+commit: Python's and the imports of what indexing needs, about 0.3 s of a one-commit update
+that takes about a second (docs/numbers.md, "One-commit update"). A spare pays it while
+nothing waits for it. It imports what a run needs (engine.load_indexer), then reads one line
+from its standard input: the run's arguments as a JSON list of strings, `index` first. Then
+it is that run, as `python -P -m cortex_core index ...` would have been. End of input, or
+anything else, and it exits without doing anything: a server that no longer needs it closes
+its input. Started by a server (CORTEX_PARENT_PID), it dies with that server
+(child_process.die_with_parent), waiting or running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from cortex_core.child_process import die_with_parent
+from cortex_core.engine import load_indexer
+
+MAX_LINE = 1 << 20   # bytes; the arguments of a run are far fewer
+
+
+def arguments() -> list[str] | None:
+    """Wait, loaded, for the run's arguments; None when there will be none."""
+    die_with_parent()
+    load_indexer()
+    line = sys.stdin.buffer.readline(MAX_LINE)
+    # The run reads no input (a server starts the indexer with none): stdin is left empty.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        argv = json.loads(line)
+    except ValueError:   # end of input, or not JSON: no run
+        return None
+    if not isinstance(argv, list) or argv[:1] != ["index"] or \
+            not all(isinstance(arg, str) for arg in argv):
+        return None
+    return argv
