@@ -16,14 +16,21 @@ Copies are flushed to disk before they are timed. Per version: the
 wall and CPU time of each update (user + system of the process, from os.wait4), p50, p95 and the
 largest, and how many passed 1 s (issue 17's goal for a one-commit update); per step, B ÷ A.
 The `git log -1 -p --no-merges` of each step is timed too, for scale. DB is not modified.
+With `--warm`, B's updates are run as the language server runs them: by a spare indexer
+(`python -P -m cortex_core --spare`, cortex_ls/spare.py) started before the step and waiting,
+loaded, for its arguments; timed from the hand-over to its exit (Linux: readiness is read
+from /proc).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import _benchlib as bl
@@ -39,6 +46,11 @@ def parse_args(argv=None):
     p.add_argument("--commits", type=int, default=30, metavar="N",
                    help="first-parent commits after the store's HEAD, one update each (default "
                    "30)")
+    p.add_argument("--warm", action="store_true",
+                   help="run B's updates as the language server does: by a spare indexer "
+                   "(`python -P -m cortex_core --spare`) started and loaded before the step is "
+                   "timed; its wall and CPU count from the arguments handed over to its exit "
+                   "(B must have --spare: 6a3f... and later)")
     p.add_argument("--own-stores", action="store_true",
                    help="each version goes on from its own store, not from B's (needed when B "
                    "migrates the store to a schema A cannot open)")
@@ -84,6 +96,46 @@ def update(folder: Path, clone: Path, db: Path) -> bl.Run:
                    str(db), "--model", "none", "--quiet"], env=child_env(folder))
 
 
+def spare(folder: Path) -> subprocess.Popen:
+    """A spare indexer of `folder`'s code, once it waits for its arguments: loaded, blocked on
+    reading its stdin (the only pipe it reads). Polled from /proc: a bench, not a test."""
+    proc = subprocess.Popen([*bl.python_module("cortex_core"), "--spare"], env=child_env(folder),
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, cwd="/")
+    wchan = Path(f"/proc/{proc.pid}/wchan")
+    deadline = time.monotonic() + 60
+    while "pipe_read" not in wchan.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the spare of {folder} did not wait for its arguments "
+                             f"(is --spare in that version?): {proc.stderr.read()[-500:]!r}")
+        time.sleep(0.01)
+    return proc
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def warm_update(proc: subprocess.Popen, clone: Path, db: Path) -> bl.Run:
+    """The update run by a waiting spare: timed from its arguments handed over to its exit;
+    its CPU less what it spent loading."""
+    loaded = _cpu(proc.pid)
+    assert proc.stdin is not None
+    started = time.perf_counter()
+    proc.stdin.write(json.dumps(["index", "--repo", str(clone), "--db", str(db), "--model",
+                                 "none", "--quiet"]).encode() + b"\n")
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read() if proc.stderr else b""
+    if proc.returncode != 0:
+        raise SystemExit(f"a warm update failed ({proc.returncode}): {err[-500:]!r}")
+    return bl.Run(seconds, proc.returncode, b"", err, usage.ru_maxrss,
+                  max(0.0, usage.ru_utime + usage.ru_stime - loaded), 0.0)
+
+
 def summary(values: list[float]) -> dict:
     ordered = sorted(values)
     return {"p50": statistics.median(ordered), "p95": bl.percentile(ordered, 95),
@@ -120,8 +172,10 @@ def main(argv=None) -> int:
             order = ("a", "b") if n % 2 == 0 else ("b", "a")
             for key in order:
                 db = work / f"{key}.db"
+                waiting = spare(versions[key]) if args.warm and key == "b" else None
                 bl.copy_db(current[key], db)
-                r = update(versions[key], clone, db)
+                r = update(versions[key], clone, db) if waiting is None else \
+                    warm_update(waiting, clone, db)
                 row[key] = {"seconds": r.seconds, "cpu": r.user_seconds + r.system_seconds}
             rows.append(row)
             for key in set(versions) if args.own_stores else ("b",):
@@ -129,7 +183,7 @@ def main(argv=None) -> int:
             bl.progress(f"{n + 1}/{len(steps)} {sha[:10]} ({row['files']} files): "
                         f"A {row['a']['seconds']:.2f} s, B {row['b']['seconds']:.2f} s")
         report = {"repo": str(args.repo), "start": start, "steps": len(rows),
-                  "own_stores": args.own_stores,
+                  "own_stores": args.own_stores, "b_warm": args.warm,
                   "a": str(args.a), "b": str(args.b), "rows": rows,
                   "wall": {k: summary([r[k]["seconds"] for r in rows]) for k in versions},
                   "cpu": {k: summary([r[k]["cpu"] for r in rows]) for k in versions},
@@ -145,7 +199,9 @@ def main(argv=None) -> int:
 
 def render(report: dict) -> str:
     lines = [f"{report['repo']}: {report['steps']} one-commit updates from {report['start'][:10]}"
-             f"; A = {report['a']}, B = {report['b']}"]
+             f"; A = {report['a']}, B = {report['b']}"
+             + (" (run by a waiting spare indexer, as the language server runs them)"
+                if report.get("b_warm") else "")]
     rows = []
     for what in ("wall", "cpu"):
         for key in ("a", "b"):
