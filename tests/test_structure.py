@@ -430,6 +430,24 @@ def test_a_python_name_used_as_a_value_is_a_reference(repo, cortex):
         ("app/routes.py", "routes", "reference"), ("app/cli.py", "main", "caller")}
 
 
+def test_a_class_header_being_typed_still_names_its_base(repo, cortex):
+    """`class Kid(Base)` without its colon yet (a file being edited in the working tree) parses
+    to an ERROR that holds the bases' `argument_list`, with no call around it: the names in it
+    are references all the same, so `callers` of Base still lists the class's file."""
+    repo.write("app/__init__.py", "")
+    repo.write("app/base.py", "class Base:\n    def run(self):\n        return 1\n")
+    repo.write("app/kid.py", "from app.base import Base\n\n\nclass Kid(Base):\n    pass\n")
+    repo.commit("Kid", days_ago=1)
+    cortex.index(model="none")
+    (repo.path / "app" / "kid.py").write_text(
+        "from app.base import Base\n\n\nclass Kid(Base)\n    def go(self):\n        return 2\n")
+    cortex.index(model="none")
+    con = cortex.reader()
+    assert con.execute("select error_nodes > 0 from struct_files s join files f"
+                       " on f.id = s.file_id where f.path = 'app/kid.py'").get == 1
+    assert "app/kid.py" in {n.path for n in callers(con, TargetSpec("app/base.py", "Base")).items}
+
+
 def test_a_python_call_on_a_variable_of_a_known_class_is_that_classs(repo, cortex):
     """`request.url_for()` with `request: Request` is Request's url_for, or the one Request
     inherits; `client = Client()` makes `client.send()` Client's; a `str` has no method of

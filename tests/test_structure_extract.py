@@ -810,6 +810,16 @@ def test_a_python_name_bound_inside_an_expression_hides_the_one_around_it() -> N
                      (28, "Client")]
 
 
+def test_python_arguments_under_an_error_are_still_read() -> None:
+    """An `argument_list` whose parent is an ERROR, not a call (a class header typed without
+    its colon yet), is read as a call's arguments: the names it passes stay references."""
+    found = extract("python", "from base import Base\nimport m\n\n\nclass Kid(Base, m.Mixin)\n"
+                              "    def run(self):\n        return 1\n")
+    assert found.error_nodes > 0
+    assert {(r.name, r.qualifier, r.kind) for r in found.refs if r.kind == "ref"} == {
+        ("Base", None, "ref"), ("Mixin", "m", "ref")}
+
+
 @pytest.mark.timeout(30, method="thread")
 def test_calls_in_1000_nested_functions_do_not_walk_up_to_the_module_each() -> None:
     """A call on a variable looks for its binding in the functions around it: found by

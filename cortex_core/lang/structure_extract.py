@@ -811,11 +811,16 @@ def _py_value(out: _Out, node: Node) -> None:
 def _py_arguments(out: _Out, call: Node) -> None:
     """A call's arguments that name a function or a class (_py_value). The query captures the
     call, not its `argument_list`, whose `parent` would walk down from the root again (a
-    class's bases are an `argument_list` too: "inherits" refs, _py_class)."""
-    arguments = call.child_by_field_name("arguments")
+    class's bases are an `argument_list` too: "inherits" refs, _py_class). An `argument_list`
+    whose parent is an ERROR (`class Kid(Base)` without its colon, while it is typed) is
+    captured itself: its names are read as a call's, with no function."""
+    if call.type == "argument_list":
+        arguments, fn = call, None
+    else:
+        arguments = call.child_by_field_name("arguments")
+        fn = call.child_by_field_name("function")
     if arguments is None or arguments.type != "argument_list":
         return   # `f(x for x in xs)`: a generator, no names passed
-    fn = call.child_by_field_name("function")
     if fn is not None and fn.type == "identifier" and out.text(fn) == "super":
         return   # super(Class, self): the class around the call
     for arg in arguments.named_children:
@@ -2031,7 +2036,7 @@ _PYTHON: _Spec = {
                  ' (#eq? @_annotated "Annotated"))\n'
                  "(type_alias_statement left: (type) @not_type)", _py_not_type),
     "type": ("(type) @type", _py_type),
-    "arguments": ("(call) @arguments", _py_arguments),
+    "arguments": ("(call) @arguments\n(ERROR (argument_list) @arguments)", _py_arguments),
     "except": ("(except_clause) @except", _py_except),
     "raise": ("(raise_statement) @raise", _py_raise),
 }
