@@ -29,7 +29,8 @@ def leave(code: "int | None" = 0) -> "NoReturn":
     """End the process with `code` (as sys.exit's: None is 0), without Python's teardown when
     nothing is left to finish; otherwise as sys.exit does."""
     code = 0 if code is None else code
-    if _nothing_running():
+    # A status past a C int (only a daemon of another version could send one): sys.exit's way.
+    if -2**31 <= code < 2**31 and _nothing_running():
         try:
             for stream in (sys.stdout, sys.stderr):
                 if stream is not None and not stream.closed:

@@ -29,6 +29,10 @@ def test_what_was_written_arrives_whole_with_the_exit_status() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (3, b"o" * 200_000 + b"end",
                                                            b"a line\nand")
     assert _python("from cortex_cli.leave import leave\nleave(None)\n").returncode == 0
+    # Past a C int, as sys.exit ends it (os._exit would raise OverflowError).
+    huge = _python("from cortex_cli.leave import leave\nleave(2**40 + 3)\n")
+    assert (huge.returncode, huge.stderr) == (
+        _python("import sys\nsys.exit(2**40 + 3)\n").returncode, b"")
 
 
 def test_teardown_is_skipped_only_when_nothing_else_runs() -> None:
