@@ -8,7 +8,9 @@ from its standard input: the run's arguments as a JSON list of strings, `index` 
 it is that run, as `python -P -m cortex_core index ...` would have been. End of input, or
 anything else, and it exits without doing anything: a server that no longer needs it closes
 its input. Started by a server (CORTEX_PARENT_PID), it dies with that server
-(child_process.die_with_parent), waiting or running.
+(child_process.die_with_parent), waiting or running. When Cortex's files changed while it
+waited (an upgrade, an edit), it runs as a fresh process would, with the files as they are
+now: the same process, replaced by `python -P -m cortex_core index ...` (os.execv).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import json
 import os
 import sys
 
-from cortex_core.child_process import die_with_parent
+from cortex_cli.daemon import CodeStamp
+from cortex_core.child_process import CLI_ARGS, die_with_parent
 from cortex_core.engine import load_indexer
 
 MAX_LINE = 1 << 20   # bytes; the arguments of a run are far fewer
@@ -27,6 +30,8 @@ def arguments() -> list[str] | None:
     """Wait, loaded, for the run's arguments; None when there will be none."""
     die_with_parent()
     load_indexer()
+    import cortex_cli.cli   # noqa: F401  the command line that runs it, loaded too
+    stamp = CodeStamp()   # what was loaded, as the daemon checks its own (cortex_cli/daemon.py)
     line = sys.stdin.buffer.readline(MAX_LINE)
     # The run reads no input (a server starts the indexer with none): stdin is left empty.
     null = os.open(os.devnull, os.O_RDONLY)
@@ -39,4 +44,6 @@ def arguments() -> list[str] | None:
     if not isinstance(argv, list) or argv[:1] != ["index"] or \
             not all(isinstance(arg, str) for arg in argv):
         return None
+    if stamp.changed():   # loaded code that is no longer Cortex's: a fresh start runs it
+        os.execv(sys.executable, [sys.executable, *CLI_ARGS, *argv])
     return argv

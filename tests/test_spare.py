@@ -4,6 +4,7 @@ it waits, loaded, for a run's arguments on stdin, runs `index` with them, and ru
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,41 @@ def test_only_this_interpreters_index_commands_go_to_a_spare(repo) -> None:
     assert spare_arguments(index_command(repo.path, python="/usr/bin/python3-other")) is None
     assert spare_arguments([sys.executable, "-P", "-m", "cortex_core", "history"]) is None
     assert spare_arguments(["git", "log"]) is None
+
+
+def _waiting(proc: subprocess.Popen) -> None:
+    """Until the spare blocks reading its input: loaded (the only pipe it reads is stdin).
+    Read from /proc as the state of the process, with a deadline."""
+    import time
+    wchan = Path(f"/proc/{proc.pid}/wchan")
+    deadline = time.monotonic() + 60
+    while "pipe_read" not in wchan.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the spare never waited"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_code_changed_while_a_spare_waits_runs_as_a_fresh_start(repo, tmp_path: Path) -> None:
+    """Cortex's files edited (or upgraded) under a waiting spare: the run is the files as they
+    are now (the spare replaces itself by a fresh `index`), not the code it had loaded."""
+    import shutil
+    repo.write("a.py", "def f():\n    return 1\n")
+    repo.commit("add f")
+    code = tmp_path / "code"
+    for part in ("cortex_core", "cortex_cli"):
+        shutil.copytree(ROOT / part, code / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(code))
+    db = tmp_path / "index.db"
+    args = ["index", "--repo", str(repo.path), "--db", str(db), "--model", "none", "--quiet"]
+    with subprocess.Popen([sys.executable, *SPARE_ARGS], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                          env=env) as proc:
+        _waiting(proc)
+        cli = code / "cortex_cli" / "cli.py"
+        cli.write_text(cli.read_text() + "\nsys.stderr.write('edited\\n')\n")
+        out, err = proc.communicate(json.dumps(args).encode() + b"\n", timeout=120)
+    assert proc.returncode == 0, err
+    assert err.startswith(b"edited\n"), err      # the edited file ran
+    con = apsw.Connection(str(db))
+    assert con.execute("select count(*) from commits").get == 1
+    con.close()
