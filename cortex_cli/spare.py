@@ -24,6 +24,8 @@ from cortex_core.child_process import CLI_ARGS, die_with_parent
 from cortex_core.engine import load_indexer
 
 MAX_LINE = 1 << 20   # bytes; the arguments of a run are far fewer
+# The first event of a run handed to a spare that restarted as a fresh process (arguments).
+FRESH = {"event": "fresh"}
 
 
 def arguments() -> list[str] | None:
@@ -45,5 +47,7 @@ def arguments() -> list[str] | None:
             not all(isinstance(arg, str) for arg in argv):
         return None
     if stamp.changed():   # loaded code that is no longer Cortex's: a fresh start runs it
+        if "--progress-json" in argv:   # the server that handed the run over: it is not warm
+            os.write(1, json.dumps(FRESH).encode() + b"\n")
         os.execv(sys.executable, [sys.executable, *CLI_ARGS, *argv])
     return argv

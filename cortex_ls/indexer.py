@@ -152,6 +152,8 @@ class IndexRun:
                 summary = event.get("summary")
             elif event.get("event") == "error":
                 failure = child_process.error_of(event)
+            elif event.get("event") == "fresh":   # the spare restarted afresh (new code)
+                warm = False
             elif event.get("event") == "progress":
                 pct = _percentage(str(event.get("phase")), int(event.get("done", 0)),
                                   int(event.get("total", 0)))

@@ -260,6 +260,51 @@ async def test_an_update_is_run_by_the_spare_indexer_and_it_ends_with_the_server
         os.close(exited)
 
 
+def _waiting(pid: int) -> None:
+    """Until the process blocks reading a pipe (a spare loaded, waiting for its arguments):
+    read from /proc as the state of the process, with a deadline."""
+    import time
+    wchan = Path(f"/proc/{pid}/wchan")
+    deadline = time.monotonic() + 60
+    while "pipe_read" not in wchan.read_text():
+        assert time.monotonic() < deadline, "the spare never waited"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_spare_that_restarts_for_changed_code_is_not_a_warm_run(
+        project: ScriptedRepo, tmp_path: Path):
+    """Cortex's files changed under a waiting spare: it runs as a fresh process (os.execv), and
+    indexUpdated must not call that run warm."""
+    import shutil
+    from pytest_lsp import ClientServerConfig
+    from ls_harness import CONFIG, finish
+    root = Path(__file__).resolve().parent.parent
+    code = tmp_path / "code"
+    for part in ("cortex_core", "cortex_cli", "cortex_ls"):
+        shutil.copytree(root / part, code / part, ignore=shutil.ignore_patterns("__pycache__"))
+    config = ClientServerConfig(server_command=CONFIG.server_command,
+                                server_env=dict(CONFIG.server_env or {}, PYTHONPATH=str(code)))
+    client = await config.start()
+    lsp = Session(client)
+    try:
+        await lsp.start(project.path)
+        (spare,) = _spares(client._server.pid)
+        _waiting(spare)
+        cli = code / "cortex_cli" / "cli.py"
+        cli.write_text(cli.read_text() + "\n# edited while the spare waited\n")
+        project.write("pkg/core.py", sample_core(6))
+        project.commit("tune compute once more", days_ago=1)
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=(project.path / ".git/refs/heads/main").as_uri(),
+                            type=types.FileChangeType.Changed)]))
+        await lsp.indexed(2)
+        update = plain(lsp.updates[1])
+        assert update["newCommits"] == 1 and update["warm"] is False
+    finally:
+        await finish(client)
+
+
 async def test_head_moves_are_polled_without_watchers(lsp: Session, project: ScriptedRepo):
     # Neovim on Linux registers no file watchers: the poll notices the commit.
     await lsp.start(project.path, caps="neovim", options={"pollInterval": 0.2})
