@@ -31,9 +31,11 @@ FRESH = {"event": "fresh"}
 def arguments() -> list[str] | None:
     """Wait, loaded, for the run's arguments; None when there will be none."""
     die_with_parent()
+    # Cortex's files as they are before most of them load (as the daemon checks its own,
+    # cortex_cli/daemon.py): an upgrade during the loading is seen too.
+    stamp = CodeStamp()
     load_indexer()
     import cortex_cli.cli   # noqa: F401  the command line that runs it, loaded too
-    stamp = CodeStamp()   # what was loaded, as the daemon checks its own (cortex_cli/daemon.py)
     line = sys.stdin.buffer.readline(MAX_LINE)
     # The run reads no input (a server starts the indexer with none): stdin is left empty.
     null = os.open(os.devnull, os.O_RDONLY)

@@ -67,17 +67,17 @@ class Spare:
         self.proc = proc
 
     async def close(self) -> None:
-        """Stop the spare: its input closed, it exits without running anything."""
+        """Stop the spare at once: it holds nothing (no store, no file), and one still loading
+        would not read its closed input for a while (the server's shutdown waits for this)."""
         self.closed = True
         proc, self.proc = self.proc, None
         if proc is None or proc.returncode is not None:
             return
-        if proc.stdin is not None:
-            proc.stdin.close()
+        child_process.signal_group(proc.pid, signal.SIGKILL)
         try:
             await asyncio.wait_for(proc.wait(), 5)
         except asyncio.TimeoutError:
-            child_process.signal_group(proc.pid, signal.SIGKILL)
+            log.warning("the spare indexer (pid %s) did not stop", proc.pid)
 
     def kill(self) -> None:
         """After the connection is gone: kill a spare at once (see Server.kill_children)."""
