@@ -112,7 +112,7 @@ class IndexRun:
 
     async def _loop(self, rebuild: bool) -> None:
         while not self.closed:
-            outcome = await self._run_once(rebuild)
+            outcome = await self._guarded(rebuild)
             if self.spare is not None and not self.closed:
                 await self.spare.refill()   # before the run is told: ready for the next one
             if outcome.busy and not self.closed:
@@ -122,6 +122,20 @@ class IndexRun:
             if not self.again or self.closed:
                 return
             rebuild, self.again, self.again_rebuild = self.again_rebuild, False, False
+
+    async def _guarded(self, rebuild: bool) -> Outcome:
+        """One run; whatever goes wrong in this server's part of it ends the run with an
+        error, never with the repository left "indexing" and a child nobody reads."""
+        try:
+            return await self._run_once(rebuild)
+        except Exception as exc:
+            log.exception("index run of %s", self.repo.root)
+            proc, self.proc = self.proc, None
+            if proc is not None and proc.returncode is None:
+                signal_group(proc.pid, signal.SIGKILL)   # its output is no longer read
+            state = self.repo.index
+            state.running, state.error = False, f"the index run failed: {exc}"
+            return Outcome(False, error=state.error)
 
     async def _run_once(self, rebuild: bool) -> Outcome:
         state = self.repo.index
@@ -135,7 +149,7 @@ class IndexRun:
             if self.proc is None:
                 self.proc = await asyncio.create_subprocess_exec(
                     *command, stderr=asyncio.subprocess.PIPE, **child_process.spawn_options())
-        except OSError as exc:
+        except (OSError, ValueError) as exc:   # ValueError: an argument no OS string can hold
             state.running = False
             state.error = f"could not start the indexer: {exc}"
             return Outcome(False, error=state.error)

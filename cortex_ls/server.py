@@ -179,6 +179,8 @@ class CortexServer(LanguageServer):
     # -- indexing ----------------------------------------------------------------------------
 
     def index(self, repo: Repo, rebuild: bool = False) -> bool:
+        if self.closing:   # shutting down: no new run (close() stops the ones there are)
+            return False
         if repo.refused:
             repo.index.error = repo.refused
             return False
@@ -299,7 +301,7 @@ class CortexServer(LanguageServer):
         self.closing = True
         if self.poller is not None:
             self.poller.cancel()
-        for run in self.runs.values():
+        for run in list(self.runs.values()):   # each close awaits: the dict may change
             await run.close()
         await self.spare.close()
         self.pool.shutdown(wait=False, cancel_futures=True)

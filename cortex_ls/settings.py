@@ -80,9 +80,20 @@ def _clock_name(v):
 
 
 def _model(v):
-    if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v):
+    # It goes on the indexer's command line: no NUL, and text that UTF-8 can hold (JSON can
+    # carry a lone surrogate, which no argument can).
+    if v is None or (isinstance(v, str) and 0 < len(v.strip()) <= 500 and "\0" not in v
+                     and _encodable(v)):
         return None
     return 'a model name, a folder, or "none"'
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 _KEYS = {

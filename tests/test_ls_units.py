@@ -1,16 +1,26 @@
-"""The language server's parts that need no server: buffers and positions, settings."""
+"""The language server's parts that need no server: buffers and positions, settings, runs."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import sys
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 from lsprotocol import types
 
+from cortex_core.engine import Engine
 from cortex_core.lang.live import buffer_symbols, innermost
 from cortex_ls.documents import Buffer, cursor, encoding_name
+from cortex_ls.indexer import IndexRun, Outcome
+from cortex_ls.repos import Repo
 from cortex_ls.settings import Settings, parse_settings
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_repo import ScriptedRepo  # noqa: E402
 
 # -- positions ---------------------------------------------------------------------------------
 
@@ -130,6 +140,44 @@ def test_settings_parse_flat_or_nested_and_keep_defaults_on_errors():
     s, errors = parse_settings({"hotspotThreshold": None}, s)
     assert s.hotspot_threshold == Settings().hotspot_threshold and not errors
     assert parse_settings([1, 2])[1] and parse_settings(None) == (Settings(), [])
+
+
+def test_a_model_no_command_line_can_hold_is_refused():
+    # JSON carries a lone surrogate; the indexer's argument list cannot.
+    s, errors = parse_settings({"cortex": {"model": "minilm-\ud800"}})
+    assert s.model is None and len(errors) == 1 and "model" in errors[0]
+    errors[0].encode("utf-8")                           # the message itself can be sent
+    s, errors = parse_settings({"model": "/models/\u00e9t\u00e9"}, s)
+    assert s.model == "/models/\u00e9t\u00e9" and not errors
+
+
+async def test_an_index_run_that_cannot_start_ends_with_its_error(tmp_path: Path):
+    root = ScriptedRepo(tmp_path / "repo").path
+    repo = Repo(root, Engine(root))
+    done: list[Outcome] = []
+
+    async def on_done(_repo, outcome):
+        done.append(outcome)
+
+    async def on_start(_repo):
+        pass
+
+    def broken(rebuild):
+        raise RuntimeError("no settings")
+
+    # An argument no OS string holds, then a command that cannot be made: each run ends, with
+    # the repository no longer "indexing", and a later run still starts.
+    for command, said in ((lambda rebuild: [sys.executable, "-c", "\ud800"],
+                           "could not start the indexer"),
+                          (broken, "the index run failed: no settings")):
+        run = IndexRun(repo, command, lambda *a: None, on_done, on_start)
+        assert run.request()
+        await asyncio.wait_for(run.task, 30)
+        assert said in (done[-1].error or "") and not done[-1].ok
+        assert not repo.index.running and repo.index.error == done[-1].error
+        assert run.request()                            # not stuck: the next run starts
+        await asyncio.wait_for(run.task, 30)
+        assert len(done) % 2 == 0
 
 
 def test_the_token_encoding_setting_is_checked_and_normalised():
