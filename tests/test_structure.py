@@ -1355,9 +1355,10 @@ def test_a_resolution_left_pending_is_done_once(py_project, indexed):
     assert con.execute("select count(*) from meta where key = 'structure_resolve_pending'"
                        ).get == 0
     (py_project.path / "tests/test_api.py").write_text(TEST + "\n\ndef test_more():\n"
-                                                       "    assert True\n")
+                                                       "    assert handler(2) == 2\n")
     again = update_structure(con, repo, Settings().index)   # the working tree's file, read
-    assert again.files_read == 1 and 0 < again.refs_resolved < everything
+    # Its one new reference; the others it kept, with their answers (_write_refs).
+    assert again.files_read == 1 and again.refs_resolved == 1
     con.close()
 
 
@@ -1425,9 +1426,11 @@ def test_definitions_after_updates_are_those_of_one_run(repo, cortex, tmp_path):
 
 def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps):
     """Index `layout`, then each step (path -> text, None: removed) as one commit; after each
-    update, the statuses and edges must equal a full resolution of a copy of the store."""
+    update, the statuses and edges must equal a full resolution of a copy of the store, and
+    those of a store indexed afresh at that commit (the rows an update kept, their lines)."""
     import shutil
 
+    from cortex_core.index.ingest import index_repository
     from cortex_core.index.structure import resolve_refs
     from cortex_core.lang.languages import language_for_path
     from cortex_core.lang.structure_extract import SUPPORTED
@@ -1455,6 +1458,11 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
         resolve_refs(full, [], set(), everything=True)
         assert resolution(cortex.reader()) == resolution(full), n
         full.close()
+        afresh = tmp_path / f"afresh{n}.db"
+        index_repository(repo.path, afresh, Settings(), model="none")
+        fresh = open_writer(afresh)
+        assert resolution(cortex.reader()) == resolution(fresh), n
+        fresh.close()
 
 
 @pytest.mark.parametrize("layout, step", [
@@ -1485,6 +1493,43 @@ def _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
 ], ids=["reexported-base", "package-attribute", "submodule-attribute", "base-imported-anew"])
 def test_references_through_another_files_reexport_follow_it(repo, cortex, tmp_path, layout,
                                                               step):
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, [step])
+
+
+_TWO_FS = {"a.py": "def f():\n    return 1\n", "b.py": "def f():\n    return 2\n"}
+
+
+@pytest.mark.parametrize("layout, step", [
+    # an import that names another module: the calls it binds, kept otherwise, follow it; the
+    # lines above them moved (their rows are kept, with the new lines)
+    ({**_TWO_FS, "app.py": "from a import f\n\n\ndef run():\n    return f()\n"},
+     {"app.py": "# moved\n\nfrom b import f\n\n\ndef run():\n    return f()\n"}),
+    # the same two imports of one name, swapped: no import appeared or went
+    ({**_TWO_FS, "app.py": "from a import f\nfrom b import f\n\n\ndef run():\n    return f()\n"},
+     {"app.py": "from b import f\nfrom a import f\n\n\ndef run():\n    return f()\n"}),
+    # a wildcard import moved before a named one
+    ({**_TWO_FS, "app.py": "from a import *\nfrom b import f\n\n\ndef run():\n    return f()\n"},
+     {"app.py": "from b import f\nfrom a import *\n\n\ndef run():\n    return f()\n"}),
+    # a class's bases swapped: what self.m() finds in it
+    ({"app.py": "class A:\n    def m(self):\n        return 1\n\n\nclass B:\n    def m(self):\n"
+                "        return 2\n\n\nclass K(A, B):\n    def go(self):\n"
+                "        return self.m()\n"},
+     {"app.py": "class A:\n    def m(self):\n        return 1\n\n\nclass B:\n    def m(self):\n"
+                "        return 2\n\n\nclass K(B, A):\n    def go(self):\n"
+                "        return self.m()\n"}),
+    # a function of the file now defines the name its call read through an import
+    ({**_TWO_FS, "app.py": "from a import f\n\n\ndef run():\n    return f()\n"},
+     {"app.py": "from a import f\n\n\ndef run():\n    return f()\n\n\ndef f():\n"
+                "    return 3\n"}),
+    # many calls alike in one scope, some gone and the rest moved: matched by fields and line
+    ({**_TWO_FS, "app.py": "from a import f\n\n\ndef run():\n" + "    f()\n" * 40},
+     {"app.py": "from a import f\n\n\ndef run():\n    x = 1\n" + "    f()\n    x += 1\n" * 25}),
+], ids=["import-renamed", "imports-swapped", "wildcard-moved", "bases-swapped", "local-def",
+        "calls-alike"])
+def test_a_changed_files_kept_references_resolve_as_a_full_resolution(repo, cortex, tmp_path,
+                                                                      layout, step):
+    """A changed file's references whose fields stay keep their rows and answers
+    (structure._write_refs), unless the file's own change can move them."""
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, [step])
 
 
@@ -1628,6 +1673,11 @@ def test_of_two_chains_alike_blast_keeps_the_first_by_place(repo, cortex):
         return [link.src_path for link in main.chain]
     cortex.index()
     assert chain() == ["run.py", "a.py"]
+    # An update keeps a reference whose fields stay, with its edges (_write_refs): the call
+    # goes, then comes back, so that its edge is written again.
+    repo.write("a.py", "from t import f\n\n\ndef g():\n    return 0\n")
+    repo.commit("a without the call", days_ago=11)
+    cortex.index()
     repo.write("a.py", "from t import f\n\n\ndef g():\n    return f() + 0\n")
     repo.commit("a again", days_ago=10)
     cortex.index()

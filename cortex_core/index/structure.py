@@ -2,11 +2,13 @@
 with the working tree's modified files read from disk instead, resolved to their targets.
 
 Incremental: a file is read again only when the version to read (HEAD's blob, or the hash of the
-modified file on disk) differs from the one last read; its definitions and references are
-replaced, the rest kept. Resolution then runs again for the changed files' references and for
-every reference elsewhere that names a definition or an import the change added or removed (and
-for every import when the set of files changed), so that a new function resolves the calls that
-were waiting for it (resolve_refs).
+modified file on disk) differs from the one last read; its definitions are replaced, and its
+references too, but for those whose fields are unchanged, which keep their rows and answers
+(_write_refs), the rest of the files kept. Resolution then runs again for the changed files' new
+references and those of their kept ones that their own change can move, and for every reference
+anywhere that names a definition or an import the change added or removed (and for every import
+when the set of files changed), so that a new function resolves the calls that were waiting for
+it (resolve_refs).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import posixpath
 import re
 import zlib
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from cortex_core.git.git_reads import head_commit, path_blob, path_text, read_blob
@@ -57,9 +59,9 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
         "select file_id, blob, worktree, skip_reason is not null from struct_files")}
     removed = [fid for fid in current if fid not in wanted]
     # References an earlier extractor read are not what this one reads: every file again, once.
-    stale = bool(current) and get_meta(con, "extract_version") != EXTRACT_VERSION
+    stale_extract = bool(current) and get_meta(con, "extract_version") != EXTRACT_VERSION
     changed = [fid for fid, w in wanted.items()
-               if stale or current.get(fid, ())[:2] != (w[1], w[2])]
+               if stale_extract or current.get(fid, ())[:2] != (w[1], w[2])]
     # The files that appeared, went or became (un)readable: a module may now be another file
     # for the imports that name it (resolve_refs). Otherwise an import elsewhere can only resolve
     # differently through a name the changed files define or bind.
@@ -74,6 +76,8 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
     answers: dict[tuple, set] = {}   # what the changed files' base rows resolved to before
     parser = SymbolParser(cache_size=64, tree_cache_size=8)
     builds = _go_builds(con)
+    fresh: set[int] = set()   # the changed files' references written anew: no answer yet
+    stale: set[int] = set()   # those kept, but whose answer their own file's change may move
     with con:
         for fid in removed:
             shape = _shape(con, fid)
@@ -96,7 +100,8 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
         with con:   # one file per transaction: an interrupted pass keeps what it finished
             before = _shape(con, fid)
             answers.update(_base_answers(con, [fid]))
-            _forget(con, fid)
+            # An extractor that reads otherwise than the last: nothing of its reading is kept.
+            _forget(con, fid, refs=stale_extract)
             if data is None:
                 data = read_blob(repo, blob)
                 if data is None:
@@ -105,20 +110,26 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
                 reason = skip_by_content(data, settings)
             all_tests = _rust_tests_module(language, path)
             test_file = is_test_path(path) or all_tests
-            errors = 0
+            errors, rewrite = 0, _Rewrite()
             if reason is None:
-                errors = _store_file(con, fid, language, blob, data, test_file, parser,
-                                     extract_structure, all_tests, known)
+                errors, rewrite = _store_file(con, fid, language, blob, data, test_file, parser,
+                                              extract_structure, all_tests, known)
+            else:
+                _forget_refs(con, fid)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
             build = go_build.constraint(path, data) if (
                 language == "go" and reason is None and data is not None) else None
             if _set_go_build(con, builds, fid, build):
-                # Calls elsewhere may reach its definitions now, or no longer.
+                # Calls elsewhere may reach its definitions now, or no longer; its own calls
+                # may reach others (a build's files see each other).
                 defined |= {name for _, name, _ in before[0] | after[0]}
+                rewrite.all_moved = True
+            fresh.update(rewrite.fresh)
+            stale.update(rewrite.stale(defined | imported))
             # A class's bases changed, or one resolves through a name that changed here (its
-            # file's answers are new rows: _resolve cannot see them move). A class that appeared
-            # or went whole is no subclass's yet, or no more: _whole_classes.
+            # file's base rows may be new rows: _resolve cannot see those move). A class that
+            # appeared or went whole is no subclass's yet, or no more: _whole_classes.
             kept = before[2] & after[2]
             bases = {n for _, name, q, _ in kept for n in (name, (q or "").split(".")[0]) if n}
             whole = _whole_classes(before, after)
@@ -150,7 +161,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
             len(changed) + len(removed) >= RESOLVE_ALL_AT
         resolved = resolve_refs(con, changed, names_touched, everything=everything,
                                 moved_paths=moved_paths, imported=imports_touched,
-                                wildcards=wildcards, classes=classes)
+                                wildcards=wildcards, classes=classes, fresh=fresh, stale=stale)
         # A changed file's base row that stayed may resolve to another class through another
         # file's change (a re-export moved in the same commit): its answers are new rows, so
         # _resolve cannot see them move. Compared here; then subclasses anywhere may inherit
@@ -422,16 +433,153 @@ def _changes(fid: int, before: _Shape, after: _Shape
     return {name for _, name, _ in before[0] ^ after[0]}, bound, starred
 
 
-def _forget(con, fid: int) -> None:
-    """Drop a file's structure."""
-    con.execute("delete from edges where ref_id in (select id from refs where file_id = ?)", (fid,))
-    con.execute("delete from refs where file_id = ?", (fid,))
+def _forget(con, fid: int, refs: bool = True) -> None:
+    """Drop a file's structure; without `refs`, its definitions only (its references are then
+    rewritten by _write_refs)."""
+    if refs:
+        _forget_refs(con, fid)
     con.execute("delete from defs where file_id = ?", (fid,))
 
 
+def _forget_refs(con, fid: int) -> None:
+    con.execute("delete from edges where ref_id in (select id from refs where file_id = ?)", (fid,))
+    con.execute("delete from refs where file_id = ?", (fid,))
+
+
+# A reference's fields but its id and line: all its answer depends on in its file (_resolve's
+# memo). Imports and bases are read in their file's order (Resolver.binding, Resolver.bases).
+_KEY = ("scope", "kind", "name", "qualifier", "module", "level", "alias", "owner")
+_ORDERED = ("import", "inherits")
+
+
+@dataclass
+class _Rewrite:
+    """How a changed file's references were written (_write_refs): the rows inserted, which
+    have no answer yet, and those kept from the version before with their answers."""
+    fresh: list[int] = field(default_factory=list)
+    kept: dict[int, tuple] = field(default_factory=dict)   # id -> fields (_KEY)
+    moved: set[str] = field(default_factory=set)   # names whose binding imports changed order
+    all_moved: bool = False   # imports with a wildcard, or bases, changed order
+
+    def stale(self, blocked: set[str]) -> list[int]:
+        """The kept references whose answer the file's own change may move: those read by a
+        name of `blocked` (the file's definitions that appeared, went or changed kind, and
+        what its imports that appeared or went bind or ask for: _changes) or of `moved`.
+        What else moves an answer moves those of unchanged files alike: resolve_refs finds
+        them all the same way."""
+        if self.all_moved:
+            return list(self.kept)
+        names = blocked | self.moved
+        return [ref_id for ref_id, key in self.kept.items()
+                if not names.isdisjoint(_names_read(key))]
+
+
+def _names_read(key: tuple) -> set[str]:
+    """The names a reference of these fields (_KEY) is looked up by: its name, its alias and
+    the name it binds, its owner, the first part of its qualifier and of its module, and every
+    part of its scope (a class around it that became a function no longer has its members)."""
+    scope, _kind, name, qualifier, module, _level, alias, owner = key
+    out = {n for n in (name, alias, local_name(name, alias, module), owner, qualifier) if n}
+    for dotted in (qualifier, module):
+        if dotted:
+            out.add(_PARTS.split(dotted, maxsplit=1)[0])
+    if scope:
+        out.update(_PARTS.split(scope))
+    return out
+
+
+_PARTS = re.compile(r"\.|::|/")
+
+
+def _write_refs(con, fid: int, rows: list[tuple], java: bool) -> _Rewrite:
+    """Write a file's references (`rows`: file, the fields of _KEY, line), keeping the rows it
+    had with the same fields, their answers with them: most references of a changed file are
+    unchanged, and writing and resolving them all again was most of an update of a large file.
+    Imports and bases are kept only as a whole, when their sequence is the same (their order
+    is read); otherwise they are written anew in the file's order."""
+    out = _Rewrite()
+    old = con.execute(f"select id, {', '.join(_KEY)}, line from refs where file_id = ?"
+                      " order by id", (fid,)).fetchall()
+    gone: list[int] = []
+    lines: list[tuple[int, int]] = []
+    insert: list[tuple] = []
+    for kind in _ORDERED:
+        had = [r for r in old if r[2] == kind]
+        has = [r for r in rows if r[2] == kind]
+        if [r[1:9] for r in had] == [r[1:9] for r in has]:
+            for o, n in zip(had, has):
+                out.kept[o[0]] = o[1:9]
+                if o[9] != n[9]:
+                    lines.append((n[9], o[0]))
+            continue
+        gone += [r[0] for r in had]
+        insert += has
+        if kind == "inherits":
+            out.all_moved = True   # what `self.method()` finds in its class may move
+        elif kind == "import":
+            out.moved, wild = _rebound(had, has, java)
+            out.all_moved = out.all_moved or wild
+    # The rest, matched by their fields: on the same line first, then anywhere (a file of
+    # thousands of one call in one scope costs no more than any other).
+    exact: dict[tuple, list[int]] = {}
+    for r in old:
+        if r[2] not in _ORDERED:
+            exact.setdefault((*r[1:9], r[9]), []).append(r[0])
+    unmatched: list[tuple] = []
+    for n in rows:
+        if n[2] in _ORDERED:
+            continue
+        there = exact.get(n[1:10])
+        if there:
+            out.kept[there.pop()] = n[1:9]
+        else:
+            unmatched.append(n)
+    anywhere: dict[tuple, list[int]] = {}
+    for (*key, _line), ids in exact.items():
+        anywhere.setdefault(tuple(key), []).extend(ids)
+    for n in unmatched:
+        there = anywhere.get(n[1:9])
+        if there:
+            ref_id = there.pop()
+            out.kept[ref_id] = n[1:9]
+            lines.append((n[9], ref_id))
+        else:
+            insert.append(n)
+    gone += [ref_id for ids in anywhere.values() for ref_id in ids]
+    con.executemany("delete from edges where ref_id = ?", ((i,) for i in gone))
+    con.executemany("delete from refs where id = ?", ((i,) for i in gone))
+    con.executemany("update refs set line = ? where id = ?", lines)
+    newest = con.execute("select coalesce(max(id), 0) from refs").get
+    con.executemany("insert into refs(file_id, scope, kind, name, qualifier, module, level, alias,"
+                    " owner, line) values (?,?,?,?,?,?,?,?,?,?)", insert)
+    # New rows take ids above every row there is (rowids), in the order given.
+    out.fresh = [r[0] for r in con.execute(
+        "select id from refs where file_id = ? and id > ?", (fid, newest))]
+    return out
+
+
+def _rebound(had: list[tuple], has: list[tuple], java: bool) -> tuple[set[str], bool]:
+    """For a file's imports before and after (rows of _KEY's fields after the id): the local
+    names whose binding imports are not the same ones in the same order, and whether either
+    side has a wildcard import (`*`, a Java on-demand import), whose place among the others
+    decides what it binds."""
+    def bindings(rows):
+        out: dict[str, list[tuple]] = {}
+        for r in rows:
+            local = local_name(r[3], r[7], r[5])
+            if local and local != "*":
+                out.setdefault(local, []).append(r[1:9])
+        return out
+    wild = any(r[3] == "*" or (r[3] is None and java) for r in had + has)
+    before, after = bindings(had), bindings(has)
+    return {n for n in before.keys() | after.keys() if before.get(n) != after.get(n)}, wild
+
+
 def _store_file(con, fid, language, blob, data, test_file, parser, extract,
-                all_tests: bool = False, known: SymbolParser | None = None) -> int:
-    """Definitions and references of one file version; returns its syntax errors. A test is
+                all_tests: bool = False, known: SymbolParser | None = None
+                ) -> tuple[int, _Rewrite]:
+    """Definitions and references of one file version; returns its syntax errors and how its
+    references were written (_write_refs: the file's earlier ones are kept). A test is
     a test file's `test…` function, or test code as the extractor marks it (Rust's `#[test]`
     functions and what `mod tests` or a `#[cfg(test)]` module holds), or any definition of a
     file that is all tests (`all_tests`: a Rust `tests.rs` module)."""
@@ -452,7 +600,8 @@ def _store_file(con, fid, language, blob, data, test_file, parser, extract,
           int((test_file and bool(_TEST_FUNC.match(s.name))) or marked[n]))
          for n, s in enumerate(symbols)))
     if found is None:
-        return 0
+        _forget_refs(con, fid)
+        return 0, _Rewrite()
     spans = sorted(((s.start_byte, s.end_byte, s.structural_name) for s in symbols),
                    key=lambda t: (t[0], -t[1]))
     rows: list[tuple] = []
@@ -467,9 +616,7 @@ def _store_file(con, fid, language, blob, data, test_file, parser, extract,
     for ref, scope in zip(found.refs, scopes):
         rows.append((fid, scope, ref.kind, ref.name, ref.qualifier, None, 0,
                      None, ref.owner, ref.line))
-    con.executemany("insert into refs(file_id, scope, kind, name, qualifier, module, level, alias,"
-                    " owner, line) values (?,?,?,?,?,?,?,?,?,?)", rows)
-    return found.error_nodes
+    return found.error_nodes, _write_refs(con, fid, rows, language == "java")
 
 
 def _import_names(fid: int, imports) -> tuple[set[str], set[_Wildcard]]:
@@ -551,7 +698,9 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                  moved_paths: Sequence[str] = (),
                  imported: frozenset[str] | set[str] = frozenset(),
                  wildcards: frozenset | set = frozenset(),
-                 classes: frozenset[str] | set[str] = frozenset()) -> int:
+                 classes: frozenset[str] | set[str] = frozenset(),
+                 fresh: set[int] | None = None, stale: set[int] | frozenset[int] = frozenset()
+                 ) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
     `names`: the definitions the changed files added, removed or changed the kind of (every
@@ -560,7 +709,10 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     module, level) of their `import *` that changed, which bind every name the module
     defines; `moved_paths`: the files that appeared, went or became (un)readable;
     `classes`: the classes with bases that appeared or went whole (_whole_classes), whose
-    values' calls name them in their qualifier (`request.url_for()`, `request: Request`).
+    values' calls name them in their qualifier (`request.url_for()`, `request: Request`);
+    `fresh`: the changed files' references written anew, and `stale` those kept whose
+    answer their file's change may move (_write_refs; None: every reference of the changed
+    files is new). The changed files' other references are found as any others are.
 
     An import elsewhere can resolve differently only through a name of those sets (a
     definition, or a re-export), through one that an import of such a name binds under an
@@ -582,9 +734,10 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         with con:
             con.execute("delete from meta where key = 'structure_resolve_pending'")
         return con.execute("select count(*) from refs").get
-    found: set[int] = set()
-    for fid in changed:
-        found.update(r[0] for r in con.execute("select id from refs where file_id = ?", (fid,)))
+    if fresh is None:
+        fresh = {r[0] for fid in changed
+                 for r in con.execute("select id from refs where file_id = ?", (fid,))}
+    found: set[int] = set(fresh) | set(stale)
     for name in names:
         found.update(r[0] for r in con.execute("select id from refs where name = ?", (name,)))
     found.update(r[0] for r in con.execute(
@@ -602,7 +755,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                for place in resolver.module_places(fid, module, level, scope) or ()
                for n in resolver.glob(place)}
     found.update(_importers(con, names | set(imported) | starred))
-    moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=set(changed))
+    moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=fresh)
     # A module that is now another file: what the imports naming it bound may be another
     # definition for the files importing that from theirs, and so on. A changed file's import
     # whose text stayed may name another file too, and _resolve cannot tell (its answers are
@@ -620,7 +773,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         downstream |= reached
         more = reached - found
         found |= more
-        frontier, bases = _resolve(con, resolver, sorted(more), fresh=set(changed))
+        frontier, bases = _resolve(con, resolver, sorted(more), fresh=fresh)
         moved += frontier
         bases_moved = bases_moved or bases
     # The references bound by an import that now resolves differently, in its own file; and by
@@ -641,7 +794,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
             " qualifier = ? or qualifier like ? escape '\\' or qualifier like ? escape '\\')",
             (fid, local, local, _like_prefix(local) + ".%", _like_prefix(local) + "::%")))
-    bases_moved = _resolve(con, resolver, sorted(again - found), fresh=set(changed))[1] \
+    bases_moved = _resolve(con, resolver, sorted(again - found), fresh=fresh)[1] \
         or bases_moved
     if bases_moved:   # a class now inherits from another one: methods found through it may be
         return resolve_refs(con, [], set(), everything=True)   # others, in any subclass
@@ -790,7 +943,7 @@ def _resolve(con, resolver: Resolver, ids: list[int],
              detect: bool = True) -> tuple[list[tuple], bool]:
     """Resolve these references again; returns (file, name, alias, module) of the imports among
     them whose answer changed, and whether a class's base now resolves differently. The
-    references of `fresh` files were just read (they had no answer): their file's shape says
+    `fresh` references (ids) were just written (they had no answer): their file's shape says
     what changed there (update_structure). Without `detect` (a full resolution), nothing is
     compared."""
     moved: list[tuple] = []
@@ -826,7 +979,7 @@ def _resolve(con, resolver: Resolver, ids: list[int],
                     # resolves every import again wrote 40,000 rows on sympy for a few changes).
                     if status == row[-1] and set(targets) == before.get(ref.id, set()):
                         continue
-                    if ref.kind in ("import", "inherits") and ref.file_id not in fresh:
+                    if ref.kind in ("import", "inherits") and ref.id not in fresh:
                         if ref.kind == "import":
                             moved.append((ref.file_id, ref.name, ref.alias, ref.module))
                         else:
