@@ -42,18 +42,25 @@ def parse_args(argv=None):
     return args
 
 
+_REF = ("f.path, r.scope, r.kind, r.name, r.qualifier, r.module, r.level, r.alias, r.owner,"
+        " r.line")
+
+
 def resolution(con) -> tuple[dict, dict]:
-    """Every reference's status and every edge, keyed by what survives a re-resolution (not
-    row ids): the comparison of tests/test_structure.py."""
-    status = {(p, k, n, q, m, a, line): s for p, k, n, q, m, a, line, s in con.execute(
-        "select f.path, r.kind, r.name, r.qualifier, r.module, r.alias, r.line, r.status"
-        " from refs r join files f on f.id = r.file_id")}
+    """Every reference's status and every edge, keyed by what survives a re-resolution (all of
+    a reference's fields and its line, not row ids): the comparison of tests/test_structure.py.
+    References alike in all of them (one line's `f(f(x))`) give their statuses together."""
+    status: dict = {}
+    for row in con.execute(
+            f"select {_REF}, r.status from refs r join files f on f.id = r.file_id"):
+        status.setdefault(row[:-1], []).append(row[-1])
+    status = {key: sorted(found) for key, found in status.items()}
     edges: dict = {}
-    for p, k, n, line, dst, q, c in con.execute(
-            "select f.path, r.kind, r.name, r.line, d.path, e.dst_qualname, e.confidence"
-            " from edges e join refs r on r.id = e.ref_id join files f on f.id = r.file_id"
+    for row in con.execute(
+            f"select {_REF}, d.path, e.dst_qualname, e.confidence from edges e"
+            " join refs r on r.id = e.ref_id join files f on f.id = r.file_id"
             " join files d on d.id = e.dst_file_id"):
-        edges.setdefault((p, k, n, line), set()).add((dst, q, round(c, 6)))
+        edges.setdefault(row[:10], set()).add((row[10], row[11], round(row[12], 6)))
     return status, edges
 
 

@@ -1533,6 +1533,69 @@ def test_a_changed_files_kept_references_resolve_as_a_full_resolution(repo, cort
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, [step])
 
 
+# A base row counts for every class of its file whose last name is its owner (Resolver.bases):
+# `x.m()` with `x: Outer.Inner` finds m through `make`'s Inner while Outer.Inner is a class.
+_INNER = ("class Base:\n    def m(self):\n        return 1\n\n\n"
+          "def make():\n    class Inner(Base):\n        pass\n    return Inner\n\n\n"
+          "class Outer:\n    class Inner:\n        pass\n\n\n"
+          "def use(x: Outer.Inner):\n    return x.m()\n")
+_INNER_TS = ("class Base { m() { return 1; } }\n"
+             "function make() { class Inner extends Base {} return Inner; }\n"
+             "namespace Outer { export class Inner {} }\n"
+             "export function use() { return Outer.Inner.m(); }\n")
+_INNER_JAVA = ("package p;\nclass Base { void m() {} }\n"
+               "class Other { static class Inner extends Base {} }\n"
+               "class Outer { static class Inner {} }\n"
+               "public class A { void use() { Outer.Inner.m(); } }\n")
+_REEXPORT = {"pkg/__init__.py": "from .a import f\n", "pkg/a.py": "def f():\n    return 1\n",
+             "pkg/b.py": "def f():\n    return 2\n"}
+
+
+@pytest.mark.parametrize("layout, steps", [
+    # a class named in the middle of a qualifier becomes a method, or appears
+    ({"app.py": _INNER},
+     [{"app.py": _INNER.replace("    class Inner:\n        pass\n",
+                                "    def Inner(self):\n        pass\n")}]),
+    ({"app.py": _INNER.replace("    class Inner:\n        pass\n", "    pass\n")},
+     [{"app.py": _INNER}]),
+    ({"a.ts": _INNER_TS},
+     [{"a.ts": _INNER_TS.replace("export class Inner {}", "export function Inner() {}")}]),
+    ({"src/p/A.java": _INNER_JAVA},
+     [{"src/p/A.java": _INNER_JAVA.replace("static class Inner {}", "")}]),
+    # a re-export moves in the commit that reorders, or adds to, the importer's imports: its
+    # import is written again, and what it binds follows its new answer
+    ({**_REEXPORT, "app.py": "from pkg import f\nimport os\n\n\ndef run():\n    return f()\n"},
+     [{"pkg/__init__.py": "from .b import f\n",
+       "app.py": "import os\nfrom pkg import f\n\n\ndef run():\n    return f()\n"}]),
+    ({**_REEXPORT, "app.py": "from pkg import f\n\n\ndef run():\n    return f()\n"},
+     [{"pkg/__init__.py": "from .b import f\n",
+       "app.py": "from pkg import f\nimport os\n\n\ndef run():\n    return f()\n"}]),
+    # the definition an alias imports goes, in the commit that adds an import beside it
+    ({"a.py": "def f():\n    return 1\n",
+      "app.py": "from a import f as g\n\n\ndef run():\n    return g()\n"},
+     [{"a.py": "def other():\n    return 1\n",
+       "app.py": "from a import f as g\nimport os\n\n\ndef run():\n    return g()\n"}]),
+    # a barrel's `export *` gains a module before the one it had, while the importer reorders
+    ({"lib/a.ts": "export function f() {}\nexport default class K { m() {} }\n",
+      "lib/b.ts": "export function f() {}\n", "lib/index.ts": "export * from './a';\n",
+      "app.ts": "import K from './lib/a';\nimport { f } from './lib';\n"
+                "export function run(k: K) { f(); k.m(); }\n"},
+     [{"lib/index.ts": "export * from './b';\nexport * from './a';\n",
+       "app.ts": "import { f } from './lib';\nimport K from './lib/a';\n"
+                 "export function run(k: K) { f(); k.m(); }\n"},
+      {"app.ts": "import { f } from './lib';\nimport K from './lib/a';\n"
+                 "function f() {}\nexport function run(k: K) { f(); k.m(); }\n"}]),
+], ids=["py-inner-becomes-method", "py-inner-appears", "ts-inner-becomes-function",
+        "java-nested-class-goes", "reexport-moves-importer-reorders",
+        "reexport-moves-importer-adds", "aliased-target-goes-importer-adds",
+        "ts-export-star-and-default"])
+def test_kept_references_follow_what_other_files_moved(repo, cortex, tmp_path, layout, steps):
+    """Found by a hostile review of _write_refs: a name read in the middle of a qualifier, and
+    an import written again (its file's imports changed) whose answer moved with another
+    file's change in the same commit."""
+    _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
+
+
 def test_answers_do_not_depend_on_the_order_of_asking(repo, cortex):
     """Re-export chains through packages, files that import from each other (a cycle of files
     but not of names), a cycle of one name, and a chain longer than the followed depth: every

@@ -78,6 +78,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
     builds = _go_builds(con)
     fresh: set[int] = set()   # the changed files' references written anew: no answer yet
     stale: set[int] = set()   # those kept, but whose answer their own file's change may move
+    previous: dict[int, _Answer] = {}   # imports written anew -> their answer before
     with con:
         for fid in removed:
             shape = _shape(con, fid)
@@ -127,6 +128,7 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
                 rewrite.all_moved = True
             fresh.update(rewrite.fresh)
             stale.update(rewrite.stale(defined | imported))
+            previous.update(rewrite.previous)
             # A class's bases changed, or one resolves through a name that changed here (its
             # file's base rows may be new rows: _resolve cannot see those move). A class that
             # appeared or went whole is no subclass's yet, or no more: _whole_classes.
@@ -161,7 +163,8 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
             len(changed) + len(removed) >= RESOLVE_ALL_AT
         resolved = resolve_refs(con, changed, names_touched, everything=everything,
                                 moved_paths=moved_paths, imported=imports_touched,
-                                wildcards=wildcards, classes=classes, fresh=fresh, stale=stale)
+                                wildcards=wildcards, classes=classes, fresh=fresh, stale=stale,
+                                previous=previous)
         # A changed file's base row that stayed may resolve to another class through another
         # file's change (a re-export moved in the same commit): its answers are new rows, so
         # _resolve cannot see them move. Compared here; then subclasses anywhere may inherit
@@ -450,6 +453,7 @@ def _forget_refs(con, fid: int) -> None:
 # memo). Imports and bases are read in their file's order (Resolver.binding, Resolver.bases).
 _KEY = ("scope", "kind", "name", "qualifier", "module", "level", "alias", "owner")
 _ORDERED = ("import", "inherits")
+_Answer = tuple[str, frozenset]   # a reference's status and (file, qualname, confidence)s
 
 
 @dataclass
@@ -460,6 +464,9 @@ class _Rewrite:
     kept: dict[int, tuple] = field(default_factory=dict)   # id -> fields (_KEY)
     moved: set[str] = field(default_factory=set)   # names whose binding imports changed order
     all_moved: bool = False   # imports with a wildcard, or bases, changed order
+    # Imports written anew (their sequence changed) -> the answer of the row of the same fields
+    # before: resolved again, one whose answer moved moves what it binds (_resolve).
+    previous: dict[int, _Answer] = field(default_factory=dict)
 
     def stale(self, blocked: set[str]) -> list[int]:
         """The kept references whose answer the file's own change may move: those read by a
@@ -476,15 +483,16 @@ class _Rewrite:
 
 def _names_read(key: tuple) -> set[str]:
     """The names a reference of these fields (_KEY) is looked up by: its name, its alias and
-    the name it binds, its owner, the first part of its qualifier and of its module, and every
-    part of its scope (a class around it that became a function no longer has its members)."""
+    the name it binds, its owner, every part of its qualifier (`Outer.Inner.m()` reads the
+    class `Inner` of `Outer`) and of its scope (a class around it that became a function no
+    longer has its members), and the first part of its module."""
     scope, _kind, name, qualifier, module, _level, alias, owner = key
     out = {n for n in (name, alias, local_name(name, alias, module), owner, qualifier) if n}
-    for dotted in (qualifier, module):
+    for dotted in (qualifier, scope):
         if dotted:
-            out.add(_PARTS.split(dotted, maxsplit=1)[0])
-    if scope:
-        out.update(_PARTS.split(scope))
+            out.update(_PARTS.split(dotted))
+    if module:
+        out.add(_PARTS.split(module, maxsplit=1)[0])
     return out
 
 
@@ -503,6 +511,7 @@ def _write_refs(con, fid: int, rows: list[tuple], java: bool) -> _Rewrite:
     gone: list[int] = []
     lines: list[tuple[int, int]] = []
     insert: list[tuple] = []
+    earlier: dict[tuple, _Answer] = {}
     for kind in _ORDERED:
         had = [r for r in old if r[2] == kind]
         has = [r for r in rows if r[2] == kind]
@@ -519,6 +528,7 @@ def _write_refs(con, fid: int, rows: list[tuple], java: bool) -> _Rewrite:
         elif kind == "import":
             out.moved, wild = _rebound(had, has, java)
             out.all_moved = out.all_moved or wild
+            earlier = _answers(con, had)
     # The rest, matched by their fields: on the same line first, then anywhere (a file of
     # thousands of one call in one scope costs no more than any other).
     exact: dict[tuple, list[int]] = {}
@@ -553,8 +563,35 @@ def _write_refs(con, fid: int, rows: list[tuple], java: bool) -> _Rewrite:
     con.executemany("insert into refs(file_id, scope, kind, name, qualifier, module, level, alias,"
                     " owner, line) values (?,?,?,?,?,?,?,?,?,?)", insert)
     # New rows take ids above every row there is (rowids), in the order given.
-    out.fresh = [r[0] for r in con.execute(
-        "select id from refs where file_id = ? and id > ?", (fid, newest))]
+    written = con.execute(f"select id, {', '.join(_KEY)} from refs where file_id = ? and id > ?"
+                          " order by id", (fid, newest)).fetchall()
+    out.fresh = [r[0] for r in written]
+    out.previous = {r[0]: earlier[r[1:]] for r in written if r[1:] in earlier}
+    return out
+
+
+def _answers(con, rows: list[tuple]) -> dict[tuple, _Answer]:
+    """The answers of these reference rows (id, the fields of _KEY, ...), by their fields;
+    fields whose rows disagree are left out (they are resolved as new)."""
+    targets: dict[int, set] = {r[0]: set() for r in rows}
+    status: dict[int, str] = {}
+    ids = list(targets)
+    for at in range(0, len(ids), 500):
+        step = ids[at:at + 500]
+        marks = ",".join("?" * len(step))
+        for ref_id, f, q, c in con.execute(
+                "select ref_id, dst_file_id, dst_qualname, confidence from edges"
+                f" where ref_id in ({marks})", step):
+            targets[ref_id].add((f, q, c))
+        status.update(con.execute(f"select id, status from refs where id in ({marks})", step))
+    out: dict[tuple, _Answer] = {}
+    torn: set[tuple] = set()
+    for r in rows:
+        answer = (status[r[0]], frozenset(targets[r[0]]))
+        if out.setdefault(r[1:9], answer) != answer:
+            torn.add(r[1:9])
+    for key in torn:
+        del out[key]
     return out
 
 
@@ -699,8 +736,8 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                  imported: frozenset[str] | set[str] = frozenset(),
                  wildcards: frozenset | set = frozenset(),
                  classes: frozenset[str] | set[str] = frozenset(),
-                 fresh: set[int] | None = None, stale: set[int] | frozenset[int] = frozenset()
-                 ) -> int:
+                 fresh: set[int] | None = None, stale: set[int] | frozenset[int] = frozenset(),
+                 previous: dict[int, _Answer] | None = None) -> int:
     """Resolve again the references that the change can affect; returns how many.
 
     `names`: the definitions the changed files added, removed or changed the kind of (every
@@ -712,7 +749,9 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
     values' calls name them in their qualifier (`request.url_for()`, `request: Request`);
     `fresh`: the changed files' references written anew, and `stale` those kept whose
     answer their file's change may move (_write_refs; None: every reference of the changed
-    files is new). The changed files' other references are found as any others are.
+    files is new); `previous`: the answers before of those fresh imports that were only
+    written again, compared as a kept import's would be. The changed files' other references
+    are found as any others are.
 
     An import elsewhere can resolve differently only through a name of those sets (a
     definition, or a re-export), through one that an import of such a name binds under an
@@ -755,7 +794,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
                for place in resolver.module_places(fid, module, level, scope) or ()
                for n in resolver.glob(place)}
     found.update(_importers(con, names | set(imported) | starred))
-    moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=fresh)
+    moved, bases_moved = _resolve(con, resolver, sorted(found), fresh=fresh, previous=previous)
     # A module that is now another file: what the imports naming it bound may be another
     # definition for the files importing that from theirs, and so on. A changed file's import
     # whose text stayed may name another file too, and _resolve cannot tell (its answers are
@@ -773,7 +812,7 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
         downstream |= reached
         more = reached - found
         found |= more
-        frontier, bases = _resolve(con, resolver, sorted(more), fresh=fresh)
+        frontier, bases = _resolve(con, resolver, sorted(more), fresh=fresh, previous=previous)
         moved += frontier
         bases_moved = bases_moved or bases
     # The references bound by an import that now resolves differently, in its own file; and by
@@ -794,8 +833,8 @@ def resolve_refs(con, changed: list[int], names: set[str], everything: bool = Fa
             "select id from refs where file_id = ? and kind != 'import' and (name = ? or"
             " qualifier = ? or qualifier like ? escape '\\' or qualifier like ? escape '\\')",
             (fid, local, local, _like_prefix(local) + ".%", _like_prefix(local) + "::%")))
-    bases_moved = _resolve(con, resolver, sorted(again - found), fresh=fresh)[1] \
-        or bases_moved
+    bases_moved = _resolve(con, resolver, sorted(again - found), fresh=fresh,
+                           previous=previous)[1] or bases_moved
     if bases_moved:   # a class now inherits from another one: methods found through it may be
         return resolve_refs(con, [], set(), everything=True)   # others, in any subclass
     with con:
@@ -940,11 +979,13 @@ _ANSWERS_KEPT = 8192
 
 def _resolve(con, resolver: Resolver, ids: list[int],
              fresh: set[int] | frozenset[int] = frozenset(),
-             detect: bool = True) -> tuple[list[tuple], bool]:
+             detect: bool = True, previous: dict[int, _Answer] | None = None
+             ) -> tuple[list[tuple], bool]:
     """Resolve these references again; returns (file, name, alias, module) of the imports among
     them whose answer changed, and whether a class's base now resolves differently. The
     `fresh` references (ids) were just written (they had no answer): their file's shape says
-    what changed there (update_structure). Without `detect` (a full resolution), nothing is
+    what changed there (update_structure), but for the imports of `previous`, rows written
+    again whose answer before is known. Without `detect` (a full resolution), nothing is
     compared."""
     moved: list[tuple] = []
     bases_moved = False
@@ -975,6 +1016,9 @@ def _resolve(con, resolver: Resolver, ids: list[int],
                     answer = answers[key] = resolver.resolve(ref)
                 status, targets = answer
                 if detect:
+                    was = previous.get(ref.id) if previous else None
+                    if was is not None and was != (status, frozenset(targets)):
+                        moved.append((ref.file_id, ref.name, ref.alias, ref.module))
                     # Most answers stay as they were: nothing to write for them (an update that
                     # resolves every import again wrote 40,000 rows on sympy for a few changes).
                     if status == row[-1] and set(targets) == before.get(ref.id, set()):
