@@ -119,6 +119,12 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
                 _forget_refs(con, fid)
             after = _shape(con, fid)
             defined, imported, starred = _changes(fid, before, after)
+            # Imports only reordered are the same set (_changes sees none), but what the file
+            # binds by a name, and re-exports to other files, may now be another import's.
+            imported |= rewrite.moved
+            if rewrite.wild_moved:
+                starred |= {(fid, module, level or 0, scope)
+                            for name, _alias, module, level, scope in after[1] if name == "*"}
             build = go_build.constraint(path, data) if (
                 language == "go" and reason is None and data is not None) else None
             if _set_go_build(con, builds, fid, build):
@@ -464,6 +470,7 @@ class _Rewrite:
     kept: dict[int, tuple] = field(default_factory=dict)   # id -> fields (_KEY)
     moved: set[str] = field(default_factory=set)   # names whose binding imports changed order
     all_moved: bool = False   # imports with a wildcard, or bases, changed order
+    wild_moved: bool = False   # imports with a wildcard changed order
     # Imports written anew (their sequence changed) -> the answer of the row of the same fields
     # before: resolved again, one whose answer moved moves what it binds (_resolve).
     previous: dict[int, _Answer] = field(default_factory=dict)
@@ -526,8 +533,8 @@ def _write_refs(con, fid: int, rows: list[tuple], java: bool) -> _Rewrite:
         if kind == "inherits":
             out.all_moved = True   # what `self.method()` finds in its class may move
         elif kind == "import":
-            out.moved, wild = _rebound(had, has, java)
-            out.all_moved = out.all_moved or wild
+            out.moved, out.wild_moved = _rebound(had, has, java)
+            out.all_moved = out.all_moved or out.wild_moved
             earlier = _answers(con, had)
     # The rest, matched by their fields: on the same line first, then anywhere (a file of
     # thousands of one call in one scope costs no more than any other).
