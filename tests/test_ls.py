@@ -192,15 +192,20 @@ async def test_settings_change_the_threshold_and_bad_values_are_reported(lsp: Se
     assert "historyLength" in message.message and "using 5" in message.message
 
 
-async def test_a_new_commit_is_indexed_and_lenses_refreshed(lsp: Session, project: ScriptedRepo):
-    await lsp.start(project.path)
-    assert lsp.registrations, "watchers on .git/HEAD and refs are registered dynamically"
-    refreshes = lsp.refreshes
+def _commit_a_sixth_change(lsp: Session, project: ScriptedRepo) -> None:
+    """A sixth change of compute, committed, and the client's watcher telling of the ref."""
     project.write("pkg/core.py", sample_core(6))
     project.commit("tune compute once more", days_ago=1)
     lsp.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=(project.path / ".git/refs/heads/main").as_uri(),
                         type=types.FileChangeType.Changed)]))
+
+
+async def test_a_new_commit_is_indexed_and_lenses_refreshed(lsp: Session, project: ScriptedRepo):
+    await lsp.start(project.path)
+    assert lsp.registrations, "watchers on .git/HEAD and refs are registered dynamically"
+    refreshes = lsp.refreshes
+    _commit_a_sixth_change(lsp, project)
     await lsp.indexed(2)
     await lsp.until(lambda: lsp.refreshes > refreshes, "a code lens refresh")
     assert plain(lsp.updates[-1])["newCommits"] == 1
@@ -238,11 +243,7 @@ async def test_an_update_is_run_by_the_spare_indexer_and_it_ends_with_the_server
     server = lsp.client._server.pid
     first = _spares(server)
     assert len(first) == 1, "a spare waits once the first run has ended"
-    project.write("pkg/core.py", sample_core(6))
-    project.commit("tune compute once more", days_ago=1)
-    lsp.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-        types.FileEvent(uri=(project.path / ".git/refs/heads/main").as_uri(),
-                        type=types.FileChangeType.Changed)]))
+    _commit_a_sixth_change(lsp, project)
     await lsp.indexed(2)
     assert plain(lsp.updates[1])["warm"] is True and plain(lsp.updates[1])["newCommits"] == 1
     uri = lsp.open(project.path / "pkg/core.py")
