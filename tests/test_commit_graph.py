@@ -23,6 +23,15 @@ def loaded(con: apsw.Connection) -> dict[int, tuple[list[int | None], int]]:
     ids = [cid for (cid,) in con.execute("select id from commits")]
     assert all(cid in graph for cid in ids)
     assert max(ids, default=0) + 1 not in graph and graph.parents(0) is None
+    table = from_commits(con)
+    for cid in ids:   # each commit's first-parent line, read in one loop, as parents() gives it
+        line, orders, ended = graph.first_parents(cid, -1 << 80)
+        walked: list[int] = []
+        at: int | None = cid
+        while at is not None:
+            walked.append(at)
+            at = (table[at][0] or [None])[0]
+        assert (line, orders, ended) == (walked, [table[c][1] for c in walked], True)
     return {cid: (graph.parents(cid), graph.order(cid)) for cid in ids}
 
 
@@ -135,3 +144,20 @@ def test_a_commit_dated_beyond_int64_orders_is_walked(repo, cortex):
     con = apsw.Connection(str(cortex.db))
     assert chunks(con) == 1 and loaded(con) == from_commits(con)
     con.close()
+
+
+def test_a_first_parent_line_stops_under_its_bound_and_where_orders_rise():
+    """Ids with a gap (a place by dict), a parent not stored, a bound, an order above its child's
+    (a deepened shallow edge) and a cycle (a graph read wrong) each end the line."""
+    none = -1
+    #            ids 10, 11, 12, 20, 21: 21 -> 20 -> 12 -> 11 -> 10; 10's parent not stored
+    graph = commit_graph.CommitGraph([10, 11, 12, 20, 21], [1, 2, 3, 4, 5], [1, 1, 2, 1, 1],
+                                     [none, 10, 11, 99, 12, 20])
+    assert graph.first_parents(21, -1) == ([21, 20, 12, 11, 10], [5, 4, 3, 2, 1], True)
+    assert graph.first_parents(21, 4) == ([21, 20, 12], [5, 4, 3], False)
+    assert graph.first_parents(99, -1) == ([], [], True)
+    rising = commit_graph.CommitGraph([1, 2, 3], [1, 7, 5], [0, 1, 1], [1, 2])
+    assert rising.first_parents(3, -1) == ([3, 2], [5, 7], True)   # the caller sees 7 > 5
+    looped = commit_graph.CommitGraph([1, 2], [3, 3], [1, 1], [2, 1])
+    line, _, ended = looped.first_parents(1, -1)
+    assert ended and len(line) <= 3

@@ -90,3 +90,17 @@ def test_random_lives_prune_the_same_with_and_without_jumps(repo, cortex, tmp_pa
     kept = stored(cortex.db)
     assert recomputed(cortex.db, jumps=False) == kept
     assert recomputed(once.db, jumps=False) == stored(once.db)
+
+
+def test_orders_that_rise_along_the_line_turn_the_jumps_off():
+    """Orders computed before a shallow clone was deepened can rise from a child to its parent:
+    the places under a bound cannot be found by halves then, so the walks go commit by commit."""
+    from cortex_core.index.commit_graph import CommitGraph
+    from cortex_core.index.simplified import _Graph
+    rising = CommitGraph([1, 2, 3], [1, 7, 5], [0, 1, 1], [1, 2])
+    graph = _Graph(3, rising)
+    graph._read_line(-1)
+    assert not graph.line_jumps
+    steady = _Graph(3, CommitGraph([1, 2, 3], [1, 4, 5], [0, 1, 1], [1, 2]))
+    steady._read_line(-1)
+    assert steady.line_jumps and steady.line == [3, 2, 1] and steady.line_ended

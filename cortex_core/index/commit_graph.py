@@ -48,6 +48,7 @@ class CommitGraph:
         # Ids ascend (chunks in id order, each in id order); without gaps, a commit's position
         # is its id less the first.
         self._base = ids[0] if ids else 0
+        self._ids = ids
         self._place: dict[int, int] | None = None
         if ids and ids[-1] - ids[0] + 1 != len(ids):
             self._place = {cid: at for at, cid in enumerate(ids)}
@@ -80,6 +81,39 @@ class CommitGraph:
     def order(self, cid: int | None, default: int = -1) -> int:
         at = self._at(cid)
         return self._orders[at] if at >= 0 else default
+
+    def first_parents(self, cid: int | None, lowest: int) -> tuple[list[int], list[int], bool]:
+        """The first-parent line from `cid` down (`cid` first) and each commit's order, as far
+        as its first commit under the order `lowest`, or to its end (a root, a parent not
+        stored); and whether it ended. Also ends after a commit whose order is above its
+        child's (orders computed before a shallow clone was deepened; the caller sees it).
+        One loop over the lists: sympy's line from HEAD is 14,000 commits, read per update
+        (simplified._Graph)."""
+        ids: list[int] = []
+        orders: list[int] = []
+        at = self._at(cid)
+        place_ids = self._ids
+        base, counts, starts = self._base, self._counts, self._starts
+        parents, all_orders = self._parents, self._orders
+        place, n = self._place, len(counts)
+        above = None
+        while at >= 0 and len(ids) <= n:   # a longer line loops: a graph read wrong
+            order = all_orders[at]
+            ids.append(at + base if place is None else place_ids[at])
+            orders.append(order)
+            if order < lowest:
+                return ids, orders, False
+            if above is not None and order > above:
+                break
+            above = order
+            first = parents[starts[at]] if counts[at] else _NONE
+            if first == _NONE:
+                break
+            if place is None:   # ids without gaps: the place is the id less the first
+                at = first - base if 0 <= first - base < n else -1
+            else:
+                at = place.get(first, -1)
+        return ids, orders, True
 
 
 class _Chunk:

@@ -339,21 +339,19 @@ class _Graph:
         if line:
             parents = graph.parents(line[-1]) or []
             c = parents[0] if parents else None
-        while c is not None and c in graph and c not in self.line_at:
-            order = graph.order(c)
-            if orders and -order < orders[-1]:
-                # Above its child: orders computed before a shallow clone was deepened. The
-                # places under `lowest` cannot be found by halves: no jumps in this run.
+        ids, read, ended = graph.first_parents(c, lowest)
+        for cid, order in zip(ids, read):
+            if cid in self.line_at or (orders and -order < orders[-1]):
+                # Above its child: orders computed before a shallow clone was deepened (or a
+                # graph read wrong). Places under `lowest` cannot be found by halves then: no
+                # jumps in this run.
                 self.line_jumps = False
-                break
-            self.line_at[c] = len(line)
-            line.append(c)
+                self.line_ended = True
+                return
+            self.line_at[cid] = len(line)
+            line.append(cid)
             orders.append(-order)
-            if order < lowest:
-                return   # read on by a walk that goes lower
-            parents = graph.parents(c) or []
-            c = parents[0] if parents else None
-        self.line_ended = True
+        self.line_ended = ended
 
     def absent(self, con: apsw.Connection, path: int, commit: int) -> bool:
         """Whether the commit's tree has no file at `path`, from the stored changes: the nearest
