@@ -395,7 +395,7 @@ def build_server(memory: Memory) -> MCPServer:
         if run.finished and not run.ok:
             raise ToolError(lines[0])
         data = {"repository": str(engine.root), "running": not run.finished, "ok": run.ok,
-                "pid": run.pid,
+                "pid": run.pid, "warm": run.warm,
                 "phase": run.phase, "done": run.done, "total": run.total,
                 "summary": run.summary, "error": run.error}
         return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))],

@@ -5,22 +5,30 @@ few hundred MB), a crash in indexing cannot take the agent's server down, and th
 lock makes it take turns with a `cortex index` run from a terminal or a git hook. A run outlives
 the tool call that started it (an agent's call may time out long before a first index of a large
 history is done); the next `sync` call or `status` reports on it.
+
+As in the language server (cortex_ls/spare.py), once a run has ended a spare indexer (`python -P
+-m cortex_core --spare`, cortex_cli/spare.py) waits with Python and what indexing imports already
+loaded, and the next run of any repository is handed to it: about 0.3 s less of an update that
+takes about a second. One per server, some 35 MB while it waits, dying with the server.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import queue
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from cortex_core.child_process import (error_of, index_command, last_error, signal_group,
-                                       spawn_options)
+from cortex_core.child_process import (SPARE_ARGS, error_of, index_command, last_error,
+                                       signal_group, spare_arguments, spawn_options)
 
 if TYPE_CHECKING:
     from cortex_core.engine import Engine
@@ -40,12 +48,109 @@ class Run:
     events: int = 0                 # progress lines seen: a waiter wakes when this grows
     ended: float | None = None
     pid: int | None = None
+    warm: bool = False              # run by the spare indexer, loaded before it was asked
 
     @property
     def message(self) -> str:
         if self.finished:
             return "done" if self.ok else f"failed: {self.error}"
         return f"{self.phase}: {self.done}/{self.total}" if self.total else self.phase
+
+
+log = logging.getLogger(__name__)
+
+
+class _Spare:
+    """The spare indexer and the file its errors go to (read as a run's when it runs one). Its
+    state is guarded by the lock of the Indexers that own it. It is started from a thread of its
+    own, which lives as long as the server: a child is sent its parent-death signal when the
+    *thread* that started it ends (prctl(2)), and a run's thread ends with the run."""
+
+    def __init__(self, lock: threading.Condition) -> None:
+        self._lock = lock
+        self.proc: subprocess.Popen | None = None
+        self.errors: IO[bytes] | None = None
+        self.closed = False
+        self._asks: queue.SimpleQueue[threading.Event | None] = queue.SimpleQueue()
+        self._starter: threading.Thread | None = None
+
+    def take(self, command: list[str]) -> tuple[subprocess.Popen, IO[bytes]] | None:
+        """The spare, now running `command` (an index_command), with its errors' file; None
+        when none waits alive or it cannot run that command (the caller starts it itself).
+        Call under the lock."""
+        args = spare_arguments(command)
+        if args is None or self.proc is None:
+            return None
+        proc, errors = self.proc, self.errors
+        self.proc = self.errors = None
+        assert errors is not None and proc.stdin is not None
+        try:
+            if proc.poll() is not None:   # it died while it waited
+                raise BrokenPipeError
+            proc.stdin.write(json.dumps(args).encode() + b"\n")
+            proc.stdin.close()
+        except OSError as exc:   # BrokenPipeError: gone meanwhile
+            log.info("the spare indexer is gone: %s", exc)
+            errors.close()
+            return None
+        return proc, errors
+
+    def refill(self, timeout: float = 10.0) -> None:
+        """Have a spare waiting (after a run: for the next one), started by the starter thread;
+        returns once it has started. Call without the lock."""
+        started = threading.Event()
+        with self._lock:   # asked in turn with close(): never after the starter has stopped
+            if self.closed:
+                return
+            if self._starter is None:
+                self._starter = threading.Thread(target=self._starting, daemon=True,
+                                                 name="spare indexer")
+                self._starter.start()
+            self._asks.put(started)
+        started.wait(timeout)
+
+    def _starting(self) -> None:
+        while True:
+            asked = self._asks.get()
+            if asked is None:
+                return
+            with self._lock:
+                if not self.closed:
+                    self._start()
+            asked.set()
+
+    def _start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self._drop()
+        errors = tempfile.TemporaryFile()
+        options = spawn_options()
+        options["stdin"] = subprocess.PIPE
+        try:
+            self.proc = subprocess.Popen([sys.executable, *SPARE_ARGS], stderr=errors, **options)
+        except OSError as exc:   # runs are started as before
+            log.warning("could not start a spare indexer: %s", exc)
+            errors.close()
+            return
+        self.errors = errors
+
+    def close(self) -> None:
+        """For good: stop a waiting spare at once (it holds no store and no file of the
+        repository) and the starter thread. Call under the lock."""
+        self.closed = True
+        self._drop()
+        self._asks.put(None)
+
+    def _drop(self) -> None:
+        proc, errors, self.proc, self.errors = self.proc, self.errors, None, None
+        if proc is not None and proc.poll() is None:
+            signal_group(proc.pid, signal.SIGKILL)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                log.warning("the spare indexer (pid %s) did not stop", proc.pid)
+        if errors is not None:
+            errors.close()
 
 
 class Indexers:
@@ -56,6 +161,7 @@ class Indexers:
         self._runs: dict[Path, Run] = {}
         self._procs: dict[Path, subprocess.Popen] = {}
         self._closed = False
+        self._spare = _Spare(self._lock)   # one for every repository of the server
 
     def current(self, engine: Engine) -> Run | None:
         with self._lock:
@@ -78,10 +184,18 @@ class Indexers:
             cmd = index_command(engine.root, db=engine.db if engine.location.explicit else None,
                                 progress_json=True, wait=30, rebuild=rebuild,
                                 recent_first="auto")
-            errors = tempfile.TemporaryFile()
-            # Its own session: stopping it reaches the worker processes it reads history with.
-            proc = subprocess.Popen(cmd, stderr=errors, **spawn_options())
-            run = Run(started=time.time(), pid=proc.pid)
+            taken = self._spare.take(cmd)
+            if taken is not None:
+                proc, errors = taken
+            else:
+                errors = tempfile.TemporaryFile()
+                # Its own session: stopping it reaches the worker processes it reads with.
+                try:
+                    proc = subprocess.Popen(cmd, stderr=errors, **spawn_options())
+                except BaseException:
+                    errors.close()
+                    raise
+            run = Run(started=time.time(), pid=proc.pid, warm=taken is not None)
             self._runs[engine.db] = run
             self._procs[engine.db] = proc
         threading.Thread(target=self._follow, args=(engine.db, run, proc, errors),
@@ -124,6 +238,8 @@ class Indexers:
                     run.summary = event.get("summary")
                 elif event.get("event") == "error":
                     failure.append(error_of(event))
+                elif event.get("event") == "fresh":   # the spare started afresh: new code
+                    run.warm = False
                 run.events += 1
                 self._lock.notify_all()
 
@@ -132,6 +248,7 @@ class Indexers:
         errors.seek(0)
         stderr = errors.read().decode("utf-8", "replace")
         errors.close()
+        self._spare.refill()   # before the run is told it ended: ready for the next one
         with self._lock:
             run.ok = code == 0 and run.summary is not None
             if not run.ok and failure is not None:     # the fix in this server's words
@@ -152,6 +269,7 @@ class Indexers:
         with self._lock:
             self._closed = True
             procs = list(self._procs.values())
+            self._spare.close()
         for proc in procs:
             signal_group(proc.pid, signal.SIGINT)
         deadline = time.monotonic() + grace

@@ -619,6 +619,59 @@ async def test_stopping_the_server_interrupts_its_indexer(project: ScriptedRepo)
         assert process_state(pid) in (None, "Z", "X")
 
 
+def mcp_servers() -> list[int]:
+    """This process's children that are `cortex mcp` servers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"mcp" in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def spares_of(server: int) -> list[int]:
+    """The live spare indexers a server started: `--spare` processes told it is their parent."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--spare" in cmd and f"CORTEX_PARENT_PID={server}".encode() in env and \
+                process_state(int(entry.name)) not in (None, "Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+async def test_the_next_sync_is_run_by_the_spare_indexer(project: ScriptedRepo):
+    """After a run, a spare indexer waits loaded; the next run is handed to it (no process
+    start), answers as a run started afresh does, and leaves another spare; none outlives the
+    server."""
+    async with server("--repo", str(project.path)) as client:
+        first = await ok(client, "sync", wait_seconds=120)
+        assert first.structured_content["ok"] and first.structured_content["warm"] is False
+        (pid,) = mcp_servers()
+        (spare,) = spares_of(pid)       # started before the run was told it ended
+        project.write("pkg/core.py", sample_core(n=8))
+        project.commit("tune compute to 8\n\nEight is the new normal.", days_ago=0)
+        second = await ok(client, "sync", wait_seconds=120)
+        assert (second.structured_content["pid"], second.structured_content["warm"]) == (spare,
+                                                                                          True)
+        assert second.structured_content["summary"]["new_commits"] == 1
+        md = text(await ok(client, "symbol_history", target="pkg/core.py::compute", limit=1))
+        assert "6 commits" in md and "Eight is the new normal." in md
+        assert spares_of(pid) not in ([], [spare])
+        status = await ok(client, "status")
+        assert "indexer: last run finished" in text(status)
+        assert status.structured_content["indexer"]["warm"] is True
+    assert spares_of(pid) == []
+
+
 async def test_sync_reports_a_failed_run_as_a_tool_error(tmp_path: Path):
     empty = ScriptedRepo(tmp_path / "empty")          # no commit yet
     async with server("--repo", str(empty.path)) as client:
@@ -819,6 +872,24 @@ async def test_a_killed_server_takes_its_indexer_with_it(project: ScriptedRepo):
                 assert ready, "the indexer outlived its server"
             finally:
                 os.close(watch)
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfd_open (Linux)")
+async def test_a_killed_server_takes_its_spare_indexer_with_it(project: ScriptedRepo):
+    """The spare is started from a thread that lives as long as the server: a child's
+    parent-death signal follows the thread that started it, and a run's thread ends with it."""
+    import signal
+    async with server("--repo", str(project.path)) as client:
+        await ok(client, "sync", wait_seconds=120)
+        (pid,) = mcp_servers()
+        (spare,) = spares_of(pid)
+        watch = os.pidfd_open(spare)
+        try:
+            os.kill(pid, signal.SIGKILL)
+            ready, _, _ = select.select([watch], [], [], 20)   # the spare's exit, an event
+            assert ready, "the spare indexer outlived its server"
+        finally:
+            os.close(watch)
 
 
 def test_a_lone_surrogate_in_a_request_gets_an_answer(indexed: ScriptedRepo, tmp_path: Path):
