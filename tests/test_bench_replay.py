@@ -91,3 +91,31 @@ def test_updates_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path,
     assert report["wall"]["a"]["over_1s"] in (0, 1, 2)
     assert cortex.reader().execute("select value from meta where key = 'head'").get == \
         repo.git("rev-parse", "HEAD~2").strip()     # the store given is left as it was
+
+
+def test_mcp_syncs_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path):
+    """bench_mcp_sync.py: each version's own `cortex mcp` server, driven by the SDK's client,
+    syncs each next first-parent commit; after the first, the run is a spare indexer's."""
+    repo.write("a.py", "def f():\n    return 0\n")
+    repo.commit("one", days_ago=5)
+    cortex.index(model="none")
+    for n in range(2):
+        repo.write("a.py", f"def f():\n    return {n + 1}\n")
+        repo.commit(f"step {n}", days_ago=4 - n)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_mcp_sync.py"),
+                           str(repo.path), "--db", str(cortex.db), str(ROOT), str(ROOT),
+                           "--commits", "2", "--pause", "0.5", "--json",
+                           "--work", str(tmp_path / "work")],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert [r["commit"] for r in report["rows"]] == [repo.git("rev-parse", "HEAD~1").strip(),
+                                                     repo.head()]
+    for side in ("a", "b"):
+        assert [r[side]["new_commits"] for r in report["rows"]] == [1, 1]
+        assert all(r[side]["warm"] for r in report["rows"])   # a spare ran every one
+        assert all(0 <= r[side]["indexer_seconds"] <= r[side]["seconds"]
+                   for r in report["rows"])
+    assert cortex.reader().execute("select value from meta where key = 'head'").get == \
+        repo.git("rev-parse", "HEAD~2").strip()     # the store given is left as it was
