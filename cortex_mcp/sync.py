@@ -102,7 +102,7 @@ class _Spare:
         with self._lock:   # asked in turn with close(): never after the starter has stopped
             if self.closed:
                 return
-            if self._starter is None:
+            if self._starter is None or not self._starter.is_alive():
                 self._starter = threading.Thread(target=self._starting, daemon=True,
                                                  name="spare indexer")
                 self._starter.start()
@@ -114,21 +114,29 @@ class _Spare:
             asked = self._asks.get()
             if asked is None:
                 return
-            with self._lock:
-                if not self.closed:
-                    self._start()
-            asked.set()
+            try:
+                with self._lock:
+                    if not self.closed:
+                        self._start()
+            except Exception:   # never the starter's end: runs are started as before
+                log.exception("could not start a spare indexer")
+            finally:
+                asked.set()
 
     def _start(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             return
         self._drop()
-        errors = tempfile.TemporaryFile()
+        try:   # a file for its errors (the temporary folder may be full or gone), then it
+            errors = tempfile.TemporaryFile()
+        except OSError as exc:   # runs are started as before
+            log.warning("could not start a spare indexer: %s", exc)
+            return
         options = spawn_options()
         options["stdin"] = subprocess.PIPE
         try:
             self.proc = subprocess.Popen([sys.executable, *SPARE_ARGS], stderr=errors, **options)
-        except OSError as exc:   # runs are started as before
+        except OSError as exc:
             log.warning("could not start a spare indexer: %s", exc)
             errors.close()
             return

@@ -672,6 +672,44 @@ async def test_the_next_sync_is_run_by_the_spare_indexer(project: ScriptedRepo):
     assert spares_of(pid) == []
 
 
+def test_a_spare_that_could_not_start_leaves_the_next_one_to_start(project: ScriptedRepo,
+                                                                   monkeypatch):
+    """A spare's start failing once (its errors' file: a full or missing temporary folder)
+    leaves that run's successor cold, not the server without spares: the next is warm again."""
+    import tempfile
+    import threading
+
+    from cortex_core.engine import Engine
+    from cortex_mcp import sync as mcp_sync
+    real, failed = tempfile.TemporaryFile, []
+
+    def once_in_the_starter(*args, **kwargs):
+        if threading.current_thread().name == "spare indexer" and not failed:
+            failed.append(True)
+            raise OSError(24, "Too many open files")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(mcp_sync.tempfile, "TemporaryFile", once_in_the_starter)
+    monkeypatch.setenv("CORTEX_MODEL", "none")
+    engine, indexers = Engine(project.path), mcp_sync.Indexers()
+
+    def synced() -> mcp_sync.Run:
+        run, _ = indexers.start(engine)
+        while not run.finished:
+            indexers.wait(run, run.events, 60)
+        assert run.ok, run.error
+        return run
+    try:
+        warm = [synced().warm]
+        assert failed
+        for n in (7, 8):
+            project.write("pkg/core.py", sample_core(n=n))
+            project.commit(f"tune compute to {n}", days_ago=0)
+            warm.append(synced().warm)
+        assert warm == [False, False, True]
+    finally:
+        indexers.close()
+
+
 async def test_sync_reports_a_failed_run_as_a_tool_error(tmp_path: Path):
     empty = ScriptedRepo(tmp_path / "empty")          # no commit yet
     async with server("--repo", str(empty.path)) as client:
