@@ -36,7 +36,7 @@ few paths with an older life or such a creation, the commit graph (commit_graph.
 per run, kept in the store) and a walk over the commits, mostly along first parents: along
 HEAD's first-parent line it jumps from one commit that touches the path to the next (sympy, whose
 second root commit gives nearly every file such a creation: 19 s to recompute every file's
-pruning commit by commit, 3.6 s with the jumps).
+pruning commit by commit, 3.1 s with the jumps).
 """
 
 from __future__ import annotations
