@@ -285,6 +285,23 @@ def copy_db(src: Path, dst: Path) -> None:
                 os.fsync(copied.fileno())
 
 
+def store_head(db: Path) -> str:
+    """The HEAD a store records as indexed (exits when it records none)."""
+    # Read as a plain SQLite file: the store may be of a schema older or newer than the
+    # cortex_core this script imports (each version is timed on what it can open).
+    import apsw
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        head = (con.execute("select value from meta where key = 'head'").fetchone() or [None])[0]
+    except apsw.Error as exc:
+        raise SystemExit(f"{db} is no Cortex store: {exc}") from None
+    finally:
+        con.close()
+    if not head:
+        raise SystemExit(f"{db} records no indexed HEAD")
+    return head
+
+
 def remove_db(db: Path) -> None:
     for f in db.parent.glob(db.name + "*"):
         f.unlink(missing_ok=True)

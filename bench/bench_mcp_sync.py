@@ -56,18 +56,6 @@ def parse_args(argv=None):
     return args
 
 
-def store_head(db: Path) -> str:
-    import apsw   # a plain SQLite read: either version's schema
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        head = (con.execute("select value from meta where key = 'head'").fetchone() or [None])[0]
-    finally:
-        con.close()
-    if not head:
-        raise SystemExit(f"{db} records no indexed HEAD")
-    return head
-
-
 def server_params(folder: Path, clone: Path, db: Path):
     from mcp.client.stdio import StdioServerParameters
     env = {"PYTHONPATH": str(folder.resolve()), "CORTEX_MODEL": "none", "CORTEX_DAEMON": "off",
@@ -91,7 +79,7 @@ async def sync(client) -> dict:
 
 async def measure(args, work: Path) -> dict:
     from mcp import Client
-    start = store_head(args.db)
+    start = bl.store_head(args.db)
     line = bl.git(args.repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
     if start not in line:
         raise SystemExit(f"the store's HEAD {start[:10]} is not on REPO's first-parent line")

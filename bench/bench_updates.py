@@ -75,22 +75,6 @@ def child_env(folder: Path) -> dict:
                 CORTEX_DAEMON="off")
 
 
-def store_head(db: Path) -> str:
-    # Read as a plain SQLite file: the store may be of a schema older or newer than the
-    # cortex_core this script imports (each version is timed on what it can open).
-    import apsw
-    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        head = (con.execute("select value from meta where key = 'head'").fetchone() or [None])[0]
-    except apsw.Error as exc:
-        raise SystemExit(f"{db} is no Cortex store: {exc}") from None
-    finally:
-        con.close()
-    if not head:
-        raise SystemExit(f"{db} records no indexed HEAD")
-    return head
-
-
 def update(folder: Path, clone: Path, db: Path) -> bl.Run:
     return bl.run([*bl.python_module("cortex_core"), "index", "--repo", str(clone), "--db",
                    str(db), "--model", "none", "--quiet"], env=child_env(folder))
@@ -147,7 +131,7 @@ def main(argv=None) -> int:
     work = args.work or bl.work_dir("updates", args.keep)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        start = store_head(args.db)
+        start = bl.store_head(args.db)
         clone = bl.private_clone(args.repo, work / "clone", checkout=True)
         line = bl.git(clone, "rev-list", "--first-parent", "--reverse", "HEAD").split()
         if start not in line:

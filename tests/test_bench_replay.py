@@ -55,18 +55,23 @@ def test_a_difference_is_named():
     assert len(found) == 1 and found[0].startswith("edges ('a.py', 'call', 'f', 3)")
 
 
-@pytest.mark.parametrize("own_stores, warm", [(False, False), (True, False), (False, True)])
-def test_updates_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path, own_stores,
-                                                         warm):
-    """bench_updates.py: a store at an older commit, then each next first-parent commit as an
-    update by both versions (here this checkout twice), from the same store, or each version
-    from its own (`--own-stores`); with `--warm`, B's updates by a waiting spare indexer."""
+def indexed_two_steps_behind(repo, cortex) -> None:
+    """A store at a commit with two first-parent commits after it, each changing a.py."""
     repo.write("a.py", "def f():\n    return 0\n")
     repo.commit("one", days_ago=5)
     cortex.index(model="none")
     for n in range(2):
         repo.write("a.py", f"def f():\n    return {n + 1}\n")
         repo.commit(f"step {n}", days_ago=4 - n)
+
+
+@pytest.mark.parametrize("own_stores, warm", [(False, False), (True, False), (False, True)])
+def test_updates_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path, own_stores,
+                                                         warm):
+    """bench_updates.py: a store at an older commit, then each next first-parent commit as an
+    update by both versions (here this checkout twice), from the same store, or each version
+    from its own (`--own-stores`); with `--warm`, B's updates by a waiting spare indexer."""
+    indexed_two_steps_behind(repo, cortex)
     work = tmp_path / "work"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_updates.py"),
                            str(repo.path), "--db", str(cortex.db), str(ROOT), str(ROOT),
@@ -96,12 +101,7 @@ def test_updates_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path,
 def test_mcp_syncs_are_timed_step_by_step_for_two_versions(repo, cortex, tmp_path):
     """bench_mcp_sync.py: each version's own `cortex mcp` server, driven by the SDK's client,
     syncs each next first-parent commit; after the first, the run is a spare indexer's."""
-    repo.write("a.py", "def f():\n    return 0\n")
-    repo.commit("one", days_ago=5)
-    cortex.index(model="none")
-    for n in range(2):
-        repo.write("a.py", f"def f():\n    return {n + 1}\n")
-        repo.commit(f"step {n}", days_ago=4 - n)
+    indexed_two_steps_behind(repo, cortex)
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_mcp_sync.py"),
                            str(repo.path), "--db", str(cortex.db), str(ROOT), str(ROOT),
                            "--commits", "2", "--pause", "0.5", "--json",
