@@ -164,3 +164,34 @@ def test_an_upgraded_store_keeps_what_it_knew_of_its_reader(repo, cortex):
         assert con.execute("select count(*) from meta where key = 'history_reader'").get == 0
         con.close()
         assert cli(repo, cortex.db, "index", "--rebuild", "--model", "none").returncode == 0
+
+
+def test_version_7_is_told_only_to_a_store_with_a_merge_it_reads_otherwise(repo, cortex):
+    """Version 7 diffs a merge's file against a parent whose version is an earlier parent's,
+    which version 6 left out: only a store with a merge that changed a file against every
+    parent, with fewer diffs than parents, may have read one otherwise."""
+    repo.write("a.py", "def f(x):\n    return x\n")
+    repo.commit("initial", days_ago=9)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("b.py", "y = 1\n")
+    repo.commit("side", days_ago=8)
+    repo.git("checkout", "-q", "main")
+    repo.write("c.py", "z = 1\n")
+    repo.commit("main", days_ago=7)
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    cortex.index(model="none")
+    read_by(cortex.db, 6)
+    assert earlier_reader(cortex.reader()) is None   # a merge that took each file whole
+    con = apsw.Connection(str(cortex.db))
+    # The merge as version 6 read one that changed a.py against both parents, whose versions
+    # were the same: one diff, against the first.
+    merge, a = con.execute("select c.id, f.id from commits c, files f where c.parents like '% %'"
+                           " and f.path = 'a.py'").fetchone()
+    con.execute("insert into merge_files(commit_id, file_id, status, via, lines)"
+                " values (?, ?, 'M', null, 2)", (merge, a))
+    con.execute("insert into merge_edges(commit_id, file_id, parent, old_file_id)"
+                " values (?, ?, 0, ?)", (merge, a, a))
+    con.close()
+    found = earlier_reader(cortex.reader())
+    assert found is not None and found.version == 6 and len(found.since) == 1
+    assert "also one whose version of the file is another parent's" in found.since[0]

@@ -202,20 +202,26 @@ class _Origins:
 def _diff_each_parent(reader: CommitReader, entry: MergeFile, new_id: pygit2.Oid,
                       found: list[tuple[str, pygit2.Oid] | None], over_limit: bool) -> None:
     """The diffs of a file the merge changed against every parent, one per parent that has it.
-    A parent whose version equals an earlier parent's is left out, as git blame does: the
-    earlier one takes the same lines first."""
+    A parent whose version equals an earlier parent's gets that one's diff, not a second one:
+    git blame gives the lines to the earlier parent first, so blame never takes its edge, but
+    git log follows every parent of such a merge, and the commits that reach the merge only
+    through this one are in the file's history (a change and its cherry-pick, merged)."""
     new_blob = reader.blob(new_id)
     if new_blob is not None and not new_blob.is_binary and \
             new_blob.size <= reader.settings.max_file_bytes:
         entry.lines = _line_count(blob_bytes(new_blob))
-    seen: set[pygit2.Oid] = set()
+    seen: dict[pygit2.Oid, MergeEdge] = {}
     for index, origin in enumerate(found):
-        if origin is None or origin[1] in seen:
+        if origin is None:
             continue
-        seen.add(origin[1])
         edge = MergeEdge(index, origin[0], None)
-        edge.skip_reason, edge.hunks = _hunks(reader, entry.path, reader.blob(origin[1]),
-                                              new_blob, over_limit)
+        same = seen.get(origin[1])
+        if same is not None:
+            edge.skip_reason, edge.hunks = same.skip_reason, list(same.hunks)
+        else:
+            seen[origin[1]] = edge
+            edge.skip_reason, edge.hunks = _hunks(reader, entry.path, reader.blob(origin[1]),
+                                                  new_blob, over_limit)
         entry.edges.append(edge)
 
 

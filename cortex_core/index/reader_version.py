@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import apsw
 
-READER_VERSION = 6
+READER_VERSION = 7
 # What each version reads differently from the one before: said to the user of an older store.
 CHANGES = {
     2: "Go declarations take the doc comment above them; functions renamed behind a new wrapper "
@@ -28,6 +28,9 @@ CHANGES = {
        "DocBlocks and heredocs",
     6: "a file name's bytes that are not UTF-8 are kept, as `\\xNN` (two names that differ in "
        "them were one file)",
+    7: "a merge that changed a file against every parent follows each parent, also one whose "
+       "version of the file is another parent's (the commits reached only through it were "
+       "missing from the file's history)",
 }
 
 
@@ -36,6 +39,14 @@ CHANGES = {
 _APPLIES = {
     6: lambda con: con.execute("select 1 from files where instr(path, char(65533)) > 0"
                                " limit 1").fetchone() is not None,
+    # A merge that changed a file against every parent with fewer diffs than parents (one had
+    # no such file, or, before version 7, had an earlier parent's version): rare.
+    7: lambda con: con.execute(
+        "select 1 from merge_files m join commits c on c.id = m.commit_id"
+        " where m.via is null and m.status != 'D' and (select count(*) from merge_edges e"
+        " where e.commit_id = m.commit_id and e.file_id = m.file_id)"
+        " < length(c.parents) - length(replace(c.parents, ' ', '')) + 1"
+        " limit 1").fetchone() is not None,
 }
 
 
