@@ -10,6 +10,7 @@ import json
 import pytest
 
 from cortex_core.index.areas import areas
+from cortex_core.index.memory import compact_lexical, insert_item
 from cortex_core.memory.embeddings import load_embedder
 from cortex_core.errors import CortexError, NotFound
 from cortex_core.memory.notes import (add_note, export_notes, import_notes, list_notes,
@@ -216,6 +217,41 @@ def test_code_aware_words_and_paths_match(repo, cortex):
     assert [h.title for h in hits_of(con, "get user by id")] == ["Speed up getUserById"]
     assert [h.title for h in hits_of(con, "getUserById")] == ["Speed up getUserById"]
     assert [h.title for h in hits_of(con, "retry policy")] == ["Speed up getUserById"]
+
+
+def test_a_long_run_leaves_each_lexical_index_merged_whole(repo, cortex):
+    """Each item's id is its lexical rows' id, and after many items (here written in twelve
+    transactions: a segment each), each index is merged into one segment, answering as
+    before."""
+    repo.write("a.py", "x = 1\n")
+    repo.commit("Start", days_ago=3)
+    cortex.index(model="none")
+    con = open_writer(cortex.db)
+    ids = []
+    for start in range(0, 1_200, 100):
+        with con:
+            ids += [insert_item(con, kind="doc", title=f"Section {n} about widgets",
+                                body=f"gadget{n % 7} sprocket", time=n, signal=None,
+                                code_words=f"makeWidget{n % 5}") for n in range(start, start + 100)]
+    assert all(con.execute(f"select count(distinct segid) from {table}_idx").get > 1
+               for table in ("items_fts", "items_code"))
+    assert [con.execute("select title from items_fts where rowid = ?", (i,)).get
+            for i in ids[::97]] == [f"Section {n} about widgets" for n in range(0, 1_200, 97)]
+    queries = ("widgets", "gadget3", "sprocket")
+
+    def answers():
+        return [[r for (r,) in con.execute("select rowid from items_fts where items_fts match ?"
+                                           " order by rank, rowid", (q,))] for q in queries] + \
+            [[r for (r,) in con.execute("select rowid from items_code where items_code match ?"
+                                        " order by rank, rowid", ("makewidget2",))]]
+
+    before = answers()
+    assert not compact_lexical(con, 999)     # too few to be worth a merge
+    with con:
+        assert compact_lexical(con, 1_200)
+    for table in ("items_fts", "items_code"):
+        assert con.execute(f"select count(distinct segid) from {table}_idx").get == 1
+    assert answers() == before and len(before[0]) == 1_200
 
 
 def test_a_big_commit_keeps_its_exact_title_match(repo, cortex):

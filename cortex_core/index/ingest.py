@@ -49,10 +49,9 @@ from cortex_core.errors import (CortexError, DamagedStore, EmptyRepository, Hint
 from cortex_core.git.git_reads import commit as find_commit, read_blob
 from cortex_core.git.loose_objects import LooseCheck, check_loose, hide, objects_dirs
 from cortex_core.lang.languages import language_for_path
-from cortex_core.index.memory import (add_commit_items, drop_vectors, embed_missing,
-                                      keep_vocabulary,
-                                      pending_vectors, prepare_vectors, refresh_docs,
-                                      vectors_current)
+from cortex_core.index.memory import (add_commit_items, compact_lexical, drop_vectors,
+                                      embed_missing, keep_vocabulary, pending_vectors,
+                                      prepare_vectors, refresh_docs, vectors_current)
 from cortex_core.memory.notes import import_notes, relink_note_items, saved_notes, sync_note_items
 from cortex_core.git.object_source import (CAUSE_DAMAGED, CAUSE_PARTIAL, CAUSE_PARTIAL_OFFLINE,
                                            CAUSE_CORRUPT, CAUSE_TRUNCATED, ObjectSource,
@@ -993,6 +992,7 @@ class _Indexer:
         con = self.con
         with con:
             added = add_commit_items(con, self._phase_progress) + refresh_docs(con, self._read_blob)
+            compact_lexical(con, added)
             # Note items follow their targets as indexed now (a rebuild re-imports notes before
             # their files exist) and disappear once the note expired.
             sync_note_items(con)

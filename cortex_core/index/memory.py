@@ -57,11 +57,15 @@ def insert_item(con, *, kind: str, title: str, body: str, time: int, signal: str
     title, body = redact_pair(title, body)
     searched = body if indexed_body is None else redact(indexed_body)
     digest = text_hash(embed_text(kind, segment, title, body))
-    item_id = con.execute(
+    # Not `returning id`: a statement with RETURNING opens a statement savepoint, at which FTS5
+    # writes out the terms it holds for the lexical index, so each item's became a segment of
+    # its own (sympy's 65k commit items: 12 s of inserts instead of 1).
+    con.execute(
         "insert into items(kind, commit_id, segment, file_id, blob, note_id, title, body, line,"
-        " end_line, time, signal, text_hash) values (?,?,?,?,?,?,?,?,?,?,?,?,?) returning id",
+        " end_line, time, signal, text_hash) values (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (kind, commit_id, segment, file_id, blob, note_id, title, body, line, end_line, time,
-         signal, digest)).get
+         signal, digest))
+    item_id = con.last_insert_rowid()
     con.executemany("insert or ignore into item_files(item_id, file_id) values (?, ?)",
                     ((item_id, f) for f in dict.fromkeys(files)))
     con.executemany("insert or ignore into item_symbols(item_id, symbol_id) values (?, ?)",
@@ -143,6 +147,23 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
                         indexed_body=body if number == 0 and len(segments) > 1 else None)
             added += 1
     return added
+
+
+COMPACT_SHARE = 0.10   # items added, of all, past which the lexical indexes are merged whole
+COMPACT_MIN = 1_000
+
+
+def compact_lexical(con, added: int) -> bool:
+    """Merge the lexical indexes into one segment each after a run that added many items.
+    FTS5 merges the segments it writes as it goes, a step at a time, so a long run leaves
+    merges half done beside their inputs: on sympy's 65k commit items, 11 MB more of index
+    than merged whole, 0.7-0.9 s to merge (its pages are then free for the vectors)."""
+    total = con.execute("select count(*) from items").get
+    if added < max(COMPACT_MIN, COMPACT_SHARE * total):
+        return False
+    for table in ("items_fts", "items_code"):
+        con.execute(f"insert into {table}({table}) values ('optimize')")
+    return True
 
 
 # -- documents ---------------------------------------------------------------------------------
