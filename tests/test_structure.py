@@ -2376,3 +2376,37 @@ def test_a_base_reexported_elsewhere_moves_under_a_changed_subclass_file(repo, c
     steps = [{"pkg/mid.py": "from pkg.x import Base\n",
               "pkg/b.py": layout["pkg/b.py"] + "\n\ndef extra():\n    return 0\n"}]
     _updates_resolve_as_a_full_resolution(repo, cortex, tmp_path, layout, steps)
+
+
+def test_an_interrupted_structure_pass_keeps_its_finished_transactions(repo, cortex, tmp_path,
+                                                                        monkeypatch):
+    """The files read for structure commit every BATCH_SECONDS (here: after each file): a run
+    stopped at the 200th keeps the 199 before it, and the next run ends with the structure a
+    run never stopped would have."""
+    import cortex_core.index.structure as structure
+    from conftest import Indexed
+    for n in range(201):
+        repo.write(f"pkg/m{n:03}.py", f"from pkg.m{(n + 1) % 201:03} import f{(n + 1) % 201}\n\n\n"
+                                      f"def f{n}():\n    return f{(n + 1) % 201}()\n")
+    repo.commit("Modules", days_ago=3)
+    monkeypatch.setattr(structure, "BATCH_SECONDS", 0.0)
+
+    def stop(done, total, phase="commits"):
+        if phase == "files read for structure" and done == 200:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cortex.index(progress=stop, model="none")
+    monkeypatch.undo()
+    assert cortex.reader().execute("select count(*) from struct_files").get == 199
+    cortex.index(model="none")
+    once = Indexed(repo, tmp_path / "once" / "cortex.db")
+    once.index(model="none")
+
+    def stored(con) -> list:
+        return sorted(con.execute(
+            "select f.path, r.kind, r.name, r.line, r.status, d.path, e.dst_qualname,"
+            " e.confidence from refs r join files f on f.id = r.file_id"
+            " left join edges e on e.ref_id = r.id left join files d on d.id = e.dst_file_id"))
+    assert stored(cortex.reader()) == stored(once.reader())
+    assert len([row for row in stored(once.reader()) if row[4] == "resolved"]) >= 400
