@@ -2410,3 +2410,25 @@ def test_an_interrupted_structure_pass_keeps_its_finished_transactions(repo, cor
             " left join edges e on e.ref_id = r.id left join files d on d.id = e.dst_file_id"))
     assert stored(cortex.reader()) == stored(once.reader())
     assert len([row for row in stored(once.reader()) if row[4] == "resolved"]) >= 400
+
+
+def test_a_batch_whose_commit_fails_raises_that_error(tmp_path, monkeypatch):
+    """A review: a commit that failed in a batch's tick (a full disk shows there) left no
+    transaction, and the batch's exit, rolling back one that was gone, raised its own error
+    instead (`cannot rollback - no transaction is active`)."""
+    import apsw
+
+    import cortex_core.index.structure as structure
+    con = apsw.Connection(str(tmp_path / "batch.db"))
+    con.execute("create table t(x)")
+    monkeypatch.setattr(structure, "BATCH_SECONDS", 0.0)
+    with pytest.raises(apsw.ConstraintError):   # what SQLite says of a commit a hook refused
+        with structure._Batch(con) as batch:
+            for n in range(3):
+                with con:
+                    con.execute("insert into t values (?)", (n,))
+                if n == 1:
+                    con.set_commit_hook(lambda: True)
+                batch.tick()
+    con.set_commit_hook(None)
+    assert not con.in_transaction and con.execute("select count(*) from t").get == 1

@@ -157,9 +157,10 @@ def compact_lexical(con, added: int) -> bool:
     """Merge the lexical indexes into one segment each after a run that added many items.
     FTS5 merges the segments it writes as it goes, a step at a time, so a long run leaves
     merges half done beside their inputs: on sympy's 65k commit items, 11 MB more of index
-    than merged whole, 0.7-0.9 s to merge (its pages are then free for the vectors)."""
-    total = con.execute("select count(*) from items").get
-    if added < max(COMPACT_MIN, COMPACT_SHARE * total):
+    than merged whole, 0.7-0.9 s to merge (the pages it frees stay in the file, for what the
+    store writes next: the vectors, with a model)."""
+    if added < COMPACT_MIN or added < COMPACT_SHARE * con.execute(
+            "select count(*) from items").get:
         return False
     for table in ("items_fts", "items_code"):
         con.execute(f"insert into {table}({table}) values ('optimize')")

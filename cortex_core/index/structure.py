@@ -196,23 +196,32 @@ def update_structure(con, repo, settings, progress: Progress | None = None,
 
 
 class _Batch:
-    """A transaction that commits, and begins again, at the first tick after BATCH_SECONDS."""
+    """A transaction that commits, and begins again, at the first tick after BATCH_SECONDS.
+    A commit that fails (a full disk shows there, in WAL mode) or an interrupt between the
+    commit and the next begin leaves none open: its error is the one raised, not the failed
+    rollback of a transaction that is gone."""
 
     def __init__(self, con):
         self._con = con
         self._since = 0.0
+        self._open = False
 
     def __enter__(self) -> "_Batch":
         self._con.__enter__()
+        self._open = True
         self._since = time.monotonic()
         return self
 
     def tick(self) -> None:
         if time.monotonic() - self._since >= BATCH_SECONDS:
+            self._open = False   # committed or rolled back, whatever the commit raises
             self._con.__exit__(None, None, None)
             self.__enter__()
 
     def __exit__(self, *exc) -> bool | None:
+        if not self._open:
+            return None
+        self._open = False
         return self._con.__exit__(*exc)
 
 

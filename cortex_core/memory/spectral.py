@@ -75,9 +75,12 @@ DENSE_MAX = 500            # up to this many graph nodes, dense eigh is faster t
 # lifted an index run's peak by ~150 MB (scrapy: 418 -> 260 MiB for the areas step, same
 # clusters, no slower).
 BLOCK_FLOATS = 1 << 20
-# The kNN's similarities, twice that: blocks of fewer rows cost BLAS its speed. Labelling
-# sympy's 47k items outside the sample against 20k voters (52 rows a block at 1 << 20) made
-# its areas step 15% longer (66 s against 56 s, the same clusters), for 15 MiB less at its peak.
+# The kNN's similarities (the sample's graph and the labels of the items outside it), twice
+# that: BLAS runs slowly on thin blocks. Labelling sympy's 47k items outside the sample against
+# 20k voters (52 rows a block at 1 << 20) took its areas step 42-49 s against 41-44 s at
+# 1 << 21 (66 against 56 s on a loaded machine), for 8-15 MiB more at its peak. How rows are
+# blocked moves a similarity by BLAS's rounding (~1e-7), which can turn an exact tie: sympy's
+# clusters came out the same.
 NEAREST_BLOCK_FLOATS = 1 << 21
 PROBE_COLUMNS = 1024       # columns sampled per row to bound its knn-th largest similarity
 ZERO_NORM = 1e-12          # a vector shorter than this is an all-zero vector
