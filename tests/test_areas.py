@@ -286,3 +286,18 @@ def test_an_update_without_a_model_places_its_items_without_numpy(repo, cortex):
     assert run.stdout.split() == ["None", "False"]
     con = open_writer(cortex.db)
     assert con.execute("select count(*) from items where cluster is null").get == 0
+
+
+def test_an_item_written_while_the_areas_are_counted_is_left_out(repo, cortex):
+    """A review: a note written while the areas step ran (its item not among the ids the step
+    had read) made counting the areas' terms fail with IndexError, and the index run with it."""
+    from cortex_core.index.areas_stream import count_terms
+    fast_history(repo, 12)
+    cortex.index(model="none")
+    con = cortex.reader()
+    ids = [i for (i,) in con.execute("select id from items order by id")]
+    labels = [n % 2 for n in range(len(ids))]
+    whole = count_terms(con, ids, labels, block=5)
+    late = count_terms(con, ids[:-1], labels[:-1], block=5)   # the newest item not read
+    early = count_terms(con, ids[1:], labels[1:], block=5)    # nor the first
+    assert sum(whole.sizes) == len(ids) and sum(late.sizes) == sum(early.sizes) == len(ids) - 1

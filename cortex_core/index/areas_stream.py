@@ -173,15 +173,19 @@ def label_terms(text: str) -> list[str]:
 
 
 def count_terms(con, ids, labels, block: int = BLOCK):
-    """`TermCounts` of every item, a block at a time; `ids` ascending, `labels` beside them."""
+    """`TermCounts` of every item, a block at a time; `ids` ascending, `labels` beside them. An
+    item not among `ids` (a note written while the step runs) is left out: it is placed later."""
     import numpy as np
 
     from cortex_core.memory.spectral import TermCounts
     counts = TermCounts()
-    ids = np.asarray(ids)
+    ids, labels = np.asarray(ids), np.asarray(labels)
     for rows in item_blocks(con, block):
-        at = np.searchsorted(ids, [r[0] for r in rows])
-        counts.add(np.asarray(labels)[at], [label_terms(r[2]) for r in rows])
+        found = np.asarray([r[0] for r in rows], dtype=np.int64)
+        at = np.searchsorted(ids, found)
+        known = at < len(ids)
+        known[known] = ids[at[known]] == found[known]
+        counts.add(labels[at[known]], [label_terms(r[2]) for r, k in zip(rows, known) if k])
     return counts
 
 
