@@ -11,7 +11,7 @@ from cortex_core.config import IndexSettings, Settings
 from cortex_core.errors import EmptyRepository, IndexerBusy, NotARepository, StoreError
 from cortex_core.query.history import history
 from cortex_core.query.status import status
-from cortex_core.store.store import open_reader, open_writer, writer_lock
+from cortex_core.store.store import open_reader, writer_lock
 from cortex_core.query.targets import TargetSpec
 
 
@@ -895,36 +895,3 @@ def test_a_dead_worker_pool_is_told_as_such_and_other_errors_pass(tmp_path):
     with pytest.raises(KeyError):
         with _git_and_store_errors(tmp_path, tmp_path / "index.db"):
             raise KeyError("x")
-
-
-def test_the_indexers_transactions_take_the_write_lock_first(repo, cortex):
-    """A review: the indexer's transactions read before they write, and SQLite does not wait
-    for a read to become a write once another connection wrote since: a note written then
-    stopped the index run with BUSY. A transaction of the writer's connection now holds the
-    write lock from its start (a note waits for it), and still nests and rolls back."""
-    import apsw
-    repo.write("a.py", "x = 1\n")
-    repo.commit("one", days_ago=2)
-    cortex.index(model="none")
-    con = open_writer(cortex.db)
-    other = apsw.Connection(str(cortex.db))
-    other.setbusytimeout(0)
-    with con:
-        before = con.execute("select count(*) from meta").get   # a read first
-        with pytest.raises(apsw.BusyError):
-            other.execute("begin immediate")                     # a note's write waits
-        with pytest.raises(ValueError):
-            with con:   # a savepoint inside: its error rolls back only its own writes
-                con.execute("insert into meta(key, value) values ('inner', '1')")
-                raise ValueError
-        con.execute("insert into meta(key, value) values ('outer', '1')")
-    assert not con.in_transaction
-    other.execute("begin immediate")   # free once the transaction committed
-    other.execute("rollback")
-    assert con.execute("select count(*) from meta").get == before + 1
-    with pytest.raises(KeyError):
-        with con:
-            con.execute("insert into meta(key, value) values ('gone', '1')")
-            raise KeyError
-    assert not con.in_transaction
-    assert con.execute("select count(*) from meta where key in ('inner', 'gone')").get == 0

@@ -43,51 +43,11 @@ def _vec_extension_path() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-class _Writer(apsw.Connection):
-    """The indexer's connection: a transaction that `with con:` opens takes the write lock first
-    (BEGIN IMMEDIATE, then APSW's savepoint inside it). A deferred one reads before it writes,
-    and SQLite does not wait for a read to become a write once another connection has written
-    since (a note, written meanwhile): the index run stopped with BUSY. An immediate one waits
-    the busy timeout for the lock instead, as a note writer does (`immediate`)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._began: list[bool] = []   # per `with` level: whether it began the transaction
-
-    def __enter__(self) -> "_Writer":
-        began = not self.in_transaction
-        if began:
-            self.execute("begin immediate")
-        try:
-            super().__enter__()
-        except BaseException:
-            if began:
-                self.execute("rollback")
-            raise
-        self._began.append(began)
-        return self
-
-    def __exit__(self, etype, evalue, tb) -> bool | None:
-        began = self._began.pop()
-        try:
-            result = super().__exit__(etype, evalue, tb)
-            if began and etype is None:
-                self.execute("commit")
-        except BaseException:
-            if began and self.in_transaction:
-                self.execute("rollback")
-            raise
-        if began and self.in_transaction:   # an error inside: the savepoint rolled back
-            self.execute("rollback")
-        return result
-
-
-def _connect(path: Path | str, flags: int, shown: Path | str | None = None,
-             kind: type[apsw.Connection] = apsw.Connection) -> apsw.Connection:
-    """`shown`: the path messages name when `path` is a URI; `kind`: the connection's class."""
+def _connect(path: Path | str, flags: int, shown: Path | str | None = None) -> apsw.Connection:
+    """`shown`: the path messages name when `path` is a URI."""
     shown = shown or path
     try:
-        con = kind(str(path), flags=flags)
+        con = apsw.Connection(str(path), flags=flags)
         con.setbusytimeout(5000)
         ext = _vec_extension_path()
         if ext is not None:
@@ -266,7 +226,7 @@ def open_note_writer(path: Path) -> apsw.Connection:
 def open_writer(path: Path) -> apsw.Connection:
     """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
     _prepare_folder(path)
-    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE, kind=_Writer)
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     try:
         _check_ours(con, path)   # before the journal mode: another program's file stays as it was
     except StoreError:
