@@ -301,3 +301,66 @@ def test_an_item_written_while_the_areas_are_counted_is_left_out(repo, cortex):
     late = count_terms(con, ids[:-1], labels[:-1], block=5)   # the newest item not read
     early = count_terms(con, ids[1:], labels[1:], block=5)    # nor the first
     assert sum(whole.sizes) == len(ids) and sum(late.sizes) == sum(early.sizes) == len(ids) - 1
+
+
+@pytest.mark.parametrize("max_items", [1_000, 24])   # every item clustered; a sample of them
+def test_a_note_written_while_the_areas_are_computed_waits_for_the_next_run(repo, cortex,
+                                                                             tmp_path, max_items):
+    """A review: a note's item written (from another connection) while the areas step read the
+    items made it fail with IndexError, or, past max_items, gave its label to the newest item
+    read. Written at any point of a full recompute (SQLite's progress handler, every 50 steps
+    of the step's statements), the areas are those of the store without the note, its item left
+    to the next run, or, written before the step's reads began, those of the store with it."""
+    import shutil
+
+    from cortex_core.errors import StoreBusy
+    from cortex_core.memory.notes import add_note
+    from cortex_core.store.store import open_note_writer
+    fast_history(repo, 60)
+    cortex.index(model="none")
+    with open_writer(cortex.db) as con:
+        con.execute("delete from meta where key = 'areas_basis'")
+    base = tmp_path / "base.db"
+    shutil.copy(cortex.db, base)   # the writer checkpointed and closed: the file is whole
+    settings = replace(ClusterSettings(), max_items=max_items)
+
+    def note(db, wait: bool = True) -> None:
+        writer = open_note_writer(db)
+        if not wait:   # the step's own write transaction holds the lock: the note comes after
+            writer.setbusytimeout(0)
+        try:
+            add_note(writer, repo.path, "client.py", "the deadline is the server's")
+        finally:
+            writer.close()
+
+    def recompute(at: int | None, before: bool = False) -> tuple[int, dict]:
+        db = tmp_path / f"run{at}{before}.db"
+        shutil.copy(base, db)
+        if before:
+            note(db)
+        con = open_writer(db)
+        calls, waiting = [0], []
+
+        def handler() -> bool:
+            calls[0] += 1
+            if calls[0] == at:
+                try:
+                    note(db, wait=False)
+                except StoreBusy:
+                    waiting.append(at)
+            return False   # go on
+
+        con.set_progress_handler(handler, 50)
+        update_areas(con, settings, None, block=16)
+        con.set_progress_handler(None, 0)
+        if waiting:
+            note(db)
+        return calls[0], dict(con.execute("select id, cluster from items"))
+
+    total, without = recompute(None)
+    _, with_note = recompute(None, before=True)
+    (note_item,) = with_note.keys() - without.keys()
+    left = {**without, note_item: None}
+    assert total > 20 and left != with_note
+    for at in sorted({1, 2, 3, total // 8, total // 4, total // 2, 3 * total // 4, total - 1}):
+        assert recompute(at)[1] in (left, with_note), at

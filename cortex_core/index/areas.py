@@ -87,11 +87,22 @@ def update_areas(con, settings: ClusterSettings, embedder,
     from cortex_core.memory.spectral import SpectralSettings
     spectral = SpectralSettings(knn=settings.knn, min_clusters=min_areas(count, settings),
                                 max_clusters=settings.max_clusters, max_items=settings.max_items)
-    if count > settings.max_items:
-        from cortex_core.index.areas_sample import recluster_sampled
-        ids, result, terms, df = recluster_sampled(con, basis, spectral, block)
-    else:
-        ids, result, terms, df = _recluster_exactly(con, basis, spectral, block)
+    # Every read of the computation in one snapshot: an item written meanwhile (a note's, from
+    # another connection) was read by some of its passes and not others (an IndexError, or its
+    # label given to the newest item read). Nothing is written until _store, which leaves such
+    # an item to the next run's placement.
+    snapshot = not con.in_transaction
+    if snapshot:
+        con.execute("begin")
+    try:
+        if count > settings.max_items:
+            from cortex_core.index.areas_sample import recluster_sampled
+            ids, result, terms, df = recluster_sampled(con, basis, spectral, block)
+        else:
+            ids, result, terms, df = _recluster_exactly(con, basis, spectral, block)
+    finally:
+        if snapshot:
+            con.execute("commit")   # a read: nothing to write
     _store(con, ids, result, terms, basis, count, df)
     if progress:
         progress(1, 1, "areas")
