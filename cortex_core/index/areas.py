@@ -101,8 +101,10 @@ def update_areas(con, settings: ClusterSettings, embedder,
         else:
             ids, result, terms, df = _recluster_exactly(con, basis, spectral, block)
     finally:
-        if snapshot:
-            con.execute("commit")   # a read: nothing to write
+        # A read: nothing to write. An I/O error or a full disk has rolled it back already,
+        # and its error is the one to raise.
+        if snapshot and con.in_transaction:
+            con.execute("commit")
     _store(con, ids, result, terms, basis, count, df)
     if progress:
         progress(1, 1, "areas")
