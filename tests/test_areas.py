@@ -413,3 +413,39 @@ def test_an_io_error_in_the_areas_reads_is_the_error_raised(repo, cortex):
     finally:
         armed[0] = False
         vfs.unregister()
+
+
+def test_a_note_superseded_while_the_areas_are_computed_is_left_to_the_next_run(repo, cortex):
+    """A note superseded (from another connection) while a full recompute reads the items: its
+    item is deleted and its successor's written, which takes the same id when it was the newest
+    item. The successor got the area computed for the text it replaced; it is now left to the
+    next run's placement, as any item written meanwhile."""
+    from cortex_core.memory.notes import add_note, supersede_note
+    from cortex_core.store.store import open_note_writer
+    fast_history(repo, 60)
+    cortex.index(model="none")
+    writer = open_note_writer(cortex.db)
+    first = add_note(writer, repo.path, "client.py", "the deadline is the server's")
+    cortex.index(model="none")   # the note's item placed
+    con = open_writer(cortex.db)
+    with con:
+        con.execute("delete from meta where key = 'areas_basis'")
+    old_item = con.execute("select max(id) from items").get
+    assert con.execute("select note_id, cluster is not null from items where id = ?",
+                       (old_item,)).fetchone() == (first.id, 1)
+    calls = [0]
+
+    def handler() -> bool:
+        calls[0] += 1
+        if calls[0] == 1:   # the step's first read: its snapshot has begun
+            supersede_note(writer, repo.path, first.id, "a text of other words entirely")
+        return False
+
+    con.set_progress_handler(handler, 50)
+    update_areas(con, ClusterSettings(), None, block=16)
+    con.set_progress_handler(None, 0)
+    writer.close()
+    new_item, note_id, cluster = con.execute(
+        "select id, note_id, cluster from items where kind = 'note'").fetchone()
+    assert note_id != first.id and new_item == old_item   # the id was reused
+    assert cluster is None

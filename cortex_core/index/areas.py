@@ -100,12 +100,17 @@ def update_areas(con, settings: ClusterSettings, embedder,
             ids, result, terms, df = recluster_sampled(con, basis, spectral, block)
         else:
             ids, result, terms, df = _recluster_exactly(con, basis, spectral, block)
+        # What each note's item held when read: a note superseded meanwhile deletes its item
+        # and writes its successor's, which takes the same id when it was the newest (SQLite
+        # reuses the largest rowid); the successor must not get the area computed for the text
+        # it replaced. Other items are written by the index run only, never meanwhile.
+        notes = dict(con.execute("select id, text_hash from items where kind = 'note'"))
     finally:
         # A read: nothing to write. An I/O error or a full disk has rolled it back already,
         # and its error is the one to raise.
         if snapshot and con.in_transaction:
             con.execute("commit")
-    _store(con, ids, result, terms, basis, count, df)
+    _store(con, ids, notes, result, terms, basis, count, df)
     if progress:
         progress(1, 1, "areas")
     return result.k
@@ -263,18 +268,21 @@ def _links(con, index: dict[int, int]) -> list[tuple[int, int, float]]:
     return links
 
 
-def _store(con, ids, result, terms: list[list[str]], basis: str, count: int,
-           df: dict | None) -> None:
-    """Labels, clusters and what they were computed from, in one transaction; `df`: the
-    lexical document frequencies that new items will be weighted with."""
+def _store(con, ids, notes: dict[int, str], result, terms: list[list[str]], basis: str,
+           count: int, df: dict | None) -> None:
+    """Labels, clusters and what they were computed from, in one transaction; `notes`: the
+    text hash of each note's item as read (one that holds another text now is left to the next
+    run's placement); `df`: the lexical document frequencies that new items will be weighted
+    with."""
     import numpy as np
     with con:
         if df is not None:
             set_meta(con, "areas_df", json.dumps(df))
         con.execute("update items set cluster = null")
         con.execute("delete from clusters")
-        con.executemany("update items set cluster = ? where id = ?",
-                        ((int(label) if label >= 0 else NO_AREA, int(item))
+        con.executemany("update items set cluster = ?1 where id = ?2"
+                        " and (?3 is null or text_hash = ?3)",
+                        ((int(label) if label >= 0 else NO_AREA, int(item), notes.get(int(item)))
                          for item, label in zip(ids, result.labels)))
         for cid in range(result.k):
             span = con.execute("select count(*), min(time), max(time) from items where cluster = ?",
