@@ -65,7 +65,7 @@ from cortex_core.git.ownership import check_owner, identity as repository_identi
 from cortex_core.store.store import (REPOSITORY_META, get_meta, loose_check_state, open_writer,
                                      queue_slot, record_loose_check, remove_database,
                                      sample_commits, set_meta, set_store_id, shipped_store,
-                                     writer_lock)
+                                     turn_wanted, writer_lock)
 from cortex_core.lang.symbols import Symbol
 from cortex_core.index.simplified import update_pruned
 from cortex_core.index.versions import VersionGraph
@@ -868,7 +868,8 @@ class _Indexer:
                     done += 1
                     if self.progress:
                         self.progress(done, total)
-                    if time.monotonic() - batch_start >= BATCH_SECONDS:
+                    if time.monotonic() - batch_start >= BATCH_SECONDS \
+                            or turn_wanted(self.con):
                         break
             batch_start = time.monotonic()
 

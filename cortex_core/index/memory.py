@@ -17,7 +17,7 @@ from cortex_core.memory.embeddings import (BATCH, Embedder, ModelUnavailable, lo
                                           text_hash)
 from cortex_core.text.redact import redact, redact_pair
 from cortex_core.memory.segments import Section, commit_segments, doc_sections, is_doc_path
-from cortex_core.store.store import get_meta, set_meta
+from cortex_core.store.store import get_meta, hand_over, set_meta
 from cortex_core.memory.tokens import CODE_PATH_WORDS, expand, path_words
 
 Progress = Callable[[int, int, str], None]
@@ -121,6 +121,7 @@ def add_commit_items(con, progress: Progress | None = None) -> int:
     for done, (commit_id, subject, body, kind, when, code_words) in enumerate(pending, 1):
         if progress and done % 500 == 0:
             progress(done, len(pending), "commit messages")
+        hand_over(con)   # a note waits: commit what is done (sympy's 65k items take 30 s)
         # By name: the tables' keys would give the ids' order, and a segment keeps the first of
         # its paths' words and of its symbols (PATH_WORDS, MAX_QUALNAMES).
         files = con.execute("select f.id, f.path from file_changes fc join files f"

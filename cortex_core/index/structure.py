@@ -29,7 +29,7 @@ from cortex_core.lang.languages import language_for_path
 from cortex_core.lang.test_paths import is_test_path
 from cortex_core.index.resolve import RESOLVER_VERSION, RefRow, Resolver, Target, local_name
 from cortex_core.index.skip_rules import skip_by_content, skip_by_path
-from cortex_core.store.store import get_meta, set_meta
+from cortex_core.store.store import get_meta, set_meta, turn_wanted
 
 if TYPE_CHECKING:
     from cortex_core.lang.symbols import SymbolParser
@@ -213,7 +213,7 @@ class _Batch:
         return self
 
     def tick(self) -> None:
-        if time.monotonic() - self._since >= BATCH_SECONDS:
+        if time.monotonic() - self._since >= BATCH_SECONDS or turn_wanted(self._con):
             self._open = False   # committed or rolled back, whatever the commit raises
             self._con.__exit__(None, None, None)
             self.__enter__()

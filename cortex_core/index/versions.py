@@ -29,7 +29,7 @@ from typing import Callable
 import apsw
 
 from cortex_core.index import commit_graph
-from cortex_core.store.store import get_meta, set_meta
+from cortex_core.store.store import get_meta, set_meta, turn_wanted
 
 MAX_STATES = 512      # maps of open branches kept in memory; beyond, the walker answers
 POINT_QUERIES = 64    # a file's changes asked one by one before all are read (_Walker._touch)
@@ -94,7 +94,7 @@ class VersionGraph:
                         waiting[child] -= 1
                         if waiting[child] == 0:
                             heapq.heappush(ready, (pending[child][0], child))
-                    if time.monotonic() - started >= BATCH_SECONDS:
+                    if time.monotonic() - started >= BATCH_SECONDS or turn_wanted(con):
                         break
                 con.executemany("update commits set versioned = 1 where id = ?", done)
         return self.versioned

@@ -22,6 +22,7 @@ import apsw
 from cortex_core.errors import (DamagedStore, Hint, IndexerBusy, IndexQueued, NewerSchema,
                                 NoIndex, OlderSchema, StoreBusy, StoreError)
 from cortex_core.store.schema import BACKFILLS, MIGRATIONS
+from cortex_core.store.turns import SUFFIXES, IndexerTurns, note_turn
 
 if TYPE_CHECKING:   # annotations only: typing's full import is not needed to open a store
     from collections.abc import Callable, Iterable, Iterator
@@ -43,12 +44,83 @@ def _vec_extension_path() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _connect(path: Path | str, flags: int, shown: Path | str | None = None) -> apsw.Connection:
-    """`shown`: the path messages name when `path` is a URI."""
+_BUSY_MS = 5000   # how long a connection waits for another's write lock
+
+
+class _Writer(apsw.Connection):
+    """The indexer's connection. Each transaction that `with con:` opens (the outermost one)
+    takes the write lock first (BEGIN IMMEDIATE, with APSW's savepoint inside it), after a note
+    writer that asked for its turn (turns.py); nested `with` blocks stay savepoints.
+
+    A deferred transaction reads before it writes, and SQLite does not wait for a read to
+    become a write once another connection has written since: a note written then stopped the
+    index run ("database is locked"). Taking the lock first fixes that; the turns keep notes
+    from starving, as they did when this alone was tried."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._began: list[bool] = []   # per `with` level: whether it began the transaction
+        self.turns = IndexerTurns(self, self.filename)
+
+    def hand_over(self) -> None:
+        """Commit, let a waiting note writer write, and begin again, when one waits and this is
+        the transaction's only level (a savepoint inside a caller's cannot commit). A failed
+        commit or begin leaves no level open (`__exit__` then lets its caller's error pass)."""
+        if self._began == [True] and self.turns.wanted():
+            self.__exit__(None, None, None)
+            self.__enter__()
+
+    def __enter__(self) -> "_Writer":
+        began = not self.in_transaction
+        if began:
+            with self.turns.before_begin():
+                self.execute("begin immediate")
+        try:
+            super().__enter__()
+            self._began.append(began)
+        except BaseException:
+            if began and self.in_transaction:
+                self.execute("rollback")
+            raise
+        return self
+
+    def __exit__(self, etype, evalue, tb) -> bool | None:
+        if not self._began:   # `hand_over` failed to commit or to begin again: nothing is open
+            return None
+        began = self._began.pop()
+        try:
+            result = super().__exit__(etype, evalue, tb)
+            if began and etype is None and self.in_transaction:
+                self.execute("commit")
+        except BaseException:
+            if began and self.in_transaction:
+                self.execute("rollback")
+            raise
+        if began and self.in_transaction:   # an error inside: the savepoint rolled back
+            self.execute("rollback")
+        return result
+
+
+def turn_wanted(con: apsw.Connection) -> bool:
+    """Whether a note writer waits for the indexer's connection `con` to commit (turns.py);
+    batch loops end their transaction early then."""
+    return isinstance(con, _Writer) and con.turns.wanted()
+
+
+def hand_over(con: apsw.Connection) -> None:
+    """Commit and begin again when a note writer waits (`_Writer.hand_over`); for loops inside
+    one `with con:` that cannot end it."""
+    if isinstance(con, _Writer):
+        con.hand_over()
+
+
+def _connect(path: Path | str, flags: int, shown: Path | str | None = None,
+             kind: type[apsw.Connection] = apsw.Connection) -> apsw.Connection:
+    """`shown`: the path messages name when `path` is a URI; `kind`: the connection's class."""
     shown = shown or path
     try:
-        con = apsw.Connection(str(path), flags=flags)
-        con.setbusytimeout(5000)
+        con = kind(str(path), flags=flags)
+        con.setbusytimeout(_BUSY_MS)
         ext = _vec_extension_path()
         if ext is not None:
             con.enable_load_extension(True)
@@ -105,7 +177,7 @@ def check_location(path: Path) -> None:
     `.cortex` itself, the database, its lock and its journal files. A cloned repository could
     otherwise make the indexer write (the lock's pid, the database) wherever the link points."""
     candidates = [path.parent] if path.parent.name == ".cortex" else []
-    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock", ".next")]
+    candidates += [Path(str(path) + s) for s in ("", "-wal", "-shm", ".lock", ".next", *SUFFIXES)]
     for candidate in candidates:
         if candidate.is_symlink():
             raise StoreError(f"refusing to use {candidate}: it is a symbolic link; remove it",
@@ -226,7 +298,7 @@ def open_note_writer(path: Path) -> apsw.Connection:
 def open_writer(path: Path) -> apsw.Connection:
     """A write connection, creating and migrating the store as needed. Callers hold `writer_lock`."""
     _prepare_folder(path)
-    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE, kind=_Writer)
     try:
         _check_ours(con, path)   # before the journal mode: another program's file stays as it was
     except StoreError:
@@ -436,17 +508,19 @@ def set_meta(con: apsw.Connection, key: str, value: str) -> None:
 
 @contextmanager
 def immediate(con: apsw.Connection) -> Iterator[None]:
-    """A write transaction that takes the write lock first. A deferred one that reads before it
-    writes fails at once with BUSY when the indexer holds the lock; this one waits the busy
+    """A note writer's transaction: its turn (turns.py), so that an index run lets it write
+    after the run's current item, then the write lock. A deferred transaction that reads before
+    it writes fails at once with BUSY when the indexer holds the lock; this one waits the busy
     timeout, then says the index is busy."""
-    try:
-        con.execute("begin immediate")
-    except apsw.BusyError:
-        raise StoreBusy("the index is busy (an indexer is writing)", Hint("retry")) from None
-    try:
-        yield
-    except BaseException:
-        con.execute("rollback")
-        raise
-    con.execute("commit")
+    with note_turn(con.filename):
+        try:
+            con.execute("begin immediate")
+        except apsw.BusyError:
+            raise StoreBusy("the index is busy (an indexer is writing)", Hint("retry")) from None
+        try:
+            yield
+        except BaseException:
+            con.execute("rollback")
+            raise
+        con.execute("commit")
 

@@ -1,0 +1,124 @@
+"""Turns between the indexer and note writers, so that neither stops the other.
+
+SQLite gives its write lock to whoever asks when it is free; it has no queue. An index run's
+transactions follow each other back to back (a batch of commits, then the next), and its
+connection asked for the lock again microseconds after each commit while a note writer's busy
+handler looked every 1-100 ms: a note written during a run waited out its busy timeout and
+failed ("the index is busy"), one in four in a probe on werkzeug. Two flocks beside the
+database hand the lock over instead:
+
+- `<db>.note`: a note writer holds it (exclusive) from before it waits for the write lock until
+  its transaction ends. The indexer looks at it between items (`wanted`): when it is held, it
+  commits early and lets the note go first (`store._Writer.hand_over`).
+- `<db>.turn`: the indexer holds it (exclusive) while it waits for a note writer to finish.
+  A note writer waits for it to be free before it takes `.note`: notes written back to back
+  cannot keep the indexer waiting, as each one lets the indexer's next transaction begin first.
+
+Every wait is bounded: a process that stopped while holding a lock (SIGSTOP, a debugger) makes
+the other side go on after its wait as before the turns existed (flocks go with their holder's
+death). Where a lock file cannot be opened (a folder this user cannot write to takes no notes
+anyway), no turn is taken or waited for.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import weakref
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+SUFFIXES = (".note", ".turn")
+INDEXER_WAIT_SECONDS = 10.0   # the indexer's wait for note writers, at most: more than theirs
+NOTE_WAIT_SECONDS = 5.0       # a note writer's wait for the indexer's turn and for other notes
+LOOK_SECONDS = 0.01           # how often a long transaction looks whether a note writer waits
+
+
+def _open(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError:   # ELOOP (a planted link: store.check_location names it), EACCES, EROFS
+        return None
+
+
+def _poll(fd: int, operation: int, seconds: float) -> bool:
+    """Take an flock, trying again for `seconds` at most (flock has no timeout of its own);
+    whether it was taken. The pauses stay short: what is waited for is a note's write, a few
+    milliseconds, or one item of the indexer's."""
+    deadline = time.monotonic() + seconds
+    pause = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)   # polling a lock another process holds: nothing to wait on
+            pause = min(pause * 2, 0.005)
+
+
+@contextmanager
+def note_turn(db: str) -> Iterator[None]:
+    """Around a note writer's transaction on the store `db` (its write lock taken inside)."""
+    note = _open(f"{db}.note") if db else None
+    turn = _open(f"{db}.turn") if note is not None else None
+    try:
+        if turn is not None and _poll(turn, fcntl.LOCK_SH, NOTE_WAIT_SECONDS):
+            fcntl.flock(turn, fcntl.LOCK_UN)   # the indexer waited for an earlier note: it goes
+        if note is not None and not _poll(note, fcntl.LOCK_EX, NOTE_WAIT_SECONDS):
+            os.close(note)   # other note writers for that long: go on without the turn
+            note = None
+        yield
+    finally:
+        for fd in (note, turn):
+            if fd is not None:
+                os.close(fd)   # lets its flock go
+
+
+class IndexerTurns:
+    """The indexer's side, for one connection to the store `db`."""
+
+    def __init__(self, owner: object, db: str) -> None:
+        self._note = _open(f"{db}.note") if db else None
+        self._turn = _open(f"{db}.turn") if self._note is not None else None
+        self._next_look = 0.0
+        for fd in (self._note, self._turn):
+            if fd is not None:
+                weakref.finalize(owner, os.close, fd)
+
+    def wanted(self) -> bool:
+        """Whether a note writer holds `.note` (it waits for the write lock, or is about to).
+        Looked at every LOOK_SECONDS at most: loops ask at every item."""
+        now = time.monotonic()
+        if self._note is None or now < self._next_look:
+            return False
+        self._next_look = now + LOOK_SECONDS
+        try:
+            fcntl.flock(self._note, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._note, fcntl.LOCK_UN)
+        return False
+
+    @contextmanager
+    def before_begin(self) -> Iterator[None]:
+        """Around the indexer's BEGIN: when a note writer holds `.note`, hold `.turn` (later
+        notes wait) and wait for `.note` to be free, at most INDEXER_WAIT_SECONDS."""
+        if self._note is None or self._turn is None or _poll(self._note, fcntl.LOCK_SH, 0):
+            if self._note is not None:
+                fcntl.flock(self._note, fcntl.LOCK_UN)
+            yield
+            return
+        turn = _poll(self._turn, fcntl.LOCK_EX, 0)   # another connection's wait: go on beside it
+        try:
+            if _poll(self._note, fcntl.LOCK_SH, INDEXER_WAIT_SECONDS):
+                fcntl.flock(self._note, fcntl.LOCK_UN)
+            yield
+        finally:
+            if turn:
+                fcntl.flock(self._turn, fcntl.LOCK_UN)
