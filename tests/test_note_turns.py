@@ -162,3 +162,65 @@ def test_notes_written_back_to_back_during_an_index_run_neither_fail_nor_stop_it
     assert _notes(indexed.db) == written
     con = indexed.reader()
     assert con.execute("select count(*) from commits").get == 401
+
+
+def test_a_note_writer_outwaited_once_is_not_waited_for_again_until_seen_free(indexed,
+                                                                             monkeypatch):
+    """A review: a note writer stopped (Ctrl-Z, a debugger) while it held `.note` made every
+    item of the run a transaction of its own (it was always wanted), each after the indexer's
+    full wait: 10 s an item. Outwaited once, it is not wanted nor waited for again until
+    `.note` is seen free."""
+    monkeypatch.setattr(turns, "INDEXER_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(turns, "LOOK_SECONDS", 0.0)
+    con = open_writer(indexed.db)
+    held = os.open(f"{indexed.db}.note", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert con.turns.wanted()
+        with con:   # waits INDEXER_WAIT_SECONDS, then goes on
+            con.execute("insert into meta(key, value) values ('one', '1')")
+        assert not con.turns.wanted()
+        fcntl.flock(held, fcntl.LOCK_UN)
+        assert not con.turns.wanted()   # seen free
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert con.turns.wanted()       # a note writer again, waited for again
+    finally:
+        os.close(held)
+
+
+def test_a_notes_waits_for_the_turns_and_the_lock_are_one_wait(indexed, monkeypatch):
+    """A review: a note waited 5 s for the indexer's `.turn`, 5 s for another note's `.note`,
+    then the busy timeout's 5 s. The three now share NOTE_WAIT_SECONDS: what the turns took is
+    not left to the lock."""
+    monkeypatch.setattr(turns, "NOTE_WAIT_SECONDS", 0.1)
+    with turns.note_turn(str(indexed.db)) as left:
+        assert 0.0 < left <= 0.1
+    held = os.open(f"{indexed.db}.turn", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)   # an indexer stopped while it waits for a note
+        with turns.note_turn(str(indexed.db)) as left:
+            assert left == 0.0
+    finally:
+        os.close(held)
+
+
+def test_an_index_run_behind_a_long_note_import_is_told_what_holds_the_lock(indexed,
+                                                                            monkeypatch):
+    """A note import holds the write lock for its whole transaction: an index run that waited
+    for it past its waits says that another process holds the lock, not "an indexer"."""
+    from cortex_core.errors import StoreBusy
+    monkeypatch.setattr(turns, "INDEXER_WAIT_SECONDS", 0.05)
+    con = open_writer(indexed.db)
+    con.setbusytimeout(50)
+    note = open_note_writer(indexed.db)
+    with turns.note_turn(str(indexed.db)):
+        note.execute("begin immediate")
+        try:
+            with pytest.raises(StoreBusy, match="another process holds the index's write lock"):
+                with con:
+                    con.execute("insert into meta(key, value) values ('x', '1')")
+        finally:
+            note.execute("rollback")
+    assert not con.in_transaction
+    with con:
+        con.execute("insert into meta(key, value) values ('x', '1')")

@@ -74,7 +74,11 @@ class _Writer(apsw.Connection):
         began = not self.in_transaction
         if began:
             with self.turns.before_begin():
-                self.execute("begin immediate")
+                try:
+                    self.execute("begin immediate")
+                except apsw.BusyError:   # not another indexer: the writer lock keeps them out
+                    raise StoreBusy("another process holds the index's write lock (a note "
+                                    "being written or imported?)", Hint("retry")) from None
         try:
             super().__enter__()
             self._began.append(began)
@@ -99,6 +103,27 @@ class _Writer(apsw.Connection):
         if began and self.in_transaction:   # an error inside: the savepoint rolled back
             self.execute("rollback")
         return result
+
+
+class _NoteWriter(apsw.Connection):
+    """A note writer's connection. Its busy handler waits until `deadline` when one is set
+    (`immediate`: what is left of one wait for the turns and the lock), else _BUSY_MS, and
+    looks every millisecond: SQLite's own handler looks every 100 ms after its first second,
+    time the indexer, waiting for this note, spent idle."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline: float | None = None
+        self._until = 0.0
+
+    def busy(self, tries: int) -> bool:
+        now = time.monotonic()
+        if tries == 0:
+            self._until = now + _BUSY_MS / 1000
+        if now >= (self.deadline if self.deadline is not None else self._until):
+            return False
+        time.sleep(0.001)   # SQLite asks again when this returns: there is nothing to wait on
+        return True
 
 
 def turn_wanted(con: apsw.Connection) -> bool:
@@ -286,7 +311,9 @@ def open_note_writer(path: Path) -> apsw.Connection:
     check_location(path)
     if not path.is_file():
         raise NoIndex(f"no index at {path}", Hint("index"))
-    con = _connect(path, apsw.SQLITE_OPEN_READWRITE)
+    con = _connect(path, apsw.SQLITE_OPEN_READWRITE, kind=_NoteWriter)
+    assert isinstance(con, _NoteWriter)
+    con.setbusyhandler(con.busy)
     version = _check_not_newer(con, path)
     if version < SCHEMA_VERSION:
         con.close()
@@ -512,11 +539,16 @@ def immediate(con: apsw.Connection) -> Iterator[None]:
     after the run's current item, then the write lock. A deferred transaction that reads before
     it writes fails at once with BUSY when the indexer holds the lock; this one waits the busy
     timeout, then says the index is busy."""
-    with note_turn(con.filename):
+    with note_turn(con.filename) as seconds_left:
+        if isinstance(con, _NoteWriter):
+            con.deadline = time.monotonic() + seconds_left
         try:
             con.execute("begin immediate")
         except apsw.BusyError:
             raise StoreBusy("the index is busy (an indexer is writing)", Hint("retry")) from None
+        finally:
+            if isinstance(con, _NoteWriter):
+                con.deadline = None
         try:
             yield
         except BaseException:

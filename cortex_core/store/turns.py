@@ -63,17 +63,20 @@ def _poll(fd: int, operation: int, seconds: float) -> bool:
 
 
 @contextmanager
-def note_turn(db: str) -> Iterator[None]:
-    """Around a note writer's transaction on the store `db` (its write lock taken inside)."""
+def note_turn(db: str) -> Iterator[float]:
+    """Around a note writer's transaction on the store `db`; yields the seconds left of its
+    NOTE_WAIT_SECONDS, for the write lock it takes inside: one wait in all, as before the turns
+    (they added up to 15 s when the indexer and another note held theirs)."""
+    deadline = time.monotonic() + NOTE_WAIT_SECONDS
     note = _open(f"{db}.note") if db else None
     turn = _open(f"{db}.turn") if note is not None else None
     try:
-        if turn is not None and _poll(turn, fcntl.LOCK_SH, NOTE_WAIT_SECONDS):
+        if turn is not None and _poll(turn, fcntl.LOCK_SH, deadline - time.monotonic()):
             fcntl.flock(turn, fcntl.LOCK_UN)   # the indexer waited for an earlier note: it goes
-        if note is not None and not _poll(note, fcntl.LOCK_EX, NOTE_WAIT_SECONDS):
-            os.close(note)   # other note writers for that long: go on without the turn
+        if note is not None and not _poll(note, fcntl.LOCK_EX, deadline - time.monotonic()):
+            os.close(note)   # other note writers until the deadline: go on without the turn
             note = None
-        yield
+        yield max(deadline - time.monotonic(), 0.0)
     finally:
         for fd in (note, turn):
             if fd is not None:
@@ -87,6 +90,10 @@ class IndexerTurns:
         self._note = _open(f"{db}.note") if db else None
         self._turn = _open(f"{db}.turn") if self._note is not None else None
         self._next_look = 0.0
+        # A note writer outwaited (INDEXER_WAIT_SECONDS) is not waited for again until `.note`
+        # is seen free: one stopped while it held it (Ctrl-Z, a debugger) made every item of
+        # the run a transaction of its own, each after that wait (10 s an item).
+        self._stuck = False
         for fd in (self._note, self._turn):
             if fd is not None:
                 weakref.finalize(owner, os.close, fd)
@@ -98,26 +105,32 @@ class IndexerTurns:
         if self._note is None or now < self._next_look:
             return False
         self._next_look = now + LOOK_SECONDS
+        return self._held() and not self._stuck
+
+    def _held(self) -> bool:
+        """Whether a note writer holds `.note` now; seen free, it is waited for again."""
+        assert self._note is not None
         try:
             fcntl.flock(self._note, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
         fcntl.flock(self._note, fcntl.LOCK_UN)
+        self._stuck = False
         return False
 
     @contextmanager
     def before_begin(self) -> Iterator[None]:
         """Around the indexer's BEGIN: when a note writer holds `.note`, hold `.turn` (later
         notes wait) and wait for `.note` to be free, at most INDEXER_WAIT_SECONDS."""
-        if self._note is None or self._turn is None or _poll(self._note, fcntl.LOCK_SH, 0):
-            if self._note is not None:
-                fcntl.flock(self._note, fcntl.LOCK_UN)
+        if self._note is None or self._turn is None or not self._held() or self._stuck:
             yield
             return
         turn = _poll(self._turn, fcntl.LOCK_EX, 0)   # another connection's wait: go on beside it
         try:
             if _poll(self._note, fcntl.LOCK_SH, INDEXER_WAIT_SECONDS):
                 fcntl.flock(self._note, fcntl.LOCK_UN)
+            else:
+                self._stuck = True
             yield
         finally:
             if turn:
