@@ -313,12 +313,17 @@ def open_note_writer(path: Path) -> apsw.Connection:
         raise NoIndex(f"no index at {path}", Hint("index"))
     con = _connect(path, apsw.SQLITE_OPEN_READWRITE, kind=_NoteWriter)
     assert isinstance(con, _NoteWriter)
+    # The handler is the connection's own method: a cycle that only close() breaks (the garbage
+    # collector does not see into APSW's handlers), so every way out below closes it.
     con.setbusyhandler(con.busy)
-    version = _check_not_newer(con, path)
-    if version < SCHEMA_VERSION:
+    try:
+        version = _check_not_newer(con, path)
+        if version < SCHEMA_VERSION:
+            raise _older(path, version)
+        con.execute("pragma foreign_keys=on")
+    except BaseException:
         con.close()
-        raise _older(path, version)
-    con.execute("pragma foreign_keys=on")
+        raise
     return con
 
 

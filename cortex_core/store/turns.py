@@ -7,17 +7,22 @@ handler looked every 1-100 ms: a note written during a run waited out its busy t
 failed ("the index is busy"), one in four in a probe on werkzeug. Two flocks beside the
 database hand the lock over instead:
 
-- `<db>.note`: a note writer holds it (exclusive) from before it waits for the write lock until
-  its transaction ends. The indexer looks at it between items (`wanted`): when it is held, it
-  commits early and lets the note go first (`store._Writer.hand_over`).
-- `<db>.turn`: the indexer holds it (exclusive) while it waits for a note writer to finish.
-  A note writer waits for it to be free before it takes `.note`: notes written back to back
-  cannot keep the indexer waiting, as each one lets the indexer's next transaction begin first.
+- `<db>.note`: a note writer holds it (shared: note writers do not wait for each other here)
+  from before it waits for the write lock until its transaction ends. The indexer looks at it
+  between items (`wanted`: can it be taken exclusively?); when a note writer holds it, the
+  indexer commits early and waits until none does (`store._Writer.hand_over`).
+- `<db>.turn`: the indexer holds it (exclusive) while it waits for note writers to finish.
+  A note writer waits for it to be free, at most NOTE_TURN_SECONDS, before it takes `.note`:
+  notes written back to back cannot keep the indexer waiting, as each one lets the indexer's
+  next transaction begin first.
 
-Every wait is bounded: a process that stopped while holding a lock (SIGSTOP, a debugger) makes
-the other side go on after its wait as before the turns existed (flocks go with their holder's
-death). Where a lock file cannot be opened (a folder this user cannot write to takes no notes
-anyway), no turn is taken or waited for.
+Every wait is bounded. A note writer stopped while it holds `.note` (Ctrl-Z, a debugger) is
+waited for once (INDEXER_WAIT_SECONDS); from then on, until `.note` is seen free, the indexer
+hands over about once a second and waits STUCK_WAIT_SECONDS only, which lets the other notes
+write (waiting for it as for a live one made each item of the run take 10 s; not handing over
+at all made the other notes fail). A note writer's waits share one NOTE_WAIT_SECONDS. Flocks go
+with their holder's death. Where a lock file cannot be opened (a folder this user cannot write
+to takes no notes anyway), no turn is taken or waited for.
 """
 
 from __future__ import annotations
@@ -34,8 +39,11 @@ if TYPE_CHECKING:
 
 SUFFIXES = (".note", ".turn")
 INDEXER_WAIT_SECONDS = 10.0   # the indexer's wait for note writers, at most: more than theirs
-NOTE_WAIT_SECONDS = 5.0       # a note writer's wait for the indexer's turn and for other notes
+NOTE_WAIT_SECONDS = 5.0       # a note writer's waits in all: the indexer's turn, the write lock
+NOTE_TURN_SECONDS = 1.0       # of which for the indexer's turn, at most (it may be stopped)
 LOOK_SECONDS = 0.01           # how often a long transaction looks whether a note writer waits
+STUCK_LOOK_SECONDS = 1.0      # the same, past a note writer that did not finish in time
+STUCK_WAIT_SECONDS = 0.05     # the indexer's wait then: enough for live notes to write
 
 
 def _open(path: str) -> int | None:
@@ -71,10 +79,11 @@ def note_turn(db: str) -> Iterator[float]:
     note = _open(f"{db}.note") if db else None
     turn = _open(f"{db}.turn") if note is not None else None
     try:
-        if turn is not None and _poll(turn, fcntl.LOCK_SH, deadline - time.monotonic()):
-            fcntl.flock(turn, fcntl.LOCK_UN)   # the indexer waited for an earlier note: it goes
-        if note is not None and not _poll(note, fcntl.LOCK_EX, deadline - time.monotonic()):
-            os.close(note)   # other note writers until the deadline: go on without the turn
+        if turn is not None and _poll(turn, fcntl.LOCK_SH, NOTE_TURN_SECONDS):
+            fcntl.flock(turn, fcntl.LOCK_UN)   # the indexer waited for earlier notes: it went
+        # Shared: refused only for the instant the indexer looks (or by a stopped indexer).
+        if note is not None and not _poll(note, fcntl.LOCK_SH, deadline - time.monotonic()):
+            os.close(note)
             note = None
         yield max(deadline - time.monotonic(), 0.0)
     finally:
@@ -90,47 +99,47 @@ class IndexerTurns:
         self._note = _open(f"{db}.note") if db else None
         self._turn = _open(f"{db}.turn") if self._note is not None else None
         self._next_look = 0.0
-        # A note writer outwaited (INDEXER_WAIT_SECONDS) is not waited for again until `.note`
-        # is seen free: one stopped while it held it (Ctrl-Z, a debugger) made every item of
-        # the run a transaction of its own, each after that wait (10 s an item).
-        self._stuck = False
+        self.stuck = False   # a note writer did not finish within INDEXER_WAIT_SECONDS
         for fd in (self._note, self._turn):
             if fd is not None:
                 weakref.finalize(owner, os.close, fd)
 
     def wanted(self) -> bool:
         """Whether a note writer holds `.note` (it waits for the write lock, or is about to).
-        Looked at every LOOK_SECONDS at most: loops ask at every item."""
+        Looked at every LOOK_SECONDS at most (loops ask at every item); STUCK_LOOK_SECONDS
+        past a note writer that did not finish."""
         now = time.monotonic()
         if self._note is None or now < self._next_look:
             return False
-        self._next_look = now + LOOK_SECONDS
-        return self._held() and not self._stuck
+        self._next_look = now + (STUCK_LOOK_SECONDS if self.stuck else LOOK_SECONDS)
+        return not self._free()
 
-    def _held(self) -> bool:
-        """Whether a note writer holds `.note` now; seen free, it is waited for again."""
+    def _free(self) -> bool:
+        """Whether no note writer holds `.note` now; seen free, none is stuck."""
         assert self._note is not None
-        try:
-            fcntl.flock(self._note, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+        if not _poll(self._note, fcntl.LOCK_EX, 0):
+            return False
         fcntl.flock(self._note, fcntl.LOCK_UN)
-        self._stuck = False
-        return False
+        self.stuck = False
+        return True
 
     @contextmanager
     def before_begin(self) -> Iterator[None]:
-        """Around the indexer's BEGIN: when a note writer holds `.note`, hold `.turn` (later
-        notes wait) and wait for `.note` to be free, at most INDEXER_WAIT_SECONDS."""
-        if self._note is None or self._turn is None or not self._held() or self._stuck:
+        """Around the indexer's BEGIN: when note writers hold `.note`, hold `.turn` (later
+        notes wait) and wait for `.note` to be free, at most INDEXER_WAIT_SECONDS (or
+        STUCK_WAIT_SECONDS, past one that did not finish)."""
+        if self._note is None or self._turn is None or self._free():
             yield
             return
         turn = _poll(self._turn, fcntl.LOCK_EX, 0)   # another connection's wait: go on beside it
         try:
-            if _poll(self._note, fcntl.LOCK_SH, INDEXER_WAIT_SECONDS):
+            if _poll(self._note, fcntl.LOCK_EX,
+                     STUCK_WAIT_SECONDS if self.stuck else INDEXER_WAIT_SECONDS):
                 fcntl.flock(self._note, fcntl.LOCK_UN)
-            else:
-                self._stuck = True
+                self.stuck = False
+            elif not self.stuck:
+                self.stuck = True
+                self._next_look = time.monotonic() + STUCK_LOOK_SECONDS
             yield
         finally:
             if turn:
