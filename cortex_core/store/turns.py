@@ -44,6 +44,7 @@ NOTE_TURN_SECONDS = 1.0       # of which for the indexer's turn, at most (it may
 LOOK_SECONDS = 0.01           # how often a long transaction looks whether a note writer waits
 STUCK_LOOK_SECONDS = 1.0      # the same, past a note writer that did not finish in time
 STUCK_WAIT_SECONDS = 0.05     # the indexer's wait then: enough for live notes to write
+TURN_TAKE_SECONDS = 0.05      # the indexer's wait to take `.turn` (notes look at it shared)
 
 
 def _open(path: str) -> int | None:
@@ -131,7 +132,10 @@ class IndexerTurns:
         if self._note is None or self._turn is None or self._free():
             yield
             return
-        turn = _poll(self._turn, fcntl.LOCK_EX, 0)   # another connection's wait: go on beside it
+        # A note writer holds `.turn` shared for an instant when it looks at it: one try alone
+        # missed it now and then, and six writers back to back then kept `.note` held for the
+        # whole wait and stopped the run (a review). Held by more than that: go on beside it.
+        turn = _poll(self._turn, fcntl.LOCK_EX, TURN_TAKE_SECONDS)
         try:
             if _poll(self._note, fcntl.LOCK_EX,
                      STUCK_WAIT_SECONDS if self.stuck else INDEXER_WAIT_SECONDS):
