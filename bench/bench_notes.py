@@ -171,11 +171,14 @@ def render(report: dict) -> str:
               "note p50 / p90 / max"] + (["back to back"] if report["tight"] else [])
     lines.append(bl.table(rows, header))
     for m in report["versions"]:
+        name = Path(m["code"]).name
         for error in m["with_notes"]["errors"]:
-            lines.append(f"{Path(m['code']).name}: {bl.clip(error, 90)}")
-        if m.get("tight", {}).get("error") or m["with_notes"]["error"]:
-            lines.append(f"{Path(m['code']).name}: the run said "
-                         f"{bl.clip(m.get('tight', {}).get('error') or m['with_notes']['error'], 90)}")
+            lines.append(f"{name}: a note said {bl.clip(error, 90)}")
+        for run in ("alone", "with_notes", "tight"):
+            if m.get(run, {}).get("error"):
+                lines.append(f"{name}: the run {run.replace('_', ' ')} said "
+                             f"{bl.clip(m[run]['error'], 90)}")
+    lines += bl.environment_lines(report["environment"])
     return "\n".join(lines)
 
 
