@@ -514,6 +514,47 @@ def _read_alone(repo, shas: list[str]) -> list:
     return _what_records_say([reader.read(reader.repo.get(sha)) for sha in shas])
 
 
+@pytest.mark.parametrize("total,workers", [(18_456, 2), (50_332, 2), (5_000, 1), (1_000, 2),
+                                           (300, 4), (1, 2), (0, 2)])
+def test_ranges_shrink_towards_the_end_and_tile_the_history(total, workers):
+    """Ranges are cut as they are handed out, a share of what is left: long first, short at the
+    end (the last worker reads on alone for about one short range), contiguous, every commit
+    in exactly one, none a stub."""
+    from cortex_core.index.read_pool import MIN_RANGE, next_range
+    sizes, first = [], 0
+    while (taken := next_range(first, total, workers)) is not None:
+        assert taken[0] == first and taken[1] > first
+        sizes.append(taken[1] - first)
+        first = taken[1]
+    assert first == total and next_range(total, total, workers) is None
+    assert all(a >= b for a, b in zip(sizes, sizes[1:-1]))   # the last may take a stub in
+    if total == 0:
+        assert sizes == []
+        return
+    assert sizes == [total] or (all(size >= MIN_RANGE for size in sizes[:-1])
+                                and MIN_RANGE // 2 <= sizes[-1] < 2 * MIN_RANGE)
+    if total >= 10_000:   # the tail: what is left when the last long range is handed out
+        assert sizes[0] > 4 * MIN_RANGE and sum(s for s in sizes if s < 2 * MIN_RANGE) >= MIN_RANGE
+
+
+def test_many_short_ranges_read_what_one_reader_reads(repo, monkeypatch):
+    """Ranges of a commit or two, interleaved between two workers (each range after the first
+    starts where the other worker's cache has not been): the records are one reader's."""
+    import cortex_core.index.read_pool as read_pool
+    for i in range(9):
+        repo.write("a.py", "".join(f"def f{j}():\n    return {i + j}\n" for j in range(i + 1)))
+        repo.write(f"b{i % 2}.py", f"class B:\n    def m(self):\n        return {i}\n")
+        repo.commit(f"c{i}", days_ago=10 - i)
+    shas = repo.git("rev-list", "--reverse", "HEAD").split()
+    monkeypatch.setattr(read_pool, "CHUNK", 1)
+    monkeypatch.setattr(read_pool, "MIN_RANGE", 1)
+    stats: dict = {}
+    got = dict(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=stats))
+    assert sorted(got) == list(range(len(shas)))
+    assert _what_records_say([got[i] for i in range(len(shas))]) == _read_alone(repo, shas)
+    assert stats["workers"] == 2 and stats["ranges"] >= 4
+
+
 def test_a_worker_over_its_memory_budget_is_replaced_and_reads_the_same(repo, monkeypatch):
     """A worker resident beyond index.worker_memory_mb stops before its next commit, even in the
     middle of a chunk, and is replaced by a fresh process that reads the rest (bounded memory,

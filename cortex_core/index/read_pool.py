@@ -242,8 +242,26 @@ def _items(records: list[CommitRecord]) -> int:
     return sum(len(r.symbols) + len(r.files) + len(r.merge_files) for r in records)
 
 
-RANGES_PER_WORKER = 3  # later history is often heavier: smaller ranges, handed out on demand,
-                       # keep workers busy to the end, at the price of a cold cache per range
+# Ranges are cut as they are handed out, each a share of what is left (guided scheduling):
+# long ranges first, short ones at the end, so no worker reads on alone for long while the
+# others have nothing left (later history is often heavier). With ranges of equal length (a
+# third of a worker's part each) the last worker read on alone for a range's length: 50 of
+# 295 s on sympy's first 18,456 commits with two workers (docs/numbers.md). A range starts
+# with a cold cache (files first met in it are parsed in full), which costs little: three
+# ranges read by fresh readers parsed as many files in full as one reader did.
+RANGE_SHARE = 2      # a range is what is left / (workers × RANGE_SHARE)
+MIN_RANGE = 8 * CHUNK   # commits; the last ranges, and a worker's tail at most about one
+
+
+def next_range(first: int, total: int, workers: int) -> tuple[int, int] | None:
+    """The range of commits handed out next, from `first` on, or None when none is left."""
+    left = total - first
+    if left <= 0:
+        return None
+    size = max(MIN_RANGE, -(-left // (max(1, workers) * RANGE_SHARE)))
+    if left - size < MIN_RANGE // 2:   # no stub of a range left behind
+        size = left
+    return first, first + size
 
 
 class _Worker:
@@ -275,7 +293,8 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
     its caches to make room for a big tree), "given_back" (commits handed to a fresh worker for
     the tree they would build), "peak_worker_bytes" (the most a worker reported) and
     "heap_trims" (when this process gave back its heap after a heavy chunk, HEAVY_ITEMS: the
-    position of the record the writer held then, each time) when the reading ends.
+    position of the record the writer held then, each time) and "ranges" (handed out:
+    next_range) when the reading ends.
     `damaged`: loose objects read as missing (loose_objects.check_loose)."""
     context = multiprocessing.get_context("spawn")
     workers, budget = worker_plan(settings, workers)
@@ -286,9 +305,7 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
                                              damaged))
 
     crew = [_Worker(spawn) for _ in range(workers)]
-    size = max(CHUNK, -(-len(shas) // (workers * RANGES_PER_WORKER)))
-    ranges = [(start, min(start + size, len(shas))) for start in range(0, len(shas), size)]
-    ranges.reverse()  # popped from the end: in history order
+    handed = ranges = 0   # commits handed out as ranges (in history order), and ranges
     pending: dict[Future, tuple[_Worker, int, int]] = {}  # future -> (worker, start, stop)
     peak = given_back = dropped = 0
     trims: list[int] = []
@@ -296,11 +313,17 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
 
     def feed(worker: _Worker) -> None:
         """Keep QUEUED chunks with the worker: the rest of its range, then a new range."""
+        nonlocal handed, ranges
         while worker.queued < QUEUED and not worker.recycle:
             if not worker.todo:
-                if not ranges or worker.queued:   # a new range once the last one is all back
+                if worker.queued:   # a new range once the last one is all back
                     return
-                first, end = ranges.pop()
+                taken = next_range(handed, len(shas), workers)
+                if taken is None:
+                    return
+                first, end = taken
+                handed = end
+                ranges += 1
                 worker.todo.extend((s, min(s + CHUNK, end)) for s in range(first, end, CHUNK))
             begin, stop = worker.todo.popleft()
             pending[worker.pool.submit(_read, shas[begin:stop], budget)] = (worker, begin, stop)
@@ -345,5 +368,5 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
             worker.pool.shutdown(wait=True, cancel_futures=True)
         if stats is not None:
             stats.update(workers=workers, budget_bytes=budget, peak_worker_bytes=peak,
-                         recycled=sum(w.recycled for w in crew), given_back=given_back,
+                         ranges=ranges, recycled=sum(w.recycled for w in crew), given_back=given_back,
                          caches_dropped=dropped, heap_trims=trims)
