@@ -514,13 +514,13 @@ def _read_alone(repo, shas: list[str]) -> list:
     return _what_records_say([reader.read(reader.repo.get(sha)) for sha in shas])
 
 
-@pytest.mark.parametrize("total,workers", [(18_456, 2), (50_332, 2), (5_000, 1), (1_000, 2),
-                                           (300, 4), (1, 2), (0, 2)])
+@pytest.mark.parametrize("total,workers", [(18_456, 2), (62_475, 2), (5_000, 1), (1_000, 2),
+                                           (600, 4), (300, 4), (3, 4), (1, 2), (0, 2)])
 def test_ranges_shrink_towards_the_end_and_tile_the_history(total, workers):
     """Ranges are cut as they are handed out, a share of what is left: long first, short at the
     end (the last worker reads on alone for about one short range), contiguous, every commit
-    in exactly one, none a stub."""
-    from cortex_core.index.read_pool import MIN_RANGE, next_range
+    in exactly one, none a stub, and every worker has one."""
+    from cortex_core.index.read_pool import MIN_RANGE, RANGE_SHARE, next_range
     sizes, first = [], 0
     while (taken := next_range(first, total, workers)) is not None:
         assert taken[0] == first and taken[1] > first
@@ -531,8 +531,10 @@ def test_ranges_shrink_towards_the_end_and_tile_the_history(total, workers):
     if total == 0:
         assert sizes == []
         return
-    assert sizes == [total] or (all(size >= MIN_RANGE for size in sizes[:-1])
-                                and MIN_RANGE // 2 <= sizes[-1] < 2 * MIN_RANGE)
+    shortest = min(MIN_RANGE, -(-total // (workers * RANGE_SHARE)))
+    assert all(size >= shortest for size in sizes[:-1])
+    assert shortest // 2 <= sizes[-1] < 2 * shortest or sizes == [total]
+    assert len(sizes) >= min(workers, total)
     if total >= 10_000:   # the tail: what is left when the last long range is handed out
         assert sizes[0] > 4 * MIN_RANGE and sum(s for s in sizes if s < 2 * MIN_RANGE) >= MIN_RANGE
 
@@ -549,8 +551,9 @@ def test_many_short_ranges_read_what_one_reader_reads(repo, monkeypatch):
     monkeypatch.setattr(read_pool, "CHUNK", 1)
     monkeypatch.setattr(read_pool, "MIN_RANGE", 1)
     stats: dict = {}
-    got = dict(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=stats))
-    assert sorted(got) == list(range(len(shas)))
+    pairs = list(read_pool.read_parallel(str(repo.path), Settings().index, shas, 2, stats=stats))
+    assert sorted(i for i, _ in pairs) == list(range(len(shas)))   # each once, none twice
+    got = dict(pairs)
     assert _what_records_say([got[i] for i in range(len(shas))]) == _read_alone(repo, shas)
     assert stats["workers"] == 2 and stats["ranges"] >= 4
 

@@ -245,21 +245,24 @@ def _items(records: list[CommitRecord]) -> int:
 # Ranges are cut as they are handed out, each a share of what is left (guided scheduling):
 # long ranges first, short ones at the end, so no worker reads on alone for long while the
 # others have nothing left (later history is often heavier). With ranges of equal length (a
-# third of a worker's part each) the last worker read on alone for a range's length: 50 of
-# 295 s on sympy's first 18,456 commits with two workers (docs/numbers.md). A range starts
-# with a cold cache (files first met in it are parsed in full), which costs little: three
-# ranges read by fresh readers parsed as many files in full as one reader did.
+# third of a worker's part each) the last worker read on alone for most of a range: 98 s of
+# 1,179 s on all of sympy with two workers (docs/numbers.md). A range starts with a cold
+# cache (files first met in it are parsed in full), which costs little: three ranges read by
+# fresh readers parsed as many files in full as one reader did.
 RANGE_SHARE = 2      # a range is what is left / (workers × RANGE_SHARE)
 MIN_RANGE = 8 * CHUNK   # commits; the last ranges, and a worker's tail at most about one
 
 
 def next_range(first: int, total: int, workers: int) -> tuple[int, int] | None:
-    """The range of commits handed out next, from `first` on, or None when none is left."""
+    """The range of commits handed out next, from `first` on, or None when none is left.
+    A short history is shared out in shorter ranges: every worker gets one."""
     left = total - first
     if left <= 0:
         return None
-    size = max(MIN_RANGE, -(-left // (max(1, workers) * RANGE_SHARE)))
-    if left - size < MIN_RANGE // 2:   # no stub of a range left behind
+    share = max(1, workers) * RANGE_SHARE
+    shortest = max(1, min(MIN_RANGE, -(-total // share)))
+    size = max(shortest, -(-left // share))
+    if left - size < shortest // 2:   # no stub of a range left behind
         size = left
     return first, first + size
 
