@@ -458,6 +458,27 @@ def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex, monke
     assert subjects(cortex.reader(), "a.py", "f") == ["rewritten", "base"]
 
 
+def test_a_living_symbol_has_the_kind_it_has_at_head(repo, cortex):
+    """A symbol's row was given the kind of the first version written (the oldest, with one
+    reader; any, with several): one whose kind changed shows HEAD's, after a first run and after
+    an update."""
+    repo.write("m.py", "def Thing():\n    return 1\n\n\ndef gone():\n    return 2\n")
+    repo.commit("a function", days_ago=3)
+    repo.write("m.py", "class Thing:\n    pass\n")
+    repo.commit("now a class, gone is gone", days_ago=2)
+    cortex.index()
+
+    def kinds():
+        return dict(cortex.reader().execute(
+            "select qualname, kind from symbols where file_id = (select id from files"
+            " where path = 'm.py')"))
+    assert kinds() == {"Thing": "class", "gone": "function"}
+    repo.write("m.py", "def Thing():\n    return 3\n")
+    repo.commit("a function again", days_ago=1)
+    cortex.index()
+    assert kinds()["Thing"] == "function"
+
+
 def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):
     """Worker processes read contiguous ranges; the store must not depend on how many."""
     from cortex_core.index.ingest import index_repository

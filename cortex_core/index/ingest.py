@@ -1089,8 +1089,13 @@ class _Indexer:
         self.con.execute("insert or replace into head_files(file_id, blob, skip_reason)"
                          " values (?,?,?)", (file_id, blob_id, reason))
         spans = [(self._symbol_id(file_id, sym), sym.start_line, sym.end_line) for sym in symbols]
-        self.con.executemany("update symbols set alive = 1 where id = ?",
-                             ((s,) for s, _, _ in spans))
+        # A symbol's row holds the kind of the first version written, which several workers
+        # do not write oldest first: a living symbol takes HEAD's (a class become an interface).
+        kinds: dict[int, str] = {}
+        for (symbol_id, _, _), sym in zip(spans, symbols):
+            kinds.setdefault(symbol_id, sym.kind)
+        self.con.executemany("update symbols set alive = 1, kind = ? where id = ?",
+                             ((kind, symbol_id) for symbol_id, kind in kinds.items()))
         self.con.executemany("insert into symbol_spans(symbol_id, start_line, end_line)"
                              " values (?,?,?)", spans)
 
