@@ -461,7 +461,7 @@ def test_rewrite_after_an_interrupted_run_marks_what_it_left(repo, cortex, monke
 def test_a_living_symbol_has_the_kind_it_has_at_head(repo, cortex):
     """A symbol's row was given the kind of the first version written (the oldest, with one
     reader; any, with several): one whose kind changed shows HEAD's, after a first run and after
-    an update."""
+    an update; of a struct and its impl block, the struct's."""
     repo.write("m.py", "def Thing():\n    return 1\n\n\ndef gone():\n    return 2\n")
     repo.commit("a function", days_ago=3)
     repo.write("m.py", "class Thing:\n    pass\n")
@@ -477,6 +477,13 @@ def test_a_living_symbol_has_the_kind_it_has_at_head(repo, cortex):
     repo.commit("a function again", days_ago=1)
     cortex.index()
     assert kinds()["Thing"] == "function"
+    # One name, two definitions: the struct, not the impl block that extends it, above or below.
+    repo.write("lib.rs", "impl S {\n    fn new() -> S { S }\n}\n\nstruct S;\n")
+    repo.commit("an impl above its struct")
+    cortex.index()
+    assert cortex.reader().execute(
+        "select kind from symbols where qualname = 'S' and file_id = (select id from files"
+        " where path = 'lib.rs')").fetchall() == [("struct",)]
 
 
 def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):

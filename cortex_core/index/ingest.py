@@ -1090,10 +1090,14 @@ class _Indexer:
                          " values (?,?,?)", (file_id, blob_id, reason))
         spans = [(self._symbol_id(file_id, sym), sym.start_line, sym.end_line) for sym in symbols]
         # A symbol's row holds the kind of the first version written, which several workers
-        # do not write oldest first: a living symbol takes HEAD's (a class become an interface).
+        # do not write oldest first: a living symbol takes HEAD's (a class that became an
+        # interface). Of several definitions of one name, the first that is not a block
+        # extending another (a Rust impl above its struct, a namespace merged with a class).
         kinds: dict[int, str] = {}
         for (symbol_id, _, _), sym in zip(spans, symbols):
-            kinds.setdefault(symbol_id, sym.kind)
+            held = kinds.get(symbol_id)
+            if held is None or (held in _EXTENDING and sym.kind not in _EXTENDING):
+                kinds[symbol_id] = sym.kind
         self.con.executemany("update symbols set alive = 1, kind = ? where id = ?",
                              ((kind, symbol_id) for symbol_id, kind in kinds.items()))
         self.con.executemany("insert into symbol_spans(symbol_id, start_line, end_line)"
@@ -1128,6 +1132,9 @@ class _Indexer:
                     " returning id", (file_id, symbol.qualname, symbol.name, symbol.kind)).get
             _keep(self.symbol_ids, key, symbol_id)
         return symbol_id
+
+
+_EXTENDING = frozenset({"impl", "namespace"})   # kinds of blocks that extend a definition
 
 
 def _pending_flips(con, flipped: list[int]) -> list[int]:
