@@ -486,6 +486,80 @@ def test_a_living_symbol_has_the_kind_it_has_at_head(repo, cortex):
         " where path = 'lib.rs')").fetchall() == [("struct",)]
 
 
+def test_a_deleted_symbol_has_the_kind_of_its_newest_version(repo, tmp_path, monkeypatch):
+    """A deleted symbol whose kind changed keeps its last one, however the store was built: in
+    one run (which writes the oldest version first), commit by commit, by worker processes
+    that deliver commits out of order, stopped and resumed. A store whose changes carry no
+    kind (schema 17) keeps the kinds it has."""
+    from cortex_core.index.ingest import index_repository
+    import cortex_core.index.ingest as ingest
+    import cortex_core.index.read_pool as read_pool
+    from cortex_core.index.symbol_kinds import UNSETTLED_FROM
+    stages = [
+        "def Thing():\n    return 1\n\n\nclass Gone:\n    pass\n\n\ndef kept():\n    return 0\n",
+        "class Thing:\n    pass\n\n\nclass Gone:\n    x = 1\n\n\ndef kept():\n    return 0\n",
+        "def Gone():\n    return 2\n\n\ndef kept():\n    return 0\n",   # Thing deleted
+        "def kept():\n    return 1\n",                                    # Gone deleted
+    ]
+
+    def index(name, **kwargs):
+        return index_repository(repo.path, tmp_path / f"{name}.db", Settings(), model="none",
+                                **kwargs)
+
+    for n, text in enumerate(stages):
+        repo.write("m.py", text)
+        repo.write(f"pad{n}.py", f"def pad{n}():\n    return {n}\n")
+        if n == 0:   # one name, two definitions: the struct's kind, not its impl block's
+            repo.write("lib.rs", "impl S {\n    fn new() -> S { S }\n}\n\nstruct S;\n")
+        elif n == 2:
+            repo.remove("lib.rs")
+        repo.commit(f"stage {n}", days_ago=10 - n)
+        index("incremental")
+    index("one run")
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_COMMITS", 2)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(read_pool, "CHUNK", 1)
+    index("workers", jobs=2)
+
+    def stop(done, total, phase="commits"):
+        if phase == "commits" and done == 3:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        index("resumed", jobs=2, progress=stop)
+    assert open_reader(tmp_path / "resumed.db").execute(
+        "select value from meta where key = ?", (UNSETTLED_FROM,)).get is not None
+    index("resumed", jobs=2)
+
+    def kinds(db):
+        con = open_reader(db)
+        assert con.execute("select value from meta where key = ?", (UNSETTLED_FROM,)).get is None
+        return dict(((q, a), k) for q, k, a in con.execute(
+            "select qualname, kind, alive from symbols where file_id in (select id from files"
+            " where path in ('m.py', 'lib.rs'))"))
+    expected = {("Thing", 0): "class", ("Gone", 0): "function", ("kept", 1): "function",
+                ("S", 0): "struct", ("S.new", 0): "method"}
+    for name in ("one run", "incremental", "workers", "resumed"):
+        assert kinds(tmp_path / f"{name}.db") == expected, name
+    # An older store: its changes carry no kind, and a deleted symbol keeps the one it has.
+    import apsw
+    con = apsw.Connection(str(tmp_path / "one run.db"))
+    stored = con.execute("select count(*) from symbol_changes").get
+    con.execute("alter table symbol_changes drop column kind;"
+                " alter table symbol_changes drop column from_kind;"
+                " update symbols set kind = 'interface' where qualname = 'Thing';"
+                " update meta set value = '17' where key = 'schema_version';")
+    con.close()
+    repo.write("m.py", "def kept():\n    return 2\n")
+    repo.commit("stage 4")
+    index("one run")
+    assert kinds(tmp_path / "one run.db")[("Thing", 0)] == "interface"
+    # The new commit's change has its kind; the older ones stay without.
+    assert open_reader(tmp_path / "one run.db").execute(
+        "select c.subject = 'stage 4', sc.kind is null, count(*) from symbol_changes sc join"
+        " commits c on c.id = sc.commit_id group by 1, 2").fetchall() == [(0, 1, stored), (1, 0, 1)]
+
+
 def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):
     """Worker processes read contiguous ranges; the store must not depend on how many."""
     from cortex_core.index.ingest import index_repository

@@ -66,8 +66,9 @@ from cortex_core.store.store import (REPOSITORY_META, get_meta, loose_check_stat
                                      queue_slot, record_loose_check, remove_database,
                                      sample_commits, set_meta, set_store_id, shipped_store,
                                      turn_wanted, writer_lock)
-from cortex_core.lang.symbols import Symbol
+from cortex_core.lang.symbols import Symbol, preferred_kind
 from cortex_core.index.simplified import update_pruned
+from cortex_core.index.symbol_kinds import mark_unsettled, settle_kinds
 from cortex_core.index.versions import VersionGraph
 
 BATCH_SECONDS = 1.0          # a batch transaction commits at least this often
@@ -687,6 +688,7 @@ class _Indexer:
         head = self.repo.get(tips[0]).peel(pygit2.Commit)
         with con:
             self._snapshot_head(head)
+            settle_kinds(con)   # which symbols live is known now
             versions.write_head(str(head.id))
             update_pruned(con, flipped=flipped, commits=versions.walker.graph)
             con.execute("delete from meta where key = 'pruned_flipped'")
@@ -856,6 +858,9 @@ class _Indexer:
         and order time beside them, _orders), in transactions of about BATCH_SECONDS each."""
         seq0 = self.con.execute("select coalesce(max(seq), 0) from commits").get + 1
         total = len(shas)
+        if total:
+            with self.con:
+                mark_unsettled(self.con, seq0)
         if self.progress:
             self.progress(0, total)
         records = self._records(shas)
@@ -936,11 +941,14 @@ class _Indexer:
             from_id = (self._symbol_id(self._file_id(change.from_path), change.from_symbol)
                        if change.from_symbol is not None else None)
             confidence = change.confidence if from_id is not None else None
+            # The kinds of the versions the change names: a deleted symbol takes its newest
+            # version's (symbol_kinds.py).
             rows.append((symbol_id, commit_id, change.change, change.added, change.deleted, from_id,
-                         confidence))
+                         confidence, change.symbol.kind,
+                         change.from_symbol.kind if change.from_symbol is not None else None))
         self.con.executemany(
             "insert or replace into symbol_changes(symbol_id, commit_id, change, added, deleted,"
-            " from_symbol_id, confidence) values (?,?,?,?,?,?,?)", rows)
+            " from_symbol_id, confidence, kind, from_kind) values (?,?,?,?,?,?,?,?,?)", rows)
         self.symbol_changes += len(rows)
 
     def _write_merge_files(self, commit_id: int, record: CommitRecord) -> None:
@@ -977,6 +985,7 @@ class _Indexer:
             con.execute("delete from merge_files")
             con.execute("delete from symbol_changes where commit_id in"
                         " (select id from commits where is_merge = 1)")
+            mark_unsettled(con, 0)   # merges of any age: settled with this run's HEAD
             for _, record in self._records(merges):
                 self._write_merge_files(ids[record.sha], record)
                 self._write_symbols(ids[record.sha], record)
@@ -1089,17 +1098,13 @@ class _Indexer:
         self.con.execute("insert or replace into head_files(file_id, blob, skip_reason)"
                          " values (?,?,?)", (file_id, blob_id, reason))
         spans = [(self._symbol_id(file_id, sym), sym.start_line, sym.end_line) for sym in symbols]
-        # A symbol's row holds the kind of the first version written, which several workers
-        # do not write oldest first: a living symbol takes HEAD's (a class that became an
-        # interface). Of several definitions of one name, the first that is not a block
-        # extending another (a Rust impl above its struct, a namespace merged with a class).
-        kinds: dict[int, str] = {}
+        # A living symbol has HEAD's kind (a class that became an interface; symbol_kinds.py).
+        kinds: dict[int, list[str]] = {}
         for (symbol_id, _, _), sym in zip(spans, symbols):
-            held = kinds.get(symbol_id)
-            if held is None or (held in _EXTENDING and sym.kind not in _EXTENDING):
-                kinds[symbol_id] = sym.kind
+            kinds.setdefault(symbol_id, []).append(sym.kind)
         self.con.executemany("update symbols set alive = 1, kind = ? where id = ?",
-                             ((kind, symbol_id) for symbol_id, kind in kinds.items()))
+                             ((preferred_kind(held), symbol_id)
+                              for symbol_id, held in kinds.items()))
         self.con.executemany("insert into symbol_spans(symbol_id, start_line, end_line)"
                              " values (?,?,?)", spans)
 
@@ -1132,9 +1137,6 @@ class _Indexer:
                     " returning id", (file_id, symbol.qualname, symbol.name, symbol.kind)).get
             _keep(self.symbol_ids, key, symbol_id)
         return symbol_id
-
-
-_EXTENDING = frozenset({"impl", "namespace"})   # kinds of blocks that extend a definition
 
 
 def _pending_flips(con, flipped: list[int]) -> list[int]:

@@ -41,12 +41,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cortex_core.lang.change_kinds import change_kind, masked
 from cortex_core.lang.qualnames import structural_name
 from cortex_core.lang.similarity import token_similarity
-from cortex_core.lang.symbols import Symbol, body_hash
+from cortex_core.lang.symbols import Symbol, body_hash, preferred_kind
 
 Hunk = tuple[int, int, int, int]  # old_start, old_lines, new_start, new_lines (git, 1-based)
 
@@ -196,12 +196,15 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     gone: list[_Side] = []
     born: list[_Side] = []
     edited: list[tuple[_Side, _Side]] = []  # callables changed in place: (before, after)
+    kinds: dict[int, Symbol] = {}   # _name_kinds
     for f in files:
         deleted_ranges, added_ranges = hunk_ranges(f.hunks)
         minus = own_lines(f.old, deleted_ranges, f.old_source)
         plus = own_lines(f.new, added_ranges, f.new_source)
         old_by_name = _first_by_qualname(f.old)
         new_by_name = _first_by_qualname(f.new)
+        _name_kinds(f.old, old_by_name, kinds)
+        _name_kinds(f.new, new_by_name, kinds)
         old_parents = dict(zip((s.qualname for s in f.old), _parents(f.old)))
         new_parents = dict(zip((s.qualname for s in f.new), _parents(f.new)))
         moved_file = f.old_path != f.new_path
@@ -265,7 +268,32 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                    for s in born if not s.paired)
     changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
-    return changes
+    return _with_name_kinds(changes, kinds)
+
+
+def _name_kinds(symbols: list[Symbol], first: dict[str, Symbol], out: dict[int, Symbol]) -> None:
+    """A change names the first definition of its name (_first_by_qualname); where one name has
+    several of other kinds (a Rust impl block above its struct), the symbol it records has the
+    name's preferred kind (`out`: by the first's id; matching reads the definitions' own
+    kinds)."""
+    if len(first) == len(symbols):
+        return
+    kinds: dict[str, list[str]] = {}
+    for sym in symbols:
+        kinds.setdefault(sym.qualname, []).append(sym.kind)
+    for qualname, held in kinds.items():
+        sym = first[qualname]
+        kind = preferred_kind(held)
+        if kind is not None and kind != sym.kind:
+            out[id(sym)] = replace(sym, kind=kind)
+
+
+def _with_name_kinds(changes: list[SymbolChange], kinds: dict[int, Symbol]) -> list[SymbolChange]:
+    if not kinds:
+        return changes
+    return [replace(c, symbol=kinds.get(id(c.symbol), c.symbol),
+                    from_symbol=kinds.get(id(c.from_symbol), c.from_symbol))
+            if id(c.symbol) in kinds or id(c.from_symbol) in kinds else c for c in changes]
 
 
 def _host(symbols: list[Symbol], sym: Symbol) -> str:
@@ -349,6 +377,8 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
     version of the merge, so none are counted."""
     changes = []
     first = _first_by_qualname(new)
+    kinds: dict[int, Symbol] = {}
+    _name_kinds(new, first, kinds)
     places = _places(new)
     for qualname, count in own_lines(new, own, new_source).items():
         sym = first[qualname]
@@ -362,7 +392,7 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
         if old_texts != texts:
             changes.append(SymbolChange(path, sym, _parts_kind(old_texts, texts, language),
                                         count, 0))
-    return changes
+    return _with_name_kinds(changes, kinds)
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:

@@ -110,7 +110,8 @@ from tree_sitter_language_pack import get_language, get_parser
 from cortex_core.lang.c_text import blanked, dialect, macro_spans
 from cortex_core.lang.conflicts import conflict_sides
 
-__all__ = ["OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols"]
+__all__ = ["EXTENDING", "OVERLOAD", "Symbol", "SymbolParser", "body_hash", "extract_symbols",
+           "preferred_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,23 @@ class Symbol:
     @property
     def structural_name(self) -> str:
         return self.structural or self.qualname
+
+
+# Kinds of blocks that extend a definition under its name: a Rust `impl` block, a TypeScript
+# namespace merged with a class or function.
+EXTENDING = frozenset({"impl", "namespace"})
+
+
+def preferred_kind(kinds: Iterable[str]) -> str | None:
+    """The kind of one name defined several times (a struct and its impl blocks), from their
+    kinds in the file's order: the first that does not extend another, else the first."""
+    first = None
+    for kind in kinds:
+        if kind not in EXTENDING:
+            return kind
+        if first is None:
+            first = kind
+    return first
 
 
 # ---------------------------------------------------------------------------------------------

@@ -510,6 +510,13 @@ MIGRATIONS: list[str] = [
         where old_file_id is not null;
     create index if not exists items_cluster on items(cluster, time);
     """,
+    # 18: the kind of the version a symbol change names and of the one it came from: a deleted
+    # symbol takes its newest version's (index/symbol_kinds.py). NULL: recorded before; a
+    # deleted symbol of such changes keeps the kind it has. The columns are added by the
+    # backfill (_kind_columns), which a store that has them skips.
+    """
+    select 1;
+    """,
 ]
 
 
@@ -613,5 +620,14 @@ def _reader_column(con) -> None:
                 " delete from meta where key = 'history_reader'")
 
 
+def _kind_columns(con) -> None:
+    """Migration 18: symbol_changes.kind and from_kind, left NULL for the changes stored."""
+    have = {row[1] for row in con.execute("pragma table_info(symbol_changes)")}
+    for column in ("kind", "from_kind"):
+        if column not in have:
+            con.execute(f"alter table symbol_changes add column {column} text")
+
+
 # Python steps of migrations, run after the migration's SQL in its transaction: version -> step.
-BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times, 16: _reader_column}
+BACKFILLS = {5: _generations, 9: _path_words, 10: _order_times, 16: _reader_column,
+             18: _kind_columns}
