@@ -486,15 +486,28 @@ def test_a_living_symbol_has_the_kind_it_has_at_head(repo, cortex):
         " where path = 'lib.rs')").fetchall() == [("struct",)]
 
 
+def _kinds_of(db, paths) -> dict:
+    """(path, qualname, alive) -> kind of the symbols of these files."""
+    from cortex_core.index.symbol_kinds import UNSETTLED_FROM
+    con = open_reader(db)
+    assert con.execute("select value from meta where key = ?", (UNSETTLED_FROM,)).get is None
+    return {(p, q, a): k for p, q, k, a in con.execute(
+        "select f.path, s.qualname, s.kind, s.alive from symbols s join files f on f.id ="
+        f" s.file_id where f.path in ({','.join('?' * len(paths))})", paths)}
+
+
 def test_a_deleted_symbol_has_the_kind_of_its_newest_version(repo, tmp_path, monkeypatch):
     """A deleted symbol whose kind changed keeps its last one, however the store was built: in
     one run (which writes the oldest version first), commit by commit, by worker processes
-    that deliver commits out of order, stopped and resumed. A store whose changes carry no
-    kind (schema 17) keeps the kinds it has."""
+    that deliver commits out of order, stopped and resumed. A name defined twice (a Rust impl
+    block above its struct) has the struct's kind, and a version holding only the impl block
+    the impl's, though an incremental parse shares the block's symbol between the two
+    versions. A store whose changes carry no kind (schema 17) keeps the kinds it has."""
     from cortex_core.index.ingest import index_repository
     import cortex_core.index.ingest as ingest
     import cortex_core.index.read_pool as read_pool
     from cortex_core.index.symbol_kinds import UNSETTLED_FROM
+    impl = "impl S {\n    fn new() -> S { S }\n}\n"
     stages = [
         "def Thing():\n    return 1\n\n\nclass Gone:\n    pass\n\n\ndef kept():\n    return 0\n",
         "class Thing:\n    pass\n\n\nclass Gone:\n    x = 1\n\n\ndef kept():\n    return 0\n",
@@ -509,8 +522,12 @@ def test_a_deleted_symbol_has_the_kind_of_its_newest_version(repo, tmp_path, mon
     for n, text in enumerate(stages):
         repo.write("m.py", text)
         repo.write(f"pad{n}.py", f"def pad{n}():\n    return {n}\n")
-        if n == 0:   # one name, two definitions: the struct's kind, not its impl block's
-            repo.write("lib.rs", "impl S {\n    fn new() -> S { S }\n}\n\nstruct S;\n")
+        if n == 0:
+            repo.write("lib.rs", impl + "\nstruct S;\n")
+            repo.write("a.rs", impl)
+        elif n == 1:   # a.rs moved, a struct added below its impl block
+            repo.move("a.rs", "b.rs")
+            repo.write("b.rs", impl + "\nstruct S;\n")
         elif n == 2:
             repo.remove("lib.rs")
         repo.commit(f"stage {n}", days_ago=10 - n)
@@ -531,16 +548,14 @@ def test_a_deleted_symbol_has_the_kind_of_its_newest_version(repo, tmp_path, mon
         "select value from meta where key = ?", (UNSETTLED_FROM,)).get is not None
     index("resumed", jobs=2)
 
-    def kinds(db):
-        con = open_reader(db)
-        assert con.execute("select value from meta where key = ?", (UNSETTLED_FROM,)).get is None
-        return dict(((q, a), k) for q, k, a in con.execute(
-            "select qualname, kind, alive from symbols where file_id in (select id from files"
-            " where path in ('m.py', 'lib.rs'))"))
-    expected = {("Thing", 0): "class", ("Gone", 0): "function", ("kept", 1): "function",
-                ("S", 0): "struct", ("S.new", 0): "method"}
+    paths = ["m.py", "lib.rs", "a.rs", "b.rs"]
+    expected = {("m.py", "Thing", 0): "class", ("m.py", "Gone", 0): "function",
+                ("m.py", "kept", 1): "function", ("lib.rs", "S", 0): "struct",
+                ("lib.rs", "S.new", 0): "method", ("a.rs", "S", 0): "impl",
+                ("a.rs", "S.new", 0): "method", ("b.rs", "S", 1): "struct",
+                ("b.rs", "S.new", 1): "method"}
     for name in ("one run", "incremental", "workers", "resumed"):
-        assert kinds(tmp_path / f"{name}.db") == expected, name
+        assert _kinds_of(tmp_path / f"{name}.db", paths) == expected, name
     # An older store: its changes carry no kind, and a deleted symbol keeps the one it has.
     import apsw
     con = apsw.Connection(str(tmp_path / "one run.db"))
@@ -553,11 +568,90 @@ def test_a_deleted_symbol_has_the_kind_of_its_newest_version(repo, tmp_path, mon
     repo.write("m.py", "def kept():\n    return 2\n")
     repo.commit("stage 4")
     index("one run")
-    assert kinds(tmp_path / "one run.db")[("Thing", 0)] == "interface"
+    assert _kinds_of(tmp_path / "one run.db", paths)[("m.py", "Thing", 0)] == "interface"
     # The new commit's change has its kind; the older ones stay without.
     assert open_reader(tmp_path / "one run.db").execute(
         "select c.subject = 'stage 4', sc.kind is null, count(*) from symbol_changes sc join"
         " commits c on c.id = sc.commit_id group by 1, 2").fetchall() == [(0, 1, stored), (1, 0, 1)]
+    # Even when it is settled again (here as when merges are read again, from the first
+    # commit on): its newest change has no kind, and an older one's is not taken.
+    con = apsw.Connection(str(tmp_path / "one run.db"))
+    con.execute("update symbol_changes set kind = 'function' where kind is null and symbol_id ="
+                " (select id from symbols where qualname = 'Thing') and change = 'added';"
+                f" insert into meta(key, value) values ('{UNSETTLED_FROM}', '0')")
+    con.close()
+    repo.write("m.py", "def kept():\n    return 3\n")
+    repo.commit("stage 5")
+    index("one run")
+    assert _kinds_of(tmp_path / "one run.db", paths)[("m.py", "Thing", 0)] == "interface"
+
+
+def test_kinds_of_deleted_symbols_across_branches_rewrites_and_silent_deaths(repo, tmp_path):
+    """The newest version decides, in history's order: a branch's, dated after the main line's
+    deletion, while the branch is indexed (`--all-branches`); commits a rewrite or a deleted
+    branch left behind no longer count; a symbol that dies without a change of its own (its
+    file turned binary) is settled as in a store built at once."""
+    from cortex_core.index.ingest import index_repository
+
+    def index(name, **kwargs):
+        return index_repository(repo.path, tmp_path / f"{name}.db", Settings(), model="none",
+                                **kwargs)
+
+    def both(name):
+        index("fresh " + name, all_branches=True)
+        return (_kinds_of(tmp_path / f"{name}.db", ["m.py", "a.cpp"]),
+                _kinds_of(tmp_path / f"fresh {name}.db", ["m.py", "a.cpp"]))
+
+    # Branches: main deletes class Foo; a branch dated later makes it a function.
+    repo.write("m.py", "class Foo:\n    pass\n\n\ndef keep():\n    return 0\n")
+    repo.commit("Foo a class", days_ago=5)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("m.py", "class Bar:\n    pass\n\n\ndef Foo():\n    return 1\n\n\n"
+               "def keep():\n    return 0\n")
+    repo.commit("Foo renamed to Bar, a new function Foo", days_ago=2)
+    repo.git("checkout", "-q", "main")
+    repo.write("m.py", "def keep():\n    return 1\n")
+    repo.commit("Foo deleted", days_ago=3)
+    index("branches", all_branches=True)
+    updated, fresh = both("branches")
+    assert updated[("m.py", "Foo", 0)] == fresh[("m.py", "Foo", 0)] == "function"
+    # The branch deleted: its commits no longer count (no commit of the run touches Foo).
+    repo.git("branch", "-q", "-D", "side")
+    index("branches", all_branches=True)
+    updated, fresh = both("branches")
+    assert updated[("m.py", "Foo", 0)] == fresh[("m.py", "Foo", 0)] == "class"
+    # A rewrite: X became a function, then that commit was dropped and X deleted (dated
+    # before the dropped commit).
+    repo.write("m.py", "class X:\n    a = 1\n\n\ndef keep():\n    return 2\n")
+    repo.commit("X a class", days_ago=1.5)
+    index("rewrite")
+    kept = repo.git("rev-parse", "HEAD").strip()
+    repo.write("m.py", "def X():\n    return 1\n\n\ndef keep():\n    return 2\n")
+    repo.commit("X a function", days_ago=0.5)
+    index("rewrite")
+    repo.git("reset", "-q", "--hard", kept)
+    repo.write("m.py", "def keep():\n    return 3\n")
+    repo.commit("X deleted", days_ago=1)
+    index("rewrite")
+    index("fresh rewrite")
+    assert _kinds_of(tmp_path / "rewrite.db", ["m.py"])[("m.py", "X", 0)] == \
+        _kinds_of(tmp_path / "fresh rewrite.db", ["m.py"])[("m.py", "X", 0)] == "class"
+    # A C++ `ns::f` becomes a function once a namespace `ns` stands above it, its text the same
+    # (no change of its own), then its file turns binary (no change either).
+    f = "void ns::f() {\n  return;\n}\n"
+    repo.write("a.cpp", "int pad() { return 0; }\n\n" + f)
+    repo.commit("ns::f a method")
+    index("silent")
+    repo.write("a.cpp", "namespace ns { void g(); }\n\nint pad() { return 1; }\n\n" + f)
+    repo.commit("a namespace above it")
+    index("silent")
+    repo.write("a.cpp", "\0binary\nnamespace ns { void g(); }\n\nint pad() { return 1; }\n\n" + f)
+    repo.commit("binary now")
+    index("silent")
+    index("fresh silent")
+    silent = [k for k in _kinds_of(tmp_path / "silent.db", ["a.cpp"]) if k[1] == "ns.f()"]
+    assert silent and _kinds_of(tmp_path / "silent.db", ["a.cpp"]) == \
+        _kinds_of(tmp_path / "fresh silent.db", ["a.cpp"])
 
 
 def test_parallel_readers_store_what_one_reader_stores(repo, tmp_path, monkeypatch):

@@ -611,6 +611,7 @@ class _Indexer:
         # memory, grow with the history (sympy: hundreds of thousands of symbols).
         self.file_ids: dict[str, int] = {}
         self.symbol_ids: dict[tuple[int, str], int] = {}
+        self.left_head: set[int] = set()   # symbols this run's HEAD snapshot found gone
         self.file_changes = 0
         self.symbol_changes = 0
         self.skipped = 0
@@ -688,7 +689,10 @@ class _Indexer:
         head = self.repo.get(tips[0]).peel(pygit2.Commit)
         with con:
             self._snapshot_head(head)
-            settle_kinds(con)   # which symbols live is known now
+            # Which symbols live is known now; those HEAD left, and those of commits a rewrite
+            # made reachable or not, may take another kind.
+            settle_kinds(con, self.left_head, flipped)
+            self.left_head = set()
             versions.write_head(str(head.id))
             update_pruned(con, flipped=flipped, commits=versions.walker.graph)
             con.execute("delete from meta where key = 'pruned_flipped'")
@@ -1111,7 +1115,9 @@ class _Indexer:
     def _forget_head_file(self, file_id: int) -> None:
         self.con.execute("delete from symbol_spans where symbol_id in"
                          " (select id from symbols where file_id = ?)", (file_id,))
-        self.con.execute("update symbols set alive = 0 where file_id = ?", (file_id,))
+        self.left_head.update(row[0] for row in self.con.execute(
+            "update symbols set alive = 0 where file_id = ? and alive = 1 returning id",
+            (file_id,)))
 
     # -- identities --------------------------------------------------------------------------
 

@@ -1,24 +1,29 @@
 """A symbol's kind (function, class, struct, ...), which can change over its history.
 
 A symbol alive at HEAD has HEAD's kind: its snapshot writes it (ingest._store_head_file). A
-deleted symbol has the kind of its newest version: each symbol change records the kind of the
-version it names and of the one it came from (schema 18), and once a run's commits and HEAD
-are written, the deleted symbols those commits changed take the kind of the newest. "Newest"
-is history's order, not the order records were written in (worker processes deliver them in
-any order, and a run stopped and resumed writes a child before its parent): the change's
-commit's order time, then its generation (both grow along every path of the history, so a
-store built at once and one updated commit by commit agree), then its sha; within one commit
-the new version over the old.
+deleted symbol has the kind of its newest recorded version: each symbol change records the
+kind of the version it names and of the one it came from (schema 18), and once a run's commits
+and HEAD are written, the deleted symbols that the run's commits changed, that its HEAD left,
+or that commits a rewrite made (un)reachable changed take the kind of the newest, among the
+reachable commits' changes. "Newest" is history's order, not the order records were written in
+(worker processes deliver them in any order, and a run stopped and resumed writes a child
+before its parent): the change's commit's order time, then its generation (both grow along
+every path of the history, so a store built at once and one updated commit by commit agree),
+then its sha; within one commit an own change over the version another came from. A kind
+that changed without a change of the symbol's own (a C++ `ns::f` that becomes a function when
+a namespace `ns` appears above it, its text the same) is not recorded.
 
 Several definitions can share one symbol's row: a Rust struct and its `impl` blocks, a
 TypeScript class and a namespace merged with it. Of those, the kind is the first that is not
 such an extending block (symbols.preferred_kind), in HEAD's snapshot and in the changes
-alike (symbol_changes.match_commit).
+alike (symbol_changes._recorded).
 """
 
 from __future__ import annotations
 
-from cortex_core.lang.symbols import EXTENDING
+import json
+from typing import Iterable
+
 from cortex_core.store.store import get_meta, set_meta
 
 # Meta: the first seq whose commits' changes may have left a deleted symbol's kind unsettled
@@ -35,41 +40,60 @@ def mark_unsettled(con, seq: int) -> None:
         set_meta(con, UNSETTLED_FROM, str(seq))
 
 
-def settle_kinds(con) -> int:
-    """Give each deleted symbol that the unsettled commits changed the kind of its newest
-    version; the mark is then cleared. A symbol whose newest change was recorded before schema
-    18 (without a kind) keeps the kind it has. Inside the caller's transaction, after HEAD's
-    snapshot (which says which symbols live). Returns the symbols considered."""
+def settle_kinds(con, dying: Iterable[int] = (), flipped: Iterable[int] = ()) -> int:
+    """Give each deleted symbol the kind of its newest version, among those the unsettled
+    commits changed, those this run's HEAD left (`dying`: a symbol can die without a change
+    of its own, its file turned binary or too large) and those the commits whose reachability
+    changed (`flipped`: a rewrite) changed. Only reachable commits count. A symbol whose newest
+    change was recorded before schema 18 (without a kind) keeps the kind it has. The mark is
+    then cleared. Inside the caller's transaction, after HEAD's snapshot (which says which
+    symbols live). Returns the symbols considered."""
     first = get_meta(con, UNSETTLED_FROM)
-    if first is None:
-        return 0
-    touched = [row[0] for row in con.execute(
-        "select s.id from symbol_changes sc join commits c on c.id = sc.commit_id join symbols s"
-        " on s.id = sc.symbol_id where c.seq >= ?1 and s.alive = 0 union select s.id from"
-        " symbol_changes sc join commits c on c.id = sc.commit_id join symbols s"
-        " on s.id = sc.from_symbol_id where c.seq >= ?1 and s.alive = 0", (int(first),))]
-    con.executemany(_SETTLE, ((symbol_id,) for symbol_id in touched))
-    con.execute("delete from meta where key = ?", (UNSETTLED_FROM,))
+    touched = set(dying)
+    if first is not None:
+        touched.update(row[0] for row in con.execute(_CHANGED_SINCE, (int(first),)))
+    flipped = list(flipped)
+    if flipped:
+        touched.update(row[0] for row in con.execute(_CHANGED_BY, (json.dumps(flipped),)))
+    touched.discard(None)
+    con.executemany(_SETTLE, ((symbol_id,) for symbol_id in sorted(touched)))
+    if first is not None:
+        con.execute("delete from meta where key = ?", (UNSETTLED_FROM,))
     return len(touched)
 
 
-_EXTENDING_SQL = ", ".join(f"'{kind}'" for kind in sorted(EXTENDING))
-# The newest version's kind: by the commit's place in history (order time, generation, sha),
-# the new side of a change over the old (a deletion, or the symbol a rename or move came from),
-# a definition over a block extending it, then by name (two old sides of one commit).
-_SETTLE = f"""
+# The symbols changed by the commits from a seq on: from the commits (a few, in an update)
+# through their changes, never a scan of the symbols.
+_CHANGED_SINCE = """
+select sc.symbol_id from commits c cross join symbol_changes sc on sc.commit_id = c.id
+where c.seq >= ?1
+union
+select sc.from_symbol_id from commits c cross join symbol_changes sc on sc.commit_id = c.id
+where c.seq >= ?1
+"""
+_CHANGED_BY = """
+select sc.symbol_id from symbol_changes sc where sc.commit_id in (select value from json_each(?1))
+union
+select sc.from_symbol_id from symbol_changes sc
+where sc.commit_id in (select value from json_each(?1))
+"""
+# The newest version's kind, among the versions reachable commits recorded: by the commit's
+# place in history (order time, generation, sha), then an own change over the version another
+# came from (an own change names the version after the commit, but a deletion names the one
+# before, as does a pair's old identity, whose version is then its from-side's too), then by
+# name. NULL (recorded before schema 18) at the top: the kind stands.
+_SETTLE = """
 update symbols set kind = coalesce((
     select seen.kind from (
         select sc.kind as kind, c.order_time as t, c.generation as g, c.sha as sha,
-               sc.change != 'deleted' as new_side
+               sc.change != 'deleted' as own
         from symbol_changes sc join commits c on c.id = sc.commit_id
-        where sc.symbol_id = symbols.id
+        where sc.symbol_id = symbols.id and c.reachable = 1
         union all
         select sc.from_kind, c.order_time, c.generation, c.sha, 0
         from symbol_changes sc join commits c on c.id = sc.commit_id
-        where sc.from_symbol_id = symbols.id) seen
-    order by seen.t desc, seen.g desc, seen.sha desc, seen.new_side desc,
-             seen.kind in ({_EXTENDING_SQL}), seen.kind
+        where sc.from_symbol_id = symbols.id and c.reachable = 1) seen
+    order by seen.t desc, seen.g desc, seen.sha desc, seen.own desc, seen.kind
     limit 1), kind)
 where id = ? and alive = 0
 """

@@ -171,6 +171,8 @@ class _Side:
     # The function or method it is nested in (a nested def, a lambda, an anonymous class's
     # method), when that one existed before the commit; else "".
     host: str = ""
+    # Its file's side's names defined several times with other kinds (_name_kinds).
+    name_kinds: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     _masked: tuple[str, ...] | None = None
     # What the commit's steps learnt of this old side's similarity to new sides (_similarity).
     _similar: dict[int, tuple[float, bool]] = field(default_factory=dict, compare=False,
@@ -179,6 +181,11 @@ class _Side:
     @property
     def text(self) -> bytes:
         return self.source[self.symbol.start_byte:self.symbol.end_byte]
+
+    @property
+    def recorded(self) -> Symbol:
+        """The symbol as a change records it (_recorded)."""
+        return _recorded(self.symbol, self.name_kinds)
 
     def masked(self) -> tuple[str, ...]:
         if self._masked is None:
@@ -196,15 +203,13 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
     gone: list[_Side] = []
     born: list[_Side] = []
     edited: list[tuple[_Side, _Side]] = []  # callables changed in place: (before, after)
-    kinds: dict[int, Symbol] = {}   # _name_kinds
     for f in files:
         deleted_ranges, added_ranges = hunk_ranges(f.hunks)
         minus = own_lines(f.old, deleted_ranges, f.old_source)
         plus = own_lines(f.new, added_ranges, f.new_source)
         old_by_name = _first_by_qualname(f.old)
         new_by_name = _first_by_qualname(f.new)
-        _name_kinds(f.old, old_by_name, kinds)
-        _name_kinds(f.new, new_by_name, kinds)
+        old_kinds, new_kinds = _name_kinds(f.old, old_by_name), _name_kinds(f.new, new_by_name)
         old_parents = dict(zip((s.qualname for s in f.old), _parents(f.old)))
         new_parents = dict(zip((s.qualname for s in f.new), _parents(f.new)))
         moved_file = f.old_path != f.new_path
@@ -222,11 +227,13 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                 host = _host(f.new, sym)
                 born.append(_Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
                                   f.new_language, f.new_path,
-                                  host=host if host in old_by_name else ""))
+                                  host=host if host in old_by_name else "",
+                                  name_kinds=new_kinds))
             elif moved_file:
-                changes.append(SymbolChange(f.new_path, sym, "moved", a, d,
-                                            f.old_path, before))
-                changes.append(SymbolChange(f.old_path, before, "moved", 0, d))
+                changes.append(SymbolChange(f.new_path, _recorded(sym, new_kinds), "moved", a, d,
+                                            f.old_path, _recorded(before, old_kinds)))
+                changes.append(SymbolChange(f.old_path, _recorded(before, old_kinds), "moved",
+                                            0, d))
             elif a or d or (sym.kind in _CALLABLE
                             and (edge_lo <= sym.end_line and sym.start_line <= edge_hi
                                  or old_lo <= before.end_line and before.start_line <= old_hi)
@@ -240,60 +247,58 @@ def match_commit(files: list[FileSymbols]) -> list[SymbolChange]:
                     _texts(f.new, f.new_source, qualname, new_places)
                 if old_parts != new_parts:
                     kind = _parts_kind(old_parts, new_parts, f.new_language)
-                    changes.append(SymbolChange(f.new_path, sym, kind, a, d))
+                    changes.append(SymbolChange(f.new_path, _recorded(sym, new_kinds), kind, a, d))
                     if sym.kind in _CALLABLE and kind in ("body", "signature"):
                         edited.append((
                             _Side(f.old_path, before, old_parents[qualname], d, f.old_source,
-                                  f.old_language, f.new_path),
+                                  f.old_language, f.new_path, name_kinds=old_kinds),
                             _Side(f.new_path, sym, new_parents[qualname], a, f.new_source,
-                                  f.new_language, f.new_path, host=_host(f.new, sym))))
+                                  f.new_language, f.new_path, host=_host(f.new, sym),
+                                  name_kinds=new_kinds)))
         for qualname, sym in old_by_name.items():
             if qualname not in new_by_name:
                 gone.append(_Side(f.old_path, sym, old_parents[qualname],
                                   minus.get(qualname, 0), f.old_source, f.old_language,
-                                  f.new_path))
+                                  f.new_path, name_kinds=old_kinds))
 
     extracted: list[tuple[_Side, _Side, str, float]] = []
     for old, new, kind, confidence in _pair(gone, born,
                                             lambda: extracted.extend(_extracted(edited, born))):
-        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, old.lines,
-                                    old.path, old.symbol, confidence))
+        changes.append(SymbolChange(new.path, new.recorded, kind, new.lines, old.lines,
+                                    old.path, old.recorded, confidence))
         # The old identity's history ends with the same event (not with a deletion).
-        changes.append(SymbolChange(old.path, old.symbol, kind, 0, old.lines))
+        changes.append(SymbolChange(old.path, old.recorded, kind, 0, old.lines))
     for donor, new, kind, confidence in extracted:
         # The donor's history goes on too: it is not ended here.
-        changes.append(SymbolChange(new.path, new.symbol, kind, new.lines, 0, donor.path,
-                                    donor.symbol, confidence))
-    changes.extend(SymbolChange(s.path, s.symbol, "added", s.lines, 0)
+        changes.append(SymbolChange(new.path, new.recorded, kind, new.lines, 0, donor.path,
+                                    donor.recorded, confidence))
+    changes.extend(SymbolChange(s.path, s.recorded, "added", s.lines, 0)
                    for s in born if not s.paired)
-    changes.extend(SymbolChange(s.path, s.symbol, "deleted", 0, s.lines)
+    changes.extend(SymbolChange(s.path, s.recorded, "deleted", 0, s.lines)
                    for s in gone if not s.paired)
-    return _with_name_kinds(changes, kinds)
+    return changes
 
 
-def _name_kinds(symbols: list[Symbol], first: dict[str, Symbol], out: dict[int, Symbol]) -> None:
-    """A change names the first definition of its name (_first_by_qualname); where one name has
-    several of other kinds (a Rust impl block above its struct), the symbol it records has the
-    name's preferred kind (`out`: by the first's id; matching reads the definitions' own
-    kinds)."""
+def _name_kinds(symbols: list[Symbol], first: dict[str, Symbol]) -> dict[str, str]:
+    """The names of one file version defined several times with other kinds (a Rust impl block
+    above its struct), each with the name's preferred kind: a change names the first definition
+    (_first_by_qualname) and records that kind (_recorded), while matching reads each
+    definition's own. Empty for most files."""
     if len(first) == len(symbols):
-        return
+        return {}
     kinds: dict[str, list[str]] = {}
     for sym in symbols:
         kinds.setdefault(sym.qualname, []).append(sym.kind)
-    for qualname, held in kinds.items():
-        sym = first[qualname]
-        kind = preferred_kind(held)
-        if kind is not None and kind != sym.kind:
-            out[id(sym)] = replace(sym, kind=kind)
+    return {qualname: kind for qualname, held in kinds.items()
+            if (kind := preferred_kind(held)) is not None and kind != held[0]}
 
 
-def _with_name_kinds(changes: list[SymbolChange], kinds: dict[int, Symbol]) -> list[SymbolChange]:
-    if not kinds:
-        return changes
-    return [replace(c, symbol=kinds.get(id(c.symbol), c.symbol),
-                    from_symbol=kinds.get(id(c.from_symbol), c.from_symbol))
-            if id(c.symbol) in kinds or id(c.from_symbol) in kinds else c for c in changes]
+def _recorded(sym: Symbol, name_kinds: dict[str, str]) -> Symbol:
+    """The first definition of a name as a change records it: with the name's kind. Both sides
+    of a commit can hold one Symbol object (an incremental parse shares what did not move), so
+    the kinds are looked up per side, by name."""
+    kind = name_kinds.get(sym.qualname)
+    return replace(sym, kind=kind) if kind is not None and kind != sym.kind else sym
 
 
 def _host(symbols: list[Symbol], sym: Symbol) -> str:
@@ -377,11 +382,10 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
     version of the merge, so none are counted."""
     changes = []
     first = _first_by_qualname(new)
-    kinds: dict[int, Symbol] = {}
-    _name_kinds(new, first, kinds)
+    name_kinds = _name_kinds(new, first)
     places = _places(new)
     for qualname, count in own_lines(new, own, new_source).items():
-        sym = first[qualname]
+        sym = _recorded(first[qualname], name_kinds)
         texts = _texts(new, new_source, qualname, places)
         before = next(((symbols, source) for symbols, source in parents
                        if any(s.qualname == qualname for s in symbols)), None)
@@ -392,7 +396,7 @@ def merge_changes(path: str, new: list[Symbol], new_source: bytes, language: str
         if old_texts != texts:
             changes.append(SymbolChange(path, sym, _parts_kind(old_texts, texts, language),
                                         count, 0))
-    return _with_name_kinds(changes, kinds)
+    return changes
 
 
 def _first_by_qualname(symbols: list[Symbol]) -> dict[str, Symbol]:
