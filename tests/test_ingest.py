@@ -620,6 +620,18 @@ def test_kinds_of_deleted_symbols_across_branches_rewrites_and_silent_deaths(rep
     index("branches", all_branches=True)
     updated, fresh = both("branches")
     assert updated[("m.py", "Foo", 0)] == fresh[("m.py", "Foo", 0)] == "class"
+    # An update of one commit, on a branch, to a symbol HEAD never had.
+    repo.git("checkout", "-q", "-b", "other")
+    repo.write("o.py", "class Y:\n    a = 1\n")
+    repo.commit("Y a class on a branch", days_ago=2.5)
+    repo.git("checkout", "-q", "main")
+    index("branches", all_branches=True)
+    repo.git("checkout", "-q", "other")
+    repo.write("o.py", "def Y():\n    return 1\n")
+    repo.commit("Y a function", days_ago=2.4)
+    repo.git("checkout", "-q", "main")
+    index("branches", all_branches=True)
+    assert _kinds_of(tmp_path / "branches.db", ["o.py"]) == {("o.py", "Y", 0): "function"}
     # A rewrite: X became a function, then that commit was dropped and X deleted (dated
     # before the dropped commit).
     repo.write("m.py", "class X:\n    a = 1\n\n\ndef keep():\n    return 2\n")
@@ -645,6 +657,11 @@ def test_kinds_of_deleted_symbols_across_branches_rewrites_and_silent_deaths(rep
     repo.write("a.cpp", "namespace ns { void g(); }\n\nint pad() { return 1; }\n\n" + f)
     repo.commit("a namespace above it")
     index("silent")
+    # Its file read again while it lives: HEAD's kind, not its changes'.
+    repo.write("a.cpp", "namespace ns { void g(); }\n\nint pad() { return 2; }\n\n" + f)
+    repo.commit("pad edited")
+    index("silent")
+    assert _kinds_of(tmp_path / "silent.db", ["a.cpp"])[("a.cpp", "ns.f()", 1)] == "function"
     repo.write("a.cpp", "\0binary\nnamespace ns { void g(); }\n\nint pad() { return 1; }\n\n" + f)
     repo.commit("binary now")
     index("silent")

@@ -81,7 +81,10 @@ where sc.commit_id in (select value from json_each(?1))
 # place in history (order time, generation, sha), then an own change over the version another
 # came from (an own change names the version after the commit, but a deletion names the one
 # before, as does a pair's old identity, whose version is then its from-side's too), then by
-# name. NULL (recorded before schema 18) at the top: the kind stands.
+# name. NULL (recorded before schema 18) at the top: the kind stands. Today every symbol a
+# change came from has a change of its own in that commit (a pair's old identity, an edited
+# donor), so the from-sides decide nothing yet: they keep the rule whole for a change that
+# comes without one.
 _SETTLE = """
 update symbols set kind = coalesce((
     select seen.kind from (
