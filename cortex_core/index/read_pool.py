@@ -371,5 +371,5 @@ def read_parallel(repo_path: str, settings: IndexSettings, shas: list[str],
             worker.pool.shutdown(wait=True, cancel_futures=True)
         if stats is not None:
             stats.update(workers=workers, budget_bytes=budget, peak_worker_bytes=peak,
-                         ranges=ranges, recycled=sum(w.recycled for w in crew), given_back=given_back,
-                         caches_dropped=dropped, heap_trims=trims)
+                         ranges=ranges, recycled=sum(w.recycled for w in crew),
+                         given_back=given_back, caches_dropped=dropped, heap_trims=trims)
